@@ -1,0 +1,139 @@
+# sluice - build, test, demo, fuzz.
+#
+#   make            optimised build: build/rel/sluice
+#   make test       install deps if missing, build with ASan+UBSan, run the suite
+#   make demo       install deps if missing, build, generate the demo model, run it
+#   make fuzz       libFuzzer on the GGUF parser for FUZZ_SECONDS (default 60)
+#   make tsan       ThreadSanitizer build of the threaded tests
+#
+# Portable by default: no -march=native. SIMD kernels live in *_avx2.c files
+# that alone are compiled with AVX2/FMA flags and are chosen at run time.
+
+CC      ?= cc
+ARCH    := $(shell uname -m)
+WARN    := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wno-unused-parameter
+CSTD    := -std=c11 -D_GNU_SOURCE
+INC     := -Isrc -Iinclude
+OPT     ?= -O2 -g
+DEPFLAGS = -MMD -MP
+
+HAVE_URING := $(shell pkg-config --exists liburing 2>/dev/null && echo 1)
+LIBS    := -lpcre2-8 -lpthread -lm
+ifeq ($(HAVE_URING),1)
+  LIBS   += -luring
+  CDEFS  += -DSL_HAVE_URING=1
+endif
+
+ifeq ($(ARCH),x86_64)
+  SIMD_AVX2 := -mavx2 -mfma -mf16c -mbmi2
+endif
+
+LIB_SRC  := $(sort $(wildcard src/*/*.c))
+APP_SRC  := $(sort $(wildcard app/*.c))
+TEST_SRC := $(sort $(wildcard tests/unit/test_*.c))
+TEST_COMMON := $(sort $(wildcard tests/common/*.c))
+
+SAN_FLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
+
+# ---- release build ----------------------------------------------------------
+REL := build/rel
+REL_LIB_OBJ := $(LIB_SRC:%.c=$(REL)/%.o)
+REL_APP_OBJ := $(APP_SRC:%.c=$(REL)/%.o)
+
+all: $(REL)/sluice
+
+$(REL)/%_avx2.o: %_avx2.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CSTD) $(WARN) $(OPT) $(CDEFS) $(INC) $(DEPFLAGS) $(SIMD_AVX2) -c $< -o $@
+
+$(REL)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CSTD) $(WARN) $(OPT) $(CDEFS) $(INC) $(DEPFLAGS) -c $< -o $@
+
+$(REL)/libsluice.a: $(REL_LIB_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(REL)/sluice: $(REL_APP_OBJ) $(REL)/libsluice.a
+	$(CC) $(OPT) -o $@ $(REL_APP_OBJ) $(REL)/libsluice.a $(LIBS)
+
+# ---- sanitizer build (used by the suite) ------------------------------------
+SAN := build/san
+SAN_LIB_OBJ := $(LIB_SRC:%.c=$(SAN)/%.o)
+SAN_APP_OBJ := $(APP_SRC:%.c=$(SAN)/%.o)
+SAN_COMMON_OBJ := $(TEST_COMMON:%.c=$(SAN)/%.o)
+SAN_TESTS := $(TEST_SRC:tests/unit/%.c=$(SAN)/tests/%)
+
+$(SAN)/%_avx2.o: %_avx2.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CSTD) $(WARN) $(SAN_FLAGS) $(CDEFS) $(INC) $(DEPFLAGS) $(SIMD_AVX2) -c $< -o $@
+
+$(SAN)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CSTD) $(WARN) $(SAN_FLAGS) $(CDEFS) $(INC) -Itests $(DEPFLAGS) -c $< -o $@
+
+$(SAN)/libsluice.a: $(SAN_LIB_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(SAN)/sluice: $(SAN_APP_OBJ) $(SAN)/libsluice.a
+	$(CC) $(SAN_FLAGS) -o $@ $(SAN_APP_OBJ) $(SAN)/libsluice.a $(LIBS)
+
+$(SAN)/tests/%: $(SAN)/tests/unit/%.o $(SAN_COMMON_OBJ) $(SAN)/libsluice.a
+	@mkdir -p $(dir $@)
+	$(CC) $(SAN_FLAGS) -o $@ $< $(SAN_COMMON_OBJ) $(SAN)/libsluice.a $(LIBS)
+
+CLI_TESTS := $(sort $(wildcard tests/cli/*.sh))
+
+check: $(SAN_TESTS) $(SAN)/sluice $(REL)/sluice
+	SLUICE=$(abspath $(SAN)/sluice) SLUICE_REL=$(abspath $(REL)/sluice) \
+	  ./tests/run.sh $(SAN_TESTS) $(CLI_TESTS)
+
+deps:
+	@./scripts/install-deps.sh
+
+test: deps
+	$(MAKE) check
+
+# ---- demo -------------------------------------------------------------------
+DEMO_MODEL ?= models/demo-qwen3moe.gguf
+
+demo: deps
+	$(MAKE) all
+	./scripts/demo.sh $(REL)/sluice $(DEMO_MODEL)
+
+# ---- fuzzing (clang + libFuzzer) ----------------------------------------------
+FUZZ_SECONDS ?= 60
+FUZZ := build/fuzz
+FUZZ_LIB_SRC := $(filter-out %_avx2.c,$(LIB_SRC))
+
+$(FUZZ)/fuzz_gguf: tests/fuzz/fuzz_gguf.c $(LIB_SRC)
+	@mkdir -p $(FUZZ)
+	clang $(CSTD) $(CDEFS) $(INC) -g -O1 -fsanitize=fuzzer,address,undefined \
+	  $(SIMD_AVX2) -o $@ tests/fuzz/fuzz_gguf.c $(LIB_SRC) $(LIBS)
+
+fuzz: deps $(FUZZ)/fuzz_gguf
+	@mkdir -p $(FUZZ)/corpus
+	$(FUZZ)/fuzz_gguf -max_total_time=$(FUZZ_SECONDS) -max_len=65536 \
+	  $(FUZZ)/corpus tests/fuzz/corpus
+
+# ---- thread sanitizer ----------------------------------------------------------
+TSAN := build/tsan
+TSAN_FLAGS := -O1 -g -fsanitize=thread
+TSAN_TESTS := $(sort $(wildcard tests/unit/test_threads*.c tests/unit/test_io*.c tests/unit/test_stream*.c))
+
+tsan: $(TSAN_TESTS)
+	@mkdir -p $(TSAN)
+	@for t in $(TSAN_TESTS); do \
+	  n=$$(basename $$t .c); \
+	  $(CC) $(CSTD) $(CDEFS) $(INC) -Itests $(TSAN_FLAGS) $(SIMD_AVX2) -o $(TSAN)/$$n $$t $(TEST_COMMON) $(LIB_SRC) $(LIBS) || exit 1; \
+	  $(TSAN)/$$n || exit 1; \
+	done
+
+clean:
+	rm -rf build
+
+.PHONY: all check deps test demo fuzz tsan clean
+.SECONDARY:
+
+-include $(shell find build -name '*.d' 2>/dev/null)

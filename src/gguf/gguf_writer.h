@@ -1,0 +1,62 @@
+/* gguf_writer.h - streaming GGUF (version 3) writer.
+ *
+ * Owns: producing a valid GGUF file from metadata, tensor declarations and
+ * tensor bytes supplied in declaration order, possibly in many chunks, so a
+ * 20 GB model is written with little RAM. Knows nothing about models.
+ *
+ * Usage:
+ *   sl_gguf_writer_open(&w, path, err);
+ *   sl_gguf_writer_set_*(w, key, ...);        // metadata, any order
+ *   sl_gguf_writer_add_tensor(w, name, type, n_dims, ne, err); // declare all
+ *   sl_gguf_writer_write(w, bytes, n, err);   // data, in declaration order;
+ *                                             // padding between tensors is
+ *                                             // inserted automatically
+ *   sl_gguf_writer_close(w, err);             // checks all bytes arrived
+ * Each setter copies its arguments. On any error the writer stays in a failed
+ * state; sl_gguf_writer_close reports it and removes nothing (the caller
+ * may unlink the partial file). sl_gguf_writer_abort frees without checks. */
+#ifndef SL_GGUF_GGUF_WRITER_H
+#define SL_GGUF_GGUF_WRITER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gguf/gguf.h"
+#include "util/status.h"
+
+typedef struct sl_gguf_writer sl_gguf_writer;
+
+int sl_gguf_writer_open(sl_gguf_writer **out, const char *path, sl_err *err);
+
+int sl_gguf_writer_set_u32(sl_gguf_writer *w, const char *key, uint32_t v);
+int sl_gguf_writer_set_i32(sl_gguf_writer *w, const char *key, int32_t v);
+int sl_gguf_writer_set_u64(sl_gguf_writer *w, const char *key, uint64_t v);
+int sl_gguf_writer_set_f32(sl_gguf_writer *w, const char *key, float v);
+int sl_gguf_writer_set_bool(sl_gguf_writer *w, const char *key, bool v);
+int sl_gguf_writer_set_str(sl_gguf_writer *w, const char *key, const char *v);
+/* Arrays: strings (n NUL-terminated strings), int32, float32. */
+int sl_gguf_writer_set_arr_str(sl_gguf_writer *w, const char *key,
+                               const char *const *v, uint64_t n);
+int sl_gguf_writer_set_arr_i32(sl_gguf_writer *w, const char *key,
+                               const int32_t *v, uint64_t n);
+int sl_gguf_writer_set_arr_f32(sl_gguf_writer *w, const char *key,
+                               const float *v, uint64_t n);
+
+/* Declares the next tensor. ne[0] is the row length. All tensors must be
+ * declared before the first sl_gguf_writer_write. */
+int sl_gguf_writer_add_tensor(sl_gguf_writer *w, const char *name, sl_type type,
+                              uint32_t n_dims, const uint64_t *ne, sl_err *err);
+
+/* Appends n bytes of tensor data (the header is written on the first call).
+ * Chunks may split or span tensors freely; padding is inserted between them. */
+int sl_gguf_writer_write(sl_gguf_writer *w, const void *bytes, size_t n, sl_err *err);
+
+/* Finishes the file: fails if the data written does not match the declared
+ * tensors. Frees w in all cases. */
+int sl_gguf_writer_close(sl_gguf_writer *w, sl_err *err);
+
+/* Frees w without finishing the file. NULL allowed. */
+void sl_gguf_writer_abort(sl_gguf_writer *w);
+
+#endif

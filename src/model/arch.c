@@ -1,0 +1,40 @@
+/* arch.c - the architecture table. */
+#include "model/arch.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static const sl_arch archs[] = {
+    /* name        rope           qk_norm             bias   moe    opt    shexp  norm_topk */
+    {"llama",      SL_ROPE_NORMAL, SL_QK_NORM_NONE, false, true,  true,  false, true},
+    {"qwen2",      SL_ROPE_NEOX,   SL_QK_NORM_NONE, true,  false, false, false, false},
+    {"qwen3",      SL_ROPE_NEOX,   SL_QK_NORM_HEAD, false, false, false, false, false},
+    {"qwen2moe",   SL_ROPE_NEOX,   SL_QK_NORM_NONE, true,  true,  false, true,  false},
+    {"qwen3moe",   SL_ROPE_NEOX,   SL_QK_NORM_HEAD, false, true,  false, false, true},
+    {"olmoe",      SL_ROPE_NEOX,   SL_QK_NORM_FULL, false, true,  false, false, false},
+};
+
+const sl_arch *sl_arch_find(const char *name)
+{
+    if (!name) return NULL;
+    for (size_t i = 0; i < sizeof archs / sizeof archs[0]; i++)
+        if (!strcmp(archs[i].name, name)) return &archs[i];
+    return NULL;
+}
+
+const char *sl_arch_supported_list(void)
+{
+    return "llama, qwen2, qwen3, qwen2moe, qwen3moe, olmoe";
+}
+
+char *sl_arch_key(char *buf, size_t cap, const char *arch, const char *suffix)
+{
+    snprintf(buf, cap, "%s.%s", arch, suffix);
+    return buf;
+}
+
+char *sl_tensor_name(char *buf, size_t cap, int layer, const char *suffix)
+{
+    snprintf(buf, cap, "blk.%d.%s", layer, suffix);
+    return buf;
+}

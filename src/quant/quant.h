@@ -1,0 +1,92 @@
+/* quant.h - tensor element types and their traits table.
+ *
+ * The traits table is the single source of truth for a type: its GGUF id,
+ * name, elements per block, bytes per block, and its kernels (dequantise,
+ * quantise, dot products). Type ids are the ones GGUF files use on disk.
+ * Knows nothing about files or models. */
+#ifndef SL_QUANT_QUANT_H
+#define SL_QUANT_QUANT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum sl_type {
+    SL_TYPE_F32 = 0,
+    SL_TYPE_F16 = 1,
+    SL_TYPE_Q4_0 = 2,
+    SL_TYPE_Q4_1 = 3,
+    /* 4, 5: removed Q4_2 / Q4_3, never valid in a file */
+    SL_TYPE_Q5_0 = 6,
+    SL_TYPE_Q5_1 = 7,
+    SL_TYPE_Q8_0 = 8,
+    SL_TYPE_Q8_1 = 9,
+    SL_TYPE_Q2_K = 10,
+    SL_TYPE_Q3_K = 11,
+    SL_TYPE_Q4_K = 12,
+    SL_TYPE_Q5_K = 13,
+    SL_TYPE_Q6_K = 14,
+    SL_TYPE_Q8_K = 15,
+    SL_TYPE_IQ2_XXS = 16,
+    SL_TYPE_IQ2_XS = 17,
+    SL_TYPE_IQ3_XXS = 18,
+    SL_TYPE_IQ1_S = 19,
+    SL_TYPE_IQ4_NL = 20,
+    SL_TYPE_IQ3_S = 21,
+    SL_TYPE_IQ2_S = 22,
+    SL_TYPE_IQ4_XS = 23,
+    SL_TYPE_I8 = 24,
+    SL_TYPE_I16 = 25,
+    SL_TYPE_I32 = 26,
+    SL_TYPE_I64 = 27,
+    SL_TYPE_F64 = 28,
+    SL_TYPE_IQ1_M = 29,
+    SL_TYPE_BF16 = 30,
+    /* 31-33: removed Q4_0_4_4 etc. */
+    SL_TYPE_TQ1_0 = 34,
+    SL_TYPE_TQ2_0 = 35,
+    /* 36-38: removed */
+    SL_TYPE_MXFP4 = 39,
+    SL_TYPE_COUNT = 40,
+} sl_type;
+
+/* Dequantise n elements (a multiple of block_size) from blocks to f32. */
+typedef void (*sl_to_float_fn)(const void *src, float *dst, int64_t n);
+/* Quantise n elements (a multiple of block_size) from f32 to blocks. */
+typedef void (*sl_from_float_fn)(const float *src, void *dst, int64_t n);
+/* Dot product of n elements: x in this type, y in vec_dot_type; writes *s. */
+typedef void (*sl_vec_dot_fn)(int64_t n, float *s, const void *x, const void *y);
+
+typedef struct sl_type_traits {
+    const char *name;          /* lower-case, as GGUF tools print it: "q4_K" */
+    uint32_t block_size;       /* elements per block (1 for plain types) */
+    uint32_t type_size;        /* bytes per block */
+    bool is_quantized;
+    sl_to_float_fn to_float;      /* NULL: we cannot dequantise this type */
+    sl_from_float_fn from_float;  /* NULL: no quantiser */
+    sl_type vec_dot_type;         /* type the other operand is quantised to */
+    sl_vec_dot_fn vec_dot;        /* NULL until a kernel exists */
+} sl_type_traits;
+
+/* Traits of type id t, or NULL if t is not a type id sluice knows the block
+ * layout of (removed ids, out of range). The table is static; never free. */
+const sl_type_traits *sl_type_get(uint32_t t);
+
+/* Name for messages; "unknown" for ids sl_type_get rejects. */
+const char *sl_type_name(uint32_t t);
+
+/* Looks a type up by name (case-insensitive: "q4_k", "Q8_0", "f16").
+ * Returns false if no such type. */
+bool sl_type_from_name(const char *name, sl_type *out);
+
+/* Bytes of n elements of type t. False if t is unknown, n is not a multiple of
+ * the block size, or the result overflows. */
+bool sl_type_nbytes(uint32_t t, uint64_t n, uint64_t *bytes);
+
+/* IEEE half / bfloat16 conversions (scalar, exact, round-to-nearest-even). */
+float sl_fp16_to_f32(uint16_t h);
+uint16_t sl_f32_to_fp16(float f);
+float sl_bf16_to_f32(uint16_t h);
+uint16_t sl_f32_to_bf16(float f);
+
+#endif

@@ -1,0 +1,55 @@
+/* status.h - error reporting shared by every library module.
+ *
+ * Library code never prints and never exits. A function that can fail returns
+ * an int: 0 on success, a negative SL_E* code on failure, and fills the
+ * caller's sl_err with one sentence that names the problem (file, field,
+ * byte offset, value seen, value expected). Only app/ decides what to do. */
+#ifndef SL_UTIL_STATUS_H
+#define SL_UTIL_STATUS_H
+
+#include <stdarg.h>
+
+enum {
+    SL_OK = 0,
+    SL_EIO = -1,       /* the operating system refused a read, write or open */
+    SL_EFORMAT = -2,   /* input bytes are malformed (bad file, bad shape) */
+    SL_ENOMEM = -3,    /* an allocation failed or a size overflowed */
+    SL_EINVAL = -4,    /* the caller passed an invalid argument */
+    SL_EUNSUPPORTED = -5, /* valid input we do not handle (yet) */
+};
+
+#define SL_ERR_MSG_MAX 512
+
+typedef struct sl_err {
+    int code;                 /* last SL_E* code, SL_OK if none */
+    char msg[SL_ERR_MSG_MAX]; /* NUL-terminated message */
+} sl_err;
+
+/* Fills err (if non-NULL) with code and a printf-style message; returns code
+ * so callers can write `return sl_err_set(err, SL_EFORMAT, "...")`. */
+int sl_err_set(sl_err *err, int code, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+/* Prepends "prefix: " to an existing message (adds context on the way up). */
+int sl_err_prefix(sl_err *err, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+/* Short name of a code, e.g. "I/O error". Never NULL. */
+const char *sl_status_name(int code);
+
+/* Always-on invariant check: prints file:line and aborts. For programming
+ * errors only, never for bad input. */
+#define SL_ASSERT(cond)                                                        \
+    do {                                                                       \
+        if (!(cond)) sl_assert_fail(#cond, __FILE__, __LINE__);                \
+    } while (0)
+
+void sl_assert_fail(const char *expr, const char *file, int line);
+
+#endif

@@ -1,0 +1,12 @@
+/* timer.h - monotonic clock. */
+#ifndef SL_UTIL_TIMER_H
+#define SL_UTIL_TIMER_H
+
+#include <stdint.h>
+
+/* Nanoseconds from an arbitrary fixed point (CLOCK_MONOTONIC). */
+uint64_t sl_now_ns(void);
+
+static inline double sl_ns_to_s(uint64_t ns) { return (double)ns * 1e-9; }
+
+#endif
