@@ -1,5 +1,4 @@
 /* file.c - POSIX implementation of file.h. */
-#define _GNU_SOURCE
 #include "util/file.h"
 
 #include <errno.h>

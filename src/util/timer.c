@@ -1,5 +1,4 @@
 /* timer.c - monotonic clock (POSIX; a Windows path would use QPC here). */
-#define _POSIX_C_SOURCE 200809L
 #include "util/timer.h"
 
 #include <time.h>
