@@ -20,14 +20,19 @@ int sl_err_set(sl_err *err, int code, const char *fmt, ...)
 int sl_err_prefix(sl_err *err, const char *fmt, ...)
 {
     if (!err) return SL_OK;
-    char prefix[SL_ERR_MSG_MAX];
+    char joined[2 * SL_ERR_MSG_MAX + 2];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(prefix, sizeof prefix, fmt, ap);
+    int n = vsnprintf(joined, SL_ERR_MSG_MAX, fmt, ap);
     va_end(ap);
-    char old[SL_ERR_MSG_MAX];
-    memcpy(old, err->msg, sizeof old);
-    snprintf(err->msg, sizeof err->msg, "%s: %s", prefix, old);
+    if (n < 0) n = 0;
+    if (n > SL_ERR_MSG_MAX - 1) n = SL_ERR_MSG_MAX - 1;
+    joined[n++] = ':';
+    joined[n++] = ' ';
+    memcpy(joined + n, err->msg, SL_ERR_MSG_MAX);
+    joined[sizeof joined - 1] = '\0';
+    memcpy(err->msg, joined, SL_ERR_MSG_MAX - 1);
+    err->msg[SL_ERR_MSG_MAX - 1] = '\0';
     return err->code;
 }
 
