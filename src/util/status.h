@@ -9,21 +9,7 @@
 
 #include <stdarg.h>
 
-enum {
-    SL_OK = 0,
-    SL_EIO = -1,       /* the operating system refused a read, write or open */
-    SL_EFORMAT = -2,   /* input bytes are malformed (bad file, bad shape) */
-    SL_ENOMEM = -3,    /* an allocation failed or a size overflowed */
-    SL_EINVAL = -4,    /* the caller passed an invalid argument */
-    SL_EUNSUPPORTED = -5, /* valid input we do not handle (yet) */
-};
-
-#define SL_ERR_MSG_MAX 512
-
-typedef struct sl_err {
-    int code;                 /* last SL_E* code, SL_OK if none */
-    char msg[SL_ERR_MSG_MAX]; /* NUL-terminated message */
-} sl_err;
+#include "sluice.h" /* sl_err, SL_OK and the SL_E* codes */
 
 /* Fills err (if non-NULL) with code and a printf-style message; returns code
  * so callers can write `return sl_err_set(err, SL_EFORMAT, "...")`. */
