@@ -1,0 +1,164 @@
+/* session.c - creating a session (KV cache, scratch, pool) and evaluating
+ * batches of tokens. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/session.h"
+#include "util/checked.h"
+
+sl_session_params sl_session_default_params(void)
+{
+    sl_session_params p = {.n_ctx = 0, .kv_type = SL_KV_F16, .all_logits = false,
+                           .n_batch_max = 0};
+    return p;
+}
+
+static int imax(int a, int b) { return a > b ? a : b; }
+
+/* Allocates n elements of size sz (zeroed), recording failure in *ok. */
+static void *alloc_n(size_t n, size_t sz, bool *ok)
+{
+    uint64_t bytes;
+    if (!sl_mul_u64(n, sz, &bytes) || bytes > SIZE_MAX) {
+        *ok = false;
+        return NULL;
+    }
+    void *p = calloc(1, bytes ? (size_t)bytes : 1);
+    if (!p) *ok = false;
+    return p;
+}
+
+int sl_session_create(sl_session **out, sl_model *m, const sl_session_params *pp,
+                      sl_err *err)
+{
+    *out = NULL;
+    sl_session_params p = pp ? *pp : sl_session_default_params();
+    const sl_hparams *hp = &m->hp;
+    if (p.n_ctx <= 0) p.n_ctx = hp->n_ctx_train < 4096 ? hp->n_ctx_train : 4096;
+    if (p.n_ctx > (1 << 24))
+        return sl_err_set(err, SL_EINVAL, "context size %d is too large", p.n_ctx);
+    if (p.n_batch_max <= 0) p.n_batch_max = 512;
+
+    sl_session *s = calloc(1, sizeof *s);
+    if (!s) return sl_err_set(err, SL_ENOMEM, "out of memory");
+    s->m = m;
+    s->n_ctx = p.n_ctx;
+    s->n_batch_max = p.n_batch_max;
+    s->kv_type = p.kv_type;
+    s->all_logits = p.all_logits;
+    s->kv_elem = p.kv_type == SL_KV_F32 ? 4 : 2;
+    s->kv_dim = (size_t)hp->n_head_kv * (size_t)hp->head_dim;
+    s->kv_dim_v = (size_t)hp->n_head_kv * (size_t)hp->head_dim_v;
+
+    s->rope = (sl_rope){
+        .n_dims = hp->rope_dim,
+        .neox = m->arch->rope == SL_ROPE_NEOX,
+        .freq_base = hp->rope_freq_base,
+        .freq_scale = hp->rope_freq_scale,
+        .ext_factor = hp->rope_scaling == SL_ROPE_SCALING_YARN ? 1.0f : 0.0f,
+        .attn_factor = 1.0f,
+        .beta_fast = 32.0f,
+        .beta_slow = 1.0f,
+        .n_ctx_orig = hp->rope_yarn_orig_ctx,
+    };
+
+    int nth = m->n_threads > 0 ? m->n_threads : sl_cpu_count();
+    int rc = sl_pool_create(&s->pool, nth, err);
+    if (rc) {
+        free(s);
+        return rc;
+    }
+
+    const int q_dim = hp->n_head * hp->head_dim;
+    const int ff = imax(imax(hp->n_ff, hp->n_ff_exp), hp->n_ff_shexp);
+    const int widest = imax(imax(hp->n_embd, q_dim), imax(ff, hp->n_head * hp->head_dim_v));
+    const size_t ctx = (size_t)s->n_ctx, layers = (size_t)hp->n_layer;
+    bool ok = true;
+    s->k_cache = alloc_n(layers * ctx * s->kv_dim, s->kv_elem, &ok);
+    s->v_cache = alloc_n(layers * ctx * s->kv_dim_v, s->kv_elem, &ok);
+    s->x = alloc_n((size_t)hp->n_embd, sizeof(float), &ok);
+    s->xb = alloc_n((size_t)hp->n_embd, sizeof(float), &ok);
+    s->q = alloc_n((size_t)q_dim, sizeof(float), &ok);
+    s->k = alloc_n(s->kv_dim, sizeof(float), &ok);
+    s->v = alloc_n(s->kv_dim_v, sizeof(float), &ok);
+    s->att = alloc_n((size_t)hp->n_head * ctx, sizeof(float), &ok);
+    s->attn_out = alloc_n((size_t)hp->n_head * (size_t)hp->head_dim_v, sizeof(float), &ok);
+    s->ffn_out = alloc_n((size_t)hp->n_embd, sizeof(float), &ok);
+    s->exp_out = alloc_n((size_t)hp->n_embd, sizeof(float), &ok);
+    s->hb = alloc_n((size_t)imax(ff, 1), sizeof(float), &ok);
+    s->hb2 = alloc_n((size_t)imax(ff, 1), sizeof(float), &ok);
+    s->router = alloc_n((size_t)imax(hp->n_expert, 1), sizeof(float), &ok);
+    s->topk_ids = alloc_n((size_t)imax(hp->n_expert_used, 1), sizeof(int), &ok);
+    s->topk_w = alloc_n((size_t)imax(hp->n_expert_used, 1), sizeof(float), &ok);
+    /* activations: at most 4 bytes per value plus a block's header per 32 */
+    s->act = alloc_n((size_t)imax(widest, hp->n_vocab) * 2 + 64, sizeof(float), &ok);
+    s->row_tmp_stride = (size_t)imax(widest, hp->n_embd);
+    s->row_tmp = alloc_n((size_t)nth * s->row_tmp_stride, sizeof(float), &ok);
+    const size_t logit_rows = p.all_logits ? (size_t)p.n_batch_max : 1;
+    s->logits = alloc_n(logit_rows * (size_t)hp->n_vocab, sizeof(float), &ok);
+    if (!ok) {
+        sl_session_free(s);
+        return sl_err_set(err, SL_ENOMEM, "cannot allocate the session (context %d tokens, "
+                          "KV cache %.1f MiB)", p.n_ctx,
+                          (double)(layers * ctx * (s->kv_dim + s->kv_dim_v) * s->kv_elem) /
+                              (1 << 20));
+    }
+    *out = s;
+    return SL_OK;
+}
+
+void sl_session_free(sl_session *s)
+{
+    if (!s) return;
+    sl_pool_free(s->pool);
+    void *bufs[] = {s->k_cache, s->v_cache, s->x, s->xb, s->q, s->k, s->v, s->att,
+                    s->attn_out, s->ffn_out, s->exp_out, s->hb, s->hb2, s->router,
+                    s->topk_ids, s->topk_w, s->act, s->row_tmp, s->logits};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
+    free(s);
+}
+
+int sl_session_eval(sl_session *s, const int32_t *tokens, int n, sl_err *err)
+{
+    if (n <= 0) return sl_err_set(err, SL_EINVAL, "empty batch");
+    if (n > s->n_batch_max)
+        return sl_err_set(err, SL_EINVAL, "batch of %d tokens exceeds the session's maximum %d",
+                          n, s->n_batch_max);
+    if (s->n_past + n > s->n_ctx)
+        return sl_err_set(err, SL_EINVAL, "context is full: %d tokens cached + %d new > %d "
+                          "(use a larger -c)", s->n_past, n, s->n_ctx);
+    for (int i = 0; i < n; i++)
+        if (tokens[i] < 0 || tokens[i] >= s->m->hp.n_vocab)
+            return sl_err_set(err, SL_EINVAL, "token id %d at batch position %d is outside "
+                              "the vocabulary [0, %d)", tokens[i], i, s->m->hp.n_vocab);
+    const size_t V = (size_t)s->m->hp.n_vocab;
+    for (int i = 0; i < n; i++) {
+        float *logits = NULL;
+        if (s->all_logits) logits = s->logits + (size_t)i * V;
+        else if (i == n - 1) logits = s->logits;
+        sl_forward_token(s, tokens[i], logits);
+        s->n_past++;
+    }
+    s->n_logits = s->all_logits ? n : 1;
+    return SL_OK;
+}
+
+const float *sl_session_logits(const sl_session *s)
+{
+    if (s->n_logits == 0) return NULL;
+    return s->logits + (size_t)(s->n_logits - 1) * (size_t)s->m->hp.n_vocab;
+}
+
+const float *sl_session_logits_at(const sl_session *s, int i)
+{
+    if (i < 0 || i >= s->n_logits) return NULL;
+    return s->logits + (size_t)i * (size_t)s->m->hp.n_vocab;
+}
+
+int sl_session_n_past(const sl_session *s) { return s->n_past; }
+int sl_session_n_ctx(const sl_session *s) { return s->n_ctx; }
+
+void sl_session_truncate(sl_session *s, int n)
+{
+    if (n >= 0 && n < s->n_past) s->n_past = n;
+}

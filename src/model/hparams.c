@@ -1,0 +1,133 @@
+/* hparams.c - reading and checking an architecture's hyperparameters. */
+#include <stdio.h>
+#include <string.h>
+
+#include "model/model.h"
+#include "util/status.h"
+
+static bool get_u32(const sl_gguf *g, const char *arch, const char *suffix, uint32_t *out)
+{
+    char key[128];
+    return sl_gguf_get_u32(g, sl_arch_key(key, sizeof key, arch, suffix), out);
+}
+
+static bool get_f32(const sl_gguf *g, const char *arch, const char *suffix, float *out)
+{
+    char key[128];
+    return sl_gguf_get_f32(g, sl_arch_key(key, sizeof key, arch, suffix), out);
+}
+
+/* A required positive integer no larger than max. */
+static int need_int(const sl_gguf *g, const char *arch, const char *suffix, int max,
+                    int *out, sl_err *err)
+{
+    uint32_t v;
+    if (!get_u32(g, arch, suffix, &v))
+        return sl_err_set(err, SL_EFORMAT, "missing or non-integer metadata key '%s.%s'",
+                          arch, suffix);
+    if (v == 0 || v > (uint32_t)max)
+        return sl_err_set(err, SL_EFORMAT, "metadata '%s.%s' = %u is out of range [1, %d]",
+                          arch, suffix, v, max);
+    *out = (int)v;
+    return SL_OK;
+}
+
+/* An optional integer in [0, max]; keeps *out (the default) when absent. */
+static int opt_int(const sl_gguf *g, const char *arch, const char *suffix, int max,
+                   int *out, sl_err *err)
+{
+    uint32_t v;
+    if (!get_u32(g, arch, suffix, &v)) return SL_OK;
+    if (v > (uint32_t)max)
+        return sl_err_set(err, SL_EFORMAT, "metadata '%s.%s' = %u is out of range [0, %d]",
+                          arch, suffix, v, max);
+    *out = (int)v;
+    return SL_OK;
+}
+
+int sl_hparams_read(sl_hparams *hp, const sl_gguf *g, const sl_arch *arch, sl_err *err)
+{
+    const char *a = arch->name;
+    const int big = 1 << 20;
+    int rc;
+    memset(hp, 0, sizeof *hp);
+
+    if ((rc = need_int(g, a, SL_KEY_BLOCK_COUNT, 4096, &hp->n_layer, err))) return rc;
+    if ((rc = need_int(g, a, SL_KEY_EMBEDDING_LENGTH, big, &hp->n_embd, err))) return rc;
+    if ((rc = need_int(g, a, SL_KEY_HEAD_COUNT, 4096, &hp->n_head, err))) return rc;
+    hp->n_head_kv = hp->n_head;
+    if ((rc = opt_int(g, a, SL_KEY_HEAD_COUNT_KV, 4096, &hp->n_head_kv, err))) return rc;
+    if (hp->n_head_kv == 0 || hp->n_head % hp->n_head_kv != 0)
+        return sl_err_set(err, SL_EFORMAT,
+                          "attention.head_count %d is not a multiple of head_count_kv %d",
+                          hp->n_head, hp->n_head_kv);
+    hp->n_ctx_train = 4096;
+    if ((rc = opt_int(g, a, SL_KEY_CONTEXT_LENGTH, 1 << 24, &hp->n_ctx_train, err))) return rc;
+    if ((rc = opt_int(g, a, SL_KEY_FEED_FORWARD_LENGTH, big, &hp->n_ff, err))) return rc;
+
+    hp->head_dim = hp->n_embd / hp->n_head;
+    if ((rc = opt_int(g, a, SL_KEY_KEY_LENGTH, 65536, &hp->head_dim, err))) return rc;
+    hp->head_dim_v = hp->head_dim;
+    if ((rc = opt_int(g, a, SL_KEY_VALUE_LENGTH, 65536, &hp->head_dim_v, err))) return rc;
+    if (hp->head_dim == 0 || hp->head_dim % 2 != 0 || hp->head_dim_v == 0)
+        return sl_err_set(err, SL_EFORMAT, "head size %d (value %d) must be even and non-zero",
+                          hp->head_dim, hp->head_dim_v);
+    hp->rope_dim = hp->head_dim;
+    if ((rc = opt_int(g, a, SL_KEY_ROPE_DIM, hp->head_dim, &hp->rope_dim, err))) return rc;
+    if (hp->rope_dim % 2 != 0)
+        return sl_err_set(err, SL_EFORMAT, "rope.dimension_count %d must be even", hp->rope_dim);
+
+    if ((rc = opt_int(g, a, SL_KEY_EXPERT_COUNT, 4096, &hp->n_expert, err))) return rc;
+    if ((rc = opt_int(g, a, SL_KEY_EXPERT_USED_COUNT, 4096, &hp->n_expert_used, err))) return rc;
+    hp->n_ff_exp = hp->n_ff;
+    if ((rc = opt_int(g, a, SL_KEY_EXPERT_FF_LENGTH, big, &hp->n_ff_exp, err))) return rc;
+    if ((rc = opt_int(g, a, SL_KEY_EXPERT_SHARED_FF_LENGTH, big, &hp->n_ff_shexp, err)))
+        return rc;
+    if (hp->n_expert > 0 &&
+        (hp->n_expert_used == 0 || hp->n_expert_used > hp->n_expert))
+        return sl_err_set(err, SL_EFORMAT, "expert_used_count %d must be in [1, expert_count %d]",
+                          hp->n_expert_used, hp->n_expert);
+
+    hp->rms_eps = 1e-6f;
+    get_f32(g, a, SL_KEY_RMS_EPS, &hp->rms_eps);
+    if (!(hp->rms_eps > 0.0f && hp->rms_eps < 1.0f))
+        return sl_err_set(err, SL_EFORMAT, "layer_norm_rms_epsilon %g is out of range (0, 1)",
+                          (double)hp->rms_eps);
+    hp->rope_freq_base = 10000.0f;
+    get_f32(g, a, SL_KEY_ROPE_FREQ_BASE, &hp->rope_freq_base);
+    if (!(hp->rope_freq_base > 1.0f))
+        return sl_err_set(err, SL_EFORMAT, "rope.freq_base %g must be > 1",
+                          (double)hp->rope_freq_base);
+
+    hp->rope_scaling = SL_ROPE_SCALING_NONE;
+    hp->rope_freq_scale = 1.0f;
+    char key[128];
+    const char *scaling = sl_gguf_get_str(g, sl_arch_key(key, sizeof key, a, SL_KEY_ROPE_SCALING_TYPE));
+    if (scaling && strcmp(scaling, "none") != 0) {
+        float factor = 1.0f;
+        get_f32(g, a, SL_KEY_ROPE_SCALING_FACTOR, &factor);
+        if (!(factor >= 1.0f && factor < 1e6f))
+            return sl_err_set(err, SL_EFORMAT, "rope.scaling.factor %g must be >= 1",
+                              (double)factor);
+        hp->rope_freq_scale = 1.0f / factor;
+        if (!strcmp(scaling, "linear")) {
+            hp->rope_scaling = SL_ROPE_SCALING_LINEAR;
+        } else if (!strcmp(scaling, "yarn")) {
+            hp->rope_scaling = SL_ROPE_SCALING_YARN;
+            hp->rope_yarn_orig_ctx = hp->n_ctx_train;
+            if ((rc = opt_int(g, a, SL_KEY_ROPE_SCALING_ORIG_CTX, 1 << 24,
+                              &hp->rope_yarn_orig_ctx, err)))
+                return rc;
+        } else {
+            return sl_err_set(err, SL_EUNSUPPORTED,
+                              "rope.scaling.type '%s' is not supported (none, linear, yarn)",
+                              scaling);
+        }
+    }
+
+    hp->expert_weights_norm = arch->norm_topk_default;
+    bool norm;
+    if (sl_gguf_get_bool(g, sl_arch_key(key, sizeof key, a, SL_KEY_EXPERT_WEIGHTS_NORM), &norm))
+        hp->expert_weights_norm = norm;
+    return SL_OK;
+}

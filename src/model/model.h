@@ -1,0 +1,88 @@
+/* model.h - a loaded model: hyperparameters and bound weight tensors.
+ *
+ * Owns: the GGUF handle, the resident weight memory, the per-layer tensor
+ * table. Immutable after sl_model_load, so sessions may share it.
+ * Must not know: sessions, sampling, tokenizer algorithms, the CLI. */
+#ifndef SL_MODEL_MODEL_H
+#define SL_MODEL_MODEL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "gguf/gguf.h"
+#include "model/arch.h"
+#include "quant/quant.h"
+#include "sluice.h"
+
+typedef enum sl_rope_scaling {
+    SL_ROPE_SCALING_NONE = 0,
+    SL_ROPE_SCALING_LINEAR,
+    SL_ROPE_SCALING_YARN,
+} sl_rope_scaling;
+
+typedef struct sl_hparams {
+    int n_layer;
+    int n_embd;
+    int n_head;
+    int n_head_kv;
+    int head_dim;        /* key/query head size */
+    int head_dim_v;      /* value head size */
+    int n_ff;            /* dense feed-forward width (0 if all layers MoE) */
+    int n_expert;        /* 0 for dense models */
+    int n_expert_used;   /* top-k */
+    int n_ff_exp;        /* routed expert width */
+    int n_ff_shexp;      /* shared expert width (qwen2moe) */
+    int n_vocab;
+    int n_ctx_train;
+    int rope_dim;        /* rotated dims per head (<= head_dim) */
+    float rms_eps;
+    float rope_freq_base;
+    sl_rope_scaling rope_scaling;
+    float rope_freq_scale; /* 1/factor for linear and yarn */
+    int rope_yarn_orig_ctx;
+    bool expert_weights_norm; /* renormalise the top-k router weights */
+} sl_hparams;
+
+/* A resident tensor: shape, type and a pointer into the model's memory. */
+typedef struct sl_tensor {
+    const char *name;
+    sl_type type;
+    uint64_t ne[4];
+    uint64_t nbytes;
+    uint64_t row_bytes;  /* bytes of one row of ne[0] elements */
+    const void *data;    /* NULL when the tensor is absent */
+} sl_tensor;
+
+typedef struct sl_layer {
+    sl_tensor attn_norm;
+    sl_tensor wq, wk, wv, wo;         /* [n_embd, out] each, wo [n_head*hd, n_embd] */
+    sl_tensor bq, bk, bv;             /* optional biases */
+    sl_tensor q_norm, k_norm;         /* optional q/k norms */
+    sl_tensor ffn_norm;
+    sl_tensor ffn_gate, ffn_up, ffn_down;          /* dense layers */
+    sl_tensor router;                              /* [n_embd, n_expert] */
+    sl_tensor gate_exps, up_exps, down_exps;       /* stacked experts */
+    sl_tensor gate_shexp, up_shexp, down_shexp;    /* shared expert */
+    sl_tensor shexp_gate;                          /* [n_embd] -> 1 */
+    bool is_moe;
+} sl_layer;
+
+struct sl_model {
+    const sl_arch *arch;
+    sl_hparams hp;
+    sl_gguf *gguf;
+    int n_threads;
+    sl_tensor tok_embd;
+    sl_tensor output_norm;
+    sl_tensor output;       /* a copy of tok_embd when tied */
+    bool output_tied;
+    sl_layer *layers;       /* n_layer entries */
+    void *weights;          /* one allocation holding every resident tensor */
+    uint64_t weights_bytes;
+};
+
+/* Reads hyperparameters for arch from g into hp; fails with a message
+ * naming the missing or absurd key. */
+int sl_hparams_read(sl_hparams *hp, const sl_gguf *g, const sl_arch *arch, sl_err *err);
+
+#endif

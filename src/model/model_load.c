@@ -1,0 +1,261 @@
+/* model_load.c - opening a GGUF model: architecture, hyperparameters,
+ * tensor binding with shape checks, and reading the weights into memory.
+ *
+ * Every tensor the forward pass touches is bound here, by name, with its
+ * expected shape; a missing or mis-shaped tensor fails the load with a
+ * message naming it. Nothing after load looks tensors up by name. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model/model.h"
+#include "util/checked.h"
+#include "util/status.h"
+
+#define WEIGHT_ALIGN 64
+
+typedef struct binder {
+    sl_model *m;
+    uint64_t total;   /* bytes of resident memory needed so far */
+    sl_err *err;
+} binder;
+
+static void shape_str(char *buf, size_t cap, const uint64_t *ne, int n)
+{
+    size_t off = 0;
+    off += (size_t)snprintf(buf + off, cap - off, "[");
+    for (int i = 0; i < n && off < cap; i++)
+        off += (size_t)snprintf(buf + off, cap - off, "%s%llu", i ? ", " : "",
+                                (unsigned long long)ne[i]);
+    if (off < cap) snprintf(buf + off, cap - off, "]");
+}
+
+/* Binds tensor `name` into t, checking its shape against want[0..n-1]
+ * (trailing dims must be 1). An absent optional tensor leaves t->data NULL.
+ * The data pointer is set later, once the weight memory exists; until then
+ * t->data holds the info pointer's address as a marker. */
+static int bind(binder *b, sl_tensor *t, const char *name, bool required, int n,
+                uint64_t w0, uint64_t w1, uint64_t w2)
+{
+    memset(t, 0, sizeof *t);
+    const sl_gguf_tensor *info = sl_gguf_find_tensor(b->m->gguf, name);
+    if (!info) {
+        if (required)
+            return sl_err_set(b->err, SL_EFORMAT, "tensor '%s' is missing (architecture %s)",
+                              name, b->m->arch->name);
+        return SL_OK;
+    }
+    const uint64_t want[4] = {w0, w1, w2, 1};
+    bool ok = true;
+    for (int i = 0; i < 4; i++)
+        if (info->ne[i] != (i < n ? want[i] : 1)) ok = false;
+    if (!ok) {
+        char got[96], exp[96];
+        shape_str(got, sizeof got, info->ne, (int)info->n_dims);
+        shape_str(exp, sizeof exp, want, n);
+        return sl_err_set(b->err, SL_EFORMAT, "tensor '%s' has shape %s, expected %s", name,
+                          got, exp);
+    }
+    const sl_type_traits *tr = sl_type_get(info->type);
+    if (!tr || !tr->to_float)
+        return sl_err_set(b->err, SL_EUNSUPPORTED, "tensor '%s' has type %s, which sluice "
+                          "cannot compute with yet", name, sl_type_name(info->type));
+    if (n == 1 && info->type != SL_TYPE_F32)
+        return sl_err_set(b->err, SL_EUNSUPPORTED, "tensor '%s' has type %s; sluice expects "
+                          "vectors (norms, biases) in f32", name, sl_type_name(info->type));
+    t->name = info->name.ptr;
+    t->type = info->type;
+    memcpy(t->ne, info->ne, sizeof t->ne);
+    t->nbytes = info->nbytes;
+    t->row_bytes = info->ne[0] / tr->block_size * tr->type_size;
+    t->data = info; /* marker: resolved to memory in place_weights */
+    uint64_t aligned;
+    if (!sl_align_up_u64(info->nbytes, WEIGHT_ALIGN, &aligned) ||
+        !sl_add_u64(b->total, aligned, &b->total))
+        return sl_err_set(b->err, SL_ENOMEM, "model weights overflow the address space");
+    return SL_OK;
+}
+
+static int bind_layer(binder *b, int il)
+{
+    const sl_hparams *hp = &b->m->hp;
+    const sl_arch *arch = b->m->arch;
+    sl_layer *L = &b->m->layers[il];
+    const uint64_t E = (uint64_t)hp->n_embd;
+    const uint64_t q_dim = (uint64_t)hp->n_head * (uint64_t)hp->head_dim;
+    const uint64_t k_dim = (uint64_t)hp->n_head_kv * (uint64_t)hp->head_dim;
+    const uint64_t v_dim = (uint64_t)hp->n_head_kv * (uint64_t)hp->head_dim_v;
+    const uint64_t o_in = (uint64_t)hp->n_head * (uint64_t)hp->head_dim_v;
+    char nm[160];
+    int rc;
+#define NAME(suffix) sl_tensor_name(nm, sizeof nm, il, suffix)
+    if ((rc = bind(b, &L->attn_norm, NAME(SL_T_ATTN_NORM), true, 1, E, 0, 0))) return rc;
+    if ((rc = bind(b, &L->wq, NAME(SL_T_ATTN_Q), true, 2, E, q_dim, 0))) return rc;
+    if ((rc = bind(b, &L->wk, NAME(SL_T_ATTN_K), true, 2, E, k_dim, 0))) return rc;
+    if ((rc = bind(b, &L->wv, NAME(SL_T_ATTN_V), true, 2, E, v_dim, 0))) return rc;
+    if ((rc = bind(b, &L->wo, NAME(SL_T_ATTN_OUT), true, 2, o_in, E, 0))) return rc;
+    bool bias = arch->qkv_bias;
+    if ((rc = bind(b, &L->bq, NAME(SL_T_ATTN_Q_BIAS), bias, 1, q_dim, 0, 0))) return rc;
+    if ((rc = bind(b, &L->bk, NAME(SL_T_ATTN_K_BIAS), bias, 1, k_dim, 0, 0))) return rc;
+    if ((rc = bind(b, &L->bv, NAME(SL_T_ATTN_V_BIAS), bias, 1, v_dim, 0, 0))) return rc;
+    if (arch->qk_norm == SL_QK_NORM_HEAD) {
+        uint64_t hd = (uint64_t)hp->head_dim;
+        if ((rc = bind(b, &L->q_norm, NAME(SL_T_ATTN_Q_NORM), true, 1, hd, 0, 0))) return rc;
+        if ((rc = bind(b, &L->k_norm, NAME(SL_T_ATTN_K_NORM), true, 1, hd, 0, 0))) return rc;
+    } else if (arch->qk_norm == SL_QK_NORM_FULL) {
+        if ((rc = bind(b, &L->q_norm, NAME(SL_T_ATTN_Q_NORM), true, 1, q_dim, 0, 0))) return rc;
+        if ((rc = bind(b, &L->k_norm, NAME(SL_T_ATTN_K_NORM), true, 1, k_dim, 0, 0))) return rc;
+    }
+    if ((rc = bind(b, &L->ffn_norm, NAME(SL_T_FFN_NORM), true, 1, E, 0, 0))) return rc;
+
+    L->is_moe = arch->moe &&
+                (!arch->moe_optional || sl_gguf_find_tensor(b->m->gguf, NAME(SL_T_FFN_GATE_EXPS)));
+    if (L->is_moe) {
+        if (hp->n_expert == 0 || hp->n_ff_exp == 0)
+            return sl_err_set(b->err, SL_EFORMAT, "layer %d has routed experts but "
+                              "%s.expert_count / expert_feed_forward_length are missing",
+                              il, arch->name);
+        const uint64_t X = (uint64_t)hp->n_expert, F = (uint64_t)hp->n_ff_exp;
+        if ((rc = bind(b, &L->router, NAME(SL_T_FFN_ROUTER), true, 2, E, X, 0))) return rc;
+        if ((rc = bind(b, &L->gate_exps, NAME(SL_T_FFN_GATE_EXPS), true, 3, E, F, X))) return rc;
+        if ((rc = bind(b, &L->up_exps, NAME(SL_T_FFN_UP_EXPS), true, 3, E, F, X))) return rc;
+        if ((rc = bind(b, &L->down_exps, NAME(SL_T_FFN_DOWN_EXPS), true, 3, F, E, X))) return rc;
+        if (arch->shared_expert) {
+            const uint64_t S = (uint64_t)hp->n_ff_shexp;
+            if (S == 0)
+                return sl_err_set(b->err, SL_EFORMAT, "%s.expert_shared_feed_forward_length "
+                                  "is missing", arch->name);
+            if ((rc = bind(b, &L->gate_shexp, NAME(SL_T_FFN_GATE_SHEXP), true, 2, E, S, 0))) return rc;
+            if ((rc = bind(b, &L->up_shexp, NAME(SL_T_FFN_UP_SHEXP), true, 2, E, S, 0))) return rc;
+            if ((rc = bind(b, &L->down_shexp, NAME(SL_T_FFN_DOWN_SHEXP), true, 2, S, E, 0))) return rc;
+            if ((rc = bind(b, &L->shexp_gate, NAME(SL_T_FFN_SHEXP_GATE), true, 1, E, 0, 0))) return rc;
+        }
+    } else {
+        if (hp->n_ff == 0)
+            return sl_err_set(b->err, SL_EFORMAT, "%s.feed_forward_length is missing",
+                              arch->name);
+        const uint64_t F = (uint64_t)hp->n_ff;
+        if ((rc = bind(b, &L->ffn_gate, NAME(SL_T_FFN_GATE), true, 2, E, F, 0))) return rc;
+        if ((rc = bind(b, &L->ffn_up, NAME(SL_T_FFN_UP), true, 2, E, F, 0))) return rc;
+        if ((rc = bind(b, &L->ffn_down, NAME(SL_T_FFN_DOWN), true, 2, F, E, 0))) return rc;
+    }
+#undef NAME
+    return SL_OK;
+}
+
+/* Reads one bound tensor's bytes into the weight memory at *cursor. */
+static int place(sl_model *m, sl_tensor *t, uint8_t **cursor, sl_err *err)
+{
+    if (!t->data) return SL_OK;
+    const sl_gguf_tensor *info = t->data;
+    int rc = sl_gguf_read_tensor(m->gguf, info, 0, *cursor, info->nbytes, err);
+    if (rc) return rc;
+    t->data = *cursor;
+    uint64_t aligned;
+    sl_align_up_u64(info->nbytes, WEIGHT_ALIGN, &aligned);
+    *cursor += aligned;
+    return SL_OK;
+}
+
+static int place_weights(sl_model *m, uint64_t total, sl_err *err)
+{
+    if (total > SIZE_MAX)
+        return sl_err_set(err, SL_ENOMEM, "model needs %llu bytes, more than this process "
+                          "can address", (unsigned long long)total);
+    m->weights = aligned_alloc(WEIGHT_ALIGN, total ? (size_t)total : WEIGHT_ALIGN);
+    if (!m->weights)
+        return sl_err_set(err, SL_ENOMEM, "cannot allocate %.1f MiB for the model weights",
+                          (double)total / (1 << 20));
+    m->weights_bytes = total;
+    uint8_t *cur = m->weights;
+    int rc;
+    if ((rc = place(m, &m->tok_embd, &cur, err))) return rc;
+    if ((rc = place(m, &m->output_norm, &cur, err))) return rc;
+    if (m->output_tied)
+        m->output = m->tok_embd;
+    else if ((rc = place(m, &m->output, &cur, err)))
+        return rc;
+    for (int il = 0; il < m->hp.n_layer; il++) {
+        sl_tensor *ts = (sl_tensor *)&m->layers[il];
+        size_t n = offsetof(sl_layer, is_moe) / sizeof(sl_tensor);
+        for (size_t i = 0; i < n; i++)
+            if ((rc = place(m, &ts[i], &cur, err))) return rc;
+    }
+    return SL_OK;
+}
+
+sl_model_params sl_model_default_params(void)
+{
+    sl_model_params p = {.n_threads = 0};
+    return p;
+}
+
+int sl_model_load(sl_model **out, const char *path, const sl_model_params *params,
+                  sl_err *err)
+{
+    *out = NULL;
+    sl_model *m = calloc(1, sizeof *m);
+    if (!m) return sl_err_set(err, SL_ENOMEM, "out of memory");
+    int rc = sl_gguf_open(&m->gguf, path, err);
+    if (rc) goto fail;
+
+    const char *arch_name = sl_gguf_get_str(m->gguf, "general.architecture");
+    if (!arch_name) {
+        rc = sl_err_set(err, SL_EFORMAT, "'%s' has no general.architecture key", path);
+        goto fail;
+    }
+    m->arch = sl_arch_find(arch_name);
+    if (!m->arch) {
+        rc = sl_err_set(err, SL_EUNSUPPORTED, "architecture '%s' is not supported (supported: %s)",
+                        arch_name, sl_arch_supported_list());
+        goto fail;
+    }
+    if ((rc = sl_hparams_read(&m->hp, m->gguf, m->arch, err))) goto fail;
+    m->n_threads = params && params->n_threads > 0 ? params->n_threads : 0;
+
+    binder b = {.m = m, .total = 0, .err = err};
+    const sl_gguf_tensor *emb = sl_gguf_find_tensor(m->gguf, SL_T_TOKEN_EMBD);
+    if (!emb) {
+        rc = sl_err_set(err, SL_EFORMAT, "tensor '%s' is missing", SL_T_TOKEN_EMBD);
+        goto fail;
+    }
+    if (emb->ne[1] == 0 || emb->ne[1] > (1u << 24)) {
+        rc = sl_err_set(err, SL_EFORMAT, "tensor '%s' has %llu rows: not a vocabulary size",
+                        SL_T_TOKEN_EMBD, (unsigned long long)emb->ne[1]);
+        goto fail;
+    }
+    m->hp.n_vocab = (int)emb->ne[1];
+    const uint64_t E = (uint64_t)m->hp.n_embd, V = (uint64_t)m->hp.n_vocab;
+    if ((rc = bind(&b, &m->tok_embd, SL_T_TOKEN_EMBD, true, 2, E, V, 0))) goto fail;
+    if ((rc = bind(&b, &m->output_norm, SL_T_OUTPUT_NORM, true, 1, E, 0, 0))) goto fail;
+    if ((rc = bind(&b, &m->output, SL_T_OUTPUT, false, 2, E, V, 0))) goto fail;
+    m->output_tied = m->output.data == NULL; /* no output.weight: tied head */
+
+    m->layers = calloc((size_t)m->hp.n_layer, sizeof *m->layers);
+    if (!m->layers) {
+        rc = sl_err_set(err, SL_ENOMEM, "out of memory");
+        goto fail;
+    }
+    for (int il = 0; il < m->hp.n_layer; il++)
+        if ((rc = bind_layer(&b, il))) goto fail;
+
+    if ((rc = place_weights(m, b.total, err))) goto fail;
+    *out = m;
+    return SL_OK;
+fail:
+    sl_model_free(m);
+    return rc;
+}
+
+void sl_model_free(sl_model *m)
+{
+    if (!m) return;
+    free(m->weights);
+    free(m->layers);
+    sl_gguf_close(m->gguf);
+    free(m);
+}
+
+int sl_model_n_vocab(const sl_model *m) { return m->hp.n_vocab; }
+int sl_model_n_ctx_train(const sl_model *m) { return m->hp.n_ctx_train; }
+const char *sl_model_arch_name(const sl_model *m) { return m->arch->name; }

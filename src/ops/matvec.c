@@ -1,0 +1,62 @@
+/* matvec.c - weight matrix times activation vector, one row at a time.
+ *
+ * Quantised weights use the traits' integer dot kernel against activations
+ * quantised once per vector (Q8_0 / Q8_K as the weight type asks). Types
+ * without a kernel fall back to dequantising the row and a float dot. */
+#include <string.h>
+
+#include "ops/ops.h"
+#include "util/status.h"
+
+static const sl_type_traits *act_traits(sl_type t)
+{
+    const sl_type_traits *tr = sl_type_get(t);
+    if (!tr || !tr->vec_dot) return NULL;
+    const sl_type_traits *at = sl_type_get(tr->vec_dot_type);
+    if (!at) return NULL;
+    if (tr->vec_dot_type != SL_TYPE_F32 && !at->from_float) return NULL;
+    return at;
+}
+
+size_t sl_matvec_act_bytes(sl_type t, int64_t cols)
+{
+    const sl_type_traits *at = act_traits(t);
+    if (!at) return (size_t)cols * sizeof(float);
+    return (size_t)cols / at->block_size * at->type_size;
+}
+
+void sl_matvec_prepare(const sl_mat *mat, const float *x, void *act)
+{
+    const sl_type_traits *tr = sl_type_get(mat->type);
+    const sl_type_traits *at = act_traits(mat->type);
+    if (!at || tr->vec_dot_type == SL_TYPE_F32)
+        memcpy(act, x, (size_t)mat->cols * sizeof(float));
+    else
+        at->from_float(x, act, mat->cols);
+}
+
+void sl_mat_row_to_float(const sl_mat *mat, int64_t r, float *out)
+{
+    const sl_type_traits *tr = sl_type_get(mat->type);
+    SL_ASSERT(tr && tr->to_float);
+    tr->to_float((const uint8_t *)mat->data + (size_t)r * mat->row_bytes, out, mat->cols);
+}
+
+void sl_matvec_rows(const sl_mat *mat, const void *act, float *y, int64_t r0, int64_t r1,
+                    float *row_tmp)
+{
+    const sl_type_traits *tr = sl_type_get(mat->type);
+    const uint8_t *w = mat->data;
+    if (act_traits(mat->type)) {
+        for (int64_t r = r0; r < r1; r++)
+            tr->vec_dot(mat->cols, &y[r], w + (size_t)r * mat->row_bytes, act);
+        return;
+    }
+    const float *x = act;
+    for (int64_t r = r0; r < r1; r++) {
+        sl_mat_row_to_float(mat, r, row_tmp);
+        float acc = 0.0f;
+        for (int64_t i = 0; i < mat->cols; i++) acc += row_tmp[i] * x[i];
+        y[r] = acc;
+    }
+}

@@ -1,0 +1,82 @@
+/* ops.c - scalar elementwise operations and rotary embedding. */
+#include "ops/ops.h"
+
+#include <math.h>
+
+void sl_rmsnorm(float *out, const float *x, const float *w, int64_t n, float eps)
+{
+    double ss = 0.0;
+    for (int64_t i = 0; i < n; i++) ss += (double)x[i] * (double)x[i];
+    const float scale = (float)(1.0 / sqrt(ss / (double)n + (double)eps));
+    for (int64_t i = 0; i < n; i++) out[i] = x[i] * scale * w[i];
+}
+
+void sl_softmax(float *x, int64_t n)
+{
+    float mx = x[0];
+    for (int64_t i = 1; i < n; i++)
+        if (x[i] > mx) mx = x[i];
+    double sum = 0.0;
+    for (int64_t i = 0; i < n; i++) {
+        x[i] = expf(x[i] - mx);
+        sum += x[i];
+    }
+    const float inv = (float)(1.0 / sum);
+    for (int64_t i = 0; i < n; i++) x[i] *= inv;
+}
+
+void sl_swiglu(float *x, const float *g, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++) {
+        const float v = x[i];
+        x[i] = v / (1.0f + expf(-v)) * g[i];
+    }
+}
+
+/* YaRN: fraction of extrapolation for rotation pair i0/2, a linear ramp
+ * between the correction dimensions low and high. */
+static float yarn_ramp(float low, float high, int i0)
+{
+    const float y = ((float)i0 / 2.0f - low) / fmaxf(0.001f, high - low);
+    return 1.0f - fminf(1.0f, fmaxf(0.0f, y));
+}
+
+/* YaRN: the dimension whose wavelength completes n_rot turns over the
+ * original context. */
+static float yarn_corr_dim(int n_dims, int n_ctx_orig, float n_rot, float base)
+{
+    return (float)n_dims * logf((float)n_ctx_orig / (n_rot * 2.0f * (float)M_PI)) /
+           (2.0f * logf(base));
+}
+
+void sl_rope_apply(const sl_rope *r, float *x, int n_heads, int head_dim, int64_t pos)
+{
+    const int nd = r->n_dims;
+    float corr_lo = 0.0f, corr_hi = 0.0f;
+    if (r->ext_factor != 0.0f) {
+        corr_lo = fmaxf(0.0f, floorf(yarn_corr_dim(nd, r->n_ctx_orig, r->beta_fast, r->freq_base)));
+        corr_hi = fminf((float)(nd - 1),
+                        ceilf(yarn_corr_dim(nd, r->n_ctx_orig, r->beta_slow, r->freq_base)));
+    }
+    const float theta_scale = powf(r->freq_base, -2.0f / (float)nd);
+    float theta_extrap = (float)pos;
+    for (int i0 = 0; i0 < nd; i0 += 2) {
+        float theta = r->freq_scale * theta_extrap;
+        float mscale = r->attn_factor;
+        if (r->ext_factor != 0.0f) {
+            const float mix = yarn_ramp(corr_lo, corr_hi, i0) * r->ext_factor;
+            theta = theta * (1.0f - mix) + theta_extrap * mix;
+            mscale *= 1.0f + 0.1f * logf(1.0f / r->freq_scale);
+        }
+        const float c = cosf(theta) * mscale, s = sinf(theta) * mscale;
+        const int a = r->neox ? i0 / 2 : i0;
+        const int b = r->neox ? i0 / 2 + nd / 2 : i0 + 1;
+        for (int h = 0; h < n_heads; h++) {
+            float *v = x + (int64_t)h * head_dim;
+            const float x0 = v[a], x1 = v[b];
+            v[a] = x0 * c - x1 * s;
+            v[b] = x0 * s + x1 * c;
+        }
+        theta_extrap *= theta_scale;
+    }
+}

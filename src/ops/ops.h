@@ -1,0 +1,67 @@
+/* ops.h - the numeric operations of the forward pass, on f32 activations.
+ *
+ * Owns: normalisation, rotary embedding, softmax, activation functions and
+ * the weight-matrix products (dispatching to the quant traits' kernels).
+ * Must not know: models, tensor names, files, sessions. */
+#ifndef SL_OPS_OPS_H
+#define SL_OPS_OPS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "quant/quant.h"
+
+/* A view of a row-major weight matrix: rows of `cols` elements of `type`,
+ * row r at data + r * row_bytes. Does not own data. */
+typedef struct sl_mat {
+    sl_type type;
+    int64_t rows;
+    int64_t cols;
+    size_t row_bytes;
+    const void *data;
+} sl_mat;
+
+/* out[i] = x[i] / rms(x) * w[i], rms over n with eps. out may alias x. */
+void sl_rmsnorm(float *out, const float *x, const float *w, int64_t n, float eps);
+
+/* In-place softmax over n values (max-subtracted, summed in double). */
+void sl_softmax(float *x, int64_t n);
+
+/* x = silu(x) * g, elementwise (SwiGLU's combine step). */
+void sl_swiglu(float *x, const float *g, int64_t n);
+
+/* Rotary embedding parameters shared by every head of a model. */
+typedef struct sl_rope {
+    int n_dims;        /* rotated dimensions per head (even) */
+    int neox;          /* 0: rotate pairs (2i, 2i+1); 1: rotate (i, i + n_dims/2) */
+    float freq_base;
+    float freq_scale;  /* 1 unless linear/yarn scaling */
+    float ext_factor;  /* yarn extrapolation mix (0 disables yarn) */
+    float attn_factor; /* magnitude scale (1) */
+    float beta_fast, beta_slow;
+    int n_ctx_orig;    /* yarn: original training context */
+} sl_rope;
+
+/* Rotates n_heads heads of head_dim values at x (head h at x + h*head_dim)
+ * for position pos. Dimensions past n_dims are left untouched. */
+void sl_rope_apply(const sl_rope *r, float *x, int n_heads, int head_dim, int64_t pos);
+
+/* Bytes needed to hold `cols` activations quantised for a matrix of type t
+ * (the traits' vec_dot_type), or cols floats when t has no integer kernel. */
+size_t sl_matvec_act_bytes(sl_type t, int64_t cols);
+
+/* Quantises the activation vector x (mat->cols values) into act, the form
+ * sl_matvec_rows consumes. act must hold sl_matvec_act_bytes bytes. */
+void sl_matvec_prepare(const sl_mat *mat, const float *x, void *act);
+
+/* y[r] = dot(row r, x) for rows r in [r0, r1), from activations prepared by
+ * sl_matvec_prepare. Each row is computed independently, so any split of
+ * rows across threads gives bit-identical results. row_tmp: scratch of
+ * mat->cols floats, used when the type has no integer kernel. */
+void sl_matvec_rows(const sl_mat *mat, const void *act, float *y, int64_t r0, int64_t r1,
+                    float *row_tmp);
+
+/* Dequantises row r of mat into out (mat->cols floats). */
+void sl_mat_row_to_float(const sl_mat *mat, int64_t r, float *out);
+
+#endif
