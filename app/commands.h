@@ -6,5 +6,6 @@
 
 int cmd_inspect(int argc, char **argv);
 int cmd_mkmodel(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
 
 #endif

@@ -1,0 +1,215 @@
+/* cmd_bench.c - `sluice bench`: prompt and generation speed of a model, like
+ * llama-bench, and `--kernels`: matvec GB/s per weight type against the
+ * machine's measured memory bandwidth. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "args.h"
+#include "commands.h"
+#include "engine/session.h"
+#include "model/model.h"
+#include "sluice.h"
+#include "util/pool.h"
+#include "util/timer.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: sluice bench -m MODEL.gguf [options]\n"
+            "       sluice bench --kernels [-t N] [--mb N]\n"
+            "\n"
+            "Measures prompt processing (pp) and token generation (tg) speed.\n"
+            "\n"
+            "  -m, --model FILE   model to run\n"
+            "  -p, --n-prompt N   prompt tokens per pp test (default 512; 0 skips pp)\n"
+            "  -n, --n-gen N      generated tokens per tg test (default 128; 0 skips tg)\n"
+            "  -r, --repetitions N  runs of each test (default 3)\n"
+            "  -t, --threads N    compute threads (default: all cores)\n"
+            "  -b, --batch N      prompt batch size (default 512)\n"
+            "      --json         one JSON object per test instead of the table\n"
+            "      --kernels      matvec GB/s per weight type vs measured memory bandwidth\n"
+            "      --mb N         weight bytes per kernel matrix, MiB (default 256)\n");
+}
+
+typedef struct stats {
+    double mean, sd;
+} stats;
+
+static stats summarise(const double *v, int n)
+{
+    stats s = {0, 0};
+    for (int i = 0; i < n; i++) s.mean += v[i];
+    s.mean /= n;
+    for (int i = 0; i < n; i++) s.sd += (v[i] - s.mean) * (v[i] - s.mean);
+    s.sd = n > 1 ? sqrt(s.sd / (n - 1)) : 0.0;
+    return s;
+}
+
+/* Deterministic pseudo-random token ids (benchmarks need no tokenizer). */
+static void fill_tokens(int32_t *t, int n, int n_vocab, uint64_t seed)
+{
+    for (int i = 0; i < n; i++) {
+        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+        t[i] = (int32_t)((seed >> 33) % (uint64_t)n_vocab);
+    }
+}
+
+/* The type holding most weight bytes, as llama-bench's "type" column. */
+static const char *dominant_type(const sl_model *m)
+{
+    uint64_t bytes[SL_TYPE_COUNT] = {0};
+    for (uint64_t i = 0; i < sl_gguf_tensor_count(m->gguf); i++) {
+        const sl_gguf_tensor *t = sl_gguf_tensor_at(m->gguf, i);
+        if (t->type < SL_TYPE_COUNT) bytes[t->type] += t->nbytes;
+    }
+    int best = 0;
+    for (int i = 1; i < SL_TYPE_COUNT; i++)
+        if (bytes[i] > bytes[best]) best = i;
+    return sl_type_name((uint32_t)best);
+}
+
+static int run_test(sl_model *m, int n_prompt, int n_gen, int batch, int reps, double *tps,
+                    sl_err *err)
+{
+    const int n_vocab = sl_model_n_vocab(m);
+    const int total = n_prompt + n_gen + 1;
+    sl_session_params sp = sl_session_default_params();
+    sp.n_ctx = total;
+    sp.n_batch_max = batch;
+    sl_session *s;
+    int rc = sl_session_create(&s, m, &sp, err);
+    if (rc) return rc;
+    int32_t *toks = malloc(sizeof(int32_t) * (size_t)total);
+    if (!toks) {
+        sl_session_free(s);
+        return sl_err_set(err, SL_ENOMEM, "out of memory");
+    }
+    /* warm-up: one token, so first-touch costs do not land in run 1 */
+    fill_tokens(toks, 1, n_vocab, 99);
+    rc = sl_session_eval(s, toks, 1, err);
+    for (int r = 0; r < reps && !rc; r++) {
+        sl_session_truncate(s, 0);
+        fill_tokens(toks, total, n_vocab, 1000 + (uint64_t)r);
+        uint64_t t0 = sl_now_ns();
+        if (n_prompt > 0) {
+            for (int i = 0; i < n_prompt && !rc; i += batch) {
+                int n = n_prompt - i < batch ? n_prompt - i : batch;
+                rc = sl_session_eval(s, toks + i, n, err);
+            }
+            tps[r] = n_prompt / sl_ns_to_s(sl_now_ns() - t0);
+        } else {
+            for (int i = 0; i < n_gen && !rc; i++) rc = sl_session_eval(s, toks + i, 1, err);
+            tps[r] = n_gen / sl_ns_to_s(sl_now_ns() - t0);
+        }
+    }
+    free(toks);
+    sl_session_free(s);
+    return rc;
+}
+
+static int bench_model(const char *path, int n_prompt, int n_gen, int reps, int threads,
+                       int batch, bool json)
+{
+    sl_model_params mp = sl_model_default_params();
+    mp.n_threads = threads;
+    sl_model *m;
+    sl_err err;
+    if (sl_model_load(&m, path, &mp, &err)) {
+        fprintf(stderr, "sluice bench: %s\n", err.msg);
+        return 1;
+    }
+    const int nth = threads > 0 ? threads : sl_cpu_count();
+    const double gib = (double)m->weights_bytes / (1u << 30);
+    if (!json) {
+        printf("| %-10s | %10s | %-6s | %7s | %8s | %20s |\n", "model", "size", "type",
+               "threads", "test", "t/s");
+        printf("| %-10s | %10s | %-6s | %7s | %8s | %20s |\n", "----------", "---------:",
+               "------", "------:", "-------:", "-------------------:");
+    }
+    int rc = 0;
+    for (int which = 0; which < 2 && !rc; which++) {
+        int np = which == 0 ? n_prompt : 0, ng = which == 1 ? n_gen : 0;
+        if (np == 0 && ng == 0) continue;
+        double *tps = calloc((size_t)reps, sizeof *tps);
+        rc = run_test(m, np, ng, batch, reps, tps, &err);
+        if (rc) {
+            fprintf(stderr, "sluice bench: %s\n", err.msg);
+            free(tps);
+            break;
+        }
+        stats st = summarise(tps, reps);
+        char test[32];
+        snprintf(test, sizeof test, "%s%d", np ? "pp" : "tg", np ? np : ng);
+        if (json)
+            printf("{\"model\":\"%s\",\"arch\":\"%s\",\"size_bytes\":%llu,\"type\":\"%s\","
+                   "\"threads\":%d,\"test\":\"%s\",\"n_prompt\":%d,\"n_gen\":%d,"
+                   "\"repetitions\":%d,\"tps_mean\":%.4f,\"tps_sd\":%.4f}\n",
+                   path, sl_model_arch_name(m), (unsigned long long)m->weights_bytes,
+                   dominant_type(m), nth, test, np, ng, reps, st.mean, st.sd);
+        else
+            printf("| %-10s | %6.2f GiB | %-6s | %7d | %8s | %11.2f ± %6.2f |\n",
+                   sl_model_arch_name(m), gib, dominant_type(m), nth, test, st.mean, st.sd);
+        fflush(stdout);
+        free(tps);
+    }
+    sl_model_free(m);
+    return rc ? 1 : 0;
+}
+
+int bench_kernels(int threads, int mb); /* bench_kernels.c */
+
+int cmd_bench(int argc, char **argv)
+{
+    const char *model = NULL;
+    long n_prompt = 512, n_gen = 128, reps = 3, threads = 0, batch = 512, mb = 256;
+    bool json = false, kernels = false;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            usage(stdout);
+            return 0;
+        } else if (!strcmp(a, "--json")) {
+            json = true;
+        } else if (!strcmp(a, "--kernels")) {
+            kernels = true;
+        } else if (!strcmp(a, "-m") || !strcmp(a, "--model")) {
+            if (!(model = arg_value("bench", argc, argv, &i))) return 2;
+        } else if (!strcmp(a, "-p") || !strcmp(a, "--n-prompt")) {
+            if (!(v = arg_value("bench", argc, argv, &i)) ||
+                !arg_int("bench", a, v, 0, 1 << 20, &n_prompt))
+                return 2;
+        } else if (!strcmp(a, "-n") || !strcmp(a, "--n-gen")) {
+            if (!(v = arg_value("bench", argc, argv, &i)) ||
+                !arg_int("bench", a, v, 0, 1 << 20, &n_gen))
+                return 2;
+        } else if (!strcmp(a, "-r") || !strcmp(a, "--repetitions")) {
+            if (!(v = arg_value("bench", argc, argv, &i)) || !arg_int("bench", a, v, 1, 1000, &reps))
+                return 2;
+        } else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) {
+            if (!(v = arg_value("bench", argc, argv, &i)) || !arg_int("bench", a, v, 1, 1024, &threads))
+                return 2;
+        } else if (!strcmp(a, "-b") || !strcmp(a, "--batch")) {
+            if (!(v = arg_value("bench", argc, argv, &i)) || !arg_int("bench", a, v, 1, 1 << 16, &batch))
+                return 2;
+        } else if (!strcmp(a, "--mb")) {
+            if (!(v = arg_value("bench", argc, argv, &i)) || !arg_int("bench", a, v, 1, 1 << 16, &mb))
+                return 2;
+        } else {
+            fprintf(stderr, "sluice bench: unknown option '%s' (see --help)\n", a);
+            return 2;
+        }
+    }
+    if (kernels) return bench_kernels((int)threads, (int)mb);
+    if (!model) {
+        fprintf(stderr, "sluice bench: no model given (-m FILE); see --help\n");
+        return 2;
+    }
+    if (n_prompt == 0 && n_gen == 0) {
+        fprintf(stderr, "sluice bench: nothing to do: -p and -n are both 0\n");
+        return 2;
+    }
+    return bench_model(model, (int)n_prompt, (int)n_gen, (int)reps, (int)threads, (int)batch,
+                       json);
+}
