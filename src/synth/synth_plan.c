@@ -1,0 +1,199 @@
+/* synth_plan.c - which tensors a generated model has, their shapes, types
+ * and values.
+ *
+ * Owns: the per-architecture tensor list (names from model/arch.h), the
+ * type rule of sl_synth_pick_type and the row generator. Must not know
+ * about files or threads (synth_write.c streams what this describes). */
+#include "synth/synth.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model/arch.h"
+#include "synth/synth_rng.h"
+
+/* llama.cpp's Q4_K_M layer rule: the first and last eighth of the layers
+ * and every third layer in between get more bits. */
+static bool more_bits(int i, int n)
+{
+    return i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2;
+}
+
+static sl_type fit(sl_type want, uint64_t ne0, bool *fell_back)
+{
+    const sl_type_traits *tr = sl_type_get(want);
+    uint32_t bs = tr ? tr->block_size : 1;
+    if (ne0 % bs == 0) return want;
+    *fell_back = true;
+    /* K-quants (256-element blocks) fall back to Q8_0, the most accurate
+     * 32-element type; anything that does not fit 32 either stays F32. */
+    if (bs > 32 && ne0 % 32 == 0) return SL_TYPE_Q8_0;
+    return SL_TYPE_F32;
+}
+
+sl_type sl_synth_pick_type(const sl_synth_config *c, sl_synth_role role, int layer,
+                           uint64_t ne0, bool *fell_back)
+{
+    *fell_back = false;
+    switch (role) {
+    case SL_SYNTH_R_NORM:
+    case SL_SYNTH_R_BIAS:
+    case SL_SYNTH_R_SHEXP_GATE:
+    case SL_SYNTH_R_ROUTER:
+        return SL_TYPE_F32;
+    default:
+        break;
+    }
+    sl_type want = SL_TYPE_F32;
+    switch (c->type) {
+    case SL_SYNTH_F32: return SL_TYPE_F32;
+    case SL_SYNTH_F16: return SL_TYPE_F16;
+    case SL_SYNTH_Q8_0: want = SL_TYPE_Q8_0; break;
+    case SL_SYNTH_Q4_0: want = SL_TYPE_Q4_0; break;
+    case SL_SYNTH_Q4_K: want = SL_TYPE_Q4_K; break;
+    case SL_SYNTH_Q5_K: want = SL_TYPE_Q5_K; break;
+    case SL_SYNTH_Q6_K: want = SL_TYPE_Q6_K; break;
+    case SL_SYNTH_Q4_K_M:
+        want = SL_TYPE_Q4_K;
+        if (role == SL_SYNTH_R_OUTPUT) want = SL_TYPE_Q6_K;
+        if (role == SL_SYNTH_R_TOKEN_EMBD && c->tied) want = SL_TYPE_Q6_K;
+        if ((role == SL_SYNTH_R_ATTN_V || role == SL_SYNTH_R_FFN_DOWN ||
+             role == SL_SYNTH_R_EXP_DOWN || role == SL_SYNTH_R_SH_DOWN) &&
+            more_bits(layer, (int)c->n_layer))
+            want = SL_TYPE_Q6_K;
+        break;
+    default: return SL_TYPE_F32;
+    }
+    return fit(want, ne0, fell_back);
+}
+
+uint64_t sl_synth_tensor_rows(const sl_synth_tensor *t)
+{
+    return t->ne[1] * t->ne[2] * t->ne[3];
+}
+
+void sl_synth_tensor_stats(const sl_synth_tensor *t, double *mean, double *std)
+{
+    if (t->role == SL_SYNTH_R_NORM) {
+        *mean = 1.0;
+        *std = 0.1;
+    } else {
+        *mean = 0.0;
+        *std = 1.0 / sqrt((double)t->ne[0]);
+    }
+}
+
+void sl_synth_gen_rows(const sl_synth_config *c, const sl_synth_tensor *t, uint64_t row0,
+                       uint64_t nrows, float *dst)
+{
+    double mean, std;
+    sl_synth_tensor_stats(t, &mean, &std);
+    uint64_t salt = sl_rng_hash_str(t->name);
+    uint64_t ne0 = t->ne[0];
+    for (uint64_t r = 0; r < nrows; r++) {
+        sl_rng rng;
+        sl_rng_seed(&rng, sl_rng_derive(c->seed, salt, row0 + r));
+        sl_rng_fill_normal_fast(&rng, dst + r * ne0, ne0, (float)mean, (float)std);
+    }
+}
+
+typedef struct plan {
+    const sl_synth_config *c;
+    sl_synth_tensor *t;
+    size_t n, cap;
+    int rc;
+    sl_err *err;
+} plan;
+
+static void add(plan *p, int layer, const char *suffix, sl_synth_role role, uint32_t n_dims,
+                uint64_t ne0, uint64_t ne1, uint64_t ne2)
+{
+    if (p->rc) return;
+    if (p->n == p->cap) {
+        size_t cap = p->cap ? p->cap * 2 : 64;
+        sl_synth_tensor *nt = realloc(p->t, cap * sizeof *nt);
+        if (!nt) {
+            p->rc = sl_err_set(p->err, SL_ENOMEM, "out of memory listing tensors");
+            return;
+        }
+        p->t = nt;
+        p->cap = cap;
+    }
+    sl_synth_tensor *t = &p->t[p->n++];
+    memset(t, 0, sizeof *t);
+    if (layer < 0)
+        snprintf(t->name, sizeof t->name, "%s", suffix);
+    else
+        sl_tensor_name(t->name, sizeof t->name, layer, suffix);
+    t->role = role;
+    t->layer = layer;
+    t->n_dims = n_dims;
+    t->ne[0] = ne0;
+    t->ne[1] = n_dims > 1 ? ne1 : 1;
+    t->ne[2] = n_dims > 2 ? ne2 : 1;
+    t->ne[3] = 1;
+    t->type = sl_synth_pick_type(p->c, role, layer, ne0, &t->fell_back);
+}
+
+int sl_synth_plan_build(const sl_synth_config *c, sl_synth_tensor **out, size_t *n_out,
+                        sl_err *err)
+{
+    plan p = {c, NULL, 0, 0, SL_OK, err};
+    const uint64_t E = c->n_embd, V = c->n_vocab;
+    const uint64_t QD = (uint64_t)c->n_head * c->head_dim;   /* q width */
+    const uint64_t KD = (uint64_t)c->n_head_kv * c->head_dim; /* k, v width */
+    const bool qwen2_family = !strcmp(c->arch, "qwen2") || !strcmp(c->arch, "qwen2moe");
+    const bool head_qk_norm = !strcmp(c->arch, "qwen3") || !strcmp(c->arch, "qwen3moe");
+    const bool full_qk_norm = !strcmp(c->arch, "olmoe");
+
+    /* Data-flow order: embedding, layers, output. */
+    add(&p, -1, SL_T_TOKEN_EMBD, SL_SYNTH_R_TOKEN_EMBD, 2, E, V, 1);
+    for (int l = 0; l < (int)c->n_layer; l++) {
+        add(&p, l, SL_T_ATTN_NORM, SL_SYNTH_R_NORM, 1, E, 1, 1);
+        add(&p, l, SL_T_ATTN_Q, SL_SYNTH_R_ATTN_Q, 2, E, QD, 1);
+        if (qwen2_family) add(&p, l, SL_T_ATTN_Q_BIAS, SL_SYNTH_R_BIAS, 1, QD, 1, 1);
+        add(&p, l, SL_T_ATTN_K, SL_SYNTH_R_ATTN_K, 2, E, KD, 1);
+        if (qwen2_family) add(&p, l, SL_T_ATTN_K_BIAS, SL_SYNTH_R_BIAS, 1, KD, 1, 1);
+        add(&p, l, SL_T_ATTN_V, SL_SYNTH_R_ATTN_V, 2, E, KD, 1);
+        if (qwen2_family) add(&p, l, SL_T_ATTN_V_BIAS, SL_SYNTH_R_BIAS, 1, KD, 1, 1);
+        if (head_qk_norm) {
+            add(&p, l, SL_T_ATTN_Q_NORM, SL_SYNTH_R_NORM, 1, c->head_dim, 1, 1);
+            add(&p, l, SL_T_ATTN_K_NORM, SL_SYNTH_R_NORM, 1, c->head_dim, 1, 1);
+        } else if (full_qk_norm) {
+            add(&p, l, SL_T_ATTN_Q_NORM, SL_SYNTH_R_NORM, 1, QD, 1, 1);
+            add(&p, l, SL_T_ATTN_K_NORM, SL_SYNTH_R_NORM, 1, KD, 1, 1);
+        }
+        add(&p, l, SL_T_ATTN_OUT, SL_SYNTH_R_ATTN_OUT, 2, QD, E, 1);
+        add(&p, l, SL_T_FFN_NORM, SL_SYNTH_R_NORM, 1, E, 1, 1);
+        if (c->moe) {
+            const uint64_t F = c->n_ff_exp, X = c->n_expert;
+            add(&p, l, SL_T_FFN_ROUTER, SL_SYNTH_R_ROUTER, 2, E, X, 1);
+            add(&p, l, SL_T_FFN_GATE_EXPS, SL_SYNTH_R_EXP_GATE, 3, E, F, X);
+            add(&p, l, SL_T_FFN_UP_EXPS, SL_SYNTH_R_EXP_UP, 3, E, F, X);
+            add(&p, l, SL_T_FFN_DOWN_EXPS, SL_SYNTH_R_EXP_DOWN, 3, F, E, X);
+            if (c->shared_expert) {
+                const uint64_t S = c->n_ff_shexp;
+                add(&p, l, SL_T_FFN_SHEXP_GATE, SL_SYNTH_R_SHEXP_GATE, 1, E, 1, 1);
+                add(&p, l, SL_T_FFN_GATE_SHEXP, SL_SYNTH_R_SH_GATE, 2, E, S, 1);
+                add(&p, l, SL_T_FFN_UP_SHEXP, SL_SYNTH_R_SH_UP, 2, E, S, 1);
+                add(&p, l, SL_T_FFN_DOWN_SHEXP, SL_SYNTH_R_SH_DOWN, 2, S, E, 1);
+            }
+        } else {
+            const uint64_t F = c->n_ff;
+            add(&p, l, SL_T_FFN_GATE, SL_SYNTH_R_FFN_GATE, 2, E, F, 1);
+            add(&p, l, SL_T_FFN_UP, SL_SYNTH_R_FFN_UP, 2, E, F, 1);
+            add(&p, l, SL_T_FFN_DOWN, SL_SYNTH_R_FFN_DOWN, 2, F, E, 1);
+        }
+    }
+    add(&p, -1, SL_T_OUTPUT_NORM, SL_SYNTH_R_NORM, 1, E, 1, 1);
+    if (!c->tied) add(&p, -1, SL_T_OUTPUT, SL_SYNTH_R_OUTPUT, 2, E, V, 1);
+    if (p.rc) {
+        free(p.t);
+        return p.rc;
+    }
+    *out = p.t;
+    *n_out = p.n;
+    return SL_OK;
+}

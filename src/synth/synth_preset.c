@@ -1,0 +1,234 @@
+/* synth_preset.c - model presets, configuration checks and file-type names.
+ *
+ * Owns: the table of preset dimensions and the validation of a config. Must
+ * not know about tensors or files (synth_plan.c, synth_write.c do). */
+#include "synth/synth.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#include "synth/synth_vocab.h"
+
+typedef struct preset {
+    const char *name;
+    const char *summary;
+    uint32_t n_embd, n_layer, n_head, n_head_kv, head_dim;
+    uint32_t n_ff, n_ff_exp, n_ff_shexp, n_expert, n_expert_used;
+    uint32_t n_vocab, n_ctx;
+    float rope_base, rms_eps;
+} preset;
+
+/* Dimensions were chosen so that:
+ *  tiny     - every architecture is well under 1 MB in f32 and fast under
+ *             ASan. Rows of 64/32/16 elements do not fit K-quant blocks
+ *             (256), so K-quant types fall back to q8_0 here; use tiny-k.
+ *  tiny-k   - every row length is a multiple of 256, so q4_k/q5_k/q6_k and
+ *             q4_k_m are really exercised; about 9 MB in f32.
+ *  small    - the demo: 64 experts top-8 (1/8 active like a real MoE);
+ *             about 100 MB in q4_k_m.
+ *  mixtral-like - 8 wide experts top-2, Mixtral's proportions, small.
+ *  30b-a3b  - Qwen3-30B-A3B; 1b-7b - OLMoE-1B-7B; 235b-a22b -
+ *             Qwen3-235B-A22B (generate a few layers with --layers). */
+static const preset presets[] = {
+    /* name  summary
+       embd layer head kv hd  ff  ff_exp ff_sh exp used vocab ctx rope eps */
+    {"tiny", "unit tests: n_embd 64, 2 layers, 8 experts top-2, vocab 512 (K-quants fall back to q8_0)",
+     64, 2, 4, 2, 16, 128, 32, 64, 8, 2, 512, 256, 10000.0f, 1e-6f},
+    {"tiny-k", "unit tests of K-quants: n_embd 256, 2 layers, 4 experts top-2, all rows multiples of 256",
+     256, 2, 4, 2, 64, 512, 256, 256, 4, 2, 512, 256, 10000.0f, 1e-6f},
+    {"small", "demo: n_embd 512, 6 layers, 64 experts top-8, vocab 8192 (~100 MB in q4_k_m)",
+     512, 6, 8, 2, 64, 1536, 256, 1024, 64, 8, 8192, 4096, 1000000.0f, 1e-6f},
+    {"mixtral-like", "n_embd 512, 4 layers, 8 experts (ff 1792) top-2, vocab 8192",
+     512, 4, 8, 2, 64, 1792, 1792, 1792, 8, 2, 8192, 4096, 1000000.0f, 1e-5f},
+    {"30b-a3b", "Qwen3-30B-A3B: n_embd 2048, 48 layers, 128 experts (ff 768) top-8, vocab 151936",
+     2048, 48, 32, 4, 128, 6144, 768, 3072, 128, 8, 151936, 40960, 1000000.0f, 1e-6f},
+    {"1b-7b", "OLMoE-1B-7B: n_embd 2048, 16 layers, 64 experts (ff 1024) top-8, vocab 50304",
+     2048, 16, 16, 16, 128, 8192, 1024, 4096, 64, 8, 50304, 4096, 10000.0f, 1e-5f},
+    {"235b-a22b", "Qwen3-235B-A22B: n_embd 4096, 94 layers, 128 experts (ff 1536) top-8, vocab 151936",
+     4096, 94, 64, 4, 128, 12288, 1536, 6144, 128, 8, 151936, 40960, 1000000.0f, 1e-6f},
+};
+#define N_PRESETS (sizeof presets / sizeof presets[0])
+
+size_t sl_synth_preset_count(void) { return N_PRESETS; }
+
+const char *sl_synth_preset_name(size_t i)
+{
+    return i < N_PRESETS ? presets[i].name : NULL;
+}
+
+const char *sl_synth_preset_summary(size_t i)
+{
+    return i < N_PRESETS ? presets[i].summary : NULL;
+}
+
+typedef struct arch_entry {
+    const char *cli;    /* name accepted on the command line */
+    const char *arch;   /* general.architecture written */
+    bool moe, shared;
+} arch_entry;
+
+static const arch_entry archs[] = {
+    {"qwen3moe", "qwen3moe", true, false},
+    {"qwen2moe", "qwen2moe", true, true},
+    {"mixtral", "llama", true, false},
+    {"olmoe", "olmoe", true, false},
+    {"llama", "llama", false, false},
+    {"qwen3", "qwen3", false, false},
+    {"qwen2", "qwen2", false, false},
+};
+
+const char *sl_synth_arch_list(void)
+{
+    return "qwen3moe, qwen2moe, mixtral (llama with experts), olmoe, llama, qwen3, qwen2";
+}
+
+static const char *const type_names[SL_SYNTH_TYPE_COUNT] = {
+    "f32", "f16", "q8_0", "q4_0", "q4_k_m", "q4_k", "q5_k", "q6_k",
+};
+
+const char *sl_synth_type_name(sl_synth_type t)
+{
+    return (unsigned)t < SL_SYNTH_TYPE_COUNT ? type_names[t] : "unknown";
+}
+
+bool sl_synth_type_from_name(const char *name, sl_synth_type *out)
+{
+    if (!name) return false;
+    for (int i = 0; i < SL_SYNTH_TYPE_COUNT; i++) {
+        if (!strcasecmp(name, type_names[i])) {
+            *out = (sl_synth_type)i;
+            return true;
+        }
+    }
+    return false;
+}
+
+uint32_t sl_synth_file_type(sl_synth_type t)
+{
+    /* llama.cpp's llama_ftype: ALL_F32 0, MOSTLY_F16 1, MOSTLY_Q4_0 2,
+     * MOSTLY_Q8_0 7, MOSTLY_Q4_K_S 14, MOSTLY_Q4_K_M 15, MOSTLY_Q5_K_S 16,
+     * MOSTLY_Q6_K 18. Uniform K types are reported as the _S variants. */
+    switch (t) {
+    case SL_SYNTH_F32: return 0;
+    case SL_SYNTH_F16: return 1;
+    case SL_SYNTH_Q4_0: return 2;
+    case SL_SYNTH_Q8_0: return 7;
+    case SL_SYNTH_Q4_K: return 14;
+    case SL_SYNTH_Q4_K_M: return 15;
+    case SL_SYNTH_Q5_K: return 16;
+    case SL_SYNTH_Q6_K: return 18;
+    default: return 0;
+    }
+}
+
+int sl_synth_config_init(sl_synth_config *c, const char *arch, const char *preset_name,
+                         sl_err *err)
+{
+    memset(c, 0, sizeof *c);
+    const arch_entry *a = NULL;
+    for (size_t i = 0; i < sizeof archs / sizeof archs[0]; i++)
+        if (arch && !strcmp(arch, archs[i].cli)) a = &archs[i];
+    if (!a)
+        return sl_err_set(err, SL_EINVAL, "unknown architecture '%s' (known: %s)",
+                          arch ? arch : "(none)", sl_synth_arch_list());
+    const preset *p = NULL;
+    for (size_t i = 0; i < N_PRESETS; i++)
+        if (preset_name && !strcmp(preset_name, presets[i].name)) p = &presets[i];
+    if (!p) {
+        char list[256] = "";
+        for (size_t i = 0; i < N_PRESETS; i++) {
+            if (i) strncat(list, ", ", sizeof list - strlen(list) - 1);
+            strncat(list, presets[i].name, sizeof list - strlen(list) - 1);
+        }
+        return sl_err_set(err, SL_EINVAL, "unknown preset '%s' (known: %s)",
+                          preset_name ? preset_name : "(none)", list);
+    }
+    snprintf(c->arch, sizeof c->arch, "%s", a->arch);
+    snprintf(c->preset, sizeof c->preset, "%s", p->name);
+    c->moe = a->moe;
+    c->shared_expert = a->shared;
+    c->n_layer = p->n_layer;
+    c->n_embd = p->n_embd;
+    c->n_head = p->n_head;
+    c->n_head_kv = p->n_head_kv;
+    c->head_dim = p->head_dim;
+    c->n_ff = p->n_ff;
+    c->n_ff_exp = p->n_ff_exp;
+    c->n_ff_shexp = p->n_ff_shexp;
+    c->n_expert = a->moe ? p->n_expert : 0;
+    c->n_expert_used = a->moe ? p->n_expert_used : 0;
+    c->n_vocab = p->n_vocab;
+    c->n_ctx = p->n_ctx;
+    c->rope_base = p->rope_base;
+    c->rms_eps = p->rms_eps;
+    c->type = SL_SYNTH_F32;
+    c->seed = 1;
+    c->threads = 1;
+    return SL_OK;
+}
+
+/* Caps keep every product below 2^63 and reject typos (e.g. --layers 48000)
+ * long before a disk fills. */
+#define MAX_DIM 65536u
+#define MAX_LAYERS 1024u
+#define MAX_EXPERTS 4096u
+#define MAX_VOCAB (1u << 22)
+
+int sl_synth_config_validate(const sl_synth_config *c, sl_err *err)
+{
+    bool known = false;
+    for (size_t i = 0; i < sizeof archs / sizeof archs[0]; i++)
+        if (!strcmp(c->arch, archs[i].arch)) known = true;
+    if (!known)
+        return sl_err_set(err, SL_EINVAL, "unknown architecture '%s'", c->arch);
+    if (c->n_layer < 1 || c->n_layer > MAX_LAYERS)
+        return sl_err_set(err, SL_EINVAL, "layer count %u out of range 1..%u", c->n_layer,
+                          MAX_LAYERS);
+    if (c->n_embd < 1 || c->n_embd > MAX_DIM || c->head_dim < 2 || c->head_dim > MAX_DIM ||
+        c->n_head < 1 || c->n_head > 1024 || c->n_head_kv < 1)
+        return sl_err_set(err, SL_EINVAL,
+                          "dimensions out of range (n_embd %u, heads %u/%u, head_dim %u)",
+                          c->n_embd, c->n_head, c->n_head_kv, c->head_dim);
+    if (c->head_dim % 2)
+        return sl_err_set(err, SL_EINVAL, "head_dim %u must be even for RoPE", c->head_dim);
+    if (c->n_head % c->n_head_kv)
+        return sl_err_set(err, SL_EINVAL, "head count %u is not a multiple of kv head count %u",
+                          c->n_head, c->n_head_kv);
+    if (c->n_ctx < 1)
+        return sl_err_set(err, SL_EINVAL, "context length must be positive");
+    if (!(c->rope_base > 0) || !(c->rms_eps > 0))
+        return sl_err_set(err, SL_EINVAL, "rope base and rms epsilon must be positive");
+    if (c->moe) {
+        if (c->n_expert < 1 || c->n_expert > MAX_EXPERTS)
+            return sl_err_set(err, SL_EINVAL, "expert count %u out of range 1..%u", c->n_expert,
+                              MAX_EXPERTS);
+        if (c->n_expert_used < 1 || c->n_expert_used > c->n_expert)
+            return sl_err_set(err, SL_EINVAL, "top-k %u out of range 1..%u (the expert count)",
+                              c->n_expert_used, c->n_expert);
+        if (c->n_ff_exp < 1 || c->n_ff_exp > MAX_DIM)
+            return sl_err_set(err, SL_EINVAL, "expert width %u out of range", c->n_ff_exp);
+        if (c->shared_expert && (c->n_ff_shexp < 1 || c->n_ff_shexp > MAX_DIM))
+            return sl_err_set(err, SL_EINVAL, "shared expert width %u out of range",
+                              c->n_ff_shexp);
+    } else {
+        if (c->n_expert != 0)
+            return sl_err_set(err, SL_EINVAL,
+                              "architecture '%s' is dense here but %u experts were asked for",
+                              c->arch, c->n_expert);
+        if (c->n_ff < 1 || c->n_ff > MAX_DIM)
+            return sl_err_set(err, SL_EINVAL, "feed-forward width %u out of range", c->n_ff);
+    }
+    if (c->shared_expert && strcmp(c->arch, "qwen2moe"))
+        return sl_err_set(err, SL_EINVAL, "a shared expert needs architecture qwen2moe");
+    if (c->n_vocab < SL_SYNTH_VOCAB_MIN || c->n_vocab > MAX_VOCAB)
+        return sl_err_set(err, SL_EINVAL,
+                          "vocabulary size %u out of range %u..%u (256 byte tokens, "
+                          "special tokens and at least one merge)",
+                          c->n_vocab, SL_SYNTH_VOCAB_MIN, MAX_VOCAB);
+    if ((unsigned)c->type >= SL_SYNTH_TYPE_COUNT)
+        return sl_err_set(err, SL_EINVAL, "unknown file type %d", (int)c->type);
+    if (c->threads > 64)
+        return sl_err_set(err, SL_EINVAL, "thread count %u above 64", c->threads);
+    return SL_OK;
+}
