@@ -42,6 +42,11 @@ int sl_gguf_writer_set_arr_i32(sl_gguf_writer *w, const char *key,
                                const int32_t *v, uint64_t n);
 int sl_gguf_writer_set_arr_f32(sl_gguf_writer *w, const char *key,
                                const float *v, uint64_t n);
+/* Any value, in the reader's representation: every scalar type, strings,
+ * arrays of any element type, nested arrays (at most 8 deep). Copying a kv
+ * from an open sl_gguf works. Integers must fit their declared width. */
+int sl_gguf_writer_set_value(sl_gguf_writer *w, const char *key,
+                             const sl_gguf_value *v);
 
 /* Declares the next tensor. ne[0] is the row length. All tensors must be
  * declared before the first sl_gguf_writer_write. */
