@@ -1,43 +1,66 @@
-/* forward.c - one token through the model, in data-flow order:
+/* forward.c - a micro-batch of tokens through the model, in data-flow order:
  *
- *   embedding row -> for each layer:
+ *   embedding rows -> for each layer:
  *     attn_norm -> q,k,v (+bias) -> q/k norm -> RoPE -> KV append
- *       -> attention over the cache -> out proj -> +residual
+ *       -> causal attention over the cache -> out proj -> +residual
  *     ffn_norm -> dense SwiGLU, or router -> softmax -> top-k -> experts
- *       (summed in top-k rank order) [+ gated shared expert] -> +residual
+ *       (tokens grouped by expert, each expert's weights read once per
+ *       batch; outputs summed per token in top-k rank order)
+ *       [+ sigmoid-gated shared expert] -> +residual
  *   -> output norm -> lm head -> logits
  *
- * Matrix products and attention heads are split across the session's
- * thread pool by rows/heads; each output value is computed by exactly one
- * thread in a fixed order, so results do not depend on the thread count. */
+ * Work is split over the session's pool by weight rows (matrix products)
+ * and by (token, head) pairs (attention); each output value is computed by
+ * one thread in a fixed order, so results are bit-identical for any thread
+ * count and any batch size. */
 #include <math.h>
 #include <string.h>
 
 #include "engine/session.h"
 
-/* ---- matrix-vector product over the pool -------------------------------- */
+/* ---- matrix products over the pool ------------------------------------ */
 
-typedef struct matvec_job {
+typedef struct mm_job {
     sl_session *s;
     const sl_mat *mat;
-    const void *act;
-    float *y;
-} matvec_job;
+    const float *x;   /* input rows */
+    size_t ldx;
+    const int *idx;   /* rows of x to use (NULL: 0..n-1) */
+    int n;
+    float *y;         /* output rows, y[t * ldy + r] */
+    size_t ldy;
+} mm_job;
 
-static void matvec_worker(void *ctx, int ith, int nth)
+static void prepare_worker(void *ctx, int ith, int nth)
 {
-    matvec_job *j = ctx;
+    mm_job *j = ctx;
+    long long lo, hi;
+    sl_split_range(j->n, ith, nth, &lo, &hi);
+    for (long long t = lo; t < hi; t++) {
+        const long long row = j->idx ? j->idx[t] : t;
+        void *a = j->s->act + (size_t)t * j->s->act_stride;
+        sl_matvec_prepare(j->mat, j->x + (size_t)row * j->ldx, a);
+        j->s->acts[t] = a;
+    }
+}
+
+static void mm_worker(void *ctx, int ith, int nth)
+{
+    mm_job *j = ctx;
     long long lo, hi;
     sl_split_range(j->mat->rows, ith, nth, &lo, &hi);
     float *tmp = j->s->row_tmp + (size_t)ith * j->s->row_tmp_stride;
-    sl_matvec_rows(j->mat, j->act, j->y, lo, hi, tmp);
+    sl_matmul_rows(j->mat, j->s->acts, j->n, j->y, j->ldy, lo, hi, tmp);
 }
 
-void sl_session_matvec(sl_session *s, const sl_mat *mat, const float *x, float *y)
+/* y(n, mat->rows) = x(rows idx or 0..n-1) * mat^T */
+static void mm(sl_session *s, const sl_mat *mat, const float *x, size_t ldx, const int *idx,
+               int n, float *y, size_t ldy)
 {
-    sl_matvec_prepare(mat, x, s->act);
-    matvec_job j = {s, mat, s->act, y};
-    sl_pool_run(s->pool, matvec_worker, &j);
+    mm_job j = {s, mat, x, ldx, idx, n, y, ldy};
+    if (n == 1) prepare_worker(&j, 0, 1);
+    else sl_pool_run(s->pool, prepare_worker, &j);
+    sl_pool_run(s->pool, mm_worker, &j);
 }
 
 static sl_mat mat_of(const sl_tensor *t)
@@ -54,17 +77,18 @@ static sl_mat expert_mat(const sl_tensor *t, int e)
     return m;
 }
 
-static void matvec_t(sl_session *s, const sl_tensor *t, const float *x, float *y)
+static void mm_t(sl_session *s, const sl_tensor *t, const float *x, int n, float *y)
 {
     sl_mat m = mat_of(t);
-    sl_session_matvec(s, &m, x, y);
+    mm(s, &m, x, (size_t)m.cols, NULL, n, y, (size_t)m.rows);
 }
 
-static void add_bias(float *y, const sl_tensor *b, int64_t n)
+static void add_bias(float *y, const sl_tensor *b, int n, int64_t dim)
 {
     if (!b->data) return;
     const float *bv = b->data;
-    for (int64_t i = 0; i < n; i++) y[i] += bv[i];
+    for (int t = 0; t < n; t++)
+        for (int64_t i = 0; i < dim; i++) y[(size_t)t * dim + i] += bv[i];
 }
 
 /* ---- attention --------------------------------------------------------- */
@@ -72,7 +96,8 @@ static void add_bias(float *y, const sl_tensor *b, int64_t n)
 typedef struct attn_job {
     sl_session *s;
     int layer;
-    int pos;
+    int n;
+    int pos0;
 } attn_job;
 
 static inline float kv_get(const sl_session *s, const void *base, size_t i)
@@ -86,98 +111,103 @@ static void attn_worker(void *ctx, int ith, int nth)
     attn_job *j = ctx;
     sl_session *s = j->s;
     const sl_hparams *hp = &s->m->hp;
-    const int hd = hp->head_dim, hdv = hp->head_dim_v;
-    const int group = hp->n_head / hp->n_head_kv;
-    const int n_pos = j->pos + 1;
+    const int hd = hp->head_dim, hdv = hp->head_dim_v, H = hp->n_head;
+    const int group = H / hp->n_head_kv;
     const float scale = 1.0f / sqrtf((float)hd);
     const uint8_t *kl = (const uint8_t *)s->k_cache +
                         (size_t)j->layer * (size_t)s->n_ctx * s->kv_dim * s->kv_elem;
     const uint8_t *vl = (const uint8_t *)s->v_cache +
                         (size_t)j->layer * (size_t)s->n_ctx * s->kv_dim_v * s->kv_elem;
-    long long h0, h1;
-    sl_split_range(hp->n_head, ith, nth, &h0, &h1);
-    for (int h = (int)h0; h < (int)h1; h++) {
-        const float *q = s->q + (size_t)h * hd;
+    float *att = s->att + (size_t)ith * (size_t)s->n_ctx;
+    long long w0, w1;
+    sl_split_range((long long)j->n * H, ith, nth, &w0, &w1);
+    for (long long w = w0; w < w1; w++) {
+        const int t = (int)(w / H), h = (int)(w % H);
+        const int n_pos = j->pos0 + t + 1; /* causal: itself and everything before */
+        const float *q = s->q + (size_t)t * H * hd + (size_t)h * hd;
         const int kvh = h / group;
-        float *att = s->att + (size_t)h * s->n_ctx;
-        for (int t = 0; t < n_pos; t++) {
-            const void *krow = kl + ((size_t)t * s->kv_dim + (size_t)kvh * hd) * s->kv_elem;
+        for (int p = 0; p < n_pos; p++) {
+            const void *krow = kl + ((size_t)p * s->kv_dim + (size_t)kvh * hd) * s->kv_elem;
             float dot = 0.0f;
             for (int i = 0; i < hd; i++) dot += q[i] * kv_get(s, krow, (size_t)i);
-            att[t] = dot * scale;
+            att[p] = dot * scale;
         }
         sl_softmax(att, n_pos);
-        float *out = s->attn_out + (size_t)h * hdv;
+        float *out = s->attn_out + (size_t)t * H * hdv + (size_t)h * hdv;
         memset(out, 0, (size_t)hdv * sizeof *out);
-        for (int t = 0; t < n_pos; t++) {
-            const void *vrow = vl + ((size_t)t * s->kv_dim_v + (size_t)kvh * hdv) * s->kv_elem;
-            const float a = att[t];
+        for (int p = 0; p < n_pos; p++) {
+            const void *vrow = vl + ((size_t)p * s->kv_dim_v + (size_t)kvh * hdv) * s->kv_elem;
+            const float a = att[p];
             for (int i = 0; i < hdv; i++) out[i] += a * kv_get(s, vrow, (size_t)i);
         }
     }
 }
 
-static void kv_store(sl_session *s, int layer, int pos)
+static void kv_store(sl_session *s, int layer, int pos, const float *k, const float *v)
 {
-    const size_t per_layer_k = (size_t)s->n_ctx * s->kv_dim;
-    const size_t per_layer_v = (size_t)s->n_ctx * s->kv_dim_v;
-    const size_t ko = (size_t)layer * per_layer_k + (size_t)pos * s->kv_dim;
-    const size_t vo = (size_t)layer * per_layer_v + (size_t)pos * s->kv_dim_v;
+    const size_t ko = ((size_t)layer * (size_t)s->n_ctx + (size_t)pos) * s->kv_dim;
+    const size_t vo = ((size_t)layer * (size_t)s->n_ctx + (size_t)pos) * s->kv_dim_v;
     if (s->kv_elem == 2) {
         uint16_t *kc = (uint16_t *)s->k_cache + ko, *vc = (uint16_t *)s->v_cache + vo;
-        for (size_t i = 0; i < s->kv_dim; i++) kc[i] = sl_f32_to_fp16(s->k[i]);
-        for (size_t i = 0; i < s->kv_dim_v; i++) vc[i] = sl_f32_to_fp16(s->v[i]);
+        for (size_t i = 0; i < s->kv_dim; i++) kc[i] = sl_f32_to_fp16(k[i]);
+        for (size_t i = 0; i < s->kv_dim_v; i++) vc[i] = sl_f32_to_fp16(v[i]);
     } else {
-        memcpy((float *)s->k_cache + ko, s->k, s->kv_dim * sizeof(float));
-        memcpy((float *)s->v_cache + vo, s->v, s->kv_dim_v * sizeof(float));
+        memcpy((float *)s->k_cache + ko, k, s->kv_dim * sizeof(float));
+        memcpy((float *)s->v_cache + vo, v, s->kv_dim_v * sizeof(float));
     }
 }
 
-static void attention_block(sl_session *s, const sl_layer *L, int il, int pos)
+static void attention_block(sl_session *s, const sl_layer *L, int il, int n)
 {
     const sl_model *m = s->m;
     const sl_hparams *hp = &m->hp;
-    const int hd = hp->head_dim;
+    const int E = hp->n_embd, hd = hp->head_dim;
     const int q_dim = hp->n_head * hd, k_dim = hp->n_head_kv * hd;
 
-    sl_rmsnorm(s->xb, s->x, L->attn_norm.data, hp->n_embd, hp->rms_eps);
-    matvec_t(s, &L->wq, s->xb, s->q);
-    matvec_t(s, &L->wk, s->xb, s->k);
-    matvec_t(s, &L->wv, s->xb, s->v);
-    add_bias(s->q, &L->bq, q_dim);
-    add_bias(s->k, &L->bk, k_dim);
-    add_bias(s->v, &L->bv, (int64_t)s->kv_dim_v);
+    for (int t = 0; t < n; t++)
+        sl_rmsnorm(s->xb + (size_t)t * E, s->x + (size_t)t * E, L->attn_norm.data, E,
+                   hp->rms_eps);
+    mm_t(s, &L->wq, s->xb, n, s->q);
+    mm_t(s, &L->wk, s->xb, n, s->k);
+    mm_t(s, &L->wv, s->xb, n, s->v);
+    add_bias(s->q, &L->bq, n, q_dim);
+    add_bias(s->k, &L->bk, n, k_dim);
+    add_bias(s->v, &L->bv, n, (int64_t)s->kv_dim_v);
 
-    if (m->arch->qk_norm == SL_QK_NORM_HEAD) {
-        for (int h = 0; h < hp->n_head; h++)
-            sl_rmsnorm(s->q + h * hd, s->q + h * hd, L->q_norm.data, hd, hp->rms_eps);
-        for (int h = 0; h < hp->n_head_kv; h++)
-            sl_rmsnorm(s->k + h * hd, s->k + h * hd, L->k_norm.data, hd, hp->rms_eps);
-    } else if (m->arch->qk_norm == SL_QK_NORM_FULL) {
-        sl_rmsnorm(s->q, s->q, L->q_norm.data, q_dim, hp->rms_eps);
-        sl_rmsnorm(s->k, s->k, L->k_norm.data, k_dim, hp->rms_eps);
+    for (int t = 0; t < n; t++) {
+        float *q = s->q + (size_t)t * q_dim, *k = s->k + (size_t)t * k_dim;
+        if (m->arch->qk_norm == SL_QK_NORM_HEAD) {
+            for (int h = 0; h < hp->n_head; h++)
+                sl_rmsnorm(q + h * hd, q + h * hd, L->q_norm.data, hd, hp->rms_eps);
+            for (int h = 0; h < hp->n_head_kv; h++)
+                sl_rmsnorm(k + h * hd, k + h * hd, L->k_norm.data, hd, hp->rms_eps);
+        } else if (m->arch->qk_norm == SL_QK_NORM_FULL) {
+            sl_rmsnorm(q, q, L->q_norm.data, q_dim, hp->rms_eps);
+            sl_rmsnorm(k, k, L->k_norm.data, k_dim, hp->rms_eps);
+        }
+        sl_rope_apply(&s->rope, q, hp->n_head, hd, s->n_past + t);
+        sl_rope_apply(&s->rope, k, hp->n_head_kv, hd, s->n_past + t);
+        kv_store(s, il, s->n_past + t, k, s->v + (size_t)t * s->kv_dim_v);
     }
-    sl_rope_apply(&s->rope, s->q, hp->n_head, hd, pos);
-    sl_rope_apply(&s->rope, s->k, hp->n_head_kv, hd, pos);
-    kv_store(s, il, pos);
 
-    attn_job j = {s, il, pos};
+    attn_job j = {s, il, n, s->n_past};
     sl_pool_run(s->pool, attn_worker, &j);
 
-    matvec_t(s, &L->wo, s->attn_out, s->ffn_out);
-    for (int i = 0; i < hp->n_embd; i++) s->x[i] += s->ffn_out[i];
+    mm_t(s, &L->wo, s->attn_out, n, s->tmp);
+    for (size_t i = 0; i < (size_t)n * E; i++) s->x[i] += s->tmp[i];
 }
 
 /* ---- feed-forward ----------------------------------------------------- */
 
-/* out = down(silu(gate x) * up x) */
+/* out(n, E) = down(silu(gate x) * up x) for the rows idx of x (or 0..n-1) */
 static void swiglu_ffn(sl_session *s, const sl_mat *gate, const sl_mat *up, const sl_mat *down,
-                       const float *x, float *out)
+                       const float *x, const int *idx, int n, float *out)
 {
-    sl_session_matvec(s, gate, x, s->hb);
-    sl_session_matvec(s, up, x, s->hb2);
-    sl_swiglu(s->hb, s->hb2, gate->rows);
-    sl_session_matvec(s, down, s->hb, out);
+    const size_t F = (size_t)gate->rows, E = (size_t)gate->cols;
+    mm(s, gate, x, E, idx, n, s->hb, F);
+    mm(s, up, x, E, idx, n, s->hb2, F);
+    sl_swiglu(s->hb, s->hb2, (int64_t)(F * (size_t)n));
+    mm(s, down, s->hb, F, NULL, n, out, (size_t)down->rows);
 }
 
 /* Picks the k largest probabilities (ties: lower expert id first), in rank
@@ -203,61 +233,102 @@ static void router_topk(const float *p, int n, int k, bool renorm, int *ids, flo
     }
 }
 
-static void moe_block(sl_session *s, const sl_layer *L)
+/* Groups the batch's (token, rank) slots by expert: afterwards the slots of
+ * expert e are moe_slot[moe_count[e] .. moe_count[e + 1]), in token order. */
+static void group_by_expert(sl_session *s, int n)
+{
+    const int X = s->m->hp.n_expert, K = s->m->hp.n_expert_used;
+    int *cnt = s->moe_count;
+    memset(cnt, 0, sizeof(int) * (size_t)(X + 1));
+    for (int i = 0; i < n * K; i++) cnt[s->topk_ids[i] + 1]++;
+    for (int e = 0; e < X; e++) cnt[e + 1] += cnt[e];
+    int *cur = s->moe_cursor; /* stable fill: tokens stay in order */
+    for (int e = 0; e < X; e++) cur[e] = cnt[e];
+    for (int i = 0; i < n * K; i++) s->moe_slot[cur[s->topk_ids[i]]++] = i;
+}
+
+static void moe_block(sl_session *s, const sl_layer *L, int n)
 {
     const sl_hparams *hp = &s->m->hp;
-    const int E = hp->n_embd, K = hp->n_expert_used;
-    matvec_t(s, &L->router, s->xb, s->router);
-    sl_softmax(s->router, hp->n_expert);
-    router_topk(s->router, hp->n_expert, K, hp->expert_weights_norm, s->topk_ids, s->topk_w);
+    const int E = hp->n_embd, K = hp->n_expert_used, X = hp->n_expert;
+    mm_t(s, &L->router, s->xb, n, s->router);
+    for (int t = 0; t < n; t++) {
+        float *p = s->router + (size_t)t * X;
+        sl_softmax(p, X);
+        router_topk(p, X, K, hp->expert_weights_norm, s->topk_ids + (size_t)t * K,
+                    s->topk_w + (size_t)t * K);
+    }
+    group_by_expert(s, n);
 
-    memset(s->ffn_out, 0, (size_t)E * sizeof(float));
-    for (int r = 0; r < K; r++) {
-        const int e = s->topk_ids[r];
+    for (int e = 0; e < X; e++) {
+        const int first = s->moe_count[e], cnt = s->moe_count[e + 1] - first;
+        if (cnt == 0) continue;
+        for (int i = 0; i < cnt; i++) s->moe_tok[i] = s->moe_slot[first + i] / K;
         sl_mat g = expert_mat(&L->gate_exps, e), u = expert_mat(&L->up_exps, e),
                d = expert_mat(&L->down_exps, e);
-        swiglu_ffn(s, &g, &u, &d, s->xb, s->exp_out);
-        const float w = s->topk_w[r];
-        for (int i = 0; i < E; i++) s->ffn_out[i] += w * s->exp_out[i];
+        swiglu_ffn(s, &g, &u, &d, s->xb, s->moe_tok, cnt, s->tmp);
+        for (int i = 0; i < cnt; i++)
+            memcpy(s->exp_out + (size_t)s->moe_slot[first + i] * E, s->tmp + (size_t)i * E,
+                   sizeof(float) * (size_t)E);
+    }
+    for (int t = 0; t < n; t++) {
+        float *out = s->ffn_out + (size_t)t * E;
+        memset(out, 0, sizeof(float) * (size_t)E);
+        for (int r = 0; r < K; r++) {
+            const float w = s->topk_w[(size_t)t * K + r];
+            const float *eo = s->exp_out + ((size_t)t * K + r) * E;
+            for (int i = 0; i < E; i++) out[i] += w * eo[i];
+        }
     }
     if (L->shexp_gate.data) {
         sl_mat g = mat_of(&L->gate_shexp), u = mat_of(&L->up_shexp), d = mat_of(&L->down_shexp);
-        swiglu_ffn(s, &g, &u, &d, s->xb, s->exp_out);
+        swiglu_ffn(s, &g, &u, &d, s->xb, NULL, n, s->tmp);
         const float *gw = L->shexp_gate.data;
-        float logit = 0.0f;
-        for (int i = 0; i < E; i++) logit += gw[i] * s->xb[i];
-        const float gate = 1.0f / (1.0f + expf(-logit));
-        for (int i = 0; i < E; i++) s->ffn_out[i] += gate * s->exp_out[i];
+        for (int t = 0; t < n; t++) {
+            const float *xb = s->xb + (size_t)t * E, *sh = s->tmp + (size_t)t * E;
+            float logit = 0.0f;
+            for (int i = 0; i < E; i++) logit += gw[i] * xb[i];
+            const float gate = 1.0f / (1.0f + expf(-logit));
+            float *out = s->ffn_out + (size_t)t * E;
+            for (int i = 0; i < E; i++) out[i] += gate * sh[i];
+        }
     }
 }
 
-static void ffn_block(sl_session *s, const sl_layer *L)
+static void ffn_block(sl_session *s, const sl_layer *L, int n)
 {
     const sl_hparams *hp = &s->m->hp;
-    sl_rmsnorm(s->xb, s->x, L->ffn_norm.data, hp->n_embd, hp->rms_eps);
+    const int E = hp->n_embd;
+    for (int t = 0; t < n; t++)
+        sl_rmsnorm(s->xb + (size_t)t * E, s->x + (size_t)t * E, L->ffn_norm.data, E, hp->rms_eps);
     if (L->is_moe) {
-        moe_block(s, L);
+        moe_block(s, L, n);
     } else {
         sl_mat g = mat_of(&L->ffn_gate), u = mat_of(&L->ffn_up), d = mat_of(&L->ffn_down);
-        swiglu_ffn(s, &g, &u, &d, s->xb, s->ffn_out);
+        swiglu_ffn(s, &g, &u, &d, s->xb, NULL, n, s->ffn_out);
     }
-    for (int i = 0; i < hp->n_embd; i++) s->x[i] += s->ffn_out[i];
+    for (size_t i = 0; i < (size_t)n * E; i++) s->x[i] += s->ffn_out[i];
 }
 
 /* ---- the whole model -------------------------------------------------- */
 
-void sl_forward_token(sl_session *s, int32_t token, float *logits)
+void sl_forward_batch(sl_session *s, const int32_t *tokens, int n)
 {
     const sl_model *m = s->m;
-    const int pos = s->n_past;
+    const int E = m->hp.n_embd;
     sl_mat emb = mat_of(&m->tok_embd);
-    sl_mat_row_to_float(&emb, token, s->x);
+    for (int t = 0; t < n; t++) sl_mat_row_to_float(&emb, tokens[t], s->x + (size_t)t * E);
     for (int il = 0; il < m->hp.n_layer; il++) {
         const sl_layer *L = &m->layers[il];
-        attention_block(s, L, il, pos);
-        ffn_block(s, L);
+        attention_block(s, L, il, n);
+        ffn_block(s, L, n);
     }
-    if (!logits) return;
-    sl_rmsnorm(s->xb, s->x, m->output_norm.data, m->hp.n_embd, m->hp.rms_eps);
-    matvec_t(s, &m->output, s->xb, logits);
+    /* logits: every token's, or only the last one's */
+    const int first = s->all_logits ? 0 : n - 1;
+    const int cnt = n - first;
+    for (int t = 0; t < cnt; t++)
+        sl_rmsnorm(s->xb + (size_t)t * E, s->x + (size_t)(first + t) * E, m->output_norm.data, E,
+                   m->hp.rms_eps);
+    mm_t(s, &m->output, s->xb, cnt, s->logits);
+    s->n_logits = cnt;
 }

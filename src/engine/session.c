@@ -70,31 +70,40 @@ int sl_session_create(sl_session **out, sl_model *m, const sl_session_params *pp
     }
 
     const int q_dim = hp->n_head * hp->head_dim;
-    const int ff = imax(imax(hp->n_ff, hp->n_ff_exp), hp->n_ff_shexp);
+    const int ff = imax(imax(hp->n_ff, hp->n_ff_exp), imax(hp->n_ff_shexp, 1));
     const int widest = imax(imax(hp->n_embd, q_dim), imax(ff, hp->n_head * hp->head_dim_v));
+    const size_t B = (size_t)p.n_batch_max, E = (size_t)hp->n_embd;
     const size_t ctx = (size_t)s->n_ctx, layers = (size_t)hp->n_layer;
+    const size_t X = (size_t)imax(hp->n_expert, 1), K = (size_t)imax(hp->n_expert_used, 1);
     bool ok = true;
     s->k_cache = alloc_n(layers * ctx * s->kv_dim, s->kv_elem, &ok);
     s->v_cache = alloc_n(layers * ctx * s->kv_dim_v, s->kv_elem, &ok);
-    s->x = alloc_n((size_t)hp->n_embd, sizeof(float), &ok);
-    s->xb = alloc_n((size_t)hp->n_embd, sizeof(float), &ok);
-    s->q = alloc_n((size_t)q_dim, sizeof(float), &ok);
-    s->k = alloc_n(s->kv_dim, sizeof(float), &ok);
-    s->v = alloc_n(s->kv_dim_v, sizeof(float), &ok);
-    s->att = alloc_n((size_t)hp->n_head * ctx, sizeof(float), &ok);
-    s->attn_out = alloc_n((size_t)hp->n_head * (size_t)hp->head_dim_v, sizeof(float), &ok);
-    s->ffn_out = alloc_n((size_t)hp->n_embd, sizeof(float), &ok);
-    s->exp_out = alloc_n((size_t)hp->n_embd, sizeof(float), &ok);
-    s->hb = alloc_n((size_t)imax(ff, 1), sizeof(float), &ok);
-    s->hb2 = alloc_n((size_t)imax(ff, 1), sizeof(float), &ok);
-    s->router = alloc_n((size_t)imax(hp->n_expert, 1), sizeof(float), &ok);
-    s->topk_ids = alloc_n((size_t)imax(hp->n_expert_used, 1), sizeof(int), &ok);
-    s->topk_w = alloc_n((size_t)imax(hp->n_expert_used, 1), sizeof(float), &ok);
-    /* activations: at most 4 bytes per value plus a block's header per 32 */
-    s->act = alloc_n((size_t)imax(widest, hp->n_vocab) * 2 + 64, sizeof(float), &ok);
-    s->row_tmp_stride = (size_t)imax(widest, hp->n_embd);
+    s->x = alloc_n(B * E, sizeof(float), &ok);
+    s->xb = alloc_n(B * E, sizeof(float), &ok);
+    s->q = alloc_n(B * (size_t)q_dim, sizeof(float), &ok);
+    s->k = alloc_n(B * s->kv_dim, sizeof(float), &ok);
+    s->v = alloc_n(B * s->kv_dim_v, sizeof(float), &ok);
+    s->attn_out = alloc_n(B * (size_t)hp->n_head * (size_t)hp->head_dim_v, sizeof(float), &ok);
+    s->ffn_out = alloc_n(B * E, sizeof(float), &ok);
+    s->tmp = alloc_n(B * E, sizeof(float), &ok);
+    s->hb = alloc_n(B * (size_t)ff, sizeof(float), &ok);
+    s->hb2 = alloc_n(B * (size_t)ff, sizeof(float), &ok);
+    s->att = alloc_n((size_t)nth * ctx, sizeof(float), &ok);
+    s->router = alloc_n(B * X, sizeof(float), &ok);
+    s->topk_ids = alloc_n(B * K, sizeof(int), &ok);
+    s->topk_w = alloc_n(B * K, sizeof(float), &ok);
+    s->exp_out = hp->n_expert ? alloc_n(B * K * E, sizeof(float), &ok) : NULL;
+    s->moe_count = alloc_n(X + 1, sizeof(int), &ok);
+    s->moe_cursor = alloc_n(X, sizeof(int), &ok);
+    s->moe_slot = alloc_n(B * K, sizeof(int), &ok);
+    s->moe_tok = alloc_n(B, sizeof(int), &ok);
+    s->acts = alloc_n(B, sizeof(void *), &ok);
+    /* widest activation row: f32 (4 bytes/value) bounds every quantised form */
+    s->act_stride = ((size_t)widest * sizeof(float) + 63) & ~(size_t)63;
+    s->act = alloc_n(B, s->act_stride, &ok);
+    s->row_tmp_stride = (size_t)widest;
     s->row_tmp = alloc_n((size_t)nth * s->row_tmp_stride, sizeof(float), &ok);
-    const size_t logit_rows = p.all_logits ? (size_t)p.n_batch_max : 1;
+    const size_t logit_rows = p.all_logits ? B : 1;
     s->logits = alloc_n(logit_rows * (size_t)hp->n_vocab, sizeof(float), &ok);
     if (!ok) {
         sl_session_free(s);
@@ -111,9 +120,11 @@ void sl_session_free(sl_session *s)
 {
     if (!s) return;
     sl_pool_free(s->pool);
-    void *bufs[] = {s->k_cache, s->v_cache, s->x, s->xb, s->q, s->k, s->v, s->att,
-                    s->attn_out, s->ffn_out, s->exp_out, s->hb, s->hb2, s->router,
-                    s->topk_ids, s->topk_w, s->act, s->row_tmp, s->logits};
+    void *bufs[] = {s->k_cache, s->v_cache, s->x,       s->xb,        s->q,
+                    s->k,       s->v,       s->attn_out, s->ffn_out,  s->tmp,
+                    s->hb,      s->hb2,     s->att,     s->router,    s->topk_ids,
+                    s->topk_w,  s->exp_out, s->moe_count, s->moe_cursor, s->moe_slot,
+                    s->moe_tok, (void *)s->acts, s->act, s->row_tmp, s->logits};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
     free(s);
 }
@@ -131,15 +142,8 @@ int sl_session_eval(sl_session *s, const int32_t *tokens, int n, sl_err *err)
         if (tokens[i] < 0 || tokens[i] >= s->m->hp.n_vocab)
             return sl_err_set(err, SL_EINVAL, "token id %d at batch position %d is outside "
                               "the vocabulary [0, %d)", tokens[i], i, s->m->hp.n_vocab);
-    const size_t V = (size_t)s->m->hp.n_vocab;
-    for (int i = 0; i < n; i++) {
-        float *logits = NULL;
-        if (s->all_logits) logits = s->logits + (size_t)i * V;
-        else if (i == n - 1) logits = s->logits;
-        sl_forward_token(s, tokens[i], logits);
-        s->n_past++;
-    }
-    s->n_logits = s->all_logits ? n : 1;
+    sl_forward_batch(s, tokens, n);
+    s->n_past += n;
     return SL_OK;
 }
 

@@ -26,32 +26,39 @@ struct sl_session {
     void *k_cache;       /* (n_layer, n_ctx, kv_dim) */
     void *v_cache;       /* (n_layer, n_ctx, kv_dim_v) */
 
-    float *x;            /* (n_embd) residual stream */
-    float *xb;           /* (n_embd) normalised input of a block */
-    float *q;            /* (n_head * head_dim) */
-    float *k;            /* (kv_dim) */
-    float *v;            /* (kv_dim_v) */
-    float *att;          /* (n_head, n_ctx) attention scores */
-    float *attn_out;     /* (n_head * head_dim_v) */
-    float *ffn_out;      /* (n_embd) */
-    float *exp_out;      /* (n_embd) one expert's output */
-    float *hb;           /* (max ff width) gate activations */
-    float *hb2;          /* (max ff width) up activations */
-    float *router;       /* (n_expert) router probabilities */
-    int *topk_ids;       /* (n_expert_used) chosen experts, by rank */
-    float *topk_w;       /* (n_expert_used) their weights */
-    void *act;           /* quantised activations, widest matrix */
+    /* Activations of a micro-batch of B = n_batch_max tokens, row-major. */
+    float *x;            /* (B, n_embd) residual stream */
+    float *xb;           /* (B, n_embd) normalised input of a block */
+    float *q;            /* (B, n_head * head_dim) */
+    float *k;            /* (B, kv_dim) */
+    float *v;            /* (B, kv_dim_v) */
+    float *attn_out;     /* (B, n_head * head_dim_v) */
+    float *ffn_out;      /* (B, n_embd) */
+    float *tmp;          /* (B, n_embd) one projection's output before scatter */
+    float *hb;           /* (B, max ff width) gate activations */
+    float *hb2;          /* (B, max ff width) up activations */
+    float *att;          /* (nth, n_ctx) attention scores, per thread */
+    float *router;       /* (B, n_expert) router probabilities */
+    int *topk_ids;       /* (B, n_expert_used) chosen experts, by rank */
+    float *topk_w;       /* (B, n_expert_used) their weights */
+    float *exp_out;      /* (B * n_expert_used, n_embd) output of (token, rank) */
+    int *moe_count;      /* (n_expert + 1) tokens routed to each expert, then offsets */
+    int *moe_cursor;     /* (n_expert) fill position while grouping */
+    int *moe_slot;       /* (B * n_expert_used) token*K + rank, grouped by expert */
+    int *moe_tok;        /* (B) token indices of the expert being computed */
+    const void **acts;   /* (B) pointers into act */
+    uint8_t *act;        /* (B, act_stride) quantised activations */
+    size_t act_stride;
     float *row_tmp;      /* (nth, max cols) dequantised rows for fallbacks */
     size_t row_tmp_stride;
-    float *logits;       /* (n_batch_max or 1, n_vocab) */
+    float *logits;       /* (B or 1, n_vocab) */
     int n_logits;        /* rows of logits valid after the last eval */
 };
 
-/* Runs the model on one token at position s->n_past (the caller advances
- * n_past). Writes logits to `logits` (n_vocab) when non-NULL. */
-void sl_forward_token(sl_session *s, int32_t token, float *logits);
-
-/* y = mat * x using the session's pool and scratch. */
-void sl_session_matvec(sl_session *s, const sl_mat *mat, const float *x, float *y);
+/* Runs the model on tokens[0..n) (n <= n_batch_max) at positions
+ * s->n_past ... s->n_past + n - 1, appending to the KV cache; the caller
+ * advances n_past. Logits: of every token into s->logits when all_logits,
+ * else of the last token only. */
+void sl_forward_batch(sl_session *s, const int32_t *tokens, int n);
 
 #endif

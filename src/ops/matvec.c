@@ -18,6 +18,8 @@ static const sl_type_traits *act_traits(sl_type t)
     return at;
 }
 
+bool sl_matvec_has_kernel(sl_type t) { return act_traits(t) != NULL; }
+
 size_t sl_matvec_act_bytes(sl_type t, int64_t cols)
 {
     const sl_type_traits *at = act_traits(t);

@@ -6,6 +6,7 @@
 #ifndef SL_OPS_OPS_H
 #define SL_OPS_OPS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -60,6 +61,17 @@ void sl_matvec_prepare(const sl_mat *mat, const float *x, void *act);
  * mat->cols floats, used when the type has no integer kernel. */
 void sl_matvec_rows(const sl_mat *mat, const void *act, float *y, int64_t r0, int64_t r1,
                     float *row_tmp);
+
+/* True when mat's type has an integer/float dot kernel (activations are
+ * then quantised to its vec_dot_type); false means the dequantise-a-row
+ * fallback with f32 activations. */
+bool sl_matvec_has_kernel(sl_type t);
+
+/* Batched form: y[t * ldy + r] = dot(row r, acts[t]) for t in [0, n) and
+ * rows r in [r0, r1). acts[t] was prepared by sl_matvec_prepare. Gives the
+ * same bits as n calls of sl_matvec_rows. */
+void sl_matmul_rows(const sl_mat *mat, const void *const *acts, int n, float *y, size_t ldy,
+                    int64_t r0, int64_t r1, float *row_tmp);
 
 /* Dequantises row r of mat into out (mat->cols floats). */
 void sl_mat_row_to_float(const sl_mat *mat, int64_t r, float *out);
