@@ -83,6 +83,38 @@ bool sl_type_from_name(const char *name, sl_type *out);
  * the block size, or the result overflows. */
 bool sl_type_nbytes(uint32_t t, uint64_t n, uint64_t *bytes);
 
+/* ---- kernel dispatch --------------------------------------------------------
+ * The traits' vec_dot pointers (and the from_float of the activation types
+ * Q8_0, Q8_1, Q8_K) are chosen once per process from the CPU's features:
+ * AVX2+FMA+F16C on x86-64, else the scalar reference kernels. Setting the
+ * environment variable SLUICE_NO_SIMD=1 (any value but "0" or "") before the
+ * first call forces the scalar kernels. Results of the two paths agree to
+ * float rounding (integer parts are exact; only the float accumulation
+ * order differs); activation quantisation is bit-identical. */
+typedef enum sl_isa {
+    SL_ISA_SCALAR = 0,
+    SL_ISA_AVX2 = 1,
+    SL_ISA_COUNT = 2,
+} sl_isa;
+
+/* Chooses the kernels. Thread-safe and idempotent (pthread_once); called
+ * lazily by sl_type_get, so calling it explicitly is optional. */
+void sl_quant_init(void);
+
+/* The instruction set the traits table uses. */
+sl_isa sl_quant_isa(void);
+
+/* "scalar", "avx2". */
+const char *sl_isa_name(sl_isa isa);
+
+/* The vec_dot of weight type t built for isa, or NULL if that kernel does not
+ * exist or isa cannot run on this CPU. For tests and benchmarks that compare
+ * kernel variants; everything else uses the traits table. */
+sl_vec_dot_fn sl_quant_vec_dot_isa(uint32_t t, sl_isa isa);
+
+/* Same for the activation quantiser (from_float) of type t. */
+sl_from_float_fn sl_quant_from_float_isa(uint32_t t, sl_isa isa);
+
 /* IEEE half / bfloat16 conversions (scalar, exact, round-to-nearest-even). */
 float sl_fp16_to_f32(uint16_t h);
 uint16_t sl_f32_to_fp16(float f);

@@ -1,0 +1,197 @@
+/* quant.c - the traits table: one row per GGUF tensor type id.
+ *
+ * Owns: block sizes and bytes per block of every type id GGUF defines (so a
+ * file holding any of them can be inspected), which row functions exist,
+ * and the one-time choice of dot kernels for the CPU we run on.
+ * Must not know: files, tensors, models. */
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <strings.h>
+
+#include "quant/quant_internal.h"
+#include "util/checked.h"
+
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
+
+#define ROW(id, nm, bs, ts, q, tf, ff, vdt)                                    \
+    [id] = {.name = nm, .block_size = bs, .type_size = ts, .is_quantized = q, \
+            .to_float = tf, .from_float = ff, .vec_dot_type = vdt, .vec_dot = NULL}
+
+/* Written once by choose_kernels (vec_dot, and from_float of the activation
+ * types); read-only afterwards. Rows with name == NULL are ids that GGUF
+ * never assigned or has removed. */
+static sl_type_traits g_traits[SL_TYPE_COUNT] = {
+    ROW(SL_TYPE_F32, "f32", 1, 4, false, sl_f32_to_float_row, sl_f32_from_float_row,
+        SL_TYPE_F32),
+    ROW(SL_TYPE_F16, "f16", 1, 2, false, sl_f16_to_float_row, sl_f16_from_float_row,
+        SL_TYPE_F32),
+    ROW(SL_TYPE_BF16, "bf16", 1, 2, false, sl_bf16_to_float_row, sl_bf16_from_float_row,
+        SL_TYPE_F32),
+    ROW(SL_TYPE_Q4_0, "q4_0", 32, 18, true, sl_dequant_q4_0, sl_quant_q4_0, SL_TYPE_Q8_0),
+    ROW(SL_TYPE_Q4_1, "q4_1", 32, 20, true, sl_dequant_q4_1, sl_quant_q4_1, SL_TYPE_Q8_1),
+    ROW(SL_TYPE_Q5_0, "q5_0", 32, 22, true, sl_dequant_q5_0, sl_quant_q5_0, SL_TYPE_Q8_0),
+    ROW(SL_TYPE_Q5_1, "q5_1", 32, 24, true, sl_dequant_q5_1, sl_quant_q5_1, SL_TYPE_Q8_1),
+    ROW(SL_TYPE_Q8_0, "q8_0", 32, 34, true, sl_dequant_q8_0, sl_quant_q8_0_ref,
+        SL_TYPE_Q8_0),
+    ROW(SL_TYPE_Q8_1, "q8_1", 32, 36, true, sl_dequant_q8_1, sl_quant_q8_1_ref,
+        SL_TYPE_Q8_1),
+    ROW(SL_TYPE_Q2_K, "q2_K", 256, 84, true, sl_dequant_q2_K, sl_quant_q2_K, SL_TYPE_Q8_K),
+    ROW(SL_TYPE_Q3_K, "q3_K", 256, 110, true, sl_dequant_q3_K, sl_quant_q3_K, SL_TYPE_Q8_K),
+    ROW(SL_TYPE_Q4_K, "q4_K", 256, 144, true, sl_dequant_q4_K, sl_quant_q4_K, SL_TYPE_Q8_K),
+    ROW(SL_TYPE_Q5_K, "q5_K", 256, 176, true, sl_dequant_q5_K, sl_quant_q5_K, SL_TYPE_Q8_K),
+    ROW(SL_TYPE_Q6_K, "q6_K", 256, 210, true, sl_dequant_q6_K, sl_quant_q6_K, SL_TYPE_Q8_K),
+    ROW(SL_TYPE_Q8_K, "q8_K", 256, 292, true, sl_dequant_q8_K, sl_quant_q8_K_ref,
+        SL_TYPE_Q8_K),
+    ROW(SL_TYPE_IQ2_XXS, "iq2_xxs", 256, 66, true, NULL, NULL, SL_TYPE_Q8_K),
+    ROW(SL_TYPE_IQ2_XS, "iq2_xs", 256, 74, true, NULL, NULL, SL_TYPE_Q8_K),
+    ROW(SL_TYPE_IQ3_XXS, "iq3_xxs", 256, 98, true, NULL, NULL, SL_TYPE_Q8_K),
+    ROW(SL_TYPE_IQ1_S, "iq1_s", 256, 50, true, NULL, NULL, SL_TYPE_Q8_K),
+    ROW(SL_TYPE_IQ4_NL, "iq4_nl", 32, 18, true, sl_dequant_iq4_nl, sl_quant_iq4_nl,
+        SL_TYPE_Q8_0),
+    ROW(SL_TYPE_IQ3_S, "iq3_s", 256, 110, true, NULL, NULL, SL_TYPE_Q8_K),
+    ROW(SL_TYPE_IQ2_S, "iq2_s", 256, 82, true, NULL, NULL, SL_TYPE_Q8_K),
+    ROW(SL_TYPE_IQ4_XS, "iq4_xs", 256, 136, true, sl_dequant_iq4_xs, sl_quant_iq4_xs,
+        SL_TYPE_Q8_K),
+    ROW(SL_TYPE_I8, "i8", 1, 1, false, NULL, NULL, SL_TYPE_I8),
+    ROW(SL_TYPE_I16, "i16", 1, 2, false, NULL, NULL, SL_TYPE_I16),
+    ROW(SL_TYPE_I32, "i32", 1, 4, false, NULL, NULL, SL_TYPE_I32),
+    ROW(SL_TYPE_I64, "i64", 1, 8, false, NULL, NULL, SL_TYPE_I64),
+    ROW(SL_TYPE_F64, "f64", 1, 8, false, NULL, NULL, SL_TYPE_F64),
+    ROW(SL_TYPE_IQ1_M, "iq1_m", 256, 56, true, NULL, NULL, SL_TYPE_Q8_K),
+    ROW(SL_TYPE_TQ1_0, "tq1_0", 256, 54, true, NULL, NULL, SL_TYPE_Q8_K),
+    ROW(SL_TYPE_TQ2_0, "tq2_0", 256, 66, true, NULL, NULL, SL_TYPE_Q8_K),
+    ROW(SL_TYPE_MXFP4, "mxfp4", 32, 17, true, sl_dequant_mxfp4, sl_quant_mxfp4,
+        SL_TYPE_Q8_0),
+};
+
+static sl_quant_kernels g_kernels[SL_ISA_COUNT];
+static bool g_isa_ok[SL_ISA_COUNT];
+static sl_isa g_isa = SL_ISA_SCALAR;
+static pthread_once_t g_once = PTHREAD_ONCE_INIT;
+
+/* AVX2, FMA, F16C and BMI2 present, and the OS saves the YMM registers.
+ * Read from cpuid directly: not every compiler's __builtin_cpu_supports
+ * knows "f16c". */
+static bool cpu_has_avx2(void)
+{
+#if defined(__x86_64__)
+    unsigned a, b, c, d;
+    if (!__get_cpuid(1, &a, &b, &c, &d)) return false;
+    bool fma = c & (1u << 12), osxsave = c & (1u << 27), avx = c & (1u << 28),
+         f16c = c & (1u << 29);
+    if (!(fma && osxsave && avx && f16c)) return false;
+    unsigned xlo, xhi;
+    __asm__ volatile("xgetbv" : "=a"(xlo), "=d"(xhi) : "c"(0));
+    if ((xlo & 6u) != 6u) return false; /* XMM and YMM state enabled */
+    if (__get_cpuid_max(0, NULL) < 7) return false;
+    __cpuid_count(7, 0, a, b, c, d);
+    return (b & (1u << 5)) && (b & (1u << 8)); /* AVX2, BMI2 */
+#else
+    return false;
+#endif
+}
+
+static bool env_forces_scalar(void)
+{
+    const char *v = getenv("SLUICE_NO_SIMD");
+    return v && v[0] && !(v[0] == '0' && v[1] == 0);
+}
+
+static void choose_kernels(void)
+{
+    sl_quant_kernels *ref = &g_kernels[SL_ISA_SCALAR];
+    sl_vec_dot_fill_legacy_ref(ref);
+    sl_vec_dot_fill_k_ref(ref);
+    sl_vec_dot_fill_iq_ref(ref);
+    sl_vec_dot_fill_fp_ref(ref);
+    g_isa_ok[SL_ISA_SCALAR] = true;
+
+    if (cpu_has_avx2()) {
+        sl_quant_kernels *k = &g_kernels[SL_ISA_AVX2];
+        bool ok = sl_vec_dot_fill_legacy_avx2(k);
+        ok = sl_vec_dot_fill_k_avx2(k) && ok;
+        ok = sl_vec_dot_fill_iq_avx2(k) && ok;
+        ok = sl_vec_dot_fill_fp_avx2(k) && ok;
+        g_isa_ok[SL_ISA_AVX2] = ok;
+    }
+    g_isa = (g_isa_ok[SL_ISA_AVX2] && !env_forces_scalar()) ? SL_ISA_AVX2 : SL_ISA_SCALAR;
+
+    for (int t = 0; t < SL_TYPE_COUNT; t++) {
+        if (!g_traits[t].name) continue;
+        sl_vec_dot_fn vd = g_kernels[g_isa].vec_dot[t];
+        sl_from_float_fn ff = g_kernels[g_isa].from_float[t];
+        g_traits[t].vec_dot = vd ? vd : ref->vec_dot[t];
+        if (ff) g_traits[t].from_float = ff;
+    }
+}
+
+void sl_quant_init(void)
+{
+    pthread_once(&g_once, choose_kernels);
+}
+
+sl_isa sl_quant_isa(void)
+{
+    sl_quant_init();
+    return g_isa;
+}
+
+const char *sl_isa_name(sl_isa isa)
+{
+    switch (isa) {
+    case SL_ISA_SCALAR: return "scalar";
+    case SL_ISA_AVX2: return "avx2";
+    default: return "unknown";
+    }
+}
+
+sl_vec_dot_fn sl_quant_vec_dot_isa(uint32_t t, sl_isa isa)
+{
+    sl_quant_init();
+    if (t >= SL_TYPE_COUNT || (unsigned)isa >= SL_ISA_COUNT || !g_isa_ok[isa]) return NULL;
+    return g_kernels[isa].vec_dot[t];
+}
+
+sl_from_float_fn sl_quant_from_float_isa(uint32_t t, sl_isa isa)
+{
+    sl_quant_init();
+    if (t >= SL_TYPE_COUNT || (unsigned)isa >= SL_ISA_COUNT || !g_isa_ok[isa]) return NULL;
+    return g_kernels[isa].from_float[t];
+}
+
+const sl_type_traits *sl_type_get(uint32_t t)
+{
+    if (t >= SL_TYPE_COUNT || !g_traits[t].name) return NULL;
+    sl_quant_init();
+    return &g_traits[t];
+}
+
+const char *sl_type_name(uint32_t t)
+{
+    /* No dispatch needed for a name; avoids pthread_once in message paths. */
+    if (t >= SL_TYPE_COUNT || !g_traits[t].name) return "unknown";
+    return g_traits[t].name;
+}
+
+bool sl_type_from_name(const char *name, sl_type *out)
+{
+    if (!name) return false;
+    for (int t = 0; t < SL_TYPE_COUNT; t++) {
+        if (g_traits[t].name && strcasecmp(g_traits[t].name, name) == 0) {
+            if (out) *out = (sl_type)t;
+            return true;
+        }
+    }
+    return false;
+}
+
+bool sl_type_nbytes(uint32_t t, uint64_t n, uint64_t *bytes)
+{
+    if (t >= SL_TYPE_COUNT || !g_traits[t].name) return false;
+    const sl_type_traits *tr = &g_traits[t];
+    if (n % tr->block_size != 0) return false;
+    return sl_mul_u64(n / tr->block_size, tr->type_size, bytes);
+}

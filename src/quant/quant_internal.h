@@ -1,0 +1,172 @@
+/* quant_internal.h - helpers and kernel declarations shared inside src/quant/.
+ *
+ * Owns: inline scalar conversions used by hot loops, the rounding rule every
+ * quantiser uses, and the names of each family's row functions and kernels
+ * so that quant.c can build the traits table. Must not be included outside
+ * src/quant/ (tests may include it to compare kernel variants). */
+#ifndef SL_QUANT_QUANT_INTERNAL_H
+#define SL_QUANT_QUANT_INTERNAL_H
+
+#include <stdint.h>
+#include <string.h>
+
+#include "quant/quant.h"
+#include "quant/quant_blocks.h"
+
+/* IEEE half -> float, exact for every input (zeros, subnormals, inf, NaN).
+ * Inline because dot kernels convert one scale per block. */
+static inline float sl_h2f(uint16_t h)
+{
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+    uint32_t exp = (h >> 10) & 0x1Fu;
+    uint32_t mant = h & 0x3FFu;
+    uint32_t bits;
+    if (exp == 0) {
+        /* zero or subnormal: mant * 2^-24, exact in float */
+        float f = (float)mant * 5.9604644775390625e-8f;
+        memcpy(&bits, &f, 4);
+        bits |= sign;
+    } else if (exp == 31) {
+        bits = sign | 0x7F800000u | (mant << 13);
+    } else {
+        bits = sign | ((exp + 112u) << 23) | (mant << 13);
+    }
+    float out;
+    memcpy(&out, &bits, 4);
+    return out;
+}
+
+static inline uint32_t sl_f2bits(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return u;
+}
+
+static inline float sl_bits2f(uint32_t u)
+{
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+/* Round to nearest, ties to even, for |x| < 2^22: adding 1.5 * 2^23 leaves
+ * the integer in the low mantissa bits with the FPU's default rounding. Used
+ * by every quantiser so that scalar and SIMD paths (which use the same
+ * rounding instruction semantics) give identical quants. */
+static inline int sl_round_int(float x)
+{
+    float v = x + 12582912.0f;
+    return (int)(sl_f2bits(v) & 0x007FFFFFu) - 0x00400000;
+}
+
+/* Rounds v to the nearest level in [lo, hi], clamping in float first so that
+ * huge or infinite v cannot escape the rounding trick's range. NaN -> lo. */
+static inline int sl_round_clamp(float v, int lo, int hi)
+{
+    if (!(v >= (float)lo)) return lo;
+    if (v > (float)hi) return hi;
+    return sl_round_int(v);
+}
+
+/* MXFP4 scale: E8M0 exponent e as 2^(e-128) (half of 2^(e-127), because the
+ * value table is doubled). e = 0 and 1 are float subnormals. */
+static inline float sl_e8m0_half(uint8_t e)
+{
+    uint32_t bits = e < 2 ? 0x00200000u << e : (uint32_t)(e - 1) << 23;
+    return sl_bits2f(bits);
+}
+
+/* 6-bit scale and min k (0..7) of a Q4_K / Q5_K block (see quant_blocks.h). */
+static inline void sl_k4_scale_min(const uint8_t *s, int k, uint8_t *sc, uint8_t *m)
+{
+    if (k < 4) {
+        *sc = s[k] & 63;
+        *m = s[k + 4] & 63;
+    } else {
+        *sc = (uint8_t)((s[k + 4] & 0x0F) | ((s[k - 4] >> 6) << 4));
+        *m = (uint8_t)((s[k + 4] >> 4) | ((s[k] >> 6) << 4));
+    }
+}
+
+/* The 16 signed scales (sc - 32, in -32..31) of a Q3_K block. */
+static inline void sl_q3k_scales(const uint8_t *s, int8_t out[16])
+{
+    for (int k = 0; k < 16; k++) {
+        int lo = k < 8 ? (s[k] & 0x0F) : (s[k - 8] >> 4);
+        int hi = (s[8 + k % 4] >> (2 * (k / 4))) & 3;
+        out[k] = (int8_t)((lo | (hi << 4)) - 32);
+    }
+}
+
+/* ---- row functions per family (scalar; "ref" = the reference twin) ---- */
+
+/* quant_fp.c */
+void sl_f32_to_float_row(const void *src, float *dst, int64_t n);
+void sl_f32_from_float_row(const float *src, void *dst, int64_t n);
+void sl_f16_to_float_row(const void *src, float *dst, int64_t n);
+void sl_f16_from_float_row(const float *src, void *dst, int64_t n);
+void sl_bf16_to_float_row(const void *src, float *dst, int64_t n);
+void sl_bf16_from_float_row(const float *src, void *dst, int64_t n);
+
+/* quant_legacy.c */
+void sl_dequant_q4_0(const void *src, float *dst, int64_t n);
+void sl_dequant_q4_1(const void *src, float *dst, int64_t n);
+void sl_dequant_q5_0(const void *src, float *dst, int64_t n);
+void sl_dequant_q5_1(const void *src, float *dst, int64_t n);
+void sl_dequant_q8_0(const void *src, float *dst, int64_t n);
+void sl_dequant_q8_1(const void *src, float *dst, int64_t n);
+void sl_quant_q4_0(const float *src, void *dst, int64_t n);
+void sl_quant_q4_1(const float *src, void *dst, int64_t n);
+void sl_quant_q5_0(const float *src, void *dst, int64_t n);
+void sl_quant_q5_1(const float *src, void *dst, int64_t n);
+void sl_quant_q8_0_ref(const float *src, void *dst, int64_t n);
+void sl_quant_q8_1_ref(const float *src, void *dst, int64_t n);
+
+/* quant_k.c */
+void sl_dequant_q2_K(const void *src, float *dst, int64_t n);
+void sl_dequant_q3_K(const void *src, float *dst, int64_t n);
+void sl_dequant_q4_K(const void *src, float *dst, int64_t n);
+void sl_dequant_q5_K(const void *src, float *dst, int64_t n);
+void sl_dequant_q6_K(const void *src, float *dst, int64_t n);
+void sl_dequant_q8_K(const void *src, float *dst, int64_t n);
+void sl_quant_q8_K_ref(const float *src, void *dst, int64_t n);
+
+/* quant_k_quantize.c */
+void sl_quant_q2_K(const float *src, void *dst, int64_t n);
+void sl_quant_q3_K(const float *src, void *dst, int64_t n);
+void sl_quant_q4_K(const float *src, void *dst, int64_t n);
+void sl_quant_q5_K(const float *src, void *dst, int64_t n);
+void sl_quant_q6_K(const float *src, void *dst, int64_t n);
+
+/* quant_iq.c */
+void sl_dequant_iq4_nl(const void *src, float *dst, int64_t n);
+void sl_dequant_iq4_xs(const void *src, float *dst, int64_t n);
+void sl_dequant_mxfp4(const void *src, float *dst, int64_t n);
+void sl_quant_iq4_nl(const float *src, void *dst, int64_t n);
+void sl_quant_iq4_xs(const float *src, void *dst, int64_t n);
+void sl_quant_mxfp4(const float *src, void *dst, int64_t n);
+
+/* ---- kernels per instruction set ----------------------------------------
+ * A kernel set lists, per type id, the vec_dot for that weight type and the
+ * from_float used for it when it is an activation type (Q8_0, Q8_1, Q8_K).
+ * NULL entries fall back to the scalar set. */
+typedef struct sl_quant_kernels {
+    sl_vec_dot_fn vec_dot[SL_TYPE_COUNT];
+    sl_from_float_fn from_float[SL_TYPE_COUNT];
+} sl_quant_kernels;
+
+/* vec_dot_*_ref.c fill the scalar set; always complete. */
+void sl_vec_dot_fill_legacy_ref(sl_quant_kernels *k);
+void sl_vec_dot_fill_k_ref(sl_quant_kernels *k);
+void sl_vec_dot_fill_iq_ref(sl_quant_kernels *k);
+void sl_vec_dot_fill_fp_ref(sl_quant_kernels *k);
+
+/* vec_dot_*_avx2.c fill the AVX2/FMA/F16C set; return false (and leave k
+ * untouched) when built for a target without those instructions. */
+bool sl_vec_dot_fill_legacy_avx2(sl_quant_kernels *k);
+bool sl_vec_dot_fill_k_avx2(sl_quant_kernels *k);
+bool sl_vec_dot_fill_iq_avx2(sl_quant_kernels *k);
+bool sl_vec_dot_fill_fp_avx2(sl_quant_kernels *k);
+
+#endif

@@ -1,0 +1,65 @@
+/* vec_dot_iq_ref.c - scalar reference dot kernels of the table types:
+ * IQ4_NL and MXFP4 against Q8_0 activations, IQ4_XS against Q8_K.
+ *
+ * Owns: the integer form (table values are small integers; the scales are
+ * applied per block). Must not know: instruction sets, threads, matrices. */
+#include "quant/quant_internal.h"
+
+static void vec_dot_iq4_nl_q8_0(int64_t n, float *s, const void *vx, const void *vy)
+{
+    const sl_block_iq4_nl *x = vx;
+    const sl_block_q8_0 *y = vy;
+    float sum = 0.0f;
+    for (int64_t i = 0; i < n / SL_QK; i++) {
+        int si = 0;
+        for (int j = 0; j < 16; j++)
+            si += sl_iq4nl_values[x[i].qs[j] & 0x0F] * y[i].qs[j] +
+                  sl_iq4nl_values[x[i].qs[j] >> 4] * y[i].qs[j + 16];
+        sum += sl_h2f(x[i].d) * sl_h2f(y[i].d) * (float)si;
+    }
+    *s = sum;
+}
+
+static void vec_dot_mxfp4_q8_0(int64_t n, float *s, const void *vx, const void *vy)
+{
+    const sl_block_mxfp4 *x = vx;
+    const sl_block_q8_0 *y = vy;
+    float sum = 0.0f;
+    for (int64_t i = 0; i < n / SL_QK; i++) {
+        int si = 0;
+        for (int j = 0; j < 16; j++)
+            si += sl_mxfp4_values[x[i].qs[j] & 0x0F] * y[i].qs[j] +
+                  sl_mxfp4_values[x[i].qs[j] >> 4] * y[i].qs[j + 16];
+        sum += sl_e8m0_half(x[i].e) * sl_h2f(y[i].d) * (float)si;
+    }
+    *s = sum;
+}
+
+static void vec_dot_iq4_xs_q8_K(int64_t n, float *s, const void *vx, const void *vy)
+{
+    const sl_block_iq4_xs *x = vx;
+    const sl_block_q8_K *y = vy;
+    float sum = 0.0f;
+    for (int64_t i = 0; i < n / SL_QK_K; i++) {
+        int sumi = 0;
+        for (int k = 0; k < 8; k++) {
+            int ls = ((x[i].scales_l[k / 2] >> (4 * (k % 2))) & 0x0F) |
+                     ((x[i].scales_h >> (2 * k)) & 3) << 4;
+            const uint8_t *q = x[i].qs + 16 * k;
+            const int8_t *a = y[i].qs + 32 * k;
+            int sub = 0;
+            for (int j = 0; j < 16; j++)
+                sub += sl_iq4nl_values[q[j] & 0x0F] * a[j] + sl_iq4nl_values[q[j] >> 4] * a[j + 16];
+            sumi += (ls - 32) * sub;
+        }
+        sum += sl_h2f(x[i].d) * y[i].d * (float)sumi;
+    }
+    *s = sum;
+}
+
+void sl_vec_dot_fill_iq_ref(sl_quant_kernels *k)
+{
+    k->vec_dot[SL_TYPE_IQ4_NL] = vec_dot_iq4_nl_q8_0;
+    k->vec_dot[SL_TYPE_MXFP4] = vec_dot_mxfp4_q8_0;
+    k->vec_dot[SL_TYPE_IQ4_XS] = vec_dot_iq4_xs_q8_K;
+}

@@ -1,0 +1,8 @@
+/* vec_dot_legacy_avx2.c - AVX2/FMA dot kernels (placeholder until written). */
+#include "quant/quant_internal.h"
+
+bool sl_vec_dot_fill_legacy_avx2(sl_quant_kernels *k)
+{
+    (void)k;
+    return false;
+}
