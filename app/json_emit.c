@@ -1,0 +1,197 @@
+/* json_emit.c - see json_emit.h. */
+#include "json_emit.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/status.h"
+
+void json_init(json_out *j, FILE *f)
+{
+    memset(j, 0, sizeof *j);
+    j->f = f;
+}
+
+static void newline(json_out *j)
+{
+    fputc('\n', j->f);
+    for (int i = 0; i < j->depth; i++) fputs("  ", j->f);
+}
+
+/* Separator and indentation before a value or a key. */
+static void before_item(json_out *j)
+{
+    if (j->after_key) {
+        j->after_key = false;
+        return;
+    }
+    if (j->depth == 0) return;
+    bool inl = j->inline_[j->depth];
+    if (!j->first[j->depth]) fputs(inl ? ", " : ",", j->f);
+    j->first[j->depth] = false;
+    if (!inl) newline(j);
+}
+
+static void open_c(json_out *j, char c, bool inl)
+{
+    before_item(j);
+    SL_ASSERT(j->depth + 1 < JSON_MAX_DEPTH);
+    fputc(c, j->f);
+    j->depth++;
+    j->first[j->depth] = true;
+    /* a container inside an inline one stays inline */
+    j->inline_[j->depth] = inl || j->inline_[j->depth - 1];
+}
+
+static void close_c(json_out *j, char c)
+{
+    SL_ASSERT(j->depth > 0);
+    bool empty = j->first[j->depth], inl = j->inline_[j->depth];
+    j->depth--;
+    if (!empty && !inl) newline(j);
+    fputc(c, j->f);
+}
+
+void json_obj_begin(json_out *j) { open_c(j, '{', false); }
+void json_obj_begin_inline(json_out *j) { open_c(j, '{', true); }
+void json_obj_end(json_out *j) { close_c(j, '}'); }
+void json_arr_begin(json_out *j) { open_c(j, '[', false); }
+void json_arr_begin_inline(json_out *j) { open_c(j, '[', true); }
+void json_arr_end(json_out *j) { close_c(j, ']'); }
+
+/* Length of the valid UTF-8 sequence at s (n bytes left), or 0 if invalid. */
+static size_t utf8_len(const unsigned char *s, size_t n)
+{
+    unsigned c = s[0];
+    size_t len;
+    unsigned min;
+    if (c < 0x80) return 1;
+    if (c >= 0xc2 && c <= 0xdf) len = 2, min = 0x80;
+    else if (c >= 0xe0 && c <= 0xef) len = 3, min = 0x800;
+    else if (c >= 0xf0 && c <= 0xf4) len = 4, min = 0x10000;
+    else return 0;
+    if (n < len) return 0;
+    unsigned cp = c & (0xff >> (len + 1));
+    for (size_t i = 1; i < len; i++) {
+        if ((s[i] & 0xc0) != 0x80) return 0;
+        cp = (cp << 6) | (s[i] & 0x3f);
+    }
+    if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return 0;
+    return len;
+}
+
+static void put_escaped(FILE *f, const char *s, size_t n)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    fputc('"', f);
+    for (size_t i = 0; i < n;) {
+        unsigned c = p[i];
+        if (c == '"' || c == '\\') {
+            fputc('\\', f);
+            fputc((int)c, f);
+            i++;
+        } else if (c < 0x20) {
+            switch (c) {
+            case '\n': fputs("\\n", f); break;
+            case '\r': fputs("\\r", f); break;
+            case '\t': fputs("\\t", f); break;
+            default: fprintf(f, "\\u%04x", c);
+            }
+            i++;
+        } else {
+            size_t l = utf8_len(p + i, n - i);
+            if (l == 0) {
+                fputs("\\ufffd", f);
+                i++;
+            } else {
+                fwrite(p + i, 1, l, f);
+                i += l;
+            }
+        }
+    }
+    fputc('"', f);
+}
+
+void json_key(json_out *j, const char *key)
+{
+    before_item(j);
+    put_escaped(j->f, key, strlen(key));
+    fputs(": ", j->f);
+    j->after_key = true;
+}
+
+void json_strn(json_out *j, const char *s, size_t n)
+{
+    before_item(j);
+    put_escaped(j->f, s, n);
+}
+
+void json_str(json_out *j, const char *s)
+{
+    if (!s) {
+        json_null(j);
+        return;
+    }
+    json_strn(j, s, strlen(s));
+}
+
+void json_u64(json_out *j, uint64_t v)
+{
+    before_item(j);
+    fprintf(j->f, "%llu", (unsigned long long)v);
+}
+
+void json_i64(json_out *j, int64_t v)
+{
+    before_item(j);
+    fprintf(j->f, "%lld", (long long)v);
+}
+
+void json_f32(json_out *j, float v)
+{
+    if (!isfinite(v)) {
+        json_null(j);
+        return;
+    }
+    char b[48];
+    for (int p = 6; p <= 9; p++) {
+        snprintf(b, sizeof b, "%.*g", p, (double)v);
+        if (strtof(b, NULL) == v) break;
+    }
+    before_item(j);
+    fputs(b, j->f);
+}
+
+void json_f64(json_out *j, double v)
+{
+    if (!isfinite(v)) {
+        json_null(j);
+        return;
+    }
+    char b[48];
+    for (int p = 6; p <= 17; p++) {
+        snprintf(b, sizeof b, "%.*g", p, v);
+        if (strtod(b, NULL) == v) break;
+    }
+    before_item(j);
+    fputs(b, j->f);
+}
+
+void json_bool(json_out *j, bool v)
+{
+    before_item(j);
+    fputs(v ? "true" : "false", j->f);
+}
+
+void json_null(json_out *j)
+{
+    before_item(j);
+    fputs("null", j->f);
+}
+
+void json_done(json_out *j)
+{
+    SL_ASSERT(j->depth == 0);
+    fputc('\n', j->f);
+}
