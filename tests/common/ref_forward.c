@@ -9,11 +9,18 @@
 #include "gguf/gguf.h"
 #include "quant/quant.h"
 
+/* A weight dequantised to f32, and the type its matrix products quantise
+ * activations to (the engine's integer kernels do; see mat()). */
+typedef struct rt {
+    float *w;
+    int act_type; /* -1: activations stay f32 */
+} rt;
+
 typedef struct ref_layer {
-    float *attn_norm, *wq, *wk, *wv, *wo, *bq, *bk, *bv, *qn, *kn, *ffn_norm;
-    float *gate, *up, *down;                    /* dense */
-    float *router, *gate_x, *up_x, *down_x;     /* experts, stacked */
-    float *gate_s, *up_s, *down_s, *gate_inp_s; /* shared expert */
+    rt attn_norm, wq, wk, wv, wo, bq, bk, bv, qn, kn, ffn_norm;
+    rt gate, up, down;                    /* dense */
+    rt router, gate_x, up_x, down_x;      /* experts, stacked */
+    rt gate_s, up_s, down_s, gate_inp_s;  /* shared expert */
 } ref_layer;
 
 struct ref_model {
@@ -22,19 +29,20 @@ struct ref_model {
     int rope_dim;
     float eps, base;
     int neox, qk_norm_mode, renorm; /* qk_norm_mode: 0 none, 1 per head, 2 whole */
-    float *embd, *out_norm, *out;
+    rt embd, out_norm, out;
     ref_layer *L;
 };
 
-static float *load_f32(sl_gguf *g, const char *name, int required, char *eb, int ec, int *bad)
+static rt load_f32(sl_gguf *g, const char *name, int required, char *eb, int ec, int *bad)
 {
+    rt none = {NULL, -1};
     const sl_gguf_tensor *t = sl_gguf_find_tensor(g, name);
     if (!t) {
         if (required) {
             snprintf(eb, (size_t)ec, "ref: missing tensor %s", name);
             *bad = 1;
         }
-        return NULL;
+        return none;
     }
     const sl_type_traits *tr = sl_type_get(t->type);
     void *raw = malloc(t->nbytes);
@@ -45,11 +53,13 @@ static float *load_f32(sl_gguf *g, const char *name, int required, char *eb, int
         *bad = 1;
         free(raw);
         free(f);
-        return NULL;
+        return none;
     }
     tr->to_float(raw, f, (int64_t)t->n_elements);
     free(raw);
-    return f;
+    rt r = {f, -1};
+    if (tr->vec_dot && tr->vec_dot_type != SL_TYPE_F32) r.act_type = (int)tr->vec_dot_type;
+    return r;
 }
 
 static int get_int(sl_gguf *g, const char *arch, const char *key, int dflt)
@@ -152,26 +162,41 @@ void ref_model_free(ref_model *m)
 {
     if (!m) return;
     for (int i = 0; i < m->n_layer; i++) {
-        float **f = (float **)&m->L[i];
-        for (size_t j = 0; j < sizeof(ref_layer) / sizeof(float *); j++) free(f[j]);
+        rt *f = (rt *)&m->L[i];
+        for (size_t j = 0; j < sizeof(ref_layer) / sizeof(rt); j++) free(f[j].w);
     }
     free(m->L);
-    free(m->embd);
-    free(m->out_norm);
-    free(m->out);
+    free(m->embd.w);
+    free(m->out_norm.w);
+    free(m->out.w);
     free(m);
 }
 
 int ref_model_n_vocab(const ref_model *m) { return m->n_vocab; }
 
-/* y[r] = sum_c W[r][c] * x[c], W stored row-major with `cols` per row */
-static void matmul(float *y, const float *W, const float *x, int rows, int cols)
+/* y[r] = sum_c W[r][c] * x[c], W stored row-major with `cols` per row.
+ * Like the engine, a quantised weight's product sees the activations
+ * rounded through the activation format (quantise, then dequantise with the
+ * separately tested reference routines): that rounding is part of what the
+ * model computes in every GGUF engine. Sums are in double. */
+static void matmul(float *y, const rt *W, size_t off, const float *x, int rows, int cols)
 {
+    float *xr = malloc(sizeof(float) * (size_t)cols);
+    memcpy(xr, x, sizeof(float) * (size_t)cols);
+    if (W->act_type >= 0) {
+        const sl_type_traits *at = sl_type_get((uint32_t)W->act_type);
+        void *q = malloc((size_t)cols * 4 + 64);
+        at->from_float(x, q, cols);
+        at->to_float(q, xr, cols);
+        free(q);
+    }
+    const float *w = W->w + off;
     for (int r = 0; r < rows; r++) {
         double acc = 0.0;
-        for (int c = 0; c < cols; c++) acc += (double)W[(size_t)r * cols + c] * x[c];
+        for (int c = 0; c < cols; c++) acc += (double)w[(size_t)r * cols + c] * xr[c];
         y[r] = (float)acc;
     }
+    free(xr);
 }
 
 static void rmsnorm(float *o, const float *x, const float *w, int n, float eps)
@@ -200,14 +225,14 @@ static void rope(float *v, int hd, int n_rot, int pos, float base, int neox)
 static float silu(float x) { return x / (1.0f + expf(-x)); }
 
 /* out = down(silu(gate x) * up x) for one expert/dense block */
-static void ffn(float *out, const float *gate, const float *up, const float *down,
+static void ffn(float *out, const rt *gate, const rt *up, const rt *down, size_t off,
                 const float *x, int n_embd, int n_ff)
 {
     float *g = malloc(sizeof(float) * n_ff), *u = malloc(sizeof(float) * n_ff);
-    matmul(g, gate, x, n_ff, n_embd);
-    matmul(u, up, x, n_ff, n_embd);
+    matmul(g, gate, off, x, n_ff, n_embd);
+    matmul(u, up, off, x, n_ff, n_embd);
     for (int i = 0; i < n_ff; i++) g[i] = silu(g[i]) * u[i];
-    matmul(out, down, g, n_embd, n_ff);
+    matmul(out, down, off, g, n_embd, n_ff);
     free(g);
     free(u);
 }
@@ -229,24 +254,24 @@ int ref_forward(ref_model *m, const int32_t *tokens, int n, float *logits)
     float *probs = malloc(sizeof(float) * (m->n_exp > 0 ? m->n_exp : 1));
     int *chosen = malloc(sizeof(int) * (m->k_used > 0 ? m->k_used : 1));
     for (int p = 0; p < n; p++) {
-        memcpy(x, m->embd + (size_t)tokens[p] * E, sizeof(float) * E);
+        memcpy(x, m->embd.w + (size_t)tokens[p] * E, sizeof(float) * E);
         for (int l = 0; l < m->n_layer; l++) {
             ref_layer *L = &m->L[l];
             float *Kl = kc + (size_t)l * n * kd, *Vl = vc + (size_t)l * n * kd;
             /* attention */
-            rmsnorm(xb, x, L->attn_norm, E, m->eps);
-            matmul(q, L->wq, xb, qd, E);
-            matmul(k, L->wk, xb, kd, E);
-            matmul(v, L->wv, xb, kd, E);
-            if (L->bq) for (int i = 0; i < qd; i++) q[i] += L->bq[i];
-            if (L->bk) for (int i = 0; i < kd; i++) k[i] += L->bk[i];
-            if (L->bv) for (int i = 0; i < kd; i++) v[i] += L->bv[i];
+            rmsnorm(xb, x, L->attn_norm.w, E, m->eps);
+            matmul(q, &L->wq, 0, xb, qd, E);
+            matmul(k, &L->wk, 0, xb, kd, E);
+            matmul(v, &L->wv, 0, xb, kd, E);
+            if (L->bq.w) for (int i = 0; i < qd; i++) q[i] += L->bq.w[i];
+            if (L->bk.w) for (int i = 0; i < kd; i++) k[i] += L->bk.w[i];
+            if (L->bv.w) for (int i = 0; i < kd; i++) v[i] += L->bv.w[i];
             if (m->qk_norm_mode == 1) {
-                for (int h = 0; h < m->n_head; h++) rmsnorm(q + h * hd, q + h * hd, L->qn, hd, m->eps);
-                for (int h = 0; h < m->n_kv; h++) rmsnorm(k + h * hd, k + h * hd, L->kn, hd, m->eps);
+                for (int h = 0; h < m->n_head; h++) rmsnorm(q + h * hd, q + h * hd, L->qn.w, hd, m->eps);
+                for (int h = 0; h < m->n_kv; h++) rmsnorm(k + h * hd, k + h * hd, L->kn.w, hd, m->eps);
             } else if (m->qk_norm_mode == 2) {
-                rmsnorm(q, q, L->qn, qd, m->eps);
-                rmsnorm(k, k, L->kn, kd, m->eps);
+                rmsnorm(q, q, L->qn.w, qd, m->eps);
+                rmsnorm(k, k, L->kn.w, kd, m->eps);
             }
             for (int h = 0; h < m->n_head; h++) rope(q + h * hd, hd, m->rope_dim, p, m->base, m->neox);
             for (int h = 0; h < m->n_kv; h++) rope(k + h * hd, hd, m->rope_dim, p, m->base, m->neox);
@@ -269,16 +294,16 @@ int ref_forward(ref_model *m, const int32_t *tokens, int n, float *logits)
                     att[h * hd + i] = (float)o;
                 }
             }
-            matmul(tmp, L->wo, att, E, qd);
+            matmul(tmp, &L->wo, 0, att, E, qd);
             for (int i = 0; i < E; i++) x[i] += tmp[i];
             /* feed-forward */
-            rmsnorm(xb, x, L->ffn_norm, E, m->eps);
-            if (!L->gate_x) {
-                ffn(tmp, L->gate, L->up, L->down, xb, E, m->n_ff);
+            rmsnorm(xb, x, L->ffn_norm.w, E, m->eps);
+            if (!L->gate_x.w) {
+                ffn(tmp, &L->gate, &L->up, &L->down, 0, xb, E, m->n_ff);
                 for (int i = 0; i < E; i++) x[i] += tmp[i];
                 continue;
             }
-            matmul(probs, L->router, xb, m->n_exp, E);
+            matmul(probs, &L->router, 0, xb, m->n_exp, E);
             double mx = -1e300, sum = 0.0;
             for (int e = 0; e < m->n_exp; e++) if (probs[e] > mx) mx = probs[e];
             for (int e = 0; e < m->n_exp; e++) sum += exp(probs[e] - mx);
@@ -300,21 +325,20 @@ int ref_forward(ref_model *m, const int32_t *tokens, int n, float *logits)
                 const int e = chosen[r];
                 double w = probs[e];
                 if (m->renorm) w /= wsum;
-                ffn(tmp, L->gate_x + e * gsz, L->up_x + e * gsz, L->down_x + e * gsz, xb, E,
-                    m->n_ff_exp);
+                ffn(tmp, &L->gate_x, &L->up_x, &L->down_x, e * gsz, xb, E, m->n_ff_exp);
                 for (int i = 0; i < E; i++) acc[i] += (float)(w * tmp[i]);
             }
-            if (L->gate_s) {
-                ffn(tmp, L->gate_s, L->up_s, L->down_s, xb, E, m->n_ff_s);
+            if (L->gate_s.w) {
+                ffn(tmp, &L->gate_s, &L->up_s, &L->down_s, 0, xb, E, m->n_ff_s);
                 double gl = 0.0;
-                for (int i = 0; i < E; i++) gl += (double)L->gate_inp_s[i] * xb[i];
+                for (int i = 0; i < E; i++) gl += (double)L->gate_inp_s.w[i] * xb[i];
                 double gate = 1.0 / (1.0 + exp(-gl));
                 for (int i = 0; i < E; i++) acc[i] += (float)(gate * tmp[i]);
             }
             for (int i = 0; i < E; i++) x[i] += acc[i];
         }
-        rmsnorm(xb, x, m->out_norm, E, m->eps);
-        matmul(logits + (size_t)p * m->n_vocab, m->out ? m->out : m->embd, xb, m->n_vocab, E);
+        rmsnorm(xb, x, m->out_norm.w, E, m->eps);
+        matmul(logits + (size_t)p * m->n_vocab, m->out.w ? &m->out : &m->embd, 0, xb, m->n_vocab, E);
     }
     free(kc); free(vc); free(x); free(xb); free(q); free(k); free(v);
     free(att); free(tmp); free(acc); free(sc); free(probs); free(chosen);

@@ -2,12 +2,13 @@
  *
  * For every architecture and weight type, a tiny generated model is run by
  * the engine and by tests/common/ref_forward.c (f32 weights dequantised up
- * front, textbook loops). The logits must agree within a tolerance stated
- * per type, and the argmax must agree wherever the reference's top two are
- * further apart than that tolerance. Tolerances: the engine quantises
- * activations to 8 bits for integer kernels (relative error ~ 1/254 per
- * value, accumulated over the layers), f16 weights use f16-rounded
- * activations, and the KV cache is f32 here (f16 separately below). */
+ * front, textbook loops in double). The logits must agree within a
+ * tolerance stated per type, and the argmax must agree wherever the
+ * reference's top two are further apart than that tolerance. Both sides
+ * round activations through the weight type's activation format (Q8_0 /
+ * Q8_K), so what remains is float summation order and the rare activation
+ * that lands on the other side of a rounding step. The KV cache is f32
+ * here (f16 separately below). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,6 +41,14 @@ static int make_model(char *path, size_t cap, const char *arch, const char *type
     if (!sl_synth_type_from_name(type, &c.type)) return -1;
     c.tied = tied;
     c.seed = 7;
+    /* rows of 256 so the K-quants are real, not a fallback to q8_0 */
+    c.n_embd = 256;
+    c.n_head = 4;
+    c.n_head_kv = 2;
+    c.head_dim = 64;
+    c.n_ff = 256;
+    c.n_ff_exp = 256;
+    if (c.n_ff_shexp) c.n_ff_shexp = 256;
     char name[96];
     snprintf(name, sizeof name, "%s-%s%s.gguf", arch, type, tied ? "-tied" : "");
     t_path(path, cap, name);
@@ -142,7 +151,9 @@ typedef struct type_tol {
 } type_tol;
 
 static const type_tol types[] = {
-    {"f32", 2e-3}, {"f16", 1e-2}, {"q8_0", 3e-2}, {"q4_k", 3e-2}, {"q6_k", 3e-2},
+    /* measured worst cases (closing note of issue 3): f32/f16 ~1e-6, quantised
+       ~1e-7 typically and 4e-3 where one activation rounds the other way */
+    {"f32", 1e-5}, {"f16", 1e-5}, {"q8_0", 1e-2}, {"q4_k", 1e-2}, {"q6_k", 1e-2},
 };
 
 TEST(engine_matches_reference_every_arch_and_type)
@@ -185,8 +196,8 @@ TEST(tied_output_head)
     char path[512];
     CHECK(make_model(path, sizeof path, "qwen3moe", "f32", 1) == 0);
     result r;
-    CHECK(compare(path, SL_KV_F32, 2e-3, &r) == 0);
-    CHECK(r.max_abs <= 2e-3 * r.scale);
+    CHECK(compare(path, SL_KV_F32, 1e-5, &r) == 0);
+    CHECK(r.max_abs <= 1e-5 * r.scale);
 }
 
 TEST(threads_and_batching_do_not_change_bits)
