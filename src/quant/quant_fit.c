@@ -112,18 +112,13 @@ float sl_fit_affine(const float *x, const float *w, int n, int nmax, int ntry,
     return best_s;
 }
 
-/* Index of the table entry nearest v; table sorted ascending, 16 entries. */
+/* Index of the table entry nearest v; table sorted ascending, 16 entries.
+ * Counts the midpoints below v (branch-free; ties go to the lower entry). */
 int sl_nearest16(const int8_t *table, float v)
 {
-    int lo = 0, hi = 15;
-    if (v <= table[0]) return 0;
-    if (v >= table[15]) return 15;
-    while (hi - lo > 1) {
-        int mid = (lo + hi) / 2;
-        if (v < table[mid]) hi = mid;
-        else lo = mid;
-    }
-    return (v - table[lo] <= table[hi] - v) ? lo : hi;
+    int idx = 0;
+    for (int k = 0; k < 15; k++) idx += v > 0.5f * (float)(table[k] + table[k + 1]);
+    return idx;
 }
 
 float sl_fit_table(const float *x, const float *w, int n, const int8_t *table, int ntry,

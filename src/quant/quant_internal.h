@@ -61,12 +61,13 @@ static inline int sl_round_int(float x)
 }
 
 /* Rounds v to the nearest level in [lo, hi], clamping in float first so that
- * huge or infinite v cannot escape the rounding trick's range. NaN -> lo. */
+ * huge or infinite v cannot escape the rounding trick's range. NaN -> lo.
+ * Branch-free (maxss/minss): quantisers call this in their inner loops. */
 static inline int sl_round_clamp(float v, int lo, int hi)
 {
-    if (!(v >= (float)lo)) return lo;
-    if (v > (float)hi) return hi;
-    return sl_round_int(v);
+    float c = v >= (float)lo ? v : (float)lo; /* NaN compares false -> lo */
+    c = c <= (float)hi ? c : (float)hi;
+    return sl_round_int(c);
 }
 
 /* MXFP4 scale: E8M0 exponent e as 2^(e-128) (half of 2^(e-127), because the
