@@ -1,0 +1,156 @@
+/* chat.h - chat templates: which family a model's tokenizer.chat_template
+ * belongs to, and the prompt text of a conversation in that family.
+ *
+ * Owns: family detection (substring heuristics, no Jinja engine), the
+ * hand-written renderers, the end-of-turn text of each family. Must not
+ * know: tokenizers, models or sessions. Special tokens are written as text
+ * ("<|im_start|>"); the tokenizer parses them back into ids.
+ *
+ * Families and their formats (s = system, u = user, a = assistant):
+ *
+ *   chatml      Qwen2/2.5, Qwen1.5-MoE, generic ChatML:
+ *                 <|im_start|>system\n{s}<|im_end|>\n
+ *                 <|im_start|>user\n{u}<|im_end|>\n
+ *                 <|im_start|>assistant\n{a}<|im_end|>\n ...
+ *                 generation prompt: <|im_start|>assistant\n
+ *               A default system text found in the template (Qwen2.5's
+ *               "You are Qwen, created by Alibaba Cloud. ...") is inserted
+ *               when the conversation has no system message.
+ *   qwen3       chatml, plus: enable_thinking = false appends
+ *               "<think>\n\n</think>\n\n" to the generation prompt; assistant
+ *               turns before the last user message lose their
+ *               "<think>...</think>" part; assistant turns after it are
+ *               normalised to "<think>\n{r}\n</think>\n\n{a}".
+ *   llama3      {bos}<|start_header_id|>{role}<|end_header_id|>\n\n{trim(text)}<|eot_id|>
+ *               ... generation prompt: <|start_header_id|>assistant<|end_header_id|>\n\n
+ *   mistral     (v1: Mixtral-8x7B-Instruct, Mistral-7B-Instruct v0.1/v0.2)
+ *               {bos} [INST] {s}\n\n{u1} [/INST] {a1}{eos} [INST] {u2} [/INST]
+ *               (the prompt itself ends the user turn; no extra generation
+ *               prompt). A system message is allowed only first.
+ *   mistral-v3  (Mixtral-8x22B-Instruct, Mistral-7B-Instruct v0.3)
+ *               {bos}[INST] {s}\n\n{u1}[/INST] {trim(a1)}{eos}[INST] {u2}[/INST]
+ *               Deviation: the official template puts the system text before
+ *               the *last* user message; we keep it on the first (as
+ *               llama.cpp's built-in renderer does) so a chat's earlier
+ *               tokens never change and the KV cache stays reusable.
+ *   tulu        OLMoE-Instruct, Tulu 2/3, OLMo-2-Instruct:
+ *                 {bos}<|system|>\n{s}\n<|user|>\n{u}\n<|assistant|>\n{a}{eos}\n ...
+ *                 (the final assistant turn has no "\n" after eos)
+ *                 generation prompt: <|assistant|>\n
+ *   plain       fallback for templates we do not recognise:
+ *                 System: {s}\nUser: {u}\nAssistant: {a}\n ... Assistant:
+ *
+ * {bos} is written only by families whose template starts with bos_token
+ * (llama3, mistral, mistral-v3, tulu) and only if the caller passes its text
+ * (pass it when the tokenizer does not add BOS by itself, NULL when it does).
+ *
+ * Multi-turn chat with a kept KV cache: after the model's reply the cache
+ * holds render(history, gen) + the reply's tokens. sl_chat_render_continue
+ * renders what must follow: the end of the assistant turn
+ * (sl_chat_turn_end) + the new messages + the generation prompt, so that
+ *   render(history + [reply, user], gen)
+ *     == render(history, gen) + reply_text + render_continue([user], gen)
+ * where reply_text is what the model generated (for mistral and plain that
+ * includes the leading space the template puts before the reply). For qwen3
+ * the identity is only approximate: the full template drops earlier turns'
+ * thinking, while the cache keeps it (as llama.cpp's own chat loop does). */
+#ifndef SL_CHAT_CHAT_H
+#define SL_CHAT_CHAT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "util/status.h"
+
+typedef enum sl_chat_family {
+    SL_CHAT_PLAIN = 0,
+    SL_CHAT_CHATML,
+    SL_CHAT_QWEN3,
+    SL_CHAT_LLAMA3,
+    SL_CHAT_MISTRAL,
+    SL_CHAT_MISTRAL_V3,
+    SL_CHAT_TULU,
+} sl_chat_family;
+
+/* One message; role is "system", "user" or "assistant". Both strings are
+ * borrowed for the duration of the call. */
+typedef struct sl_chat_msg {
+    const char *role;
+    const char *content;
+} sl_chat_msg;
+
+typedef struct sl_chat_opts {
+    const char *name;     /* override (--chat-template): one of the family
+                             names above; NULL = detect from the template */
+    const char *bos_text; /* BOS token text, see above; NULL = none */
+    const char *eos_text; /* EOS text written after assistant turns by
+                             mistral and tulu; NULL = "</s>" for mistral,
+                             "<|endoftext|>" for tulu */
+    bool enable_thinking; /* qwen3 switch; default true */
+} sl_chat_opts;
+
+typedef struct sl_chat_template {
+    sl_chat_family family;
+    char *default_system; /* owned; or NULL */
+    char *bos_text;       /* owned; "" when none */
+    char *eos_text;       /* owned */
+    char *turn_end;       /* owned; see sl_chat_turn_end */
+    bool enable_thinking;
+    const char *stops[4]; /* NULL-terminated; point into static strings or eos_text */
+} sl_chat_template;
+
+/* The defaults: detect, no BOS text, family EOS, thinking on. */
+sl_chat_opts sl_chat_opts_default(void);
+
+/* Family of a tokenizer.chat_template string (NULL or empty -> plain):
+ * "<|im_start|>" -> chatml, or qwen3 if it also mentions "enable_thinking";
+ * "<|start_header_id|>" -> llama3; "[INST]" -> mistral-v3 if it has
+ * "[AVAILABLE_TOOLS]" and no " [INST]", else mistral; "<|user|>" and
+ * "<|assistant|>" -> tulu; anything else -> plain. */
+sl_chat_family sl_chat_detect(const char *jinja);
+
+/* Name of a family ("chatml", "qwen3", "llama3", "mistral", "mistral-v3",
+ * "tulu", "plain"). */
+const char *sl_chat_family_name(sl_chat_family f);
+
+/* Family for a name; SL_EINVAL listing the valid names if unknown. */
+int sl_chat_family_from_name(const char *name, sl_chat_family *out, sl_err *err);
+
+/* Builds a template from the model's chat_template string (may be NULL) and
+ * opts (may be NULL for the defaults). SL_EINVAL for an unknown override
+ * name, SL_ENOMEM. Free with sl_chat_template_free. */
+int sl_chat_template_init(sl_chat_template *t, const char *jinja, const sl_chat_opts *opts,
+                          sl_err *err);
+
+/* Frees the owned strings; safe on a zeroed template. */
+void sl_chat_template_free(sl_chat_template *t);
+
+/* Renders a whole conversation; with add_generation_prompt the text ends
+ * where the assistant's reply begins. *out receives a malloc'd NUL-terminated
+ * string the caller frees with free(). SL_EINVAL for an unknown role, a NULL
+ * content, or a system message where the family does not allow one (mistral:
+ * only first); SL_ENOMEM. */
+int sl_chat_render(const sl_chat_template *t, const sl_chat_msg *msgs, size_t n,
+                   bool add_generation_prompt, char **out, sl_err *err);
+
+/* Renders only what follows an assistant reply already in the KV cache: the
+ * turn end, then msgs (no BOS, no default system), then the generation
+ * prompt. Same ownership and errors as sl_chat_render (a system message is
+ * refused by mistral families here too). */
+int sl_chat_render_continue(const sl_chat_template *t, const sl_chat_msg *msgs, size_t n,
+                            bool add_generation_prompt, char **out, sl_err *err);
+
+/* Text that closes an assistant turn in this family: "<|im_end|>\n",
+ * "<|eot_id|>", the EOS text (mistral), EOS + "\n" (tulu), "\n" (plain).
+ * It is the start of every sl_chat_render_continue output; a caller whose
+ * cache already holds part of it skips that many leading bytes. */
+const char *sl_chat_turn_end(const sl_chat_template *t);
+
+/* NULL-terminated list of strings whose generation ends the assistant's
+ * turn (for matching generated token text), first the family's own marker:
+ * chatml/qwen3 "<|im_end|>" "<|endoftext|>"; llama3 "<|eot_id|>"
+ * "<|end_of_text|>" "<|eom_id|>"; mistral EOS; tulu EOS "<|user|>"; plain
+ * "\nUser:". Valid while t lives. */
+const char *const *sl_chat_stop_strings(const sl_chat_template *t);
+
+#endif
