@@ -1,0 +1,21 @@
+/* mem.h - what memory this process may use and what it uses (platform
+ * wrapper: /proc and cgroup files on Linux; other systems report unknown). */
+#ifndef SL_UTIL_MEM_H
+#define SL_UTIL_MEM_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* Bytes this process can still take without swapping or hitting its cgroup
+ * limit: min(MemAvailable, cgroup limit - cgroup usage) over the cgroup v2
+ * hierarchy or the v1 memory controller. Also reports the cgroup limit
+ * (0 if none). False if nothing could be read. */
+bool sl_mem_available(uint64_t *avail, uint64_t *cgroup_limit);
+
+/* Resident set size now and at its peak (VmRSS / VmHWM), bytes. */
+bool sl_mem_rss(uint64_t *rss, uint64_t *peak);
+
+/* Major page faults and CPU seconds (user + system) of this process. */
+void sl_proc_usage(uint64_t *major_faults, double *cpu_seconds);
+
+#endif
