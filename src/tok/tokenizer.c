@@ -1,0 +1,420 @@
+/* tokenizer.c - building a tokenizer from a vocabulary description, its
+ * accessors, and the encode driver that runs the special-token partition
+ * and hands raw fragments to the BPE or SentencePiece encoder.
+ *
+ * Knows the defaults and quirks llama.cpp applies while loading a
+ * vocabulary (default special ids per model type, end-of-generation markers
+ * recognised by their text, Phi-3's right-stripping special tokens), not the
+ * GGUF format (tok_gguf.c) nor the encoders' inner workings. */
+#include "tok/tok_internal.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void sl_tok_spec_init(sl_tok_spec *spec)
+{
+    memset(spec, 0, sizeof *spec);
+    spec->bos = spec->eos = spec->eot = spec->eom = spec->unk = spec->pad = -1;
+    spec->add_bos = spec->add_eos = spec->add_space_prefix = -1;
+}
+
+void sl_tokenizer_free(sl_tokenizer *tok)
+{
+    if (!tok) return;
+    free(tok->tokens);
+    free(tok->pool);
+    free(tok->pieces);
+    sl_tok_map_free(&tok->vocab);
+    free(tok->merge_pool);
+    sl_tok_map_free(&tok->merges);
+    free(tok->pre_warning);
+    sl_tok_pretok_free(&tok->pretok);
+    free(tok->specials);
+    sl_tok_map_free(&tok->special_map);
+    free(tok->special_lens);
+    free(tok);
+}
+
+static int32_t find_text(const sl_tokenizer *tok, const char *s)
+{
+    return sl_tok_map_get(&tok->vocab, s, strlen(s), 0);
+}
+
+/* Copies the token texts into one pool and indexes them. */
+static int build_vocab(sl_tokenizer *tok, const sl_tok_spec *spec, sl_err *err)
+{
+    uint64_t total = 0;
+    for (uint32_t i = 0; i < spec->n_tokens; i++) {
+        if (!spec->tokens[i].ptr && spec->tokens[i].len)
+            return sl_err_set(err, SL_EINVAL, "token %u has no text", i);
+        total += (uint64_t)spec->tokens[i].len + 1;
+        if (total > UINT32_MAX)
+            return sl_err_set(err, SL_EFORMAT, "vocabulary texts exceed 4 GiB at token %u", i);
+    }
+    tok->n_tokens = spec->n_tokens;
+    tok->tokens = calloc(spec->n_tokens, sizeof *tok->tokens);
+    tok->pool = malloc(total ? total : 1);
+    if (!tok->tokens || !tok->pool) goto nomem;
+    uint32_t off = 0;
+    for (uint32_t i = 0; i < spec->n_tokens; i++) {
+        sl_tok_entry *t = &tok->tokens[i];
+        t->off = off;
+        t->len = (uint32_t)spec->tokens[i].len;
+        if (t->len) memcpy(tok->pool + off, spec->tokens[i].ptr, t->len);
+        tok->pool[off + t->len] = '\0';
+        off += t->len + 1;
+        t->score = spec->scores ? spec->scores[i] : 0.0f;
+        int32_t ty = spec->types ? spec->types[i] : SL_TOK_TYPE_NORMAL;
+        t->type = (ty >= 0 && ty <= SL_TOK_TYPE_BYTE) ? (uint8_t)ty : SL_TOK_TYPE_UNDEFINED;
+    }
+    if (!sl_tok_map_init(&tok->vocab, tok->pool, spec->n_tokens)) goto nomem;
+    /* Duplicate texts: the first id wins (later ones are unreachable by
+     * encoding but still decode). Empty texts cannot be matched at all. */
+    for (uint32_t i = 0; i < spec->n_tokens; i++)
+        if (tok->tokens[i].len) sl_tok_map_put(&tok->vocab, tok->tokens[i].off, tok->tokens[i].len, 0, (int32_t)i);
+    return SL_OK;
+nomem:
+    return sl_err_set(err, SL_ENOMEM, "out of memory for a %u-token vocabulary", spec->n_tokens);
+}
+
+/* Merges are "left right", split at the first space after the first byte;
+ * the rank is the index. The first occurrence of a pair wins. */
+static int build_merges(sl_tokenizer *tok, const sl_tok_spec *spec, sl_err *err)
+{
+    uint64_t total = 0;
+    for (uint32_t i = 0; i < spec->n_merges; i++) {
+        total += spec->merges[i].len;
+        if (total > UINT32_MAX)
+            return sl_err_set(err, SL_EFORMAT, "merge table exceeds 4 GiB at merge %u", i);
+    }
+    tok->merge_pool = malloc(total ? total : 1);
+    if (!tok->merge_pool) goto nomem;
+    if (!sl_tok_map_init(&tok->merges, tok->merge_pool, spec->n_merges)) goto nomem;
+    uint32_t off = 0;
+    for (uint32_t i = 0; i < spec->n_merges; i++) {
+        const char *m = spec->merges[i].ptr;
+        size_t n = spec->merges[i].len;
+        const char *sp = n > 1 ? memchr(m + 1, ' ', n - 1) : NULL;
+        if (!sp) continue; /* not a pair: llama.cpp keeps it as ("",""), unusable */
+        size_t left = (size_t)(sp - m), right = n - left - 1;
+        memcpy(tok->merge_pool + off, m, left);
+        memcpy(tok->merge_pool + off + left, sp + 1, right);
+        sl_tok_map_put(&tok->merges, off, (uint32_t)(left + right), (uint32_t)left, (int32_t)i);
+        off += (uint32_t)(left + right);
+    }
+    return SL_OK;
+nomem:
+    return sl_err_set(err, SL_ENOMEM, "out of memory for %u merges", spec->n_merges);
+}
+
+static int setup_pre(sl_tokenizer *tok, const char *pre, sl_err *err)
+{
+    int set = sl_tok_pre_default_set();
+    bool ignore_merges = false, add_bos = false;
+    const char *name = pre ? sl_tok_pre_lookup(pre, &set, &ignore_merges, &add_bos) : NULL;
+    if (!name) {
+        char msg[200];
+        if (pre)
+            snprintf(msg, sizeof msg,
+                     "unknown pre-tokenizer '%.80s'; splitting with the default patterns, "
+                     "tokens may differ from the model's own tokenizer", pre);
+        else
+            snprintf(msg, sizeof msg,
+                     "the file names no pre-tokenizer (tokenizer.ggml.pre); splitting with the "
+                     "default patterns, tokens may differ from the model's own tokenizer");
+        tok->pre_warning = strdup(msg);
+        if (!tok->pre_warning) return sl_err_set(err, SL_ENOMEM, "out of memory");
+        name = "default";
+        set = sl_tok_pre_default_set();
+    }
+    tok->pre_set = set;
+    tok->pre_name = name;
+    tok->ignore_merges = ignore_merges;
+    tok->add_bos = add_bos;
+    return sl_tok_pretok_init(&tok->pretok, set, err);
+}
+
+/* An id from metadata overrides the default if it is in range. */
+static int32_t pick_id(const sl_tokenizer *tok, int64_t from_spec, int32_t dflt)
+{
+    if (from_spec >= 0 && from_spec < (int64_t)tok->n_tokens) return (int32_t)from_spec;
+    if (dflt >= 0 && (uint32_t)dflt < tok->n_tokens) return dflt;
+    return SL_TOK_NONE;
+}
+
+static void make_control(sl_tokenizer *tok, int32_t id)
+{
+    /* A marker like <|im_end|> typed as normal is a conversion bug; treat it
+     * as control so it is neither split by text nor printed. */
+    if (tok->tokens[id].type != SL_TOK_TYPE_CONTROL) tok->tokens[id].type = SL_TOK_TYPE_CONTROL;
+}
+
+/* DeepSeek's "<｜end▁of▁sentence｜>" (octal escapes: a hex escape would eat
+ * the letters after it). */
+#define DS_EOS "<\357\275\234end\342\226\201of\342\226\201sentence\357\275\234>"
+
+/* Texts that mark the end of a turn; the first present one is the EOT
+ * token when metadata names none. */
+static const char *const k_eot_texts[] = {
+    "<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>",
+    "<|end_of_text|>", "<EOT>", "_<EOT>", DS_EOS,
+    "<end_of_utterance>",
+};
+
+/* Texts that end generation wherever they appear in the vocabulary. */
+static const char *const k_eog_texts[] = {
+    "<|eot_id|>", "<|im_end|>", "<|end|>", "<|return|>", "<|call|>", "<end_of_turn>",
+    "<|endoftext|>", "<|eom_id|>", "<EOT>", "_<EOT>", "<|end_of_text|>", "<end_of_utterance>",
+    DS_EOS,
+};
+
+static void setup_special_ids(sl_tokenizer *tok, const sl_tok_spec *spec)
+{
+    bool spm = tok->model == SL_TOK_MODEL_SPM;
+    tok->bos = pick_id(tok, spec->bos, spm ? 1 : SL_TOK_NONE);
+    tok->eos = pick_id(tok, spec->eos, spm ? 2 : SL_TOK_NONE);
+    tok->unk = pick_id(tok, spec->unk, spm ? 0 : SL_TOK_NONE);
+    tok->pad = pick_id(tok, spec->pad, SL_TOK_NONE);
+    tok->eot = pick_id(tok, spec->eot, SL_TOK_NONE);
+    tok->eom = pick_id(tok, spec->eom, SL_TOK_NONE);
+
+    if (tok->eot == SL_TOK_NONE) {
+        for (size_t i = 0; i < sizeof k_eot_texts / sizeof *k_eot_texts; i++) {
+            int32_t id = find_text(tok, k_eot_texts[i]);
+            if (id >= 0) {
+                tok->eot = id;
+                make_control(tok, id);
+                break;
+            }
+        }
+    }
+    if (tok->eom == SL_TOK_NONE) {
+        int32_t id = find_text(tok, "<|eom_id|>");
+        if (id >= 0) {
+            tok->eom = id;
+            make_control(tok, id);
+        }
+    }
+    for (size_t i = 0; i < sizeof k_eog_texts / sizeof *k_eog_texts; i++) {
+        int32_t id = find_text(tok, k_eog_texts[i]);
+        if (id < 0) continue;
+        tok->tokens[id].flags |= SL_TOKF_EOG;
+        make_control(tok, id);
+    }
+    if (tok->eos >= 0) tok->tokens[tok->eos].flags |= SL_TOKF_EOG;
+    if (tok->eot >= 0) tok->tokens[tok->eot].flags |= SL_TOKF_EOG;
+    if (tok->eom >= 0) tok->tokens[tok->eom].flags |= SL_TOKF_EOG;
+
+    /* gpt-oss (harmony): <|end|> closes a message, not the generation, when
+     * <|return|> and <|call|> exist. */
+    int32_t ret = find_text(tok, "<|return|>"), call = find_text(tok, "<|call|>"),
+            end = find_text(tok, "<|end|>");
+    if (ret >= 0 && call >= 0 && end >= 0 && end != tok->eos) {
+        tok->tokens[end].flags &= (uint8_t)~SL_TOKF_EOG;
+        tok->tokens[end].type = SL_TOK_TYPE_USER_DEFINED;
+    }
+}
+
+/* Phi-3's special tokens swallow the whitespace after them (its
+ * tokenizer.json marks them rstrip), except <unk>, <s> and <|endoftext|>.
+ * GGUF has no field for this, so like llama.cpp we go by general.name. */
+static void setup_strip_flags(sl_tokenizer *tok, const char *name)
+{
+    if (!name) return;
+    char low[128];
+    size_t n = strlen(name);
+    if (n >= sizeof low) n = sizeof low - 1;
+    for (size_t i = 0; i < n; i++) low[i] = (char)tolower((unsigned char)name[i]);
+    low[n] = '\0';
+    if (!strstr(low, "phi-3") && !strstr(low, "phi3")) return;
+    for (uint32_t i = 0; i < tok->n_tokens; i++) {
+        uint8_t ty = tok->tokens[i].type;
+        if (ty == SL_TOK_TYPE_CONTROL || ty == SL_TOK_TYPE_USER_DEFINED || ty == SL_TOK_TYPE_UNKNOWN)
+            tok->tokens[i].flags |= SL_TOKF_RSTRIP;
+    }
+    int32_t id = find_text(tok, "</s>");
+    if (id >= 0) tok->tokens[id].flags |= SL_TOKF_RSTRIP;
+    const char *keep[] = {"<unk>", "<s>", "<|endoftext|>"};
+    for (size_t i = 0; i < 3; i++) {
+        id = find_text(tok, keep[i]);
+        if (id >= 0) tok->tokens[id].flags &= (uint8_t)~SL_TOKF_RSTRIP;
+    }
+}
+
+static void setup_byte_tokens(sl_tokenizer *tok)
+{
+    const sl_tok_bytemap_entry *b2u = sl_tok_byte_to_unicode();
+    for (int b = 0; b < 256; b++) {
+        int32_t id;
+        if (tok->model == SL_TOK_MODEL_SPM) {
+            char hex[8];
+            snprintf(hex, sizeof hex, "<0x%02X>", b);
+            id = find_text(tok, hex);
+            if (id < 0) {
+                char one = (char)b;
+                id = sl_tok_map_get(&tok->vocab, &one, 1, 0);
+            }
+        } else {
+            id = sl_tok_map_get(&tok->vocab, b2u[b].s, b2u[b].len, 0);
+        }
+        tok->byte_tok[b] = id >= 0 ? id : SL_TOK_NONE;
+    }
+}
+
+int sl_tokenizer_build(sl_tokenizer **out, const sl_tok_spec *spec, sl_err *err)
+{
+    int rc;
+    *out = NULL;
+    if (!spec->model)
+        return sl_err_set(err, SL_EFORMAT, "no tokenizer model given (tokenizer.ggml.model)");
+    sl_tok_model model;
+    if (!strcmp(spec->model, "gpt2")) model = SL_TOK_MODEL_BPE;
+    else if (!strcmp(spec->model, "llama")) model = SL_TOK_MODEL_SPM;
+    else
+        return sl_err_set(err, SL_EUNSUPPORTED,
+                          "tokenizer model '%.64s' is not supported (only 'gpt2' byte-level BPE "
+                          "and 'llama' SentencePiece)", spec->model);
+    if (spec->n_tokens == 0 || !spec->tokens)
+        return sl_err_set(err, SL_EFORMAT, "the vocabulary has no tokens");
+    if (spec->n_tokens > (uint32_t)INT32_MAX)
+        return sl_err_set(err, SL_EFORMAT, "vocabulary of %u tokens is too large", spec->n_tokens);
+    if (model == SL_TOK_MODEL_BPE && spec->n_merges && !spec->merges)
+        return sl_err_set(err, SL_EINVAL, "merge count given without merges");
+
+    sl_tokenizer *tok = calloc(1, sizeof *tok);
+    if (!tok) return sl_err_set(err, SL_ENOMEM, "out of memory");
+    tok->model = model;
+
+    if ((rc = build_vocab(tok, spec, err))) goto fail;
+    if (model == SL_TOK_MODEL_BPE) {
+        if ((rc = build_merges(tok, spec, err))) goto fail;
+        if ((rc = setup_pre(tok, spec->pre, err))) goto fail;
+        tok->add_space_prefix = false;
+    } else {
+        tok->pre_name = "none";
+        tok->add_bos = true;
+        tok->add_space_prefix = true;
+    }
+    if (spec->add_bos >= 0) tok->add_bos = spec->add_bos != 0;
+    if (spec->add_eos >= 0) tok->add_eos = spec->add_eos != 0;
+    if (spec->add_space_prefix >= 0) tok->add_space_prefix = spec->add_space_prefix != 0;
+
+    setup_special_ids(tok, spec);
+    if (tok->add_bos && tok->bos == SL_TOK_NONE) {
+        rc = sl_err_set(err, SL_EFORMAT,
+                        "tokenizer.ggml.add_bos_token is true but there is no BOS token "
+                        "(tokenizer.ggml.bos_token_id)");
+        goto fail;
+    }
+    if (tok->add_eos && tok->eos == SL_TOK_NONE) {
+        rc = sl_err_set(err, SL_EFORMAT,
+                        "tokenizer.ggml.add_eos_token is true but there is no EOS token "
+                        "(tokenizer.ggml.eos_token_id)");
+        goto fail;
+    }
+    setup_strip_flags(tok, spec->name);
+    setup_byte_tokens(tok);
+    if ((rc = sl_tok_special_init(tok, err))) goto fail;
+    if ((rc = sl_tok_pieces_init(tok, err))) goto fail;
+    *out = tok;
+    return SL_OK;
+fail:
+    sl_tokenizer_free(tok);
+    return rc;
+}
+
+/* ---- accessors ----------------------------------------------------------- */
+
+sl_tok_model sl_tokenizer_model(const sl_tokenizer *tok) { return tok->model; }
+uint32_t sl_tokenizer_n_tokens(const sl_tokenizer *tok) { return tok->n_tokens; }
+const char *sl_tokenizer_pre_name(const sl_tokenizer *tok) { return tok->pre_name; }
+const char *sl_tokenizer_pre_warning(const sl_tokenizer *tok) { return tok->pre_warning; }
+int32_t sl_tokenizer_bos(const sl_tokenizer *tok) { return tok->bos; }
+int32_t sl_tokenizer_eos(const sl_tokenizer *tok) { return tok->eos; }
+int32_t sl_tokenizer_eot(const sl_tokenizer *tok) { return tok->eot; }
+int32_t sl_tokenizer_unk(const sl_tokenizer *tok) { return tok->unk; }
+int32_t sl_tokenizer_pad(const sl_tokenizer *tok) { return tok->pad; }
+bool sl_tokenizer_add_bos(const sl_tokenizer *tok) { return tok->add_bos; }
+bool sl_tokenizer_add_eos(const sl_tokenizer *tok) { return tok->add_eos; }
+
+static bool in_range(const sl_tokenizer *tok, int32_t id)
+{
+    return id >= 0 && (uint32_t)id < tok->n_tokens;
+}
+
+sl_tok_type sl_tokenizer_token_type(const sl_tokenizer *tok, int32_t id)
+{
+    return in_range(tok, id) ? (sl_tok_type)tok->tokens[id].type : SL_TOK_TYPE_UNDEFINED;
+}
+
+bool sl_tokenizer_is_control(const sl_tokenizer *tok, int32_t id)
+{
+    return in_range(tok, id) && tok->tokens[id].type == SL_TOK_TYPE_CONTROL;
+}
+
+bool sl_tokenizer_is_eog(const sl_tokenizer *tok, int32_t id)
+{
+    return in_range(tok, id) && (tok->tokens[id].flags & SL_TOKF_EOG);
+}
+
+const char *sl_tokenizer_token_text(const sl_tokenizer *tok, int32_t id, size_t *len)
+{
+    if (!in_range(tok, id)) {
+        if (len) *len = 0;
+        return NULL;
+    }
+    if (len) *len = tok->tokens[id].len;
+    return tok->pool + tok->tokens[id].off;
+}
+
+int32_t sl_tokenizer_find(const sl_tokenizer *tok, const char *text, size_t len)
+{
+    int32_t id = sl_tok_map_get(&tok->vocab, text, len, 0);
+    return id >= 0 ? id : SL_TOK_NONE;
+}
+
+/* ---- encoding ------------------------------------------------------------ */
+
+int sl_tokenizer_encode(const sl_tokenizer *tok, const char *text, size_t len, unsigned flags,
+                        sl_tok_ids *out, sl_err *err)
+{
+    int rc = SL_OK;
+    const size_t n0 = out->n;
+    sl_tok_frags frags = {0};
+    sl_tok_scratch s = {0};
+    if (!text && len) return sl_err_set(err, SL_EINVAL, "NULL text of length %zu", len);
+
+    if ((flags & SL_TOK_ADD_BOS) && tok->bos >= 0 && sl_tok_ids_push(out, tok->bos)) goto nomem;
+    rc = sl_tok_partition(tok, text, len, (flags & SL_TOK_PARSE_SPECIAL) != 0, &frags, err);
+    if (rc) goto fail;
+    /* SentencePiece puts a space before text that starts the input or
+     * follows a special token. */
+    bool after_special = true;
+    for (size_t i = 0; i < frags.n; i++) {
+        const sl_tok_frag *f = &frags.v[i];
+        if (f->id >= 0) {
+            if (sl_tok_ids_push(out, f->id)) goto nomem;
+            after_special = true;
+            continue;
+        }
+        if (tok->model == SL_TOK_MODEL_SPM)
+            rc = sl_tok_spm_encode(tok, text + f->off, f->len,
+                                   tok->add_space_prefix && after_special, &s, out, err);
+        else
+            rc = sl_tok_bpe_encode(tok, text + f->off, f->len, &s, out, err);
+        if (rc) goto fail;
+        after_special = false;
+    }
+    if ((flags & SL_TOK_ADD_EOS) && tok->eos >= 0 && sl_tok_ids_push(out, tok->eos)) goto nomem;
+    goto done;
+nomem:
+    rc = sl_err_set(err, SL_ENOMEM, "out of memory encoding a %zu-byte text", len);
+fail:
+    out->n = n0;
+done:
+    free(frags.v);
+    sl_tok_scratch_free(&s);
+    return rc;
+}
