@@ -1,0 +1,99 @@
+/* tok_spm.c - SentencePiece BPE encoding of one raw fragment.
+ *
+ * Spaces become U+2581 ("▁"), with one prepended at the start of the text
+ * and after a special token when the vocabulary asks for a space prefix.
+ * The text starts as one symbol per character; the adjacent pair whose
+ * concatenation is a vocabulary token with the highest score is merged
+ * first (leftmost on ties), until no pair forms a token. A character that
+ * is not a token is emitted as its bytes' <0xNN> tokens (byte fallback).
+ * Knows the vocabulary and scores, not the special tokens. */
+#include "tok/tok_internal.h"
+
+#include <string.h>
+
+static bool add_pair(const sl_tokenizer *tok, sl_tok_scratch *s, int32_t l, int32_t r)
+{
+    if (l < 0 || r < 0) return true;
+    const sl_tok_symbol *L = &s->sym[l], *R = &s->sym[r];
+    uint32_t size = L->n + R->n;
+    int32_t id = sl_tok_map_get(&tok->vocab, s->text + L->off, size, 0);
+    if (id < 0) return true;
+    sl_tok_bigram b = {.key = -(double)tok->tokens[id].score, .left = l, .right = r, .size = size};
+    return sl_tok_heap_push(&s->heap, b);
+}
+
+int sl_tok_spm_encode(const sl_tokenizer *tok, const char *text, size_t len, bool space_prefix,
+                      sl_tok_scratch *s, sl_tok_ids *out, sl_err *err)
+{
+    /* Escape: every ' ' becomes the 3 bytes of U+2581. */
+    if (len > (SIZE_MAX - 3) / 3 || 3 * len + 3 > UINT32_MAX) goto nomem;
+    if (!sl_tok_reserve((void **)&s->text, &s->text_cap, 3 * len + 3, 1)) goto nomem;
+    size_t n = 0;
+    if (space_prefix) {
+        memcpy(s->text, "\xE2\x96\x81", 3);
+        n = 3;
+    }
+    for (size_t i = 0; i < len; i++) {
+        if (text[i] == ' ') {
+            memcpy(s->text + n, "\xE2\x96\x81", 3);
+            n += 3;
+        } else {
+            s->text[n++] = text[i];
+        }
+    }
+    if (n == 0) return SL_OK;
+
+    /* One symbol per character, counted by the lead byte as llama.cpp does
+     * (so ill-formed bytes still form symbols and end up as byte tokens). */
+    if (!sl_tok_reserve((void **)&s->sym, &s->sym_cap, n, sizeof *s->sym)) goto nomem;
+    int32_t ns = 0;
+    for (size_t off = 0; off < n;) {
+        size_t cl = sl_tok_utf8_len((unsigned char)s->text[off]);
+        if (cl > n - off) cl = n - off;
+        s->sym[ns].off = (uint32_t)off;
+        s->sym[ns].n = (uint32_t)cl;
+        s->sym[ns].prev = ns - 1;
+        off += cl;
+        s->sym[ns].next = off == n ? -1 : ns + 1;
+        ns++;
+    }
+
+    s->heap.n = 0;
+    for (int32_t i = 1; i < ns; i++)
+        if (!add_pair(tok, s, i - 1, i)) goto nomem;
+
+    sl_tok_bigram b;
+    while (sl_tok_heap_pop(&s->heap, &b)) {
+        sl_tok_symbol *L = &s->sym[b.left], *R = &s->sym[b.right];
+        if (L->n == 0 || R->n == 0 || L->n + R->n != b.size) continue;
+        L->n += R->n;
+        R->n = 0;
+        L->next = R->next;
+        if (R->next >= 0) s->sym[R->next].prev = b.left;
+        if (!add_pair(tok, s, L->prev, b.left)) goto nomem;
+        if (!add_pair(tok, s, b.left, L->next)) goto nomem;
+    }
+
+    for (int32_t i = 0; i != -1; i = s->sym[i].next) {
+        const sl_tok_symbol *sy = &s->sym[i];
+        int32_t id = sl_tok_map_get(&tok->vocab, s->text + sy->off, sy->n, 0);
+        if (id >= 0) {
+            if (sl_tok_ids_push(out, id)) goto nomem;
+            continue;
+        }
+        /* Only single characters can miss: every merge formed a token. */
+        for (uint32_t j = 0; j < sy->n; j++) {
+            unsigned char byte = (unsigned char)s->text[sy->off + j];
+            int32_t bt = tok->byte_tok[byte];
+            if (bt < 0) bt = tok->unk;
+            if (bt < 0)
+                return sl_err_set(err, SL_EINVAL,
+                                  "the vocabulary has no token for byte 0x%02X and no unknown token",
+                                  byte);
+            if (sl_tok_ids_push(out, bt)) goto nomem;
+        }
+    }
+    return SL_OK;
+nomem:
+    return sl_err_set(err, SL_ENOMEM, "out of memory encoding a %zu-byte text", len);
+}
