@@ -6,6 +6,7 @@
 
 int cmd_inspect(int argc, char **argv);
 int cmd_mkmodel(int argc, char **argv);
+int cmd_tokenize(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 
 #endif

@@ -13,6 +13,7 @@ typedef struct command {
 static const command commands[] = {
     {"inspect", cmd_inspect, "show a GGUF model's metadata, tensors and expert sizing"},
     {"mkmodel", cmd_mkmodel, "write a synthetic test model (deterministic from a seed)"},
+    {"tokenize", cmd_tokenize, "show how a model's tokenizer splits a text into token ids"},
     {"bench", cmd_bench, "prompt/generation speed of a model; --kernels for matvec GB/s"},
 };
 
