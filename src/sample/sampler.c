@@ -195,6 +195,61 @@ static size_t keep_at_least(sl_sampler_cand *c, size_t n, float thr)
     return m;
 }
 
+/* Length of the shortest prefix of the sorted c[0..n) whose weights
+ * exp(l - lmax), added to `cum`, reach target; n if rounding never gets
+ * there. */
+static size_t sorted_prefix_reaching(const sl_sampler_cand *c, size_t n, float lmax, double cum,
+                                     double target)
+{
+    for (size_t i = 0; i < n; i++) {
+        cum += exp((double)c[i].logit - lmax);
+        if (cum >= target) return i + 1;
+    }
+    return n;
+}
+
+/* Top-p over unsorted candidates without sorting them all: bucket the
+ * candidates by distance below lmax (NB buckets of 1/8 nat; everything
+ * further than 32 nats below shares the last), find the bucket where the
+ * cumulative mass reaches target, keep every bucket above it whole, and
+ * sort only that crossing bucket to place the cut. Buckets are a monotone
+ * function of the logit, so the kept set is exactly a prefix of the sorted
+ * order. Leaves the kept candidates in c[0..return): those of the buckets
+ * above first (in no particular but deterministic order), then the
+ * crossing bucket's, sorted. */
+#define NB 256
+#define NB_PER_NAT 8.0
+
+static size_t bucket_of(float l, float lmax)
+{
+    double d = ((double)lmax - (double)l) * NB_PER_NAT;
+    return d < (double)(NB - 1) ? (size_t)d : (size_t)(NB - 1);
+}
+
+static size_t nucleus_unsorted(sl_sampler_cand *c, size_t n, float lmax, double target)
+{
+    double mass[NB] = {0};
+    for (size_t i = 0; i < n; i++) mass[bucket_of(c[i].logit, lmax)] += exp((double)c[i].logit - lmax);
+    size_t bc = NB - 1;
+    double above = 0.0; /* mass of the buckets before bc */
+    for (size_t b = 0; b < NB; b++) {
+        if (above + mass[b] >= target) {
+            bc = b;
+            break;
+        }
+        above += mass[b];
+    }
+    /* partition by swaps: buckets < bc, then bucket bc, then the rest */
+    size_t a = 0;
+    for (size_t i = 0; i < n; i++)
+        if (bucket_of(c[i].logit, lmax) < bc) swap_cand(&c[a++], &c[i]);
+    size_t e = a;
+    for (size_t i = a; i < n; i++)
+        if (bucket_of(c[i].logit, lmax) == bc) swap_cand(&c[e++], &c[i]);
+    select_top(c + a, e - a, e - a);
+    return a + sorted_prefix_reaching(c + a, e - a, lmax, above, target);
+}
+
 int sl_sampler_sample(sl_sampler *s, const float *logits, sl_err *err)
 {
     const size_t nv = (size_t)s->n_vocab;
@@ -232,26 +287,17 @@ int sl_sampler_sample(sl_sampler *s, const float *logits, sl_err *err)
     if (cfg->top_p < 1.0f) {
         double norm = 0.0;
         for (size_t i = 0; i < n; i++) norm += exp((double)c[i].logit - lmax);
-        size_t m = n;
-        if (!sorted) {
+        const double target = (double)cfg->top_p * norm;
+        if (sorted) {
+            n = sorted_prefix_reaching(c, n, lmax, 0.0, target);
+        } else {
             /* top-p keeps a prefix of the sorted order and so does min-p
              * (its threshold depends only on lmax, which both keep), so the
-             * result is the shorter prefix: sort only min-p's survivors.
-             * The normaliser above already covered everyone. */
-            if (cfg->min_p > 0.0f) m = keep_at_least(c, n, min_logit);
-            select_top(c, m, m);
-            sorted = true;
+             * result is the shorter prefix: top-p need only look at min-p's
+             * survivors. The normaliser above already covered everyone. */
+            size_t m = cfg->min_p > 0.0f ? keep_at_least(c, n, min_logit) : n;
+            n = nucleus_unsorted(c, m, lmax, target);
         }
-        const double target = (double)cfg->top_p * norm;
-        double cum = 0.0;
-        for (size_t i = 0; i < m; i++) {
-            cum += exp((double)c[i].logit - lmax);
-            if (cum >= target) {
-                m = i + 1;
-                break;
-            }
-        }
-        n = m;
     }
     if (cfg->min_p > 0.0f) n = keep_at_least(c, n, min_logit);
     SL_ASSERT(n >= 1); /* the argmax survives every stage */

@@ -19,13 +19,17 @@
  *   4. top-p         softmax (T = 1) over the survivors, sorted by logit
  *                    descending; keep the shortest prefix whose cumulative
  *                    probability reaches top_p. top_p >= 1 keeps all.
+ *                    (Without top-k this avoids a full sort: candidates are
+ *                    bucketed by 1/8 nat below the max and only the bucket
+ *                    where the cumulative mass crosses top_p is sorted.)
  *   5. min-p         keep tokens with logit >= max_logit + ln(min_p), i.e.
  *                    p >= min_p * p_max at T = 1. min_p <= 0 keeps all.
  *   6. temperature   divide the survivors' logits by temp.
  *   7. draw          u = sl_rng_uniform() in [0,1); walk the survivors in
- *                    their current order accumulating exp(l - l_max) in
- *                    double, pick the first whose running sum exceeds
- *                    u * total.
+ *                    their current order (deterministic: sorted after
+ *                    top-k, bucket order after top-p, id order otherwise)
+ *                    accumulating exp((l - l_max) / temp) in double; pick
+ *                    the first whose running sum exceeds u * total.
  *
  * Note that the truncations (3-5) see the untempered logits: temperature only
  * reshapes the distribution among the survivors (as in llama.cpp).

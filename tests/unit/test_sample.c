@@ -389,6 +389,71 @@ TEST(masked_tokens_are_never_drawn)
     check_frequencies(&c, l, 6, want, 30000);
 }
 
+static int cmp_desc(const void *a, const void *b)
+{
+    float x = *(const float *)a, y = *(const float *)b;
+    return (x < y) - (x > y);
+}
+
+TEST(top_p_nucleus_is_exact_on_a_large_vocab)
+{
+    /* 1000 distinct logits 0.00 .. 9.99 (permuted over ids). The nucleus
+     * for top_p is computed here the textbook way: sort descending, add
+     * softmax probabilities until the sum reaches top_p. The sampler must
+     * keep exactly that set: with temp = 1000 the survivors are drawn
+     * almost uniformly, so 20000 draws hit each of the <= ~230 members ~90
+     * times or more (P(miss) < e^-80), and no other token may ever appear. The
+     * mass spans several 1/8-nat buckets, so this checks the bucketed
+     * top-p against a full sort. */
+    enum { V = 1000 };
+    static float l[V], sorted[V];
+    for (int i = 0; i < V; i++) l[i] = (float)((i * 37) % V) / 100.0f;
+    memcpy(sorted, l, sizeof l);
+    qsort(sorted, V, sizeof sorted[0], cmp_desc);
+    const float ps[2] = {0.9f, 0.5f};
+    for (int pi = 0; pi < 2; pi++) {
+        double z = 0, cum = 0;
+        for (int i = 0; i < V; i++) z += exp(sorted[i] - sorted[0]);
+        int keep = 0;
+        while (keep < V) {
+            cum += exp(sorted[keep] - sorted[0]) / z;
+            keep++;
+            if (cum >= ps[pi]) break;
+        }
+        /* the cut is not a rounding coin-flip: the sum before it is well
+         * below top_p */
+        CHECK(cum - exp(sorted[keep - 1] - sorted[0]) / z < ps[pi] - 1e-6);
+        const float cutoff = sorted[keep - 1];
+        sl_sampler_config c = cfg_plain();
+        c.top_p = ps[pi];
+        c.temp = 1000.0f;
+        c.seed = 11 + (uint64_t)pi;
+        sl_sampler s;
+        sl_err err = {0};
+        CHECK_EQ_INT(sl_sampler_init(&s, &c, V, &err), SL_OK);
+        static int hits[V];
+        memset(hits, 0, sizeof hits);
+        for (int d = 0; d < 20000; d++) {
+            int id = sl_sampler_sample(&s, l, &err);
+            if (id < 0 || id >= V) { CHECK(0); break; }
+            hits[id]++;
+        }
+        int members = 0, bad = 0, missed = 0;
+        for (int i = 0; i < V; i++) {
+            if (l[i] >= cutoff) {
+                members++;
+                if (!hits[i]) missed++;
+            } else if (hits[i]) {
+                bad++;
+            }
+        }
+        CHECK_EQ_INT(members, keep);
+        CHECK_MSG(missed == 0 && bad == 0, "top_p %.2f: %d members never drawn, %d outsiders drawn",
+                  (double)ps[pi], missed, bad);
+        sl_sampler_free(&s);
+    }
+}
+
 int main(void)
 {
     RUN(splitmix64_reference_values);
@@ -401,6 +466,7 @@ int main(void)
     RUN(distribution_top_p_alone_sorts_full_vocab);
     RUN(distribution_top_p_with_min_p_without_top_k);
     RUN(distribution_top_k_alone_and_min_p_alone);
+    RUN(top_p_nucleus_is_exact_on_a_large_vocab);
     RUN(penalties_follow_the_formula);
     RUN(repeat_penalty_alone_matches_llama_cpp_sign_rule);
     RUN(errors_are_reported);
