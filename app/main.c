@@ -15,6 +15,7 @@ static const command commands[] = {
     {"mkmodel", cmd_mkmodel, "write a synthetic test model (deterministic from a seed)"},
     {"tokenize", cmd_tokenize, "show how a model's tokenizer splits a text into token ids"},
     {"bench", cmd_bench, "prompt/generation speed of a model; --kernels for matvec GB/s"},
+    {"iobench", cmd_iobench, "the drive's random-read curve through sluice's own I/O lanes"},
 };
 
 static void usage(FILE *out)
