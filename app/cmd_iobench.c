@@ -856,11 +856,9 @@ int cmd_iobench(int argc, char **argv)
         return 1;
     }
     int rc = 1;
-    uint64_t per_read = 0, maxpart = 0;
-    for (unsigned p = 0; p < L.n_parts; p++) {
-        per_read += L.part_bytes[p];
+    uint64_t maxpart = 0;
+    for (unsigned p = 0; p < L.n_parts; p++)
         if (L.part_bytes[p] > maxpart) maxpart = L.part_bytes[p];
-    }
     /* Few distinct slices would measure the drive's cache, not the drive. */
     for (uint32_t f = 0; f < L.n_files && !L.real_experts; f++) {
         uint64_t region = L.sizes[f];
