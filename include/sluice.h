@@ -48,8 +48,37 @@ typedef enum sl_kv_type {
     SL_KV_F32 = 1,
 } sl_kv_type;
 
+typedef enum sl_stream_mode {
+    SL_STREAM_AUTO = 0, /* stream routed experts when the model does not fit the budget */
+    SL_STREAM_ON = 1,   /* always stream (--moe-stream) */
+    SL_STREAM_OFF = 2,  /* everything resident (--no-stream) */
+} sl_stream_mode;
+
+typedef enum sl_dense_mode {
+    SL_DENSE_ANON = 0,  /* dense weights read into private memory */
+    SL_DENSE_MMAP = 1,  /* dense weights memory-mapped from the file */
+} sl_dense_mode;
+
+typedef enum sl_io_kind {
+    SL_IO_KIND_PREAD = 0,  /* lanes of positional reads */
+    SL_IO_KIND_URING = 1,  /* io_uring (falls back to pread if unavailable) */
+} sl_io_kind;
+
 typedef struct sl_model_params {
-    int n_threads; /* compute threads; <= 0 picks the number of cores */
+    int n_threads;          /* compute threads; <= 0 picks the number of cores */
+    sl_stream_mode stream;
+    uint64_t mem_budget;    /* bytes the process may use; 0 = available memory
+                               (cgroup limits honoured) minus a safety margin */
+    uint64_t cache_bytes;   /* expert cache size; 0 = what the budget leaves */
+    int cache_experts;      /* expert cache size in experts (overrides cache_bytes) */
+    int n_ctx_hint;         /* context length the KV estimate assumes; 0 = 4096 */
+    int io_threads;         /* I/O lanes; 0 = 4 */
+    sl_io_kind io_backend;
+    int io_queue_depth;     /* reads in flight per io_uring lane; 0 = 4 */
+    bool no_overlap;        /* wait for every read before computing a layer's experts */
+    sl_dense_mode dense;
+    const char *io_trace_path; /* log every expert read to this file; NULL: off */
+    const void *test_io_fault; /* tests only: a struct sl_io_fault (src/io/io.h) */
 } sl_model_params;
 
 /* Defaults for sl_model_params. */
@@ -63,6 +92,27 @@ int sl_model_load(sl_model **out, const char *path, const sl_model_params *param
 
 /* Frees a model; every session created from it must be freed first. */
 void sl_model_free(sl_model *m);
+
+/* Where the memory goes and what streaming did, for --stats. Figures are
+ * cumulative since load; the caller owns the struct. */
+typedef struct sl_stream_stats {
+    bool streaming;           /* routed experts are read from the file */
+    uint64_t budget_bytes;    /* memory budget used for planning */
+    uint64_t dense_bytes;     /* resident dense weights */
+    uint64_t expert_bytes;    /* all routed experts in the file */
+    uint64_t expert_cycle_bytes; /* one token's experts: layers x top-k x expert */
+    uint64_t cache_bytes;     /* expert cache (0 when not streaming) */
+    uint64_t n_slots;         /* experts the cache holds at once */
+    uint64_t hits, misses, evictions, rereads;
+    uint64_t reads, read_bytes, window_bytes;
+    double stall_s;           /* compute waited on reads */
+    double manage_s;          /* cache bookkeeping and read submission */
+    double lat_p50_us, lat_p90_us, lat_p99_us;
+    char io_mode[96];         /* e.g. "pread x4, O_DIRECT" */
+    char warning[256];        /* planning warning (cache below one token's cycle), or "" */
+} sl_stream_stats;
+
+void sl_model_stream_stats(const sl_model *m, sl_stream_stats *out);
 
 /* Basic facts, for front-ends. */
 int sl_model_n_vocab(const sl_model *m);
@@ -102,6 +152,180 @@ const float *sl_session_logits_at(const sl_session *s, int i);
 int sl_session_n_past(const sl_session *s);
 int sl_session_n_ctx(const sl_session *s);
 void sl_session_truncate(sl_session *s, int n);
+
+/* ---- tokens ------------------------------------------------------------- */
+
+/* The tokenizer comes from the model file's tokenizer.ggml.* metadata and is
+ * loaded with the model. Every function below fails with SL_EUNSUPPORTED on
+ * a model whose file carries no tokenizer. Token ids are int32_t in
+ * [0, sl_model_n_tokens(m)). */
+
+/* An absent token (no BOS in the vocabulary, ...). */
+#define SL_TOKEN_NONE (-1)
+
+/* Number of tokens the tokenizer knows (<= sl_model_n_vocab: a model may
+ * pad its embedding matrix); 0 without a tokenizer. */
+int sl_model_n_tokens(const sl_model *m);
+
+/* Special ids, SL_TOKEN_NONE when the vocabulary has none. */
+int32_t sl_model_token_bos(const sl_model *m);
+int32_t sl_model_token_eos(const sl_model *m);
+/* End of generation: EOS, EOT, EOM and end-of-turn control tokens
+ * (<|im_end|>, <|eot_id|>, ...). False for ids out of range. */
+bool sl_model_token_is_eog(const sl_model *m, int32_t id);
+/* Whether the model expects BOS at the start of a prompt (metadata). */
+bool sl_model_add_bos(const sl_model *m);
+
+enum {
+    SL_TOKENIZE_ADD_BOS = 1u << 0,       /* prepend BOS if the vocabulary has one */
+    SL_TOKENIZE_PARSE_SPECIAL = 1u << 1, /* "<|im_start|>" in the text becomes the
+                                            control token, not its letters */
+};
+
+/* Encodes text[0..len) (any bytes) with SL_TOKENIZE_* flags. Returns the
+ * number of tokens of the whole text (>= 0); they are written to ids only
+ * if that number is <= n_max, otherwise ids is left untouched and the
+ * caller retries with a buffer of the returned size (ids may be NULL when
+ * n_max is 0: a pure count). Negative SL_E* on failure: SL_EINVAL (NULL
+ * text with len > 0, n_max < 0, a text of more than INT_MAX tokens),
+ * SL_ENOMEM, SL_EUNSUPPORTED (no tokenizer). */
+int sl_tokenize(const sl_model *m, const char *text, size_t len, int32_t *ids, int n_max,
+                unsigned flags, sl_err *err);
+
+/* The bytes token id stands for, owned by the model (valid while it lives;
+ * not NUL-terminated, length in *len). A piece may be a fragment of a
+ * multi-byte UTF-8 character: to print a stream use sl_detok_*. Control
+ * tokens give "" unless special is true (then their text, e.g.
+ * "<|im_end|>"). Returns NULL (and *len = 0) for an id out of range or a
+ * model without a tokenizer. */
+const char *sl_token_piece(const sl_model *m, int32_t id, bool special, size_t *len);
+
+enum {
+    SL_DETOK_SPECIAL = 1u << 0,     /* render control tokens as their text */
+    SL_DETOK_STRIP_SPACE = 1u << 1, /* drop the space a SentencePiece encoder
+                                       put before the first word (decode a
+                                       whole text, not a continuation) */
+};
+
+/* Decodes ids[0..n) to text with SL_DETOK_* flags: an incomplete UTF-8
+ * sequence at the end becomes U+FFFD, ill-formed bytes too. Returns the
+ * text's length in bytes (>= 0); the text and a terminating NUL are written
+ * to buf only if length < cap, otherwise buf is untouched and the caller
+ * retries with cap = length + 1 (buf may be NULL when cap is 0). Negative
+ * SL_E* on failure: SL_EINVAL (an id out of range, naming its index; n < 0),
+ * SL_ENOMEM, SL_EUNSUPPORTED. */
+int sl_detokenize(const sl_model *m, const int32_t *ids, int n, char *buf, size_t cap,
+                  unsigned flags, sl_err *err);
+
+/* Streaming decoder for printing tokens as they are generated: it emits
+ * only complete, valid UTF-8 and holds back a partial multi-byte character
+ * until its last byte arrives. One per stream, not thread-safe. */
+typedef struct sl_detok sl_detok;
+
+/* Creates a decoder for m's tokenizer (m must outlive it) with SL_DETOK_*
+ * flags; *out is owned by the caller (sl_detok_free). SL_ENOMEM,
+ * SL_EUNSUPPORTED. */
+int sl_detok_create(sl_detok **out, const sl_model *m, unsigned flags, sl_err *err);
+void sl_detok_free(sl_detok *d);
+
+/* Feeds one id; *text and *len receive the newly completed text (possibly
+ * empty), owned by d and valid until the next call on d. Never allocates.
+ * SL_EINVAL for an id out of range (d is unchanged). */
+int sl_detok_push(sl_detok *d, int32_t id, const char **text, size_t *len, sl_err *err);
+
+/* Ends the stream: held-back bytes come out as one U+FFFD. Same ownership
+ * as push. The decoder is then ready for a new stream. */
+void sl_detok_flush(sl_detok *d, const char **text, size_t *len);
+
+/* ---- sampling ------------------------------------------------------------ */
+
+/* Sampling chain, in this order: penalties over the last penalty_last_n
+ * accepted tokens, then (temp <= 0) argmax, else top-k, top-p, min-p (on
+ * the untempered logits), temperature, and a seeded draw. The same params,
+ * seed, accepted tokens and logits always give the same token. */
+typedef struct sl_sampling_params {
+    float temp;              /* <= 0: greedy (argmax). default 0.8 */
+    int32_t top_k;           /* <= 0: off. default 40 */
+    float top_p;             /* in (0, 1]; 1: off. default 0.95 */
+    float min_p;             /* in [0, 1]; 0: off. default 0.05 */
+    float repeat_penalty;    /* > 0; 1: off. default 1.0 */
+    float presence_penalty;  /* subtracted once per seen token; 0: off */
+    float frequency_penalty; /* subtracted per occurrence; 0: off */
+    int32_t penalty_last_n;  /* >= 0 tokens of history; 0: no penalties. default 64 */
+    uint64_t seed;           /* RNG seed */
+} sl_sampling_params;
+
+typedef struct sl_sampling sl_sampling;
+
+sl_sampling_params sl_sampling_default_params(void);
+
+/* Creates a sampler over n_vocab logits (sl_model_n_vocab of the model
+ * whose logits it will see). Allocates everything here; sample, accept and
+ * reset never allocate. SL_EINVAL naming the bad field (NaN, top_p outside
+ * (0,1], min_p outside [0,1], repeat_penalty <= 0, penalty_last_n < 0,
+ * n_vocab <= 0), SL_ENOMEM. *out is owned by the caller (sl_sampling_free). */
+int sl_sampling_create(sl_sampling **out, const sl_sampling_params *p, int n_vocab,
+                       sl_err *err);
+void sl_sampling_free(sl_sampling *s);
+
+/* Picks a token from logits (n_vocab floats, e.g. sl_session_logits; read
+ * only). Returns the id (>= 0) or SL_EINVAL (NULL logits, a NaN or +inf
+ * logit, all -inf). Does not record the token: call sl_sampling_accept. */
+int sl_sampling_sample(sl_sampling *s, const float *logits, sl_err *err);
+
+/* Records id in the penalty history (prompt tokens may be recorded too).
+ * SL_EINVAL for an id outside [0, n_vocab). */
+int sl_sampling_accept(sl_sampling *s, int32_t id, sl_err *err);
+
+/* Forgets the history and rewinds the RNG to its seeded state. */
+void sl_sampling_reset(sl_sampling *s);
+
+/* ---- chat templates -------------------------------------------------------- */
+
+/* Chat prompt formats recognised from the model's tokenizer.chat_template
+ * (no Jinja engine: known families are rendered by hand): "chatml",
+ * "qwen3", "llama3", "mistral", "mistral-v3", "tulu", and "plain" for
+ * templates not recognised. */
+typedef struct sl_chat sl_chat;
+
+typedef struct sl_chat_message {
+    const char *role;    /* "system", "user" or "assistant" */
+    const char *content;
+} sl_chat_message;
+
+/* Builds m's chat template (m must outlive it). name overrides detection
+ * (one of the names above; NULL detects). enable_thinking is Qwen3's
+ * switch (false: the generation prompt closes an empty <think> block).
+ * The BOS text is written by the template only when the tokenizer does not
+ * add BOS itself: tokenize the first render with SL_TOKENIZE_ADD_BOS iff
+ * sl_model_add_bos(m), always with SL_TOKENIZE_PARSE_SPECIAL. SL_EINVAL
+ * for an unknown name (listing the valid ones), SL_ENOMEM. */
+int sl_chat_create(sl_chat **out, const sl_model *m, const char *name, bool enable_thinking,
+                   sl_err *err);
+void sl_chat_free(sl_chat *c);
+
+/* Family name in use, e.g. "chatml". */
+const char *sl_chat_name(const sl_chat *c);
+
+/* Renders a whole conversation; with add_generation_prompt it ends where
+ * the assistant's reply begins. *out is a NUL-terminated string the caller
+ * frees with free(). SL_EINVAL for an unknown role or a system message the
+ * format does not allow there; SL_ENOMEM. */
+int sl_chat_format(const sl_chat *c, const sl_chat_message *msgs, size_t n,
+                   bool add_generation_prompt, char **out, sl_err *err);
+
+/* For a multi-turn chat that keeps its KV cache: renders only what follows
+ * an assistant reply already evaluated (its end-of-turn marker, msgs, the
+ * generation prompt), so that the tokens evaluated so far stay valid.
+ * Tokenize it without SL_TOKENIZE_ADD_BOS. Same ownership and errors as
+ * sl_chat_format. */
+int sl_chat_format_next(const sl_chat *c, const sl_chat_message *msgs, size_t n,
+                        bool add_generation_prompt, char **out, sl_err *err);
+
+/* Whether generating id ends the assistant's turn in this format: an
+ * end-of-generation token of the model, or a token whose text is one of the
+ * format's stop markers. */
+bool sl_chat_is_stop_token(const sl_chat *c, int32_t id);
 
 #ifdef __cplusplus
 }

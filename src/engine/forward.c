@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "engine/session.h"
+#include "experts/streamer.h"
 
 /* ---- matrix products over the pool ------------------------------------ */
 
@@ -247,7 +248,63 @@ static void group_by_expert(sl_session *s, int n)
     for (int i = 0; i < n * K; i++) s->moe_slot[cur[s->topk_ids[i]]++] = i;
 }
 
-static void moe_block(sl_session *s, const sl_layer *L, int n)
+/* Runs expert e (weights g, u, d) on the batch tokens routed to it and
+ * files each output under its (token, rank) slot. */
+static void run_expert(sl_session *s, int e, const sl_mat *g, const sl_mat *u, const sl_mat *d)
+{
+    const int E = s->m->hp.n_embd, K = s->m->hp.n_expert_used;
+    const int first = s->moe_count[e], cnt = s->moe_count[e + 1] - first;
+    for (int i = 0; i < cnt; i++) s->moe_tok[i] = s->moe_slot[first + i] / K;
+    swiglu_ffn(s, g, u, d, s->xb, s->moe_tok, cnt, s->tmp);
+    for (int i = 0; i < cnt; i++)
+        memcpy(s->exp_out + (size_t)s->moe_slot[first + i] * E, s->tmp + (size_t)i * E,
+               sizeof(float) * (size_t)E);
+}
+
+/* A streamed expert's weights: the same shapes as the stacked tensor's
+ * slices, at the addresses the streamer filled. */
+static sl_mat slice_mat(const sl_tensor *t, const void *data)
+{
+    sl_mat m = mat_of(t);
+    m.data = data;
+    return m;
+}
+
+/* The batch's experts from the streamer: resident ones are computed while
+ * the missing ones are read, each missing one as soon as it lands. The
+ * cache may be smaller than the set; then it is taken in rounds. */
+static int run_streamed_experts(sl_session *s, const sl_layer *L, int il, sl_err *err)
+{
+    sl_streamer *st = s->m->streamer;
+    const int X = s->m->hp.n_expert;
+    int *ids = s->moe_cursor, n_ids = 0; /* the cursor scratch is free again here */
+    for (int e = 0; e < X; e++)
+        if (s->moe_count[e + 1] > s->moe_count[e]) ids[n_ids++] = e;
+    for (int done = 0; done < n_ids;) {
+        int taken = 0;
+        int rc = sl_streamer_begin(st, il, ids + done, n_ids - done, &taken, err);
+        if (!rc && taken == 0)
+            rc = sl_err_set(err, SL_ENOMEM, "the expert cache has no free slot");
+        int e;
+        const void *w[SL_N_PROJ];
+        while (!rc && (rc = sl_streamer_next(st, &e, w, err)) == 1) {
+            sl_mat g = slice_mat(&L->gate_exps, w[SL_PROJ_GATE]);
+            sl_mat u = slice_mat(&L->up_exps, w[SL_PROJ_UP]);
+            sl_mat d = slice_mat(&L->down_exps, w[SL_PROJ_DOWN]);
+            run_expert(s, e, &g, &u, &d);
+            sl_streamer_release(st, e);
+            rc = 0;
+        }
+        if (rc) {
+            sl_streamer_abort(st);
+            return rc;
+        }
+        done += taken;
+    }
+    return SL_OK;
+}
+
+static int moe_block(sl_session *s, const sl_layer *L, int il, int n, sl_err *err)
 {
     const sl_hparams *hp = &s->m->hp;
     const int E = hp->n_embd, K = hp->n_expert_used, X = hp->n_expert;
@@ -260,16 +317,16 @@ static void moe_block(sl_session *s, const sl_layer *L, int n)
     }
     group_by_expert(s, n);
 
-    for (int e = 0; e < X; e++) {
-        const int first = s->moe_count[e], cnt = s->moe_count[e + 1] - first;
-        if (cnt == 0) continue;
-        for (int i = 0; i < cnt; i++) s->moe_tok[i] = s->moe_slot[first + i] / K;
-        sl_mat g = expert_mat(&L->gate_exps, e), u = expert_mat(&L->up_exps, e),
-               d = expert_mat(&L->down_exps, e);
-        swiglu_ffn(s, &g, &u, &d, s->xb, s->moe_tok, cnt, s->tmp);
-        for (int i = 0; i < cnt; i++)
-            memcpy(s->exp_out + (size_t)s->moe_slot[first + i] * E, s->tmp + (size_t)i * E,
-                   sizeof(float) * (size_t)E);
+    if (s->m->streamer) {
+        int rc = run_streamed_experts(s, L, il, err);
+        if (rc) return rc;
+    } else {
+        for (int e = 0; e < X; e++) {
+            if (s->moe_count[e + 1] == s->moe_count[e]) continue;
+            sl_mat g = expert_mat(&L->gate_exps, e), u = expert_mat(&L->up_exps, e),
+                   d = expert_mat(&L->down_exps, e);
+            run_expert(s, e, &g, &u, &d);
+        }
     }
     for (int t = 0; t < n; t++) {
         float *out = s->ffn_out + (size_t)t * E;
@@ -293,26 +350,29 @@ static void moe_block(sl_session *s, const sl_layer *L, int n)
             for (int i = 0; i < E; i++) out[i] += gate * sh[i];
         }
     }
+    return SL_OK;
 }
 
-static void ffn_block(sl_session *s, const sl_layer *L, int n)
+static int ffn_block(sl_session *s, const sl_layer *L, int il, int n, sl_err *err)
 {
     const sl_hparams *hp = &s->m->hp;
     const int E = hp->n_embd;
     for (int t = 0; t < n; t++)
         sl_rmsnorm(s->xb + (size_t)t * E, s->x + (size_t)t * E, L->ffn_norm.data, E, hp->rms_eps);
     if (L->is_moe) {
-        moe_block(s, L, n);
+        int rc = moe_block(s, L, il, n, err);
+        if (rc) return rc;
     } else {
         sl_mat g = mat_of(&L->ffn_gate), u = mat_of(&L->ffn_up), d = mat_of(&L->ffn_down);
         swiglu_ffn(s, &g, &u, &d, s->xb, NULL, n, s->ffn_out);
     }
     for (size_t i = 0; i < (size_t)n * E; i++) s->x[i] += s->ffn_out[i];
+    return SL_OK;
 }
 
 /* ---- the whole model -------------------------------------------------- */
 
-void sl_forward_batch(sl_session *s, const int32_t *tokens, int n)
+int sl_forward_batch(sl_session *s, const int32_t *tokens, int n, sl_err *err)
 {
     const sl_model *m = s->m;
     const int E = m->hp.n_embd;
@@ -321,7 +381,8 @@ void sl_forward_batch(sl_session *s, const int32_t *tokens, int n)
     for (int il = 0; il < m->hp.n_layer; il++) {
         const sl_layer *L = &m->layers[il];
         attention_block(s, L, il, n);
-        ffn_block(s, L, n);
+        int rc = ffn_block(s, L, il, n, err);
+        if (rc) return rc;
     }
     /* logits: every token's, or only the last one's */
     const int first = s->all_logits ? 0 : n - 1;
@@ -331,4 +392,5 @@ void sl_forward_batch(sl_session *s, const int32_t *tokens, int n)
                    m->hp.rms_eps);
     mm_t(s, &m->output, s->xb, cnt, s->logits);
     s->n_logits = cnt;
+    return SL_OK;
 }

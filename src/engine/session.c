@@ -142,7 +142,9 @@ int sl_session_eval(sl_session *s, const int32_t *tokens, int n, sl_err *err)
         if (tokens[i] < 0 || tokens[i] >= s->m->hp.n_vocab)
             return sl_err_set(err, SL_EINVAL, "token id %d at batch position %d is outside "
                               "the vocabulary [0, %d)", tokens[i], i, s->m->hp.n_vocab);
-    sl_forward_batch(s, tokens, n);
+    s->n_logits = 0;
+    int rc = sl_forward_batch(s, tokens, n, err);
+    if (rc) return rc;
     s->n_past += n;
     return SL_OK;
 }

@@ -58,7 +58,8 @@ struct sl_session {
 /* Runs the model on tokens[0..n) (n <= n_batch_max) at positions
  * s->n_past ... s->n_past + n - 1, appending to the KV cache; the caller
  * advances n_past. Logits: of every token into s->logits when all_logits,
- * else of the last token only. */
-void sl_forward_batch(sl_session *s, const int32_t *tokens, int n);
+ * else of the last token only. Fails only when a streamed expert cannot be
+ * read; the KV cache past n_past is then garbage, which is harmless. */
+int sl_forward_batch(sl_session *s, const int32_t *tokens, int n, sl_err *err);
 
 #endif

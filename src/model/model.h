@@ -8,6 +8,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "gguf/gguf.h"
 #include "model/arch.h"
@@ -46,6 +47,7 @@ typedef struct sl_hparams {
 /* A resident tensor: shape, type and a pointer into the model's memory. */
 typedef struct sl_tensor {
     const char *name;
+    const sl_gguf_tensor *info; /* where it lies in the file; NULL when absent */
     sl_type type;
     uint64_t ne[4];
     uint64_t nbytes;
@@ -79,7 +81,27 @@ struct sl_model {
     sl_layer *layers;       /* n_layer entries */
     void *weights;          /* one allocation holding every resident tensor */
     uint64_t weights_bytes;
+    void **maps;            /* --dense-weights mmap: one mapping per file */
+    uint64_t *map_sizes;
+    uint64_t dense_bytes;   /* bytes of tensors that are always resident */
+    uint64_t expert_bytes;  /* bytes of routed-expert tensors */
+    uint64_t budget_bytes;  /* memory budget the plan used */
+    bool streaming;         /* routed experts come from the streamer */
+    int n_slots;            /* expert cache slots when streaming */
+    struct sl_streamer *streamer;
+    FILE *trace;            /* --io-trace output, owned */
+    char warning[256];      /* set by planning, shown by front-ends */
+    struct sl_tokenizer *tok; /* from tokenizer.ggml.*; NULL if the file has none */
 };
+
+/* Decides residency from params and the measured sizes (dense_bytes,
+ * expert_bytes): fills streaming, n_slots, budget_bytes and warning. Fails
+ * when the budget cannot hold the dense weights or one layer's top-k
+ * experts. (model_stream.c) */
+int sl_model_plan(sl_model *m, const sl_model_params *p, sl_err *err);
+
+/* Starts the expert streamer for a planned, streaming model. */
+int sl_model_start_streamer(sl_model *m, const sl_model_params *p, sl_err *err);
 
 /* Reads hyperparameters for arch from g into hp; fails with a message
  * naming the missing or absurd key. */

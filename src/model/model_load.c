@@ -9,14 +9,17 @@
 #include <string.h>
 
 #include "model/model.h"
+#include "tok/tokenizer.h"
 #include "util/checked.h"
+#include "experts/streamer.h"
+#include "util/file.h"
 #include "util/status.h"
 
 #define WEIGHT_ALIGN 64
 
 typedef struct binder {
     sl_model *m;
-    uint64_t total;   /* bytes of resident memory needed so far */
+    bool experts;     /* the tensors being bound are routed experts */
     sl_err *err;
 } binder;
 
@@ -31,9 +34,9 @@ static void shape_str(char *buf, size_t cap, const uint64_t *ne, int n)
 }
 
 /* Binds tensor `name` into t, checking its shape against want[0..n-1]
- * (trailing dims must be 1). An absent optional tensor leaves t->data NULL.
- * The data pointer is set later, once the weight memory exists; until then
- * t->data holds the info pointer's address as a marker. */
+ * (trailing dims must be 1). An absent optional tensor leaves t->info and
+ * t->data NULL. t->data is set later by place_weights (and stays NULL for
+ * streamed experts). Sizes are added to the model's dense or expert total. */
 static int bind(binder *b, sl_tensor *t, const char *name, bool required, int n,
                 uint64_t w0, uint64_t w1, uint64_t w2)
 {
@@ -68,10 +71,11 @@ static int bind(binder *b, sl_tensor *t, const char *name, bool required, int n,
     memcpy(t->ne, info->ne, sizeof t->ne);
     t->nbytes = info->nbytes;
     t->row_bytes = info->ne[0] / tr->block_size * tr->type_size;
-    t->data = info; /* marker: resolved to memory in place_weights */
+    t->info = info;
     uint64_t aligned;
+    uint64_t *total = b->experts ? &b->m->expert_bytes : &b->m->dense_bytes;
     if (!sl_align_up_u64(info->nbytes, WEIGHT_ALIGN, &aligned) ||
-        !sl_add_u64(b->total, aligned, &b->total))
+        !sl_add_u64(*total, aligned, total))
         return sl_err_set(b->err, SL_ENOMEM, "model weights overflow the address space");
     return SL_OK;
 }
@@ -117,9 +121,12 @@ static int bind_layer(binder *b, int il)
                               il, arch->name);
         const uint64_t X = (uint64_t)hp->n_expert, F = (uint64_t)hp->n_ff_exp;
         if ((rc = bind(b, &L->router, NAME(SL_T_FFN_ROUTER), true, 2, E, X, 0))) return rc;
-        if ((rc = bind(b, &L->gate_exps, NAME(SL_T_FFN_GATE_EXPS), true, 3, E, F, X))) return rc;
-        if ((rc = bind(b, &L->up_exps, NAME(SL_T_FFN_UP_EXPS), true, 3, E, F, X))) return rc;
-        if ((rc = bind(b, &L->down_exps, NAME(SL_T_FFN_DOWN_EXPS), true, 3, F, E, X))) return rc;
+        b->experts = true;
+        rc = bind(b, &L->gate_exps, NAME(SL_T_FFN_GATE_EXPS), true, 3, E, F, X);
+        if (!rc) rc = bind(b, &L->up_exps, NAME(SL_T_FFN_UP_EXPS), true, 3, E, F, X);
+        if (!rc) rc = bind(b, &L->down_exps, NAME(SL_T_FFN_DOWN_EXPS), true, 3, F, E, X);
+        b->experts = false;
+        if (rc) return rc;
         if (arch->shared_expert) {
             const uint64_t S = (uint64_t)hp->n_ff_shexp;
             if (S == 0)
@@ -143,11 +150,21 @@ static int bind_layer(binder *b, int il)
     return SL_OK;
 }
 
-/* Reads one bound tensor's bytes into the weight memory at *cursor. */
+static bool is_expert_tensor(const sl_layer *L, const sl_tensor *t)
+{
+    return t == &L->gate_exps || t == &L->up_exps || t == &L->down_exps;
+}
+
+/* Reads one bound tensor's bytes into the weight memory at *cursor, or
+ * points it into the file mapping. */
 static int place(sl_model *m, sl_tensor *t, uint8_t **cursor, sl_err *err)
 {
-    if (!t->data) return SL_OK;
-    const sl_gguf_tensor *info = t->data;
+    const sl_gguf_tensor *info = t->info;
+    if (!info) return SL_OK;
+    if (m->maps) {
+        t->data = (const uint8_t *)m->maps[info->file_index] + info->offset;
+        return SL_OK;
+    }
     int rc = sl_gguf_read_tensor(m->gguf, info, 0, *cursor, info->nbytes, err);
     if (rc) return rc;
     t->data = *cursor;
@@ -157,18 +174,43 @@ static int place(sl_model *m, sl_tensor *t, uint8_t **cursor, sl_err *err)
     return SL_OK;
 }
 
-static int place_weights(sl_model *m, uint64_t total, sl_err *err)
+/* Maps every model file read-only (--dense-weights mmap). */
+static int map_files(sl_model *m, sl_err *err)
 {
-    if (total > SIZE_MAX)
-        return sl_err_set(err, SL_ENOMEM, "model needs %llu bytes, more than this process "
-                          "can address", (unsigned long long)total);
-    m->weights = aligned_alloc(WEIGHT_ALIGN, total ? (size_t)total : WEIGHT_ALIGN);
-    if (!m->weights)
-        return sl_err_set(err, SL_ENOMEM, "cannot allocate %.1f MiB for the model weights",
-                          (double)total / (1 << 20));
-    m->weights_bytes = total;
-    uint8_t *cur = m->weights;
+    const uint32_t n = sl_gguf_file_count(m->gguf);
+    m->maps = calloc(n, sizeof *m->maps);
+    m->map_sizes = calloc(n, sizeof *m->map_sizes);
+    if (!m->maps || !m->map_sizes) return sl_err_set(err, SL_ENOMEM, "out of memory");
+    for (uint32_t i = 0; i < n; i++) {
+        int rc = sl_file_map_read(sl_gguf_file_path(m->gguf, i), &m->maps[i], &m->map_sizes[i],
+                                  err);
+        if (rc) return rc;
+    }
+    return SL_OK;
+}
+
+/* Makes every bound tensor's data point at resident bytes: read into one
+ * private allocation, or into the file mappings. Routed experts are skipped
+ * when streaming (the streamer fetches them). */
+static int place_weights(sl_model *m, const sl_model_params *p, sl_err *err)
+{
     int rc;
+    uint64_t total = m->dense_bytes;
+    if (!m->streaming && !sl_add_u64(total, m->expert_bytes, &total))
+        return sl_err_set(err, SL_ENOMEM, "model size overflows");
+    if (p && p->dense == SL_DENSE_MMAP) {
+        if ((rc = map_files(m, err))) return rc;
+    } else {
+        if (total > SIZE_MAX)
+            return sl_err_set(err, SL_ENOMEM, "model needs %llu bytes, more than this process "
+                              "can address", (unsigned long long)total);
+        m->weights = aligned_alloc(WEIGHT_ALIGN, total ? (size_t)total : WEIGHT_ALIGN);
+        if (!m->weights)
+            return sl_err_set(err, SL_ENOMEM, "cannot allocate %.1f MiB for the model weights",
+                              (double)total / (1 << 20));
+        m->weights_bytes = total;
+    }
+    uint8_t *cur = m->weights;
     if ((rc = place(m, &m->tok_embd, &cur, err))) return rc;
     if ((rc = place(m, &m->output_norm, &cur, err))) return rc;
     if (m->output_tied)
@@ -176,17 +218,20 @@ static int place_weights(sl_model *m, uint64_t total, sl_err *err)
     else if ((rc = place(m, &m->output, &cur, err)))
         return rc;
     for (int il = 0; il < m->hp.n_layer; il++) {
-        sl_tensor *ts = (sl_tensor *)&m->layers[il];
+        sl_layer *L = &m->layers[il];
+        sl_tensor *ts = (sl_tensor *)L;
         size_t n = offsetof(sl_layer, is_moe) / sizeof(sl_tensor);
-        for (size_t i = 0; i < n; i++)
+        for (size_t i = 0; i < n; i++) {
+            if (m->streaming && is_expert_tensor(L, &ts[i])) continue;
             if ((rc = place(m, &ts[i], &cur, err))) return rc;
+        }
     }
     return SL_OK;
 }
 
 sl_model_params sl_model_default_params(void)
 {
-    sl_model_params p = {.n_threads = 0};
+    sl_model_params p = {.n_threads = 0, .stream = SL_STREAM_AUTO, .dense = SL_DENSE_ANON};
     return p;
 }
 
@@ -213,7 +258,7 @@ int sl_model_load(sl_model **out, const char *path, const sl_model_params *param
     if ((rc = sl_hparams_read(&m->hp, m->gguf, m->arch, err))) goto fail;
     m->n_threads = params && params->n_threads > 0 ? params->n_threads : 0;
 
-    binder b = {.m = m, .total = 0, .err = err};
+    binder b = {.m = m, .experts = false, .err = err};
     const sl_gguf_tensor *emb = sl_gguf_find_tensor(m->gguf, SL_T_TOKEN_EMBD);
     if (!emb) {
         rc = sl_err_set(err, SL_EFORMAT, "tensor '%s' is missing", SL_T_TOKEN_EMBD);
@@ -225,11 +270,20 @@ int sl_model_load(sl_model **out, const char *path, const sl_model_params *param
         goto fail;
     }
     m->hp.n_vocab = (int)emb->ne[1];
+    /* the tokenizer travels with the model; its ids must index token_embd */
+    if (sl_gguf_find(m->gguf, "tokenizer.ggml.model")) {
+        if ((rc = sl_tokenizer_load(&m->tok, m->gguf, err))) goto fail;
+        if (sl_tokenizer_n_tokens(m->tok) > (uint32_t)m->hp.n_vocab) {
+            rc = sl_err_set(err, SL_EFORMAT, "the tokenizer has %u tokens but '%s' only %d rows",
+                            sl_tokenizer_n_tokens(m->tok), SL_T_TOKEN_EMBD, m->hp.n_vocab);
+            goto fail;
+        }
+    }
     const uint64_t E = (uint64_t)m->hp.n_embd, V = (uint64_t)m->hp.n_vocab;
     if ((rc = bind(&b, &m->tok_embd, SL_T_TOKEN_EMBD, true, 2, E, V, 0))) goto fail;
     if ((rc = bind(&b, &m->output_norm, SL_T_OUTPUT_NORM, true, 1, E, 0, 0))) goto fail;
     if ((rc = bind(&b, &m->output, SL_T_OUTPUT, false, 2, E, V, 0))) goto fail;
-    m->output_tied = m->output.data == NULL; /* no output.weight: tied head */
+    m->output_tied = m->output.info == NULL; /* no output.weight: tied head */
 
     m->layers = calloc((size_t)m->hp.n_layer, sizeof *m->layers);
     if (!m->layers) {
@@ -239,7 +293,9 @@ int sl_model_load(sl_model **out, const char *path, const sl_model_params *param
     for (int il = 0; il < m->hp.n_layer; il++)
         if ((rc = bind_layer(&b, il))) goto fail;
 
-    if ((rc = place_weights(m, b.total, err))) goto fail;
+    if ((rc = sl_model_plan(m, params, err))) goto fail;
+    if ((rc = place_weights(m, params, err))) goto fail;
+    if (m->streaming && (rc = sl_model_start_streamer(m, params, err))) goto fail;
     *out = m;
     return SL_OK;
 fail:
@@ -250,8 +306,16 @@ fail:
 void sl_model_free(sl_model *m)
 {
     if (!m) return;
+    sl_streamer_free(m->streamer);
+    if (m->trace) fclose(m->trace);
+    if (m->maps)
+        for (uint32_t i = 0; i < sl_gguf_file_count(m->gguf); i++)
+            sl_file_unmap(m->maps[i], m->map_sizes[i]);
+    free(m->maps);
+    free(m->map_sizes);
     free(m->weights);
     free(m->layers);
+    sl_tokenizer_free(m->tok);
     sl_gguf_close(m->gguf);
     free(m);
 }

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -106,4 +107,31 @@ int sl_file_write_full(sl_file *f, const void *src, size_t len, sl_err *err)
         f->size += (uint64_t)n;
     }
     return SL_OK;
+}
+
+int sl_file_map_read(const char *path, void **addr, uint64_t *size, sl_err *err)
+{
+    *addr = NULL;
+    *size = 0;
+    sl_file f;
+    int rc = sl_file_open_read(&f, path, err);
+    if (rc) return rc;
+    if (f.size == 0 || f.size > SIZE_MAX) {
+        sl_file_close(&f);
+        return sl_err_set(err, SL_EINVAL, "cannot map '%s': size %llu", path,
+                          (unsigned long long)f.size);
+    }
+    void *p = mmap(NULL, (size_t)f.size, PROT_READ, MAP_SHARED, f.fd, 0);
+    const int e = errno;
+    const uint64_t sz = f.size;
+    sl_file_close(&f);
+    if (p == MAP_FAILED) return sl_err_set(err, SL_EIO, "cannot map '%s': %s", path, strerror(e));
+    *addr = p;
+    *size = sz;
+    return SL_OK;
+}
+
+void sl_file_unmap(void *addr, uint64_t size)
+{
+    if (addr) munmap(addr, (size_t)size);
 }

@@ -35,4 +35,10 @@ int sl_file_open_write(sl_file *f, const char *path, sl_err *err);
  * A full disk is reported as SL_EIO with the OS reason. */
 int sl_file_write_full(sl_file *f, const void *src, size_t len, sl_err *err);
 
+/* Maps the whole file at path read-only and shared (pages come from the
+ * page cache on first touch). *size receives its length. Free with
+ * sl_file_unmap. Fails with SL_EIO naming the path. */
+int sl_file_map_read(const char *path, void **addr, uint64_t *size, sl_err *err);
+void sl_file_unmap(void *addr, uint64_t size);
+
 #endif

@@ -89,14 +89,16 @@ int sl_pool_create(sl_pool **out, int n_threads, sl_err *err)
     }
     for (int i = 1; i < n_threads; i++) {
         worker_arg *a = malloc(sizeof *a);
+        if (a) {
+            a->p = p;
+            a->ith = i;
+        }
         if (!a || pthread_create(&p->threads[i - 1], NULL, worker_main, a) != 0) {
             free(a);
             p->n = i; /* join only those started */
             sl_pool_free(p);
             return sl_err_set(err, SL_ENOMEM, "cannot start compute thread %d", i);
         }
-        a->p = p;
-        a->ith = i;
     }
     *out = p;
     return SL_OK;

@@ -1,0 +1,101 @@
+/* streamer.h - routed experts fetched from the model file into the expert
+ * cache on demand, with reads overlapped with compute.
+ *
+ * Owns: the expert cache, the I/O lanes, where each (layer, expert) slice
+ * lies in the file(s) (the expert index), the in-flight reads of the
+ * current expert set, stall accounting, read latency statistics and the
+ * optional read trace. Knows nothing about architectures or tensor names:
+ * the model gives it per-layer byte layouts.
+ *
+ * Protocol, for one layer's set of experts (distinct ids):
+ *
+ *     sl_streamer_begin(st, layer, ids, n, &taken)   pins hits, submits misses
+ *     while (sl_streamer_next(st, &e, w) == 1) {      resident first, then each
+ *         compute expert e from w[0..2]               read as it lands
+ *         sl_streamer_release(st, e);
+ *     }
+ *     if taken < n: begin again with ids + taken      (cache smaller than the set)
+ *
+ * Every expert handed out by next() is pinned until its release. If next()
+ * fails (a read failed), call sl_streamer_abort, which drains the reads in
+ * flight and drops every pin of the set. Not thread-safe: one compute
+ * thread drives a streamer (the I/O lanes are its own threads). */
+#ifndef SL_EXPERTS_STREAMER_H
+#define SL_EXPERTS_STREAMER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "experts/expert_cache.h"
+#include "io/io.h"
+#include "util/status.h"
+
+enum { SL_PROJ_GATE = 0, SL_PROJ_UP = 1, SL_PROJ_DOWN = 2, SL_N_PROJ = 3 };
+
+/* Where one layer's stacked expert tensors lie: the slice of expert e for
+ * projection p is bytes [base[p] + e * stride[p], + stride[p]) of file[p].
+ * A layer without routed experts has stride 0. */
+typedef struct sl_expert_layout {
+    uint32_t file[SL_N_PROJ];
+    uint64_t base[SL_N_PROJ];
+    uint64_t stride[SL_N_PROJ];
+} sl_expert_layout;
+
+typedef struct sl_streamer_config {
+    int n_layer, n_expert;
+    const sl_expert_layout *layers;  /* n_layer entries, copied */
+    const char *const *paths;        /* model files, as the layouts index them */
+    uint32_t n_paths;
+    int n_slots;                     /* cache slots (experts held at once) */
+    sl_io_config io;                 /* lanes, backend, faults ... */
+    bool overlap;                    /* compute hits while misses are read */
+    FILE *trace;                     /* one line per read, or NULL */
+} sl_streamer_config;
+
+typedef struct sl_streamer_stats {
+    sl_cache_stats cache;
+    uint64_t reads;          /* completed reads (3 per expert miss) */
+    uint64_t read_bytes;     /* wanted bytes of those reads */
+    uint64_t window_bytes;   /* bytes actually read (aligned windows) */
+    uint64_t stall_ns;       /* compute thread blocked waiting for reads */
+    uint64_t manage_ns;      /* cache bookkeeping and submission */
+    double lat_p50_us, lat_p90_us, lat_p99_us; /* read latency (submit to end) */
+} sl_streamer_stats;
+
+typedef struct sl_streamer sl_streamer;
+
+/* Bytes one slot needs to hold the largest expert (three aligned windows)
+ * with direct-I/O alignment `align`. */
+uint64_t sl_streamer_slot_bytes(const sl_expert_layout *layers, int n_layer, uint32_t align);
+
+/* Opens the I/O lanes and allocates the cache. Fails if a file cannot be
+ * opened, memory cannot be had, or n_slots < 1. */
+int sl_streamer_create(sl_streamer **out, const sl_streamer_config *cfg, sl_err *err);
+void sl_streamer_free(sl_streamer *st);
+
+const sl_io_info *sl_streamer_io_info(const sl_streamer *st);
+int sl_streamer_n_slots(const sl_streamer *st);
+uint64_t sl_streamer_cache_bytes(const sl_streamer *st);
+
+/* Starts fetching experts ids[0..n) of layer. Takes a prefix of ids as long
+ * as slots can be pinned or claimed; *taken says how many (0 only if some
+ * other expert is still pinned, i.e. the previous set was not drained). */
+int sl_streamer_begin(sl_streamer *st, int layer, const int *ids, int n, int *taken,
+                      sl_err *err);
+
+/* Next expert of the set whose bytes are in memory (see the protocol).
+ * Returns 1 and fills *expert and w[SL_N_PROJ]; 0 when the set is done;
+ * a negative SL_E* code if a read failed (err names the expert, file and
+ * offset). */
+int sl_streamer_next(sl_streamer *st, int *expert, const void *w[SL_N_PROJ], sl_err *err);
+
+/* Unpins an expert handed out by next(). */
+void sl_streamer_release(sl_streamer *st, int expert);
+
+/* Error path: waits for reads in flight, drops every pin of the set. */
+void sl_streamer_abort(sl_streamer *st);
+
+void sl_streamer_get_stats(const sl_streamer *st, sl_streamer_stats *out);
+
+#endif

@@ -1,0 +1,205 @@
+/* model_stream.c - deciding what stays in RAM, and starting the expert
+ * streamer when routed experts must come from the file.
+ *
+ * The plan: budget = --mem-budget, or available memory (cgroup limits
+ * honoured) minus a margin. Dense weights, the KV cache of the hinted
+ * context and a scratch allowance are subtracted; what remains is the
+ * expert cache. Streaming turns on by itself when the whole model does not
+ * fit the budget. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "experts/streamer.h"
+#include "model/model.h"
+#include "util/mem.h"
+
+#define MIB (1024.0 * 1024.0)
+#define SCRATCH_ALLOWANCE (128ull << 20) /* activations, logits, thread buffers */
+#define PLAN_ALIGN 4096u                 /* direct-I/O alignment assumed when planning */
+
+static void build_layouts(const sl_model *m, sl_expert_layout *out)
+{
+    for (int il = 0; il < m->hp.n_layer; il++) {
+        const sl_layer *L = &m->layers[il];
+        const sl_tensor *t[SL_N_PROJ] = {&L->gate_exps, &L->up_exps, &L->down_exps};
+        memset(&out[il], 0, sizeof out[il]);
+        if (!L->is_moe) continue;
+        for (int p = 0; p < SL_N_PROJ; p++) {
+            out[il].file[p] = t[p]->info->file_index;
+            out[il].base[p] = t[p]->info->offset;
+            out[il].stride[p] = t[p]->info->nbytes / t[p]->info->ne[2];
+        }
+    }
+}
+
+static int n_moe_layers(const sl_model *m)
+{
+    int n = 0;
+    for (int il = 0; il < m->hp.n_layer; il++) n += m->layers[il].is_moe;
+    return n;
+}
+
+/* Bytes of one expert (gate + up + down) of the largest MoE layer. */
+static uint64_t expert_bytes_one(const sl_expert_layout *lay, int n_layer)
+{
+    uint64_t mx = 0;
+    for (int il = 0; il < n_layer; il++) {
+        uint64_t b = lay[il].stride[0] + lay[il].stride[1] + lay[il].stride[2];
+        if (b > mx) mx = b;
+    }
+    return mx;
+}
+
+int sl_model_plan(sl_model *m, const sl_model_params *pp, sl_err *err)
+{
+    sl_model_params p = pp ? *pp : sl_model_default_params();
+    const sl_hparams *hp = &m->hp;
+    const int moe_layers = n_moe_layers(m);
+
+    uint64_t budget = p.mem_budget;
+    if (budget == 0) {
+        uint64_t avail, limit;
+        if (sl_mem_available(&avail, &limit)) {
+            uint64_t margin = avail / 20 > (512ull << 20) ? avail / 20 : (512ull << 20);
+            budget = avail > margin ? avail - margin : 0;
+        } else {
+            budget = UINT64_MAX; /* unknown: plan as if everything fits */
+        }
+    }
+    m->budget_bytes = budget;
+    const uint64_t ctx = (uint64_t)(p.n_ctx_hint > 0 ? p.n_ctx_hint : 4096);
+    const uint64_t kv = (uint64_t)hp->n_layer * ctx * (uint64_t)hp->n_head_kv *
+                        (uint64_t)(hp->head_dim + hp->head_dim_v) * 2u;
+    const uint64_t fixed = m->dense_bytes + kv + SCRATCH_ALLOWANCE;
+    const uint64_t whole = fixed + m->expert_bytes;
+
+    m->streaming = false;
+    m->warning[0] = 0;
+    if (moe_layers == 0 || p.stream == SL_STREAM_OFF) return SL_OK;
+    if (p.stream == SL_STREAM_AUTO && whole <= budget) return SL_OK;
+    m->streaming = true;
+
+    sl_expert_layout *lay = malloc(sizeof *lay * (size_t)hp->n_layer);
+    if (!lay) return sl_err_set(err, SL_ENOMEM, "out of memory");
+    build_layouts(m, lay);
+    const uint64_t slot = sl_streamer_slot_bytes(lay, hp->n_layer, PLAN_ALIGN);
+    const uint64_t one = expert_bytes_one(lay, hp->n_layer);
+    free(lay);
+
+    uint64_t cache = p.cache_experts > 0 ? (uint64_t)p.cache_experts * slot : p.cache_bytes;
+    if (cache == 0) {
+        if (budget <= fixed)
+            return sl_err_set(err, SL_ENOMEM,
+                              "memory budget %.0f MiB cannot hold the dense weights (%.0f MiB), "
+                              "the KV cache for %llu tokens (%.0f MiB) and scratch (%.0f MiB); "
+                              "raise --mem-budget or lower -c",
+                              (double)budget / MIB, (double)m->dense_bytes / MIB,
+                              (unsigned long long)ctx, (double)kv / MIB,
+                              (double)SCRATCH_ALLOWANCE / MIB);
+        cache = budget - fixed;
+    }
+    uint64_t slots = p.cache_experts > 0 ? (uint64_t)p.cache_experts : cache / slot;
+    const uint64_t all = (uint64_t)moe_layers * (uint64_t)hp->n_expert;
+    if (slots > all) slots = all;
+    if (slots < (uint64_t)hp->n_expert_used)
+        return sl_err_set(err, SL_ENOMEM,
+                          "the expert cache (%.1f MiB) cannot hold one layer's top-%d experts "
+                          "(%d x %.2f MiB); raise --mem-budget or --cache-mb",
+                          (double)cache / MIB, hp->n_expert_used, hp->n_expert_used,
+                          (double)slot / MIB);
+    m->n_slots = (int)slots;
+    const uint64_t cycle = (uint64_t)moe_layers * (uint64_t)hp->n_expert_used;
+    if (slots < cycle)
+        snprintf(m->warning, sizeof m->warning,
+                 "the expert cache holds %llu experts, fewer than one token's cycle (%d layers "
+                 "x top-%d = %llu, %.0f MiB): expect a low hit rate",
+                 (unsigned long long)slots, moe_layers, hp->n_expert_used,
+                 (unsigned long long)cycle, (double)(cycle * one) / MIB);
+    return SL_OK;
+}
+
+int sl_model_start_streamer(sl_model *m, const sl_model_params *pp, sl_err *err)
+{
+    sl_model_params p = pp ? *pp : sl_model_default_params();
+    const int n_layer = m->hp.n_layer;
+    sl_expert_layout *lay = malloc(sizeof *lay * (size_t)n_layer);
+    const uint32_t nf = sl_gguf_file_count(m->gguf);
+    const char **paths = malloc(sizeof *paths * nf);
+    int rc = SL_OK;
+    if (!lay || !paths) {
+        rc = sl_err_set(err, SL_ENOMEM, "out of memory");
+        goto done;
+    }
+    build_layouts(m, lay);
+    for (uint32_t i = 0; i < nf; i++) paths[i] = sl_gguf_file_path(m->gguf, i);
+    if (p.io_trace_path) {
+        m->trace = fopen(p.io_trace_path, "w");
+        if (!m->trace) {
+            rc = sl_err_set(err, SL_EIO, "cannot write the I/O trace '%s'", p.io_trace_path);
+            goto done;
+        }
+    }
+    sl_streamer_config cfg = {
+        .n_layer = n_layer,
+        .n_expert = m->hp.n_expert,
+        .layers = lay,
+        .paths = paths,
+        .n_paths = nf,
+        .n_slots = m->n_slots,
+        .overlap = !p.no_overlap,
+        .trace = m->trace,
+    };
+    cfg.io.backend = p.io_backend == SL_IO_KIND_URING ? SL_IO_URING : SL_IO_PREAD;
+    cfg.io.lanes = (unsigned)(p.io_threads > 0 ? p.io_threads : 4);
+    cfg.io.queue_depth = (unsigned)(p.io_queue_depth > 0 ? p.io_queue_depth : 4);
+    cfg.io.fault = p.test_io_fault;
+    rc = sl_streamer_create(&m->streamer, &cfg, err);
+done:
+    free(lay);
+    free(paths);
+    return rc;
+}
+
+void sl_model_stream_stats(const sl_model *m, sl_stream_stats *out)
+{
+    memset(out, 0, sizeof *out);
+    out->streaming = m->streaming;
+    out->budget_bytes = m->budget_bytes;
+    out->dense_bytes = m->dense_bytes;
+    out->expert_bytes = m->expert_bytes;
+    int moe_layers = 0;
+    uint64_t one = 0;
+    for (int il = 0; il < m->hp.n_layer; il++) {
+        const sl_layer *L = &m->layers[il];
+        if (!L->is_moe) continue;
+        moe_layers++;
+        one = (L->gate_exps.info->nbytes + L->up_exps.info->nbytes + L->down_exps.info->nbytes) /
+              (uint64_t)m->hp.n_expert;
+    }
+    out->expert_cycle_bytes = (uint64_t)moe_layers * (uint64_t)m->hp.n_expert_used * one;
+    snprintf(out->warning, sizeof out->warning, "%s", m->warning);
+    if (!m->streamer) return;
+    sl_streamer_stats st;
+    sl_streamer_get_stats(m->streamer, &st);
+    out->cache_bytes = sl_streamer_cache_bytes(m->streamer);
+    out->n_slots = (uint64_t)sl_streamer_n_slots(m->streamer);
+    out->hits = st.cache.hits;
+    out->misses = st.cache.misses;
+    out->evictions = st.cache.evictions;
+    out->rereads = st.cache.rereads;
+    out->reads = st.reads;
+    out->read_bytes = st.read_bytes;
+    out->window_bytes = st.window_bytes;
+    out->stall_s = (double)st.stall_ns * 1e-9;
+    out->manage_s = (double)st.manage_ns * 1e-9;
+    out->lat_p50_us = st.lat_p50_us;
+    out->lat_p90_us = st.lat_p90_us;
+    out->lat_p99_us = st.lat_p99_us;
+    const sl_io_info *io = sl_streamer_io_info(m->streamer);
+    snprintf(out->io_mode, sizeof out->io_mode, "%s x%u%s, %s%s",
+             sl_io_backend_name(io->backend), io->lanes,
+             io->backend == SL_IO_URING ? " (qd per lane)" : "",
+             io->direct ? "O_DIRECT" : "buffered",
+             io->direct_fell_back ? " (O_DIRECT refused)" : "");
+}
