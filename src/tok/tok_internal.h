@@ -91,6 +91,7 @@ struct sl_tokenizer {
 
     /* SPM */
     bool add_space_prefix;
+    bool spm_word_split;       /* no token has U+2581 after another char */
 
     /* SPM: id of "<0xNN>" (or the 1-byte token); BPE: id of the byte's
      * mapped character. SL_TOK_NONE if missing. */

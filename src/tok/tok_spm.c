@@ -22,6 +22,64 @@ static bool add_pair(const sl_tokenizer *tok, sl_tok_scratch *s, int32_t l, int3
     return sl_tok_heap_push(&s->heap, b);
 }
 
+static bool is_space_mark(const sl_tok_scratch *s, int32_t i)
+{
+    return s->sym[i].n == 3 && memcmp(s->text + s->sym[i].off, "\xE2\x96\x81", 3) == 0;
+}
+
+/* Symbol j is ▁ and follows a complete character other than ▁. */
+static bool word_starts(const sl_tok_scratch *s, int32_t j)
+{
+    const sl_tok_symbol *p = &s->sym[j - 1];
+    return is_space_mark(s, j) && !is_space_mark(s, j - 1) &&
+           sl_tok_utf8_valid_len((const unsigned char *)s->text + p->off, p->n) == p->n;
+}
+
+/* Merges symbols [start, end) (already linked among themselves only) and
+ * appends their ids. */
+static int encode_word(const sl_tokenizer *tok, sl_tok_scratch *s, int32_t start, int32_t end,
+                       sl_tok_ids *out, sl_err *err)
+{
+    s->heap.n = 0;
+    for (int32_t i = start + 1; i < end; i++)
+        if (!add_pair(tok, s, i - 1, i)) goto nomem;
+
+    sl_tok_bigram b;
+    while (sl_tok_heap_pop(&s->heap, &b)) {
+        sl_tok_symbol *L = &s->sym[b.left], *R = &s->sym[b.right];
+        if (L->n == 0 || R->n == 0 || L->n + R->n != b.size) continue;
+        L->n += R->n;
+        R->n = 0;
+        L->next = R->next;
+        if (R->next >= 0) s->sym[R->next].prev = b.left;
+        if (!add_pair(tok, s, L->prev, b.left)) goto nomem;
+        if (!add_pair(tok, s, b.left, L->next)) goto nomem;
+    }
+
+    for (int32_t i = start; i != -1; i = s->sym[i].next) {
+        const sl_tok_symbol *sy = &s->sym[i];
+        int32_t id = sl_tok_map_get(&tok->vocab, s->text + sy->off, sy->n, 0);
+        if (id >= 0) {
+            if (sl_tok_ids_push(out, id)) goto nomem;
+            continue;
+        }
+        /* Only single characters can miss: every merge formed a token. */
+        for (uint32_t j = 0; j < sy->n; j++) {
+            unsigned char byte = (unsigned char)s->text[sy->off + j];
+            int32_t bt = tok->byte_tok[byte];
+            if (bt < 0) bt = tok->unk;
+            if (bt < 0)
+                return sl_err_set(err, SL_EINVAL,
+                                  "the vocabulary has no token for byte 0x%02X and no unknown token",
+                                  byte);
+            if (sl_tok_ids_push(out, bt)) goto nomem;
+        }
+    }
+    return SL_OK;
+nomem:
+    return sl_err_set(err, SL_ENOMEM, "out of memory encoding a %d-character word", end - start);
+}
+
 int sl_tok_spm_encode(const sl_tokenizer *tok, const char *text, size_t len, bool space_prefix,
                       sl_tok_scratch *s, sl_tok_ids *out, sl_err *err)
 {
@@ -58,40 +116,21 @@ int sl_tok_spm_encode(const sl_tokenizer *tok, const char *text, size_t len, boo
         ns++;
     }
 
-    s->heap.n = 0;
-    for (int32_t i = 1; i < ns; i++)
-        if (!add_pair(tok, s, i - 1, i)) goto nomem;
-
-    sl_tok_bigram b;
-    while (sl_tok_heap_pop(&s->heap, &b)) {
-        sl_tok_symbol *L = &s->sym[b.left], *R = &s->sym[b.right];
-        if (L->n == 0 || R->n == 0 || L->n + R->n != b.size) continue;
-        L->n += R->n;
-        R->n = 0;
-        L->next = R->next;
-        if (R->next >= 0) s->sym[R->next].prev = b.left;
-        if (!add_pair(tok, s, L->prev, b.left)) goto nomem;
-        if (!add_pair(tok, s, b.left, L->next)) goto nomem;
-    }
-
-    for (int32_t i = 0; i != -1; i = s->sym[i].next) {
-        const sl_tok_symbol *sy = &s->sym[i];
-        int32_t id = sl_tok_map_get(&tok->vocab, s->text + sy->off, sy->n, 0);
-        if (id >= 0) {
-            if (sl_tok_ids_push(out, id)) goto nomem;
-            continue;
-        }
-        /* Only single characters can miss: every merge formed a token. */
-        for (uint32_t j = 0; j < sy->n; j++) {
-            unsigned char byte = (unsigned char)s->text[sy->off + j];
-            int32_t bt = tok->byte_tok[byte];
-            if (bt < 0) bt = tok->unk;
-            if (bt < 0)
-                return sl_err_set(err, SL_EINVAL,
-                                  "the vocabulary has no token for byte 0x%02X and no unknown token",
-                                  byte);
-            if (sl_tok_ids_push(out, bt)) goto nomem;
-        }
+    /* With a vocabulary where U+2581 only ever follows U+2581 inside a
+     * token, no merge can join a character to a following ▁: the text
+     * splits into independent words there, each merged with a small queue
+     * (the result is the same as merging the whole text at once). */
+    for (int32_t start = 0; start < ns;) {
+        int32_t end = start + 1;
+        if (tok->spm_word_split)
+            while (end < ns && !word_starts(s, end)) end++;
+        else
+            end = ns;
+        s->sym[start].prev = -1;
+        s->sym[end - 1].next = -1;
+        int rc = encode_word(tok, s, start, end, out, err);
+        if (rc) return rc;
+        start = end;
     }
     return SL_OK;
 nomem:

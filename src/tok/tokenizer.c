@@ -243,6 +243,21 @@ static void setup_strip_flags(sl_tokenizer *tok, const char *name)
     }
 }
 
+/* True if inside every token U+2581 only follows U+2581: then no merge can
+ * glue a character to a following ▁ and SPM may encode word by word. */
+static bool spm_words_independent(const sl_tokenizer *tok)
+{
+    for (uint32_t i = 0; i < tok->n_tokens; i++) {
+        const char *t = tok->pool + tok->tokens[i].off;
+        size_t n = tok->tokens[i].len;
+        for (size_t p = 1; p + 3 <= n; p++) {
+            if (memcmp(t + p, "\xE2\x96\x81", 3) != 0) continue;
+            if (p < 3 || memcmp(t + p - 3, "\xE2\x96\x81", 3) != 0) return false;
+        }
+    }
+    return true;
+}
+
 static void setup_byte_tokens(sl_tokenizer *tok)
 {
     const sl_tok_bytemap_entry *b2u = sl_tok_byte_to_unicode();
@@ -296,6 +311,7 @@ int sl_tokenizer_build(sl_tokenizer **out, const sl_tok_spec *spec, sl_err *err)
         tok->pre_name = "none";
         tok->add_bos = true;
         tok->add_space_prefix = true;
+        tok->spm_word_split = spm_words_independent(tok);
     }
     if (spec->add_bos >= 0) tok->add_bos = spec->add_bos != 0;
     if (spec->add_eos >= 0) tok->add_eos = spec->add_eos != 0;

@@ -197,7 +197,12 @@ int sl_tok_decoder_push(sl_tok_decoder *d, int32_t id, const char **text, size_t
 void sl_tok_decoder_flush(sl_tok_decoder *d, const char **text, size_t *len);
 
 /* Decodes ids[0..n) in one go (a decoder, flushed at the end) into a new
- * NUL-terminated buffer *out that the caller frees; *out_len its length. */
+ * NUL-terminated buffer *out that the caller frees; *out_len its length.
+ * With SL_TOK_DECODE_STRIP_PREFIX_SPACE, decoding what encode (no BOS/EOS)
+ * gave for valid UTF-8 returns the text exactly, with two exceptions that
+ * are properties of the tokenizers themselves: SentencePiece cannot tell a
+ * literal U+2581 from a space, and special tokens marked to strip
+ * whitespace (Phi-3's) or followed by an SPM space prefix change spacing. */
 int sl_tokenizer_decode(const sl_tokenizer *tok, const int32_t *ids, size_t n, unsigned flags,
                         char **out, size_t *out_len, sl_err *err);
 

@@ -16,6 +16,7 @@
 
 #include "gguf/gguf.h"
 #include "test.h"
+#include "tok/tok_internal.h" /* spm_word_split, for the equivalence test */
 #include "tok/tokenizer.h"
 
 static const char *const k_vocabs[] = {"gpt-2", "deepseek-llm", "starcoder", "llama-spm", "phi-3"};
@@ -236,6 +237,43 @@ TEST(roundtrip_all_vocabs)
     for (size_t i = 0; i < N_VOCABS; i++) roundtrip_vocab(k_vocabs[i]);
 }
 
+/* SentencePiece may encode word by word when no token has U+2581 after
+ * another character (both SPM fixtures qualify). The shortcut must give the
+ * same ids as merging the whole text at once: compare both on every .inp
+ * file taken as one text (all scripts, whitespace runs, separators). */
+TEST(spm_word_split_equivalence)
+{
+    const char *names[] = {"llama-spm", "phi-3"};
+    for (int v = 0; v < 2; v++) {
+        sl_tokenizer *tok = load_vocab(names[v]);
+        CHECK(tok != NULL);
+        if (!tok) continue;
+        CHECK(tok->spm_word_split);
+        for (size_t f = 0; f < N_VOCABS; f++) {
+            char path[512];
+            size_t len;
+            snprintf(path, sizeof path, "%s/tokenizers/ggml-vocab-%s.gguf.inp", data_dir(),
+                     k_vocabs[f]);
+            char *text = read_all(path, &len);
+            CHECK(text != NULL);
+            if (!text) continue;
+            sl_tok_ids a = {0}, b = {0};
+            sl_err err = {0};
+            tok->spm_word_split = true;
+            CHECK(sl_tokenizer_encode(tok, text, len, 0, &a, &err) == 0);
+            tok->spm_word_split = false;
+            CHECK(sl_tokenizer_encode(tok, text, len, 0, &b, &err) == 0);
+            CHECK_MSG(a.n == b.n && !memcmp(a.ids, b.ids, a.n * sizeof *a.ids),
+                      "%s on %s: %zu vs %zu ids", names[v], k_vocabs[f], a.n, b.n);
+            CHECK(a.n > 300);
+            sl_tok_ids_free(&a);
+            sl_tok_ids_free(&b);
+            free(text);
+        }
+        sl_tokenizer_free(tok);
+    }
+}
+
 int main(void)
 {
     RUN(golden_gpt2);
@@ -244,6 +282,7 @@ int main(void)
     RUN(golden_llama_spm);
     RUN(golden_phi3);
     RUN(roundtrip_all_vocabs);
+    RUN(spm_word_split_equivalence);
     printf("     fixture strings: %d/%d match\n", g_lines_pass, g_lines_total);
     return TEST_REPORT();
 }
