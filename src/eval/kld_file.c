@@ -222,6 +222,15 @@ int sl_kld_base_open(sl_kld_base *b, const char *path, int32_t model_n_vocab, sl
     uint8_t hdr[SL_KLD_HEADER_BYTES];
     rc = sl_file_pread_full(&b->f, hdr, sizeof hdr, 0, err);
     if (rc) goto err;
+    if (memcmp(hdr, SL_KLD_MAGIC "v2", 10) == 0) {
+        /* a llama.cpp fork's sliding-window variant: same rows, another
+         * header; better named than misread as a garbage n_ctx */
+        rc = sl_err_set(err, SL_EUNSUPPORTED,
+                        "'%s' is a \"_logits_v2\" (sliding-window) base file from a llama.cpp "
+                        "fork; only upstream's \"" SL_KLD_MAGIC "\" format is supported",
+                        path);
+        goto err;
+    }
     if (memcmp(hdr, SL_KLD_MAGIC, 8) != 0) {
         char seen[33];
         for (int i = 0; i < 8; i++) snprintf(seen + 4 * i, 5, "\\x%02x", hdr[i]);

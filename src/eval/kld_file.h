@@ -4,9 +4,10 @@
  * log-probabilities, writing and bounds-checked reading. Must not know:
  * models, sessions, or the statistics computed from the rows (kld.h).
  *
- * Layout (llama.cpp tools/perplexity/perplexity.cpp: perplexity() with
- * --kl-divergence-base writes it, kl_divergence() reads it; all integers and
- * floats little-endian, no padding between fields):
+ * Layout (llama.cpp tools/perplexity/perplexity.cpp, read at ggml-org
+ * commit 050fc7f: perplexity() with --kl-divergence-base writes it,
+ * kl_divergence() reads it; all integers and floats little-endian, no
+ * padding between fields):
  *
  *   offset      size                 field
  *   0           8                    magic "_logits_" (no NUL)
@@ -144,8 +145,9 @@ typedef struct sl_kld_base {
  * (a truncated file names the first incomplete chunk/row and its offset;
  * trailing bytes are an error too), and every token id against n_vocab.
  * If model_n_vocab > 0 the file's n_vocab must equal it. All failures are
- * SL_EFORMAT (SL_EINVAL for the n_vocab mismatch, SL_EIO for OS errors)
- * with the field and byte offset in the message; b is closed on failure. */
+ * SL_EFORMAT (SL_EINVAL for the n_vocab mismatch, SL_EUNSUPPORTED for a
+ * fork's "_logits_v2" file, SL_EIO for OS errors) with the field and byte
+ * offset in the message; b is closed on failure. */
 int sl_kld_base_open(sl_kld_base *b, const char *path, int32_t model_n_vocab, sl_err *err);
 
 /* Loads the rows of chunk c (0-based) into memory. SL_EINVAL if c is out of

@@ -393,6 +393,8 @@ static void cut_tokens(uint8_t *b, long *n) { (void)b; *n = 40; }
 static void cut_rows(uint8_t *b, long *n) { (void)b; *n = 174; }
 static void trailing(uint8_t *b, long *n) { memset(b + *n, 0, 3); *n += 3; }
 static void nothing(uint8_t *b, long *n) { (void)b; (void)n; }
+/* a fork's "_logits_v2" magic: 10 bytes, then another header */
+static void v2_magic(uint8_t *b, long *n) { (void)n; b[8] = 'v'; b[9] = '2'; }
 
 TEST(corrupt_base_files_are_rejected_with_clear_messages)
 {
@@ -406,6 +408,7 @@ TEST(corrupt_base_files_are_rejected_with_clear_messages)
     expect_open_fails("c7", cut_rows, 0, SL_EFORMAT,
                       "174 bytes, expected 204; chunk 1 row 1 at offset 164 is incomplete");
     expect_open_fails("c8", trailing, 0, SL_EFORMAT, "3 unexpected bytes after its last row, at offset 204");
+    expect_open_fails("c10", v2_magic, 0, SL_EUNSUPPORTED, "\"_logits_v2\" (sliding-window)");
     expect_open_fails("c9", nothing, 6, SL_EINVAL,
                       "n_vocab at offset 12 is 5 but the model's vocabulary has 6 tokens");
 }
