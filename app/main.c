@@ -11,6 +11,9 @@ typedef struct command {
 } command;
 
 static const command commands[] = {
+    {"run", cmd_run, "generate text from a prompt (-p TEXT or -f FILE)"},
+    {"chat", cmd_chat, "multi-turn chat on stdin/stdout with the model's chat template"},
+    {"perplexity", cmd_perplexity, "perplexity of a text; KL-divergence against a reference"},
     {"inspect", cmd_inspect, "show a GGUF model's metadata, tensors and expert sizing"},
     {"mkmodel", cmd_mkmodel, "write a synthetic test model (deterministic from a seed)"},
     {"tokenize", cmd_tokenize, "show how a model's tokenizer splits a text into token ids"},

@@ -1,0 +1,221 @@
+/* cmd_chat.c - `sluice chat`: a multi-turn conversation on stdin/stdout.
+ *
+ * Each line read from stdin is one user turn. The first turn is rendered
+ * with the model's chat template as a whole conversation (system message,
+ * user message, generation prompt); later turns render only what follows
+ * the previous answer (its end-of-turn marker, the new user message, the
+ * generation prompt), so the KV cache keeps every earlier token and only
+ * the new ones are evaluated. The answer streams to stdout and ends at the
+ * template's end-of-turn token (which is not evaluated: the next turn's
+ * text starts with it).
+ *
+ * Signals: SIGINT while answering stops the answer (the flag is polled
+ * between tokens); SIGINT while waiting for input ends the program, as
+ * does EOF. The handler is installed without SA_RESTART so that a read
+ * blocked on stdin returns EINTR. Public API only. */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "commands.h"
+#include "gen.h"
+
+#define CMD "chat"
+
+static volatile sig_atomic_t g_interrupt;
+
+static void on_sigint(int sig)
+{
+    (void)sig;
+    g_interrupt = 1;
+}
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: sluice chat -m MODEL.gguf [options]\n"
+            "\n"
+            "Chats with a model: each line on stdin is a user message, the answer is\n"
+            "streamed to stdout. The KV cache is kept between turns, so only the new turn's\n"
+            "tokens are evaluated. Ctrl-C stops the current answer; Ctrl-C while waiting\n"
+            "for input, or EOF (Ctrl-D), quits. When the context is full, chat says so on\n"
+            "stderr and exits with status 1 (start again with a larger -c).\n"
+            "\n"
+            "      --system TEXT       system message for the conversation\n"
+            "      --chat-template NAME  override the template found in the model: chatml,\n"
+            "                          qwen3, llama3, mistral, mistral-v3, tulu, plain\n"
+            "      --no-think          Qwen3: answer without a thinking block\n"
+            "                          (-n is the limit per answer)\n");
+    gen_opts_usage(f, -1);
+    fprintf(f,
+            "                          (--verbose prints, per turn, how many new tokens were\n"
+            "                          evaluated and how many were already cached)\n"
+            "  -h, --help              this text\n");
+}
+
+typedef struct stop_ctx {
+    const sl_chat *chat;
+    bool ignore_eos;
+} stop_ctx;
+
+static bool is_stop(void *ud, int32_t id)
+{
+    const stop_ctx *c = ud;
+    return !c->ignore_eos && sl_chat_is_stop_token(c->chat, id);
+}
+
+/* Reads one line without its line ending. Returns 1 for a line, 0 for
+ * EOF, -1 if a SIGINT arrived while waiting. */
+static int read_line(char **line, size_t *cap)
+{
+    if (g_interrupt) return -1;
+    errno = 0;
+    ssize_t n = getline(line, cap, stdin);
+    if (n < 0) return errno == EINTR || g_interrupt ? -1 : 0;
+    while (n > 0 && ((*line)[n - 1] == '\n' || (*line)[n - 1] == '\r')) (*line)[--n] = '\0';
+    return 1;
+}
+
+int cmd_chat(int argc, char **argv)
+{
+    gen_opts o;
+    gen_opts_init(&o, -1);
+    const char *system = NULL, *tmpl_name = NULL;
+    bool no_think = false;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        int r = gen_opts_parse(&o, CMD, argc, argv, &i);
+        if (r < 0) return 2;
+        if (r > 0) continue;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            usage(stdout);
+            return 0;
+        } else if (!strcmp(a, "--system") || !strcmp(a, "--chat-template")) {
+            if (i + 1 >= argc) {
+                fprintf(stderr, "sluice chat: %s needs a value\n", a);
+                return 2;
+            }
+            *(!strcmp(a, "--system") ? &system : &tmpl_name) = argv[++i];
+        } else if (!strcmp(a, "--no-think")) {
+            no_think = true;
+        } else {
+            fprintf(stderr, "sluice chat: unknown option '%s' (see sluice chat --help)\n", a);
+            return 2;
+        }
+    }
+    if (!o.model) {
+        fprintf(stderr, "sluice chat: no model given (-m MODEL.gguf)\n");
+        return 2;
+    }
+
+    gen_ctx g;
+    sl_chat *chat = NULL;
+    sl_err err = {0};
+    char *line = NULL, *rendered = NULL;
+    size_t line_cap = 0;
+    int32_t *ids = NULL;
+    int rc = 1;
+    if (gen_open(&g, &o, CMD)) return 1;
+    if (sl_chat_create(&chat, g.m, tmpl_name, !no_think, &err)) {
+        fprintf(stderr, "sluice chat: %s\n", err.msg);
+        goto done;
+    }
+
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_sigint;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = 0; /* no SA_RESTART: a blocked getline must return */
+    sigaction(SIGINT, &sa, NULL);
+
+    const bool tty = isatty(STDIN_FILENO);
+    const int n_ctx = sl_session_n_ctx(g.s);
+    if (tty || o.verbose)
+        fprintf(stderr, "sluice chat: %s, template %s, context %d tokens. Ctrl-C stops an "
+                "answer; Ctrl-C again or Ctrl-D quits.\n", sl_model_arch_name(g.m),
+                sl_chat_name(chat), n_ctx);
+    stop_ctx sc = {chat, o.ignore_eos};
+    for (int turn = 1;; turn++) {
+        if (tty) fputs("> ", stderr);
+        int r = read_line(&line, &line_cap);
+        if (r <= 0) {
+            if (tty) fputc('\n', stderr);
+            rc = 0;
+            break;
+        }
+        if (!line[0]) {
+            turn--;
+            continue;
+        }
+        sl_chat_message msgs[2];
+        size_t nm = 0;
+        int n_before = sl_session_n_past(g.s);
+        if (n_before == 0 && system) msgs[nm++] = (sl_chat_message){"system", system};
+        msgs[nm++] = (sl_chat_message){"user", line};
+        unsigned flags = SL_TOKENIZE_PARSE_SPECIAL;
+        int frc;
+        if (n_before == 0) {
+            frc = sl_chat_format(chat, msgs, nm, true, &rendered, &err);
+            if (sl_model_add_bos(g.m)) flags |= SL_TOKENIZE_ADD_BOS;
+        } else {
+            frc = sl_chat_format_next(chat, msgs, nm, true, &rendered, &err);
+        }
+        if (frc) {
+            fprintf(stderr, "sluice chat: %s\n", err.msg);
+            goto done;
+        }
+        int n = gen_tokenize(g.m, rendered, strlen(rendered), flags, &ids, &err);
+        free(rendered);
+        rendered = NULL;
+        if (n < 0) {
+            fprintf(stderr, "sluice chat: cannot tokenize the turn: %s\n", err.msg);
+            goto done;
+        }
+        if (n_before + n > n_ctx) {
+            fprintf(stderr, "sluice chat: the context is full (%d tokens cached + %d for this "
+                    "turn, context %d); start again with a larger -c\n", n_before, n, n_ctx);
+            goto done;
+        }
+        if (gen_eval(&g, ids, n, &err)) {
+            fprintf(stderr, "sluice chat: %s\n", err.msg);
+            goto done;
+        }
+        free(ids);
+        ids = NULL;
+        if (o.verbose)
+            fprintf(stderr, "turn %d: evaluated %d new tokens, %d cached before\n", turn, n,
+                    n_before);
+
+        gen_reply_stats st;
+        if (gen_reply(&g, o.n_predict, is_stop, &sc, &g_interrupt, stdout, &st, &err)) {
+            fprintf(stderr, "\nsluice chat: %s\n", err.msg);
+            goto done;
+        }
+        fputc('\n', stdout);
+        fflush(stdout);
+        if (st.stop == GEN_STOP_INTERRUPT) {
+            fprintf(stderr, "[answer interrupted]\n");
+            g_interrupt = 0;
+        }
+        if (o.verbose)
+            fprintf(stderr, "turn %d: answered %d tokens in %.3f s (%.2f tok/s), %d in the "
+                    "context\n", turn, st.n_gen, st.seconds,
+                    st.seconds > 0 ? st.n_gen / st.seconds : 0.0, sl_session_n_past(g.s));
+        if (st.stop == GEN_STOP_CTX) {
+            fprintf(stderr, "sluice chat: the context of %d tokens is full; start again with "
+                    "a larger -c\n", n_ctx);
+            goto done;
+        }
+    }
+done:
+    signal(SIGINT, SIG_DFL);
+    free(ids);
+    free(rendered);
+    free(line);
+    sl_chat_free(chat);
+    gen_close(&g);
+    return rc;
+}

@@ -1,0 +1,202 @@
+/* cmd_run.c - `sluice run`: generate text from a prompt.
+ *
+ * Tokenizes the prompt (control-token text such as "<|im_start|>" becomes
+ * the control token), evaluates it in batches, then samples, prints and
+ * evaluates one token at a time until -n tokens, an end-of-generation token
+ * or a full context. Generated text goes to stdout as it is produced (only
+ * complete UTF-8 characters); timings go to stderr. Public API only. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "commands.h"
+#include "gen.h"
+
+#define CMD "run"
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: sluice run -m MODEL.gguf (-p TEXT | -f FILE) [options]\n"
+            "\n"
+            "Generates text after a prompt and streams it to stdout; load time, prompt\n"
+            "speed and generation speed go to stderr.\n"
+            "\n"
+            "  -p, --prompt TEXT       the prompt (control tokens like <|im_start|> are parsed)\n"
+            "  -f, --file FILE         read the prompt from FILE\n"
+            "      --no-bos            do not add BOS even if the model asks for it\n"
+            "      --truncate          a prompt longer than the context keeps BOS and its\n"
+            "                          last tokens, leaving room for min(-n, ctx/2) new ones\n"
+            "                          (default: such a prompt is an error)\n");
+    gen_opts_usage(f, 128);
+    fprintf(f, "  -h, --help              this text\n");
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+typedef struct stop_ctx {
+    const sl_model *m;
+    bool ignore_eos;
+} stop_ctx;
+
+static bool is_stop(void *ud, int32_t id)
+{
+    const stop_ctx *c = ud;
+    return !c->ignore_eos && sl_model_token_is_eog(c->m, id);
+}
+
+static const char *stop_name(gen_stop s)
+{
+    switch (s) {
+    case GEN_STOP_EOG: return "end-of-generation token";
+    case GEN_STOP_LIMIT: return "-n limit";
+    case GEN_STOP_CTX: return "context full";
+    case GEN_STOP_INTERRUPT: return "interrupted";
+    }
+    return "?";
+}
+
+/* Keeps BOS (if the prompt starts with one) and the last tokens so that
+ * `room` positions stay free for generation. Returns the new count. */
+static int truncate_prompt(int32_t *ids, int n, int n_ctx, int room, int32_t bos, bool has_bos)
+{
+    int keep = n_ctx - room;
+    if (keep < 1) keep = 1;
+    if (n <= keep) return n;
+    if (has_bos && ids[0] == bos && keep >= 2) {
+        memmove(ids + 1, ids + n - (keep - 1), (size_t)(keep - 1) * sizeof *ids);
+    } else {
+        memmove(ids, ids + n - keep, (size_t)keep * sizeof *ids);
+    }
+    return keep;
+}
+
+int cmd_run(int argc, char **argv)
+{
+    gen_opts o;
+    gen_opts_init(&o, 128);
+    const char *prompt = NULL, *file = NULL;
+    bool no_bos = false, truncate = false;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        int r = gen_opts_parse(&o, CMD, argc, argv, &i);
+        if (r < 0) return 2;
+        if (r > 0) continue;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            usage(stdout);
+            return 0;
+        } else if (!strcmp(a, "-p") || !strcmp(a, "--prompt")) {
+            if (i + 1 >= argc) {
+                fprintf(stderr, "sluice run: %s needs a value\n", a);
+                return 2;
+            }
+            prompt = argv[++i];
+        } else if (!strcmp(a, "-f") || !strcmp(a, "--file")) {
+            if (i + 1 >= argc) {
+                fprintf(stderr, "sluice run: %s needs a value\n", a);
+                return 2;
+            }
+            file = argv[++i];
+        } else if (!strcmp(a, "--no-bos")) {
+            no_bos = true;
+        } else if (!strcmp(a, "--truncate")) {
+            truncate = true;
+        } else {
+            fprintf(stderr, "sluice run: unknown option '%s' (see sluice run --help)\n", a);
+            return 2;
+        }
+    }
+    if (!o.model) {
+        fprintf(stderr, "sluice run: no model given (-m MODEL.gguf)\n");
+        return 2;
+    }
+    if (!prompt == !file) {
+        fprintf(stderr, "sluice run: give the prompt with exactly one of -p TEXT or -f FILE\n");
+        return 2;
+    }
+
+    int rc = 1;
+    char *text = NULL;
+    int32_t *ids = NULL;
+    size_t text_len = 0;
+    gen_ctx g;
+    sl_err err = {0};
+    if (file) {
+        if (!(text = gen_read_file(CMD, file, &text_len))) return 1;
+    } else {
+        text_len = strlen(prompt);
+    }
+    if (gen_open(&g, &o, CMD)) {
+        free(text);
+        return 1;
+    }
+    const bool add_bos = !no_bos && sl_model_add_bos(g.m);
+    unsigned flags = SL_TOKENIZE_PARSE_SPECIAL | (add_bos ? SL_TOKENIZE_ADD_BOS : 0u);
+    int n = gen_tokenize(g.m, file ? text : prompt, text_len, flags, &ids, &err);
+    if (n < 0) {
+        fprintf(stderr, "sluice run: cannot tokenize the prompt: %s\n", err.msg);
+        goto done;
+    }
+    if (n == 0) {
+        fprintf(stderr, "sluice run: the prompt is empty (and the model adds no BOS)\n");
+        goto done;
+    }
+    const int n_ctx = sl_session_n_ctx(g.s);
+    if (n > n_ctx) {
+        if (!truncate) {
+            fprintf(stderr, "sluice run: the prompt has %d tokens but the context holds %d; "
+                    "use a larger -c, or --truncate to keep its last tokens\n", n, n_ctx);
+            goto done;
+        }
+        int room = o.n_predict < 0 || o.n_predict > n_ctx / 2 ? n_ctx / 2 : o.n_predict;
+        int n_old = n;
+        n = truncate_prompt(ids, n, n_ctx, room, sl_model_token_bos(g.m), add_bos);
+        fprintf(stderr, "sluice run: prompt of %d tokens truncated to %d%s (context %d, "
+                "room for %d new)\n", n_old, n, add_bos ? " (BOS and the last ones)" :
+                " (the last ones)", n_ctx, n_ctx - n);
+    }
+    if (o.verbose)
+        fprintf(stderr, "sluice run: %s, vocab %d, context %d, batch %d, kv %s, prompt %d "
+                "tokens, temp %.2f top-k %d top-p %.2f min-p %.2f seed %llu\n",
+                sl_model_arch_name(g.m), sl_model_n_vocab(g.m), n_ctx, g.n_batch,
+                o.kv_type == SL_KV_F32 ? "f32" : "f16", n, (double)o.sp.temp, (int)o.sp.top_k,
+                (double)o.sp.top_p, (double)o.sp.min_p, (unsigned long long)o.sp.seed);
+
+    double t0 = now_s();
+    if (gen_eval(&g, ids, n, &err)) {
+        fprintf(stderr, "sluice run: evaluating the prompt: %s\n", err.msg);
+        goto done;
+    }
+    double t_prompt = now_s() - t0;
+
+    stop_ctx sc = {g.m, o.ignore_eos};
+    gen_reply_stats st;
+    if (gen_reply(&g, o.n_predict, is_stop, &sc, NULL, stdout, &st, &err)) {
+        fprintf(stderr, "\nsluice run: generating: %s\n", err.msg);
+        goto done;
+    }
+    if (isatty(STDOUT_FILENO)) fputc('\n', stdout);
+    if (st.stop == GEN_STOP_CTX && o.n_predict != 0)
+        fprintf(stderr, "sluice run: stopped: the context of %d tokens is full\n", n_ctx);
+    fprintf(stderr, "load:      %8.3f s\n", g.load_s);
+    fprintf(stderr, "prompt:    %6d tokens in %8.3f s (%9.2f tok/s)\n", n, t_prompt,
+            t_prompt > 0 ? n / t_prompt : 0.0);
+    fprintf(stderr, "generated: %6d tokens in %8.3f s (%9.2f tok/s)\n", st.n_gen, st.seconds,
+            st.seconds > 0 ? st.n_gen / st.seconds : 0.0);
+    if (o.verbose)
+        fprintf(stderr, "stop:      %s; %d tokens in the context\n", stop_name(st.stop),
+                sl_session_n_past(g.s));
+    rc = 0;
+done:
+    free(ids);
+    free(text);
+    gen_close(&g);
+    return rc;
+}

@@ -1,0 +1,337 @@
+/* gen.c - see gen.h. */
+#include "gen.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "args.h"
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+void gen_opts_init(gen_opts *o, int n_predict)
+{
+    memset(o, 0, sizeof *o);
+    o->n_batch = 512;
+    o->n_predict = n_predict;
+    o->kv_type = SL_KV_F16;
+    o->sp = sl_sampling_default_params();
+}
+
+void gen_opts_usage(FILE *f, int default_n_predict)
+{
+    sl_sampling_params d = sl_sampling_default_params();
+    fprintf(f,
+            "  -m, --model FILE        model (GGUF) to run\n"
+            "  -n, --n-predict N       tokens to generate (default %d; -1: until the end of\n"
+            "                          generation or a full context)\n"
+            "  -c, --ctx-size N        context (KV cache) size in tokens (default: the model's\n"
+            "                          training context, at most 4096)\n"
+            "  -t, --threads N         compute threads (default: all cores)\n"
+            "  -b, --batch-size N      prompt tokens evaluated per batch (default 512)\n"
+            "      --kv-type T         KV cache type: f16 (default) or f32\n"
+            "sampling (greedy when --temp is 0):\n"
+            "      --temp T            temperature (default %.2f)\n"
+            "      --top-k K           keep the K most likely tokens; 0: off (default %d)\n"
+            "      --top-p P           nucleus: keep the smallest set of mass P; 1: off (default %.2f)\n"
+            "      --min-p P           drop tokens below P x the top probability; 0: off (default %.2f)\n"
+            "      --repeat-penalty R  divide the logits of recent tokens by R; 1: off (default %.2f)\n"
+            "      --repeat-last-n N   tokens the penalties look back on; 0: none, -1: the\n"
+            "                          whole context (default %d)\n"
+            "      --presence-penalty P   subtract P from each recent token's logit (default 0)\n"
+            "      --frequency-penalty P  subtract P per occurrence (default 0)\n"
+            "      --seed S            random seed: the same seed gives the same text (default %llu)\n"
+            "      --ignore-eos        do not stop at end-of-generation tokens\n"
+            "  -v, --verbose           more statistics on stderr\n",
+            default_n_predict, (double)d.temp, (int)d.top_k, (double)d.top_p, (double)d.min_p,
+            (double)d.repeat_penalty, (int)d.penalty_last_n, (unsigned long long)d.seed);
+}
+
+static bool is(const char *a, const char *s1, const char *s2)
+{
+    return !strcmp(a, s1) || (s2 && !strcmp(a, s2));
+}
+
+int gen_opts_parse(gen_opts *o, const char *cmd, int argc, char **argv, int *i)
+{
+    const char *a = argv[*i], *v;
+    long l;
+    double d;
+#define VAL() \
+    if (!(v = arg_value(cmd, argc, argv, i))) return -1
+    if (is(a, "-m", "--model")) {
+        VAL();
+        o->model = v;
+    } else if (is(a, "-c", "--ctx-size")) {
+        VAL();
+        if (!arg_int(cmd, a, v, 1, 1 << 24, &l)) return -1;
+        o->n_ctx = (int)l;
+    } else if (is(a, "-t", "--threads")) {
+        VAL();
+        if (!arg_int(cmd, a, v, 1, 1024, &l)) return -1;
+        o->n_threads = (int)l;
+    } else if (is(a, "-b", "--batch-size")) {
+        VAL();
+        if (!arg_int(cmd, a, v, 1, 1 << 16, &l)) return -1;
+        o->n_batch = (int)l;
+    } else if (is(a, "-n", "--n-predict")) {
+        VAL();
+        if (!arg_int(cmd, a, v, -1, 1 << 30, &l)) return -1;
+        o->n_predict = (int)l;
+    } else if (is(a, "--kv-type", NULL)) {
+        VAL();
+        if (!strcmp(v, "f16")) {
+            o->kv_type = SL_KV_F16;
+        } else if (!strcmp(v, "f32")) {
+            o->kv_type = SL_KV_F32;
+        } else {
+            fprintf(stderr, "sluice %s: --kv-type expects f16 or f32, got '%s'\n", cmd, v);
+            return -1;
+        }
+    } else if (is(a, "--temp", NULL)) {
+        VAL();
+        if (!arg_float(cmd, a, v, 0, 100, &d)) return -1;
+        o->sp.temp = (float)d;
+    } else if (is(a, "--top-k", NULL)) {
+        VAL();
+        if (!arg_int(cmd, a, v, 0, 1 << 30, &l)) return -1;
+        o->sp.top_k = (int32_t)l;
+    } else if (is(a, "--top-p", NULL)) {
+        VAL();
+        if (!arg_float(cmd, a, v, 0, 1, &d)) return -1;
+        if (d <= 0) {
+            fprintf(stderr, "sluice %s: --top-p must be above 0 (1 turns it off), got '%s'\n",
+                    cmd, v);
+            return -1;
+        }
+        o->sp.top_p = (float)d;
+    } else if (is(a, "--min-p", NULL)) {
+        VAL();
+        if (!arg_float(cmd, a, v, 0, 1, &d)) return -1;
+        o->sp.min_p = (float)d;
+    } else if (is(a, "--repeat-penalty", NULL)) {
+        VAL();
+        if (!arg_float(cmd, a, v, 0, 100, &d)) return -1;
+        if (d <= 0) {
+            fprintf(stderr, "sluice %s: --repeat-penalty must be above 0 (1 turns it off), "
+                    "got '%s'\n", cmd, v);
+            return -1;
+        }
+        o->sp.repeat_penalty = (float)d;
+    } else if (is(a, "--repeat-last-n", NULL)) {
+        VAL();
+        if (!arg_int(cmd, a, v, -1, 1 << 24, &l)) return -1;
+        o->sp.penalty_last_n = (int32_t)l;
+    } else if (is(a, "--presence-penalty", NULL)) {
+        VAL();
+        if (!arg_float(cmd, a, v, -100, 100, &d)) return -1;
+        o->sp.presence_penalty = (float)d;
+    } else if (is(a, "--frequency-penalty", NULL)) {
+        VAL();
+        if (!arg_float(cmd, a, v, -100, 100, &d)) return -1;
+        o->sp.frequency_penalty = (float)d;
+    } else if (is(a, "--seed", NULL)) {
+        VAL();
+        char *end;
+        errno = 0;
+        unsigned long long s = strtoull(v, &end, 10);
+        if (errno || end == v || *end || *v == '-') {
+            fprintf(stderr, "sluice %s: --seed expects a whole number >= 0, got '%s'\n", cmd, v);
+            return -1;
+        }
+        o->sp.seed = (uint64_t)s;
+    } else if (is(a, "--ignore-eos", NULL)) {
+        o->ignore_eos = true;
+    } else if (is(a, "-v", "--verbose")) {
+        o->verbose = true;
+    } else {
+        return 0;
+    }
+#undef VAL
+    return 1;
+}
+
+int gen_open(gen_ctx *g, const gen_opts *o, const char *cmd)
+{
+    sl_err err = {0};
+    memset(g, 0, sizeof *g);
+    double t0 = now_s();
+    sl_model_params mp = sl_model_default_params();
+    mp.n_threads = o->n_threads;
+    if (sl_model_load(&g->m, o->model, &mp, &err)) {
+        fprintf(stderr, "sluice %s: cannot load '%s': %s\n", cmd, o->model, err.msg);
+        return 1;
+    }
+    g->load_s = now_s() - t0;
+    if (sl_model_n_tokens(g->m) == 0) {
+        fprintf(stderr, "sluice %s: '%s' has no tokenizer (tokenizer.ggml.* metadata)\n", cmd,
+                o->model);
+        goto fail;
+    }
+    sl_session_params sp = sl_session_default_params();
+    sp.n_ctx = o->n_ctx;
+    sp.kv_type = o->kv_type;
+    int ctx = o->n_ctx > 0 ? o->n_ctx : sl_model_n_ctx_train(g->m);
+    if (o->n_ctx <= 0 && ctx > 4096) ctx = 4096;
+    if (ctx < 1) ctx = 1;
+    g->n_batch = o->n_batch < ctx ? o->n_batch : ctx;
+    sp.n_batch_max = g->n_batch;
+    if (sl_session_create(&g->s, g->m, &sp, &err)) {
+        fprintf(stderr, "sluice %s: %s\n", cmd, err.msg);
+        goto fail;
+    }
+    sl_sampling_params smp = o->sp;
+    if (smp.penalty_last_n < 0) smp.penalty_last_n = sl_session_n_ctx(g->s);
+    if (sl_sampling_create(&g->smp, &smp, sl_model_n_vocab(g->m), &err) ||
+        sl_detok_create(&g->dt, g->m, 0, &err)) {
+        fprintf(stderr, "sluice %s: %s\n", cmd, err.msg);
+        goto fail;
+    }
+    return 0;
+fail:
+    gen_close(g);
+    return 1;
+}
+
+void gen_close(gen_ctx *g)
+{
+    sl_detok_free(g->dt);
+    sl_sampling_free(g->smp);
+    sl_session_free(g->s);
+    sl_model_free(g->m);
+    memset(g, 0, sizeof *g);
+}
+
+int gen_eval(gen_ctx *g, const int32_t *ids, int n, sl_err *err)
+{
+    for (int i = 0; i < n; i += g->n_batch) {
+        int nb = n - i < g->n_batch ? n - i : g->n_batch;
+        int rc = sl_session_eval(g->s, ids + i, nb, err);
+        if (rc) return rc;
+        for (int j = 0; j < nb; j++)
+            if ((rc = sl_sampling_accept(g->smp, ids[i + j], err))) return rc;
+    }
+    return SL_OK;
+}
+
+int gen_reply(gen_ctx *g, int max, bool (*is_stop)(void *ud, int32_t id), void *ud,
+              volatile sig_atomic_t *interrupt, FILE *out, gen_reply_stats *st, sl_err *err)
+{
+    const char *text;
+    size_t len;
+    int rc = SL_OK;
+    double t0 = now_s();
+    st->n_gen = 0;
+    for (;;) {
+        if (interrupt && *interrupt) {
+            st->stop = GEN_STOP_INTERRUPT;
+            break;
+        }
+        if (max >= 0 && st->n_gen >= max) {
+            st->stop = GEN_STOP_LIMIT;
+            break;
+        }
+        int id = sl_sampling_sample(g->smp, sl_session_logits(g->s), err);
+        if (id < 0) {
+            rc = id;
+            break;
+        }
+        if (is_stop(ud, id)) {
+            st->stop = GEN_STOP_EOG;
+            break;
+        }
+        if ((rc = sl_sampling_accept(g->smp, id, err))) break;
+        if ((rc = sl_detok_push(g->dt, id, &text, &len, err))) break;
+        if (len) fwrite(text, 1, len, out);
+        fflush(out);
+        st->n_gen++;
+        if (sl_session_n_past(g->s) >= sl_session_n_ctx(g->s)) {
+            st->stop = GEN_STOP_CTX;
+            break;
+        }
+        int32_t tok = id;
+        if ((rc = sl_session_eval(g->s, &tok, 1, err))) break;
+    }
+    sl_detok_flush(g->dt, &text, &len);
+    if (len) fwrite(text, 1, len, out);
+    fflush(out);
+    st->seconds = now_s() - t0;
+    return rc;
+}
+
+char *gen_read_file(const char *cmd, const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        fprintf(stderr, "sluice %s: cannot open '%s': %s\n", cmd, path, strerror(errno));
+        return NULL;
+    }
+    size_t cap = 1 << 16, n = 0;
+    char *buf = malloc(cap);
+    while (buf) {
+        if (n + 1 >= cap) {
+            char *nb = cap > ((size_t)1 << 40) ? NULL : realloc(buf, cap * 2);
+            if (!nb) {
+                free(buf);
+                buf = NULL;
+                break;
+            }
+            buf = nb;
+            cap *= 2;
+        }
+        size_t r = fread(buf + n, 1, cap - 1 - n, f);
+        n += r;
+        if (r == 0) break;
+    }
+    if (!buf) {
+        fprintf(stderr, "sluice %s: '%s' is too large to read into memory\n", cmd, path);
+        fclose(f);
+        return NULL;
+    }
+    if (ferror(f)) {
+        fprintf(stderr, "sluice %s: cannot read '%s': %s\n", cmd, path, strerror(errno));
+        fclose(f);
+        free(buf);
+        return NULL;
+    }
+    fclose(f);
+    buf[n] = '\0';
+    *len = n;
+    return buf;
+}
+
+int gen_tokenize(const sl_model *m, const char *text, size_t len, unsigned flags,
+                 int32_t **out, sl_err *err)
+{
+    /* a token covers at least one byte, plus BOS and a SentencePiece space
+     * prefix: one call is enough unless the guess is wrong */
+    size_t cap = len + 8;
+    *out = NULL;
+    for (int attempt = 0; attempt < 2; attempt++) {
+        if (cap > (size_t)1 << 31) cap = (size_t)1 << 31;
+        int32_t *ids = malloc(cap * sizeof *ids);
+        if (!ids) {
+            err->code = SL_ENOMEM;
+            snprintf(err->msg, sizeof err->msg, "out of memory for %zu token ids", cap);
+            return SL_ENOMEM;
+        }
+        int n = sl_tokenize(m, text, len, ids, (int)(cap > INT_MAX ? INT_MAX : cap), flags, err);
+        if (n >= 0 && (size_t)n <= cap) {
+            *out = ids;
+            return n;
+        }
+        free(ids);
+        if (n < 0) return n;
+        cap = (size_t)n;
+    }
+    err->code = SL_EINVAL;
+    snprintf(err->msg, sizeof err->msg, "the tokenizer gave two different token counts");
+    return SL_EINVAL;
+}

@@ -1,0 +1,90 @@
+/* gen.h - what `sluice run` and `sluice chat` share: the model, context and
+ * sampling flags, loading the model with a session and a sampler, evaluating
+ * a token list in batches, and the sample-print-evaluate loop of one reply.
+ * Uses only the public API (include/sluice.h). */
+#ifndef SL_APP_GEN_H
+#define SL_APP_GEN_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "sluice.h"
+
+typedef struct gen_opts {
+    const char *model;        /* -m */
+    int n_ctx;                /* -c; 0: min(train ctx, 4096) */
+    int n_threads;            /* -t; 0: all cores */
+    int n_batch;              /* -b; prompt batch (default 512) */
+    int n_predict;            /* -n; -1: until end of generation or full context */
+    sl_kv_type kv_type;       /* --kv-type */
+    bool ignore_eos;          /* --ignore-eos: end-of-generation tokens do not stop */
+    bool verbose;             /* --verbose */
+    sl_sampling_params sp;    /* --temp ... --seed */
+} gen_opts;
+
+/* Defaults; n_predict is the caller's (run: 128, chat: -1). */
+void gen_opts_init(gen_opts *o, int n_predict);
+
+/* If argv[*i] is one of the shared flags, parses it (and its value,
+ * advancing *i) and returns 1; returns 0 if the flag is not a shared one,
+ * -1 after printing an error for a bad value. cmd names the subcommand in
+ * messages. */
+int gen_opts_parse(gen_opts *o, const char *cmd, int argc, char **argv, int *i);
+
+/* The help lines of the shared flags. */
+void gen_opts_usage(FILE *f, int default_n_predict);
+
+/* Everything a generation needs; zero-initialise, free with gen_close. */
+typedef struct gen_ctx {
+    sl_model *m;
+    sl_session *s;
+    sl_sampling *smp;
+    sl_detok *dt;
+    int n_batch;
+    double load_s;            /* seconds to load the model */
+} gen_ctx;
+
+/* Loads the model, creates a session (n_ctx, n_batch, kv type), a sampler
+ * and a streaming decoder. Prints the error itself (prefixed by cmd) and
+ * returns non-zero on failure. */
+int gen_open(gen_ctx *g, const gen_opts *o, const char *cmd);
+void gen_close(gen_ctx *g);
+
+/* Evaluates ids[0..n) in batches of g->n_batch, recording each in the
+ * sampler's penalty history. */
+int gen_eval(gen_ctx *g, const int32_t *ids, int n, sl_err *err);
+
+typedef enum gen_stop {
+    GEN_STOP_EOG = 0,    /* an end-of-generation / end-of-turn token was sampled */
+    GEN_STOP_LIMIT,      /* max tokens produced */
+    GEN_STOP_CTX,        /* the context is full */
+    GEN_STOP_INTERRUPT,  /* *interrupt became non-zero */
+} gen_stop;
+
+typedef struct gen_reply_stats {
+    int n_gen;           /* tokens sampled and printed (the stop token excluded) */
+    gen_stop stop;
+    double seconds;      /* sampling + evaluation time */
+} gen_reply_stats;
+
+/* Produces one reply after the session's last evaluated token: samples
+ * from its logits, stops on is_stop(ud, id) (the stop token is neither
+ * printed nor evaluated), prints the decoded text to out as it becomes
+ * valid UTF-8 (flushing after every token), evaluates the token and goes
+ * on, up to max tokens (< 0: no limit). Returns non-zero on an engine
+ * error (err filled). */
+int gen_reply(gen_ctx *g, int max, bool (*is_stop)(void *ud, int32_t id), void *ud,
+              volatile sig_atomic_t *interrupt, FILE *out, gen_reply_stats *st, sl_err *err);
+
+/* Reads a whole file into a NUL-terminated buffer; prints the error (with
+ * cmd) and returns NULL on failure. */
+char *gen_read_file(const char *cmd, const char *path, size_t *len);
+
+/* Tokenizes text with the given SL_TOKENIZE_* flags into a new array;
+ * returns the count, or a negative SL_E* with err filled. */
+int gen_tokenize(const sl_model *m, const char *text, size_t len, unsigned flags,
+                 int32_t **out, sl_err *err);
+
+#endif
