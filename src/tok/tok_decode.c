@@ -255,11 +255,7 @@ int sl_tokenizer_decode(const sl_tokenizer *tok, const int32_t *ids, size_t n, u
         memcpy(buf + len, t, tl);
         len += tl;
     }
-    if (!buf && !sl_tok_reserve((void **)&buf, &cap, 1, 1)) {
-        rc = sl_err_set(err, SL_ENOMEM, "out of memory");
-        goto fail;
-    }
-    buf[len] = '\0';
+    buf[len] = '\0'; /* the last (flush) round reserved room for it */
     *out = buf;
     *out_len = len;
     sl_tok_decoder_free(&d);

@@ -62,25 +62,33 @@ static sl_tokenizer *load_vocab(const char *name)
     return tok;
 }
 
+/* Length of the well-formed UTF-8 sequence at p[0..n) per Unicode Table
+ * 3-7, or 0 if the bytes there are ill-formed. */
+static size_t seq_len(const unsigned char *p, size_t n)
+{
+    unsigned c = p[0], lo = 0x80, hi = 0xBF;
+    size_t k;
+    if (c < 0x80) return 1;
+    if (c >= 0xC2 && c <= 0xDF) k = 2;
+    else if (c == 0xE0) { k = 3; lo = 0xA0; }
+    else if (c == 0xED) { k = 3; hi = 0x9F; }
+    else if (c >= 0xE1 && c <= 0xEF) k = 3;
+    else if (c == 0xF0) { k = 4; lo = 0x90; }
+    else if (c >= 0xF1 && c <= 0xF3) k = 4;
+    else if (c == 0xF4) { k = 4; hi = 0x8F; }
+    else return 0;
+    if (n < k || p[1] < lo || p[1] > hi) return 0;
+    for (size_t j = 2; j < k; j++)
+        if ((p[j] & 0xC0) != 0x80) return 0;
+    return k;
+}
+
 static bool valid_utf8(const char *s, size_t n)
 {
     const unsigned char *p = (const unsigned char *)s;
     for (size_t i = 0; i < n;) {
-        unsigned c = p[i];
-        size_t k;
-        unsigned lo = 0x80, hi = 0xBF;
-        if (c < 0x80) { i++; continue; }
-        if (c >= 0xC2 && c <= 0xDF) k = 2;
-        else if (c == 0xE0) { k = 3; lo = 0xA0; }
-        else if (c == 0xED) { k = 3; hi = 0x9F; }
-        else if (c >= 0xE1 && c <= 0xEF) k = 3;
-        else if (c == 0xF0) { k = 4; lo = 0x90; }
-        else if (c >= 0xF1 && c <= 0xF3) k = 4;
-        else if (c == 0xF4) { k = 4; hi = 0x8F; }
-        else return false;
-        if (i + k > n || p[i + 1] < lo || p[i + 1] > hi) return false;
-        for (size_t j = 2; j < k; j++)
-            if ((p[i + j] & 0xC0) != 0x80) return false;
+        size_t k = seq_len(p + i, n - i);
+        if (!k) return false;
         i += k;
     }
     return true;
@@ -274,6 +282,108 @@ TEST(spm_word_split_equivalence)
     }
 }
 
+/* xorshift64*: a fixed stream of test inputs. */
+static uint64_t g_rng = 0x9E3779B97F4A7C15ull;
+static uint32_t rnd(uint32_t n)
+{
+    g_rng ^= g_rng >> 12;
+    g_rng ^= g_rng << 25;
+    g_rng ^= g_rng >> 27;
+    return (uint32_t)((g_rng * 0x2545F4914F6CDD1Dull) >> 33) % n;
+}
+
+/* Random texts built from pieces that stress every path: ASCII words and
+ * digits, whitespace runs, 2/3/4-byte characters, bytes that cannot start
+ * or finish a sequence, special-token texts and their fragments. */
+static size_t random_text(char *buf, size_t cap)
+{
+    static const char *const pieces[] = {
+        "a", "Hello", " world", "'s", "'LL", "123", "4", " ", "  ", "\t", "\n", "\r\n", "\n\n",
+        "\xC3\xA9", "\xC3\xB8", "\xE4\xB8\x96", "\xE3\x80\x80", "\xF0\x9F\xA6\x99",
+        "\xE2\x80\x8D", "\xC2\x85", "\xD9\xA3", "!", "...", "<|", "|>", "<|endoftext|>",
+        "<s>", "[PAD100015]", "\x80", "\xC3", "\xE4\xB8", "\xF0\x9F", "\xFF", "\xED\xA0\x80",
+    };
+    size_t n = 0, parts = rnd(12);
+    for (size_t i = 0; i < parts; i++) {
+        const char *p = pieces[rnd(sizeof pieces / sizeof *pieces)];
+        size_t l = strlen(p);
+        if (n + l >= cap) break;
+        memcpy(buf + n, p, l);
+        n += l;
+    }
+    buf[n] = '\0';
+    return n;
+}
+
+/* text with every byte that is not part of a well-formed sequence replaced
+ * by U+FFFD: what byte-level BPE encodes (llama.cpp's rule). */
+static size_t sanitize(const char *t, size_t n, char *out)
+{
+    size_t w = 0;
+    for (size_t i = 0; i < n;) {
+        size_t k = seq_len((const unsigned char *)t + i, n - i);
+        if (k) {
+            memcpy(out + w, t + i, k);
+            w += k;
+            i += k;
+        } else {
+            memcpy(out + w, "\xEF\xBF\xBD", 3);
+            w += 3;
+            i++;
+        }
+    }
+    return w;
+}
+
+/* For every vocabulary and 400 random texts: encoding succeeds with and
+ * without special-token parsing, ids are in range, decoding always yields
+ * valid UTF-8; BPE decodes to the text with ill-formed bytes as U+FFFD,
+ * SPM decodes valid texts back exactly. */
+TEST(random_texts)
+{
+    for (size_t v = 0; v < N_VOCABS; v++) {
+        sl_tokenizer *tok = load_vocab(k_vocabs[v]);
+        CHECK(tok != NULL);
+        if (!tok) continue;
+        bool spm = sl_tokenizer_model(tok) == SL_TOK_MODEL_SPM;
+        int bad = 0;
+        for (int r = 0; r < 400; r++) {
+            char text[256], want[768];
+            size_t n = random_text(text, sizeof text);
+            for (unsigned flags = 0; flags <= SL_TOK_PARSE_SPECIAL; flags += SL_TOK_PARSE_SPECIAL) {
+                sl_tok_ids ids = {0};
+                sl_err err = {0};
+                if (sl_tokenizer_encode(tok, text, n, flags, &ids, &err)) {
+                    bad++;
+                    continue;
+                }
+                for (size_t i = 0; i < ids.n; i++)
+                    if (ids.ids[i] < 0 || (uint32_t)ids.ids[i] >= sl_tokenizer_n_tokens(tok)) bad++;
+                char *out = NULL;
+                size_t out_len = 0;
+                if (sl_tokenizer_decode(tok, ids.ids, ids.n, SL_TOK_DECODE_STRIP_PREFIX_SPACE, &out,
+                                        &out_len, &err)) {
+                    bad++;
+                } else if (!valid_utf8(out, out_len)) {
+                    bad++;
+                } else if (flags == 0) {
+                    size_t wl = spm ? n : sanitize(text, n, want);
+                    const char *w = spm ? text : want;
+                    bool check = !spm || valid_utf8(text, n);
+                    if (check && (out_len != wl || memcmp(out, w, wl) != 0)) {
+                        fprintf(stderr, "  %s: round trip of random text %d differs\n", k_vocabs[v], r);
+                        bad++;
+                    }
+                }
+                free(out);
+                sl_tok_ids_free(&ids);
+            }
+        }
+        CHECK_MSG(bad == 0, "%s: %d failures", k_vocabs[v], bad);
+        sl_tokenizer_free(tok);
+    }
+}
+
 int main(void)
 {
     RUN(golden_gpt2);
@@ -283,6 +393,7 @@ int main(void)
     RUN(golden_phi3);
     RUN(roundtrip_all_vocabs);
     RUN(spm_word_split_equivalence);
+    RUN(random_texts);
     printf("     fixture strings: %d/%d match\n", g_lines_pass, g_lines_total);
     return TEST_REPORT();
 }
