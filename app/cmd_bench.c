@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "args.h"
+#include "model_flags.h"
 #include "commands.h"
 #include "engine/session.h"
 #include "model/model.h"
@@ -26,11 +27,12 @@ static void usage(FILE *f)
             "  -p, --n-prompt N   prompt tokens per pp test (default 512; 0 skips pp)\n"
             "  -n, --n-gen N      generated tokens per tg test (default 128; 0 skips tg)\n"
             "  -r, --repetitions N  runs of each test (default 3)\n"
-            "  -t, --threads N    compute threads (default: all cores)\n"
             "  -b, --batch N      prompt batch size (default 512)\n"
             "      --json         one JSON object per test instead of the table\n"
             "      --kernels      matvec GB/s per weight type vs measured memory bandwidth\n"
-            "      --mb N         weight bytes per kernel matrix, MiB (default 256)\n");
+            "      --mb N         weight bytes per kernel matrix, MiB (default 256)\n"
+            "\nModel and streaming options:\n");
+    model_flags_help(f);
 }
 
 typedef struct stats {
@@ -109,18 +111,15 @@ static int run_test(sl_model *m, int n_prompt, int n_gen, int batch, int reps, d
     return rc;
 }
 
-static int bench_model(const char *path, int n_prompt, int n_gen, int reps, int threads,
-                       int batch, bool json)
+static int bench_model(const char *path, int n_prompt, int n_gen, int reps,
+                       const model_flags *mf, int batch, bool json)
 {
-    sl_model_params mp = sl_model_default_params();
-    mp.n_threads = threads;
-    sl_model *m;
+    sl_model *m = model_flags_load(mf, "bench", path);
+    if (!m) return 1;
     sl_err err;
-    if (sl_model_load(&m, path, &mp, &err)) {
-        fprintf(stderr, "sluice bench: %s\n", err.msg);
-        return 1;
-    }
+    const int threads = mf->params.n_threads;
     const int nth = threads > 0 ? threads : sl_cpu_count();
+    run_totals totals = {0, 0, 0};
     const double gib = (double)m->weights_bytes / (1u << 30);
     if (!json) {
         printf("| %-10s | %10s | %-6s | %7s | %8s | %20s |\n", "model", "size", "type",
@@ -133,7 +132,11 @@ static int bench_model(const char *path, int n_prompt, int n_gen, int reps, int 
         int np = which == 0 ? n_prompt : 0, ng = which == 1 ? n_gen : 0;
         if (np == 0 && ng == 0) continue;
         double *tps = calloc((size_t)reps, sizeof *tps);
+        uint64_t t0 = sl_now_ns();
         rc = run_test(m, np, ng, batch, reps, tps, &err);
+        totals.seconds += sl_ns_to_s(sl_now_ns() - t0);
+        totals.tokens += (long)reps * (np + ng) + 1;
+        totals.generated += (long)reps * ng;
         if (rc) {
             fprintf(stderr, "sluice bench: %s\n", err.msg);
             free(tps);
@@ -154,6 +157,7 @@ static int bench_model(const char *path, int n_prompt, int n_gen, int reps, int 
         fflush(stdout);
         free(tps);
     }
+    model_flags_report(mf, m, &totals);
     sl_model_free(m);
     return rc ? 1 : 0;
 }
@@ -163,10 +167,15 @@ int bench_kernels(int threads, int mb); /* bench_kernels.c */
 int cmd_bench(int argc, char **argv)
 {
     const char *model = NULL;
-    long n_prompt = 512, n_gen = 128, reps = 3, threads = 0, batch = 512, mb = 256;
+    long n_prompt = 512, n_gen = 128, reps = 3, batch = 512, mb = 256;
+    model_flags mf;
+    model_flags_init(&mf);
     bool json = false, kernels = false;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v;
+        int shared = model_flags_parse(&mf, "bench", argc, argv, &i);
+        if (shared < 0) return 2;
+        if (shared > 0) continue;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             usage(stdout);
             return 0;
@@ -187,9 +196,6 @@ int cmd_bench(int argc, char **argv)
         } else if (!strcmp(a, "-r") || !strcmp(a, "--repetitions")) {
             if (!(v = arg_value("bench", argc, argv, &i)) || !arg_int("bench", a, v, 1, 1000, &reps))
                 return 2;
-        } else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) {
-            if (!(v = arg_value("bench", argc, argv, &i)) || !arg_int("bench", a, v, 1, 1024, &threads))
-                return 2;
         } else if (!strcmp(a, "-b") || !strcmp(a, "--batch")) {
             if (!(v = arg_value("bench", argc, argv, &i)) || !arg_int("bench", a, v, 1, 1 << 16, &batch))
                 return 2;
@@ -201,7 +207,7 @@ int cmd_bench(int argc, char **argv)
             return 2;
         }
     }
-    if (kernels) return bench_kernels((int)threads, (int)mb);
+    if (kernels) return bench_kernels(mf.params.n_threads, (int)mb);
     if (!model) {
         fprintf(stderr, "sluice bench: no model given (-m FILE); see --help\n");
         return 2;
@@ -210,6 +216,6 @@ int cmd_bench(int argc, char **argv)
         fprintf(stderr, "sluice bench: nothing to do: -p and -n are both 0\n");
         return 2;
     }
-    return bench_model(model, (int)n_prompt, (int)n_gen, (int)reps, (int)threads, (int)batch,
-                       json);
+    mf.params.n_ctx_hint = (int)(n_prompt + n_gen + 1);
+    return bench_model(model, (int)n_prompt, (int)n_gen, (int)reps, &mf, (int)batch, json);
 }

@@ -1,0 +1,205 @@
+/* model_flags.c - see model_flags.h. */
+#include "model_flags.h"
+
+#include <string.h>
+
+#include "args.h"
+#include "util/mem.h"
+
+void model_flags_init(model_flags *f)
+{
+    memset(f, 0, sizeof *f);
+    f->params = sl_model_default_params();
+}
+
+void model_flags_help(FILE *out)
+{
+    fprintf(out,
+            "  -t, --threads N        compute threads (default: all cores)\n"
+            "      --mem-budget MB    memory the process may use (default: available memory,\n"
+            "                         cgroup limits honoured, minus a margin)\n"
+            "      --cache-mb N       expert cache size (default: what the budget leaves)\n"
+            "      --cache-experts N  expert cache size in experts\n"
+            "      --moe-stream       always stream routed experts from the file\n"
+            "      --no-stream        keep every expert in RAM\n"
+            "      --io-threads N     I/O lanes for expert reads (default 4)\n"
+            "      --io-backend B     pread (default) or uring\n"
+            "      --io-qd N          reads in flight per io_uring lane (default 4)\n"
+            "      --overlap / --no-overlap  compute resident experts while others load (on)\n"
+            "      --dense-weights M  anon (read into RAM, default) or mmap\n"
+            "      --io-trace FILE    log every expert read\n"
+            "      --stats            print where the time and memory went, at the end\n"
+            "      --stats-json FILE  write the same as JSON\n"
+            "      --progress         a live status line on stderr\n");
+}
+
+static bool mb_arg(const char *cmd, const char *flag, const char *v, uint64_t *out)
+{
+    long mb;
+    if (!arg_int(cmd, flag, v, 1, 1L << 30, &mb)) return false;
+    *out = (uint64_t)mb << 20;
+    return true;
+}
+
+int model_flags_parse(model_flags *f, const char *cmd, int argc, char **argv, int *i)
+{
+    const char *a = argv[*i], *v;
+    sl_model_params *p = &f->params;
+    long n;
+#define VALUE()                                                                \
+    do {                                                                       \
+        if (!(v = arg_value(cmd, argc, argv, i))) return -1;                   \
+    } while (0)
+    if (!strcmp(a, "-t") || !strcmp(a, "--threads")) {
+        VALUE();
+        if (!arg_int(cmd, a, v, 1, 1024, &n)) return -1;
+        p->n_threads = (int)n;
+    } else if (!strcmp(a, "--mem-budget")) {
+        VALUE();
+        if (!mb_arg(cmd, a, v, &p->mem_budget)) return -1;
+    } else if (!strcmp(a, "--cache-mb")) {
+        VALUE();
+        if (!mb_arg(cmd, a, v, &p->cache_bytes)) return -1;
+    } else if (!strcmp(a, "--cache-experts")) {
+        VALUE();
+        if (!arg_int(cmd, a, v, 1, 1 << 24, &n)) return -1;
+        p->cache_experts = (int)n;
+    } else if (!strcmp(a, "--moe-stream")) {
+        p->stream = SL_STREAM_ON;
+    } else if (!strcmp(a, "--no-stream")) {
+        p->stream = SL_STREAM_OFF;
+    } else if (!strcmp(a, "--io-threads")) {
+        VALUE();
+        if (!arg_int(cmd, a, v, 1, 64, &n)) return -1;
+        p->io_threads = (int)n;
+    } else if (!strcmp(a, "--io-qd")) {
+        VALUE();
+        if (!arg_int(cmd, a, v, 1, 256, &n)) return -1;
+        p->io_queue_depth = (int)n;
+    } else if (!strcmp(a, "--io-backend")) {
+        VALUE();
+        if (!strcmp(v, "pread")) p->io_backend = SL_IO_KIND_PREAD;
+        else if (!strcmp(v, "uring")) p->io_backend = SL_IO_KIND_URING;
+        else {
+            fprintf(stderr, "sluice %s: --io-backend expects pread or uring, got '%s'\n", cmd, v);
+            return -1;
+        }
+    } else if (!strcmp(a, "--overlap")) {
+        p->no_overlap = false;
+    } else if (!strcmp(a, "--no-overlap")) {
+        p->no_overlap = true;
+    } else if (!strcmp(a, "--dense-weights")) {
+        VALUE();
+        if (!strcmp(v, "anon")) p->dense = SL_DENSE_ANON;
+        else if (!strcmp(v, "mmap")) p->dense = SL_DENSE_MMAP;
+        else {
+            fprintf(stderr, "sluice %s: --dense-weights expects anon or mmap, got '%s'\n", cmd, v);
+            return -1;
+        }
+    } else if (!strcmp(a, "--io-trace")) {
+        VALUE();
+        p->io_trace_path = v;
+    } else if (!strcmp(a, "--stats")) {
+        f->stats = true;
+    } else if (!strcmp(a, "--stats-json")) {
+        VALUE();
+        f->stats_json = v;
+    } else if (!strcmp(a, "--progress")) {
+        f->progress = true;
+    } else {
+        return 0;
+    }
+#undef VALUE
+    return 1;
+}
+
+sl_model *model_flags_load(const model_flags *f, const char *cmd, const char *path)
+{
+    sl_model *m;
+    sl_err err;
+    if (sl_model_load(&m, path, &f->params, &err)) {
+        fprintf(stderr, "sluice %s: %s\n", cmd, err.msg);
+        return NULL;
+    }
+    sl_stream_stats st;
+    sl_model_stream_stats(m, &st);
+    if (st.warning[0]) fprintf(stderr, "sluice %s: warning: %s\n", cmd, st.warning);
+    return m;
+}
+
+#define MIB (1024.0 * 1024.0)
+
+void model_flags_report(const model_flags *f, const sl_model *m, const run_totals *t)
+{
+    if (!f->stats && !f->stats_json) return;
+    sl_stream_stats st;
+    sl_model_stream_stats(m, &st);
+    uint64_t rss = 0, peak = 0, majflt = 0;
+    double cpu = 0.0;
+    sl_mem_rss(&rss, &peak);
+    sl_proc_usage(&majflt, &cpu);
+    const double toks = t->tokens > 0 ? (double)t->tokens : 1.0;
+    const uint64_t lookups = st.hits + st.misses;
+    const double hit_rate = lookups ? (double)st.hits / (double)lookups : 1.0;
+    const double compute = t->seconds - st.stall_s - st.manage_s;
+    if (f->stats) {
+        fprintf(stderr, "\n--- sluice stats ---\n");
+        fprintf(stderr, "mode            %s\n",
+                st.streaming ? "streaming routed experts" : "fully resident");
+        fprintf(stderr, "memory          budget %.0f MiB, dense %.0f MiB, experts %.0f MiB "
+                "(one token's cycle %.0f MiB)\n",
+                (double)st.budget_bytes / MIB, (double)st.dense_bytes / MIB,
+                (double)st.expert_bytes / MIB, (double)st.expert_cycle_bytes / MIB);
+        if (st.streaming)
+            fprintf(stderr, "expert cache    %llu experts, %.0f MiB; I/O %s\n",
+                    (unsigned long long)st.n_slots, (double)st.cache_bytes / MIB, st.io_mode);
+        fprintf(stderr, "tokens          %ld evaluated (%ld generated) in %.2f s: %.2f tok/s\n",
+                t->tokens, t->generated, t->seconds, t->tokens / (t->seconds > 0 ? t->seconds : 1));
+        fprintf(stderr, "time per token  %.2f ms: compute %.2f, cache management %.2f, "
+                "flash stall %.2f\n",
+                1e3 * t->seconds / toks, 1e3 * compute / toks, 1e3 * st.manage_s / toks,
+                1e3 * st.stall_s / toks);
+        if (st.streaming) {
+            fprintf(stderr, "experts         hit rate %.1f%% (%llu hits, %llu misses), "
+                    "%llu evictions, %llu re-reads\n",
+                    100.0 * hit_rate, (unsigned long long)st.hits, (unsigned long long)st.misses,
+                    (unsigned long long)st.evictions, (unsigned long long)st.rereads);
+            fprintf(stderr, "flash           %.2f MiB/token (%.0f MiB read in %llu reads), "
+                    "latency p50 %.0f us, p90 %.0f us, p99 %.0f us\n",
+                    (double)st.window_bytes / MIB / toks, (double)st.window_bytes / MIB,
+                    (unsigned long long)st.reads, st.lat_p50_us, st.lat_p90_us, st.lat_p99_us);
+        }
+        fprintf(stderr, "process         RSS %.0f MiB (peak %.0f MiB), %llu major faults, "
+                "%.3f CPU s/token\n",
+                (double)rss / MIB, (double)peak / MIB, (unsigned long long)majflt, cpu / toks);
+    }
+    if (f->stats_json) {
+        FILE *out = fopen(f->stats_json, "w");
+        if (!out) {
+            fprintf(stderr, "sluice: cannot write '%s'\n", f->stats_json);
+            return;
+        }
+        fprintf(out,
+                "{\"streaming\":%s,\"budget_bytes\":%llu,\"dense_bytes\":%llu,"
+                "\"expert_bytes\":%llu,\"expert_cycle_bytes\":%llu,\"cache_bytes\":%llu,"
+                "\"cache_experts\":%llu,\"tokens\":%ld,\"generated\":%ld,\"seconds\":%.6f,"
+                "\"compute_s\":%.6f,\"manage_s\":%.6f,\"stall_s\":%.6f,\"hits\":%llu,"
+                "\"misses\":%llu,\"hit_rate\":%.6f,\"evictions\":%llu,\"rereads\":%llu,"
+                "\"reads\":%llu,\"read_bytes\":%llu,\"window_bytes\":%llu,"
+                "\"mib_per_token\":%.6f,\"lat_p50_us\":%.1f,\"lat_p90_us\":%.1f,"
+                "\"lat_p99_us\":%.1f,\"rss_bytes\":%llu,\"peak_rss_bytes\":%llu,"
+                "\"major_faults\":%llu,\"cpu_s_per_token\":%.6f}\n",
+                st.streaming ? "true" : "false", (unsigned long long)st.budget_bytes,
+                (unsigned long long)st.dense_bytes, (unsigned long long)st.expert_bytes,
+                (unsigned long long)st.expert_cycle_bytes, (unsigned long long)st.cache_bytes,
+                (unsigned long long)st.n_slots, t->tokens, t->generated, t->seconds, compute,
+                st.manage_s, st.stall_s, (unsigned long long)st.hits,
+                (unsigned long long)st.misses, hit_rate, (unsigned long long)st.evictions,
+                (unsigned long long)st.rereads, (unsigned long long)st.reads,
+                (unsigned long long)st.read_bytes, (unsigned long long)st.window_bytes,
+                (double)st.window_bytes / MIB / toks, st.lat_p50_us, st.lat_p90_us,
+                st.lat_p99_us, (unsigned long long)rss, (unsigned long long)peak,
+                (unsigned long long)majflt, cpu / toks);
+        fclose(out);
+    }
+}

@@ -1,0 +1,44 @@
+/* model_flags.h - the flags every model-running command shares (threads,
+ * memory budget, streaming, I/O lanes, stats), parsed into sl_model_params,
+ * and the --stats summary they print. */
+#ifndef SL_APP_MODEL_FLAGS_H
+#define SL_APP_MODEL_FLAGS_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "sluice.h"
+
+typedef struct model_flags {
+    sl_model_params params;
+    bool stats;              /* --stats: summary on stderr at the end */
+    const char *stats_json;  /* --stats-json FILE */
+    bool progress;           /* --progress: a live line on stderr */
+} model_flags;
+
+void model_flags_init(model_flags *f);
+
+/* If argv[*i] is one of the shared flags, consumes it (and its value),
+ * advancing *i, and returns 1; returns 0 if it is not one of them; -1
+ * after printing an error about a bad value. */
+int model_flags_parse(model_flags *f, const char *cmd, int argc, char **argv, int *i);
+
+/* The help lines for the shared flags. */
+void model_flags_help(FILE *out);
+
+/* Loads the model with f->params; on failure prints the error (prefixed
+ * with "sluice CMD: ") and returns NULL. Prints the planning warning (cache
+ * below one token's cycle) to stderr. */
+sl_model *model_flags_load(const model_flags *f, const char *cmd, const char *path);
+
+/* Wall seconds and tokens of the measured part of a run. */
+typedef struct run_totals {
+    double seconds;
+    long tokens;       /* tokens evaluated (prompt + generated) */
+    long generated;
+} run_totals;
+
+/* Prints the --stats summary to stderr and writes --stats-json, if asked. */
+void model_flags_report(const model_flags *f, const sl_model *m, const run_totals *t);
+
+#endif
