@@ -45,7 +45,8 @@ static bool has(const char *s, const char *needle)
 sl_chat_family sl_chat_detect(const char *j)
 {
     if (!j || !*j) return SL_CHAT_PLAIN;
-    if (has(j, "<|im_start|>")) return has(j, "enable_thinking") ? SL_CHAT_QWEN3 : SL_CHAT_CHATML;
+    if (has(j, "<|im_start|>"))
+        return has(j, "enable_thinking") || has(j, "</think>") ? SL_CHAT_QWEN3 : SL_CHAT_CHATML;
     if (has(j, "<|start_header_id|>")) return SL_CHAT_LLAMA3;
     if (has(j, "[INST]")) {
         /* v3 writes "[INST] " with no space before it and carries the tool
@@ -103,6 +104,7 @@ sl_chat_opts sl_chat_opts_default(void)
     o.bos_text = NULL;
     o.eos_text = NULL;
     o.enable_thinking = true;
+    o.date = NULL;
     return o;
 }
 
@@ -113,6 +115,7 @@ void sl_chat_template_free(sl_chat_template *t)
     free(t->bos_text);
     free(t->eos_text);
     free(t->turn_end);
+    free(t->date);
     memset(t, 0, sizeof *t);
 }
 
@@ -132,8 +135,17 @@ int sl_chat_template_init(sl_chat_template *t, const char *jinja, const sl_chat_
     if (!eos) eos = t->family == SL_CHAT_TULU ? "<|endoftext|>" : "</s>";
     t->bos_text = dup_or_empty(o.bos_text);
     t->eos_text = dup_or_empty(eos);
-    if ((t->family == SL_CHAT_CHATML || t->family == SL_CHAT_QWEN3) && jinja)
+    bool oom = false;
+    if ((t->family == SL_CHAT_CHATML || t->family == SL_CHAT_QWEN3) && jinja) {
         t->default_system = find_default_system(jinja); /* NULL if none (or no memory) */
+        /* thinking-only models open the think block in the template */
+        t->think_prefix = has(jinja, "<|im_start|>assistant\\n<think>\\n'") ||
+                          has(jinja, "<|im_start|>assistant\n<think>\n'");
+    }
+    if (t->family == SL_CHAT_LLAMA3 && (o.date || (jinja && has(jinja, "Cutting Knowledge Date")))) {
+        t->date = dup_or_empty(o.date ? o.date : "26 Jul 2024");
+        oom = !t->date;
+    }
 
     const char *te = "\n";
     switch (t->family) {
@@ -175,7 +187,7 @@ int sl_chat_template_init(sl_chat_template *t, const char *jinja, const sl_chat_
     } else if (te) {
         t->turn_end = dup_or_empty(te);
     }
-    if (!t->bos_text || !t->eos_text || !t->turn_end) {
+    if (oom || !t->bos_text || !t->eos_text || !t->turn_end) {
         sl_chat_template_free(t);
         return sl_err_set(err, SL_ENOMEM, "chat template: out of memory");
     }

@@ -20,9 +20,20 @@
  *               "<think>\n\n</think>\n\n" to the generation prompt; assistant
  *               turns before the last user message lose their
  *               "<think>...</think>" part; assistant turns after it are
- *               normalised to "<think>\n{r}\n</think>\n\n{a}".
+ *               normalised to "<think>\n{r}\n</think>\n\n{a}". Also used for
+ *               ChatML templates that handle "</think>" without the switch
+ *               (Qwen3-*-Thinking-2507, QwQ). A template whose generation
+ *               prompt is '<|im_start|>assistant\n<think>\n' (thinking-only
+ *               models) gets "<think>\n" after the generation prompt.
  *   llama3      {bos}<|start_header_id|>{role}<|end_header_id|>\n\n{trim(text)}<|eot_id|>
  *               ... generation prompt: <|start_header_id|>assistant<|end_header_id|>\n\n
+ *               Llama 3.1+ templates (they mention "Cutting Knowledge Date")
+ *               always open with a system block:
+ *                 <|start_header_id|>system<|end_header_id|>\n\n
+ *                 Cutting Knowledge Date: December 2023\nToday Date: {date}\n\n{trim(s)}<|eot_id|>
+ *               with {date} = opts.date or the template's fallback
+ *               "26 Jul 2024" (3.2+ would use today's date: pass it in opts
+ *               if wanted; the default keeps prompts reproducible).
  *   mistral     (v1: Mixtral-8x7B-Instruct, Mistral-7B-Instruct v0.1/v0.2)
  *               {bos} [INST] {s}\n\n{u1} [/INST] {a1}{eos} [INST] {u2} [/INST]
  *               (the prompt itself ends the user turn; no extra generation
@@ -87,6 +98,7 @@ typedef struct sl_chat_opts {
                              mistral and tulu; NULL = "</s>" for mistral,
                              "<|endoftext|>" for tulu */
     bool enable_thinking; /* qwen3 switch; default true */
+    const char *date;     /* llama3 "Today Date" text; NULL = "26 Jul 2024" */
 } sl_chat_opts;
 
 typedef struct sl_chat_template {
@@ -95,7 +107,9 @@ typedef struct sl_chat_template {
     char *bos_text;       /* owned; "" when none */
     char *eos_text;       /* owned */
     char *turn_end;       /* owned; see sl_chat_turn_end */
+    char *date;           /* owned; llama3 dated system block, or NULL */
     bool enable_thinking;
+    bool think_prefix;    /* generation prompt continues with "<think>\n" */
     const char *stops[4]; /* NULL-terminated; point into static strings or eos_text */
 } sl_chat_template;
 
@@ -103,7 +117,8 @@ typedef struct sl_chat_template {
 sl_chat_opts sl_chat_opts_default(void);
 
 /* Family of a tokenizer.chat_template string (NULL or empty -> plain):
- * "<|im_start|>" -> chatml, or qwen3 if it also mentions "enable_thinking";
+ * "<|im_start|>" -> chatml, or qwen3 if it also mentions "enable_thinking"
+ * or "</think>";
  * "<|start_header_id|>" -> llama3; "[INST]" -> mistral-v3 if it has
  * "[AVAILABLE_TOOLS]" and no " [INST]", else mistral; "<|user|>" and
  * "<|assistant|>" -> tulu; anything else -> plain. */

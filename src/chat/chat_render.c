@@ -150,9 +150,20 @@ static void render_chatml(sbuf *b, const sl_chat_template *t, const sl_chat_msg 
     }
 }
 
-static void render_llama3(sbuf *b, const sl_chat_msg *m, const role *ro, size_t n)
+static void render_llama3(sbuf *b, const sl_chat_template *t, const sl_chat_msg *m,
+                          const role *ro, size_t n, bool cont)
 {
-    for (size_t i = 0; i < n; i++) {
+    size_t i = 0;
+    if (t->date && !cont) {
+        /* Llama 3.1+: the system block is always there, dated */
+        put(b, "<|start_header_id|>system<|end_header_id|>\n\nCutting Knowledge Date: "
+               "December 2023\nToday Date: ");
+        put(b, t->date);
+        put(b, "\n\n");
+        if (n > 0 && ro[0] == R_SYSTEM) put_trimmed(b, m[i++].content);
+        put(b, "<|eot_id|>");
+    }
+    for (; i < n; i++) {
         put(b, "<|start_header_id|>");
         put(b, role_name(ro[i]));
         put(b, "<|end_header_id|>\n\n");
@@ -254,10 +265,12 @@ static int render(const sl_chat_template *t, const sl_chat_msg *msgs, size_t n, 
             put(&b, "<|im_start|>assistant\n");
             if (t->family == SL_CHAT_QWEN3 && !t->enable_thinking)
                 put(&b, "<think>\n\n</think>\n\n");
+            else if (t->think_prefix)
+                put(&b, "<think>\n");
         }
         break;
     case SL_CHAT_LLAMA3:
-        render_llama3(&b, msgs, ro, n);
+        render_llama3(&b, t, msgs, ro, n, cont);
         if (gen) put(&b, "<|start_header_id|>assistant<|end_header_id|>\n\n");
         break;
     case SL_CHAT_MISTRAL:

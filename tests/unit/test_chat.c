@@ -366,12 +366,83 @@ TEST(name_override_and_errors)
     sl_chat_template_free(&t);
 }
 
+TEST(llama31_dated_system_block)
+{
+    /* Llama 3.1's template always writes a system block that starts with
+     * "Cutting Knowledge Date: December 2023\nToday Date: " + date_string
+     * + "\n\n" (date_string defaults to "26 Jul 2024"), then the trimmed
+     * system message (or nothing), then <|eot_id|>. */
+    const char *l31 = "{{- \"<|start_header_id|>system<|end_header_id|>\\n\\n\" }}"
+                      "{{- \"Cutting Knowledge Date: December 2023\\n\" }}";
+    sl_chat_template t;
+    sl_chat_opts o = sl_chat_opts_default();
+    o.bos_text = "<|begin_of_text|>";
+    sl_err err = {0};
+    CHECK_EQ_INT(sl_chat_template_init(&t, l31, &o, &err), SL_OK);
+    CHECK_EQ_INT(t.family, SL_CHAT_LLAMA3);
+    expect_render(&t, conv, 4, true,
+                  "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\n"
+                  "Cutting Knowledge Date: December 2023\nToday Date: 26 Jul 2024\n\n"
+                  "You are terse.<|eot_id|>"
+                  "<|start_header_id|>user<|end_header_id|>\n\nHi!<|eot_id|>"
+                  "<|start_header_id|>assistant<|end_header_id|>\n\nHello.<|eot_id|>"
+                  "<|start_header_id|>user<|end_header_id|>\n\nName a color.<|eot_id|>"
+                  "<|start_header_id|>assistant<|end_header_id|>\n\n");
+    expect_render(&t, conv + 1, 1, true,
+                  "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\n"
+                  "Cutting Knowledge Date: December 2023\nToday Date: 26 Jul 2024\n\n"
+                  "<|eot_id|><|start_header_id|>user<|end_header_id|>\n\nHi!<|eot_id|>"
+                  "<|start_header_id|>assistant<|end_header_id|>\n\n");
+    expect_continue(&t, conv + 3, 1,
+                    "<|eot_id|><|start_header_id|>user<|end_header_id|>\n\nName a color."
+                    "<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n");
+    expect_incremental_identity(&t, "Hello.");
+    sl_chat_template_free(&t);
+
+    o.date = "05 Mar 2026";
+    CHECK_EQ_INT(sl_chat_template_init(&t, l31, &o, &err), SL_OK);
+    char *out = NULL;
+    CHECK_EQ_INT(sl_chat_render(&t, conv, 1, false, &out, &err), SL_OK);
+    CHECK_STR_CONTAINS(out, "Today Date: 05 Mar 2026\n\nYou are terse.<|eot_id|>");
+    free(out);
+    sl_chat_template_free(&t);
+}
+
+TEST(thinking_only_chatml_opens_the_think_block)
+{
+    /* Qwen3-*-Thinking-2507 / QwQ: the generation prompt is
+     * '<|im_start|>assistant\n<think>\n' and history drops "</think>"
+     * reasoning like Qwen3 (detected by "</think>"). */
+    const char *tt = "{%- set content = message.content.split('</think>')[-1] %}"
+                     "{%- if add_generation_prompt %}\n"
+                     "    {{- '<|im_start|>assistant\\n<think>\\n' }}\n{%- endif %}";
+    sl_chat_template t;
+    sl_err err = {0};
+    CHECK_EQ_INT(sl_chat_template_init(&t, tt, NULL, &err), SL_OK);
+    CHECK_EQ_INT(t.family, SL_CHAT_QWEN3);
+    CHECK(t.think_prefix);
+    sl_chat_msg m[4] = {conv[0], conv[1], {"assistant", "step one\n</think>\n\nHello."},
+                        conv[3]};
+    expect_render(&t, m, 4, true,
+                  "<|im_start|>system\nYou are terse.<|im_end|>\n"
+                  "<|im_start|>user\nHi!<|im_end|>\n"
+                  "<|im_start|>assistant\nHello.<|im_end|>\n"
+                  "<|im_start|>user\nName a color.<|im_end|>\n"
+                  "<|im_start|>assistant\n<think>\n");
+    expect_continue(&t, conv + 3, 1,
+                    "<|im_end|>\n<|im_start|>user\nName a color.<|im_end|>\n"
+                    "<|im_start|>assistant\n<think>\n");
+    sl_chat_template_free(&t);
+}
+
 int main(void)
 {
     RUN(chatml_two_turns);
     RUN(qwen25_default_system_is_inserted_only_without_one);
     RUN(qwen3_thinking_switch_and_history);
     RUN(llama3_two_turns);
+    RUN(llama31_dated_system_block);
+    RUN(thinking_only_chatml_opens_the_think_block);
     RUN(mistral_v1_two_turns);
     RUN(mistral_v3_two_turns);
     RUN(tulu_two_turns);
