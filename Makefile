@@ -103,18 +103,35 @@ demo: deps
 	./scripts/demo.sh $(REL)/sluice $(DEMO_MODEL)
 
 # ---- fuzzing (clang + libFuzzer) ----------------------------------------------
+# The GGUF target links only the modules the reader needs (gguf, quant, util),
+# so a half-written file elsewhere cannot break it. *_avx2.c alone get the
+# AVX2 flags, as in the other builds. New inputs go to build/fuzz/corpus; the
+# committed seeds in tests/fuzz/corpus are read, never written. Findings land
+# in build/fuzz/ as crash-*/leak-*/timeout-* files.
 FUZZ_SECONDS ?= 60
 FUZZ := build/fuzz
-FUZZ_LIB_SRC := $(filter-out %_avx2.c,$(LIB_SRC))
+FUZZ_CC ?= clang
+FUZZ_SRC := $(sort $(wildcard src/gguf/*.c src/quant/*.c src/util/*.c))
+FUZZ_OBJ := $(FUZZ_SRC:%.c=$(FUZZ)/%.o) $(FUZZ)/tests/fuzz/fuzz_gguf.o
+FUZZ_CFLAGS := $(CSTD) $(CDEFS) $(INC) -g -O1 -fno-omit-frame-pointer \
+  -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all
+FUZZ_FLAGS ?= -max_len=65536 -timeout=10 -rss_limit_mb=2048 -use_value_profile=1 \
+  -dict=tests/fuzz/gguf.dict -artifact_prefix=$(FUZZ)/
 
-$(FUZZ)/fuzz_gguf: tests/fuzz/fuzz_gguf.c $(LIB_SRC)
-	@mkdir -p $(FUZZ)
-	clang $(CSTD) $(CDEFS) $(INC) -g -O1 -fsanitize=fuzzer,address,undefined \
-	  $(SIMD_AVX2) -o $@ tests/fuzz/fuzz_gguf.c $(LIB_SRC) $(LIBS)
+$(FUZZ)/%_avx2.o: %_avx2.c
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) $(SIMD_AVX2) $(DEPFLAGS) -c $< -o $@
+
+$(FUZZ)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) $(DEPFLAGS) -c $< -o $@
+
+$(FUZZ)/fuzz_gguf: $(FUZZ_OBJ)
+	$(FUZZ_CC) -g -fsanitize=fuzzer,address,undefined -o $@ $(FUZZ_OBJ) $(LIBS)
 
 fuzz: deps $(FUZZ)/fuzz_gguf
 	@mkdir -p $(FUZZ)/corpus
-	$(FUZZ)/fuzz_gguf -max_total_time=$(FUZZ_SECONDS) -max_len=65536 \
+	$(FUZZ)/fuzz_gguf -max_total_time=$(FUZZ_SECONDS) $(FUZZ_FLAGS) \
 	  $(FUZZ)/corpus tests/fuzz/corpus
 
 # ---- thread sanitizer ----------------------------------------------------------
@@ -130,10 +147,21 @@ tsan: $(TSAN_TESTS)
 	  $(TSAN)/$$n || exit 1; \
 	done
 
+# ---- bench (micro-benchmarks; not part of the suite) ---------------------------
+# bench/<name>.c -> build/rel/bench/<name>, linked against the release library.
+BENCH_SRC := $(sort $(wildcard bench/*.c))
+BENCH_BIN := $(BENCH_SRC:bench/%.c=$(REL)/bench/%)
+
+$(REL)/bench/%: bench/%.c $(REL)/libsluice.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CSTD) $(WARN) $(OPT) $(CDEFS) $(INC) -o $@ $< $(REL)/libsluice.a $(LIBS)
+
+bench: $(BENCH_BIN)
+
 clean:
 	rm -rf build
 
-.PHONY: all check deps test demo fuzz tsan clean
+.PHONY: all check deps test demo fuzz tsan clean bench
 .SECONDARY:
 
 -include $(shell find build -name '*.d' 2>/dev/null)

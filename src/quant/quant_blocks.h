@@ -90,8 +90,10 @@ typedef struct {
 } sl_block_q8_0;
 static_assert(sizeof(sl_block_q8_0) == 34, "q8_0 block is 34 bytes");
 
-/* Q8_1 (36 bytes): Q8_0 plus s = d * sum(qs), so that a dot product with a
- * weight block carrying an offset (Q4_1, Q5_1) needs no extra pass.
+/* Q8_1 (36 bytes): Q8_0 plus s = d * sum(qs), meant as the activation of
+ * the offset types (Q4_1, Q5_1). sluice reads and writes it but its kernels
+ * use Q8_0 activations instead: s in f16 overflows (65504) once a block's
+ * activations sum past it, which real outlier activations do.
  *   0      2      4                            36
  *   +------+------+----------------------------+
  *   | d f16| s f16| qs[32] int8                |

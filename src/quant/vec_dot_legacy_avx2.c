@@ -1,8 +1,205 @@
-/* vec_dot_legacy_avx2.c - AVX2/FMA dot kernels (placeholder until written). */
+/* vec_dot_legacy_avx2.c - AVX2/FMA dot kernels of the 32-element types
+ * (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, all x Q8_0) and the AVX2 Q8_0 / Q8_1
+ * activation quantisers.
+ *
+ * Owns: the same arithmetic as vec_dot_legacy_ref.c (exact int32 sum per
+ * block, then scale) with 32 lanes per block. Quantisers produce the same
+ * bytes as their scalar twins.
+ * Must not know: threads, matrices, which CPU we run on (quant.c checks). */
+#include <math.h>
+
+#include "quant/quant_avx2.h"
 #include "quant/quant_internal.h"
+
+#ifdef SL_HAVE_AVX2_BUILD
+
+/* Two blocks per iteration into two accumulators: the FMA latency chain is
+ * what limits a one-accumulator loop on blocks this small. */
+static void vec_dot_q8_0_q8_0(int64_t n, float *s, const void *vx, const void *vy)
+{
+    const sl_block_q8_0 *x = vx;
+    const sl_block_q8_0 *y = vy;
+    int64_t nb = n / SL_QK, i = 0;
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+    for (; i + 1 < nb; i += 2) {
+        __m256i p0 = sl_avx2_dot_i8(_mm256_loadu_si256((const __m256i *)x[i].qs),
+                                    _mm256_loadu_si256((const __m256i *)y[i].qs));
+        __m256i p1 = sl_avx2_dot_i8(_mm256_loadu_si256((const __m256i *)x[i + 1].qs),
+                                    _mm256_loadu_si256((const __m256i *)y[i + 1].qs));
+        __m256 d0 = _mm256_set1_ps(sl_avx2_h2f(x[i].d) * sl_avx2_h2f(y[i].d));
+        __m256 d1 = _mm256_set1_ps(sl_avx2_h2f(x[i + 1].d) * sl_avx2_h2f(y[i + 1].d));
+        acc0 = _mm256_fmadd_ps(d0, _mm256_cvtepi32_ps(p0), acc0);
+        acc1 = _mm256_fmadd_ps(d1, _mm256_cvtepi32_ps(p1), acc1);
+    }
+    for (; i < nb; i++) {
+        __m256i p = sl_avx2_dot_i8(_mm256_loadu_si256((const __m256i *)x[i].qs),
+                                   _mm256_loadu_si256((const __m256i *)y[i].qs));
+        __m256 d = _mm256_set1_ps(sl_avx2_h2f(x[i].d) * sl_avx2_h2f(y[i].d));
+        acc0 = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(p), acc0);
+    }
+    *s = sl_avx2_hsum_ps(_mm256_add_ps(acc0, acc1));
+}
+
+static inline __m256i q4_0_signed(const uint8_t *qs)
+{
+    return _mm256_sub_epi8(sl_avx2_nibbles32(qs), _mm256_set1_epi8(8));
+}
+
+static void vec_dot_q4_0_q8_0(int64_t n, float *s, const void *vx, const void *vy)
+{
+    const sl_block_q4_0 *x = vx;
+    const sl_block_q8_0 *y = vy;
+    int64_t nb = n / SL_QK, i = 0;
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+    for (; i + 1 < nb; i += 2) {
+        __m256i p0 = sl_avx2_dot_i8(q4_0_signed(x[i].qs),
+                                    _mm256_loadu_si256((const __m256i *)y[i].qs));
+        __m256i p1 = sl_avx2_dot_i8(q4_0_signed(x[i + 1].qs),
+                                    _mm256_loadu_si256((const __m256i *)y[i + 1].qs));
+        __m256 d0 = _mm256_set1_ps(sl_avx2_h2f(x[i].d) * sl_avx2_h2f(y[i].d));
+        __m256 d1 = _mm256_set1_ps(sl_avx2_h2f(x[i + 1].d) * sl_avx2_h2f(y[i + 1].d));
+        acc0 = _mm256_fmadd_ps(d0, _mm256_cvtepi32_ps(p0), acc0);
+        acc1 = _mm256_fmadd_ps(d1, _mm256_cvtepi32_ps(p1), acc1);
+    }
+    for (; i < nb; i++) {
+        __m256i p = sl_avx2_dot_i8(q4_0_signed(x[i].qs),
+                                   _mm256_loadu_si256((const __m256i *)y[i].qs));
+        __m256 d = _mm256_set1_ps(sl_avx2_h2f(x[i].d) * sl_avx2_h2f(y[i].d));
+        acc0 = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(p), acc0);
+    }
+    *s = sl_avx2_hsum_ps(_mm256_add_ps(acc0, acc1));
+}
+
+/* x = d q + m: d * sum q a (maddubs, q unsigned) and m * sum a (maddubs
+ * with ones), both exact i32 per block, two FMAs. */
+static inline void offset_block(__m256i q, const sl_block_q8_0 *y, float d, float m, __m256 *acc,
+                                __m256 *accm)
+{
+    __m256i a = _mm256_loadu_si256((const __m256i *)y->qs);
+    __m256i p = sl_avx2_dot_u8i8(q, a);
+    __m256i sa = sl_avx2_dot_u8i8(_mm256_set1_epi8(1), a);
+    float dy = sl_avx2_h2f(y->d);
+    *acc = _mm256_fmadd_ps(_mm256_set1_ps(d * dy), _mm256_cvtepi32_ps(p), *acc);
+    *accm = _mm256_fmadd_ps(_mm256_set1_ps(m * dy), _mm256_cvtepi32_ps(sa), *accm);
+}
+
+static void vec_dot_q4_1_q8_0(int64_t n, float *s, const void *vx, const void *vy)
+{
+    const sl_block_q4_1 *x = vx;
+    const sl_block_q8_0 *y = vy;
+    __m256 acc = _mm256_setzero_ps(), accm = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n / SL_QK; i++)
+        offset_block(sl_avx2_nibbles32(x[i].qs), &y[i], sl_avx2_h2f(x[i].d), sl_avx2_h2f(x[i].m),
+                     &acc, &accm);
+    *s = sl_avx2_hsum_ps(_mm256_add_ps(acc, accm));
+}
+
+/* 32 bits -> 32 bytes, 0xFF where bit i of bits is set (byte i). */
+static inline __m256i bits_to_bytes(const uint8_t qh[4])
+{
+    uint32_t bits;
+    memcpy(&bits, qh, 4);
+    /* byte i takes byte i/8 of the word, then every bit but i%8 is forced
+     * to 1: the byte is all ones exactly when bit i%8 was set */
+    __m256i v = _mm256_shuffle_epi8(_mm256_set1_epi32((int)bits),
+                                    _mm256_setr_epi64x(0x0000000000000000, 0x0101010101010101,
+                                                       0x0202020202020202, 0x0303030303030303));
+    v = _mm256_or_si256(v, _mm256_set1_epi64x(0x7FBFDFEFF7FBFDFE));
+    return _mm256_cmpeq_epi8(v, _mm256_set1_epi64x(-1));
+}
+
+static inline __m256i q5_unsigned(const uint8_t *qs, const uint8_t *qh)
+{
+    __m256i hb = _mm256_and_si256(bits_to_bytes(qh), _mm256_set1_epi8(0x10));
+    return _mm256_or_si256(sl_avx2_nibbles32(qs), hb);
+}
+
+static void vec_dot_q5_0_q8_0(int64_t n, float *s, const void *vx, const void *vy)
+{
+    const sl_block_q5_0 *x = vx;
+    const sl_block_q8_0 *y = vy;
+    int64_t nb = n / SL_QK;
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t i = 0; i < nb; i++) {
+        __m256i q = _mm256_sub_epi8(q5_unsigned(x[i].qs, x[i].qh), _mm256_set1_epi8(16));
+        __m256i p = sl_avx2_dot_i8(q, _mm256_loadu_si256((const __m256i *)y[i].qs));
+        __m256 d = _mm256_set1_ps(sl_avx2_h2f(x[i].d) * sl_avx2_h2f(y[i].d));
+        acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(p), acc);
+    }
+    *s = sl_avx2_hsum_ps(acc);
+}
+
+static void vec_dot_q5_1_q8_0(int64_t n, float *s, const void *vx, const void *vy)
+{
+    const sl_block_q5_1 *x = vx;
+    const sl_block_q8_0 *y = vy;
+    __m256 acc = _mm256_setzero_ps(), accm = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n / SL_QK; i++)
+        offset_block(q5_unsigned(x[i].qs, x[i].qh), &y[i], sl_avx2_h2f(x[i].d),
+                     sl_avx2_h2f(x[i].m), &acc, &accm);
+    *s = sl_avx2_hsum_ps(_mm256_add_ps(acc, accm));
+}
+
+/* One Q8_0/Q8_1 block: the scalar twin's steps (quant_legacy.c q8_block)
+ * with the elementwise work in vectors. Returns the f16 scale; writes the
+ * levels and, if sum != NULL, their sum. */
+static uint16_t q8_block_avx2(const float *x, int8_t *q, int *sum)
+{
+    __m256 v0 = _mm256_loadu_ps(x), v1 = _mm256_loadu_ps(x + 8);
+    __m256 v2 = _mm256_loadu_ps(x + 16), v3 = _mm256_loadu_ps(x + 24);
+    __m256 sign = _mm256_set1_ps(-0.0f);
+    __m256 m = _mm256_max_ps(_mm256_max_ps(_mm256_andnot_ps(sign, v0), _mm256_andnot_ps(sign, v1)),
+                             _mm256_max_ps(_mm256_andnot_ps(sign, v2), _mm256_andnot_ps(sign, v3)));
+    float amax = sl_avx2_hmax_ps(m);
+    float d = amax / 127.0f;
+    if (d > 65504.0f) d = 65504.0f;
+    uint16_t dh = sl_f32_to_fp16(d);
+    float dr = sl_h2f(dh);
+    __m256 id = _mm256_set1_ps(dr != 0.0f ? 1.0f / dr : 0.0f);
+    __m256 l0 = sl_avx2_q8_level(v0, id), l1 = sl_avx2_q8_level(v1, id);
+    __m256 l2 = sl_avx2_q8_level(v2, id), l3 = sl_avx2_q8_level(v3, id);
+    _mm256_storeu_si256((__m256i *)q, sl_avx2_pack_i8(l0, l1, l2, l3));
+    if (sum) {
+        __m256 t = _mm256_add_ps(_mm256_add_ps(l0, l1), _mm256_add_ps(l2, l3));
+        *sum = (int)sl_avx2_hsum_ps(t); /* small integers: exact in float */
+    }
+    return dh;
+}
+
+static void quant_q8_0_avx2(const float *src, void *dst, int64_t n)
+{
+    sl_block_q8_0 *b = dst;
+    for (int64_t i = 0; i < n / SL_QK; i++, b++, src += SL_QK) b->d = q8_block_avx2(src, b->qs, NULL);
+}
+
+static void quant_q8_1_avx2(const float *src, void *dst, int64_t n)
+{
+    sl_block_q8_1 *b = dst;
+    for (int64_t i = 0; i < n / SL_QK; i++, b++, src += SL_QK) {
+        int sum;
+        b->d = q8_block_avx2(src, b->qs, &sum);
+        b->s = sl_f32_to_fp16(sl_h2f(b->d) * (float)sum);
+    }
+}
+
+bool sl_vec_dot_fill_legacy_avx2(sl_quant_kernels *k)
+{
+    k->vec_dot[SL_TYPE_Q4_0] = vec_dot_q4_0_q8_0;
+    k->vec_dot[SL_TYPE_Q4_1] = vec_dot_q4_1_q8_0;
+    k->vec_dot[SL_TYPE_Q5_0] = vec_dot_q5_0_q8_0;
+    k->vec_dot[SL_TYPE_Q5_1] = vec_dot_q5_1_q8_0;
+    k->vec_dot[SL_TYPE_Q8_0] = vec_dot_q8_0_q8_0;
+    k->from_float[SL_TYPE_Q8_0] = quant_q8_0_avx2;
+    k->from_float[SL_TYPE_Q8_1] = quant_q8_1_avx2;
+    return true;
+}
+
+#else
 
 bool sl_vec_dot_fill_legacy_avx2(sl_quant_kernels *k)
 {
     (void)k;
     return false;
 }
+
+#endif

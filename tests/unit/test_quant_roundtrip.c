@@ -358,7 +358,7 @@ TEST(deterministic)
     for (int i = 0; i < N; i++) x[i] = grand();
     for (size_t k = 0; k < sizeof fmts / sizeof fmts[0]; k++) {
         const sl_type_traits *tr = sl_type_get(fmts[k].t);
-        uint64_t nb;
+        uint64_t nb = 0;
         sl_type_nbytes(fmts[k].t, N, &nb);
         memset(a, 0xAA, nb);
         memset(b, 0x55, nb);
