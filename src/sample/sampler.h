@@ -43,7 +43,7 @@
 
 #include <stdint.h>
 
-#include "sample/rng.h"
+#include "util/rng.h"
 #include "util/status.h"
 
 typedef struct sl_sampler_config {

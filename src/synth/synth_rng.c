@@ -1,26 +1,9 @@
-/* synth_rng.c - xoshiro256** / splitmix64 and normal draws (see synth_rng.h).
+/* synth_rng.c - stream derivation and normal draws over util/rng (see synth_rng.h).
  * The generators follow their published definitions (Blackman & Vigna);
  * the constants below are the ones those definitions specify. */
 #include "synth/synth_rng.h"
 
 #include <math.h>
-
-uint64_t sl_splitmix64(uint64_t *state)
-{
-    uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-void sl_rng_seed(sl_rng *r, uint64_t key)
-{
-    uint64_t st = key;
-    for (int i = 0; i < 4; i++) r->s[i] = sl_splitmix64(&st);
-    /* splitmix64 is a bijection of its counter, so four consecutive outputs
-     * cannot all be zero; keep the guard anyway since all-zero is fatal. */
-    if (!(r->s[0] | r->s[1] | r->s[2] | r->s[3])) r->s[0] = 1;
-}
 
 uint64_t sl_rng_derive(uint64_t seed, uint64_t salt_a, uint64_t salt_b)
 {
@@ -42,30 +25,6 @@ uint64_t sl_rng_hash_str(const char *s)
         h *= 0x100000001b3ull;
     }
     return h;
-}
-
-static inline uint64_t rotl(uint64_t x, int k)
-{
-    return (x << k) | (x >> (64 - k));
-}
-
-uint64_t sl_rng_next(sl_rng *r)
-{
-    uint64_t *s = r->s;
-    uint64_t result = rotl(s[1] * 5, 7) * 9;
-    uint64_t t = s[1] << 17;
-    s[2] ^= s[0];
-    s[3] ^= s[1];
-    s[1] ^= s[2];
-    s[0] ^= s[3];
-    s[2] ^= t;
-    s[3] = rotl(s[3], 45);
-    return result;
-}
-
-double sl_rng_uniform(sl_rng *r)
-{
-    return (double)(sl_rng_next(r) >> 11) * 0x1.0p-53;
 }
 
 double sl_rng_normal(sl_rng *r)

@@ -1,8 +1,7 @@
 /* synth_rng.h - the deterministic random numbers behind generated models.
  *
- * Owns: a 64-bit PRNG (xoshiro256**, seeded through splitmix64), the key
- * derivation that gives every (seed, tensor, row) its own independent stream,
- * and the normal draws. Knows nothing about files, tensors or models: callers
+ * Owns: the key derivation that gives every (seed, tensor, row) its own
+ * independent stream of the project's PRNG (util/rng.h), and the normal draws. Knows nothing about files, tensors or models: callers
  * pass plain 64-bit salts.
  *
  * Why one stream per row: a row's values then depend only on (seed, tensor
@@ -16,15 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-typedef struct sl_rng {
-    uint64_t s[4]; /* xoshiro256** state; never all zero */
-} sl_rng;
-
-/* One splitmix64 step: advances *state and returns a well-mixed value. */
-uint64_t sl_splitmix64(uint64_t *state);
-
-/* Seeds r from a 64-bit key (any value, including 0). */
-void sl_rng_seed(sl_rng *r, uint64_t key);
+#include "util/rng.h" /* sl_rng, sl_splitmix64, seed/next/uniform */
 
 /* Derives the key of an independent stream from a seed and two salts
  * (e.g. a tensor-name hash and a row index). Pure function. */
@@ -32,12 +23,6 @@ uint64_t sl_rng_derive(uint64_t seed, uint64_t salt_a, uint64_t salt_b);
 
 /* FNV-1a 64 of a NUL-terminated string: a stable salt for a name. */
 uint64_t sl_rng_hash_str(const char *s);
-
-/* Next 64 random bits. */
-uint64_t sl_rng_next(sl_rng *r);
-
-/* Uniform double in [0, 1) with 53 random bits. */
-double sl_rng_uniform(sl_rng *r);
 
 /* Exact standard normal (Box-Muller). Each call consumes two uniforms and
  * returns one value (the sine half is dropped, so nothing is cached outside

@@ -1,8 +1,8 @@
 /* rng.c - xoshiro256** (Blackman & Vigna) and splitmix64, from their
  * published definitions. */
-#include "sample/rng.h"
+#include "util/rng.h"
 
-uint64_t sl_rng_splitmix64(uint64_t *state)
+uint64_t sl_splitmix64(uint64_t *state)
 {
     uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
@@ -13,7 +13,7 @@ uint64_t sl_rng_splitmix64(uint64_t *state)
 void sl_rng_seed(sl_rng *r, uint64_t seed)
 {
     uint64_t st = seed;
-    for (int i = 0; i < 4; i++) r->s[i] = sl_rng_splitmix64(&st);
+    for (int i = 0; i < 4; i++) r->s[i] = sl_splitmix64(&st);
     /* splitmix64 is a bijection of its counter, so four consecutive outputs
      * cannot all be zero; keep the guard anyway for a hand-set state. */
     if (!(r->s[0] | r->s[1] | r->s[2] | r->s[3])) r->s[0] = 1;
