@@ -188,6 +188,29 @@ bool sl_type_from_name(const char *name, sl_type *out)
     return false;
 }
 
+bool sl_quantize_fast(uint32_t t, const float *src, void *dst, int64_t n)
+{
+    const sl_type_traits *tr = sl_type_get(t);
+    if (!tr || !tr->from_float) return false;
+    sl_from_float_fn f = tr->from_float;
+    switch (t) {
+    case SL_TYPE_Q4_0: f = sl_quant_q4_0_fast; break;
+    case SL_TYPE_Q4_1: f = sl_quant_q4_1_fast; break;
+    case SL_TYPE_Q5_0: f = sl_quant_q5_0_fast; break;
+    case SL_TYPE_Q5_1: f = sl_quant_q5_1_fast; break;
+    case SL_TYPE_Q2_K: f = sl_quant_q2_K_fast; break;
+    case SL_TYPE_Q3_K: f = sl_quant_q3_K_fast; break;
+    case SL_TYPE_Q4_K: f = sl_quant_q4_K_fast; break;
+    case SL_TYPE_Q5_K: f = sl_quant_q5_K_fast; break;
+    case SL_TYPE_Q6_K: f = sl_quant_q6_K_fast; break;
+    case SL_TYPE_IQ4_NL: f = sl_quant_iq4_nl_fast; break;
+    case SL_TYPE_IQ4_XS: f = sl_quant_iq4_xs_fast; break;
+    default: break;
+    }
+    f(src, dst, n);
+    return true;
+}
+
 bool sl_type_nbytes(uint32_t t, uint64_t n, uint64_t *bytes)
 {
     if (t >= SL_TYPE_COUNT || !g_traits[t].name) return false;

@@ -10,6 +10,22 @@
 
 #include "quant/quant_fit.h"
 #include "quant/quant_internal.h"
+#include "util/status.h"
+
+/* Inner loops keep four partial sums (one per element i % 4) so that the
+ * float additions are not one long dependency chain; the summation order is
+ * fixed by the code, so results do not depend on compiler or machine. */
+#define LANES 4
+
+/* weights (all ones for NULL) and w * x for a group of n <= SL_FIT_MAX */
+static void prep(const float *x, const float *w, int n, float *wv, float *wx)
+{
+    SL_ASSERT(n % LANES == 0 && n <= SL_FIT_MAX);
+    for (int i = 0; i < n; i++) {
+        wv[i] = w ? w[i] : 1.0f;
+        wx[i] = wv[i] * x[i];
+    }
+}
 
 float sl_fit_sym(const float *x, const float *w, int n, int nmax, int ntry, int8_t *L)
 {
@@ -25,16 +41,20 @@ float sl_fit_sym(const float *x, const float *w, int n, int nmax, int ntry, int8
     /* Candidates map the largest magnitude to about -nmax (the level range
      * is lopsided, [-nmax, nmax-1]; the lone extra negative level is only
      * usable by the value that sets the scale). */
+    float wv[SL_FIT_MAX], wx[SL_FIT_MAX];
+    prep(x, w, n, wv, wx);
     float best_score = -1.0f, best_s = 0.0f;
     for (int k = -ntry; k <= ntry; k++) {
         float iscale = -((float)nmax + 0.1f * (float)k) / vmax;
-        float sxl = 0.0f, sll = 0.0f;
-        for (int i = 0; i < n; i++) {
-            float wi = w ? w[i] : 1.0f;
-            int l = sl_round_clamp(iscale * x[i], -nmax, nmax - 1);
-            sxl += wi * x[i] * (float)l;
-            sll += wi * (float)(l * l);
-        }
+        float pxl[LANES] = {0}, pll[LANES] = {0};
+        for (int i = 0; i < n; i += LANES)
+            for (int u = 0; u < LANES; u++) {
+                float l = (float)sl_round_clamp(iscale * x[i + u], -nmax, nmax - 1);
+                pxl[u] += wx[i + u] * l;
+                pll[u] += wv[i + u] * l * l;
+            }
+        float sxl = (pxl[0] + pxl[1]) + (pxl[2] + pxl[3]);
+        float sll = (pll[0] + pll[1]) + (pll[2] + pll[3]);
         /* error = sum w x^2 - sxl^2 / sll at the optimal s = sxl / sll */
         if (sll > 0.0f) {
             float score = sxl * sxl / sll;
@@ -61,12 +81,13 @@ float sl_fit_affine(const float *x, const float *w, int n, int nmax, int ntry,
         *offset = xmin;
         return 0.0f;
     }
+    float wv[SL_FIT_MAX], wx[SL_FIT_MAX];
+    prep(x, w, n, wv, wx);
     float sw = 0.0f, sx = 0.0f, sx2 = 0.0f;
     for (int i = 0; i < n; i++) {
-        float wi = w ? w[i] : 1.0f;
-        sw += wi;
-        sx += wi * x[i];
-        sx2 += wi * x[i] * x[i];
+        sw += wv[i];
+        sx += wx[i];
+        sx2 += wx[i] * x[i];
     }
     float range = xmax - xmin;
     float best_err = INFINITY, best_s = range / (float)nmax, best_b = xmin;
@@ -74,14 +95,17 @@ float sl_fit_affine(const float *x, const float *w, int n, int nmax, int ntry,
      * k = 0 maps [xmin, xmax] exactly onto [0, nmax]. */
     for (int k = -ntry; k <= ntry; k++) {
         float iscale = ((float)nmax + (float)k / (float)(ntry ? ntry : 1)) / range;
-        float sl = 0.0f, sl2 = 0.0f, sxl = 0.0f;
-        for (int i = 0; i < n; i++) {
-            float wi = w ? w[i] : 1.0f;
-            int l = sl_round_clamp(iscale * (x[i] - xmin), 0, nmax);
-            sl += wi * (float)l;
-            sl2 += wi * (float)(l * l);
-            sxl += wi * x[i] * (float)l;
-        }
+        float pl[LANES] = {0}, pl2[LANES] = {0}, pxl[LANES] = {0};
+        for (int i = 0; i < n; i += LANES)
+            for (int u = 0; u < LANES; u++) {
+                float l = (float)sl_round_clamp(iscale * (x[i + u] - xmin), 0, nmax);
+                pl[u] += wv[i + u] * l;
+                pl2[u] += wv[i + u] * l * l;
+                pxl[u] += wx[i + u] * l;
+            }
+        float sl = (pl[0] + pl[1]) + (pl[2] + pl[3]);
+        float sl2 = (pl2[0] + pl2[1]) + (pl2[2] + pl2[3]);
+        float sxl = (pxl[0] + pxl[1]) + (pxl[2] + pxl[3]);
         float det = sw * sl2 - sl * sl;
         float s, b;
         if (det > 0.0f) {
@@ -113,11 +137,16 @@ float sl_fit_affine(const float *x, const float *w, int n, int nmax, int ntry,
 }
 
 /* Index of the table entry nearest v; table sorted ascending, 16 entries.
- * Counts the midpoints below v (branch-free; ties go to the lower entry). */
+ * A four-step binary search over the midpoints between neighbours (ties go
+ * to the lower entry), written so the compiler can use conditional moves. */
 int sl_nearest16(const int8_t *table, float v)
 {
     int idx = 0;
-    for (int k = 0; k < 15; k++) idx += v > 0.5f * (float)(table[k] + table[k + 1]);
+    for (int step = 8; step >= 1; step /= 2) {
+        int k = idx + step - 1; /* midpoint between entries k and k + 1 */
+        float mid = 0.5f * (float)(table[k] + table[k + 1]);
+        idx += v > mid ? step : 0;
+    }
     return idx;
 }
 
@@ -136,16 +165,20 @@ float sl_fit_table(const float *x, const float *w, int n, const int8_t *table, i
     }
     /* The table's extreme entry is table[0] (the most negative, e.g. -127);
      * candidates map vmax near it and step inwards. */
+    float wv[SL_FIT_MAX], wx[SL_FIT_MAX];
+    prep(x, w, n, wv, wx);
     float best_score = -1.0f, best_s = vmax / (float)table[0];
     for (int k = -ntry; k <= ntry; k++) {
         float iscale = ((float)table[0] + (float)k) / vmax;
-        float sxq = 0.0f, sqq = 0.0f;
-        for (int i = 0; i < n; i++) {
-            float wi = w ? w[i] : 1.0f;
-            float q = table[sl_nearest16(table, iscale * x[i])];
-            sxq += wi * x[i] * q;
-            sqq += wi * q * q;
-        }
+        float pxq[LANES] = {0}, pqq[LANES] = {0};
+        for (int i = 0; i < n; i += LANES)
+            for (int u = 0; u < LANES; u++) {
+                float q = table[sl_nearest16(table, iscale * x[i + u])];
+                pxq[u] += wx[i + u] * q;
+                pqq[u] += wv[i + u] * q * q;
+            }
+        float sxq = (pxq[0] + pxq[1]) + (pxq[2] + pxq[3]);
+        float sqq = (pqq[0] + pqq[1]) + (pqq[2] + pqq[3]);
         if (sqq > 0.0f) {
             float score = sxq * sxq / sqq;
             if (score > best_score) { best_score = score; best_s = sxq / sqq; }

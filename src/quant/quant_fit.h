@@ -3,12 +3,15 @@
  * Each function fits a group of n values x (weights w, NULL = all ones) to
  * integer levels times a scale, minimising sum w * (x - xhat)^2 over a small
  * fixed set of candidate scales, each refined by least squares. The caller
- * then rounds the scale to its stored precision and re-derives the levels. */
+ * then rounds the scale to its stored precision and re-derives the levels.
+ * Groups: n a multiple of 4, at most SL_FIT_MAX. */
 #ifndef SL_QUANT_QUANT_FIT_H
 #define SL_QUANT_QUANT_FIT_H
 
 #include <stdbool.h>
 #include <stdint.h>
+
+#define SL_FIT_MAX 32
 
 /* x ~ s * L with L in [-nmax, nmax - 1]; 2 * ntry + 1 candidates. Returns s
  * (may be negative, 0 for an all-zero group) and writes L. */

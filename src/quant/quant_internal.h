@@ -122,6 +122,11 @@ void sl_quant_q4_1(const float *src, void *dst, int64_t n);
 void sl_quant_q5_0(const float *src, void *dst, int64_t n);
 void sl_quant_q5_1(const float *src, void *dst, int64_t n);
 void sl_quant_q8_0_ref(const float *src, void *dst, int64_t n);
+/* single-candidate variants for sl_quantize_fast */
+void sl_quant_q4_0_fast(const float *src, void *dst, int64_t n);
+void sl_quant_q4_1_fast(const float *src, void *dst, int64_t n);
+void sl_quant_q5_0_fast(const float *src, void *dst, int64_t n);
+void sl_quant_q5_1_fast(const float *src, void *dst, int64_t n);
 void sl_quant_q8_1_ref(const float *src, void *dst, int64_t n);
 
 /* quant_k.c */
@@ -139,6 +144,11 @@ void sl_quant_q3_K(const float *src, void *dst, int64_t n);
 void sl_quant_q4_K(const float *src, void *dst, int64_t n);
 void sl_quant_q5_K(const float *src, void *dst, int64_t n);
 void sl_quant_q6_K(const float *src, void *dst, int64_t n);
+void sl_quant_q2_K_fast(const float *src, void *dst, int64_t n);
+void sl_quant_q3_K_fast(const float *src, void *dst, int64_t n);
+void sl_quant_q4_K_fast(const float *src, void *dst, int64_t n);
+void sl_quant_q5_K_fast(const float *src, void *dst, int64_t n);
+void sl_quant_q6_K_fast(const float *src, void *dst, int64_t n);
 
 /* quant_iq.c */
 void sl_dequant_iq4_nl(const void *src, float *dst, int64_t n);
@@ -147,6 +157,8 @@ void sl_dequant_mxfp4(const void *src, float *dst, int64_t n);
 void sl_quant_iq4_nl(const float *src, void *dst, int64_t n);
 void sl_quant_iq4_xs(const float *src, void *dst, int64_t n);
 void sl_quant_mxfp4(const float *src, void *dst, int64_t n);
+void sl_quant_iq4_nl_fast(const float *src, void *dst, int64_t n);
+void sl_quant_iq4_xs_fast(const float *src, void *dst, int64_t n);
 
 /* ---- kernels per instruction set ----------------------------------------
  * A kernel set lists, per type id, the vec_dot for that weight type and the

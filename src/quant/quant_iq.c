@@ -17,7 +17,7 @@ const int8_t sl_iq4nl_values[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
  * 0.0 0.5 1.0 1.5 2.0 3.0 4.0 6.0, then the same negated. */
 const int8_t sl_mxfp4_values[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
 
-#define IQ_NTRY 7
+#define IQ_NTRY 7 /* 2 * IQ_NTRY + 1 candidate scales; _fast: one */
 
 void sl_dequant_iq4_nl(const void *src, float *dst, int64_t n)
 {
@@ -70,20 +70,20 @@ static void iq4_pack32(const float *x, float d, uint8_t qs[16])
     for (int j = 0; j < 16; j++) qs[j] = (uint8_t)(L[j] | L[j + 16] << 4);
 }
 
-void sl_quant_iq4_nl(const float *src, void *dst, int64_t n)
+static void iq4_nl_rows(const float *src, void *dst, int64_t n, int ntry)
 {
     sl_block_iq4_nl *b = dst;
     for (int64_t i = 0; i < n / SL_QK; i++, b++, src += SL_QK) {
         float w[SL_QK];
         uint8_t L[SL_QK];
         sl_k_weights(src, SL_QK, w);
-        float s = sl_fit_table(src, w, SL_QK, sl_iq4nl_values, IQ_NTRY, L);
+        float s = sl_fit_table(src, w, SL_QK, sl_iq4nl_values, ntry, L);
         b->d = sl_f32_to_fp16(s);
         iq4_pack32(src, sl_h2f(b->d), b->qs);
     }
 }
 
-void sl_quant_iq4_xs(const float *src, void *dst, int64_t n)
+static void iq4_xs_rows(const float *src, void *dst, int64_t n, int ntry)
 {
     sl_block_iq4_xs *b = dst;
     for (int64_t i = 0; i < n / SL_QK_K; i++, b++, src += SL_QK_K) {
@@ -92,7 +92,7 @@ void sl_quant_iq4_xs(const float *src, void *dst, int64_t n)
         sl_k_weights(src, SL_QK_K, w);
         float amax = 0.0f, vmax = 0.0f;
         for (int k = 0; k < 8; k++) {
-            s[k] = sl_fit_table(src + 32 * k, w + 32 * k, 32, sl_iq4nl_values, IQ_NTRY, L);
+            s[k] = sl_fit_table(src + 32 * k, w + 32 * k, 32, sl_iq4nl_values, ntry, L);
             if (fabsf(s[k]) > amax) { amax = fabsf(s[k]); vmax = s[k]; }
         }
         /* 6-bit codes ls - 32 in [-32, 31]; the largest scale takes -32 */
@@ -109,6 +109,26 @@ void sl_quant_iq4_xs(const float *src, void *dst, int64_t n)
             iq4_pack32(src + 32 * k, d * (float)c, b->qs + 16 * k);
         }
     }
+}
+
+void sl_quant_iq4_nl(const float *src, void *dst, int64_t n)
+{
+    iq4_nl_rows(src, dst, n, IQ_NTRY);
+}
+
+void sl_quant_iq4_nl_fast(const float *src, void *dst, int64_t n)
+{
+    iq4_nl_rows(src, dst, n, 0);
+}
+
+void sl_quant_iq4_xs(const float *src, void *dst, int64_t n)
+{
+    iq4_xs_rows(src, dst, n, IQ_NTRY);
+}
+
+void sl_quant_iq4_xs_fast(const float *src, void *dst, int64_t n)
+{
+    iq4_xs_rows(src, dst, n, 0);
 }
 
 /* Nibble of the E2M1 value nearest v (v in units of the halved scale). */

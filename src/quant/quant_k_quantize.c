@@ -18,7 +18,16 @@
 #include "quant/quant_fit.h"
 #include "quant/quant_internal.h"
 
-#define K_NTRY 8 /* 2 * K_NTRY + 1 candidate scales per sub-block */
+/* Search effort: 2 * ntry + 1 candidate scales per sub-block, and whether
+ * step 4 (codes +-1) runs. The traits' from_float uses the full effort;
+ * sl_quantize_fast a single candidate without step 4. */
+typedef struct k_effort {
+    int ntry;
+    bool refine;
+} k_effort;
+
+static const k_effort k_full = {8, true};
+static const k_effort k_fast = {0, false};
 
 /* Weighted squared error of x ~ ds * L - dm, L = round((x + dm) / ds) in
  * [0, nmax]; levels written to L if non-NULL. */
@@ -26,43 +35,45 @@ static float affine_err(const float *x, const float *w, int n, int nmax, float d
                         uint8_t *L)
 {
     float id = ds > 0.0f ? 1.0f / ds : 0.0f;
-    float err = 0.0f;
-    for (int i = 0; i < n; i++) {
-        int l = sl_round_clamp((x[i] + dm) * id, 0, nmax);
-        float e = ds * (float)l - dm - x[i];
-        err += w[i] * e * e;
-        if (L) L[i] = (uint8_t)l;
-    }
-    return err;
+    float pe[4] = {0}; /* four partial sums: see quant_fit.c */
+    for (int i = 0; i < n; i += 4)
+        for (int u = 0; u < 4; u++) {
+            int l = sl_round_clamp((x[i + u] + dm) * id, 0, nmax);
+            float e = ds * (float)l - dm - x[i + u];
+            pe[u] += w[i + u] * e * e;
+            if (L) L[i + u] = (uint8_t)l;
+        }
+    return (pe[0] + pe[1]) + (pe[2] + pe[3]);
 }
 
 /* Same for x ~ ds * L, L in [-nmax, nmax - 1]. */
 static float sym_err(const float *x, const float *w, int n, int nmax, float ds, int8_t *L)
 {
     float id = ds != 0.0f ? 1.0f / ds : 0.0f;
-    float err = 0.0f;
-    for (int i = 0; i < n; i++) {
-        int l = sl_round_clamp(x[i] * id, -nmax, nmax - 1);
-        float e = ds * (float)l - x[i];
-        err += w[i] * e * e;
-        if (L) L[i] = (int8_t)l;
-    }
-    return err;
+    float pe[4] = {0};
+    for (int i = 0; i < n; i += 4)
+        for (int u = 0; u < 4; u++) {
+            int l = sl_round_clamp(x[i + u] * id, -nmax, nmax - 1);
+            float e = ds * (float)l - x[i + u];
+            pe[u] += w[i + u] * e * e;
+            if (L) L[i + u] = (int8_t)l;
+        }
+    return (pe[0] + pe[1]) + (pe[2] + pe[3]);
 }
 
 /* Steps 2-5 for the affine types (x ~ d*sc*L - dmin*m). ns sub-blocks of
  * sub elements; codes in [0, cmax]; levels in [0, nmax]. Writes the f16
  * scales, the codes and the levels (one per element). */
 static void affine_superblock(const float *x, int ns, int sub, int nmax, int cmax,
-                              uint16_t *dh, uint16_t *dminh, uint8_t *sc, uint8_t *mc,
-                              uint8_t *L)
+                              k_effort ef, uint16_t *dh, uint16_t *dminh, uint8_t *sc,
+                              uint8_t *mc, uint8_t *L)
 {
     float w[SL_QK_K], s[16], m[16];
     sl_k_weights(x, ns * sub, w);
     float smax = 0.0f, mmax = 0.0f;
     for (int j = 0; j < ns; j++) {
         float b;
-        s[j] = sl_fit_affine(x + sub * j, w + sub * j, sub, nmax, K_NTRY, true, L + sub * j, &b);
+        s[j] = sl_fit_affine(x + sub * j, w + sub * j, sub, nmax, ef.ntry, true, L + sub * j, &b);
         m[j] = -b;
         if (s[j] > smax) smax = s[j];
         if (m[j] > mmax) mmax = m[j];
@@ -74,12 +85,12 @@ static void affine_superblock(const float *x, int ns, int sub, int nmax, int cma
     for (int j = 0; j < ns; j++) {
         const float *xs = x + sub * j, *ws = w + sub * j;
         int c0 = sl_round_clamp(s[j] * id, 0, cmax), m0 = sl_round_clamp(m[j] * idmin, 0, cmax);
-        int bc = c0, bm = m0;
+        int bc = c0, bm = m0, r = ef.refine ? 1 : 0;
         float best = INFINITY;
-        for (int dc = -1; dc <= 1; dc++) {
+        for (int dc = -r; dc <= r; dc++) {
             int c = c0 + dc;
             if (c < 0 || c > cmax) continue;
-            for (int dmc = -1; dmc <= 1; dmc++) {
+            for (int dmc = -r; dmc <= r; dmc++) {
                 int mm = m0 + dmc;
                 if (mm < 0 || mm > cmax) continue;
                 float e = affine_err(xs, ws, sub, nmax, d * (float)c, dmin * (float)mm, NULL);
@@ -94,14 +105,14 @@ static void affine_superblock(const float *x, int ns, int sub, int nmax, int cma
 
 /* Steps 2-5 for the symmetric types (x ~ d*sc*L). Codes in [cmin, cmax]
  * with cmin = -cmax - 1; levels in [-nmax, nmax - 1]. */
-static void sym_superblock(const float *x, int ns, int sub, int nmax, int cmax, uint16_t *dh,
-                           int8_t *sc, int8_t *L)
+static void sym_superblock(const float *x, int ns, int sub, int nmax, int cmax, k_effort ef,
+                           uint16_t *dh, int8_t *sc, int8_t *L)
 {
     float w[SL_QK_K], s[16];
     sl_k_weights(x, ns * sub, w);
     float amax = 0.0f, vmax = 0.0f;
     for (int j = 0; j < ns; j++) {
-        s[j] = sl_fit_sym(x + sub * j, w + sub * j, sub, nmax, K_NTRY, L + sub * j);
+        s[j] = sl_fit_sym(x + sub * j, w + sub * j, sub, nmax, ef.ntry, L + sub * j);
         if (fabsf(s[j]) > amax) { amax = fabsf(s[j]); vmax = s[j]; }
     }
     /* The scale of largest magnitude gets the code -(cmax + 1), the one
@@ -111,9 +122,9 @@ static void sym_superblock(const float *x, int ns, int sub, int nmax, int cmax, 
     float id = d != 0.0f ? 1.0f / d : 0.0f;
     for (int j = 0; j < ns; j++) {
         const float *xs = x + sub * j, *ws = w + sub * j;
-        int c0 = sl_round_clamp(s[j] * id, -cmax - 1, cmax), bc = c0;
+        int c0 = sl_round_clamp(s[j] * id, -cmax - 1, cmax), bc = c0, r = ef.refine ? 1 : 0;
         float best = INFINITY;
-        for (int dc = -1; dc <= 1; dc++) {
+        for (int dc = -r; dc <= r; dc++) {
             int c = c0 + dc;
             if (c < -cmax - 1 || c > cmax) continue;
             float e = sym_err(xs, ws, sub, nmax, d * (float)c, NULL);
@@ -124,12 +135,12 @@ static void sym_superblock(const float *x, int ns, int sub, int nmax, int cmax, 
     }
 }
 
-void sl_quant_q2_K(const float *src, void *dst, int64_t n)
+static void q2_K_rows(const float *src, void *dst, int64_t n, k_effort ef)
 {
     sl_block_q2_K *b = dst;
     for (int64_t i = 0; i < n / SL_QK_K; i++, b++, src += SL_QK_K) {
         uint8_t L[SL_QK_K], sc[16], mc[16];
-        affine_superblock(src, 16, 16, 3, 15, &b->d, &b->dmin, sc, mc, L);
+        affine_superblock(src, 16, 16, 3, 15, ef, &b->d, &b->dmin, sc, mc, L);
         for (int k = 0; k < 16; k++) b->scales[k] = (uint8_t)(sc[k] | mc[k] << 4);
         for (int h = 0; h < 2; h++)
             for (int l = 0; l < 32; l++) {
@@ -139,12 +150,12 @@ void sl_quant_q2_K(const float *src, void *dst, int64_t n)
     }
 }
 
-void sl_quant_q3_K(const float *src, void *dst, int64_t n)
+static void q3_K_rows(const float *src, void *dst, int64_t n, k_effort ef)
 {
     sl_block_q3_K *b = dst;
     for (int64_t i = 0; i < n / SL_QK_K; i++, b++, src += SL_QK_K) {
         int8_t L[SL_QK_K], sc[16];
-        sym_superblock(src, 16, 16, 4, 31, &b->d, sc, L);
+        sym_superblock(src, 16, 16, 4, 31, ef, &b->d, sc, L);
         uint8_t u[16];
         for (int k = 0; k < 16; k++) u[k] = (uint8_t)(sc[k] + 32);
         for (int k = 0; k < 8; k++) b->scales[k] = (uint8_t)((u[k] & 0x0F) | (u[k + 8] & 0x0F) << 4);
@@ -174,12 +185,12 @@ static void pack_k4_scales(const uint8_t sc[8], const uint8_t mc[8], uint8_t out
     }
 }
 
-void sl_quant_q4_K(const float *src, void *dst, int64_t n)
+static void q4_K_rows(const float *src, void *dst, int64_t n, k_effort ef)
 {
     sl_block_q4_K *b = dst;
     for (int64_t i = 0; i < n / SL_QK_K; i++, b++, src += SL_QK_K) {
         uint8_t L[SL_QK_K], sc[8], mc[8];
-        affine_superblock(src, 8, 32, 15, 63, &b->d, &b->dmin, sc, mc, L);
+        affine_superblock(src, 8, 32, 15, 63, ef, &b->d, &b->dmin, sc, mc, L);
         pack_k4_scales(sc, mc, b->scales);
         for (int c = 0; c < 4; c++)
             for (int l = 0; l < 32; l++)
@@ -187,12 +198,12 @@ void sl_quant_q4_K(const float *src, void *dst, int64_t n)
     }
 }
 
-void sl_quant_q5_K(const float *src, void *dst, int64_t n)
+static void q5_K_rows(const float *src, void *dst, int64_t n, k_effort ef)
 {
     sl_block_q5_K *b = dst;
     for (int64_t i = 0; i < n / SL_QK_K; i++, b++, src += SL_QK_K) {
         uint8_t L[SL_QK_K], sc[8], mc[8];
-        affine_superblock(src, 8, 32, 31, 63, &b->d, &b->dmin, sc, mc, L);
+        affine_superblock(src, 8, 32, 31, 63, ef, &b->d, &b->dmin, sc, mc, L);
         pack_k4_scales(sc, mc, b->scales);
         memset(b->qh, 0, sizeof b->qh);
         for (int c = 0; c < 4; c++)
@@ -204,12 +215,12 @@ void sl_quant_q5_K(const float *src, void *dst, int64_t n)
     }
 }
 
-void sl_quant_q6_K(const float *src, void *dst, int64_t n)
+static void q6_K_rows(const float *src, void *dst, int64_t n, k_effort ef)
 {
     sl_block_q6_K *b = dst;
     for (int64_t i = 0; i < n / SL_QK_K; i++, b++, src += SL_QK_K) {
         int8_t L[SL_QK_K], sc[16];
-        sym_superblock(src, 16, 16, 32, 127, &b->d, sc, L);
+        sym_superblock(src, 16, 16, 32, 127, ef, &b->d, sc, L);
         memcpy(b->scales, sc, sizeof sc);
         for (int h = 0; h < 2; h++)
             for (int l = 0; l < 32; l++) {
@@ -222,3 +233,19 @@ void sl_quant_q6_K(const float *src, void *dst, int64_t n)
             }
     }
 }
+
+#define K_ENTRY(t)                                                                 \
+    void sl_quant_##t(const float *src, void *dst, int64_t n)                      \
+    {                                                                              \
+        t##_rows(src, dst, n, k_full);                                             \
+    }                                                                              \
+    void sl_quant_##t##_fast(const float *src, void *dst, int64_t n)               \
+    {                                                                              \
+        t##_rows(src, dst, n, k_fast);                                             \
+    }
+
+K_ENTRY(q2_K)
+K_ENTRY(q3_K)
+K_ENTRY(q4_K)
+K_ENTRY(q5_K)
+K_ENTRY(q6_K)

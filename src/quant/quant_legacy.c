@@ -10,8 +10,9 @@
 #include "quant/quant_fit.h"
 #include "quant/quant_internal.h"
 
-/* Candidate scales per legacy block: enough to matter, cheap enough for a
- * model writer that quantises gigabytes. */
+/* Candidate scales per legacy block (2 * ntry + 1): enough to matter,
+ * cheap enough for a model writer that quantises gigabytes. The _fast
+ * entry points use one candidate. */
 #define LEGACY_NTRY 6
 
 static uint32_t qh_word(const uint8_t qh[4])
@@ -104,10 +105,10 @@ void sl_dequant_q8_1(const void *src, float *dst, int64_t n)
 /* Symmetric blocks (Q4_0, Q5_0): search the scale, store it as f16, then
  * re-derive the levels against the stored scale so the round trip is as
  * close as the stored scale allows. Returns levels offset to unsigned. */
-static uint16_t quant_sym_block(const float *x, int nmax, uint8_t q[SL_QK])
+static uint16_t quant_sym_block(const float *x, int nmax, int ntry, uint8_t q[SL_QK])
 {
     int8_t L[SL_QK];
-    float s = sl_fit_sym(x, NULL, SL_QK, nmax, LEGACY_NTRY, L);
+    float s = sl_fit_sym(x, NULL, SL_QK, nmax, ntry, L);
     uint16_t dh = sl_f32_to_fp16(s);
     float d = sl_h2f(dh);
     float id = d != 0.0f && isfinite(d) ? 1.0f / d : 0.0f;
@@ -117,12 +118,12 @@ static uint16_t quant_sym_block(const float *x, int nmax, uint8_t q[SL_QK])
 }
 
 /* Affine blocks (Q4_1, Q5_1): x ~ d * q + m with any sign of m. */
-static void quant_affine_block(const float *x, int nmax, uint16_t *dh, uint16_t *mh,
+static void quant_affine_block(const float *x, int nmax, int ntry, uint16_t *dh, uint16_t *mh,
                                uint8_t q[SL_QK])
 {
     uint8_t L[SL_QK];
     float b;
-    float s = sl_fit_affine(x, NULL, SL_QK, nmax, LEGACY_NTRY, false, L, &b);
+    float s = sl_fit_affine(x, NULL, SL_QK, nmax, ntry, false, L, &b);
     *dh = sl_f32_to_fp16(s);
     *mh = sl_f32_to_fp16(b);
     float d = sl_h2f(*dh), m = sl_h2f(*mh);
@@ -131,22 +132,22 @@ static void quant_affine_block(const float *x, int nmax, uint16_t *dh, uint16_t 
         q[j] = (uint8_t)sl_round_clamp((x[j] - m) * id, 0, nmax);
 }
 
-void sl_quant_q4_0(const float *src, void *dst, int64_t n)
+static void q4_0_rows(const float *src, void *dst, int64_t n, int ntry)
 {
     sl_block_q4_0 *b = dst;
     for (int64_t i = 0; i < n / SL_QK; i++, b++, src += SL_QK) {
         uint8_t q[SL_QK];
-        b->d = quant_sym_block(src, 8, q);
+        b->d = quant_sym_block(src, 8, ntry, q);
         for (int j = 0; j < 16; j++) b->qs[j] = (uint8_t)(q[j] | q[j + 16] << 4);
     }
 }
 
-void sl_quant_q4_1(const float *src, void *dst, int64_t n)
+static void q4_1_rows(const float *src, void *dst, int64_t n, int ntry)
 {
     sl_block_q4_1 *b = dst;
     for (int64_t i = 0; i < n / SL_QK; i++, b++, src += SL_QK) {
         uint8_t q[SL_QK];
-        quant_affine_block(src, 15, &b->d, &b->m, q);
+        quant_affine_block(src, 15, ntry, &b->d, &b->m, q);
         for (int j = 0; j < 16; j++) b->qs[j] = (uint8_t)(q[j] | q[j + 16] << 4);
     }
 }
@@ -162,25 +163,40 @@ static void pack_q5(const uint8_t q[SL_QK], uint8_t qs[16], uint8_t qh[4])
     put_qh_word(qh, h);
 }
 
-void sl_quant_q5_0(const float *src, void *dst, int64_t n)
+static void q5_0_rows(const float *src, void *dst, int64_t n, int ntry)
 {
     sl_block_q5_0 *b = dst;
     for (int64_t i = 0; i < n / SL_QK; i++, b++, src += SL_QK) {
         uint8_t q[SL_QK];
-        b->d = quant_sym_block(src, 16, q);
+        b->d = quant_sym_block(src, 16, ntry, q);
         pack_q5(q, b->qs, b->qh);
     }
 }
 
-void sl_quant_q5_1(const float *src, void *dst, int64_t n)
+static void q5_1_rows(const float *src, void *dst, int64_t n, int ntry)
 {
     sl_block_q5_1 *b = dst;
     for (int64_t i = 0; i < n / SL_QK; i++, b++, src += SL_QK) {
         uint8_t q[SL_QK];
-        quant_affine_block(src, 31, &b->d, &b->m, q);
+        quant_affine_block(src, 31, ntry, &b->d, &b->m, q);
         pack_q5(q, b->qs, b->qh);
     }
 }
+
+#define LEGACY_ENTRY(t)                                                            \
+    void sl_quant_##t(const float *src, void *dst, int64_t n)                      \
+    {                                                                              \
+        t##_rows(src, dst, n, LEGACY_NTRY);                                        \
+    }                                                                              \
+    void sl_quant_##t##_fast(const float *src, void *dst, int64_t n)               \
+    {                                                                              \
+        t##_rows(src, dst, n, 0);                                                  \
+    }
+
+LEGACY_ENTRY(q4_0)
+LEGACY_ENTRY(q4_1)
+LEGACY_ENTRY(q5_0)
+LEGACY_ENTRY(q5_1)
 
 /* Q8: d = amax / 127 stored as f16; levels from the stored d, so that every
  * element is within d/2 of its reconstruction (clamped to +-127 when f16
