@@ -1,10 +1,217 @@
-/* cmd_mkmodel.c - placeholder until the command lands (being written now). */
+/* cmd_mkmodel.c - `sluice mkmodel`: writes a synthetic model.
+ *
+ * Owns: the command line of mkmodel (flags, overrides, messages, progress
+ * line). Everything about the model itself lives in src/synth/. */
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "args.h"
 #include "commands.h"
+#include "synth/synth.h"
+#include "util/timer.h"
+
+static const char *const CMD = "mkmodel";
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: sluice mkmodel --arch A [--preset P] [options] -o OUT.gguf\n"
+            "\n"
+            "Writes a synthetic model: random weights (zero mean, std 1/sqrt(fan-in), norms\n"
+            "near 1), deterministic from --seed, with a real byte-level BPE tokenizer and a\n"
+            "ChatML template. Streams to disk; memory use stays at a few MB at any size.\n"
+            "The same seed gives the same underlying weights at every --type.\n"
+            "\n"
+            "  --arch A        %s\n"
+            "                  (llama is dense; --experts N or 'mixtral' makes it Mixtral-style)\n"
+            "  --preset P      model dimensions (default tiny):\n",
+            sl_synth_arch_list());
+    for (size_t i = 0; i < sl_synth_preset_count(); i++)
+        fprintf(out, "                    %-13s %s\n", sl_synth_preset_name(i),
+                sl_synth_preset_summary(i));
+    fprintf(out,
+            "  --type T        f32 (default), f16, q8_0, q4_0, q4_k_m, q4_k, q5_k, q6_k\n"
+            "                  q4_k_m: output q6_k; attn_v and ffn_down(_exps/_shexp) q6_k on\n"
+            "                  the first/last eighth of layers and every third between,\n"
+            "                  q4_k elsewhere; norms, biases and routers always f32. Rows not\n"
+            "                  a multiple of 256 (K-quants) or 32 (q8_0/q4_0) fall back to\n"
+            "                  q8_0 or f32 (reported).\n"
+            "  --layers N      override the layer count\n"
+            "  --experts E     override the expert count (MoE architectures, llama)\n"
+            "  --top-k K       override the experts used per token\n"
+            "  --vocab V       override the vocabulary size (>= 260)\n"
+            "  --ctx N         override the context length\n"
+            "  --tied          no output.weight: the head reuses token_embd\n"
+            "  --seed S        random seed (default 1)\n"
+            "  --threads N     generator threads (default: online CPUs, at most 8)\n"
+            "  --progress      show a progress line (default when stderr is a terminal)\n"
+            "  -q, --quiet     print nothing on success\n"
+            "  -o, --output F  output file (required)\n"
+            "  -h, --help      this text\n");
+}
+
+typedef struct progress_state {
+    uint64_t t0, last;
+} progress_state;
+
+static int on_progress(void *ud, uint64_t done, uint64_t total)
+{
+    progress_state *ps = ud;
+    uint64_t now = sl_now_ns();
+    if (done != total && now - ps->last < 500000000ull) return 0;
+    ps->last = now;
+    double s = sl_ns_to_s(now - ps->t0);
+    fprintf(stderr, "\r  %6.1f / %.1f MiB  %5.1f%%  %6.1f MiB/s ", (double)done / 1048576.0,
+            (double)total / 1048576.0, total ? 100.0 * (double)done / (double)total : 100.0,
+            s > 0 ? (double)done / 1048576.0 / s : 0.0);
+    if (done == total) fputc('\n', stderr);
+    return 0;
+}
+
+static bool parse_u64(const char *flag, const char *s, uint64_t *out)
+{
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 0);
+    if (errno || end == s || *end || s[0] == '-') {
+        fprintf(stderr, "sluice %s: %s expects a non-negative whole number, got '%s'\n", CMD,
+                flag, s);
+        return false;
+    }
+    *out = v;
+    return true;
+}
 
 int cmd_mkmodel(int argc, char **argv)
 {
-    (void)argc; (void)argv;
-    fprintf(stderr, "sluice mkmodel: not built yet\n");
-    return 1;
+    const char *arch = NULL, *preset = "tiny", *type = NULL, *out = NULL;
+    long layers = -1, experts = -1, top_k = -1, vocab = -1, ctx = -1, threads = -1;
+    uint64_t seed = 1;
+    bool tied = false, quiet = false, progress = isatty(2);
+
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = NULL;
+#define VALUE() do { if (!(v = arg_value(CMD, argc, argv, &i))) return 2; } while (0)
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            usage(stdout);
+            return 0;
+        } else if (!strcmp(a, "--arch")) {
+            VALUE(); arch = v;
+        } else if (!strcmp(a, "--preset")) {
+            VALUE(); preset = v;
+        } else if (!strcmp(a, "--type")) {
+            VALUE(); type = v;
+        } else if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
+            VALUE(); out = v;
+        } else if (!strcmp(a, "--layers")) {
+            VALUE(); if (!arg_int(CMD, a, v, 1, 1024, &layers)) return 2;
+        } else if (!strcmp(a, "--experts")) {
+            VALUE(); if (!arg_int(CMD, a, v, 1, 4096, &experts)) return 2;
+        } else if (!strcmp(a, "--top-k")) {
+            VALUE(); if (!arg_int(CMD, a, v, 1, 4096, &top_k)) return 2;
+        } else if (!strcmp(a, "--vocab")) {
+            VALUE(); if (!arg_int(CMD, a, v, 260, 1L << 22, &vocab)) return 2;
+        } else if (!strcmp(a, "--ctx")) {
+            VALUE(); if (!arg_int(CMD, a, v, 1, 1L << 24, &ctx)) return 2;
+        } else if (!strcmp(a, "--threads")) {
+            VALUE(); if (!arg_int(CMD, a, v, 1, 64, &threads)) return 2;
+        } else if (!strcmp(a, "--seed")) {
+            VALUE(); if (!parse_u64(a, v, &seed)) return 2;
+        } else if (!strcmp(a, "--tied")) {
+            tied = true;
+        } else if (!strcmp(a, "--progress")) {
+            progress = true;
+        } else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) {
+            quiet = true;
+        } else {
+            fprintf(stderr, "sluice %s: unknown option '%s' (see --help)\n", CMD, a);
+            return 2;
+        }
+#undef VALUE
+    }
+    if (!arch) {
+        fprintf(stderr, "sluice %s: --arch is required (one of: %s)\n", CMD, sl_synth_arch_list());
+        return 2;
+    }
+    if (!out) {
+        fprintf(stderr, "sluice %s: -o OUT.gguf is required\n", CMD);
+        return 2;
+    }
+
+    sl_err err = {0};
+    sl_synth_config c;
+    if (sl_synth_config_init(&c, arch, preset, &err)) {
+        fprintf(stderr, "sluice %s: %s\n", CMD, err.msg);
+        return 2;
+    }
+    if (type && !sl_synth_type_from_name(type, &c.type)) {
+        fprintf(stderr,
+                "sluice %s: unknown type '%s' (known: f32, f16, q8_0, q4_0, q4_k_m, q4_k, q5_k, "
+                "q6_k)\n", CMD, type);
+        return 2;
+    }
+    if (layers > 0) c.n_layer = (uint32_t)layers;
+    if (vocab > 0) c.n_vocab = (uint32_t)vocab;
+    if (ctx > 0) c.n_ctx = (uint32_t)ctx;
+    c.tied = tied;
+    c.seed = seed;
+    if (experts > 0 || top_k > 0) {
+        if (!c.moe && strcmp(c.arch, "llama")) {
+            fprintf(stderr, "sluice %s: architecture '%s' is dense; use %smoe for experts\n", CMD,
+                    c.arch, c.arch);
+            return 2;
+        }
+        if (!c.moe && experts <= 0) {
+            fprintf(stderr, "sluice %s: --top-k on dense llama needs --experts too\n", CMD);
+            return 2;
+        }
+        if (!c.moe) {
+            /* llama with experts: Mixtral-style, top-2 unless told. */
+            c.moe = true;
+            c.n_expert_used = 2;
+        }
+        if (experts > 0) c.n_expert = (uint32_t)experts;
+        if (top_k > 0) {
+            c.n_expert_used = (uint32_t)top_k;
+        } else if (c.n_expert_used > c.n_expert) {
+            fprintf(stderr, "sluice %s: note: top-k lowered from %u to %u (the expert count)\n",
+                    CMD, c.n_expert_used, c.n_expert);
+            c.n_expert_used = c.n_expert;
+        }
+    }
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    c.threads = (unsigned)(threads > 0 ? threads : ncpu < 1 ? 1 : ncpu > 8 ? 8 : ncpu);
+    if (sl_synth_config_validate(&c, &err)) {
+        fprintf(stderr, "sluice %s: %s\n", CMD, err.msg);
+        return 2;
+    }
+
+    progress_state ps = {sl_now_ns(), 0};
+    sl_synth_stats st;
+    if (sl_synth_write(&c, out, progress && !quiet ? on_progress : NULL, &ps, &st, &err)) {
+        if (progress && !quiet) fputc('\n', stderr);
+        fprintf(stderr, "sluice %s: %s\n", CMD, err.msg);
+        return 1;
+    }
+    if (st.n_fallback)
+        fprintf(stderr,
+                "sluice %s: note: %zu tensors use q8_0 or f32 instead of %s because their rows "
+                "do not fit its block size%s\n",
+                CMD, st.n_fallback, sl_synth_type_name(c.type),
+                !strcmp(c.preset, "tiny") ? " (use --preset tiny-k for K-quants)" : "");
+    if (!quiet) {
+        printf("wrote %s: %s%s, preset %s, type %s, %u layers, ", out, c.arch,
+               c.moe && !strcmp(c.arch, "llama") ? " (Mixtral-style)" : "", c.preset,
+               sl_synth_type_name(c.type), c.n_layer);
+        if (c.moe) printf("%u experts top-%u, ", c.n_expert, c.n_expert_used);
+        printf("vocab %u, seed %llu\n", c.n_vocab, (unsigned long long)c.seed);
+        printf("  %zu tensors, %llu bytes (%.1f MiB) in %.2f s, %.1f MiB/s, %u threads\n",
+               st.n_tensors, (unsigned long long)st.file_bytes,
+               (double)st.file_bytes / 1048576.0, st.seconds,
+               st.seconds > 0 ? (double)st.file_bytes / 1048576.0 / st.seconds : 0.0, c.threads);
+    }
+    return 0;
 }

@@ -13,9 +13,11 @@
  * rows), so the bytes written never depend on the thread count or timing.
  * Memory: n_slots output buffers plus one f32 scratch per worker, a few MB.
  *
- * No deadlock: the writer waits for chunk w, the lowest unwritten one; its
- * worker waits at most for slot w % n_slots to be freed by chunk w - n_slots,
- * which was already written. */
+ * No deadlock: a worker holding chunk s may fill its slot once chunk
+ * s - n_slots is written (s < written + n_slots). The writer waits for chunk
+ * w = written, the lowest unwritten one, whose worker never waits since
+ * w < written + n_slots; and no other chunk maps to that slot inside the
+ * window, so nothing can take it first. */
 #include "synth/synth.h"
 
 #include <pthread.h>
@@ -171,6 +173,7 @@ typedef struct pipe {
     size_t cur_t;
     uint64_t cur_row;
     uint64_t next_seq;
+    uint64_t written;        /* chunks written so far */
     slot *slots;
     unsigned n_slots;
     bool abort;
@@ -223,7 +226,10 @@ static void *worker_main(void *arg)
         if (p->abort || !next_chunk(p, &ti, &row0, &nrows)) break;
         uint64_t seq = p->next_seq++;
         slot *s = &p->slots[seq % p->n_slots];
-        while (s->state != SLOT_FREE && !p->abort) pthread_cond_wait(&p->cv_free, &p->mu);
+        /* Wait for the window, not merely a free slot: otherwise chunk
+         * seq + n_slots could take the slot before chunk seq does. */
+        while (seq >= p->written + p->n_slots && !p->abort)
+            pthread_cond_wait(&p->cv_free, &p->mu);
         if (p->abort) break;
         s->state = SLOT_BUSY;
         s->seq = seq;
@@ -299,6 +305,7 @@ static int run_threads(pipe_t *p, sink *k, uint64_t n_chunks, sl_err *err)
         rc = sink_write(k, s->buf, s->nbytes, err);
         pthread_mutex_lock(&p->mu);
         s->state = SLOT_FREE;
+        p->written = seq + 1;
         pthread_cond_broadcast(&p->cv_free);
         pthread_mutex_unlock(&p->mu);
     }
