@@ -41,6 +41,26 @@ static uint64_t file_size(const char *path)
     return (uint64_t)n;
 }
 
+/* With SL_GGUF_CORPUS_DIR set, small files the writer made are copied there
+ * as fuzzing seeds (tests/fuzz/make_corpus.sh). */
+static void keep_for_corpus(const char *path, const char *label)
+{
+    const char *dir = getenv("SL_GGUF_CORPUS_DIR");
+    if (!dir || !*dir) return;
+    uint64_t n = file_size(path);
+    if (n == 0 || n > 16384) return;
+    char out[1024];
+    snprintf(out, sizeof out, "%s/%s.gguf", dir, label);
+    FILE *in = fopen(path, "rb"), *o = fopen(out, "wb");
+    if (in && o) {
+        char buf[16384];
+        size_t k = fread(buf, 1, sizeof buf, in);
+        if (fwrite(buf, 1, k, o) != k) perror(out);
+    }
+    if (in) fclose(in);
+    if (o) fclose(o);
+}
+
 /* ---- metadata ------------------------------------------------------------- */
 
 static int set(sl_gguf_writer *w, const char *key, sl_gguf_value v)
@@ -120,6 +140,7 @@ TEST(roundtrip_every_value_type)
 {
     const char *path = tpath("types.gguf");
     write_all_types(path);
+    keep_for_corpus(path, "writer_all_types");
     sl_gguf *g;
     sl_err e = {0};
     CHECK_MSG(sl_gguf_open(&g, path, &e) == SL_OK, "%s", e.msg);
@@ -375,6 +396,7 @@ TEST(roundtrip_tensors)
     sl_err e = {0};
     /* 7-byte chunks: every tensor boundary falls inside a chunk */
     CHECK_MSG(write_specs(path, 0, 7, &e) == SL_OK, "%s", e.msg);
+    keep_for_corpus(path, "writer_tensors");
     sl_gguf *g;
     CHECK_MSG(sl_gguf_open(&g, path, &e) == SL_OK, "%s", e.msg);
     if (e.code) return;
@@ -415,6 +437,7 @@ TEST(custom_alignment_and_big_chunks)
     sl_err e = {0};
     /* one chunk holding everything */
     CHECK_MSG(write_specs(path, 256, 1 << 20, &e) == SL_OK, "%s", e.msg);
+    keep_for_corpus(path, "writer_tensors_align256");
     sl_gguf *g;
     CHECK_MSG(sl_gguf_open(&g, path, &e) == SL_OK, "%s", e.msg);
     if (e.code) return;
@@ -537,6 +560,8 @@ TEST(split_model_reads_as_one)
     const char *n1[] = {"a", "b"}, *n2[] = {"c"};
     write_part(p1, 0, 2, 3, n1, 2);
     write_part(p2, 1, 2, -1, n2, 1);
+    keep_for_corpus(p1, "writer_split_part1");
+    keep_for_corpus(p2, "writer_split_part2");
     sl_gguf *g;
     sl_err e = {0};
     CHECK_MSG(sl_gguf_open(&g, p1, &e) == SL_OK, "%s", e.msg);
