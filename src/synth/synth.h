@@ -132,7 +132,7 @@ typedef struct sl_synth_tensor {
  *     more_bits(i) holds, Q4_K elsewhere; all other matrices Q4_K. With n
  *     layers, more_bits(i) = i < n/8 || i >= 7n/8 || (i - n/8) % 3 == 2
  *     (integer division) - the first and last eighth and every third layer
- *     between, about half the layers for n = 48, 5 of 12 for n = 12.
+ *     between: 24 of 48 layers, 6 of 12 (0, 3, 6, 9, 10, 11), 1 of 2.
  * Fallback: a K-quant needs ne[0] % 256 == 0, Q8_0/Q4_0 need % 32 == 0. A
  * K-quant tensor whose rows do not fit becomes Q8_0 (or F32 if they do not
  * fit 32 either); a Q8_0/Q4_0 tensor becomes F32. *fell_back says so. */

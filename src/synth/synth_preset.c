@@ -26,7 +26,9 @@ typedef struct preset {
  *  tiny-k   - every row length is a multiple of 256, so q4_k/q5_k/q6_k and
  *             q4_k_m are really exercised; about 9 MB in f32.
  *  small    - the demo: 64 experts top-8 (1/8 active like a real MoE);
- *             about 100 MB in q4_k_m.
+ *             about 95 MB in q4_k_m. Vocabulary 1024: the trained tokenizer
+ *             has ~930 real tokens, so a random model's samples are mostly
+ *             text rather than <|pad_N|> tokens.
  *  mixtral-like - 8 wide experts top-2, Mixtral's proportions, small.
  *  30b-a3b  - Qwen3-30B-A3B; 1b-7b - OLMoE-1B-7B; 235b-a22b -
  *             Qwen3-235B-A22B (generate a few layers with --layers). */
@@ -37,10 +39,10 @@ static const preset presets[] = {
      64, 2, 4, 2, 16, 128, 32, 64, 8, 2, 512, 256, 10000.0f, 1e-6f},
     {"tiny-k", "unit tests of K-quants: n_embd 256, 2 layers, 4 experts top-2, all rows multiples of 256",
      256, 2, 4, 2, 64, 512, 256, 256, 4, 2, 512, 256, 10000.0f, 1e-6f},
-    {"small", "demo: n_embd 512, 6 layers, 64 experts top-8, vocab 8192 (~100 MB in q4_k_m)",
-     512, 6, 8, 2, 64, 1536, 256, 1024, 64, 8, 8192, 4096, 1000000.0f, 1e-6f},
-    {"mixtral-like", "n_embd 512, 4 layers, 8 experts (ff 1792) top-2, vocab 8192",
-     512, 4, 8, 2, 64, 1792, 1792, 1792, 8, 2, 8192, 4096, 1000000.0f, 1e-5f},
+    {"small", "demo: n_embd 512, 6 layers, 64 experts top-8, vocab 1024 (~95 MB in q4_k_m)",
+     512, 6, 8, 2, 64, 1536, 256, 1024, 64, 8, 1024, 4096, 1000000.0f, 1e-6f},
+    {"mixtral-like", "n_embd 512, 4 layers, 8 experts (ff 1792) top-2, vocab 1024",
+     512, 4, 8, 2, 64, 1792, 1792, 1792, 8, 2, 1024, 4096, 1000000.0f, 1e-5f},
     {"30b-a3b", "Qwen3-30B-A3B: n_embd 2048, 48 layers, 128 experts (ff 768) top-8, vocab 151936",
      2048, 48, 32, 4, 128, 6144, 768, 3072, 128, 8, 151936, 40960, 1000000.0f, 1e-6f},
     {"1b-7b", "OLMoE-1B-7B: n_embd 2048, 16 layers, 64 experts (ff 1024) top-8, vocab 50304",

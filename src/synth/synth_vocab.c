@@ -243,7 +243,11 @@ int sl_synth_vocab_build(sl_synth_vocab *v, uint32_t n_vocab, sl_err *err)
                  (s->a < best.a || (s->a == best.a && s->b < best.b))))
                 best = *s;
         }
-        if (best.count < 2) break;
+        /* Training runs to exhaustion (until every corpus piece is one
+         * token, ~670 merges) unless the budget stops it first: more real
+         * tokens make sampled text from a random model read less like
+         * padding. */
+        if (best.count < 1) break;
 
         const tok *l = &toks[best.a], *r = &toks[best.b];
         char *raw = concat(l->raw, l->raw_len, "", r->raw, r->raw_len);

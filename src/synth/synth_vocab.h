@@ -12,7 +12,8 @@
  *   then                     <|endoftext|> <|im_start|> <|im_end|> (type 3)
  *   then up to n_vocab       <|pad_0|> <|pad_1|> ... (type 5, unused)
  * M is the number of merges learnt before the budget (n_vocab - 259, capped
- * at SL_SYNTH_MAX_MERGES) runs out or no pair occurs twice any more. Because
+ * at SL_SYNTH_MAX_MERGES) runs out or no pair is left (every piece of the
+ * corpus is then one token: M = 674 for the built-in text). Because
  * training is greedy, a smaller vocabulary has a prefix of a larger one's
  * merges.
  *

@@ -109,9 +109,11 @@ TEST(layout_and_merges)
             break;
         }
     }
-    /* BPE with these merges turns common words of the corpus into single
-     * tokens ("Ġ" is the space) and never yields an unknown token. */
-    static const char *const words[] = {" the", " river", " and", " water", "The"};
+    /* Training runs until no pair is left, so with this budget BPE turns
+     * every word of the corpus, common or rare, into a single token ("Ġ" is
+     * the space), and never yields an unknown token. */
+    static const char *const words[] = {" the",          " river",      " and", " water", "The",
+                                        " centimetres", " na\xC3\xAFve", " April"};
     for (size_t w = 0; w < sizeof words / sizeof words[0]; w++) {
         char out[32][64];
         int n = bpe(&v, words[w], out, 32);
