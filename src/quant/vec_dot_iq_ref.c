@@ -5,17 +5,31 @@
  * applied per block). Must not know: instruction sets, threads, matrices. */
 #include "quant/quant_internal.h"
 
+/* table values of 16 packed nibbles, in the Q4_0 element order */
+static inline void lookup32(const int8_t table[16], const uint8_t qs[16], int8_t v[32])
+{
+    for (int j = 0; j < 16; j++) {
+        v[j] = table[qs[j] & 0x0F];
+        v[j + 16] = table[qs[j] >> 4];
+    }
+}
+
+static inline int dot32(const int8_t *v, const int8_t *a)
+{
+    int s = 0;
+    for (int i = 0; i < 32; i++) s += v[i] * a[i];
+    return s;
+}
+
 static void vec_dot_iq4_nl_q8_0(int64_t n, float *s, const void *vx, const void *vy)
 {
     const sl_block_iq4_nl *x = vx;
     const sl_block_q8_0 *y = vy;
     float sum = 0.0f;
+    int8_t v[32];
     for (int64_t i = 0; i < n / SL_QK; i++) {
-        int si = 0;
-        for (int j = 0; j < 16; j++)
-            si += sl_iq4nl_values[x[i].qs[j] & 0x0F] * y[i].qs[j] +
-                  sl_iq4nl_values[x[i].qs[j] >> 4] * y[i].qs[j + 16];
-        sum += sl_h2f(x[i].d) * sl_h2f(y[i].d) * (float)si;
+        lookup32(sl_iq4nl_values, x[i].qs, v);
+        sum += sl_h2f(x[i].d) * sl_h2f(y[i].d) * (float)dot32(v, y[i].qs);
     }
     *s = sum;
 }
@@ -25,12 +39,10 @@ static void vec_dot_mxfp4_q8_0(int64_t n, float *s, const void *vx, const void *
     const sl_block_mxfp4 *x = vx;
     const sl_block_q8_0 *y = vy;
     float sum = 0.0f;
+    int8_t v[32];
     for (int64_t i = 0; i < n / SL_QK; i++) {
-        int si = 0;
-        for (int j = 0; j < 16; j++)
-            si += sl_mxfp4_values[x[i].qs[j] & 0x0F] * y[i].qs[j] +
-                  sl_mxfp4_values[x[i].qs[j] >> 4] * y[i].qs[j + 16];
-        sum += sl_e8m0_half(x[i].e) * sl_h2f(y[i].d) * (float)si;
+        lookup32(sl_mxfp4_values, x[i].qs, v);
+        sum += sl_e8m0_half(x[i].e) * sl_h2f(y[i].d) * (float)dot32(v, y[i].qs);
     }
     *s = sum;
 }
@@ -40,17 +52,14 @@ static void vec_dot_iq4_xs_q8_K(int64_t n, float *s, const void *vx, const void 
     const sl_block_iq4_xs *x = vx;
     const sl_block_q8_K *y = vy;
     float sum = 0.0f;
+    int8_t v[32];
     for (int64_t i = 0; i < n / SL_QK_K; i++) {
         int sumi = 0;
         for (int k = 0; k < 8; k++) {
             int ls = ((x[i].scales_l[k / 2] >> (4 * (k % 2))) & 0x0F) |
                      ((x[i].scales_h >> (2 * k)) & 3) << 4;
-            const uint8_t *q = x[i].qs + 16 * k;
-            const int8_t *a = y[i].qs + 32 * k;
-            int sub = 0;
-            for (int j = 0; j < 16; j++)
-                sub += sl_iq4nl_values[q[j] & 0x0F] * a[j] + sl_iq4nl_values[q[j] >> 4] * a[j + 16];
-            sumi += (ls - 32) * sub;
+            lookup32(sl_iq4nl_values, x[i].qs + 16 * k, v);
+            sumi += (ls - 32) * dot32(v, y[i].qs + 32 * k);
         }
         sum += sl_h2f(x[i].d) * y[i].d * (float)sumi;
     }

@@ -14,18 +14,51 @@ static uint32_t qh_word(const uint8_t qh[4])
            (uint32_t)qh[3] << 24;
 }
 
+/* Each kernel unpacks a block's 32 levels into int8 (the walk of
+ * quant_legacy.c), then takes a plain integer dot product: readable, and
+ * vectorisable in portable builds. */
+static inline int dot32(const int8_t *q, const int8_t *a)
+{
+    int s = 0;
+    for (int i = 0; i < SL_QK; i++) s += q[i] * a[i];
+    return s;
+}
+
+static inline int sum32(const int8_t *a)
+{
+    int s = 0;
+    for (int i = 0; i < SL_QK; i++) s += a[i];
+    return s;
+}
+
+/* nibbles in the Q4_0 order (low nibbles first) minus off */
+static inline void unpack4(const uint8_t qs[16], int off, int8_t q[SL_QK])
+{
+    for (int j = 0; j < 16; j++) {
+        q[j] = (int8_t)((qs[j] & 0x0F) - off);
+        q[j + 16] = (int8_t)((qs[j] >> 4) - off);
+    }
+}
+
+/* five-bit levels (Q5_0 / Q5_1) minus off */
+static inline void unpack5(const uint8_t qs[16], const uint8_t qh4[4], int off, int8_t q[SL_QK])
+{
+    uint32_t qh = qh_word(qh4);
+    for (int j = 0; j < 16; j++) {
+        q[j] = (int8_t)(((qs[j] & 0x0F) | (int)((qh >> j) & 1u) << 4) - off);
+        q[j + 16] = (int8_t)(((qs[j] >> 4) | (int)((qh >> (j + 16)) & 1u) << 4) - off);
+    }
+}
+
 static void vec_dot_q4_0_q8_0(int64_t n, float *s, const void *vx, const void *vy)
 {
     const sl_block_q4_0 *x = vx;
     const sl_block_q8_0 *y = vy;
     float sum = 0.0f;
+    int8_t q[SL_QK];
     for (int64_t i = 0; i < n / SL_QK; i++) {
-        int si = 0;
-        for (int j = 0; j < 16; j++) {
-            si += ((x[i].qs[j] & 0x0F) - 8) * y[i].qs[j];
-            si += ((x[i].qs[j] >> 4) - 8) * y[i].qs[j + 16];
-        }
-        sum += sl_h2f(x[i].d) * sl_h2f(y[i].d) * (float)si;
+        unpack4(x[i].qs, 8, q);
+        sum += sl_h2f(x[i].d) * sl_h2f(y[i].d) * (float)dot32(q, y[i].qs);
     }
     *s = sum;
 }
@@ -35,15 +68,12 @@ static void vec_dot_q4_1_q8_0(int64_t n, float *s, const void *vx, const void *v
     const sl_block_q4_1 *x = vx;
     const sl_block_q8_0 *y = vy;
     float sum = 0.0f;
+    int8_t q[SL_QK];
     for (int64_t i = 0; i < n / SL_QK; i++) {
-        int si = 0, sa = 0;
-        for (int j = 0; j < 16; j++) {
-            si += (x[i].qs[j] & 0x0F) * y[i].qs[j];
-            si += (x[i].qs[j] >> 4) * y[i].qs[j + 16];
-            sa += y[i].qs[j] + y[i].qs[j + 16];
-        }
+        unpack4(x[i].qs, 0, q);
         float dy = sl_h2f(y[i].d);
-        sum += sl_h2f(x[i].d) * dy * (float)si + sl_h2f(x[i].m) * dy * (float)sa;
+        sum += sl_h2f(x[i].d) * dy * (float)dot32(q, y[i].qs) +
+               sl_h2f(x[i].m) * dy * (float)sum32(y[i].qs);
     }
     *s = sum;
 }
@@ -53,15 +83,10 @@ static void vec_dot_q5_0_q8_0(int64_t n, float *s, const void *vx, const void *v
     const sl_block_q5_0 *x = vx;
     const sl_block_q8_0 *y = vy;
     float sum = 0.0f;
+    int8_t q[SL_QK];
     for (int64_t i = 0; i < n / SL_QK; i++) {
-        uint32_t qh = qh_word(x[i].qh);
-        int si = 0;
-        for (int j = 0; j < 16; j++) {
-            int lo = ((x[i].qs[j] & 0x0F) | (int)((qh >> j) & 1u) << 4) - 16;
-            int hi = ((x[i].qs[j] >> 4) | (int)((qh >> (j + 16)) & 1u) << 4) - 16;
-            si += lo * y[i].qs[j] + hi * y[i].qs[j + 16];
-        }
-        sum += sl_h2f(x[i].d) * sl_h2f(y[i].d) * (float)si;
+        unpack5(x[i].qs, x[i].qh, 16, q);
+        sum += sl_h2f(x[i].d) * sl_h2f(y[i].d) * (float)dot32(q, y[i].qs);
     }
     *s = sum;
 }
@@ -71,17 +96,12 @@ static void vec_dot_q5_1_q8_0(int64_t n, float *s, const void *vx, const void *v
     const sl_block_q5_1 *x = vx;
     const sl_block_q8_0 *y = vy;
     float sum = 0.0f;
+    int8_t q[SL_QK];
     for (int64_t i = 0; i < n / SL_QK; i++) {
-        uint32_t qh = qh_word(x[i].qh);
-        int si = 0, sa = 0;
-        for (int j = 0; j < 16; j++) {
-            int lo = (x[i].qs[j] & 0x0F) | (int)((qh >> j) & 1u) << 4;
-            int hi = (x[i].qs[j] >> 4) | (int)((qh >> (j + 16)) & 1u) << 4;
-            si += lo * y[i].qs[j] + hi * y[i].qs[j + 16];
-            sa += y[i].qs[j] + y[i].qs[j + 16];
-        }
+        unpack5(x[i].qs, x[i].qh, 0, q);
         float dy = sl_h2f(y[i].d);
-        sum += sl_h2f(x[i].d) * dy * (float)si + sl_h2f(x[i].m) * dy * (float)sa;
+        sum += sl_h2f(x[i].d) * dy * (float)dot32(q, y[i].qs) +
+               sl_h2f(x[i].m) * dy * (float)sum32(y[i].qs);
     }
     *s = sum;
 }
@@ -91,11 +111,8 @@ static void vec_dot_q8_0_q8_0(int64_t n, float *s, const void *vx, const void *v
     const sl_block_q8_0 *x = vx;
     const sl_block_q8_0 *y = vy;
     float sum = 0.0f;
-    for (int64_t i = 0; i < n / SL_QK; i++) {
-        int si = 0;
-        for (int j = 0; j < SL_QK; j++) si += x[i].qs[j] * y[i].qs[j];
-        sum += sl_h2f(x[i].d) * sl_h2f(y[i].d) * (float)si;
-    }
+    for (int64_t i = 0; i < n / SL_QK; i++)
+        sum += sl_h2f(x[i].d) * sl_h2f(y[i].d) * (float)dot32(x[i].qs, y[i].qs);
     *s = sum;
 }
 
