@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# bench/stream.sh - decode speed of a MoE model held to a memory limit of
+# about half its size, against the physical bound of this machine.
+#
+# Steps (all with the optimised build):
+#   1. the model: the 12-layer Qwen3-30B-A3B-shaped q4_k_m file, generated
+#      if missing (about 4.1 GB)
+#   2. the drive: `sluice iobench --expert` (whole experts, three slices,
+#      as the streamer reads them) gives the bandwidth at the expert size
+#   3. fully resident decode (no limit): compute seconds per token
+#   4. streamed decode inside a memory cgroup of LIMIT_MB (default: half
+#      the model): tok/s, hit rate, MiB/token, the stall split, peak RSS
+#   5. the bound: 1 / max(resident s/token, miss MiB per token / drive MiB/s)
+#
+# Environment: MODEL, N (tokens, default 64), THREADS (default 2),
+# LANES (I/O lanes, default 4), LIMIT_MB, OUT (result folder).
+# Needs root for the cgroup (v1 memory controller or v2).
+set -eu
+cd "$(dirname "$0")/.."
+SLUICE=build/rel/sluice
+MODEL=${MODEL:-models/qwen3moe-30b-a3b-l12-q4_k_m.gguf}
+N=${N:-64}
+THREADS=${THREADS:-2}
+LANES=${LANES:-4}
+OUT=${OUT:-build/bench-stream}
+mkdir -p "$OUT"
+make -s all
+
+if [ ! -f "$MODEL" ]; then
+    mkdir -p "$(dirname "$MODEL")"
+    "$SLUICE" mkmodel --arch qwen3moe --preset 30b-a3b --layers 12 --type q4_k_m --seed 1 -o "$MODEL"
+fi
+model_mb=$(( $(stat -c %s "$MODEL") / 1048576 ))
+LIMIT_MB=${LIMIT_MB:-$(( model_mb / 2 ))}
+echo "model $MODEL: $model_mb MiB; memory limit for the streamed run: $LIMIT_MB MiB"
+
+echo "== 1/3 drive: iobench --expert, $LANES lanes"
+"$SLUICE" iobench --model "$MODEL" --expert --lanes "$LANES" --seconds 10 --json > "$OUT/iobench.json"
+
+echo "== 2/3 fully resident decode, $N tokens"
+"$SLUICE" bench -m "$MODEL" -p 0 -n "$N" -r 1 -t "$THREADS" --no-stream \
+    --stats-json "$OUT/resident.json" | tee "$OUT/resident.txt"
+
+echo "== 3/3 streamed decode inside a $LIMIT_MB MiB memory cgroup"
+if [ -d /sys/fs/cgroup/memory ]; then
+    cg=/sys/fs/cgroup/memory/sluice-bench-$$
+    mkdir "$cg"
+    echo $(( LIMIT_MB * 1048576 )) > "$cg/memory.limit_in_bytes"
+    echo 0 > "$cg/memory.swappiness" 2>/dev/null || true
+    peak_file=memory.max_usage_in_bytes
+else
+    cg=/sys/fs/cgroup/sluice-bench-$$
+    mkdir "$cg"
+    echo $(( LIMIT_MB * 1048576 )) > "$cg/memory.max"
+    echo 0 > "$cg/memory.swap.max" 2>/dev/null || true
+    peak_file=memory.peak
+fi
+trap 'rmdir "$cg" 2>/dev/null || true' EXIT
+sh -c "echo \$\$ > $cg/cgroup.procs && exec $SLUICE bench -m $MODEL -p 0 -n $N -r 1 \
+    -t $THREADS --io-threads $LANES --stats --stats-json $OUT/stream.json" | tee "$OUT/stream.txt"
+cg_peak=$(cat "$cg/$peak_file" 2>/dev/null || echo 0)
+
+python3 - "$OUT" "$LIMIT_MB" "$cg_peak" <<'PY'
+import json, sys
+out, limit_mb, cg_peak = sys.argv[1], float(sys.argv[2]), int(sys.argv[3])
+io = json.load(open(out + "/iobench.json"))
+res = json.load(open(out + "/resident.json"))
+st = json.load(open(out + "/stream.json"))
+MiB = 1048576.0
+drive = io["peak"]["mib_s"]
+t_res = res["seconds"] / res["tokens"]
+t_str = st["seconds"] / st["tokens"]
+miss = st["mib_per_token"]
+t_io = miss / drive
+bound = 1.0 / max(t_res, t_io)
+print()
+print("drive (iobench --expert, peak)   %.0f MiB/s" % drive)
+print("resident decode                  %.2f tok/s (%.1f ms/token)" % (1 / t_res, 1e3 * t_res))
+print("streamed decode                  %.2f tok/s (%.1f ms/token)" % (1 / t_str, 1e3 * t_str))
+print("  hit rate %.1f%%, %.2f MiB/token read, stall %.1f ms/token, cache mgmt %.2f ms/token"
+      % (100 * st["hit_rate"], miss, 1e3 * st["stall_s"] / st["tokens"],
+         1e3 * st["manage_s"] / st["tokens"]))
+print("  peak RSS %.0f MiB, cgroup peak %.0f MiB, limit %.0f MiB, major faults %d"
+      % (st["peak_rss_bytes"] / MiB, cg_peak / MiB, limit_mb, st["major_faults"]))
+print("bound 1/max(%.1f ms compute, %.1f ms I/O)  %.2f tok/s" % (1e3 * t_res, 1e3 * t_io, bound))
+print("achieved / bound                 %.0f%%" % (100 * (1 / t_str) / bound))
+PY
