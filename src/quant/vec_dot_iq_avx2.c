@@ -44,6 +44,11 @@ static void vec_dot_iq4_nl_q8_0(int64_t n, float *s, const void *vx, const void 
     *s = sl_avx2_hsum_ps(_mm256_add_ps(acc0, acc1));
 }
 
+/* 2^(e-128) for every E8M0 byte: one load per block instead of the
+ * branchy bit construction. Filled once by the fill function, which runs
+ * inside sl_quant_init's pthread_once, before any kernel is reachable. */
+static float e8m0_half_tab[256];
+
 static void vec_dot_mxfp4_q8_0(int64_t n, float *s, const void *vx, const void *vy)
 {
     const sl_block_mxfp4 *x = vx;
@@ -55,14 +60,14 @@ static void vec_dot_mxfp4_q8_0(int64_t n, float *s, const void *vx, const void *
         __m256i p0 = sl_avx2_dot_i8(lookup32(t, x[i].qs), _mm256_loadu_si256((const __m256i *)y[i].qs));
         __m256i p1 = sl_avx2_dot_i8(lookup32(t, x[i + 1].qs),
                                     _mm256_loadu_si256((const __m256i *)y[i + 1].qs));
-        acc0 = _mm256_fmadd_ps(_mm256_set1_ps(sl_e8m0_half(x[i].e) * sl_avx2_h2f(y[i].d)),
+        acc0 = _mm256_fmadd_ps(_mm256_set1_ps(e8m0_half_tab[x[i].e] * sl_avx2_h2f(y[i].d)),
                                _mm256_cvtepi32_ps(p0), acc0);
-        acc1 = _mm256_fmadd_ps(_mm256_set1_ps(sl_e8m0_half(x[i + 1].e) * sl_avx2_h2f(y[i + 1].d)),
+        acc1 = _mm256_fmadd_ps(_mm256_set1_ps(e8m0_half_tab[x[i + 1].e] * sl_avx2_h2f(y[i + 1].d)),
                                _mm256_cvtepi32_ps(p1), acc1);
     }
     for (; i < nb; i++) {
         __m256i p = sl_avx2_dot_i8(lookup32(t, x[i].qs), _mm256_loadu_si256((const __m256i *)y[i].qs));
-        acc0 = _mm256_fmadd_ps(_mm256_set1_ps(sl_e8m0_half(x[i].e) * sl_avx2_h2f(y[i].d)),
+        acc0 = _mm256_fmadd_ps(_mm256_set1_ps(e8m0_half_tab[x[i].e] * sl_avx2_h2f(y[i].d)),
                                _mm256_cvtepi32_ps(p), acc0);
     }
     *s = sl_avx2_hsum_ps(_mm256_add_ps(acc0, acc1));
@@ -94,6 +99,7 @@ static void vec_dot_iq4_xs_q8_K(int64_t n, float *s, const void *vx, const void 
 
 bool sl_vec_dot_fill_iq_avx2(sl_quant_kernels *k)
 {
+    for (int e = 0; e < 256; e++) e8m0_half_tab[e] = sl_e8m0_half((uint8_t)e);
     k->vec_dot[SL_TYPE_IQ4_NL] = vec_dot_iq4_nl_q8_0;
     k->vec_dot[SL_TYPE_MXFP4] = vec_dot_mxfp4_q8_0;
     k->vec_dot[SL_TYPE_IQ4_XS] = vec_dot_iq4_xs_q8_K;
