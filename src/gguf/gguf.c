@@ -144,15 +144,16 @@ static int too_big(rd *r, const char *ctx, const char *what, uint64_t count, uin
                    uint64_t unit)
 {
     uint64_t left = r->src->size - r->pos;
+    char each[64] = "";
+    if (unit > 1) snprintf(each, sizeof each, " (at least %llu bytes each)", (ull)unit);
     if (left > r->limit - r->pos)
         return fail(r, SL_EFORMAT,
-                    "%s: %s %llu at byte offset %llu cannot fit in the %llu MiB header limit "
-                    "(at least %llu bytes each)",
-                    ctx, what, (ull)count, (ull)at, (ull)(SL_GGUF_MAX_HEADER >> 20), (ull)unit);
+                    "%s: %s %llu at byte offset %llu cannot fit in the %llu MiB header limit%s",
+                    ctx, what, (ull)count, (ull)at, (ull)(SL_GGUF_MAX_HEADER >> 20), each);
     return fail(r, SL_EFORMAT,
                 "%s: %s %llu at byte offset %llu exceeds what the %llu bytes left in the file "
-                "could hold (at least %llu bytes each)",
-                ctx, what, (ull)count, (ull)at, (ull)left, (ull)unit);
+                "could hold%s",
+                ctx, what, (ull)count, (ull)at, (ull)left, each);
 }
 
 static int rd_str(rd *r, sl_gguf_str *s, const char *ctx, const char *field)
@@ -462,7 +463,7 @@ static int parse_tensor_info(rd *r, uint64_t i, uint64_t alignment, sl_gguf_tens
     rc = rd_u32(r, &type, ctx, "type");
     if (rc) return rc;
     const sl_type_traits *tr = sl_type_get(type);
-    if (!tr)
+    if (!tr || tr->block_size == 0 || tr->type_size == 0)
         return fail(r, SL_EFORMAT, "%s: unknown tensor type %u at byte offset %llu", ctx, type,
                     (ull)at);
     t->type = (sl_type)type;

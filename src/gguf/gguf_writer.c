@@ -405,7 +405,7 @@ int sl_gguf_writer_add_tensor(sl_gguf_writer *w, const char *name, sl_type type,
         return report(w, err);
     }
     const sl_type_traits *tr = sl_type_get((uint32_t)type);
-    if (!tr) {
+    if (!tr || tr->block_size == 0 || tr->type_size == 0) {
         wfail(w, SL_EINVAL, "tensor '%s': unknown type %d", name, (int)type);
         return report(w, err);
     }
