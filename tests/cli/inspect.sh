@@ -112,6 +112,35 @@ else
     bad "mkmodel tiny for inspect"
 fi
 
+# ---- every architecture mkmodel writes --------------------------------------
+# MoE families must show routed bytes (and a cycle), dense ones none; the
+# qwen2moe shared expert (ffn_*_shexp) is dense, not routed.
+for spec in qwen3moe:moe qwen2moe:moe mixtral:moe olmoe:moe llama:dense qwen3:dense qwen2:dense; do
+    arch=${spec%%:*}
+    kind=${spec##*:}
+    f="$work/arch-$arch.gguf"
+    if ! timeout 300 "$SLUICE" mkmodel --arch "$arch" --preset tiny -q -o "$f" >/dev/null 2>&1; then
+        bad "$arch: mkmodel tiny"
+        continue
+    fi
+    if ! "$SLUICE" inspect --json "$f" >"$work/arch.json" 2>"$work/arch.err" ||
+        ! "$SLUICE" inspect "$f" >/dev/null 2>>"$work/arch.err"; then
+        cat "$work/arch.err"
+        bad "$arch: inspect"
+        continue
+    fi
+    if [ "$kind" = moe ]; then
+        want="True True True"
+    else
+        want="False False True"
+    fi
+    check "$arch: routed bytes and cycle as a $kind model" [ "$(json "$work/arch.json" "d['sizing']['routed_expert_bytes'] > 0, d['sizing']['expert_cycle_bytes'] is not None, d['sizing']['dense_bytes'] > 0")" = "$want" ]
+done
+if [ -f "$work/arch-qwen2moe.gguf" ]; then
+    "$SLUICE" inspect --json "$work/arch-qwen2moe.gguf" >"$work/q2.json"
+    check "qwen2moe: shared expert counted as dense" [ "$(json "$work/q2.json" "any('shexp' in t['name'] for t in d['tensors']), sum(t['bytes'] for t in d['tensors'] if '_exps' in t['name']) == d['sizing']['routed_expert_bytes']")" = "True True" ]
+fi
+
 # ---- errors and usage ---------------------------------------------------------
 printf 'GGUF\001\000\000\000' >"$work/v1.gguf"
 "$SLUICE" inspect "$work/v1.gguf" >/dev/null 2>"$work/v1.err"
