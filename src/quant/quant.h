@@ -52,9 +52,15 @@ typedef enum sl_type {
 
 /* Dequantise n elements (a multiple of block_size) from blocks to f32. */
 typedef void (*sl_to_float_fn)(const void *src, float *dst, int64_t n);
-/* Quantise n elements (a multiple of block_size) from f32 to blocks. */
+/* Quantise n elements (a multiple of block_size) from f32 to blocks.
+ * Inputs must be finite. Deterministic: the same floats give the same bytes
+ * on every machine and instruction set. The activation types (Q8_0, Q8_1,
+ * Q8_K) never emit the level -128; the dot kernels rely on that. */
 typedef void (*sl_from_float_fn)(const float *src, void *dst, int64_t n);
-/* Dot product of n elements: x in this type, y in vec_dot_type; writes *s. */
+/* Dot product of n elements: x in this type, y in vec_dot_type (produced
+ * by that type's from_float); writes *s. n is a multiple of block_size.
+ * Pairings: Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 IQ4_NL MXFP4 with Q8_0; Q2_K..Q6_K and
+ * IQ4_XS with Q8_K; F32 F16 BF16 with F32 (the activation row as is). */
 typedef void (*sl_vec_dot_fn)(int64_t n, float *s, const void *x, const void *y);
 
 typedef struct sl_type_traits {
