@@ -1,0 +1,122 @@
+#!/usr/bin/env bash
+# `sluice run` on a generated tiny model: greedy output identical across
+# thread counts and batch sizes, seeded sampling reproducible, the prompt /
+# context rules (error, --truncate, a full context) and bad flags. Expected
+# counts are worked out by hand from the rules in `sluice run --help`.
+set -u
+cd "$(dirname "$0")/../.."
+SLUICE=${SLUICE:-build/san/sluice}
+pass=0
+fail=0
+ok() { pass=$((pass + 1)); echo "ok   $1"; }
+bad() { fail=$((fail + 1)); echo "FAIL $1"; }
+check() { # check NAME CMD...: passes when CMD succeeds
+    local name=$1
+    shift
+    if "$@"; then ok "$name"; else bad "$name"; fi
+}
+work=$(mktemp -d "${TMPDIR:-/tmp}/sluice-run-XXXXXX")
+trap 'rm -rf "$work"' EXIT
+
+M=$work/tiny.gguf
+if ! "$SLUICE" mkmodel --arch qwen3moe --preset tiny --seed 3 -q -o "$M"; then
+    bad "mkmodel"
+    echo "$pass passed, $fail failed"
+    exit 1
+fi
+P="The miller's daughter kept a notebook of the river."
+
+# ---- help ---------------------------------------------------------------------
+"$SLUICE" run --help >"$work/help" 2>&1
+check "--help exits 0" [ $? -eq 0 ]
+check "--help lists --truncate and --top-p" grep -q -- "--truncate" "$work/help"
+check "--help lists sampling flags" grep -q -- "--repeat-last-n" "$work/help"
+
+# ---- greedy output: same for every thread count and batch size -------------------
+gen() { # gen OUT ARGS...: stdout to OUT, stderr to OUT.err
+    local out=$1
+    shift
+    "$SLUICE" run -m "$M" -p "$P" "$@" >"$out" 2>"$out.err"
+}
+gen "$work/g_t1_b512" --temp 0 -n 48 --ignore-eos -t 1 -b 512
+check "greedy run exits 0" [ $? -eq 0 ]
+check "greedy output is not empty" [ -s "$work/g_t1_b512" ]
+check "stderr reports 48 generated tokens" grep -Eq '^generated: +48 tokens' "$work/g_t1_b512.err"
+check "stderr reports load time" grep -Eq '^load: +[0-9.]+ s' "$work/g_t1_b512.err"
+check "stderr reports prompt tok/s" grep -Eq '^prompt: +[0-9]+ tokens in +[0-9.]+ s \( *[0-9.]+ tok/s\)' "$work/g_t1_b512.err"
+for v in "-t 2 -b 512" "-t 1 -b 1" "-t 2 -b 1" "-t 1 -b 3"; do
+    # shellcheck disable=SC2086
+    gen "$work/g_var" --temp 0 -n 48 --ignore-eos $v
+    check "greedy identical with $v" cmp -s "$work/g_t1_b512" "$work/g_var"
+done
+gen "$work/g_kv32" --temp 0 -n 8 --kv-type f32
+check "--kv-type f32 runs" [ $? -eq 0 ]
+
+# -f FILE gives what -p gives for the same bytes
+printf '%s' "$P" >"$work/prompt.txt"
+"$SLUICE" run -m "$M" -f "$work/prompt.txt" --temp 0 -n 48 --ignore-eos >"$work/g_file" 2>/dev/null
+check "-f FILE equals -p TEXT" cmp -s "$work/g_t1_b512" "$work/g_file"
+
+# ---- seeded sampling -----------------------------------------------------------------
+gen "$work/s7a" --temp 1 --seed 7 -n 48 --ignore-eos
+gen "$work/s7b" --temp 1 --seed 7 -n 48 --ignore-eos -t 2 -b 2
+gen "$work/s8" --temp 1 --seed 8 -n 48 --ignore-eos
+check "--seed 7 twice: same text" cmp -s "$work/s7a" "$work/s7b"
+differ() { ! cmp -s "$1" "$2"; }
+check "--seed 8 differs from --seed 7" differ "$work/s7a" "$work/s8"
+gen "$work/pen" --temp 0.7 --seed 7 -n 16 --repeat-penalty 1.3 --repeat-last-n 16 \
+    --presence-penalty 0.5 --frequency-penalty 0.2 --top-k 10 --top-p 0.9 --min-p 0.1
+check "all sampling flags together run" [ $? -eq 0 ]
+
+# ---- prompt longer than the context ---------------------------------------------------
+# 8 sentences of ~50 bytes: far more than 32 tokens (a 512-token vocabulary
+# needs at least one token per 8 bytes or so on this text)
+long=""
+for i in 1 2 3 4 5 6 7 8; do long="$long $P"; done
+"$SLUICE" run -m "$M" -p "$long" -c 32 -n 8 >/dev/null 2>"$work/long.err"
+rc=$?
+check "prompt > context fails" [ $rc -ne 0 ]
+check "... saying the context size" grep -q "context holds 32" "$work/long.err"
+check "... and suggesting --truncate" grep -q -- "--truncate" "$work/long.err"
+# --truncate leaves room for min(-n, ctx/2) = min(8, 16) = 8 new tokens:
+# keep 32 - 8 = 24 prompt tokens, then generate 8
+"$SLUICE" run -m "$M" -p "$long" -c 32 -n 8 --ignore-eos --truncate >/dev/null 2>"$work/trunc.err"
+check "--truncate succeeds" [ $? -eq 0 ]
+check "--truncate says it kept 24" grep -q "truncated to 24" "$work/trunc.err"
+check "--truncate then generates 8" grep -Eq '^generated: +8 tokens' "$work/trunc.err"
+
+# -n -1 until the context is full: a prompt of p tokens leaves room to
+# evaluate 16 - p generated tokens, and one more is sampled and printed
+# from the logits of the last position: 17 - p in all
+"$SLUICE" run -m "$M" -p "Hello" -c 16 -n -1 --ignore-eos >/dev/null 2>"$work/full.err"
+check "-n -1 stops at a full context" grep -q "context of 16 tokens is full" "$work/full.err"
+p=$(sed -nE 's/^prompt: +([0-9]+) tokens.*/\1/p' "$work/full.err")
+g=$(sed -nE 's/^generated: +([0-9]+) tokens.*/\1/p' "$work/full.err")
+check "-n -1 generated 17 - prompt tokens (p=$p g=$g)" [ -n "$p" ] && [ -n "$g" ] && [ "$g" -eq $((17 - p)) ]
+
+# ---- bad flags -------------------------------------------------------------------------------
+expect_fail() { # expect_fail NAME PATTERN ARGS...: non-zero exit and PATTERN on stderr
+    local name=$1 pat=$2
+    shift 2
+    "$SLUICE" run "$@" >/dev/null 2>"$work/bad.err"
+    local rc=$?
+    if [ $rc -ne 0 ] && grep -q -- "$pat" "$work/bad.err"; then ok "$name"; else
+        bad "$name (rc $rc: $(head -c 300 "$work/bad.err"))"
+    fi
+}
+expect_fail "unknown flag" "unknown option '--frobnicate'" -m "$M" -p hi --frobnicate
+expect_fail "no model" "no model given" -p hi
+expect_fail "no prompt" "exactly one of -p" -m "$M"
+expect_fail "both -p and -f" "exactly one of -p" -m "$M" -p hi -f "$work/prompt.txt"
+expect_fail "--temp not a number" "--temp expects a number" -m "$M" -p hi --temp warm
+expect_fail "-n below -1" "-n expects a whole number" -m "$M" -p hi -n -2
+expect_fail "-c missing value" "-c needs a value" -m "$M" -p hi -c
+expect_fail "--top-p 0" "--top-p must be above 0" -m "$M" -p hi --top-p 0
+expect_fail "--kv-type q4" "--kv-type expects f16 or f32" -m "$M" -p hi --kv-type q4
+expect_fail "--seed negative" "--seed expects" -m "$M" -p hi --seed -1
+expect_fail "missing model file" "cannot load" -m "$work/nope.gguf" -p hi
+expect_fail "missing prompt file" "cannot open" -m "$M" -f "$work/nope.txt"
+expect_fail "empty prompt" "prompt is empty" -m "$M" -p ""
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
