@@ -10,10 +10,12 @@
  *   --kl-divergence-base FILE --kl-divergence
  *                                         evaluates FILE's tokens and compares
  *                                         each scored row with the stored one
- * Every chunk is a fresh sequence (KV cache emptied), evaluated in batches
- * of -b tokens with the logits of every token kept; the scored positions of
- * a batch are consumed before the next batch overwrites them. Results go to
- * stdout, progress and timings to stderr. */
+ * src/eval runs the chunk loop, the scoring, the base file and the text;
+ * this file supplies the model: every chunk is a fresh sequence (KV cache
+ * emptied), evaluated in batches of -b tokens with the logits of every
+ * token kept, the scored positions of a batch handed over before the next
+ * batch overwrites them. Results go to stdout, information to stderr (as
+ * llama.cpp: "Final estimate" is information there). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,7 +23,7 @@
 
 #include "args.h"
 #include "commands.h"
-#include "eval/kld.h"
+#include "eval/eval_run.h"
 #include "eval/kld_file.h"
 #include "eval/ppl.h"
 #include "gen.h"
@@ -73,68 +75,51 @@ typedef struct opts {
     sl_kv_type kv_type;
 } opts;
 
-/* What to do with the logits of one scored position. */
-typedef enum mode { MODE_PPL, MODE_WRITE_BASE, MODE_KLD } mode;
-
-typedef struct run {
-    mode md;
-    sl_model *m;
+/* The model side of the evaluation: one session with every token's logits
+ * kept, evaluated in batches; src/eval owns the chunk loop, the scoring
+ * and the base file. */
+typedef struct evalctx {
     sl_session *s;
-    int32_t n_vocab;
-    int n_ctx, n_batch, first;
-    int32_t bos;
-    bool add_bos;
-    sl_ppl ppl;
-    sl_kld_writer w;   /* MODE_WRITE_BASE */
-    sl_kld_base base;  /* MODE_KLD */
-    sl_kld_acc kacc;   /* MODE_KLD */
-    int32_t *chunk;    /* (n_ctx) tokens of the chunk as evaluated */
-} run;
+    int n_batch;
+    int chunks_done;
+    int n_chunk;
+    double t_start;
+} evalctx;
 
-/* Consumes the logits of chunk position pos (pos in [first, n_ctx - 2]),
- * which predict toks[pos + 1]. */
-static int score(run *r, const float *logits, const int32_t *toks, int pos, sl_err *err)
+/* sl_eval_chunk_fn: evaluates tokens[0..n) from an empty cache and hands
+ * over the logits of positions first..n-2 as each batch completes (the
+ * session keeps only the last batch's logits). */
+static int eval_chunk(void *model, const int32_t *tokens, int32_t n, int32_t first,
+                      sl_eval_row_fn row, void *sink, sl_err *err)
 {
-    const int32_t target = toks[pos + 1];
-    double nll;
-    int rc;
-    switch (r->md) {
-    case MODE_PPL:
-        return sl_ppl_add_logits(&r->ppl, logits, r->n_vocab, target, NULL, err);
-    case MODE_WRITE_BASE:
-        if ((rc = sl_kld_writer_add(&r->w, logits, target, &nll, err))) return rc;
-        sl_ppl_add_nll(&r->ppl, nll);
-        return SL_OK;
-    case MODE_KLD: {
-        sl_kld_row row;
-        sl_kld_token t;
-        if ((rc = sl_kld_base_row(&r->base, pos - r->first, &row, err))) return rc;
-        if ((rc = sl_kld_token_compare(logits, r->n_vocab, &row, target, &t, err))) return rc;
-        return sl_kld_acc_add(&r->kacc, &t, err);
+    evalctx *e = model;
+    sl_session_truncate(e->s, 0);
+    for (int p0 = 0; p0 < n; p0 += e->n_batch) {
+        int nb = n - p0 < e->n_batch ? n - p0 : e->n_batch;
+        int rc = sl_session_eval(e->s, tokens + p0, nb, err);
+        if (rc) return rc;
+        for (int j = 0; j < nb; j++) {
+            int pos = p0 + j;
+            if (pos < first || pos > n - 2) continue;
+            if ((rc = row(sink, pos, sl_session_logits_at(e->s, j), err)))
+                return sl_err_prefix(err, "position %d", pos);
+        }
     }
+    if (++e->chunks_done == 1) {
+        double per = now_s() - e->t_start;
+        fprintf(stderr, "perplexity: %.2f seconds per pass - ETA %.2f minutes\n", per,
+                per * (e->n_chunk - 1) / 60.0);
     }
     return SL_OK;
 }
 
-/* Evaluates one chunk (toks: its n_ctx original tokens) from an empty
- * cache and scores its second half. */
-static int eval_chunk(run *r, const int32_t *toks, sl_err *err)
+/* sl_eval_out_fn: results to stdout, information to stderr, as llama.cpp. */
+static void on_out(void *user, int stream, const char *text)
 {
-    memcpy(r->chunk, toks, (size_t)r->n_ctx * sizeof *toks);
-    if (r->add_bos) r->chunk[0] = r->bos; /* as llama.cpp: BOS replaces the first token */
-    sl_session_truncate(r->s, 0);
-    for (int p0 = 0; p0 < r->n_ctx; p0 += r->n_batch) {
-        int nb = r->n_ctx - p0 < r->n_batch ? r->n_ctx - p0 : r->n_batch;
-        int rc = sl_session_eval(r->s, r->chunk + p0, nb, err);
-        if (rc) return rc;
-        for (int j = 0; j < nb; j++) {
-            int pos = p0 + j;
-            if (pos < r->first || pos > r->n_ctx - 2) continue;
-            const float *lg = sl_session_logits_at(r->s, j);
-            if ((rc = score(r, lg, toks, pos, err))) return sl_err_prefix(err, "position %d", pos);
-        }
-    }
-    return SL_OK;
+    (void)user;
+    FILE *f = stream == 1 ? stdout : stderr;
+    fputs(text, f);
+    fflush(f);
 }
 
 static int parse(opts *o, int argc, char **argv)
@@ -209,178 +194,118 @@ int cmd_perplexity(int argc, char **argv)
         fprintf(stderr, "sluice perplexity: note: --kl-divergence evaluates the tokens stored "
                 "in '%s'; -f '%s' is not read\n", o.base, o.text);
 
-    run r;
-    memset(&r, 0, sizeof r);
-    r.md = o.kld ? MODE_KLD : o.base ? MODE_WRITE_BASE : MODE_PPL;
     sl_err err = {0};
     int rc = 1;
     char *text = NULL;
     int32_t *tokens = NULL;
-    bool writer_open = false;
-    sl_ppl_plan plan;
+    int n_tokens = 0;
+    sl_model *m = NULL;
+    evalctx e = {0};
+    int32_t n_ctx, n_chunk;
 
     double t0 = now_s();
     sl_model_params mp = sl_model_default_params();
     mp.n_threads = o.n_threads;
-    if (sl_model_load(&r.m, o.model, &mp, &err)) {
+    if (sl_model_load(&m, o.model, &mp, &err)) {
         fprintf(stderr, "sluice perplexity: cannot load '%s': %s\n", o.model, err.msg);
         return 1;
     }
+    const int32_t n_vocab = sl_model_n_vocab(m);
     fprintf(stderr, "perplexity: model loaded in %.3f s (%s, vocab %d)\n", now_s() - t0,
-            sl_model_arch_name(r.m), sl_model_n_vocab(r.m));
-    r.n_vocab = sl_model_n_vocab(r.m);
-    r.add_bos = sl_model_add_bos(r.m);
-    r.bos = sl_model_token_bos(r.m);
+            sl_model_arch_name(m), (int)n_vocab);
 
-    if (r.md == MODE_KLD) {
-        if (sl_kld_base_open(&r.base, o.base, r.n_vocab, &err)) {
+    if (o.kld) {
+        /* the session needs the file's context: read and validate its header
+         * (n_vocab against the model's, every token id) before evaluating */
+        sl_kld_base b;
+        if (sl_kld_base_open(&b, o.base, n_vocab, &err)) {
             fprintf(stderr, "sluice perplexity: %s\n", err.msg);
             goto done;
         }
-        if (o.ctx_given && o.n_ctx != r.base.n_ctx) {
+        n_ctx = b.n_ctx;
+        n_chunk = b.n_chunk;
+        sl_kld_base_close(&b);
+        if (o.ctx_given && o.n_ctx != n_ctx) {
             fprintf(stderr, "sluice perplexity: -c %d differs from the context of the base "
-                    "file '%s' (%d); omit -c or use -c %d\n", o.n_ctx, o.base, r.base.n_ctx,
-                    r.base.n_ctx);
+                    "file '%s' (%d); omit -c or use -c %d\n", o.n_ctx, o.base, (int)n_ctx,
+                    (int)n_ctx);
             goto done;
         }
-        plan.n_ctx = r.base.n_ctx;
-        plan.n_chunk = r.base.n_chunk;
-        if (o.max_chunks > 0 && o.max_chunks < plan.n_chunk) plan.n_chunk = o.max_chunks;
-        plan.first = plan.n_ctx / 2;
-        plan.n_scored = r.base.n_scored;
-        if (sl_kld_acc_init(&r.kacc, (size_t)plan.n_chunk * (size_t)plan.n_scored, &err)) {
-            fprintf(stderr, "sluice perplexity: %s\n", err.msg);
-            goto done;
-        }
+        if (o.max_chunks > 0 && o.max_chunks < n_chunk) n_chunk = o.max_chunks;
     } else {
         size_t len;
         if (!(text = gen_read_file(CMD, o.text, &len))) goto done;
         double tt = now_s();
-        int n = gen_tokenize(r.m, text, len, r.add_bos ? SL_TOKENIZE_ADD_BOS : 0, &tokens, &err);
-        if (n < 0) {
+        n_tokens = gen_tokenize(m, text, len, sl_model_add_bos(m) ? SL_TOKENIZE_ADD_BOS : 0,
+                                &tokens, &err);
+        if (n_tokens < 0) {
             fprintf(stderr, "sluice perplexity: cannot tokenize '%s': %s\n", o.text, err.msg);
             goto done;
         }
-        fprintf(stderr, "perplexity: tokenized %zu bytes into %d tokens in %.3f s\n", len, n,
-                now_s() - tt);
-        if (sl_ppl_plan_make(&plan, (size_t)n, o.n_ctx, o.max_chunks, &err)) {
+        fprintf(stderr, "perplexity: tokenized %zu bytes into %d tokens in %.3f s\n", len,
+                n_tokens, now_s() - tt);
+        sl_ppl_plan plan;
+        if (sl_ppl_plan_make(&plan, (size_t)n_tokens, o.n_ctx, o.max_chunks, &err)) {
             fprintf(stderr, "sluice perplexity: '%s' is too short: %s\n", o.text, err.msg);
             goto done;
         }
-        if (r.md == MODE_WRITE_BASE) {
-            if (sl_kld_writer_open(&r.w, o.base, plan.n_ctx, r.n_vocab, plan.n_chunk, tokens,
-                                   &err)) {
-                fprintf(stderr, "sluice perplexity: %s\n", err.msg);
-                goto done;
-            }
-            writer_open = true;
-        }
+        n_ctx = plan.n_ctx;
+        n_chunk = plan.n_chunk;
     }
-    r.n_ctx = plan.n_ctx;
-    r.first = plan.first;
-    r.n_batch = o.n_batch < r.n_ctx ? o.n_batch : r.n_ctx;
-    sl_ppl_init(&r.ppl);
 
+    e.n_batch = o.n_batch < n_ctx ? o.n_batch : n_ctx;
+    e.n_chunk = n_chunk;
     sl_session_params sp = sl_session_default_params();
-    sp.n_ctx = r.n_ctx;
+    sp.n_ctx = n_ctx;
     sp.kv_type = o.kv_type;
     sp.all_logits = true;
-    sp.n_batch_max = r.n_batch;
-    if (sl_session_create(&r.s, r.m, &sp, &err)) {
+    sp.n_batch_max = e.n_batch;
+    if (sl_session_create(&e.s, m, &sp, &err)) {
         fprintf(stderr, "sluice perplexity: %s\n", err.msg);
         goto done;
     }
-    if (!(r.chunk = malloc((size_t)r.n_ctx * sizeof *r.chunk))) {
-        fprintf(stderr, "sluice perplexity: out of memory\n");
+    fprintf(stderr, "perplexity: calculating %s over %d chunks, n_ctx=%d, batch_size=%d, "
+            "scoring %d tokens per chunk\n", o.kld ? "KL-divergence" : "perplexity",
+            (int)n_chunk, (int)n_ctx, e.n_batch, (int)(n_ctx - 1 - n_ctx / 2));
+
+    sl_eval_run run = {
+        .n_vocab = n_vocab,
+        /* as llama.cpp: BOS replaces each chunk's first token when the
+         * vocabulary adds BOS */
+        .bos = sl_model_add_bos(m) ? sl_model_token_bos(m) : -1,
+        .eval = eval_chunk,
+        .model = &e,
+        .out = on_out,
+        .user = NULL,
+    };
+    e.t_start = now_s();
+    int erc;
+    if (o.kld) {
+        sl_kld_stats st;
+        erc = sl_eval_kl_divergence(&run, o.base, n_chunk, &st, &err);
+        if (!erc && st.count < 100)
+            fprintf(stderr, "perplexity: note: only %llu scored tokens (llama.cpp prints no "
+                    "statistics below 100): the figures are rough\n",
+                    (unsigned long long)st.count);
+    } else {
+        erc = sl_eval_perplexity(&run, tokens, (size_t)n_tokens, n_ctx, n_chunk, o.base, NULL,
+                                 &err);
+    }
+    if (erc) {
+        fprintf(stderr, "\nsluice perplexity: %s\n", err.msg);
         goto done;
     }
-    fprintf(stderr, "perplexity: calculating %s over %d chunks, n_ctx=%d, batch_size=%d, "
-            "scoring %d tokens per chunk\n", r.md == MODE_KLD ? "KL-divergence" : "perplexity",
-            plan.n_chunk, r.n_ctx, r.n_batch, plan.n_scored);
-    if (r.md == MODE_KLD) {
-        char hdr[256];
-        sl_kld_format_chunk_header(hdr, sizeof hdr);
-        printf("%s\n", hdr);
-    }
-
-    double t_start = now_s();
-    for (int c = 0; c < plan.n_chunk; c++) {
-        const int32_t *toks;
-        if (r.md == MODE_KLD) {
-            if (sl_kld_base_read_chunk(&r.base, c, &err)) {
-                fprintf(stderr, "\nsluice perplexity: %s\n", err.msg);
-                goto done;
-            }
-            toks = sl_kld_base_chunk_tokens(&r.base, c);
-        } else {
-            toks = tokens + (size_t)c * (size_t)r.n_ctx;
-        }
-        if (eval_chunk(&r, toks, &err)) {
-            fprintf(stderr, "\nsluice perplexity: chunk %d: %s\n", c + 1, err.msg);
-            goto done;
-        }
-        if (c == 0) {
-            double per = now_s() - t_start;
-            fprintf(stderr, "perplexity: %.2f seconds per pass - ETA %.2f minutes\n", per,
-                    per * (plan.n_chunk - 1) / 60.0);
-        }
-        char line[512];
-        if (r.md == MODE_KLD) {
-            sl_kld_format_chunk(line, sizeof line, c + 1, &r.kacc);
-            printf("%s\n", line);
-        } else {
-            sl_ppl_format_chunk(line, sizeof line, c + 1, &r.ppl);
-            printf("%s", line);
-        }
-        fflush(stdout);
-    }
-    double t_total = now_s() - t_start;
-    if (r.md != MODE_KLD) {
-        char line[256];
-        sl_ppl_format_final(line, sizeof line, &r.ppl);
-        printf("\n%s\n", line);
-    } else {
-        sl_kld_stats st;
-        if (sl_kld_acc_stats(&r.kacc, &st, &err)) {
-            fprintf(stderr, "sluice perplexity: %s\n", err.msg);
-            goto done;
-        }
-        if (st.count < 100)
-            fprintf(stderr, "perplexity: note: only %llu scored tokens; llama.cpp prints no "
-                    "statistics below 100 and these are rough\n", (unsigned long long)st.count);
-        char *buf = malloc(8192);
-        if (!buf) {
-            fprintf(stderr, "sluice perplexity: out of memory\n");
-            goto done;
-        }
-        sl_kld_format_stats(buf, 8192, &st);
-        printf("\n%s", buf);
-        free(buf);
-    }
-    if (writer_open) {
-        writer_open = false;
-        if (sl_kld_writer_close(&r.w, &err)) {
-            fprintf(stderr, "sluice perplexity: %s\n", err.msg);
-            goto done;
-        }
+    double t_total = now_s() - e.t_start;
+    if (o.base && !o.kld)
         fprintf(stderr, "perplexity: wrote the KL-divergence base '%s' (%d chunks of %d "
-                "tokens)\n", o.base, plan.n_chunk, r.n_ctx);
-    }
-    fprintf(stderr, "perplexity: %d chunks in %.3f s (%.2f tok/s)\n", plan.n_chunk, t_total,
-            t_total > 0 ? (double)plan.n_chunk * r.n_ctx / t_total : 0.0);
+                "tokens)\n", o.base, (int)n_chunk, (int)n_ctx);
+    fprintf(stderr, "perplexity: %d chunks in %.3f s (%.2f tok/s)\n", (int)n_chunk, t_total,
+            t_total > 0 ? (double)n_chunk * n_ctx / t_total : 0.0);
     rc = 0;
 done:
-    if (writer_open) {
-        sl_err e2;
-        sl_kld_writer_close(&r.w, &e2);
-        remove(o.base); /* an incomplete base file is useless */
-    }
-    sl_kld_base_close(&r.base);
-    sl_kld_acc_free(&r.kacc);
-    free(r.chunk);
     free(tokens);
     free(text);
-    sl_session_free(r.s);
-    sl_model_free(r.m);
+    sl_session_free(e.s);
+    sl_model_free(m);
     return rc;
 }
