@@ -32,11 +32,11 @@ typedef struct mm_job {
     size_t ldy;
 } mm_job;
 
-static void prepare_worker(void *ctx, int ith, int nth)
+static void prepare_worker(void *ctx, int chunk, int n_chunks, int tid)
 {
     mm_job *j = ctx;
     long long lo, hi;
-    sl_split_range(j->n, ith, nth, &lo, &hi);
+    sl_split_range(j->n, chunk, n_chunks, &lo, &hi);
     for (long long t = lo; t < hi; t++) {
         const long long row = j->idx ? j->idx[t] : t;
         void *a = j->s->act + (size_t)t * j->s->act_stride;
@@ -45,13 +45,21 @@ static void prepare_worker(void *ctx, int ith, int nth)
     }
 }
 
-static void mm_worker(void *ctx, int ith, int nth)
+static void mm_worker(void *ctx, int chunk, int n_chunks, int tid)
 {
     mm_job *j = ctx;
     long long lo, hi;
-    sl_split_range(j->mat->rows, ith, nth, &lo, &hi);
-    float *tmp = j->s->row_tmp + (size_t)ith * j->s->row_tmp_stride;
+    sl_split_range(j->mat->rows, chunk, n_chunks, &lo, &hi);
+    float *tmp = j->s->row_tmp + (size_t)tid * j->s->row_tmp_stride;
     sl_matmul_rows(j->mat, j->s->acts, j->n, j->y, j->ldy, lo, hi, tmp);
+}
+
+/* Chunks for a product over `rows` weight rows: small enough that a
+ * descheduled thread holds back little, large enough to amortise claiming. */
+static int mm_chunks(int64_t rows)
+{
+    int64_t c = rows / 32;
+    return (int)(c < 1 ? 1 : c > 64 ? 64 : c);
 }
 
 /* y(n, mat->rows) = x(rows idx or 0..n-1) * mat^T */
@@ -59,9 +67,8 @@ static void mm(sl_session *s, const sl_mat *mat, const float *x, size_t ldx, con
                int n, float *y, size_t ldy)
 {
     mm_job j = {s, mat, x, ldx, idx, n, y, ldy};
-    if (n == 1) prepare_worker(&j, 0, 1);
-    else sl_pool_run(s->pool, prepare_worker, &j);
-    sl_pool_run(s->pool, mm_worker, &j);
+    sl_pool_run(s->pool, prepare_worker, &j, n < 8 ? 1 : n / 4 < 32 ? n / 4 : 32);
+    sl_pool_run(s->pool, mm_worker, &j, mm_chunks(mat->rows));
 }
 
 static sl_mat mat_of(const sl_tensor *t)
@@ -107,7 +114,7 @@ static inline float kv_get(const sl_session *s, const void *base, size_t i)
     return ((const float *)base)[i];
 }
 
-static void attn_worker(void *ctx, int ith, int nth)
+static void attn_worker(void *ctx, int chunk, int n_chunks, int tid)
 {
     attn_job *j = ctx;
     sl_session *s = j->s;
@@ -119,9 +126,9 @@ static void attn_worker(void *ctx, int ith, int nth)
                         (size_t)j->layer * (size_t)s->n_ctx * s->kv_dim * s->kv_elem;
     const uint8_t *vl = (const uint8_t *)s->v_cache +
                         (size_t)j->layer * (size_t)s->n_ctx * s->kv_dim_v * s->kv_elem;
-    float *att = s->att + (size_t)ith * (size_t)s->n_ctx;
+    float *att = s->att + (size_t)tid * (size_t)s->n_ctx;
     long long w0, w1;
-    sl_split_range((long long)j->n * H, ith, nth, &w0, &w1);
+    sl_split_range((long long)j->n * H, chunk, n_chunks, &w0, &w1);
     for (long long w = w0; w < w1; w++) {
         const int t = (int)(w / H), h = (int)(w % H);
         const int n_pos = j->pos0 + t + 1; /* causal: itself and everything before */
@@ -192,7 +199,8 @@ static void attention_block(sl_session *s, const sl_layer *L, int il, int n)
     }
 
     attn_job j = {s, il, n, s->n_past};
-    sl_pool_run(s->pool, attn_worker, &j);
+    const int pairs = n * hp->n_head;
+    sl_pool_run(s->pool, attn_worker, &j, pairs < 64 ? pairs : 64);
 
     mm_t(s, &L->wo, s->attn_out, n, s->tmp);
     for (size_t i = 0; i < (size_t)n * E; i++) s->x[i] += s->tmp[i];

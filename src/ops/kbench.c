@@ -15,19 +15,19 @@ typedef struct mem_job {
     double sums[64];
 } mem_job;
 
-static void copy_worker(void *ctx, int ith, int nth)
+static void copy_worker(void *ctx, int chunk, int n_chunks, int tid)
 {
     mem_job *j = ctx;
     long long lo, hi;
-    sl_split_range((long long)(j->bytes / 64), ith, nth, &lo, &hi);
+    sl_split_range((long long)(j->bytes / 64), chunk, n_chunks, &lo, &hi);
     memcpy(j->dst + lo * 64, j->src + lo * 64, (size_t)(hi - lo) * 64);
 }
 
-static void read_worker(void *ctx, int ith, int nth)
+static void read_worker(void *ctx, int chunk, int n_chunks, int tid)
 {
     mem_job *j = ctx;
     long long lo, hi;
-    sl_split_range((long long)(j->bytes / sizeof(uint64_t)), ith, nth, &lo, &hi);
+    sl_split_range((long long)(j->bytes / sizeof(uint64_t)), chunk, n_chunks, &lo, &hi);
     const uint64_t *p = (const uint64_t *)j->src;
     uint64_t a = 0, b = 0, c = 0, d = 0;
     long long i = lo;
@@ -38,7 +38,7 @@ static void read_worker(void *ctx, int ith, int nth)
         d += p[i + 3];
     }
     for (; i < hi; i++) a += p[i];
-    if (ith < 64) j->sums[ith] = (double)(a + b + c + d);
+    if (chunk < 64) j->sums[chunk] = (double)(a + b + c + d);
 }
 
 static double best_of(sl_pool *pool, sl_pool_fn fn, mem_job *j, int reps, double bytes_moved)
@@ -46,7 +46,7 @@ static double best_of(sl_pool *pool, sl_pool_fn fn, mem_job *j, int reps, double
     double best = 0.0;
     for (int r = 0; r < reps; r++) {
         uint64_t t0 = sl_now_ns();
-        sl_pool_run(pool, fn, j);
+        sl_pool_run(pool, fn, j, 64);
         double gbs = bytes_moved / sl_ns_to_s(sl_now_ns() - t0) / 1e9;
         if (gbs > best) best = gbs;
     }
@@ -91,12 +91,12 @@ typedef struct mv_job {
     float *tmp;
 } mv_job;
 
-static void mv_worker(void *ctx, int ith, int nth)
+static void mv_worker(void *ctx, int chunk, int n_chunks, int tid)
 {
     mv_job *j = ctx;
     long long lo, hi;
-    sl_split_range(j->mat->rows, ith, nth, &lo, &hi);
-    sl_matvec_rows(j->mat, j->act, j->y, lo, hi, j->tmp + (size_t)ith * (size_t)j->mat->cols);
+    sl_split_range(j->mat->rows, chunk, n_chunks, &lo, &hi);
+    sl_matvec_rows(j->mat, j->act, j->y, lo, hi, j->tmp + (size_t)tid * (size_t)j->mat->cols);
 }
 
 int sl_kbench_matvec_gbs(sl_pool *pool, sl_type t, size_t bytes, int reps, double *gbs,
@@ -134,7 +134,7 @@ int sl_kbench_matvec_gbs(sl_pool *pool, sl_type t, size_t bytes, int reps, doubl
     double best = 0.0;
     for (int r = 0; r < reps + 1; r++) {
         uint64_t t0 = sl_now_ns();
-        sl_pool_run(pool, mv_worker, &j);
+        sl_pool_run(pool, mv_worker, &j, 256);
         double g = (double)rows * (double)row_bytes / sl_ns_to_s(sl_now_ns() - t0) / 1e9;
         if (r > 0 && g > best) best = g; /* run 0 warms the pages */
     }

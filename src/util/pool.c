@@ -1,30 +1,37 @@
-/* pool.c - fork-join thread pool with a spin-then-sleep barrier. */
+/* pool.c - fork-join thread pool with dynamic chunk claiming.
+ *
+ * The job's identity and its next free chunk live in one 64-bit atomic
+ * (generation << 32 | next chunk), so a worker that wakes late can never
+ * claim a chunk of a job other than the one it read: its compare-and-swap
+ * fails once the generation moved on. */
 #include "util/pool.h"
 
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <unistd.h>
 
-#define SPIN_ITERS 20000
+#define SPIN_ITERS 4000
 
 struct sl_pool {
     int n;                       /* threads including the caller */
     pthread_t *threads;          /* n - 1 workers */
     sl_pool_fn fn;
     void *ctx;
-    atomic_uint generation;      /* bumped once per job */
-    atomic_int pending;          /* workers still running the current job */
+    atomic_int n_chunks;         /* read by late workers racing a new job */
+    _Atomic uint64_t claim;      /* generation << 32 | next chunk to claim */
+    atomic_int done;             /* chunks finished in the current job */
+    atomic_int sleepers;         /* workers blocked on cv_job */
     atomic_bool stop;
     pthread_mutex_t mu;
-    pthread_cond_t cv_job;       /* workers sleep here between jobs */
-    pthread_cond_t cv_done;      /* the caller sleeps here for stragglers */
+    pthread_cond_t cv_job;
 };
 
 typedef struct worker_arg {
     sl_pool *p;
-    int ith;
+    int tid;
 } worker_arg;
 
 static inline void cpu_relax(void)
@@ -36,35 +43,52 @@ static inline void cpu_relax(void)
 #endif
 }
 
+/* Claims and runs chunks of generation gen until none is left. */
+static void run_chunks(sl_pool *p, uint32_t gen, int tid)
+{
+    uint64_t v = atomic_load_explicit(&p->claim, memory_order_acquire);
+    for (;;) {
+        if ((uint32_t)(v >> 32) != gen) return;
+        const uint32_t next = (uint32_t)v;
+        const int n_chunks = atomic_load_explicit(&p->n_chunks, memory_order_relaxed);
+        if ((int)next >= n_chunks) return;
+        if (!atomic_compare_exchange_weak_explicit(&p->claim, &v, v + 1, memory_order_acq_rel,
+                                                   memory_order_acquire))
+            continue;
+        p->fn(p->ctx, (int)next, n_chunks, tid);
+        atomic_fetch_add_explicit(&p->done, 1, memory_order_release);
+        v = atomic_load_explicit(&p->claim, memory_order_acquire);
+    }
+}
+
 static void *worker_main(void *argp)
 {
     worker_arg *arg = argp;
     sl_pool *p = arg->p;
-    const int ith = arg->ith;
+    const int tid = arg->tid;
     free(arg);
-    unsigned seen = 0;
+    uint32_t seen = 0;
     for (;;) {
-        unsigned g;
+        uint32_t gen;
         int spins = 0;
-        while ((g = atomic_load_explicit(&p->generation, memory_order_acquire)) == seen &&
+        while ((gen = (uint32_t)(atomic_load_explicit(&p->claim, memory_order_acquire) >> 32)) ==
+                   seen &&
                !atomic_load(&p->stop)) {
             if (++spins < SPIN_ITERS) {
                 cpu_relax();
                 continue;
             }
             pthread_mutex_lock(&p->mu);
-            while (atomic_load(&p->generation) == seen && !atomic_load(&p->stop))
+            atomic_fetch_add(&p->sleepers, 1);
+            while ((uint32_t)(atomic_load(&p->claim) >> 32) == seen && !atomic_load(&p->stop))
                 pthread_cond_wait(&p->cv_job, &p->mu);
+            atomic_fetch_sub(&p->sleepers, 1);
             pthread_mutex_unlock(&p->mu);
+            spins = 0;
         }
         if (atomic_load(&p->stop)) return NULL;
-        seen = g;
-        p->fn(p->ctx, ith, p->n);
-        if (atomic_fetch_sub_explicit(&p->pending, 1, memory_order_acq_rel) == 1) {
-            pthread_mutex_lock(&p->mu);
-            pthread_cond_signal(&p->cv_done);
-            pthread_mutex_unlock(&p->mu);
-        }
+        seen = gen;
+        run_chunks(p, gen, tid);
     }
 }
 
@@ -76,12 +100,13 @@ int sl_pool_create(sl_pool **out, int n_threads, sl_err *err)
     sl_pool *p = calloc(1, sizeof *p);
     if (!p) return sl_err_set(err, SL_ENOMEM, "out of memory");
     p->n = n_threads;
-    atomic_init(&p->generation, 0);
-    atomic_init(&p->pending, 0);
+    atomic_init(&p->claim, 0);
+    atomic_init(&p->done, 0);
+    atomic_init(&p->n_chunks, 0);
+    atomic_init(&p->sleepers, 0);
     atomic_init(&p->stop, false);
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->cv_job, NULL);
-    pthread_cond_init(&p->cv_done, NULL);
     p->threads = calloc((size_t)n_threads, sizeof *p->threads);
     if (!p->threads) {
         free(p);
@@ -91,7 +116,7 @@ int sl_pool_create(sl_pool **out, int n_threads, sl_err *err)
         worker_arg *a = malloc(sizeof *a);
         if (a) {
             a->p = p;
-            a->ith = i;
+            a->tid = i;
         }
         if (!a || pthread_create(&p->threads[i - 1], NULL, worker_main, a) != 0) {
             free(a);
@@ -104,29 +129,32 @@ int sl_pool_create(sl_pool **out, int n_threads, sl_err *err)
     return SL_OK;
 }
 
-void sl_pool_run(sl_pool *p, sl_pool_fn fn, void *ctx)
+void sl_pool_run(sl_pool *p, sl_pool_fn fn, void *ctx, int n_chunks)
 {
-    if (p->n == 1) {
-        fn(ctx, 0, 1);
+    if (n_chunks <= 0) return;
+    if (p->n == 1 || n_chunks == 1) {
+        for (int c = 0; c < n_chunks; c++) fn(ctx, c, n_chunks, 0);
         return;
     }
     p->fn = fn;
     p->ctx = ctx;
-    atomic_store_explicit(&p->pending, p->n - 1, memory_order_relaxed);
-    pthread_mutex_lock(&p->mu);
-    atomic_fetch_add_explicit(&p->generation, 1, memory_order_release);
-    pthread_cond_broadcast(&p->cv_job);
-    pthread_mutex_unlock(&p->mu);
-    fn(ctx, 0, p->n);
-    int spins = 0;
-    while (atomic_load_explicit(&p->pending, memory_order_acquire) != 0) {
-        if (++spins < SPIN_ITERS) {
-            cpu_relax();
-            continue;
-        }
+    atomic_store_explicit(&p->n_chunks, n_chunks, memory_order_relaxed);
+    atomic_store_explicit(&p->done, 0, memory_order_relaxed);
+    const uint32_t gen = (uint32_t)(atomic_load(&p->claim) >> 32) + 1;
+    /* publishing the new generation with chunk 0 releases fn/ctx/n_chunks;
+     * seq_cst so the sleepers check below cannot move before it */
+    atomic_store(&p->claim, (uint64_t)gen << 32);
+    if (atomic_load(&p->sleepers) > 0) {
         pthread_mutex_lock(&p->mu);
-        while (atomic_load(&p->pending) != 0) pthread_cond_wait(&p->cv_done, &p->mu);
+        pthread_cond_broadcast(&p->cv_job);
         pthread_mutex_unlock(&p->mu);
+    }
+    run_chunks(p, gen, 0);
+    /* only chunks a worker is executing right now remain */
+    int spins = 0;
+    while (atomic_load_explicit(&p->done, memory_order_acquire) < n_chunks) {
+        if (++spins < SPIN_ITERS) cpu_relax();
+        else sched_yield(); /* the holder was descheduled: let it run */
     }
 }
 
@@ -142,7 +170,6 @@ void sl_pool_free(sl_pool *p)
     for (int i = 1; i < p->n; i++) pthread_join(p->threads[i - 1], NULL);
     pthread_mutex_destroy(&p->mu);
     pthread_cond_destroy(&p->cv_job);
-    pthread_cond_destroy(&p->cv_done);
     free(p->threads);
     free(p);
 }

@@ -1,10 +1,13 @@
-/* pool.h - a persistent pool of compute threads.
+/* pool.h - a persistent pool of compute threads with dynamic chunking.
  *
- * sl_pool_run(p, fn, ctx) calls fn(ctx, ith, nth) once on each of the nth
- * threads (the caller is thread 0) and returns when all have finished: a
- * fork-join with a cheap barrier. Workers spin briefly between jobs and
- * then sleep, so back-to-back small jobs (one matvec each) cost microseconds.
- * Work is split by the callee using ith/nth, so the split is deterministic.
+ * sl_pool_run(p, fn, ctx, n_chunks) calls fn(ctx, chunk, n_chunks, tid) once
+ * for every chunk in [0, n_chunks), on whichever threads get there first
+ * (the caller, tid 0, takes part), and returns when all chunks are done.
+ * Chunks are claimed one at a time from a shared counter, so a worker that
+ * the OS has descheduled delays the job by at most the chunk it holds: the
+ * others take the rest. Results must not depend on which thread runs a
+ * chunk (each chunk writes its own outputs); tid only selects per-thread
+ * scratch. Workers spin briefly between jobs and then sleep.
  * One pool serves one thread of control: sl_pool_run is not reentrant. */
 #ifndef SL_UTIL_POOL_H
 #define SL_UTIL_POOL_H
@@ -12,20 +15,20 @@
 #include "util/status.h"
 
 typedef struct sl_pool sl_pool;
-typedef void (*sl_pool_fn)(void *ctx, int ith, int nth);
+typedef void (*sl_pool_fn)(void *ctx, int chunk, int n_chunks, int tid);
 
 /* Starts n_threads - 1 workers (n_threads >= 1). */
 int sl_pool_create(sl_pool **out, int n_threads, sl_err *err);
-void sl_pool_run(sl_pool *p, sl_pool_fn fn, void *ctx);
+void sl_pool_run(sl_pool *p, sl_pool_fn fn, void *ctx, int n_chunks);
 int sl_pool_size(const sl_pool *p);
 /* Stops and joins the workers; NULL allowed. */
 void sl_pool_free(sl_pool *p);
 
-/* Splits [0, n) into nth near-equal contiguous parts; part ith is [*lo, *hi). */
-static inline void sl_split_range(long long n, int ith, int nth, long long *lo, long long *hi)
+/* Splits [0, n) into parts near-equal contiguous parts; part i is [*lo, *hi). */
+static inline void sl_split_range(long long n, int i, int parts, long long *lo, long long *hi)
 {
-    *lo = n * ith / nth;
-    *hi = n * (ith + 1) / nth;
+    *lo = n * i / parts;
+    *hi = n * (i + 1) / parts;
 }
 
 /* Number of CPUs this process may run on (at least 1). */

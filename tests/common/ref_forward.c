@@ -237,7 +237,7 @@ static void ffn(float *out, const rt *gate, const rt *up, const rt *down, size_t
     free(u);
 }
 
-int ref_forward(ref_model *m, const int32_t *tokens, int n, float *logits)
+int ref_forward(ref_model *m, const int32_t *tokens, int n, float *logits, float *margin)
 {
     const int E = m->n_embd, hd = m->hd, qd = m->n_head * hd, kd = m->n_kv * hd;
     const int group = m->n_head / m->n_kv;
@@ -254,6 +254,7 @@ int ref_forward(ref_model *m, const int32_t *tokens, int n, float *logits)
     float *probs = malloc(sizeof(float) * (m->n_exp > 0 ? m->n_exp : 1));
     int *chosen = malloc(sizeof(int) * (m->k_used > 0 ? m->k_used : 1));
     for (int p = 0; p < n; p++) {
+        if (margin) margin[p] = INFINITY;
         memcpy(x, m->embd.w + (size_t)tokens[p] * E, sizeof(float) * E);
         for (int l = 0; l < m->n_layer; l++) {
             ref_layer *L = &m->L[l];
@@ -318,6 +319,17 @@ int ref_forward(ref_model *m, const int32_t *tokens, int n, float *logits)
                 }
                 chosen[r] = best;
                 wsum += probs[best];
+            }
+            if (margin && m->k_used < m->n_exp) {
+                /* gap between the k-th choice and the best rejected expert */
+                double rejected = 0.0;
+                for (int e = 0; e < m->n_exp; e++) {
+                    int used = 0;
+                    for (int j = 0; j < m->k_used; j++) used |= chosen[j] == e;
+                    if (!used && probs[e] > rejected) rejected = probs[e];
+                }
+                double gap = log(probs[chosen[m->k_used - 1]]) - log(rejected);
+                if (gap < margin[p]) margin[p] = (float)gap;
             }
             memset(acc, 0, sizeof(float) * E);
             const size_t gsz = (size_t)m->n_ff_exp * E;

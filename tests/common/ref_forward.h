@@ -17,7 +17,11 @@ void ref_model_free(ref_model *m);
 int ref_model_n_vocab(const ref_model *m);
 
 /* Runs tokens[0..n) from position 0 and writes the logits of every
- * position into logits (n * n_vocab floats). Returns 0, or -1 on bad ids. */
-int ref_forward(ref_model *m, const int32_t *tokens, int n, float *logits);
+ * position into logits (n * n_vocab floats). If margin is non-NULL, it
+ * receives per position the smallest router logit gap between the last
+ * chosen and the first rejected expert over all MoE layers (+inf for dense
+ * models): where it is tiny, the routing is a near-tie that any rounding
+ * may flip. Returns 0, or -1 on bad ids. */
+int ref_forward(ref_model *m, const int32_t *tokens, int n, float *logits, float *margin);
 
 #endif
