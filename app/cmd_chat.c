@@ -138,6 +138,8 @@ int cmd_chat(int argc, char **argv)
                 "answer; Ctrl-C again or Ctrl-D quits.\n", sl_model_arch_name(g.m),
                 sl_chat_name(chat), n_ctx);
     stop_ctx sc = {chat, o.ignore_eos};
+    /* markers that are not single tokens (plain's "\nUser:") end an answer too */
+    const char *const *stops = o.ignore_eos ? NULL : sl_chat_stop_texts(chat);
     for (int turn = 1;; turn++) {
         if (tty) fputs("> ", stderr);
         int r = read_line(&line, &line_cap);
@@ -190,7 +192,7 @@ int cmd_chat(int argc, char **argv)
                     n_before);
 
         gen_reply_stats st;
-        if (gen_reply(&g, o.n_predict, is_stop, &sc, &g_interrupt, stdout, &st, &err)) {
+        if (gen_reply(&g, o.n_predict, is_stop, &sc, stops, &g_interrupt, stdout, &st, &err)) {
             fprintf(stderr, "\nsluice chat: %s\n", err.msg);
             goto done;
         }

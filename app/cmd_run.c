@@ -15,6 +15,7 @@
 #include "gen.h"
 
 #define CMD "run"
+#define MAX_STOPS 8
 
 static void usage(FILE *f)
 {
@@ -27,6 +28,8 @@ static void usage(FILE *f)
             "  -p, --prompt TEXT       the prompt (control tokens like <|im_start|> are parsed)\n"
             "  -f, --file FILE         read the prompt from FILE\n"
             "      --no-bos            do not add BOS even if the model asks for it\n"
+            "      --stop TEXT         end when the generated text contains TEXT (not printed;\n"
+            "                          up to 8 of them)\n"
             "      --truncate          a prompt longer than the context keeps BOS and its\n"
             "                          last tokens, leaving room for min(-n, ctx/2) new ones\n"
             "                          (default: such a prompt is an error)\n");
@@ -55,7 +58,7 @@ static bool is_stop(void *ud, int32_t id)
 static const char *stop_name(gen_stop s)
 {
     switch (s) {
-    case GEN_STOP_EOG: return "end-of-generation token";
+    case GEN_STOP_EOG: return "end-of-generation token or --stop text";
     case GEN_STOP_LIMIT: return "-n limit";
     case GEN_STOP_CTX: return "context full";
     case GEN_STOP_INTERRUPT: return "interrupted";
@@ -84,6 +87,8 @@ int cmd_run(int argc, char **argv)
     gen_opts_init(&o, 128);
     const char *prompt = NULL, *file = NULL;
     bool no_bos = false, truncate = false;
+    const char *stops[MAX_STOPS + 1] = {0};
+    int n_stops = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         int r = gen_opts_parse(&o, CMD, argc, argv, &i);
@@ -104,6 +109,17 @@ int cmd_run(int argc, char **argv)
                 return 2;
             }
             file = argv[++i];
+        } else if (!strcmp(a, "--stop")) {
+            if (i + 1 >= argc || !argv[i + 1][0]) {
+                fprintf(stderr, "sluice run: --stop needs a non-empty text\n");
+                return 2;
+            }
+            if (n_stops == MAX_STOPS || strlen(argv[i + 1]) > 64) {
+                fprintf(stderr, "sluice run: at most %d --stop texts of at most 64 bytes\n",
+                        MAX_STOPS);
+                return 2;
+            }
+            stops[n_stops++] = argv[++i];
         } else if (!strcmp(a, "--no-bos")) {
             no_bos = true;
         } else if (!strcmp(a, "--truncate")) {
@@ -178,7 +194,7 @@ int cmd_run(int argc, char **argv)
 
     stop_ctx sc = {g.m, o.ignore_eos};
     gen_reply_stats st;
-    if (gen_reply(&g, o.n_predict, is_stop, &sc, NULL, stdout, &st, &err)) {
+    if (gen_reply(&g, o.n_predict, is_stop, &sc, stops, NULL, stdout, &st, &err)) {
         fprintf(stderr, "\nsluice run: generating: %s\n", err.msg);
         goto done;
     }

@@ -221,12 +221,65 @@ int gen_eval(gen_ctx *g, const int32_t *ids, int n, sl_err *err)
     return SL_OK;
 }
 
+/* Holds back the tail of the output that could begin a stop text. */
+typedef struct textstop {
+    const char *const *stops; /* NULL-terminated; NULL: no text stops */
+    char pend[128];           /* bytes not yet written */
+    size_t np;
+} textstop;
+
+/* Whether pend[k..np) is a prefix of some stop text. */
+static bool could_start_stop(const textstop *t, size_t k)
+{
+    for (const char *const *s = t->stops; *s; s++) {
+        size_t ls = strlen(*s), n = t->np - k;
+        if (n < ls && !memcmp(t->pend + k, *s, n)) return true;
+    }
+    return false;
+}
+
+static void pend_write(textstop *t, size_t n, FILE *out)
+{
+    if (n) fwrite(t->pend, 1, n, out);
+    memmove(t->pend, t->pend + n, t->np - n);
+    t->np -= n;
+}
+
+/* Feeds text; returns true (having written what preceded it) when a stop
+ * text is complete. */
+static bool textstop_feed(textstop *t, const char *text, size_t len, FILE *out)
+{
+    if (!t->stops || !t->stops[0]) {
+        if (len) fwrite(text, 1, len, out);
+        return false;
+    }
+    for (size_t i = 0; i < len; i++) {
+        if (t->np == sizeof t->pend) pend_write(t, 1, out); /* stops are shorter */
+        t->pend[t->np++] = text[i];
+        for (const char *const *s = t->stops; *s; s++) {
+            size_t ls = strlen(*s);
+            if (ls && ls <= t->np && !memcmp(t->pend + t->np - ls, *s, ls)) {
+                pend_write(t, t->np - ls, out);
+                t->np = 0;
+                return true;
+            }
+        }
+    }
+    size_t k = 0;
+    while (k < t->np && !could_start_stop(t, k)) k++;
+    pend_write(t, k, out);
+    return false;
+}
+
 int gen_reply(gen_ctx *g, int max, bool (*is_stop)(void *ud, int32_t id), void *ud,
-              volatile sig_atomic_t *interrupt, FILE *out, gen_reply_stats *st, sl_err *err)
+              const char *const *stop_texts, volatile sig_atomic_t *interrupt, FILE *out,
+              gen_reply_stats *st, sl_err *err)
 {
     const char *text;
     size_t len;
     int rc = SL_OK;
+    textstop ts = {.stops = stop_texts, .np = 0};
+    bool text_stop = false;
     double t0 = now_s();
     st->n_gen = 0;
     for (;;) {
@@ -249,9 +302,13 @@ int gen_reply(gen_ctx *g, int max, bool (*is_stop)(void *ud, int32_t id), void *
         }
         if ((rc = sl_sampling_accept(g->smp, id, err))) break;
         if ((rc = sl_detok_push(g->dt, id, &text, &len, err))) break;
-        if (len) fwrite(text, 1, len, out);
+        text_stop = textstop_feed(&ts, text, len, out);
         fflush(out);
         st->n_gen++;
+        if (text_stop) {
+            st->stop = GEN_STOP_EOG;
+            break;
+        }
         if (sl_session_n_past(g->s) >= sl_session_n_ctx(g->s)) {
             st->stop = GEN_STOP_CTX;
             break;
@@ -260,7 +317,10 @@ int gen_reply(gen_ctx *g, int max, bool (*is_stop)(void *ud, int32_t id), void *
         if ((rc = sl_session_eval(g->s, &tok, 1, err))) break;
     }
     sl_detok_flush(g->dt, &text, &len);
-    if (len) fwrite(text, 1, len, out);
+    if (!text_stop) {
+        if (textstop_feed(&ts, text, len, out)) st->stop = GEN_STOP_EOG;
+        else pend_write(&ts, ts.np, out);
+    }
     fflush(out);
     st->seconds = now_s() - t0;
     return rc;

@@ -73,10 +73,14 @@ typedef struct gen_reply_stats {
  * from its logits, stops on is_stop(ud, id) (the stop token is neither
  * printed nor evaluated), prints the decoded text to out as it becomes
  * valid UTF-8 (flushing after every token), evaluates the token and goes
- * on, up to max tokens (< 0: no limit). Returns non-zero on an engine
- * error (err filled). */
+ * on, up to max tokens (< 0: no limit). stop_texts (NULL-terminated, or
+ * NULL) also end the reply when they appear in the text: output that could
+ * be the start of one is held back, and the marker itself is not printed
+ * (its last token is not evaluated). Returns non-zero on an engine error
+ * (err filled). */
 int gen_reply(gen_ctx *g, int max, bool (*is_stop)(void *ud, int32_t id), void *ud,
-              volatile sig_atomic_t *interrupt, FILE *out, gen_reply_stats *st, sl_err *err);
+              const char *const *stop_texts, volatile sig_atomic_t *interrupt, FILE *out,
+              gen_reply_stats *st, sl_err *err);
 
 /* Reads a whole file into a NUL-terminated buffer; prints the error (with
  * cmd) and returns NULL on failure. */

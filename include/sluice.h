@@ -327,6 +327,12 @@ int sl_chat_format_next(const sl_chat *c, const sl_chat_message *msgs, size_t n,
  * format's stop markers. */
 bool sl_chat_is_stop_token(const sl_chat *c, int32_t id);
 
+/* The format's stop markers as text, NULL-terminated, owned by c (e.g.
+ * "<|im_end|>", or plain's "\nUser:"). A marker that is not a single token
+ * can only be caught in the decoded text: a front-end holds back output
+ * that could be the start of one and ends the answer when one appears. */
+const char *const *sl_chat_stop_texts(const sl_chat *c);
+
 #ifdef __cplusplus
 }
 #endif

@@ -346,3 +346,5 @@ bool sl_chat_is_stop_token(const sl_chat *c, int32_t id)
         if (c->stop_ids[i] == id) return true;
     return false;
 }
+
+const char *const *sl_chat_stop_texts(const sl_chat *c) { return sl_chat_stop_strings(&c->t); }

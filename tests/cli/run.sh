@@ -68,6 +68,25 @@ gen "$work/pen" --temp 0.7 --seed 7 -n 16 --repeat-penalty 1.3 --repeat-last-n 1
     --presence-penalty 0.5 --frequency-penalty 0.2 --top-k 10 --top-p 0.9 --min-p 0.1
 check "all sampling flags together run" [ $? -eq 0 ]
 
+# ---- --stop: the output ends right before the first occurrence --------------------------
+# The expected text is cut by python from the unstopped greedy output: with
+# STOP = bytes 20..23 of it, the stopped run prints exactly X[:X.find(STOP)].
+stop_check() {
+    python3 - "$SLUICE" "$M" "$P" <<'PY'
+import subprocess, sys
+exe, model, prompt = sys.argv[1:4]
+base = [exe, "run", "-m", model, "-p", prompt, "--temp", "0", "-n", "48", "--ignore-eos"]
+x = subprocess.run(base, capture_output=True).stdout
+stop = x[20:24]
+if len(stop) < 4 or b"\0" in stop:
+    sys.exit(1)
+y = subprocess.run(base + [b"--stop", stop], capture_output=True).stdout
+z = subprocess.run(base + ["--stop", "qqqqzzzz"], capture_output=True).stdout
+sys.exit(0 if y == x[:x.find(stop)] and z == x else 1)
+PY
+}
+check "--stop cuts the output before the stop text" stop_check
+
 # ---- prompt longer than the context ---------------------------------------------------
 # 8 sentences of ~50 bytes: far more than 32 tokens (a 512-token vocabulary
 # needs at least one token per 8 bytes or so on this text)
@@ -117,6 +136,7 @@ expect_fail "--seed negative" "--seed expects" -m "$M" -p hi --seed -1
 expect_fail "missing model file" "cannot load" -m "$work/nope.gguf" -p hi
 expect_fail "missing prompt file" "cannot open" -m "$M" -f "$work/nope.txt"
 expect_fail "empty prompt" "prompt is empty" -m "$M" -p ""
+expect_fail "--stop without text" "--stop needs a non-empty text" -m "$M" -p hi --stop ""
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -356,6 +356,12 @@ TEST(chat_templates)
     CHECK_EQ_INT(sl_chat_format(c, &bad, 1, true, &s, &err), SL_EINVAL);
     CHECK(sl_chat_is_stop_token(c, sl_model_token_eos(m)));
     CHECK(!sl_chat_is_stop_token(c, 'a'));
+    /* chat.h: chatml stops at "<|im_end|>" then "<|endoftext|>" */
+    const char *const *st = sl_chat_stop_texts(c);
+    CHECK(st && st[0] && !strcmp(st[0], "<|im_end|>"));
+    CHECK(st && st[0] && st[1] && !strcmp(st[1], "<|endoftext|>") && !st[2]);
+    /* <|endoftext|> is BOS here, and a stop marker of the format */
+    CHECK(sl_chat_is_stop_token(c, sl_model_token_bos(m)));
     sl_chat_free(c);
 
     c = NULL;
