@@ -153,14 +153,15 @@ static void start_items(ring_lane *r, io_lane *ln, size_t n)
     }
 }
 
-static void submit_all(ring_lane *r)
+/* Submits what is prepared and, if wait, sleeps until one completion is
+ * there: one system call for both, as a lane does on every read. */
+static void submit_all(ring_lane *r, bool wait)
 {
     for (;;) {
-        int e = io_uring_submit(&r->ring);
-        if (e >= 0 || (e != -EINTR && e != -EAGAIN && e != -EBUSY)) {
-            SL_ASSERT(e >= 0); /* a ring that refuses valid SQEs is a bug here */
-            return;
-        }
+        int e = wait ? io_uring_submit_and_wait(&r->ring, 1) : io_uring_submit(&r->ring);
+        if (e >= 0) return;
+        /* A ring that refuses valid SQEs is a bug here. */
+        SL_ASSERT(e == -EINTR || e == -EAGAIN || e == -EBUSY);
     }
 }
 
@@ -205,10 +206,13 @@ static void *ring_lane_main(void *arg)
             start_items(r, ln, n);
         }
         inflight = r->qd - r->n_free;
-        if (!stop && !r->efd_armed && inflight > 0) arm_efd(r);
+        /* The eventfd read wakes a lane that sleeps in the kernel with room
+         * for more; a full lane (always, at queue depth 1) needs none. */
+        if (!stop && !r->efd_armed && inflight > 0 && inflight < r->qd) arm_efd(r);
         if (stop && inflight == 0 && !r->efd_armed) break;
-        submit_all(r);
-        if (inflight == 0 && !r->efd_armed) continue;
+        bool wait = inflight > 0 || r->efd_armed;
+        submit_all(r, wait);
+        if (!wait) continue;
         reap(r, ln);
         if (!stop) stop = sl_io_stopping(ln->io);
     }
