@@ -66,7 +66,9 @@ typedef struct sl_synth_config {
  * value or the alias "mixtral" (= llama with routed experts); plain "llama"
  * is dense. The caller may then override fields (for llama, setting
  * n_expert > 0 and moe = true makes it Mixtral-style) and must call
- * sl_synth_config_validate. Fails (SL_EINVAL) on an unknown arch or preset,
+ * sl_synth_config_validate. For olmoe the kv head count is set to the head
+ * count (the family has no GQA; llama.cpp rejects other k-norm widths).
+ * Fails (SL_EINVAL) on an unknown arch or preset,
  * naming the known ones. Defaults: type f32, seed 1, threads 1, untied. */
 int sl_synth_config_init(sl_synth_config *c, const char *arch, const char *preset,
                          sl_err *err);

@@ -153,7 +153,9 @@ int sl_synth_config_init(sl_synth_config *c, const char *arch, const char *prese
     c->n_layer = p->n_layer;
     c->n_embd = p->n_embd;
     c->n_head = p->n_head;
-    c->n_head_kv = p->n_head_kv;
+    /* OLMoE has no grouped-query attention, and llama.cpp sizes its k norm
+     * by n_embd = n_head * head_dim, so only kv = heads loads there. */
+    c->n_head_kv = strcmp(a->arch, "olmoe") ? p->n_head_kv : p->n_head;
     c->head_dim = p->head_dim;
     c->n_ff = p->n_ff;
     c->n_ff_exp = p->n_ff_exp;

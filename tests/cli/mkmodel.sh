@@ -35,12 +35,14 @@ expect_fail() {
 # = 12288. Then per layer:
 #   MoE: router 64x8 = 512, experts 3x64x32x8 = 49152
 #   dense: 3x64x128 = 24576
-#   qwen3 q/k norms 16+16; olmoe q/k norms 64+32; qwen2 biases 64+32+32;
+#   qwen3 q/k norms 16+16; qwen2 biases 64+32+32;
+#   olmoe has 4 kv heads (no GQA): k, v 2x64x64 instead of 2x64x32 (+4096),
+#   q/k norms 64+64;
 #   qwen2moe shared expert: gate 64 + 3x64x64 = 12352
 # qwen3moe: 65600 + 2x(12416+32+49664)     = 189824 -> 759296 bytes
 # qwen2moe: 65600 + 2x(12416+128+49664+12352) = 214720 -> 858880
 # mixtral:  65600 + 2x(12416+49664)        = 189760 -> 759040
-# olmoe:    65600 + 2x(12416+96+49664)     = 189952 -> 759808
+# olmoe:    65600 + 2x(12416+4096+128+49664) = 198208 -> 792832
 # llama:    65600 + 2x(12416+24576)        = 139584 -> 558336
 # qwen3:    65600 + 2x(12416+32+24576)     = 139648 -> 558592
 # qwen2:    65600 + 2x(12416+128+24576)    = 139840 -> 559360
@@ -66,7 +68,7 @@ done <<'LIST'
 qwen3moe 759296
 qwen2moe 858880
 mixtral 759040
-olmoe 759808
+olmoe 792832
 llama 558336
 qwen3 558592
 qwen2 559360

@@ -115,15 +115,18 @@ typedef struct exp_tensor {
     uint64_t ne[3];
 } exp_tensor;
 
-/* q width = 4 heads x 16 = 64; k/v width = 2 x 16 = 32. */
+/* q width = 4 heads x 16 = 64; k/v width = 2 x 16 = 32, except olmoe whose
+ * kv head count is its head count (no GQA in that family): 4 x 16 = 64. */
 static const exp_tensor tiny_tensors[] = {
     {"token_embd.weight", 0, ALL, 2, {64, 512, 1}},
     {"output_norm.weight", 0, ALL, 1, {64, 1, 1}},
     {"output.weight", 0, ALL, 2, {64, 512, 1}},
     {"attn_norm.weight", 1, ALL, 1, {64, 1, 1}},
     {"attn_q.weight", 1, ALL, 2, {64, 64, 1}},
-    {"attn_k.weight", 1, ALL, 2, {64, 32, 1}},
-    {"attn_v.weight", 1, ALL, 2, {64, 32, 1}},
+    {"attn_k.weight", 1, ALL & ~OLMOE, 2, {64, 32, 1}},
+    {"attn_v.weight", 1, ALL & ~OLMOE, 2, {64, 32, 1}},
+    {"attn_k.weight", 1, OLMOE, 2, {64, 64, 1}}, /* olmoe: kv heads = heads = 4 */
+    {"attn_v.weight", 1, OLMOE, 2, {64, 64, 1}},
     {"attn_output.weight", 1, ALL, 2, {64, 64, 1}},
     {"ffn_norm.weight", 1, ALL, 1, {64, 1, 1}},
     {"attn_q.bias", 1, QWEN2 | QWEN2MOE, 1, {64, 1, 1}},
@@ -132,7 +135,7 @@ static const exp_tensor tiny_tensors[] = {
     {"attn_q_norm.weight", 1, QWEN3 | QWEN3MOE, 1, {16, 1, 1}},
     {"attn_k_norm.weight", 1, QWEN3 | QWEN3MOE, 1, {16, 1, 1}},
     {"attn_q_norm.weight", 1, OLMOE, 1, {64, 1, 1}},
-    {"attn_k_norm.weight", 1, OLMOE, 1, {32, 1, 1}},
+    {"attn_k_norm.weight", 1, OLMOE, 1, {64, 1, 1}},
     {"ffn_gate_inp.weight", 1, MOE, 2, {64, 8, 1}},
     {"ffn_gate_exps.weight", 1, MOE, 3, {64, 32, 8}},
     {"ffn_up_exps.weight", 1, MOE, 3, {64, 32, 8}},
@@ -218,7 +221,7 @@ TEST(every_arch_tiny_has_expected_tensors_and_hparams)
         CHECK_EQ_INT(u32_key(g, ac->gguf, "embedding_length"), 64);
         CHECK_EQ_INT(u32_key(g, ac->gguf, "feed_forward_length"), ac->ff_len);
         CHECK_EQ_INT(u32_key(g, ac->gguf, "attention.head_count"), 4);
-        CHECK_EQ_INT(u32_key(g, ac->gguf, "attention.head_count_kv"), 2);
+        CHECK_EQ_INT(u32_key(g, ac->gguf, "attention.head_count_kv"), ac->bit == OLMOE ? 4 : 2);
         CHECK_EQ_INT(u32_key(g, ac->gguf, "attention.key_length"), 16);
         CHECK_EQ_INT(u32_key(g, ac->gguf, "attention.value_length"), 16);
         CHECK_EQ_INT(u32_key(g, ac->gguf, "rope.dimension_count"), 16);
