@@ -22,6 +22,7 @@
 
 #include "commands.h"
 #include "gen.h"
+#include "util/timer.h"
 
 #define CMD "chat"
 
@@ -140,6 +141,7 @@ int cmd_chat(int argc, char **argv)
     stop_ctx sc = {chat, o.ignore_eos};
     /* markers that are not single tokens (plain's "\nUser:") end an answer too */
     const char *const *stops = o.ignore_eos ? NULL : sl_chat_stop_texts(chat);
+    run_totals totals = {0, 0, 0};
     for (int turn = 1;; turn++) {
         if (tty) fputs("> ", stderr);
         int r = read_line(&line, &line_cap);
@@ -181,10 +183,13 @@ int cmd_chat(int argc, char **argv)
                     "turn, context %d); start again with a larger -c\n", n_before, n, n_ctx);
             goto done;
         }
+        const uint64_t te0 = sl_now_ns();
         if (gen_eval(&g, ids, n, &err)) {
             fprintf(stderr, "sluice chat: %s\n", err.msg);
             goto done;
         }
+        totals.seconds += sl_ns_to_s(sl_now_ns() - te0);
+        totals.tokens += n;
         free(ids);
         ids = NULL;
         if (o.verbose)
@@ -196,6 +201,9 @@ int cmd_chat(int argc, char **argv)
             fprintf(stderr, "\nsluice chat: %s\n", err.msg);
             goto done;
         }
+        totals.seconds += st.seconds;
+        totals.tokens += st.n_gen;
+        totals.generated += st.n_gen;
         fputc('\n', stdout);
         fflush(stdout);
         if (st.stop == GEN_STOP_INTERRUPT) {
@@ -214,6 +222,7 @@ int cmd_chat(int argc, char **argv)
     }
 done:
     signal(SIGINT, SIG_DFL);
+    if (g.m) model_flags_report(&o.mf, g.m, &totals);
     free(ids);
     free(rendered);
     free(line);

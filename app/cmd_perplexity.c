@@ -22,6 +22,7 @@
 #include <time.h>
 
 #include "args.h"
+#include "model_flags.h"
 #include "commands.h"
 #include "eval/eval_run.h"
 #include "eval/kld_file.h"
@@ -48,7 +49,6 @@ static void usage(FILE *f)
             "  -f, --file FILE           text to score (tokenized with BOS if the model adds one)\n"
             "  -c, --ctx-size N          tokens per chunk (default 512); the text needs 2N\n"
             "  -b, --batch-size N        tokens per evaluation batch (default 512, at most N)\n"
-            "  -t, --threads N           compute threads (default: all cores)\n"
             "      --chunks N            score at most N chunks (default: all)\n"
             "      --kv-type T           KV cache type: f16 (default) or f32\n"
             "      --kl-divergence-base FILE\n"
@@ -58,7 +58,9 @@ static void usage(FILE *f)
             "      --kl-divergence       read FILE (from sluice or llama.cpp) instead of -f:\n"
             "                            evaluate its tokens and report KL-divergence from\n"
             "                            it, its percentiles, and how often the top token agrees\n"
-            "  -h, --help                this text\n");
+            "  -h, --help                this text\n"
+            "model, memory and streaming:\n");
+    model_flags_help(f);
 }
 
 static double now_s(void)
@@ -70,7 +72,8 @@ static double now_s(void)
 
 typedef struct opts {
     const char *model, *text, *base;
-    int n_ctx, n_batch, n_threads, max_chunks;
+    int n_ctx, n_batch, max_chunks;
+    model_flags mf;
     bool ctx_given, kld;
     sl_kv_type kv_type;
 } opts;
@@ -128,6 +131,9 @@ static int parse(opts *o, int argc, char **argv)
     long l;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
+        const int shared = model_flags_parse(&o->mf, CMD, argc, argv, &i);
+        if (shared < 0) return 2;
+        if (shared > 0) continue;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             usage(stdout);
             return 0;
@@ -148,10 +154,6 @@ static int parse(opts *o, int argc, char **argv)
             if (!(v = arg_value(CMD, argc, argv, &i)) || !arg_int(CMD, a, v, 1, 1 << 16, &l))
                 return 2;
             o->n_batch = (int)l;
-        } else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) {
-            if (!(v = arg_value(CMD, argc, argv, &i)) || !arg_int(CMD, a, v, 1, 1024, &l))
-                return 2;
-            o->n_threads = (int)l;
         } else if (!strcmp(a, "--chunks")) {
             if (!(v = arg_value(CMD, argc, argv, &i)) || !arg_int(CMD, a, v, 1, 1 << 30, &l))
                 return 2;
@@ -188,6 +190,7 @@ static int parse(opts *o, int argc, char **argv)
 int cmd_perplexity(int argc, char **argv)
 {
     opts o = {.n_ctx = 512, .n_batch = 512, .kv_type = SL_KV_F16};
+    model_flags_init(&o.mf);
     int prc = parse(&o, argc, argv);
     if (prc >= 0) return prc;
     if (o.kld && o.text)
@@ -204,12 +207,9 @@ int cmd_perplexity(int argc, char **argv)
     int32_t n_ctx, n_chunk;
 
     double t0 = now_s();
-    sl_model_params mp = sl_model_default_params();
-    mp.n_threads = o.n_threads;
-    if (sl_model_load(&m, o.model, &mp, &err)) {
-        fprintf(stderr, "sluice perplexity: cannot load '%s': %s\n", o.model, err.msg);
-        return 1;
-    }
+    o.mf.params.n_ctx_hint = o.n_ctx;
+    m = model_flags_load(&o.mf, CMD, o.model);
+    if (!m) return 1;
     const int32_t n_vocab = sl_model_n_vocab(m);
     fprintf(stderr, "perplexity: model loaded in %.3f s (%s, vocab %d)\n", now_s() - t0,
             sl_model_arch_name(m), (int)n_vocab);
@@ -301,6 +301,8 @@ int cmd_perplexity(int argc, char **argv)
                 "tokens)\n", o.base, (int)n_chunk, (int)n_ctx);
     fprintf(stderr, "perplexity: %d chunks in %.3f s (%.2f tok/s)\n", (int)n_chunk, t_total,
             t_total > 0 ? (double)n_chunk * n_ctx / t_total : 0.0);
+    run_totals totals = {t_total, (long)n_chunk * n_ctx, 0};
+    model_flags_report(&o.mf, m, &totals);
     rc = 0;
 done:
     free(tokens);

@@ -209,6 +209,8 @@ int cmd_run(int argc, char **argv)
     if (o.verbose)
         fprintf(stderr, "stop:      %s; %d tokens in the context\n", stop_name(st.stop),
                 sl_session_n_past(g.s));
+    run_totals totals = {t_prompt + st.seconds, (long)n + st.n_gen, st.n_gen};
+    model_flags_report(&o.mf, g.m, &totals);
     rc = 0;
 done:
     free(ids);

@@ -19,6 +19,7 @@ static double now_s(void)
 void gen_opts_init(gen_opts *o, int n_predict)
 {
     memset(o, 0, sizeof *o);
+    model_flags_init(&o->mf);
     o->n_batch = 512;
     o->n_predict = n_predict;
     o->kv_type = SL_KV_F16;
@@ -34,7 +35,6 @@ void gen_opts_usage(FILE *f, int default_n_predict)
             "                          generation or a full context)\n"
             "  -c, --ctx-size N        context (KV cache) size in tokens (default: the model's\n"
             "                          training context, at most 4096)\n"
-            "  -t, --threads N         compute threads (default: all cores)\n"
             "  -b, --batch-size N      prompt tokens evaluated per batch (default 512)\n"
             "      --kv-type T         KV cache type: f16 (default) or f32\n"
             "sampling (greedy when --temp is 0):\n"
@@ -49,9 +49,11 @@ void gen_opts_usage(FILE *f, int default_n_predict)
             "      --frequency-penalty P  subtract P per occurrence (default 0)\n"
             "      --seed S            random seed: the same seed gives the same text (default %llu)\n"
             "      --ignore-eos        do not stop at end-of-generation tokens\n"
-            "  -v, --verbose           more statistics on stderr\n",
+            "  -v, --verbose           more statistics on stderr\n"
+            "model, memory and streaming:\n",
             default_n_predict, (double)d.temp, (int)d.top_k, (double)d.top_p, (double)d.min_p,
             (double)d.repeat_penalty, (int)d.penalty_last_n, (unsigned long long)d.seed);
+    model_flags_help(f);
 }
 
 static bool is(const char *a, const char *s1, const char *s2)
@@ -66,6 +68,8 @@ int gen_opts_parse(gen_opts *o, const char *cmd, int argc, char **argv, int *i)
     double d;
 #define VAL() \
     if (!(v = arg_value(cmd, argc, argv, i))) return -1
+    const int shared = model_flags_parse(&o->mf, cmd, argc, argv, i);
+    if (shared != 0) return shared;
     if (is(a, "-m", "--model")) {
         VAL();
         o->model = v;
@@ -73,10 +77,6 @@ int gen_opts_parse(gen_opts *o, const char *cmd, int argc, char **argv, int *i)
         VAL();
         if (!arg_int(cmd, a, v, 1, 1 << 24, &l)) return -1;
         o->n_ctx = (int)l;
-    } else if (is(a, "-t", "--threads")) {
-        VAL();
-        if (!arg_int(cmd, a, v, 1, 1024, &l)) return -1;
-        o->n_threads = (int)l;
     } else if (is(a, "-b", "--batch-size")) {
         VAL();
         if (!arg_int(cmd, a, v, 1, 1 << 16, &l)) return -1;
@@ -163,12 +163,10 @@ int gen_open(gen_ctx *g, const gen_opts *o, const char *cmd)
     sl_err err = {0};
     memset(g, 0, sizeof *g);
     double t0 = now_s();
-    sl_model_params mp = sl_model_default_params();
-    mp.n_threads = o->n_threads;
-    if (sl_model_load(&g->m, o->model, &mp, &err)) {
-        fprintf(stderr, "sluice %s: cannot load '%s': %s\n", cmd, o->model, err.msg);
-        return 1;
-    }
+    model_flags mf = o->mf;
+    mf.params.n_ctx_hint = o->n_ctx;
+    g->m = model_flags_load(&mf, cmd, o->model);
+    if (!g->m) return 1;
     g->load_s = now_s() - t0;
     if (sl_model_n_tokens(g->m) == 0) {
         fprintf(stderr, "sluice %s: '%s' has no tokenizer (tokenizer.ggml.* metadata)\n", cmd,

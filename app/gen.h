@@ -10,12 +10,13 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "model_flags.h"
 #include "sluice.h"
 
 typedef struct gen_opts {
     const char *model;        /* -m */
     int n_ctx;                /* -c; 0: min(train ctx, 4096) */
-    int n_threads;            /* -t; 0: all cores */
+    model_flags mf;           /* -t, memory budget, streaming, I/O, --stats */
     int n_batch;              /* -b; prompt batch (default 512) */
     int n_predict;            /* -n; -1: until end of generation or full context */
     sl_kv_type kv_type;       /* --kv-type */

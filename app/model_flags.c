@@ -118,7 +118,7 @@ sl_model *model_flags_load(const model_flags *f, const char *cmd, const char *pa
     sl_model *m;
     sl_err err;
     if (sl_model_load(&m, path, &f->params, &err)) {
-        fprintf(stderr, "sluice %s: %s\n", cmd, err.msg);
+        fprintf(stderr, "sluice %s: cannot load '%s': %s\n", cmd, path, err.msg);
         return NULL;
     }
     sl_stream_stats st;
