@@ -199,6 +199,7 @@ int cmd_run(int argc, char **argv)
         goto done;
     }
     if (isatty(STDOUT_FILENO)) fputc('\n', stdout);
+    else fputc('\n', stderr); /* the timings start on a line of their own */
     if (st.stop == GEN_STOP_CTX && o.n_predict != 0)
         fprintf(stderr, "sluice run: stopped: the context of %d tokens is full\n", n_ctx);
     fprintf(stderr, "load:      %8.3f s\n", g.load_s);
