@@ -108,12 +108,6 @@ typedef struct attn_job {
     int pos0;
 } attn_job;
 
-static inline float kv_get(const sl_session *s, const void *base, size_t i)
-{
-    if (s->kv_elem == 2) return sl_fp16_to_f32(((const uint16_t *)base)[i]);
-    return ((const float *)base)[i];
-}
-
 static void attn_worker(void *ctx, int chunk, int n_chunks, int tid)
 {
     attn_job *j = ctx;
@@ -127,6 +121,8 @@ static void attn_worker(void *ctx, int chunk, int n_chunks, int tid)
     const uint8_t *vl = (const uint8_t *)s->v_cache +
                         (size_t)j->layer * (size_t)s->n_ctx * s->kv_dim_v * s->kv_elem;
     float *att = s->att + (size_t)tid * (size_t)s->n_ctx;
+    const sl_attn_kernels *kr = s->attn_k;
+    const bool f16 = s->kv_elem == 2;
     long long w0, w1;
     sl_split_range((long long)j->n * H, chunk, n_chunks, &w0, &w1);
     for (long long w = w0; w < w1; w++) {
@@ -136,8 +132,7 @@ static void attn_worker(void *ctx, int chunk, int n_chunks, int tid)
         const int kvh = h / group;
         for (int p = 0; p < n_pos; p++) {
             const void *krow = kl + ((size_t)p * s->kv_dim + (size_t)kvh * hd) * s->kv_elem;
-            float dot = 0.0f;
-            for (int i = 0; i < hd; i++) dot += q[i] * kv_get(s, krow, (size_t)i);
+            const float dot = f16 ? kr->dot_f16(q, krow, hd) : kr->dot_f32(q, krow, hd);
             att[p] = dot * scale;
         }
         sl_softmax(att, n_pos);
@@ -145,8 +140,8 @@ static void attn_worker(void *ctx, int chunk, int n_chunks, int tid)
         memset(out, 0, (size_t)hdv * sizeof *out);
         for (int p = 0; p < n_pos; p++) {
             const void *vrow = vl + ((size_t)p * s->kv_dim_v + (size_t)kvh * hdv) * s->kv_elem;
-            const float a = att[p];
-            for (int i = 0; i < hdv; i++) out[i] += a * kv_get(s, vrow, (size_t)i);
+            if (f16) kr->axpy_f16(out, att[p], vrow, hdv);
+            else kr->axpy_f32(out, att[p], vrow, hdv);
         }
     }
 }

@@ -50,6 +50,7 @@ int sl_session_create(sl_session **out, sl_model *m, const sl_session_params *pp
     s->kv_dim = (size_t)hp->n_head_kv * (size_t)hp->head_dim;
     s->kv_dim_v = (size_t)hp->n_head_kv * (size_t)hp->head_dim_v;
 
+    s->attn_k = sl_attn_kernels_get();
     s->rope = (sl_rope){
         .n_dims = hp->rope_dim,
         .neox = m->arch->rope == SL_ROPE_NEOX,

@@ -7,6 +7,7 @@
 #define SL_ENGINE_SESSION_H
 
 #include "model/model.h"
+#include "ops/attn_kernels.h"
 #include "ops/ops.h"
 #include "sluice.h"
 #include "util/pool.h"
@@ -15,6 +16,7 @@ struct sl_session {
     sl_model *m;
     sl_pool *pool;
     sl_rope rope;
+    const sl_attn_kernels *attn_k; /* attention inner loops for this CPU */
     int n_ctx;
     int n_past;
     int n_batch_max;
