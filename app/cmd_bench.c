@@ -120,7 +120,8 @@ static int bench_model(const char *path, int n_prompt, int n_gen, int reps,
     const int threads = mf->params.n_threads;
     const int nth = threads > 0 ? threads : sl_cpu_count();
     run_totals totals = {0, 0, 0};
-    const double gib = (double)m->weights_bytes / (1u << 30);
+    const uint64_t model_bytes = m->dense_bytes + m->expert_bytes; /* resident or not */
+    const double gib = (double)model_bytes / (1u << 30);
     if (!json) {
         printf("| %-10s | %10s | %-6s | %7s | %8s | %20s |\n", "model", "size", "type",
                "threads", "test", "t/s");
@@ -149,7 +150,7 @@ static int bench_model(const char *path, int n_prompt, int n_gen, int reps,
             printf("{\"model\":\"%s\",\"arch\":\"%s\",\"size_bytes\":%llu,\"type\":\"%s\","
                    "\"threads\":%d,\"test\":\"%s\",\"n_prompt\":%d,\"n_gen\":%d,"
                    "\"repetitions\":%d,\"tps_mean\":%.4f,\"tps_sd\":%.4f}\n",
-                   path, sl_model_arch_name(m), (unsigned long long)m->weights_bytes,
+                   path, sl_model_arch_name(m), (unsigned long long)model_bytes,
                    dominant_type(m), nth, test, np, ng, reps, st.mean, st.sd);
         else
             printf("| %-10s | %6.2f GiB | %-6s | %7d | %8s | %11.2f ± %6.2f |\n",

@@ -12,14 +12,15 @@
 #      the model): tok/s, hit rate, MiB/token, the stall split, peak RSS
 #   5. the bound: 1 / max(resident s/token, miss MiB per token / drive MiB/s)
 #
-# Environment: MODEL, N (tokens, default 64), THREADS (default 2),
+# Environment: MODEL, N (tokens, default 256: enough for the cache to reach
+# its steady state), THREADS (default 2),
 # LANES (I/O lanes, default 4), LIMIT_MB, OUT (result folder).
 # Needs root for the cgroup (v1 memory controller or v2).
 set -eu
 cd "$(dirname "$0")/.."
 SLUICE=build/rel/sluice
 MODEL=${MODEL:-models/qwen3moe-30b-a3b-l12-q4_k_m.gguf}
-N=${N:-64}
+N=${N:-256}
 THREADS=${THREADS:-2}
 LANES=${LANES:-4}
 OUT=${OUT:-build/bench-stream}
