@@ -85,9 +85,9 @@ $(SAN)/tests/%: $(SAN)/tests/unit/%.o $(SAN_COMMON_OBJ) $(SAN)/libsluice.a
 
 CLI_TESTS := $(sort $(wildcard tests/cli/*.sh))
 
-check: $(SAN_TESTS) $(SAN)/sluice $(REL)/sluice
+check: $(SAN_TESTS) $(SAN)/sluice $(REL)/sluice $(TSAN_TESTS)
 	SLUICE=$(abspath $(SAN)/sluice) SLUICE_REL=$(abspath $(REL)/sluice) \
-	  ./tests/run.sh $(SAN_TESTS) $(CLI_TESTS)
+	  ./tests/run.sh $(SAN_TESTS) $(CLI_TESTS) $(TSAN_TESTS)
 
 deps:
 	@./scripts/install-deps.sh
@@ -135,17 +135,33 @@ fuzz: deps $(FUZZ)/fuzz_gguf
 	  $(FUZZ)/corpus tests/fuzz/corpus
 
 # ---- thread sanitizer ----------------------------------------------------------
+# The threaded tests (pool, I/O lanes, streamer) again under ThreadSanitizer;
+# part of `make check`.
 TSAN := build/tsan
 TSAN_FLAGS := -O1 -g -fsanitize=thread
-TSAN_TESTS := $(sort $(wildcard tests/unit/test_threads*.c tests/unit/test_io*.c tests/unit/test_stream*.c))
+TSAN_SRC := $(sort $(wildcard tests/unit/test_threads*.c tests/unit/test_io*.c tests/unit/test_stream*.c))
+TSAN_LIB_OBJ := $(LIB_SRC:%.c=$(TSAN)/%.o)
+TSAN_COMMON_OBJ := $(TEST_COMMON:%.c=$(TSAN)/%.o)
+TSAN_TESTS := $(TSAN_SRC:tests/unit/%.c=$(TSAN)/tests/%)
+
+$(TSAN)/%_avx2.o: %_avx2.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CSTD) $(WARN) $(TSAN_FLAGS) $(CDEFS) $(INC) $(DEPFLAGS) $(SIMD_AVX2) -c $< -o $@
+
+$(TSAN)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CSTD) $(WARN) $(TSAN_FLAGS) $(CDEFS) $(INC) -Itests $(DEPFLAGS) -c $< -o $@
+
+$(TSAN)/libsluice.a: $(TSAN_LIB_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(TSAN)/tests/%: $(TSAN)/tests/unit/%.o $(TSAN_COMMON_OBJ) $(TSAN)/libsluice.a
+	@mkdir -p $(dir $@)
+	$(CC) $(TSAN_FLAGS) -o $@ $< $(TSAN_COMMON_OBJ) $(TSAN)/libsluice.a $(LIBS)
 
 tsan: $(TSAN_TESTS)
-	@mkdir -p $(TSAN)
-	@for t in $(TSAN_TESTS); do \
-	  n=$$(basename $$t .c); \
-	  $(CC) $(CSTD) $(CDEFS) $(INC) -Itests $(TSAN_FLAGS) $(SIMD_AVX2) -o $(TSAN)/$$n $$t $(TEST_COMMON) $(LIB_SRC) $(LIBS) || exit 1; \
-	  $(TSAN)/$$n || exit 1; \
-	done
+	./tests/run.sh $(TSAN_TESTS)
 
 # ---- bench (micro-benchmarks; not part of the suite) ---------------------------
 # bench/<name>.c -> build/rel/bench/<name>, linked against the release library.
