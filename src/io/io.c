@@ -383,7 +383,7 @@ size_t sl_io_lane_take_or_mark(io_lane *ln, io_item *out, size_t max, bool *stop
     pthread_mutex_lock(&io->mu);
     *stop = io->stop;
     size_t n = io->stop ? 0 : take_locked(io, out, max);
-    ln->kwait_room = !io->stop && n == 0;
+    ln->kwait_room = !io->stop && n < max; /* drained with room to spare */
     pthread_mutex_unlock(&io->mu);
     return n;
 }
@@ -396,16 +396,16 @@ bool sl_io_stopping(sl_io *io)
     return s;
 }
 
-void sl_io_lane_post(io_lane *ln, io_op *op)
+void sl_io_lane_post(io_lane *ln, const sl_io_done *d)
 {
     sl_io *io = ln->io;
     pthread_mutex_lock(&io->mu);
     SL_ASSERT(io->cq_count < io->cap); /* submit keeps outstanding <= cap */
-    io->cq[(io->cq_head + io->cq_count) % io->cap] = op->d;
+    io->cq[(io->cq_head + io->cq_count) % io->cap] = *d;
     io->cq_count++;
     io->stats.completed++;
-    io->stats.retries += op->d.retries;
-    if (op->d.status == SL_OK) io->stats.window_bytes += op->d.window_bytes;
+    io->stats.retries += d->retries;
+    if (d->status == SL_OK) io->stats.window_bytes += d->window_bytes;
     else io->stats.failed++;
     pthread_cond_signal(&io->cq_cond);
     pthread_mutex_unlock(&io->mu);

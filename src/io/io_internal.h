@@ -100,13 +100,14 @@ extern const io_backend_ops sl_io_uring_ops;
  * block set means "stop". */
 size_t sl_io_lane_take(io_lane *ln, io_item *out, size_t max, bool block);
 
-/* Uring lanes: atomically "take if any, else mark kwait_room". Returns the
- * count taken; when 0 the lane is marked and will be woken by the next
- * submit. Returns 0 and leaves the mark clear when stopping (*stop set). */
+/* Uring lanes: takes up to max requests and, if that drained the queue with
+ * room to spare, marks the lane kwait_room in the same critical section, so
+ * the next submit wakes it. Returns 0 and leaves the mark clear when
+ * stopping (*stop set). */
 size_t sl_io_lane_take_or_mark(io_lane *ln, io_item *out, size_t max, bool *stop);
 
-/* Publishes a finished op's completion and wakes a waiter. */
-void sl_io_lane_post(io_lane *ln, io_op *op);
+/* Publishes a finished read's completion and wakes a waiter. */
+void sl_io_lane_post(io_lane *ln, const sl_io_done *d);
 
 bool sl_io_stopping(sl_io *io);
 

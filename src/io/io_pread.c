@@ -31,7 +31,7 @@ static void run_one(io_lane *ln, io_op *op, const io_item *it)
         }
     }
     sl_io_op_finish(ln, op);
-    sl_io_lane_post(ln, op);
+    sl_io_lane_post(ln, &op->d);
 }
 
 static void *pread_lane_main(void *arg)

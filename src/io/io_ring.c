@@ -32,6 +32,8 @@ typedef struct ring_lane {
     unsigned *free_ids; /* stack of free slot ids */
     unsigned n_free;
     io_item *taken;     /* qd items, scratch for sl_io_lane_take */
+    sl_io_done *done;   /* finished reads not yet published (2 * qd) */
+    unsigned n_done;
 } ring_lane;
 
 static void ring_lane_fini(io_lane *ln)
@@ -43,6 +45,7 @@ static void ring_lane_fini(io_lane *ln)
     free(r->ops);
     free(r->free_ids);
     free(r->taken);
+    free(r->done);
     free(r);
     ln->backend = NULL;
 }
@@ -60,7 +63,8 @@ static int ring_lane_init(io_lane *ln, char *reason, size_t cap)
     r->ops = calloc(r->qd, sizeof *r->ops);
     r->free_ids = calloc(r->qd, sizeof *r->free_ids);
     r->taken = calloc(r->qd, sizeof *r->taken);
-    if (!r->ops || !r->free_ids || !r->taken) {
+    r->done = calloc(2 * (size_t)r->qd, sizeof *r->done);
+    if (!r->ops || !r->free_ids || !r->taken || !r->done) {
         snprintf(reason, cap, "out of memory for an io_uring lane");
         goto err;
     }
@@ -124,13 +128,24 @@ static void prep_op(ring_lane *r, io_lane *ln, unsigned id)
     io_uring_sqe_set_data64(sqe, id);
 }
 
+static void publish_done(ring_lane *r, io_lane *ln)
+{
+    for (unsigned i = 0; i < r->n_done; i++) sl_io_lane_post(ln, &r->done[i]);
+    r->n_done = 0;
+}
+
+/* Moves a finished read's completion aside and frees its slot at once, so
+ * the slot can carry the next request before the completion is published
+ * (publishing wakes the consumer, which may take this CPU for a while). */
 static void finish_op(ring_lane *r, io_lane *ln, unsigned id)
 {
     io_op *op = &r->ops[id];
     sl_io_op_finish(ln, op);
-    sl_io_lane_post(ln, op);
+    if (r->n_done == 2 * r->qd) publish_done(r, ln); /* many failed at once */
+    r->done[r->n_done++] = op->d;
     r->free_ids[r->n_free++] = id;
 }
+
 
 static void sleep_ns(uint64_t ns)
 {
@@ -187,34 +202,57 @@ static void reap(ring_lane *r, io_lane *ln)
     io_uring_cq_advance(&r->ring, seen);
 }
 
+/* Takes new requests into free slots. Never sleeps on the queue while
+ * completions wait to be published: their consumer may be the submitter we
+ * would be waiting for. Leaves the lane marked for an eventfd wake-up when
+ * it has room and the queue is empty. */
+static void take_new(ring_lane *r, io_lane *ln, bool *stop)
+{
+    if (*stop || r->n_free == 0) return;
+    if (r->n_free == r->qd) {
+        size_t n = sl_io_lane_take(ln, r->taken, r->qd, false);
+        if (n == 0) {
+            publish_done(r, ln);
+            /* Nothing in flight: sleep on the queue, not in the ring. */
+            n = sl_io_lane_take(ln, r->taken, r->qd, true);
+            *stop = n == 0;
+        }
+        start_items(r, ln, n);
+        /* All failed at once (nothing in flight): go round again. */
+        if (*stop || r->n_free == 0 || r->n_free == r->qd) return;
+    }
+    size_t n = sl_io_lane_take_or_mark(ln, r->taken, r->n_free, stop);
+    start_items(r, ln, n);
+}
+
 static void *ring_lane_main(void *arg)
 {
     io_lane *ln = arg;
     ring_lane *r = ln->backend;
     bool stop = false;
     for (;;) {
+        take_new(r, ln, &stop);
         unsigned inflight = r->qd - r->n_free;
-        if (!stop && inflight < r->qd) {
-            size_t n;
-            if (inflight == 0) {
-                /* Nothing in flight: sleep on the queue, not in the ring. */
-                n = sl_io_lane_take(ln, r->taken, r->qd, true);
-                stop = n == 0;
-            } else {
-                n = sl_io_lane_take_or_mark(ln, r->taken, r->qd - inflight, &stop);
-            }
-            start_items(r, ln, n);
-        }
-        inflight = r->qd - r->n_free;
         /* The eventfd read wakes a lane that sleeps in the kernel with room
          * for more; a full lane (always, at queue depth 1) needs none. */
         if (!stop && !r->efd_armed && inflight > 0 && inflight < r->qd) arm_efd(r);
-        if (stop && inflight == 0 && !r->efd_armed) break;
-        bool wait = inflight > 0 || r->efd_armed;
-        submit_all(r, wait);
-        if (!wait) continue;
-        reap(r, ln);
-        if (!stop) stop = sl_io_stopping(ln->io);
+        /* Sleep in the ring only for reads in flight, or, when stopping, for
+         * the armed eventfd read (close writes the eventfd after setting
+         * stop, so it completes). With nothing in flight the next request
+         * arrives through the queue instead. */
+        bool wait = inflight > 0 || (stop && r->efd_armed);
+        if (r->n_done) {
+            /* The device gets its next reads before the consumer is woken. */
+            submit_all(r, false);
+            publish_done(r, ln);
+        } else {
+            if (stop && !wait) break;
+            submit_all(r, wait);
+        }
+        if (wait) {
+            reap(r, ln);
+            if (!stop) stop = sl_io_stopping(ln->io);
+        }
     }
     return NULL;
 }
