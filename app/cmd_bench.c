@@ -72,8 +72,8 @@ static const char *dominant_type(const sl_model *m)
     return sl_type_name((uint32_t)best);
 }
 
-static int run_test(sl_model *m, int n_prompt, int n_gen, int batch, int reps, double *tps,
-                    sl_err *err)
+static int run_test(sl_model *m, const model_flags *mf, int n_prompt, int n_gen, int batch,
+                    int reps, double *tps, sl_err *err)
 {
     const int n_vocab = sl_model_n_vocab(m);
     const int total = n_prompt + n_gen + 1;
@@ -102,7 +102,11 @@ static int run_test(sl_model *m, int n_prompt, int n_gen, int batch, int reps, d
             }
             tps[r] = n_prompt / sl_ns_to_s(sl_now_ns() - t0);
         } else {
-            for (int i = 0; i < n_gen && !rc; i++) rc = sl_session_eval(s, toks + i, 1, err);
+            for (int i = 0; i < n_gen && !rc; i++) {
+                rc = sl_session_eval(s, toks + i, 1, err);
+                model_flags_progress(mf, m, i + 1, sl_ns_to_s(sl_now_ns() - t0));
+            }
+            model_flags_progress_end(mf);
             tps[r] = n_gen / sl_ns_to_s(sl_now_ns() - t0);
         }
     }
@@ -134,7 +138,7 @@ static int bench_model(const char *path, int n_prompt, int n_gen, int reps,
         if (np == 0 && ng == 0) continue;
         double *tps = calloc((size_t)reps, sizeof *tps);
         uint64_t t0 = sl_now_ns();
-        rc = run_test(m, np, ng, batch, reps, tps, &err);
+        rc = run_test(m, mf, np, ng, batch, reps, tps, &err);
         totals.seconds += sl_ns_to_s(sl_now_ns() - t0);
         totals.tokens += (long)reps * (np + ng) + 1;
         totals.generated += (long)reps * ng;

@@ -167,6 +167,7 @@ int gen_open(gen_ctx *g, const gen_opts *o, const char *cmd)
     mf.params.n_ctx_hint = o->n_ctx;
     g->m = model_flags_load(&mf, cmd, o->model);
     if (!g->m) return 1;
+    g->mf = &o->mf;
     g->load_s = now_s() - t0;
     if (sl_model_n_tokens(g->m) == 0) {
         fprintf(stderr, "sluice %s: '%s' has no tokenizer (tokenizer.ggml.* metadata)\n", cmd,
@@ -313,7 +314,9 @@ int gen_reply(gen_ctx *g, int max, bool (*is_stop)(void *ud, int32_t id), void *
         }
         int32_t tok = id;
         if ((rc = sl_session_eval(g->s, &tok, 1, err))) break;
+        if (g->mf) model_flags_progress(g->mf, g->m, st->n_gen, now_s() - t0);
     }
+    if (g->mf) model_flags_progress_end(g->mf);
     sl_detok_flush(g->dt, &text, &len);
     if (!text_stop) {
         if (textstop_feed(&ts, text, len, out)) st->stop = GEN_STOP_EOG;

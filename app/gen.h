@@ -45,6 +45,7 @@ typedef struct gen_ctx {
     sl_detok *dt;
     int n_batch;
     double load_s;            /* seconds to load the model */
+    const model_flags *mf;    /* for --progress; set by gen_open */
 } gen_ctx;
 
 /* Loads the model, creates a session (n_ctx, n_batch, kv type), a sampler

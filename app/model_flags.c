@@ -129,6 +129,32 @@ sl_model *model_flags_load(const model_flags *f, const char *cmd, const char *pa
 
 #define MIB (1024.0 * 1024.0)
 
+static double last_progress = -1.0;
+
+void model_flags_progress(const model_flags *f, const sl_model *m, long done, double seconds)
+{
+    if (!f->progress || (last_progress >= 0 && seconds - last_progress < 0.5)) return;
+    last_progress = seconds;
+    sl_stream_stats st;
+    sl_model_stream_stats(m, &st);
+    uint64_t rss = 0, peak = 0;
+    sl_mem_rss(&rss, &peak);
+    const uint64_t lookups = st.hits + st.misses;
+    fprintf(stderr, "\r[%ld tokens, %.2f tok/s", done, seconds > 0 ? done / seconds : 0.0);
+    if (st.streaming)
+        fprintf(stderr, ", hit %.1f%%, stall %.1f ms/token",
+                lookups ? 100.0 * (double)st.hits / (double)lookups : 100.0,
+                done > 0 ? 1e3 * st.stall_s / (double)done : 0.0);
+    fprintf(stderr, ", RSS %.0f MiB]  ", (double)rss / MIB);
+    fflush(stderr);
+}
+
+void model_flags_progress_end(const model_flags *f)
+{
+    if (f->progress && last_progress >= 0) fputc('\n', stderr);
+    last_progress = -1.0;
+}
+
 void model_flags_report(const model_flags *f, const sl_model *m, const run_totals *t)
 {
     if (!f->stats && !f->stats_json) return;

@@ -38,6 +38,14 @@ typedef struct run_totals {
     long generated;
 } run_totals;
 
+/* --progress: at most twice a second, rewrites one status line on stderr
+ * (tokens, tok/s, hit rate, stall per token, RSS). A no-op without the
+ * flag. done: tokens so far; seconds: since the measured part began. */
+void model_flags_progress(const model_flags *f, const sl_model *m, long done, double seconds);
+
+/* Ends the --progress line (a newline) if one was drawn. */
+void model_flags_progress_end(const model_flags *f);
+
 /* Prints the --stats summary to stderr and writes --stats-json, if asked. */
 void model_flags_report(const model_flags *f, const sl_model *m, const run_totals *t);
 

@@ -60,6 +60,10 @@ check "trace lines name layer, expert and lane" grep -q "^layer=[0-9]* expert=[0
 check "a warning when the cache is below one token's cycle" \
     grep -q "fewer than one token's cycle" "$work/stats.err"
 
+run "$work/progress" --moe-stream --cache-experts 2 --progress
+check "--progress draws a status line with the hit rate" \
+    grep -q "tokens, .* tok/s, hit .*%, stall .* ms/token, RSS" "$work/progress.err"
+
 run "$work/too-small" --moe-stream --cache-experts 1
 check "a cache below one layer's top-k is refused" [ $? -ne 0 ]
 check "... saying so" grep -q "cannot hold one layer's top-2 experts" "$work/too-small.err"
