@@ -6,7 +6,8 @@ total_pass=0
 total_fail=0
 failed_bins=()
 for bin in "$@"; do
-    name=$(echo "$bin" | sed -e "s|.*/build/||" -e "s|^san/tests/||")
+    name=${bin#*build/}
+    name=${name#san/tests/}
     echo "== $name"
     out=$("$bin" 2>&1)
     rc=$?
