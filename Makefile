@@ -35,6 +35,14 @@ TEST_COMMON := $(sort $(wildcard tests/common/*.c))
 
 SAN_FLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 
+# the threaded tests again under ThreadSanitizer (defined here: `check` needs them)
+TSAN := build/tsan
+TSAN_FLAGS := -O1 -g -fsanitize=thread
+TSAN_SRC := $(sort $(wildcard tests/unit/test_threads*.c tests/unit/test_io*.c tests/unit/test_stream*.c))
+TSAN_LIB_OBJ := $(LIB_SRC:%.c=$(TSAN)/%.o)
+TSAN_COMMON_OBJ := $(TEST_COMMON:%.c=$(TSAN)/%.o)
+TSAN_TESTS := $(TSAN_SRC:tests/unit/%.c=$(TSAN)/tests/%)
+
 # ---- release build ----------------------------------------------------------
 REL := build/rel
 REL_LIB_OBJ := $(LIB_SRC:%.c=$(REL)/%.o)
@@ -137,12 +145,6 @@ fuzz: deps $(FUZZ)/fuzz_gguf
 # ---- thread sanitizer ----------------------------------------------------------
 # The threaded tests (pool, I/O lanes, streamer) again under ThreadSanitizer;
 # part of `make check`.
-TSAN := build/tsan
-TSAN_FLAGS := -O1 -g -fsanitize=thread
-TSAN_SRC := $(sort $(wildcard tests/unit/test_threads*.c tests/unit/test_io*.c tests/unit/test_stream*.c))
-TSAN_LIB_OBJ := $(LIB_SRC:%.c=$(TSAN)/%.o)
-TSAN_COMMON_OBJ := $(TEST_COMMON:%.c=$(TSAN)/%.o)
-TSAN_TESTS := $(TSAN_SRC:tests/unit/%.c=$(TSAN)/tests/%)
 
 $(TSAN)/%_avx2.o: %_avx2.c
 	@mkdir -p $(dir $@)
