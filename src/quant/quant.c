@@ -107,6 +107,7 @@ static void choose_kernels(void)
     sl_vec_dot_fill_k_ref(ref);
     sl_vec_dot_fill_iq_ref(ref);
     sl_vec_dot_fill_fp_ref(ref);
+    sl_vec_dot_n_fill_ref(ref);
     g_isa_ok[SL_ISA_SCALAR] = true;
 
     if (cpu_has_avx2()) {
@@ -115,6 +116,7 @@ static void choose_kernels(void)
         ok = sl_vec_dot_fill_k_avx2(k) && ok;
         ok = sl_vec_dot_fill_iq_avx2(k) && ok;
         ok = sl_vec_dot_fill_fp_avx2(k) && ok;
+        ok = sl_vec_dot_n_fill_avx2(k) && ok;
         g_isa_ok[SL_ISA_AVX2] = ok;
     }
     g_isa = (g_isa_ok[SL_ISA_AVX2] && !env_forces_scalar()) ? SL_ISA_AVX2 : SL_ISA_SCALAR;
@@ -124,6 +126,11 @@ static void choose_kernels(void)
         sl_vec_dot_fn vd = g_kernels[g_isa].vec_dot[t];
         sl_from_float_fn ff = g_kernels[g_isa].from_float[t];
         g_traits[t].vec_dot = vd ? vd : ref->vec_dot[t];
+        /* the multi-token kernel must come from vec_dot's own set: only
+         * then are its bits the single kernel's */
+        const sl_quant_kernels *nk = vd ? &g_kernels[g_isa] : ref;
+        g_traits[t].vec_dot_n = nk->vec_dot_n[t];
+        g_traits[t].vec_dot_n_max = nk->vec_dot_n[t] ? nk->vec_dot_n_max[t] : 0;
         if (ff) g_traits[t].from_float = ff;
     }
 }
@@ -153,6 +160,16 @@ sl_vec_dot_fn sl_quant_vec_dot_isa(uint32_t t, sl_isa isa)
     sl_quant_init();
     if (t >= SL_TYPE_COUNT || (unsigned)isa >= SL_ISA_COUNT || !g_isa_ok[isa]) return NULL;
     return g_kernels[isa].vec_dot[t];
+}
+
+sl_vec_dot_n_fn sl_quant_vec_dot_n_isa(uint32_t t, sl_isa isa, int *max)
+{
+    sl_quant_init();
+    sl_vec_dot_n_fn f = NULL;
+    if (t < SL_TYPE_COUNT && (unsigned)isa < SL_ISA_COUNT && g_isa_ok[isa])
+        f = g_kernels[isa].vec_dot_n[t];
+    if (max) *max = f ? g_kernels[isa].vec_dot_n_max[t] : 0;
+    return f;
 }
 
 sl_from_float_fn sl_quant_from_float_isa(uint32_t t, sl_isa isa)

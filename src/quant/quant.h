@@ -62,6 +62,17 @@ typedef void (*sl_from_float_fn)(const float *src, void *dst, int64_t n);
  * Pairings: Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 IQ4_NL MXFP4 with Q8_0; Q2_K..Q6_K and
  * IQ4_XS with Q8_K; F32 F16 BF16 with F32 (the activation row as is). */
 typedef void (*sl_vec_dot_fn)(int64_t n, float *s, const void *x, const void *y);
+/* Multi-token form: nt dot products of one weight row x against the
+ * activation rows ys[0..nt) (each as vec_dot's y), 1 <= nt <= the traits'
+ * vec_dot_n_max; writes s[0..nt). Each weight block is decoded once and
+ * reused for all nt rows. s[t] has exactly the bits vec_dot(n, &s[t], x,
+ * ys[t]) of the same kernel set gives: per (row, token) pair the integer
+ * sums and the float accumulation order are the single kernel's, so
+ * batching tokens never changes a result. */
+typedef void (*sl_vec_dot_n_fn)(int64_t n, float *s, const void *x, const void *const *ys, int nt);
+
+/* No vec_dot_n takes more activation rows than this. */
+#define SL_VEC_DOT_N_MAX 8
 
 typedef struct sl_type_traits {
     const char *name;          /* lower-case, as GGUF tools print it: "q4_K" */
@@ -72,6 +83,8 @@ typedef struct sl_type_traits {
     sl_from_float_fn from_float;  /* NULL: no quantiser */
     sl_type vec_dot_type;         /* type the other operand is quantised to */
     sl_vec_dot_fn vec_dot;        /* NULL until a kernel exists */
+    sl_vec_dot_n_fn vec_dot_n;    /* NULL where absent (then call vec_dot per row) */
+    int vec_dot_n_max;            /* largest nt vec_dot_n takes (<= SL_VEC_DOT_N_MAX) */
 } sl_type_traits;
 
 /* Traits of type id t, or NULL if t is not a type id sluice knows the block
@@ -117,6 +130,10 @@ const char *sl_isa_name(sl_isa isa);
  * exist or isa cannot run on this CPU. For tests and benchmarks that compare
  * kernel variants; everything else uses the traits table. */
 sl_vec_dot_fn sl_quant_vec_dot_isa(uint32_t t, sl_isa isa);
+
+/* Same for the multi-token kernel; *max (if max != NULL) receives its
+ * vec_dot_n_max (0 when NULL is returned). */
+sl_vec_dot_n_fn sl_quant_vec_dot_n_isa(uint32_t t, sl_isa isa, int *max);
 
 /* Same for the activation quantiser (from_float) of type t. */
 sl_from_float_fn sl_quant_from_float_isa(uint32_t t, sl_isa isa);

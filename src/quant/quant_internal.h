@@ -167,6 +167,9 @@ void sl_quant_iq4_xs_fast(const float *src, void *dst, int64_t n);
 typedef struct sl_quant_kernels {
     sl_vec_dot_fn vec_dot[SL_TYPE_COUNT];
     sl_from_float_fn from_float[SL_TYPE_COUNT];
+    /* multi-token twins of vec_dot (same set, same bits); NULL: none */
+    sl_vec_dot_n_fn vec_dot_n[SL_TYPE_COUNT];
+    int vec_dot_n_max[SL_TYPE_COUNT];
 } sl_quant_kernels;
 
 /* vec_dot_*_ref.c fill the scalar set; always complete. */
@@ -181,5 +184,10 @@ bool sl_vec_dot_fill_legacy_avx2(sl_quant_kernels *k);
 bool sl_vec_dot_fill_k_avx2(sl_quant_kernels *k);
 bool sl_vec_dot_fill_iq_avx2(sl_quant_kernels *k);
 bool sl_vec_dot_fill_fp_avx2(sl_quant_kernels *k);
+
+/* vec_dot_n_*.c fill the multi-token kernels (vec_dot_n, vec_dot_n_max) of
+ * the same sets; a type may have none. */
+void sl_vec_dot_n_fill_ref(sl_quant_kernels *k);
+bool sl_vec_dot_n_fill_avx2(sl_quant_kernels *k);
 
 #endif

@@ -1,0 +1,382 @@
+/* vec_dot_n_avx2.c - AVX2/FMA multi-token dot kernels: one weight row
+ * against up to NT activation rows (Q4_0, Q8_0 x Q8_0; Q4_K, Q5_K, Q6_K x
+ * Q8_K).
+ *
+ * Owns: the arithmetic of vec_dot_legacy_avx2.c and vec_dot_k_avx2.c with
+ * the weight-side work (loading, unpacking levels, decoding scales, the
+ * f16 scale) done once per block and shared by every token. Per token the
+ * vectors are the single kernel's: the same maddubs/madd pairings, the
+ * same int32 lanes, one accumulator per single-kernel accumulator updated
+ * in the same block order, the same final reduction. So s[t] has exactly
+ * the single kernel's bits; only the interleaving across tokens differs.
+ * If a single kernel changes its arithmetic, its twin here must follow
+ * (tests/unit/test_quant_dot_n.c compares them with memcmp).
+ *
+ * Each kernel is written once for a compile-time token count (an inlined
+ * function with a constant nt) so the per-token accumulators live in
+ * registers; a switch picks the instance.
+ * Must not know: threads, matrices, which CPU we run on. */
+#include "quant/quant_avx2.h"
+#include "quant/quant_internal.h"
+
+#ifdef SL_HAVE_AVX2_BUILD
+
+#define NT 8 /* tokens per call at most: accumulators for more spill */
+
+/* Loops over tokens and chunks must unroll completely so that the
+ * per-token arrays below become registers. */
+#if defined(__GNUC__) || defined(__clang__)
+#define INLINE static inline __attribute__((always_inline))
+#define UNROLL _Pragma("GCC unroll 8")
+#else
+#define INLINE static inline
+#define UNROLL
+#endif
+
+static inline __m256i load256(const void *p)
+{
+    return _mm256_loadu_si256((const __m256i *)p);
+}
+
+/* ---- Q8_0 / Q4_0 against Q8_0 -------------------------------------------
+ * The single kernels take blocks in pairs into two accumulators (acc0 for
+ * even blocks, acc1 for odd, an odd last block into acc0) and return
+ * hsum(acc0 + acc1). sl_avx2_dot_i8(x, y) = madd(maddubs(|x|, sign(y, x)),
+ * 1): |x| is the shared part. */
+
+/* One block's i32 lanes for one token: the body of sl_avx2_dot_i8 with
+ * |x| precomputed. */
+static inline __m256i dot_i8_abs(__m256i ax, __m256i x, const int8_t *a)
+{
+    __m256i sy = _mm256_sign_epi8(load256(a), x);
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(ax, sy), _mm256_set1_epi16(1));
+}
+
+static inline __m256i q4_0_signed(const uint8_t *qs)
+{
+    return _mm256_sub_epi8(sl_avx2_nibbles32(qs), _mm256_set1_epi8(8));
+}
+
+/* x levels of block i: Q8_0 loads them, Q4_0 unpacks nibbles minus 8 */
+INLINE __m256i legacy_levels(const void *vx, int64_t i, int is_q4)
+{
+    if (is_q4) return q4_0_signed(((const sl_block_q4_0 *)vx)[i].qs);
+    return load256(((const sl_block_q8_0 *)vx)[i].qs);
+}
+
+INLINE float legacy_scale(const void *vx, int64_t i, int is_q4)
+{
+    if (is_q4) return sl_avx2_h2f(((const sl_block_q4_0 *)vx)[i].d);
+    return sl_avx2_h2f(((const sl_block_q8_0 *)vx)[i].d);
+}
+
+INLINE void legacy_n(int64_t n, float *s, const void *vx, const void *const *ys, const int nt,
+                     const int is_q4)
+{
+    const sl_block_q8_0 *y[NT];
+    __m256 acc0[NT], acc1[NT];
+    UNROLL
+    for (int t = 0; t < nt; t++) {
+        y[t] = ys[t];
+        acc0[t] = _mm256_setzero_ps();
+        acc1[t] = _mm256_setzero_ps();
+    }
+    int64_t nb = n / SL_QK, i = 0;
+    for (; i + 1 < nb; i += 2) {
+        __m256i x0 = legacy_levels(vx, i, is_q4), x1 = legacy_levels(vx, i + 1, is_q4);
+        __m256i ax0 = _mm256_sign_epi8(x0, x0), ax1 = _mm256_sign_epi8(x1, x1);
+        float xd0 = legacy_scale(vx, i, is_q4), xd1 = legacy_scale(vx, i + 1, is_q4);
+        UNROLL
+        for (int t = 0; t < nt; t++) {
+            __m256i p0 = dot_i8_abs(ax0, x0, y[t][i].qs);
+            __m256i p1 = dot_i8_abs(ax1, x1, y[t][i + 1].qs);
+            __m256 d0 = _mm256_set1_ps(xd0 * sl_avx2_h2f(y[t][i].d));
+            __m256 d1 = _mm256_set1_ps(xd1 * sl_avx2_h2f(y[t][i + 1].d));
+            acc0[t] = _mm256_fmadd_ps(d0, _mm256_cvtepi32_ps(p0), acc0[t]);
+            acc1[t] = _mm256_fmadd_ps(d1, _mm256_cvtepi32_ps(p1), acc1[t]);
+        }
+    }
+    for (; i < nb; i++) {
+        __m256i x0 = legacy_levels(vx, i, is_q4);
+        __m256i ax0 = _mm256_sign_epi8(x0, x0);
+        float xd0 = legacy_scale(vx, i, is_q4);
+        UNROLL
+        for (int t = 0; t < nt; t++) {
+            __m256i p = dot_i8_abs(ax0, x0, y[t][i].qs);
+            __m256 d = _mm256_set1_ps(xd0 * sl_avx2_h2f(y[t][i].d));
+            acc0[t] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(p), acc0[t]);
+        }
+    }
+    UNROLL
+    for (int t = 0; t < nt; t++) s[t] = sl_avx2_hsum_ps(_mm256_add_ps(acc0[t], acc1[t]));
+}
+
+/* ---- Q4_K / Q5_K against Q8_K --------------------------------------------
+ * Per super-block the single kernels take: an offset term dmin * (mins .
+ * pair-summed bsums) into a 4-lane accumulator, and for each 64-element
+ * chunk c, madd(maddubs(lo, a), scale 2c) + madd(maddubs(hi, a + 32),
+ * scale 2c + 1) summed into eight int32 lanes, one FMA with d per
+ * super-block; the result is hsum(acc) + hsum(accm). */
+
+/* Eight 6-bit scales and mins from 12 bytes (layout in quant_blocks.h), as
+ * 8 bytes each: the word form of sl_k4_scale_min. */
+static inline void k4_unpack(const uint8_t s[12], uint32_t sc[2], uint32_t mn[2])
+{
+    uint32_t a0, a1, a2;
+    memcpy(&a0, s, 4);
+    memcpy(&a1, s + 4, 4);
+    memcpy(&a2, s + 8, 4);
+    sc[0] = a0 & 0x3F3F3F3Fu;
+    mn[0] = a1 & 0x3F3F3F3Fu;
+    sc[1] = (a2 & 0x0F0F0F0Fu) | ((a0 >> 6) & 0x03030303u) << 4;
+    mn[1] = ((a2 >> 4) & 0x0F0F0F0Fu) | ((a1 >> 6) & 0x03030303u) << 4;
+}
+
+/* Byte-shuffle masks broadcasting 16-bit lane j of each 128-bit half: with
+ * the eight i16 scales in both halves, mask j puts scale j in all lanes. */
+static const uint8_t k_i16_bcast[8][32] = {
+#define B(j) {2 * j, 2 * j + 1, 2 * j, 2 * j + 1, 2 * j, 2 * j + 1, 2 * j, 2 * j + 1,             \
+              2 * j, 2 * j + 1, 2 * j, 2 * j + 1, 2 * j, 2 * j + 1, 2 * j, 2 * j + 1,             \
+              2 * j, 2 * j + 1, 2 * j, 2 * j + 1, 2 * j, 2 * j + 1, 2 * j, 2 * j + 1,             \
+              2 * j, 2 * j + 1, 2 * j, 2 * j + 1, 2 * j, 2 * j + 1, 2 * j, 2 * j + 1}
+    B(0), B(1), B(2), B(3), B(4), B(5), B(6), B(7),
+#undef B
+};
+
+static inline __m256i scale_of(__m256i sc256, int j)
+{
+    return _mm256_shuffle_epi8(sc256, load256(k_i16_bcast[j]));
+}
+
+/* Levels (0..31) of chunk c: lo = sub-block 2c, hi = 2c + 1. Q4_K takes
+ * the nibbles; Q5_K adds bit 2c / 2c + 1 of qh as bit 4. */
+INLINE void k4_levels(const void *vx, int64_t i, int c, int is_q5, __m256i *lo, __m256i *hi)
+{
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    if (!is_q5) {
+        __m256i q4 = load256(((const sl_block_q4_K *)vx)[i].qs + 32 * c);
+        *lo = _mm256_and_si256(q4, m4);
+        *hi = _mm256_and_si256(_mm256_srli_epi16(q4, 4), m4);
+        return;
+    }
+    const sl_block_q5_K *x = (const sl_block_q5_K *)vx + i;
+    __m256i q4 = load256(x->qs + 32 * c);
+    __m256i hb = _mm256_srli_epi16(load256(x->qh), 2 * c);
+    __m256i hlo = _mm256_slli_epi16(_mm256_and_si256(hb, _mm256_set1_epi8(0x01)), 4);
+    __m256i hhi = _mm256_slli_epi16(_mm256_and_si256(hb, _mm256_set1_epi8(0x02)), 3);
+    *lo = _mm256_or_si256(_mm256_and_si256(q4, m4), hlo);
+    *hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q4, 4), m4), hhi);
+}
+
+/* Q4_K and Q5_K blocks share the d, dmin, scales prefix (quant_blocks.h),
+ * but read it through the right type anyway. */
+INLINE const uint8_t *k4_scales(const void *vx, int64_t i, int is_q5)
+{
+    return is_q5 ? ((const sl_block_q5_K *)vx)[i].scales : ((const sl_block_q4_K *)vx)[i].scales;
+}
+
+INLINE uint16_t k4_d(const void *vx, int64_t i, int is_q5)
+{
+    return is_q5 ? ((const sl_block_q5_K *)vx)[i].d : ((const sl_block_q4_K *)vx)[i].d;
+}
+
+INLINE uint16_t k4_dmin(const void *vx, int64_t i, int is_q5)
+{
+    return is_q5 ? ((const sl_block_q5_K *)vx)[i].dmin : ((const sl_block_q4_K *)vx)[i].dmin;
+}
+
+INLINE void k4_n(int64_t n, float *s, const void *vx, const void *const *ys, const int nt,
+                 const int is_q5)
+{
+    const sl_block_q8_K *y[NT];
+    __m256 acc[NT];
+    __m128 accm[NT];
+    UNROLL
+    for (int t = 0; t < nt; t++) {
+        y[t] = ys[t];
+        acc[t] = _mm256_setzero_ps();
+        accm[t] = _mm_setzero_ps();
+    }
+    for (int64_t i = 0; i < n / SL_QK_K; i++) {
+        const float xd = sl_avx2_h2f(k4_d(vx, i, is_q5));
+        const float xdmin = sl_avx2_h2f(k4_dmin(vx, i, is_q5));
+        uint32_t sc[2], mn[2];
+        k4_unpack(k4_scales(vx, i, is_q5), sc, mn);
+        const __m128i m16 = _mm_cvtepu8_epi16(_mm_set_epi32(0, 0, (int)mn[1], (int)mn[0]));
+        const __m128i sc16 = _mm_cvtepu8_epi16(_mm_set_epi32(0, 0, (int)sc[1], (int)sc[0]));
+        const __m256i sc256 = _mm256_broadcastsi128_si256(sc16);
+        __m256i sumi[NT];
+        UNROLL
+        for (int t = 0; t < nt; t++) {
+            const sl_block_q8_K *b = y[t] + i;
+            float dmin = -b->d * xdmin;
+            __m128i b0 = _mm_loadu_si128((const __m128i *)b->bsums);
+            __m128i b1 = _mm_loadu_si128((const __m128i *)(b->bsums + 8));
+            __m128i md = _mm_madd_epi16(m16, _mm_hadd_epi16(b0, b1));
+            accm[t] = _mm_fmadd_ps(_mm_set1_ps(dmin), _mm_cvtepi32_ps(md), accm[t]);
+            sumi[t] = _mm256_setzero_si256();
+        }
+        UNROLL
+        for (int c = 0; c < 4; c++) {
+            __m256i lo, hi;
+            k4_levels(vx, i, c, is_q5, &lo, &hi);
+            const __m256i slo = scale_of(sc256, 2 * c), shi = scale_of(sc256, 2 * c + 1);
+            UNROLL
+            for (int t = 0; t < nt; t++) {
+                const int8_t *a = y[t][i].qs + 64 * c;
+                __m256i plo = _mm256_madd_epi16(_mm256_maddubs_epi16(lo, load256(a)), slo);
+                __m256i phi = _mm256_madd_epi16(_mm256_maddubs_epi16(hi, load256(a + 32)), shi);
+                sumi[t] = _mm256_add_epi32(sumi[t], _mm256_add_epi32(plo, phi));
+            }
+        }
+        UNROLL
+        for (int t = 0; t < nt; t++) {
+            float d = y[t][i].d * xd;
+            acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi[t]), acc[t]);
+        }
+    }
+    UNROLL
+    for (int t = 0; t < nt; t++) {
+        __m128 am = _mm_add_ps(accm[t], _mm_movehl_ps(accm[t], accm[t]));
+        am = _mm_add_ss(am, _mm_movehdup_ps(am));
+        s[t] = sl_avx2_hsum_ps(acc[t]) + _mm_cvtss_f32(am);
+    }
+}
+
+/* ---- Q6_K against Q8_K ---------------------------------------------------
+ * Levels 0..63 unsigned into maddubs; per 128-element half h, chunks
+ * k = 0..3 scaled by the pair of sub-block scales 4h + k, summed as
+ * (p0 + p1) + (p2 + p3); the -32 returns as 32 * scales . bsums. */
+
+/* Byte-shuffle masks: mask k puts byte 2k in bytes 0..7 and byte 2k+1 in
+ * bytes 8..15 (scales of a chunk's two 16-element sub-blocks). */
+static const uint8_t k_pair_shuf[8][16] = {
+    {0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1},
+    {2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3},
+    {4, 4, 4, 4, 4, 4, 4, 4, 5, 5, 5, 5, 5, 5, 5, 5},
+    {6, 6, 6, 6, 6, 6, 6, 6, 7, 7, 7, 7, 7, 7, 7, 7},
+    {8, 8, 8, 8, 8, 8, 8, 8, 9, 9, 9, 9, 9, 9, 9, 9},
+    {10, 10, 10, 10, 10, 10, 10, 10, 11, 11, 11, 11, 11, 11, 11, 11},
+    {12, 12, 12, 12, 12, 12, 12, 12, 13, 13, 13, 13, 13, 13, 13, 13},
+    {14, 14, 14, 14, 14, 14, 14, 14, 15, 15, 15, 15, 15, 15, 15, 15},
+};
+
+static inline __m256i pair_scales_i8(__m128i sc, int k)
+{
+    __m128i s = _mm_shuffle_epi8(sc, _mm_loadu_si128((const __m128i *)k_pair_shuf[k]));
+    return _mm256_cvtepi8_epi16(s);
+}
+
+INLINE void q6k_n(int64_t n, float *s, const void *vx, const void *const *ys, const int nt)
+{
+    const sl_block_q6_K *x = vx;
+    const sl_block_q8_K *y[NT];
+    __m256 acc[NT];
+    UNROLL
+    for (int t = 0; t < nt; t++) {
+        y[t] = ys[t];
+        acc[t] = _mm256_setzero_ps();
+    }
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    const __m256i m2 = _mm256_set1_epi8(0x03), m2_2 = _mm256_set1_epi8(0x0C);
+    const __m256i m2_4 = _mm256_set1_epi8(0x30);
+    for (int64_t i = 0; i < n / SL_QK_K; i++) {
+        const float xd = sl_avx2_h2f(x[i].d);
+        const __m128i sc = _mm_loadu_si128((const __m128i *)x[i].scales);
+        const __m256i sc16 = _mm256_cvtepi8_epi16(sc);
+        __m256i sumi[NT];
+        UNROLL
+        for (int t = 0; t < nt; t++) sumi[t] = _mm256_setzero_si256();
+        UNROLL
+        for (int h = 0; h < 2; h++) {
+            const uint8_t *ql = x[i].ql + 64 * h;
+            __m256i qh = load256(x[i].qh + 32 * h);
+            __m256i la = load256(ql), lb = load256(ql + 32);
+            __m256i q[4];
+            q[0] = _mm256_or_si256(_mm256_and_si256(la, m4),
+                                   _mm256_slli_epi16(_mm256_and_si256(qh, m2), 4));
+            q[1] = _mm256_or_si256(_mm256_and_si256(lb, m4),
+                                   _mm256_slli_epi16(_mm256_and_si256(qh, m2_2), 2));
+            q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(la, 4), m4),
+                                   _mm256_and_si256(qh, m2_4));
+            q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(lb, 4), m4),
+                                   _mm256_and_si256(_mm256_srli_epi16(qh, 2), m2_4));
+            __m256i ps[4];
+            UNROLL
+            for (int k = 0; k < 4; k++) ps[k] = pair_scales_i8(sc, 4 * h + k);
+            UNROLL
+            for (int t = 0; t < nt; t++) {
+                const int8_t *a = y[t][i].qs + 128 * h;
+                __m256i p0 = _mm256_madd_epi16(_mm256_maddubs_epi16(q[0], load256(a)), ps[0]);
+                __m256i p1 = _mm256_madd_epi16(_mm256_maddubs_epi16(q[1], load256(a + 32)), ps[1]);
+                __m256i p2 = _mm256_madd_epi16(_mm256_maddubs_epi16(q[2], load256(a + 64)), ps[2]);
+                __m256i p3 = _mm256_madd_epi16(_mm256_maddubs_epi16(q[3], load256(a + 96)), ps[3]);
+                sumi[t] = _mm256_add_epi32(sumi[t], _mm256_add_epi32(_mm256_add_epi32(p0, p1),
+                                                                     _mm256_add_epi32(p2, p3)));
+            }
+        }
+        UNROLL
+        for (int t = 0; t < nt; t++) {
+            const sl_block_q8_K *b = y[t] + i;
+            __m256i corr = _mm256_madd_epi16(sc16, load256(b->bsums));
+            __m256i si = _mm256_sub_epi32(sumi[t], _mm256_slli_epi32(corr, 5));
+            float d = b->d * xd;
+            acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(si), acc[t]);
+        }
+    }
+    UNROLL
+    for (int t = 0; t < nt; t++) s[t] = sl_avx2_hsum_ps(acc[t]);
+}
+
+/* ---- instances ----------------------------------------------------------- */
+
+#define INSTANCES(name, body)                                                                  \
+    static void name(int64_t n, float *s, const void *x, const void *const *ys, int nt)       \
+    {                                                                                          \
+        switch (nt) {                                                                          \
+        case 1: body(1); break;                                                                \
+        case 2: body(2); break;                                                                \
+        case 3: body(3); break;                                                                \
+        case 4: body(4); break;                                                                \
+        case 5: body(5); break;                                                                \
+        case 6: body(6); break;                                                                \
+        case 7: body(7); break;                                                                \
+        default: body(NT); break;                                                              \
+        }                                                                                      \
+    }
+
+#define Q8_0_BODY(k) legacy_n(n, s, x, ys, k, 0)
+#define Q4_0_BODY(k) legacy_n(n, s, x, ys, k, 1)
+#define Q4_K_BODY(k) k4_n(n, s, x, ys, k, 0)
+#define Q5_K_BODY(k) k4_n(n, s, x, ys, k, 1)
+#define Q6_K_BODY(k) q6k_n(n, s, x, ys, k)
+
+INSTANCES(vec_dot_n_q8_0, Q8_0_BODY)
+INSTANCES(vec_dot_n_q4_0, Q4_0_BODY)
+INSTANCES(vec_dot_n_q4_K, Q4_K_BODY)
+INSTANCES(vec_dot_n_q5_K, Q5_K_BODY)
+INSTANCES(vec_dot_n_q6_K, Q6_K_BODY)
+
+_Static_assert(NT == 8 && NT <= SL_VEC_DOT_N_MAX, "the switch above lists 1..NT");
+
+bool sl_vec_dot_n_fill_avx2(sl_quant_kernels *k)
+{
+    k->vec_dot_n[SL_TYPE_Q8_0] = vec_dot_n_q8_0;
+    k->vec_dot_n[SL_TYPE_Q4_0] = vec_dot_n_q4_0;
+    k->vec_dot_n[SL_TYPE_Q4_K] = vec_dot_n_q4_K;
+    k->vec_dot_n[SL_TYPE_Q5_K] = vec_dot_n_q5_K;
+    k->vec_dot_n[SL_TYPE_Q6_K] = vec_dot_n_q6_K;
+    for (int t = 0; t < SL_TYPE_COUNT; t++)
+        if (k->vec_dot_n[t]) k->vec_dot_n_max[t] = NT;
+    return true;
+}
+
+#else
+
+bool sl_vec_dot_n_fill_avx2(sl_quant_kernels *k)
+{
+    (void)k;
+    return false;
+}
+
+#endif

@@ -1,0 +1,155 @@
+/* vec_dot_n_ref.c - scalar multi-token dot kernels: one weight row against
+ * up to SL_VEC_DOT_N_MAX activation rows (Q4_0, Q8_0 x Q8_0; Q4_K, Q5_K,
+ * Q6_K x Q8_K).
+ *
+ * Owns: the blocking of vec_dot_legacy_ref.c and vec_dot_k_ref.c over
+ * tokens. A weight block is unpacked into int8 levels (and its scales
+ * decoded) once, then each token's sums are taken exactly as the single
+ * kernel takes them: the same integer sums, the same float expression per
+ * block, accumulated in the same block order, so s[t] has the single
+ * kernel's bits. Keep each per-token expression written as in the single
+ * kernel (float contraction is decided per expression).
+ * Must not know: instruction sets, threads, matrices. */
+#include "quant/quant_internal.h"
+
+#define NMAX SL_VEC_DOT_N_MAX
+
+static inline int dot_i8(const int8_t *q, const int8_t *a, int n)
+{
+    int s = 0;
+    for (int i = 0; i < n; i++) s += q[i] * a[i];
+    return s;
+}
+
+/* ---- 32-element types against Q8_0 ------------------------------------ */
+
+static void vec_dot_n_q8_0(int64_t n, float *s, const void *vx, const void *const *ys, int nt)
+{
+    const sl_block_q8_0 *x = vx;
+    float sum[NMAX] = {0};
+    for (int64_t i = 0; i < n / SL_QK; i++) {
+        for (int t = 0; t < nt; t++) {
+            const sl_block_q8_0 *y = (const sl_block_q8_0 *)ys[t] + i;
+            sum[t] += sl_h2f(x[i].d) * sl_h2f(y->d) * (float)dot_i8(x[i].qs, y->qs, SL_QK);
+        }
+    }
+    for (int t = 0; t < nt; t++) s[t] = sum[t];
+}
+
+static void vec_dot_n_q4_0(int64_t n, float *s, const void *vx, const void *const *ys, int nt)
+{
+    const sl_block_q4_0 *x = vx;
+    float sum[NMAX] = {0};
+    int8_t q[SL_QK];
+    for (int64_t i = 0; i < n / SL_QK; i++) {
+        for (int j = 0; j < 16; j++) {
+            q[j] = (int8_t)((x[i].qs[j] & 0x0F) - 8);
+            q[j + 16] = (int8_t)((x[i].qs[j] >> 4) - 8);
+        }
+        for (int t = 0; t < nt; t++) {
+            const sl_block_q8_0 *y = (const sl_block_q8_0 *)ys[t] + i;
+            sum[t] += sl_h2f(x[i].d) * sl_h2f(y->d) * (float)dot_i8(q, y->qs, SL_QK);
+        }
+    }
+    for (int t = 0; t < nt; t++) s[t] = sum[t];
+}
+
+/* ---- K-quants against Q8_K -------------------------------------------- */
+
+/* Q4_K and Q5_K: levels q (0..31) unpacked, scales and mins decoded; one
+ * super-block's contribution for one token, as vec_dot_k_ref.c's
+ * k4_superblock computes it. */
+static inline float k4_superblock(const uint8_t sc[8], const uint8_t m[8], uint16_t d,
+                                  uint16_t dmin, const int8_t *q, const sl_block_q8_K *y)
+{
+    int sumi = 0, summ = 0;
+    for (int k = 0; k < 8; k++) {
+        sumi += sc[k] * dot_i8(q + 32 * k, y->qs + 32 * k, 32);
+        summ += m[k] * (y->bsums[2 * k] + y->bsums[2 * k + 1]);
+    }
+    return y->d * (sl_h2f(d) * (float)sumi - sl_h2f(dmin) * (float)summ);
+}
+
+static inline void k4_decode_scales(const uint8_t scales[12], uint8_t sc[8], uint8_t m[8])
+{
+    for (int k = 0; k < 8; k++) sl_k4_scale_min(scales, k, &sc[k], &m[k]);
+}
+
+static void vec_dot_n_q4_K(int64_t n, float *s, const void *vx, const void *const *ys, int nt)
+{
+    const sl_block_q4_K *x = vx;
+    float sum[NMAX] = {0};
+    int8_t q[SL_QK_K];
+    for (int64_t i = 0; i < n / SL_QK_K; i++) {
+        for (int c = 0; c < 4; c++)
+            for (int l = 0; l < 32; l++) {
+                q[64 * c + l] = (int8_t)(x[i].qs[32 * c + l] & 0x0F);
+                q[64 * c + 32 + l] = (int8_t)(x[i].qs[32 * c + l] >> 4);
+            }
+        uint8_t sc[8], m[8];
+        k4_decode_scales(x[i].scales, sc, m);
+        for (int t = 0; t < nt; t++)
+            sum[t] += k4_superblock(sc, m, x[i].d, x[i].dmin, q,
+                                    (const sl_block_q8_K *)ys[t] + i);
+    }
+    for (int t = 0; t < nt; t++) s[t] = sum[t];
+}
+
+static void vec_dot_n_q5_K(int64_t n, float *s, const void *vx, const void *const *ys, int nt)
+{
+    const sl_block_q5_K *x = vx;
+    float sum[NMAX] = {0};
+    int8_t q[SL_QK_K];
+    for (int64_t i = 0; i < n / SL_QK_K; i++) {
+        for (int c = 0; c < 4; c++)
+            for (int l = 0; l < 32; l++) {
+                int h0 = (x[i].qh[l] >> (2 * c)) & 1, h1 = (x[i].qh[l] >> (2 * c + 1)) & 1;
+                q[64 * c + l] = (int8_t)((x[i].qs[32 * c + l] & 0x0F) | h0 << 4);
+                q[64 * c + 32 + l] = (int8_t)((x[i].qs[32 * c + l] >> 4) | h1 << 4);
+            }
+        uint8_t sc[8], m[8];
+        k4_decode_scales(x[i].scales, sc, m);
+        for (int t = 0; t < nt; t++)
+            sum[t] += k4_superblock(sc, m, x[i].d, x[i].dmin, q,
+                                    (const sl_block_q8_K *)ys[t] + i);
+    }
+    for (int t = 0; t < nt; t++) s[t] = sum[t];
+}
+
+static void vec_dot_n_q6_K(int64_t n, float *s, const void *vx, const void *const *ys, int nt)
+{
+    const sl_block_q6_K *x = vx;
+    float sum[NMAX] = {0};
+    int8_t q[SL_QK_K];
+    for (int64_t i = 0; i < n / SL_QK_K; i++) {
+        for (int h = 0; h < 2; h++) {
+            const uint8_t *ql = x[i].ql + 64 * h, *qh = x[i].qh + 32 * h;
+            int8_t *o = q + 128 * h;
+            for (int l = 0; l < 32; l++) {
+                o[l] = (int8_t)(((ql[l] & 0x0F) | ((qh[l] >> 0) & 3) << 4) - 32);
+                o[l + 32] = (int8_t)(((ql[l + 32] & 0x0F) | ((qh[l] >> 2) & 3) << 4) - 32);
+                o[l + 64] = (int8_t)(((ql[l] >> 4) | ((qh[l] >> 4) & 3) << 4) - 32);
+                o[l + 96] = (int8_t)(((ql[l + 32] >> 4) | ((qh[l] >> 6) & 3) << 4) - 32);
+            }
+        }
+        for (int t = 0; t < nt; t++) {
+            const sl_block_q8_K *y = (const sl_block_q8_K *)ys[t] + i;
+            int sumi = 0;
+            for (int k = 0; k < 16; k++)
+                sumi += x[i].scales[k] * dot_i8(q + 16 * k, y->qs + 16 * k, 16);
+            sum[t] += y->d * sl_h2f(x[i].d) * (float)sumi;
+        }
+    }
+    for (int t = 0; t < nt; t++) s[t] = sum[t];
+}
+
+void sl_vec_dot_n_fill_ref(sl_quant_kernels *k)
+{
+    k->vec_dot_n[SL_TYPE_Q4_0] = vec_dot_n_q4_0;
+    k->vec_dot_n[SL_TYPE_Q8_0] = vec_dot_n_q8_0;
+    k->vec_dot_n[SL_TYPE_Q4_K] = vec_dot_n_q4_K;
+    k->vec_dot_n[SL_TYPE_Q5_K] = vec_dot_n_q5_K;
+    k->vec_dot_n[SL_TYPE_Q6_K] = vec_dot_n_q6_K;
+    for (int t = 0; t < SL_TYPE_COUNT; t++)
+        if (k->vec_dot_n[t]) k->vec_dot_n_max[t] = NMAX;
+}
