@@ -27,7 +27,8 @@ static void usage(FILE *f)
             "  -p, --n-prompt N   prompt tokens per pp test (default 512; 0 skips pp)\n"
             "  -n, --n-gen N      generated tokens per tg test (default 128; 0 skips tg)\n"
             "  -r, --repetitions N  runs of each test (default 3)\n"
-            "  -b, --batch N      prompt batch size (default 512)\n"
+            "  -b, --ubatch N     prompt micro-batch: tokens evaluated together, each\n"
+            "                     expert's weights read once per micro-batch (default 512)\n"
             "      --json         one JSON object per test instead of the table\n"
             "      --kernels      matvec GB/s per weight type vs measured memory bandwidth\n"
             "      --mb N         weight bytes per kernel matrix, MiB (default 256)\n"
@@ -201,7 +202,7 @@ int cmd_bench(int argc, char **argv)
         } else if (!strcmp(a, "-r") || !strcmp(a, "--repetitions")) {
             if (!(v = arg_value("bench", argc, argv, &i)) || !arg_int("bench", a, v, 1, 1000, &reps))
                 return 2;
-        } else if (!strcmp(a, "-b") || !strcmp(a, "--batch")) {
+        } else if (!strcmp(a, "-b") || !strcmp(a, "--batch") || !strcmp(a, "--ubatch")) {
             if (!(v = arg_value("bench", argc, argv, &i)) || !arg_int("bench", a, v, 1, 1 << 16, &batch))
                 return 2;
         } else if (!strcmp(a, "--mb")) {
