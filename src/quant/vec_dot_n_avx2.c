@@ -33,6 +33,15 @@
 #define UNROLL
 #endif
 
+/* Makes v live in a register at this point. Without it GCC hoists the
+ * multiplies of all chunks ahead of their sums and spills dozens of
+ * vectors per super-block (K-quants ran ~15% slower). Changes no value. */
+#if defined(__GNUC__) || defined(__clang__)
+#define KEEP(v) __asm__("" : "+x"(v))
+#else
+#define KEEP(v) ((void)0)
+#endif
+
 static inline __m256i load256(const void *p)
 {
     return _mm256_loadu_si256((const __m256i *)p);
@@ -227,6 +236,7 @@ INLINE void k4_n(int64_t n, float *s, const void *vx, const void *const *ys, con
                 __m256i plo = _mm256_madd_epi16(_mm256_maddubs_epi16(lo, load256(a)), slo);
                 __m256i phi = _mm256_madd_epi16(_mm256_maddubs_epi16(hi, load256(a + 32)), shi);
                 sumi[t] = _mm256_add_epi32(sumi[t], _mm256_add_epi32(plo, phi));
+                KEEP(sumi[t]);
             }
         }
         UNROLL
@@ -313,6 +323,7 @@ INLINE void q6k_n(int64_t n, float *s, const void *vx, const void *const *ys, co
                 __m256i p3 = _mm256_madd_epi16(_mm256_maddubs_epi16(q[3], load256(a + 96)), ps[3]);
                 sumi[t] = _mm256_add_epi32(sumi[t], _mm256_add_epi32(_mm256_add_epi32(p0, p1),
                                                                      _mm256_add_epi32(p2, p3)));
+                KEEP(sumi[t]);
             }
         }
         UNROLL
