@@ -29,6 +29,7 @@
 #define MAX_PARTS 64
 #define MIN_SLICES 8 /* refuse regions smaller than this many reads */
 #define OFFSET_ALIGN 4096u
+#define HUGE_ALIGN ((size_t)2 << 20)
 
 static void usage(FILE *out)
 {
@@ -55,6 +56,9 @@ static void usage(FILE *out)
             "  --fresh             destination pages released before every read, so each\n"
             "                      read lands in freshly committed pages\n"
             "  --buffered          no O_DIRECT: see what the page cache contributes\n"
+            "  --small-pages       destination buffers without transparent huge pages\n"
+            "                      (default: madvise(MADV_HUGEPAGE), as fewer, larger DMA\n"
+            "                      segments can matter a lot on virtual disks)\n"
             "  --mmap              hold a read-only mapping of the file during the run\n"
             "  --reopen-lanes      reopen the lanes' descriptors just before the run (with\n"
             "                      --mmap: after the mapping was made and dropped again)\n"
@@ -79,7 +83,7 @@ typedef struct opts {
     unsigned qd;
     uint64_t range_bytes; /* 0 = whole file */
     unsigned compute_load;
-    bool fresh, buffered, use_mmap, reopen, json;
+    bool fresh, buffered, use_mmap, reopen, json, small_pages;
     const char *trace;
     unsigned scatter;
     uint64_t seed;
@@ -209,6 +213,9 @@ static int parse_args(int argc, char **argv, opts *o)
         } else if (!strcmp(a, "--fresh")) {
             FLAG();
             o->fresh = true;
+        } else if (!strcmp(a, "--small-pages")) {
+            FLAG();
+            o->small_pages = true;
         } else if (!strcmp(a, "--buffered")) {
             FLAG();
             o->buffered = true;
@@ -545,12 +552,24 @@ static double pct_ms(const uint64_t *v, size_t n, double p)
 typedef struct bench {
     const opts *o;
     const layout *L;
-    unsigned char *mem;  /* all part buffers */
+    unsigned char *mem;  /* all part buffers, 2 MiB-aligned inside raw */
     size_t mem_len;
+    void *raw;           /* the mapping behind mem */
+    size_t raw_len;
     size_t buf_stride;
+    size_t per_huge;     /* buffers per 2 MiB page (0: a buffer is larger) */
     FILE *trace;
     uint64_t t_base;     /* trace times are relative to this */
 } bench;
+
+/* Buffer i. Buffers are packed so that none crosses a 2 MiB boundary when
+ * one fits in 2 MiB: with huge pages each read then lands in one physically
+ * contiguous page. */
+static unsigned char *buf_at(const bench *b, size_t i)
+{
+    if (b->per_huge == 0) return b->mem + i * b->buf_stride;
+    return b->mem + (i / b->per_huge) * HUGE_ALIGN + (i % b->per_huge) * b->buf_stride;
+}
 
 static int submit_stream(sl_io *io, bench *b, stream *s, unsigned sid, bool fresh)
 {
@@ -559,7 +578,7 @@ static int submit_stream(sl_io *io, bench *b, stream *s, unsigned sid, bool fres
     sl_io_req q[MAX_PARTS];
     next_targets(L, b->o, &s->state, t);
     for (unsigned p = 0; p < L->n_parts; p++) {
-        unsigned char *dst = b->mem + ((size_t)sid * L->n_parts + p) * b->buf_stride;
+        unsigned char *dst = buf_at(b, (size_t)sid * L->n_parts + p);
         if (fresh) madvise(dst, b->buf_stride, MADV_DONTNEED);
         q[p] = (sl_io_req){.file = t[p].file, .offset = t[p].offset, .len = t[p].len,
                            .dst = dst, .dst_cap = b->buf_stride,
@@ -631,19 +650,29 @@ static int run_row(bench *b, unsigned lanes, row *r, sl_io_info *info_out)
         if (L->part_bytes[p] > maxpart) maxpart = L->part_bytes[p];
     size_t stride = (size_t)sl_io_window_cap(io, maxpart);
     stride = (stride + 4095) & ~(size_t)4095;
-    if (!b->mem || b->buf_stride != stride || b->mem_len < stride * n_reqs) {
-        if (b->mem) munmap(b->mem, b->mem_len);
-        b->mem_len = stride * n_reqs;
+    size_t per_huge = HUGE_ALIGN / stride;
+    size_t need = per_huge ? (n_reqs + per_huge - 1) / per_huge * HUGE_ALIGN : stride * n_reqs;
+    if (!b->mem || b->buf_stride != stride || b->mem_len < need) {
+        if (b->raw) munmap(b->raw, b->raw_len);
+        b->mem_len = need;
         b->buf_stride = stride;
-        b->mem = mmap(NULL, b->mem_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        if (b->mem == MAP_FAILED) {
-            b->mem = NULL;
+        b->per_huge = per_huge;
+        /* 2 MiB more than needed, so the buffers can start on a huge page. */
+        b->raw_len = b->mem_len + HUGE_ALIGN;
+        b->raw = mmap(NULL, b->raw_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (b->raw == MAP_FAILED) {
+            b->raw = b->mem = NULL;
             fprintf(stderr, "sluice iobench: out of memory for %zu bytes of read buffers\n",
                     b->mem_len);
             goto out;
         }
+        b->mem = (unsigned char *)(((uintptr_t)b->raw + HUGE_ALIGN - 1) & ~(uintptr_t)(HUGE_ALIGN - 1));
+        /* Huge pages by default: a read into physically contiguous memory
+         * is a few large DMA segments instead of one per 4 KiB page, which
+         * on some virtual disks is worth up to 2x (docs/perf.md). */
+        if (!o->small_pages) madvise(b->mem, b->mem_len, MADV_HUGEPAGE);
     }
-    if (!o->fresh) memset(b->mem, 0, stride * n_reqs); /* commit the pages once */
+    if (!o->fresh) memset(b->mem, 0, b->mem_len); /* commit the pages once */
 
     if (o->reopen) {
         for (uint32_t f = 0; f < L->n_files; f++)
@@ -773,9 +802,10 @@ static void print_header(const opts *o, const layout *L, const sl_io_info *in)
            : o->expert ? " = gate+up+down at independent offsets"
            : o->scatter > 1 ? " in scatter pieces" : "",
            L->slice_note, o->range_bytes ? ", offsets confined" : "");
-    printf("  %s, qd %u per lane, %.1f s per row, seed %llu, alignment %u%s%s%s\n",
+    printf("  %s, qd %u per lane, %.1f s per row, seed %llu, alignment %u, %s%s%s%s\n",
            sl_io_backend_name(o->backend), o->backend == SL_IO_URING ? o->qd : 1, o->seconds,
-           (unsigned long long)o->seed, in->align, o->fresh ? ", fresh pages" : "",
+           (unsigned long long)o->seed, in->align,
+           o->small_pages ? "small pages" : "huge pages asked", o->fresh ? ", fresh pages" : "",
            o->use_mmap && !o->reopen ? ", file mapped during the run"
            : o->use_mmap ? ", file mapped, unmapped before the run" : "",
            o->reopen ? ", lane descriptors reopened before the run" : "");
@@ -815,12 +845,12 @@ static void print_json(const opts *o, const layout *L, const row *rows, unsigned
     json_str(L->slice_note);
     printf(",\"real_expert_offsets\":%s,\"backend\":\"%s\",\"qd\":%u,\"seconds\":%g,"
            "\"seed\":%llu,\"range_bytes\":%llu,\"compute_load\":%u,\"fresh\":%s,"
-           "\"buffered\":%s,\"mmap\":%s,\"reopen_lanes\":%s,\"scatter\":%u,",
+           "\"buffered\":%s,\"mmap\":%s,\"reopen_lanes\":%s,\"scatter\":%u,\"huge_pages\":%s,",
            L->real_experts ? "true" : "false", sl_io_backend_name(o->backend),
            o->backend == SL_IO_URING ? o->qd : 1, o->seconds, (unsigned long long)o->seed,
            (unsigned long long)o->range_bytes, o->compute_load, o->fresh ? "true" : "false",
            o->buffered ? "true" : "false", o->use_mmap ? "true" : "false",
-           o->reopen ? "true" : "false", o->scatter);
+           o->reopen ? "true" : "false", o->scatter, o->small_pages ? "false" : "true");
     printf("\"direct\":%s,\"direct_fallback\":%s,\"direct_fallback_reason\":",
            in->direct ? "true" : "false", in->direct_fell_back ? "true" : "false");
     json_str(in->direct_reason);
@@ -902,7 +932,7 @@ int cmd_iobench(int argc, char **argv)
     }
     rc = 0;
 out_mem:
-    if (b.mem) munmap(b.mem, b.mem_len);
+    if (b.raw) munmap(b.raw, b.raw_len);
     if (b.trace && fclose(b.trace) != 0 && rc == 0) {
         fprintf(stderr, "sluice iobench: writing '%s' failed\n", o.trace);
         rc = 1;

@@ -91,6 +91,11 @@ $RUN --lanes 2 --fresh --mmap --compute-load 1 --range-mb 4 >"$work/out" 2>&1
 check "fresh pages, mapping held, compute load, range" \
     '[ $? -eq 0 ] && grep -q "fresh pages" "$work/out" && grep -q "mapped during the run" "$work/out" && grep -q "1 burning" "$work/out"'
 
+$RUN --lanes 1 --json >"$work/out" 2>&1
+check "huge pages asked by default" 'grep -q "\"huge_pages\":true" "$work/out"'
+$RUN --lanes 1 --small-pages >"$work/out" 2>&1
+check "--small-pages is labelled" '[ $? -eq 0 ] && grep -q "small pages" "$work/out"'
+
 $RUN --lanes 1 --mmap --reopen-lanes >"$work/out" 2>&1
 check "--mmap --reopen-lanes drops the mapping first" \
     '[ $? -eq 0 ] && grep -q "unmapped before the run" "$work/out"'
