@@ -12,17 +12,7 @@
 # (turn 2 starts by closing the answer: the <|im_end|> that ended it was
 # sampled but not evaluated).
 set -u
-cd "$(dirname "$0")/../.."
-SLUICE=${SLUICE:-build/san/sluice}
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); echo "ok   $1"; }
-bad() { fail=$((fail + 1)); echo "FAIL $1"; }
-check() { # check NAME CMD...: passes when CMD succeeds
-    local name=$1
-    shift
-    if "$@"; then ok "$name"; else bad "$name"; fi
-}
+. "$(dirname "$0")/lib/common.sh"
 work=$(mktemp -d "${TMPDIR:-/tmp}/sluice-chat-XXXXXX")
 pids=()
 cleanup() {

@@ -3,17 +3,7 @@
 # and on broken files. Expected values come from the fixture README table and
 # from sizes worked out by hand below, never from sluice itself.
 set -u
-cd "$(dirname "$0")/../.."
-SLUICE=${SLUICE:-build/san/sluice}
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); echo "ok   $1"; }
-bad() { fail=$((fail + 1)); echo "FAIL $1"; }
-check() { # check NAME CMD...: passes when CMD succeeds
-    local name=$1
-    shift
-    if "$@"; then ok "$name"; else bad "$name"; fi
-}
+. "$(dirname "$0")/lib/common.sh"
 work=$(mktemp -d "${TMPDIR:-/tmp}/sluice-inspect-XXXXXX")
 trap 'rm -rf "$work"' EXIT
 

@@ -5,17 +5,7 @@
 # model against itself (zero, same top token everywhere) and of its q8_0
 # twin (small but not zero), and the error cases.
 set -u
-cd "$(dirname "$0")/../.."
-SLUICE=${SLUICE:-build/san/sluice}
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); echo "ok   $1"; }
-bad() { fail=$((fail + 1)); echo "FAIL $1"; }
-check() { # check NAME CMD...: passes when CMD succeeds
-    local name=$1
-    shift
-    if "$@"; then ok "$name"; else bad "$name"; fi
-}
+. "$(dirname "$0")/lib/common.sh"
 work=$(mktemp -d "${TMPDIR:-/tmp}/sluice-ppl-XXXXXX")
 trap 'rm -rf "$work"' EXIT
 

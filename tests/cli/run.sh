@@ -4,17 +4,7 @@
 # context rules (error, --truncate, a full context) and bad flags. Expected
 # counts are worked out by hand from the rules in `sluice run --help`.
 set -u
-cd "$(dirname "$0")/../.."
-SLUICE=${SLUICE:-build/san/sluice}
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); echo "ok   $1"; }
-bad() { fail=$((fail + 1)); echo "FAIL $1"; }
-check() { # check NAME CMD...: passes when CMD succeeds
-    local name=$1
-    shift
-    if "$@"; then ok "$name"; else bad "$name"; fi
-}
+. "$(dirname "$0")/lib/common.sh"
 work=$(mktemp -d "${TMPDIR:-/tmp}/sluice-run-XXXXXX")
 trap 'rm -rf "$work"' EXIT
 

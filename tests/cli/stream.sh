@@ -5,17 +5,7 @@
 # refusals (a cache below one layer's top-k, a budget below the dense
 # weights, bad flag values).
 set -u
-cd "$(dirname "$0")/../.."
-SLUICE=${SLUICE:-build/san/sluice}
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); echo "ok   $1"; }
-bad() { fail=$((fail + 1)); echo "FAIL $1"; }
-check() {
-    local name=$1
-    shift
-    if "$@"; then ok "$name"; else bad "$name"; fi
-}
+. "$(dirname "$0")/lib/common.sh"
 work=$(mktemp -d "${TMPDIR:-/tmp}/sluice-stream-XXXXXX")
 trap 'rm -rf "$work"' EXIT
 
