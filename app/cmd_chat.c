@@ -20,6 +20,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "args.h"
 #include "commands.h"
 #include "gen.h"
 #include "util/timer.h"
@@ -94,12 +95,10 @@ int cmd_chat(int argc, char **argv)
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             usage(stdout);
             return 0;
-        } else if (!strcmp(a, "--system") || !strcmp(a, "--chat-template")) {
-            if (i + 1 >= argc) {
-                fprintf(stderr, "sluice chat: %s needs a value\n", a);
-                return 2;
-            }
-            *(!strcmp(a, "--system") ? &system : &tmpl_name) = argv[++i];
+        } else if (!strcmp(a, "--system")) {
+            if (!(system = arg_value(CMD, argc, argv, &i))) return 2;
+        } else if (!strcmp(a, "--chat-template")) {
+            if (!(tmpl_name = arg_value(CMD, argc, argv, &i))) return 2;
         } else if (!strcmp(a, "--no-think")) {
             no_think = true;
         } else {

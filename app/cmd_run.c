@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "args.h"
 #include "commands.h"
 #include "gen.h"
 
@@ -98,17 +99,9 @@ int cmd_run(int argc, char **argv)
             usage(stdout);
             return 0;
         } else if (!strcmp(a, "-p") || !strcmp(a, "--prompt")) {
-            if (i + 1 >= argc) {
-                fprintf(stderr, "sluice run: %s needs a value\n", a);
-                return 2;
-            }
-            prompt = argv[++i];
+            if (!(prompt = arg_value(CMD, argc, argv, &i))) return 2;
         } else if (!strcmp(a, "-f") || !strcmp(a, "--file")) {
-            if (i + 1 >= argc) {
-                fprintf(stderr, "sluice run: %s needs a value\n", a);
-                return 2;
-            }
-            file = argv[++i];
+            if (!(file = arg_value(CMD, argc, argv, &i))) return 2;
         } else if (!strcmp(a, "--stop")) {
             if (i + 1 >= argc || !argv[i + 1][0]) {
                 fprintf(stderr, "sluice run: --stop needs a non-empty text\n");
