@@ -1,5 +1,5 @@
 /* vec_dot_n_avx2.c - AVX2/FMA multi-token dot kernels: one weight row
- * against up to NT activation rows (Q4_0, Q8_0 x Q8_0; Q4_K, Q5_K, Q6_K x
+ * against up to NT activation rows (Q4_0, Q8_0 x Q8_0; Q2_K .. Q6_K x
  * Q8_K).
  *
  * Owns: the arithmetic of vec_dot_legacy_avx2.c and vec_dot_k_avx2.c with
@@ -339,6 +339,107 @@ INLINE void q6k_n(int64_t n, float *s, const void *vx, const void *const *ys, co
     for (int t = 0; t < nt; t++) s[t] = sl_avx2_hsum_ps(acc[t]);
 }
 
+/* ---- Q2_K / Q3_K against Q8_K --------------------------------------------
+ * Sixteen 16-element sub-blocks; each 32-element chunk (h, j) (h = half,
+ * j = 2-bit field) is madd(maddubs(levels, a), pair scales 4h + j), the
+ * four of a half summed as (s0 + s1) + (s2 + s3). Q2_K: levels 0..3, the
+ * mins through bsums into a second 8-lane accumulator, result hsum(acc +
+ * accm). Q3_K: levels + 4 (0..7), the -4 back as 4 * scales . bsums. */
+
+/* Levels of chunk (h, j), unsigned: Q2_K's 2-bit field j of qs[32h..];
+ * Q3_K adds hmask bit 4h + j as bit 2. */
+INLINE __m256i k16_levels(__m256i q, __m256i hm, int h, int j, int is_q3)
+{
+    __m256i lo = _mm256_and_si256(_mm256_srli_epi16(q, 2 * j), _mm256_set1_epi8(0x03));
+    if (!is_q3) return lo;
+    int bit = 4 * h + j; /* moved to bit 2 */
+    __m256i hb = bit >= 2 ? _mm256_srli_epi16(hm, bit - 2) : _mm256_slli_epi16(hm, 2 - bit);
+    return _mm256_or_si256(lo, _mm256_and_si256(hb, _mm256_set1_epi8(0x04)));
+}
+
+/* The sixteen signed Q3_K scales (sc - 32), as vec_dot_k_avx2.c builds
+ * them: low nibbles from bytes 0..7, high pairs from bytes 8..11. */
+static inline __m128i q3k_scales(const uint8_t s[12])
+{
+    uint32_t A, B, C;
+    memcpy(&A, s, 4);
+    memcpy(&B, s + 4, 4);
+    memcpy(&C, s + 8, 4);
+    uint32_t w0 = (A & 0x0F0F0F0Fu) | ((C >> 0) & 0x03030303u) << 4;
+    uint32_t w1 = (B & 0x0F0F0F0Fu) | ((C >> 2) & 0x03030303u) << 4;
+    uint32_t w2 = ((A >> 4) & 0x0F0F0F0Fu) | ((C >> 4) & 0x03030303u) << 4;
+    uint32_t w3 = ((B >> 4) & 0x0F0F0F0Fu) | ((C >> 6) & 0x03030303u) << 4;
+    return _mm_sub_epi8(_mm_set_epi32((int)w3, (int)w2, (int)w1, (int)w0), _mm_set1_epi8(32));
+}
+
+INLINE void k16_n(int64_t n, float *s, const void *vx, const void *const *ys, const int nt,
+                  const int is_q3)
+{
+    const sl_block_q8_K *y[NT];
+    __m256 acc[NT], accm[NT];
+    UNROLL
+    for (int t = 0; t < nt; t++) {
+        y[t] = ys[t];
+        acc[t] = _mm256_setzero_ps();
+        accm[t] = _mm256_setzero_ps();
+    }
+    for (int64_t i = 0; i < n / SL_QK_K; i++) {
+        const sl_block_q2_K *x2 = (const sl_block_q2_K *)vx + i;
+        const sl_block_q3_K *x3 = (const sl_block_q3_K *)vx + i;
+        const float xd = sl_avx2_h2f(is_q3 ? x3->d : x2->d);
+        const uint8_t *qs = is_q3 ? x3->qs : x2->qs;
+        __m128i sc;
+        __m256i off16; /* Q2_K: mins; Q3_K: the scales, for the -4 */
+        __m256i hm = _mm256_setzero_si256();
+        if (is_q3) {
+            sc = q3k_scales(x3->scales);
+            off16 = _mm256_cvtepi8_epi16(sc);
+            hm = load256(x3->hmask);
+        } else {
+            const __m128i raw = _mm_loadu_si128((const __m128i *)x2->scales);
+            sc = _mm_and_si128(raw, _mm_set1_epi8(0x0F));
+            off16 = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(raw, 4), _mm_set1_epi8(0x0F)));
+        }
+        __m256i sumi[NT];
+        UNROLL
+        for (int t = 0; t < nt; t++) {
+            const sl_block_q8_K *b = y[t] + i;
+            __m256i od = _mm256_madd_epi16(off16, load256(b->bsums));
+            if (is_q3) {
+                sumi[t] = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(od, 2));
+            } else {
+                float dmin = -b->d * sl_avx2_h2f(x2->dmin);
+                accm[t] = _mm256_fmadd_ps(_mm256_set1_ps(dmin), _mm256_cvtepi32_ps(od), accm[t]);
+                sumi[t] = _mm256_setzero_si256();
+            }
+        }
+        UNROLL
+        for (int h = 0; h < 2; h++) {
+            const __m256i q = load256(qs + 32 * h);
+            UNROLL
+            for (int j = 0; j < 4; j++) {
+                const __m256i lv = k16_levels(q, hm, h, j, is_q3);
+                const __m256i ps = pair_scales_i8(sc, 4 * h + j);
+                UNROLL
+                for (int t = 0; t < nt; t++) {
+                    const int8_t *a = y[t][i].qs + 128 * h + 32 * j;
+                    __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(lv, load256(a)), ps);
+                    sumi[t] = _mm256_add_epi32(sumi[t], p);
+                    KEEP(sumi[t]);
+                }
+            }
+        }
+        UNROLL
+        for (int t = 0; t < nt; t++) {
+            float d = y[t][i].d * xd;
+            acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi[t]), acc[t]);
+        }
+    }
+    UNROLL
+    for (int t = 0; t < nt; t++)
+        s[t] = is_q3 ? sl_avx2_hsum_ps(acc[t]) : sl_avx2_hsum_ps(_mm256_add_ps(acc[t], accm[t]));
+}
+
 /* ---- instances ----------------------------------------------------------- */
 
 #define INSTANCES(name, body)                                                                  \
@@ -361,12 +462,16 @@ INLINE void q6k_n(int64_t n, float *s, const void *vx, const void *const *ys, co
 #define Q4_K_BODY(k) k4_n(n, s, x, ys, k, 0)
 #define Q5_K_BODY(k) k4_n(n, s, x, ys, k, 1)
 #define Q6_K_BODY(k) q6k_n(n, s, x, ys, k)
+#define Q2_K_BODY(k) k16_n(n, s, x, ys, k, 0)
+#define Q3_K_BODY(k) k16_n(n, s, x, ys, k, 1)
 
 INSTANCES(vec_dot_n_q8_0, Q8_0_BODY)
 INSTANCES(vec_dot_n_q4_0, Q4_0_BODY)
 INSTANCES(vec_dot_n_q4_K, Q4_K_BODY)
 INSTANCES(vec_dot_n_q5_K, Q5_K_BODY)
 INSTANCES(vec_dot_n_q6_K, Q6_K_BODY)
+INSTANCES(vec_dot_n_q2_K, Q2_K_BODY)
+INSTANCES(vec_dot_n_q3_K, Q3_K_BODY)
 
 _Static_assert(NT == 8 && NT <= SL_VEC_DOT_N_MAX, "the switch above lists 1..NT");
 
@@ -377,6 +482,8 @@ bool sl_vec_dot_n_fill_avx2(sl_quant_kernels *k)
     k->vec_dot_n[SL_TYPE_Q4_K] = vec_dot_n_q4_K;
     k->vec_dot_n[SL_TYPE_Q5_K] = vec_dot_n_q5_K;
     k->vec_dot_n[SL_TYPE_Q6_K] = vec_dot_n_q6_K;
+    k->vec_dot_n[SL_TYPE_Q2_K] = vec_dot_n_q2_K;
+    k->vec_dot_n[SL_TYPE_Q3_K] = vec_dot_n_q3_K;
     for (int t = 0; t < SL_TYPE_COUNT; t++)
         if (k->vec_dot_n[t]) k->vec_dot_n_max[t] = NT;
     return true;

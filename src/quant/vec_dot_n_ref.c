@@ -1,6 +1,6 @@
 /* vec_dot_n_ref.c - scalar multi-token dot kernels: one weight row against
- * up to SL_VEC_DOT_N_MAX activation rows (Q4_0, Q8_0 x Q8_0; Q4_K, Q5_K,
- * Q6_K x Q8_K).
+ * up to SL_VEC_DOT_N_MAX activation rows (Q4_0, Q8_0 x Q8_0; Q2_K .. Q6_K
+ * x Q8_K).
  *
  * Owns: the blocking of vec_dot_legacy_ref.c and vec_dot_k_ref.c over
  * tokens. A weight block is unpacked into int8 levels (and its scales
@@ -55,6 +55,54 @@ static void vec_dot_n_q4_0(int64_t n, float *s, const void *vx, const void *cons
 }
 
 /* ---- K-quants against Q8_K -------------------------------------------- */
+
+static void vec_dot_n_q2_K(int64_t n, float *s, const void *vx, const void *const *ys, int nt)
+{
+    const sl_block_q2_K *x = vx;
+    float sum[NMAX] = {0};
+    int8_t q[SL_QK_K];
+    for (int64_t i = 0; i < n / SL_QK_K; i++) {
+        for (int h = 0; h < 2; h++)
+            for (int j = 0; j < 4; j++)
+                for (int l = 0; l < 32; l++)
+                    q[128 * h + 32 * j + l] = (int8_t)((x[i].qs[32 * h + l] >> (2 * j)) & 3);
+        for (int t = 0; t < nt; t++) {
+            const sl_block_q8_K *y = (const sl_block_q8_K *)ys[t] + i;
+            int sumi = 0, summ = 0;
+            for (int k = 0; k < 16; k++) {
+                sumi += (x[i].scales[k] & 0x0F) * dot_i8(q + 16 * k, y->qs + 16 * k, 16);
+                summ += (x[i].scales[k] >> 4) * y->bsums[k];
+            }
+            sum[t] += y->d * (sl_h2f(x[i].d) * (float)sumi - sl_h2f(x[i].dmin) * (float)summ);
+        }
+    }
+    for (int t = 0; t < nt; t++) s[t] = sum[t];
+}
+
+static void vec_dot_n_q3_K(int64_t n, float *s, const void *vx, const void *const *ys, int nt)
+{
+    const sl_block_q3_K *x = vx;
+    float sum[NMAX] = {0};
+    int8_t q[SL_QK_K];
+    for (int64_t i = 0; i < n / SL_QK_K; i++) {
+        int8_t sc[16];
+        sl_q3k_scales(x[i].scales, sc);
+        for (int h = 0; h < 2; h++)
+            for (int j = 0; j < 4; j++)
+                for (int l = 0; l < 32; l++) {
+                    int v = (x[i].qs[32 * h + l] >> (2 * j)) & 3;
+                    int hb = (x[i].hmask[l] >> (4 * h + j)) & 1;
+                    q[128 * h + 32 * j + l] = (int8_t)(v - 4 + 4 * hb);
+                }
+        for (int t = 0; t < nt; t++) {
+            const sl_block_q8_K *y = (const sl_block_q8_K *)ys[t] + i;
+            int sumi = 0;
+            for (int k = 0; k < 16; k++) sumi += sc[k] * dot_i8(q + 16 * k, y->qs + 16 * k, 16);
+            sum[t] += y->d * sl_h2f(x[i].d) * (float)sumi;
+        }
+    }
+    for (int t = 0; t < nt; t++) s[t] = sum[t];
+}
 
 /* Q4_K and Q5_K: levels q (0..31) unpacked, scales and mins decoded; one
  * super-block's contribution for one token, as vec_dot_k_ref.c's
@@ -150,6 +198,8 @@ void sl_vec_dot_n_fill_ref(sl_quant_kernels *k)
     k->vec_dot_n[SL_TYPE_Q4_K] = vec_dot_n_q4_K;
     k->vec_dot_n[SL_TYPE_Q5_K] = vec_dot_n_q5_K;
     k->vec_dot_n[SL_TYPE_Q6_K] = vec_dot_n_q6_K;
+    k->vec_dot_n[SL_TYPE_Q2_K] = vec_dot_n_q2_K;
+    k->vec_dot_n[SL_TYPE_Q3_K] = vec_dot_n_q3_K;
     for (int t = 0; t < SL_TYPE_COUNT; t++)
         if (k->vec_dot_n[t]) k->vec_dot_n_max[t] = NMAX;
 }

@@ -40,8 +40,8 @@ static float grand(void)
     return (float)(sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2));
 }
 
-/* the weight types that have (or may get) multi-token kernels, and the
- * byte offsets of their f16 scales */
+/* the weight types with multi-token kernels, and the byte offsets of
+ * their f16 scales */
 typedef struct {
     sl_type t;
     int nscale;
@@ -49,8 +49,9 @@ typedef struct {
 } wtype;
 
 static const wtype wtypes[] = {
-    {SL_TYPE_Q4_0, 1, {0}},    {SL_TYPE_Q8_0, 1, {0}},    {SL_TYPE_Q4_K, 2, {0, 2}},
-    {SL_TYPE_Q5_K, 2, {0, 2}}, {SL_TYPE_Q6_K, 1, {208}},
+    {SL_TYPE_Q4_0, 1, {0}},      {SL_TYPE_Q8_0, 1, {0}},    {SL_TYPE_Q2_K, 2, {80, 82}},
+    {SL_TYPE_Q3_K, 1, {108}},    {SL_TYPE_Q4_K, 2, {0, 2}}, {SL_TYPE_Q5_K, 2, {0, 2}},
+    {SL_TYPE_Q6_K, 1, {208}},
 };
 #define NW (sizeof wtypes / sizeof wtypes[0])
 
@@ -363,6 +364,36 @@ TEST(hand_built_k_quants)
     }
     for (int t = 0; t < 8; t++) want[t] = 384.0f * (float)(t - 3);
     check_values(SL_TYPE_Q6_K, N, q6, ys, want);
+
+    /* Q2_K: each scale byte 0x12 (scale 2 in the low nibble, min 1 in
+     * the high), every 2-bit level 3 (qs bytes 0xFF), d = 0.5 (0x3800),
+     * dmin = 1 (0x3C00). Element 0.5 * 2 * 3 - 1 * 1 = 2; times 0.25 a:
+     * 0.5 a; 512 elements: 256 a. */
+    sl_block_q2_K q2[NB];
+    for (int b = 0; b < NB; b++) {
+        memset(q2[b].scales, 0x12, sizeof q2[b].scales);
+        memset(q2[b].qs, 0xFF, sizeof q2[b].qs);
+        q2[b].d = 0x3800;
+        q2[b].dmin = 0x3C00;
+    }
+    for (int t = 0; t < 8; t++) want[t] = 256.0f * (float)(t - 3);
+    check_values(SL_TYPE_Q2_K, N, q2, ys, want);
+
+    /* Q3_K: every 6-bit scale 34 = 0b10'0010 (low nibble 2: bytes 0..7 =
+     * 0x22; high pair 2 in all four fields of bytes 8..11: 0xAA), so sc -
+     * 32 = 2; every level 2-bit 3 with its hmask bit set: 3 - 4 + 4 = 3;
+     * d = 0.25 (0x3400). Element 0.25 * 2 * 3 = 1.5; times 0.25 a: 0.375 a;
+     * 512 elements: 192 a. */
+    sl_block_q3_K q3[NB];
+    for (int b = 0; b < NB; b++) {
+        memset(q3[b].hmask, 0xFF, sizeof q3[b].hmask);
+        memset(q3[b].qs, 0xFF, sizeof q3[b].qs);
+        memset(q3[b].scales, 0x22, 8);
+        memset(q3[b].scales + 8, 0xAA, 4);
+        q3[b].d = 0x3400;
+    }
+    for (int t = 0; t < 8; t++) want[t] = 192.0f * (float)(t - 3);
+    check_values(SL_TYPE_Q3_K, N, q3, ys, want);
 }
 
 TEST(hand_built_legacy)
@@ -403,7 +434,7 @@ TEST(hand_built_legacy)
 
 /* sl_matmul_rows over n tokens and a row range must give the bits of
  * sl_matvec_rows token by token, whether the type has vec_dot_n or only
- * vec_dot (Q2_K, F32 here). */
+ * vec_dot (Q5_0, F32 here). */
 static void check_matmul(sl_type type, int64_t rows, int64_t cols, int n)
 {
     const sl_type_traits *tr = sl_type_get(type);
@@ -446,8 +477,9 @@ static void check_matmul(sl_type type, int64_t rows, int64_t cols, int n)
 
 TEST(matmul_matches_matvec)
 {
-    static const sl_type types[] = {SL_TYPE_Q4_0, SL_TYPE_Q8_0, SL_TYPE_Q4_K, SL_TYPE_Q5_K,
-                                    SL_TYPE_Q6_K, SL_TYPE_Q2_K, SL_TYPE_F32};
+    static const sl_type types[] = {SL_TYPE_Q4_0, SL_TYPE_Q8_0, SL_TYPE_Q2_K, SL_TYPE_Q3_K,
+                                    SL_TYPE_Q4_K, SL_TYPE_Q5_K, SL_TYPE_Q6_K, SL_TYPE_Q5_0,
+                                    SL_TYPE_F32};
     static const int ns[] = {1, 2, 3, 4, 5, 7, 8, 9, 13, 17};
     for (size_t k = 0; k < sizeof types / sizeof types[0]; k++)
         for (size_t j = 0; j < sizeof ns / sizeof ns[0]; j++)
