@@ -42,7 +42,8 @@ void sl_matmul_rows(const sl_mat *mat, const void *const *acts, int n, float *y,
     if (sl_matvec_has_kernel(mat->type)) {
         for (int64_t r = r0; r < r1; r++) {
             const uint8_t *row = w + (size_t)r * mat->row_bytes;
-            for (int t = 0; t < n; t++) tr->vec_dot(mat->cols, &y[(size_t)t * ldy + r], row, acts[t]);
+            for (int t = 0; t < n; t++)
+                tr->vec_dot(mat->cols, &y[(size_t)t * ldy + r], row, acts[t]);
         }
         return;
     }

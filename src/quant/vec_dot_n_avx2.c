@@ -1,10 +1,11 @@
 /* vec_dot_n_avx2.c - AVX2/FMA multi-token dot kernels: one weight row
- * against up to NT activation rows (Q4_0, Q8_0 x Q8_0; Q2_K .. Q6_K x
- * Q8_K).
+ * against up to NT activation rows (Q4_0, Q8_0, IQ4_NL, MXFP4 x Q8_0;
+ * Q2_K .. Q6_K, IQ4_XS x Q8_K).
  *
- * Owns: the arithmetic of vec_dot_legacy_avx2.c and vec_dot_k_avx2.c with
- * the weight-side work (loading, unpacking levels, decoding scales, the
- * f16 scale) done once per block and shared by every token. Per token the
+ * Owns: the arithmetic of vec_dot_legacy_avx2.c, vec_dot_k_avx2.c and
+ * vec_dot_iq_avx2.c with the weight-side work (loading, unpacking levels,
+ * decoding scales, the block scale) done once per block and shared by
+ * every token. Per token the
  * vectors are the single kernel's: the same maddubs/madd pairings, the
  * same int32 lanes, one accumulator per single-kernel accumulator updated
  * in the same block order, the same final reduction. So s[t] has exactly
@@ -47,11 +48,14 @@ static inline __m256i load256(const void *p)
     return _mm256_loadu_si256((const __m256i *)p);
 }
 
-/* ---- Q8_0 / Q4_0 against Q8_0 -------------------------------------------
+/* ---- 32-element blocks against Q8_0: Q8_0, Q4_0, IQ4_NL, MXFP4 ----------
  * The single kernels take blocks in pairs into two accumulators (acc0 for
  * even blocks, acc1 for odd, an odd last block into acc0) and return
  * hsum(acc0 + acc1). sl_avx2_dot_i8(x, y) = madd(maddubs(|x|, sign(y, x)),
- * 1): |x| is the shared part. */
+ * 1): |x| is the shared part. The block scale is xd * yd, xd the f16 d
+ * (MXFP4: 2^(e-128), the value vec_dot_iq_avx2.c's table holds). */
+
+enum { K_Q8_0, K_Q4_0, K_IQ4_NL, K_MXFP4 };
 
 /* One block's i32 lanes for one token: the body of sl_avx2_dot_i8 with
  * |x| precomputed. */
@@ -61,27 +65,42 @@ static inline __m256i dot_i8_abs(__m256i ax, __m256i x, const int8_t *a)
     return _mm256_madd_epi16(_mm256_maddubs_epi16(ax, sy), _mm256_set1_epi16(1));
 }
 
-static inline __m256i q4_0_signed(const uint8_t *qs)
+/* x levels of block i: Q8_0 loads them, Q4_0 unpacks nibbles minus 8, the
+ * table types look nibbles up in tab (the 16 values in both lanes) */
+INLINE __m256i legacy_levels(const void *vx, int64_t i, int kind, __m256i tab)
 {
-    return _mm256_sub_epi8(sl_avx2_nibbles32(qs), _mm256_set1_epi8(8));
+    switch (kind) {
+    case K_Q4_0:
+        return _mm256_sub_epi8(sl_avx2_nibbles32(((const sl_block_q4_0 *)vx)[i].qs),
+                               _mm256_set1_epi8(8));
+    case K_IQ4_NL:
+        return _mm256_shuffle_epi8(tab, sl_avx2_nibbles32(((const sl_block_iq4_nl *)vx)[i].qs));
+    case K_MXFP4:
+        return _mm256_shuffle_epi8(tab, sl_avx2_nibbles32(((const sl_block_mxfp4 *)vx)[i].qs));
+    default:
+        return load256(((const sl_block_q8_0 *)vx)[i].qs);
+    }
 }
 
-/* x levels of block i: Q8_0 loads them, Q4_0 unpacks nibbles minus 8 */
-INLINE __m256i legacy_levels(const void *vx, int64_t i, int is_q4)
+INLINE float legacy_scale(const void *vx, int64_t i, int kind)
 {
-    if (is_q4) return q4_0_signed(((const sl_block_q4_0 *)vx)[i].qs);
-    return load256(((const sl_block_q8_0 *)vx)[i].qs);
+    switch (kind) {
+    case K_Q4_0: return sl_avx2_h2f(((const sl_block_q4_0 *)vx)[i].d);
+    case K_IQ4_NL: return sl_avx2_h2f(((const sl_block_iq4_nl *)vx)[i].d);
+    case K_MXFP4: return sl_e8m0_half(((const sl_block_mxfp4 *)vx)[i].e);
+    default: return sl_avx2_h2f(((const sl_block_q8_0 *)vx)[i].d);
+    }
 }
 
-INLINE float legacy_scale(const void *vx, int64_t i, int is_q4)
+static inline __m256i table256(const int8_t t[16])
 {
-    if (is_q4) return sl_avx2_h2f(((const sl_block_q4_0 *)vx)[i].d);
-    return sl_avx2_h2f(((const sl_block_q8_0 *)vx)[i].d);
+    return _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)t));
 }
 
 INLINE void legacy_n(int64_t n, float *s, const void *vx, const void *const *ys, const int nt,
-                     const int is_q4)
+                     const int kind)
 {
+    const __m256i tab = table256(kind == K_MXFP4 ? sl_mxfp4_values : sl_iq4nl_values);
     const sl_block_q8_0 *y[NT];
     __m256 acc0[NT], acc1[NT];
     UNROLL
@@ -92,9 +111,9 @@ INLINE void legacy_n(int64_t n, float *s, const void *vx, const void *const *ys,
     }
     int64_t nb = n / SL_QK, i = 0;
     for (; i + 1 < nb; i += 2) {
-        __m256i x0 = legacy_levels(vx, i, is_q4), x1 = legacy_levels(vx, i + 1, is_q4);
+        __m256i x0 = legacy_levels(vx, i, kind, tab), x1 = legacy_levels(vx, i + 1, kind, tab);
         __m256i ax0 = _mm256_sign_epi8(x0, x0), ax1 = _mm256_sign_epi8(x1, x1);
-        float xd0 = legacy_scale(vx, i, is_q4), xd1 = legacy_scale(vx, i + 1, is_q4);
+        float xd0 = legacy_scale(vx, i, kind), xd1 = legacy_scale(vx, i + 1, kind);
         UNROLL
         for (int t = 0; t < nt; t++) {
             __m256i p0 = dot_i8_abs(ax0, x0, y[t][i].qs);
@@ -106,9 +125,9 @@ INLINE void legacy_n(int64_t n, float *s, const void *vx, const void *const *ys,
         }
     }
     for (; i < nb; i++) {
-        __m256i x0 = legacy_levels(vx, i, is_q4);
+        __m256i x0 = legacy_levels(vx, i, kind, tab);
         __m256i ax0 = _mm256_sign_epi8(x0, x0);
-        float xd0 = legacy_scale(vx, i, is_q4);
+        float xd0 = legacy_scale(vx, i, kind);
         UNROLL
         for (int t = 0; t < nt; t++) {
             __m256i p = dot_i8_abs(ax0, x0, y[t][i].qs);
@@ -398,7 +417,8 @@ INLINE void k16_n(int64_t n, float *s, const void *vx, const void *const *ys, co
         } else {
             const __m128i raw = _mm_loadu_si128((const __m128i *)x2->scales);
             sc = _mm_and_si128(raw, _mm_set1_epi8(0x0F));
-            off16 = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(raw, 4), _mm_set1_epi8(0x0F)));
+            const __m128i mn = _mm_and_si128(_mm_srli_epi16(raw, 4), _mm_set1_epi8(0x0F));
+            off16 = _mm256_cvtepu8_epi16(mn);
         }
         __m256i sumi[NT];
         UNROLL
@@ -440,6 +460,50 @@ INLINE void k16_n(int64_t n, float *s, const void *vx, const void *const *ys, co
         s[t] = is_q3 ? sl_avx2_hsum_ps(acc[t]) : sl_avx2_hsum_ps(_mm256_add_ps(acc[t], accm[t]));
 }
 
+/* ---- IQ4_XS against Q8_K ------------------------------------------------
+ * Eight 32-element sub-blocks of table values v; per sub-block
+ * madd(maddubs(|v|, sign(a, v)), ls - 32) summed in order; one FMA with
+ * y.d * d per super-block; hsum at the end. */
+INLINE void iq4xs_n(int64_t n, float *s, const void *vx, const void *const *ys, const int nt)
+{
+    const sl_block_iq4_xs *x = vx;
+    const __m256i tab = table256(sl_iq4nl_values);
+    const sl_block_q8_K *y[NT];
+    __m256 acc[NT];
+    UNROLL
+    for (int t = 0; t < nt; t++) {
+        y[t] = ys[t];
+        acc[t] = _mm256_setzero_ps();
+    }
+    for (int64_t i = 0; i < n / SL_QK_K; i++) {
+        const float xd = sl_avx2_h2f(x[i].d);
+        const uint16_t sh = x[i].scales_h;
+        __m256i sumi[NT];
+        UNROLL
+        for (int t = 0; t < nt; t++) sumi[t] = _mm256_setzero_si256();
+        for (int k = 0; k < 8; k++) {
+            int ls = ((x[i].scales_l[k / 2] >> (4 * (k % 2))) & 0x0F) | ((sh >> (2 * k)) & 3) << 4;
+            const __m256i v = _mm256_shuffle_epi8(tab, sl_avx2_nibbles32(x[i].qs + 16 * k));
+            const __m256i av = _mm256_sign_epi8(v, v);
+            const __m256i sc = _mm256_set1_epi16((short)(ls - 32));
+            UNROLL
+            for (int t = 0; t < nt; t++) {
+                __m256i a = load256(y[t][i].qs + 32 * k);
+                __m256i p16 = _mm256_maddubs_epi16(av, _mm256_sign_epi8(a, v));
+                sumi[t] = _mm256_add_epi32(sumi[t], _mm256_madd_epi16(p16, sc));
+                KEEP(sumi[t]);
+            }
+        }
+        UNROLL
+        for (int t = 0; t < nt; t++) {
+            float d = y[t][i].d * xd;
+            acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi[t]), acc[t]);
+        }
+    }
+    UNROLL
+    for (int t = 0; t < nt; t++) s[t] = sl_avx2_hsum_ps(acc[t]);
+}
+
 /* ---- instances ----------------------------------------------------------- */
 
 #define INSTANCES(name, body)                                                                  \
@@ -457,8 +521,11 @@ INLINE void k16_n(int64_t n, float *s, const void *vx, const void *const *ys, co
         }                                                                                      \
     }
 
-#define Q8_0_BODY(k) legacy_n(n, s, x, ys, k, 0)
-#define Q4_0_BODY(k) legacy_n(n, s, x, ys, k, 1)
+#define Q8_0_BODY(k) legacy_n(n, s, x, ys, k, K_Q8_0)
+#define Q4_0_BODY(k) legacy_n(n, s, x, ys, k, K_Q4_0)
+#define IQ4_NL_BODY(k) legacy_n(n, s, x, ys, k, K_IQ4_NL)
+#define MXFP4_BODY(k) legacy_n(n, s, x, ys, k, K_MXFP4)
+#define IQ4_XS_BODY(k) iq4xs_n(n, s, x, ys, k)
 #define Q4_K_BODY(k) k4_n(n, s, x, ys, k, 0)
 #define Q5_K_BODY(k) k4_n(n, s, x, ys, k, 1)
 #define Q6_K_BODY(k) q6k_n(n, s, x, ys, k)
@@ -467,6 +534,9 @@ INLINE void k16_n(int64_t n, float *s, const void *vx, const void *const *ys, co
 
 INSTANCES(vec_dot_n_q8_0, Q8_0_BODY)
 INSTANCES(vec_dot_n_q4_0, Q4_0_BODY)
+INSTANCES(vec_dot_n_iq4_nl, IQ4_NL_BODY)
+INSTANCES(vec_dot_n_mxfp4, MXFP4_BODY)
+INSTANCES(vec_dot_n_iq4_xs, IQ4_XS_BODY)
 INSTANCES(vec_dot_n_q4_K, Q4_K_BODY)
 INSTANCES(vec_dot_n_q5_K, Q5_K_BODY)
 INSTANCES(vec_dot_n_q6_K, Q6_K_BODY)
@@ -479,6 +549,9 @@ bool sl_vec_dot_n_fill_avx2(sl_quant_kernels *k)
 {
     k->vec_dot_n[SL_TYPE_Q8_0] = vec_dot_n_q8_0;
     k->vec_dot_n[SL_TYPE_Q4_0] = vec_dot_n_q4_0;
+    k->vec_dot_n[SL_TYPE_IQ4_NL] = vec_dot_n_iq4_nl;
+    k->vec_dot_n[SL_TYPE_MXFP4] = vec_dot_n_mxfp4;
+    k->vec_dot_n[SL_TYPE_IQ4_XS] = vec_dot_n_iq4_xs;
     k->vec_dot_n[SL_TYPE_Q4_K] = vec_dot_n_q4_K;
     k->vec_dot_n[SL_TYPE_Q5_K] = vec_dot_n_q5_K;
     k->vec_dot_n[SL_TYPE_Q6_K] = vec_dot_n_q6_K;

@@ -1,10 +1,11 @@
 /* vec_dot_n_ref.c - scalar multi-token dot kernels: one weight row against
- * up to SL_VEC_DOT_N_MAX activation rows (Q4_0, Q8_0 x Q8_0; Q2_K .. Q6_K
- * x Q8_K).
+ * up to SL_VEC_DOT_N_MAX activation rows (Q4_0, Q8_0, IQ4_NL, MXFP4 x
+ * Q8_0; Q2_K .. Q6_K, IQ4_XS x Q8_K).
  *
- * Owns: the blocking of vec_dot_legacy_ref.c and vec_dot_k_ref.c over
- * tokens. A weight block is unpacked into int8 levels (and its scales
- * decoded) once, then each token's sums are taken exactly as the single
+ * Owns: the blocking of vec_dot_legacy_ref.c, vec_dot_k_ref.c and
+ * vec_dot_iq_ref.c over tokens. A weight block is unpacked into int8
+ * levels (and its scales decoded) once, then each token's sums are taken
+ * exactly as the single
  * kernel takes them: the same integer sums, the same float expression per
  * block, accumulated in the same block order, so s[t] has the single
  * kernel's bits. Keep each per-token expression written as in the single
@@ -49,6 +50,45 @@ static void vec_dot_n_q4_0(int64_t n, float *s, const void *vx, const void *cons
         for (int t = 0; t < nt; t++) {
             const sl_block_q8_0 *y = (const sl_block_q8_0 *)ys[t] + i;
             sum[t] += sl_h2f(x[i].d) * sl_h2f(y->d) * (float)dot_i8(q, y->qs, SL_QK);
+        }
+    }
+    for (int t = 0; t < nt; t++) s[t] = sum[t];
+}
+
+/* table values of 16 packed nibbles, in the Q4_0 element order */
+static inline void lookup32(const int8_t table[16], const uint8_t qs[16], int8_t v[32])
+{
+    for (int j = 0; j < 16; j++) {
+        v[j] = table[qs[j] & 0x0F];
+        v[j + 16] = table[qs[j] >> 4];
+    }
+}
+
+static void vec_dot_n_iq4_nl(int64_t n, float *s, const void *vx, const void *const *ys, int nt)
+{
+    const sl_block_iq4_nl *x = vx;
+    float sum[NMAX] = {0};
+    int8_t v[SL_QK];
+    for (int64_t i = 0; i < n / SL_QK; i++) {
+        lookup32(sl_iq4nl_values, x[i].qs, v);
+        for (int t = 0; t < nt; t++) {
+            const sl_block_q8_0 *y = (const sl_block_q8_0 *)ys[t] + i;
+            sum[t] += sl_h2f(x[i].d) * sl_h2f(y->d) * (float)dot_i8(v, y->qs, SL_QK);
+        }
+    }
+    for (int t = 0; t < nt; t++) s[t] = sum[t];
+}
+
+static void vec_dot_n_mxfp4(int64_t n, float *s, const void *vx, const void *const *ys, int nt)
+{
+    const sl_block_mxfp4 *x = vx;
+    float sum[NMAX] = {0};
+    int8_t v[SL_QK];
+    for (int64_t i = 0; i < n / SL_QK; i++) {
+        lookup32(sl_mxfp4_values, x[i].qs, v);
+        for (int t = 0; t < nt; t++) {
+            const sl_block_q8_0 *y = (const sl_block_q8_0 *)ys[t] + i;
+            sum[t] += sl_e8m0_half(x[i].e) * sl_h2f(y->d) * (float)dot_i8(v, y->qs, SL_QK);
         }
     }
     for (int t = 0; t < nt; t++) s[t] = sum[t];
@@ -191,10 +231,36 @@ static void vec_dot_n_q6_K(int64_t n, float *s, const void *vx, const void *cons
     for (int t = 0; t < nt; t++) s[t] = sum[t];
 }
 
+static void vec_dot_n_iq4_xs(int64_t n, float *s, const void *vx, const void *const *ys, int nt)
+{
+    const sl_block_iq4_xs *x = vx;
+    float sum[NMAX] = {0};
+    int8_t v[SL_QK_K];
+    int ls[8];
+    for (int64_t i = 0; i < n / SL_QK_K; i++) {
+        for (int k = 0; k < 8; k++) {
+            ls[k] = ((x[i].scales_l[k / 2] >> (4 * (k % 2))) & 0x0F) |
+                    ((x[i].scales_h >> (2 * k)) & 3) << 4;
+            lookup32(sl_iq4nl_values, x[i].qs + 16 * k, v + 32 * k);
+        }
+        for (int t = 0; t < nt; t++) {
+            const sl_block_q8_K *y = (const sl_block_q8_K *)ys[t] + i;
+            int sumi = 0;
+            for (int k = 0; k < 8; k++)
+                sumi += (ls[k] - 32) * dot_i8(v + 32 * k, y->qs + 32 * k, 32);
+            sum[t] += sl_h2f(x[i].d) * y->d * (float)sumi;
+        }
+    }
+    for (int t = 0; t < nt; t++) s[t] = sum[t];
+}
+
 void sl_vec_dot_n_fill_ref(sl_quant_kernels *k)
 {
     k->vec_dot_n[SL_TYPE_Q4_0] = vec_dot_n_q4_0;
     k->vec_dot_n[SL_TYPE_Q8_0] = vec_dot_n_q8_0;
+    k->vec_dot_n[SL_TYPE_IQ4_NL] = vec_dot_n_iq4_nl;
+    k->vec_dot_n[SL_TYPE_MXFP4] = vec_dot_n_mxfp4;
+    k->vec_dot_n[SL_TYPE_IQ4_XS] = vec_dot_n_iq4_xs;
     k->vec_dot_n[SL_TYPE_Q4_K] = vec_dot_n_q4_K;
     k->vec_dot_n[SL_TYPE_Q5_K] = vec_dot_n_q5_K;
     k->vec_dot_n[SL_TYPE_Q6_K] = vec_dot_n_q6_K;

@@ -51,15 +51,16 @@ typedef struct {
 static const wtype wtypes[] = {
     {SL_TYPE_Q4_0, 1, {0}},      {SL_TYPE_Q8_0, 1, {0}},    {SL_TYPE_Q2_K, 2, {80, 82}},
     {SL_TYPE_Q3_K, 1, {108}},    {SL_TYPE_Q4_K, 2, {0, 2}}, {SL_TYPE_Q5_K, 2, {0, 2}},
-    {SL_TYPE_Q6_K, 1, {208}},
+    {SL_TYPE_Q6_K, 1, {208}},    {SL_TYPE_IQ4_NL, 1, {0}},  {SL_TYPE_IQ4_XS, 1, {0}},
+    {SL_TYPE_MXFP4, 0, {0}},
 };
 #define NW (sizeof wtypes / sizeof wtypes[0])
 
 enum { FILL_RANDOM, FILL_GAUSS, FILL_ZERO, FILL_HUGE_SCALE, FILL_DENORMAL_SCALE };
 
 /* nb blocks of weight type w: random bytes with f16 scales in [2^-8, 2^4)
- * of either sign (HUGE: 65504; DENORMAL: f16 subnormals), or quantised
- * Gaussian data, or zeros. */
+ * of either sign (HUGE: 65504; DENORMAL: f16 subnormals; MXFP4's E8M0
+ * likewise), or quantised Gaussian data, or zeros. */
 static void fill_weights(const wtype *w, void *dst, int n, int mode)
 {
     const sl_type_traits *tr = sl_type_get(w->t);
@@ -79,6 +80,12 @@ static void fill_weights(const wtype *w, void *dst, int n, int mode)
     for (size_t i = 0; i < (size_t)nb * tr->type_size; i++) p[i] = (uint8_t)rnd32();
     for (int b = 0; b < nb; b++) {
         uint8_t *blk = p + (size_t)b * tr->type_size;
+        if (w->t == SL_TYPE_MXFP4) { /* E8M0: 2^-8..2^7, 2^102, or subnormal */
+            blk[0] = mode == FILL_HUGE_SCALE       ? 230
+                     : mode == FILL_DENORMAL_SCALE ? (uint8_t)(rnd32() % 2)
+                                                   : (uint8_t)(120 + rnd32() % 16);
+            continue;
+        }
         for (int k = 0; k < w->nscale; k++) {
             uint16_t h;
             if (mode == FILL_HUGE_SCALE) h = 0x7BFF;
@@ -394,6 +401,23 @@ TEST(hand_built_k_quants)
     }
     for (int t = 0; t < 8; t++) want[t] = 192.0f * (float)(t - 3);
     check_values(SL_TYPE_Q3_K, N, q3, ys, want);
+
+    /* IQ4_XS: every 6-bit sub-block scale 34 (low nibbles 2: scales_l
+     * bytes 0x22; high pairs 2: scales_h 0xAAAA), so ls - 32 = 2; qs bytes
+     * 0x98: elements 0..15 of each sub-block take table entry 8, 16..31
+     * entry 9 (the IQ4_NL table of the GGUF spec, {-127, -104, -83, -65,
+     * -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113}): 1 and 13, 224
+     * per sub-block; d = 0.25 (0x3400). Per sub-block 0.25 * 2 * 224 *
+     * 0.25 a = 28 a; 16 sub-blocks: 448 a. */
+    sl_block_iq4_xs xs[NB];
+    for (int b = 0; b < NB; b++) {
+        xs[b].d = 0x3400;
+        xs[b].scales_h = 0xAAAA;
+        memset(xs[b].scales_l, 0x22, sizeof xs[b].scales_l);
+        memset(xs[b].qs, 0x98, sizeof xs[b].qs);
+    }
+    for (int t = 0; t < 8; t++) want[t] = 448.0f * (float)(t - 3);
+    check_values(SL_TYPE_IQ4_XS, N, xs, ys, want);
 }
 
 TEST(hand_built_legacy)
@@ -428,6 +452,32 @@ TEST(hand_built_legacy)
     }
     for (int t = 0; t < 8; t++) want[t] = 288.0f * (float)(t - 3);
     check_values(SL_TYPE_Q4_0, N, q4, ys, want);
+
+    /* IQ4_NL: d = 0.5 (0x3800), bytes 0x90: elements 0..15 table entry 0
+     * = -127, elements 16..31 entry 9 = 13 (GGUF spec table, see above):
+     * 16 * (-127 + 13) = -1824 per block; 0.5 * 2 * (-1824) a per block;
+     * three blocks: -5472 a. */
+    sl_block_iq4_nl nl[NB];
+    for (int b = 0; b < NB; b++) {
+        nl[b].d = 0x3800;
+        memset(nl[b].qs, 0x90, sizeof nl[b].qs);
+    }
+    for (int t = 0; t < 8; t++) want[t] = -5472.0f * (float)(t - 3);
+    check_values(SL_TYPE_IQ4_NL, N, nl, ys, want);
+
+    /* MXFP4: e = 128, a scale of 2^(128 - 127) = 2 on E2M1 values, i.e. 1
+     * on their doubles; bytes 0xC5: low nibble 0b0101 (sign 0, exponent
+     * 0b10, mantissa 1) = +3.0, doubled 6; high nibble 0b1100 (sign 1,
+     * exponent 0b10, mantissa 0) = -2.0, doubled -4: 16 * (6 - 4) = 32
+     * per block on the doubled scale; times y d = 2: 64 a; three blocks:
+     * 192 a. */
+    sl_block_mxfp4 fp4[NB];
+    for (int b = 0; b < NB; b++) {
+        fp4[b].e = 128;
+        memset(fp4[b].qs, 0xC5, sizeof fp4[b].qs);
+    }
+    for (int t = 0; t < 8; t++) want[t] = 192.0f * (float)(t - 3);
+    check_values(SL_TYPE_MXFP4, N, fp4, ys, want);
 }
 
 /* ---- the batched product ------------------------------------------------- */
@@ -457,7 +507,8 @@ static void check_matmul(sl_type type, int64_t rows, int64_t cols, int n)
         acts[t] = act + ab * (size_t)t;
     }
     const size_t ldy = (size_t)rows + 3;
-    float *y1 = malloc(sizeof(float) * ldy * (size_t)n), *y2 = malloc(sizeof(float) * ldy * (size_t)n);
+    float *y1 = malloc(sizeof(float) * ldy * (size_t)n);
+    float *y2 = malloc(sizeof(float) * ldy * (size_t)n);
     for (size_t i = 0; i < ldy * (size_t)n; i++) y1[i] = y2[i] = -1.0f;
     const int64_t r0 = rows > 2 ? 1 : 0, r1 = rows;
     for (int t = 0; t < n; t++)
@@ -477,9 +528,9 @@ static void check_matmul(sl_type type, int64_t rows, int64_t cols, int n)
 
 TEST(matmul_matches_matvec)
 {
-    static const sl_type types[] = {SL_TYPE_Q4_0, SL_TYPE_Q8_0, SL_TYPE_Q2_K, SL_TYPE_Q3_K,
-                                    SL_TYPE_Q4_K, SL_TYPE_Q5_K, SL_TYPE_Q6_K, SL_TYPE_Q5_0,
-                                    SL_TYPE_F32};
+    static const sl_type types[] = {SL_TYPE_Q4_0,  SL_TYPE_Q8_0,   SL_TYPE_Q2_K,   SL_TYPE_Q3_K,
+                                    SL_TYPE_Q4_K,  SL_TYPE_Q5_K,   SL_TYPE_Q6_K,   SL_TYPE_IQ4_NL,
+                                    SL_TYPE_MXFP4, SL_TYPE_IQ4_XS, SL_TYPE_Q5_0,   SL_TYPE_F32};
     static const int ns[] = {1, 2, 3, 4, 5, 7, 8, 9, 13, 17};
     for (size_t k = 0; k < sizeof types / sizeof types[0]; k++)
         for (size_t j = 0; j < sizeof ns / sizeof ns[0]; j++)
