@@ -1,6 +1,7 @@
 /* vec_dot_n_avx2.c - AVX2/FMA multi-token dot kernels: one weight row
- * against up to NT activation rows (Q4_0, Q8_0, IQ4_NL, MXFP4 x Q8_0;
- * Q2_K .. Q6_K, IQ4_XS x Q8_K).
+ * against up to NT activation rows (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL,
+ * MXFP4 x Q8_0; Q2_K .. Q6_K, IQ4_XS x Q8_K): every type with an integer
+ * vec_dot.
  *
  * Owns: the arithmetic of vec_dot_legacy_avx2.c, vec_dot_k_avx2.c and
  * vec_dot_iq_avx2.c with the weight-side work (loading, unpacking levels,
@@ -137,6 +138,90 @@ INLINE void legacy_n(int64_t n, float *s, const void *vx, const void *const *ys,
     }
     UNROLL
     for (int t = 0; t < nt; t++) s[t] = sl_avx2_hsum_ps(_mm256_add_ps(acc0[t], acc1[t]));
+}
+
+/* ---- Q5_0, Q4_1, Q5_1 against Q8_0 ---------------------------------------
+ * One block per step. Q5_0: signed levels (five bits minus 16), one
+ * accumulator. Q4_1 / Q5_1 (x = d q + m): unsigned levels; d * dy * sum q
+ * a into acc and m * dy * sum a into accm (both madd(maddubs(., a), 1)),
+ * result hsum(acc + accm). */
+
+enum { K_Q5_0, K_Q4_1, K_Q5_1 };
+
+/* 32 bits -> 32 bytes, 0xFF where bit i of bits is set (byte i): byte i
+ * takes byte i/8 of the word, every bit but i%8 is forced to 1, and the
+ * byte is all ones exactly when bit i%8 was set. */
+static inline __m256i bits_to_bytes(const uint8_t qh[4])
+{
+    uint32_t bits;
+    memcpy(&bits, qh, 4);
+    __m256i v = _mm256_shuffle_epi8(_mm256_set1_epi32((int)bits),
+                                    _mm256_setr_epi64x(0x0000000000000000, 0x0101010101010101,
+                                                       0x0202020202020202, 0x0303030303030303));
+    v = _mm256_or_si256(v, _mm256_set1_epi64x(0x7FBFDFEFF7FBFDFE));
+    return _mm256_cmpeq_epi8(v, _mm256_set1_epi64x(-1));
+}
+
+static inline __m256i q5_unsigned(const uint8_t *qs, const uint8_t *qh)
+{
+    __m256i hb = _mm256_and_si256(bits_to_bytes(qh), _mm256_set1_epi8(0x10));
+    return _mm256_or_si256(sl_avx2_nibbles32(qs), hb);
+}
+
+INLINE void offset_n(int64_t n, float *s, const void *vx, const void *const *ys, const int nt,
+                     const int kind)
+{
+    const sl_block_q8_0 *y[NT];
+    __m256 acc[NT], accm[NT];
+    UNROLL
+    for (int t = 0; t < nt; t++) {
+        y[t] = ys[t];
+        acc[t] = _mm256_setzero_ps();
+        accm[t] = _mm256_setzero_ps();
+    }
+    const __m256i ones = _mm256_set1_epi16(1);
+    for (int64_t i = 0; i < n / SL_QK; i++) {
+        __m256i q;
+        float xd, xm = 0.0f;
+        if (kind == K_Q5_0) {
+            const sl_block_q5_0 *x = (const sl_block_q5_0 *)vx + i;
+            q = _mm256_sub_epi8(q5_unsigned(x->qs, x->qh), _mm256_set1_epi8(16));
+            xd = sl_avx2_h2f(x->d);
+        } else if (kind == K_Q4_1) {
+            const sl_block_q4_1 *x = (const sl_block_q4_1 *)vx + i;
+            q = sl_avx2_nibbles32(x->qs);
+            xd = sl_avx2_h2f(x->d);
+            xm = sl_avx2_h2f(x->m);
+        } else {
+            const sl_block_q5_1 *x = (const sl_block_q5_1 *)vx + i;
+            q = q5_unsigned(x->qs, x->qh);
+            xd = sl_avx2_h2f(x->d);
+            xm = sl_avx2_h2f(x->m);
+        }
+        if (kind == K_Q5_0) {
+            const __m256i aq = _mm256_sign_epi8(q, q);
+            UNROLL
+            for (int t = 0; t < nt; t++) {
+                __m256i p = dot_i8_abs(aq, q, y[t][i].qs);
+                __m256 d = _mm256_set1_ps(xd * sl_avx2_h2f(y[t][i].d));
+                acc[t] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(p), acc[t]);
+            }
+        } else {
+            UNROLL
+            for (int t = 0; t < nt; t++) {
+                __m256i a = load256(y[t][i].qs);
+                __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(q, a), ones);
+                __m256i sa = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1), a), ones);
+                float dy = sl_avx2_h2f(y[t][i].d);
+                acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(xd * dy), _mm256_cvtepi32_ps(p), acc[t]);
+                accm[t] = _mm256_fmadd_ps(_mm256_set1_ps(xm * dy), _mm256_cvtepi32_ps(sa), accm[t]);
+            }
+        }
+    }
+    UNROLL
+    for (int t = 0; t < nt; t++)
+        s[t] = kind == K_Q5_0 ? sl_avx2_hsum_ps(acc[t])
+                              : sl_avx2_hsum_ps(_mm256_add_ps(acc[t], accm[t]));
 }
 
 /* ---- Q4_K / Q5_K against Q8_K --------------------------------------------
@@ -526,6 +611,9 @@ INLINE void iq4xs_n(int64_t n, float *s, const void *vx, const void *const *ys, 
 #define IQ4_NL_BODY(k) legacy_n(n, s, x, ys, k, K_IQ4_NL)
 #define MXFP4_BODY(k) legacy_n(n, s, x, ys, k, K_MXFP4)
 #define IQ4_XS_BODY(k) iq4xs_n(n, s, x, ys, k)
+#define Q5_0_BODY(k) offset_n(n, s, x, ys, k, K_Q5_0)
+#define Q4_1_BODY(k) offset_n(n, s, x, ys, k, K_Q4_1)
+#define Q5_1_BODY(k) offset_n(n, s, x, ys, k, K_Q5_1)
 #define Q4_K_BODY(k) k4_n(n, s, x, ys, k, 0)
 #define Q5_K_BODY(k) k4_n(n, s, x, ys, k, 1)
 #define Q6_K_BODY(k) q6k_n(n, s, x, ys, k)
@@ -537,6 +625,9 @@ INSTANCES(vec_dot_n_q4_0, Q4_0_BODY)
 INSTANCES(vec_dot_n_iq4_nl, IQ4_NL_BODY)
 INSTANCES(vec_dot_n_mxfp4, MXFP4_BODY)
 INSTANCES(vec_dot_n_iq4_xs, IQ4_XS_BODY)
+INSTANCES(vec_dot_n_q5_0, Q5_0_BODY)
+INSTANCES(vec_dot_n_q4_1, Q4_1_BODY)
+INSTANCES(vec_dot_n_q5_1, Q5_1_BODY)
 INSTANCES(vec_dot_n_q4_K, Q4_K_BODY)
 INSTANCES(vec_dot_n_q5_K, Q5_K_BODY)
 INSTANCES(vec_dot_n_q6_K, Q6_K_BODY)
@@ -552,6 +643,9 @@ bool sl_vec_dot_n_fill_avx2(sl_quant_kernels *k)
     k->vec_dot_n[SL_TYPE_IQ4_NL] = vec_dot_n_iq4_nl;
     k->vec_dot_n[SL_TYPE_MXFP4] = vec_dot_n_mxfp4;
     k->vec_dot_n[SL_TYPE_IQ4_XS] = vec_dot_n_iq4_xs;
+    k->vec_dot_n[SL_TYPE_Q5_0] = vec_dot_n_q5_0;
+    k->vec_dot_n[SL_TYPE_Q4_1] = vec_dot_n_q4_1;
+    k->vec_dot_n[SL_TYPE_Q5_1] = vec_dot_n_q5_1;
     k->vec_dot_n[SL_TYPE_Q4_K] = vec_dot_n_q4_K;
     k->vec_dot_n[SL_TYPE_Q5_K] = vec_dot_n_q5_K;
     k->vec_dot_n[SL_TYPE_Q6_K] = vec_dot_n_q6_K;

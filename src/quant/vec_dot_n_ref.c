@@ -1,6 +1,6 @@
 /* vec_dot_n_ref.c - scalar multi-token dot kernels: one weight row against
- * up to SL_VEC_DOT_N_MAX activation rows (Q4_0, Q8_0, IQ4_NL, MXFP4 x
- * Q8_0; Q2_K .. Q6_K, IQ4_XS x Q8_K).
+ * up to SL_VEC_DOT_N_MAX activation rows (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0,
+ * IQ4_NL, MXFP4 x Q8_0; Q2_K .. Q6_K, IQ4_XS x Q8_K).
  *
  * Owns: the blocking of vec_dot_legacy_ref.c, vec_dot_k_ref.c and
  * vec_dot_iq_ref.c over tokens. A weight block is unpacked into int8
@@ -51,6 +51,76 @@ static void vec_dot_n_q4_0(int64_t n, float *s, const void *vx, const void *cons
             const sl_block_q8_0 *y = (const sl_block_q8_0 *)ys[t] + i;
             sum[t] += sl_h2f(x[i].d) * sl_h2f(y->d) * (float)dot_i8(q, y->qs, SL_QK);
         }
+    }
+    for (int t = 0; t < nt; t++) s[t] = sum[t];
+}
+
+/* five-bit levels (Q5_0 / Q5_1) minus off */
+static inline void unpack5(const uint8_t qs[16], const uint8_t qh4[4], int off, int8_t q[SL_QK])
+{
+    uint32_t qh = (uint32_t)qh4[0] | (uint32_t)qh4[1] << 8 | (uint32_t)qh4[2] << 16 |
+                  (uint32_t)qh4[3] << 24;
+    for (int j = 0; j < 16; j++) {
+        q[j] = (int8_t)(((qs[j] & 0x0F) | (int)((qh >> j) & 1u) << 4) - off);
+        q[j + 16] = (int8_t)(((qs[j] >> 4) | (int)((qh >> (j + 16)) & 1u) << 4) - off);
+    }
+}
+
+static inline int sum32(const int8_t *a)
+{
+    int s = 0;
+    for (int i = 0; i < SL_QK; i++) s += a[i];
+    return s;
+}
+
+static void vec_dot_n_q5_0(int64_t n, float *s, const void *vx, const void *const *ys, int nt)
+{
+    const sl_block_q5_0 *x = vx;
+    float sum[NMAX] = {0};
+    int8_t q[SL_QK];
+    for (int64_t i = 0; i < n / SL_QK; i++) {
+        unpack5(x[i].qs, x[i].qh, 16, q);
+        for (int t = 0; t < nt; t++) {
+            const sl_block_q8_0 *y = (const sl_block_q8_0 *)ys[t] + i;
+            sum[t] += sl_h2f(x[i].d) * sl_h2f(y->d) * (float)dot_i8(q, y->qs, SL_QK);
+        }
+    }
+    for (int t = 0; t < nt; t++) s[t] = sum[t];
+}
+
+/* Q4_1 and Q5_1 from unpacked levels q: d * dy * sum q a + m * dy * sum a,
+ * the single kernels' expression */
+static inline float offset_block(uint16_t d, uint16_t m, const int8_t *q, const sl_block_q8_0 *y)
+{
+    float dy = sl_h2f(y->d);
+    return sl_h2f(d) * dy * (float)dot_i8(q, y->qs, SL_QK) + sl_h2f(m) * dy * (float)sum32(y->qs);
+}
+
+static void vec_dot_n_q4_1(int64_t n, float *s, const void *vx, const void *const *ys, int nt)
+{
+    const sl_block_q4_1 *x = vx;
+    float sum[NMAX] = {0};
+    int8_t q[SL_QK];
+    for (int64_t i = 0; i < n / SL_QK; i++) {
+        for (int j = 0; j < 16; j++) {
+            q[j] = (int8_t)(x[i].qs[j] & 0x0F);
+            q[j + 16] = (int8_t)(x[i].qs[j] >> 4);
+        }
+        for (int t = 0; t < nt; t++)
+            sum[t] += offset_block(x[i].d, x[i].m, q, (const sl_block_q8_0 *)ys[t] + i);
+    }
+    for (int t = 0; t < nt; t++) s[t] = sum[t];
+}
+
+static void vec_dot_n_q5_1(int64_t n, float *s, const void *vx, const void *const *ys, int nt)
+{
+    const sl_block_q5_1 *x = vx;
+    float sum[NMAX] = {0};
+    int8_t q[SL_QK];
+    for (int64_t i = 0; i < n / SL_QK; i++) {
+        unpack5(x[i].qs, x[i].qh, 0, q);
+        for (int t = 0; t < nt; t++)
+            sum[t] += offset_block(x[i].d, x[i].m, q, (const sl_block_q8_0 *)ys[t] + i);
     }
     for (int t = 0; t < nt; t++) s[t] = sum[t];
 }
@@ -261,6 +331,9 @@ void sl_vec_dot_n_fill_ref(sl_quant_kernels *k)
     k->vec_dot_n[SL_TYPE_IQ4_NL] = vec_dot_n_iq4_nl;
     k->vec_dot_n[SL_TYPE_MXFP4] = vec_dot_n_mxfp4;
     k->vec_dot_n[SL_TYPE_IQ4_XS] = vec_dot_n_iq4_xs;
+    k->vec_dot_n[SL_TYPE_Q5_0] = vec_dot_n_q5_0;
+    k->vec_dot_n[SL_TYPE_Q4_1] = vec_dot_n_q4_1;
+    k->vec_dot_n[SL_TYPE_Q5_1] = vec_dot_n_q5_1;
     k->vec_dot_n[SL_TYPE_Q4_K] = vec_dot_n_q4_K;
     k->vec_dot_n[SL_TYPE_Q5_K] = vec_dot_n_q5_K;
     k->vec_dot_n[SL_TYPE_Q6_K] = vec_dot_n_q6_K;

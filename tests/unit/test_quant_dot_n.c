@@ -52,7 +52,8 @@ static const wtype wtypes[] = {
     {SL_TYPE_Q4_0, 1, {0}},      {SL_TYPE_Q8_0, 1, {0}},    {SL_TYPE_Q2_K, 2, {80, 82}},
     {SL_TYPE_Q3_K, 1, {108}},    {SL_TYPE_Q4_K, 2, {0, 2}}, {SL_TYPE_Q5_K, 2, {0, 2}},
     {SL_TYPE_Q6_K, 1, {208}},    {SL_TYPE_IQ4_NL, 1, {0}},  {SL_TYPE_IQ4_XS, 1, {0}},
-    {SL_TYPE_MXFP4, 0, {0}},
+    {SL_TYPE_MXFP4, 0, {0}},     {SL_TYPE_Q4_1, 2, {0, 2}}, {SL_TYPE_Q5_0, 1, {0}},
+    {SL_TYPE_Q5_1, 2, {0, 2}},
 };
 #define NW (sizeof wtypes / sizeof wtypes[0])
 
@@ -167,7 +168,8 @@ static int rand_n(sl_type t)
 
 TEST(kernels_exist_where_promised)
 {
-    /* the types the issue asks for: scalar twins always, AVX2 on x86-64 */
+    /* every type with an integer vec_dot: scalar twins always, AVX2 on
+     * x86-64 */
     for (size_t k = 0; k < NW; k++) {
         int max = 0;
         CHECK_MSG(sl_quant_vec_dot_n_isa(wtypes[k].t, SL_ISA_SCALAR, &max) != NULL, "%s scalar",
@@ -465,6 +467,44 @@ TEST(hand_built_legacy)
     for (int t = 0; t < 8; t++) want[t] = -5472.0f * (float)(t - 3);
     check_values(SL_TYPE_IQ4_NL, N, nl, ys, want);
 
+    /* Q5_0: d = 1, bytes 0x31 and every fifth bit set (qh 0xFF): elements
+     * 0..15 (1 | 16) - 16 = 1, 16..31 (3 | 16) - 16 = 3; 16 * 4 = 64 per
+     * block; times 2 a: 128 a; three blocks: 384 a. */
+    sl_block_q5_0 q50[NB];
+    for (int b = 0; b < NB; b++) {
+        q50[b].d = 0x3C00;
+        memset(q50[b].qh, 0xFF, sizeof q50[b].qh);
+        memset(q50[b].qs, 0x31, sizeof q50[b].qs);
+    }
+    for (int t = 0; t < 8; t++) want[t] = 384.0f * (float)(t - 3);
+    check_values(SL_TYPE_Q5_0, N, q50, ys, want);
+
+    /* Q4_1: d = 0.5 (0x3800), m = 1 (0x3C00), bytes 0x31: elements 0..15
+     * 0.5 * 1 + 1 = 1.5, 16..31 0.5 * 3 + 1 = 2.5; 16 * 4 = 64 per block;
+     * times 2 a: 128 a; three blocks: 384 a. */
+    sl_block_q4_1 q41[NB];
+    for (int b = 0; b < NB; b++) {
+        q41[b].d = 0x3800;
+        q41[b].m = 0x3C00;
+        memset(q41[b].qs, 0x31, sizeof q41[b].qs);
+    }
+    check_values(SL_TYPE_Q4_1, N, q41, ys, want);
+
+    /* Q5_1: as Q4_1 with the fifth bit set for elements 0..15 only (qh
+     * bytes FF FF 00 00, little-endian bits 0..15): 0.5 * 17 + 1 = 9.5 and
+     * 2.5; 16 * 12 = 192 per block; times 2 a: 384 a; three blocks:
+     * 1152 a. */
+    sl_block_q5_1 q51[NB];
+    for (int b = 0; b < NB; b++) {
+        q51[b].d = 0x3800;
+        q51[b].m = 0x3C00;
+        q51[b].qh[0] = q51[b].qh[1] = 0xFF;
+        q51[b].qh[2] = q51[b].qh[3] = 0x00;
+        memset(q51[b].qs, 0x31, sizeof q51[b].qs);
+    }
+    for (int t = 0; t < 8; t++) want[t] = 1152.0f * (float)(t - 3);
+    check_values(SL_TYPE_Q5_1, N, q51, ys, want);
+
     /* MXFP4: e = 128, a scale of 2^(128 - 127) = 2 on E2M1 values, i.e. 1
      * on their doubles; bytes 0xC5: low nibble 0b0101 (sign 0, exponent
      * 0b10, mantissa 1) = +3.0, doubled 6; high nibble 0b1100 (sign 1,
@@ -484,7 +524,7 @@ TEST(hand_built_legacy)
 
 /* sl_matmul_rows over n tokens and a row range must give the bits of
  * sl_matvec_rows token by token, whether the type has vec_dot_n or only
- * vec_dot (Q5_0, F32 here). */
+ * vec_dot (F32, F16). */
 static void check_matmul(sl_type type, int64_t rows, int64_t cols, int n)
 {
     const sl_type_traits *tr = sl_type_get(type);
@@ -530,7 +570,8 @@ TEST(matmul_matches_matvec)
 {
     static const sl_type types[] = {SL_TYPE_Q4_0,  SL_TYPE_Q8_0,   SL_TYPE_Q2_K,   SL_TYPE_Q3_K,
                                     SL_TYPE_Q4_K,  SL_TYPE_Q5_K,   SL_TYPE_Q6_K,   SL_TYPE_IQ4_NL,
-                                    SL_TYPE_MXFP4, SL_TYPE_IQ4_XS, SL_TYPE_Q5_0,   SL_TYPE_F32};
+                                    SL_TYPE_MXFP4, SL_TYPE_IQ4_XS, SL_TYPE_Q5_1,   SL_TYPE_F32,
+                                    SL_TYPE_F16};
     static const int ns[] = {1, 2, 3, 4, 5, 7, 8, 9, 13, 17};
     for (size_t k = 0; k < sizeof types / sizeof types[0]; k++)
         for (size_t j = 0; j < sizeof ns / sizeof ns[0]; j++)
