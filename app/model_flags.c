@@ -124,6 +124,9 @@ sl_model *model_flags_load(const model_flags *f, const char *cmd, const char *pa
     sl_stream_stats st;
     sl_model_stream_stats(m, &st);
     if (st.warning[0]) fprintf(stderr, "sluice %s: warning: %s\n", cmd, st.warning);
+    if (st.io_buffered_fallback)
+        fprintf(stderr, "sluice %s: note: the filesystem refused O_DIRECT; experts are read "
+                "buffered and dropped from the page cache after each read\n", cmd);
     return m;
 }
 

@@ -109,6 +109,8 @@ typedef struct sl_stream_stats {
     double manage_s;          /* cache bookkeeping and read submission */
     double lat_p50_us, lat_p90_us, lat_p99_us;
     char io_mode[96];         /* e.g. "pread x4, O_DIRECT" */
+    bool io_buffered_fallback; /* the filesystem refused O_DIRECT: buffered reads
+                                  with the page cache dropped after each read */
     char warning[256];        /* planning warning (cache below one token's cycle), or "" */
 } sl_stream_stats;
 
