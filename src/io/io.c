@@ -260,9 +260,8 @@ static int check_req(const sl_io *io, const sl_io_req *r, io_item *it, sl_err *e
 int sl_io_submit_many(sl_io *io, const sl_io_req *reqs, size_t n, sl_err *err)
 {
     if (n == 0) return SL_OK;
-    /* Validate outside the lock into a small stack batch at a time would
-     * complicate all-or-nothing; the checks are cheap, so do them twice:
-     * once here for the message, then copy under the lock. */
+    /* All-or-nothing: check every request before queueing any. The checks
+     * are cheap, so they run again under the lock to fill the items. */
     io_item tmp;
     for (size_t i = 0; i < n; i++) {
         int rc = check_req(io, &reqs[i], &tmp, err);
