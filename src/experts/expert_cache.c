@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "util/checked.h"
+#include "util/mem.h"
 
 typedef struct slot {
     sl_slot_state state;
@@ -16,7 +17,8 @@ struct sl_expert_cache {
     int n_slots;
     size_t slot_bytes;
     int n_layer, n_expert;
-    uint8_t *mem;           /* n_slots * slot_bytes, aligned */
+    uint8_t *mem;           /* n_slots * slot_bytes, on 2 MiB boundaries */
+    size_t mem_bytes;
     slot *slots;
     int32_t *where;         /* (n_layer, n_expert) -> slot, -1 if absent */
     uint8_t *seen;          /* (n_layer, n_expert) was resident once */
@@ -50,7 +52,9 @@ int sl_cache_create(sl_expert_cache **out, int n_slots, size_t slot_bytes, size_
     c->slot_bytes = (size_t)sb;
     c->n_layer = n_layer;
     c->n_expert = n_expert;
-    c->mem = aligned_alloc(align, (size_t)total);
+    /* huge pages: a direct read lands in few, large DMA segments */
+    c->mem = align <= ((size_t)2 << 20) ? sl_mem_alloc_huge((size_t)total) : NULL;
+    c->mem_bytes = (size_t)total;
     c->slots = calloc((size_t)n_slots, sizeof *c->slots);
     c->where = malloc(sizeof(int32_t) * (size_t)n_map);
     c->seen = calloc((size_t)n_map, 1);
@@ -69,7 +73,7 @@ void sl_cache_free(sl_expert_cache *c)
 {
     if (!c) return;
     if (c->policy.destroy) c->policy.destroy(c->policy.ctx);
-    free(c->mem);
+    sl_mem_free_huge(c->mem, c->mem_bytes);
     free(c->slots);
     free(c->where);
     free(c->seen);

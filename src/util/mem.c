@@ -4,7 +4,33 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdint.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
+
+#define HUGE_PAGE ((size_t)2 << 20)
+
+void *sl_mem_alloc_huge(size_t bytes)
+{
+    if (bytes == 0 || bytes > SIZE_MAX - HUGE_PAGE) return NULL;
+    const size_t len = bytes + HUGE_PAGE; /* room to start on a huge page */
+    uint8_t *raw = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (raw == MAP_FAILED) return NULL;
+    uint8_t *p = (uint8_t *)(((uintptr_t)raw + HUGE_PAGE - 1) & ~(uintptr_t)(HUGE_PAGE - 1));
+    /* give back the unaligned head and the tail beyond bytes */
+    if (p > raw) munmap(raw, (size_t)(p - raw));
+    const size_t tail = (size_t)(raw + len - (p + bytes));
+    if (tail) munmap(p + bytes, tail);
+#ifdef MADV_HUGEPAGE
+    madvise(p, bytes, MADV_HUGEPAGE);
+#endif
+    return p;
+}
+
+void sl_mem_free_huge(void *p, size_t bytes)
+{
+    if (p) munmap(p, bytes);
+}
 
 /* Reads the first number in a file ("max" reads as no limit: false). */
 static bool read_u64_file(const char *path, uint64_t *out)
