@@ -13,7 +13,8 @@
 #   5. the bound: 1 / max(resident s/token, miss MiB per token / drive MiB/s)
 #
 # Environment: MODEL, N (tokens, default 256: enough for the cache to reach
-# its steady state), THREADS (default 2),
+# its steady state), CACHE_EXPERTS (cap the expert cache below what the
+# limit allows, to study the I/O-bound regime), THREADS (default 2),
 # LANES (I/O lanes, default 4), LIMIT_MB, OUT (result folder).
 # Needs root for the cgroup (v1 memory controller or v2).
 set -eu
@@ -58,7 +59,8 @@ else
 fi
 trap 'rmdir "$cg" 2>/dev/null || true' EXIT
 sh -c "echo \$\$ > $cg/cgroup.procs && exec $SLUICE bench -m $MODEL -p 0 -n $N -r 1 \
-    -t $THREADS --io-threads $LANES --stats --stats-json $OUT/stream.json" | tee "$OUT/stream.txt"
+    -t $THREADS --io-threads $LANES ${CACHE_EXPERTS:+--cache-experts $CACHE_EXPERTS} \
+    --stats --stats-json $OUT/stream.json" | tee "$OUT/stream.txt"
 cg_peak=$(cat "$cg/$peak_file" 2>/dev/null || echo 0)
 
 python3 - "$OUT" "$LIMIT_MB" "$cg_peak" <<'PY'
