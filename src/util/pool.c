@@ -1,9 +1,13 @@
 /* pool.c - fork-join thread pool with dynamic chunk claiming.
  *
- * The job's identity and its next free chunk live in one 64-bit atomic
- * (generation << 32 | next chunk), so a worker that wakes late can never
- * claim a chunk of a job other than the one it read: its compare-and-swap
- * fails once the generation moved on. */
+ * The job's identity, its chunk count and its next free chunk live in one
+ * 64-bit atomic (generation << 32 | chunks << 16 | next chunk), so a worker
+ * that wakes late can never claim a chunk of a job other than the one it
+ * read: its compare-and-swap fails once the word moved on. (An earlier
+ * version kept the chunk count in a separate atomic; a late worker could
+ * pair the old generation with the new job's count, claim a chunk of the
+ * new job under the old word, and let the caller return while it still
+ * ran. The suite caught it as a use-after-scope under load.) */
 #include "util/pool.h"
 
 #include <pthread.h>
@@ -20,8 +24,7 @@ struct sl_pool {
     pthread_t *threads;          /* n - 1 workers */
     sl_pool_fn fn;
     void *ctx;
-    atomic_int n_chunks;         /* read by late workers racing a new job */
-    _Atomic uint64_t claim;      /* generation << 32 | next chunk to claim */
+    _Atomic uint64_t claim;      /* generation << 32 | chunks << 16 | next chunk */
     atomic_int done;             /* chunks finished in the current job */
     atomic_int sleepers;         /* workers blocked on cv_job */
     atomic_bool stop;
@@ -43,19 +46,21 @@ static inline void cpu_relax(void)
 #endif
 }
 
+#define MAX_CHUNKS 0xffff
+
 /* Claims and runs chunks of generation gen until none is left. */
 static void run_chunks(sl_pool *p, uint32_t gen, int tid)
 {
     uint64_t v = atomic_load_explicit(&p->claim, memory_order_acquire);
     for (;;) {
         if ((uint32_t)(v >> 32) != gen) return;
-        const uint32_t next = (uint32_t)v;
-        const int n_chunks = atomic_load_explicit(&p->n_chunks, memory_order_relaxed);
-        if ((int)next >= n_chunks) return;
+        const int n_chunks = (int)((v >> 16) & MAX_CHUNKS);
+        const int next = (int)(v & MAX_CHUNKS);
+        if (next >= n_chunks) return;
         if (!atomic_compare_exchange_weak_explicit(&p->claim, &v, v + 1, memory_order_acq_rel,
                                                    memory_order_acquire))
             continue;
-        p->fn(p->ctx, (int)next, n_chunks, tid);
+        p->fn(p->ctx, next, n_chunks, tid);
         atomic_fetch_add_explicit(&p->done, 1, memory_order_release);
         v = atomic_load_explicit(&p->claim, memory_order_acquire);
     }
@@ -102,7 +107,6 @@ int sl_pool_create(sl_pool **out, int n_threads, sl_err *err)
     p->n = n_threads;
     atomic_init(&p->claim, 0);
     atomic_init(&p->done, 0);
-    atomic_init(&p->n_chunks, 0);
     atomic_init(&p->sleepers, 0);
     atomic_init(&p->stop, false);
     pthread_mutex_init(&p->mu, NULL);
@@ -138,12 +142,12 @@ void sl_pool_run(sl_pool *p, sl_pool_fn fn, void *ctx, int n_chunks)
     }
     p->fn = fn;
     p->ctx = ctx;
-    atomic_store_explicit(&p->n_chunks, n_chunks, memory_order_relaxed);
+    SL_ASSERT(n_chunks <= MAX_CHUNKS);
     atomic_store_explicit(&p->done, 0, memory_order_relaxed);
     const uint32_t gen = (uint32_t)(atomic_load(&p->claim) >> 32) + 1;
-    /* publishing the new generation with chunk 0 releases fn/ctx/n_chunks;
-     * seq_cst so the sleepers check below cannot move before it */
-    atomic_store(&p->claim, (uint64_t)gen << 32);
+    /* publishing the new word releases fn/ctx; seq_cst so the sleepers
+     * check below cannot move before it */
+    atomic_store(&p->claim, (uint64_t)gen << 32 | (uint64_t)n_chunks << 16);
     if (atomic_load(&p->sleepers) > 0) {
         pthread_mutex_lock(&p->mu);
         pthread_cond_broadcast(&p->cv_job);
