@@ -63,6 +63,52 @@ static inline __m256i sl_avx2_dot_u8i8(__m256i x, __m256i y)
     return _mm256_madd_epi16(_mm256_maddubs_epi16(x, y), _mm256_set1_epi16(1));
 }
 
+/* Byte-shuffle masks: mask k puts byte 2k in bytes 0..7 and byte 2k+1 in
+ * bytes 8..15. Applied to 16 per-sub-block scale bytes and widened to i16,
+ * it gives the 16 x i16 multiplier for one 32-element chunk whose first 16
+ * elements belong to sub-block 2k and last 16 to sub-block 2k + 1 (maddubs
+ * output lanes 0..7 cover elements 0..15, lanes 8..15 elements 16..31). */
+static const uint8_t sl_avx2_pair_shuf[8][16] = {
+    {0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1},
+    {2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3},
+    {4, 4, 4, 4, 4, 4, 4, 4, 5, 5, 5, 5, 5, 5, 5, 5},
+    {6, 6, 6, 6, 6, 6, 6, 6, 7, 7, 7, 7, 7, 7, 7, 7},
+    {8, 8, 8, 8, 8, 8, 8, 8, 9, 9, 9, 9, 9, 9, 9, 9},
+    {10, 10, 10, 10, 10, 10, 10, 10, 11, 11, 11, 11, 11, 11, 11, 11},
+    {12, 12, 12, 12, 12, 12, 12, 12, 13, 13, 13, 13, 13, 13, 13, 13},
+    {14, 14, 14, 14, 14, 14, 14, 14, 15, 15, 15, 15, 15, 15, 15, 15},
+};
+
+/* i16 multiplier for chunk k from 16 signed scale bytes. */
+static inline __m256i sl_avx2_pair_scales_i8(__m128i sc, int k)
+{
+    __m128i s = _mm_shuffle_epi8(sc, _mm_loadu_si128((const __m128i *)sl_avx2_pair_shuf[k]));
+    return _mm256_cvtepi8_epi16(s);
+}
+
+static inline __m256i sl_avx2_load256(const void *p)
+{
+    return _mm256_loadu_si256((const __m256i *)p);
+}
+
+/* Byte-shuffle masks broadcasting 16-bit lane j (bytes 2j, 2j+1) of each
+ * 128-bit half: with the eight i16 scales of a Q4_K / Q5_K block in both
+ * halves, mask j gives sub-block j's scale in all 16 lanes. */
+static const uint8_t sl_avx2_i16_bcast[8][32] = {
+#define SL_B(j) {2 * j, 2 * j + 1, 2 * j, 2 * j + 1, 2 * j, 2 * j + 1, 2 * j, 2 * j + 1,          \
+                 2 * j, 2 * j + 1, 2 * j, 2 * j + 1, 2 * j, 2 * j + 1, 2 * j, 2 * j + 1,          \
+                 2 * j, 2 * j + 1, 2 * j, 2 * j + 1, 2 * j, 2 * j + 1, 2 * j, 2 * j + 1,          \
+                 2 * j, 2 * j + 1, 2 * j, 2 * j + 1, 2 * j, 2 * j + 1, 2 * j, 2 * j + 1}
+    SL_B(0), SL_B(1), SL_B(2), SL_B(3), SL_B(4), SL_B(5), SL_B(6), SL_B(7),
+#undef SL_B
+};
+
+/* Scale j of sc256 (eight i16 scales in each half) in all 16 lanes. */
+static inline __m256i sl_avx2_scale_of(__m256i sc256, int j)
+{
+    return _mm256_shuffle_epi8(sc256, sl_avx2_load256(sl_avx2_i16_bcast[j]));
+}
+
 static inline float sl_avx2_h2f(uint16_t h)
 {
     return _cvtsh_ss(h);

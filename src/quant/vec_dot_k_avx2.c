@@ -14,34 +14,6 @@
 
 #ifdef SL_HAVE_AVX2_BUILD
 
-/* Byte-shuffle masks: mask k puts byte 2k in bytes 0..7 and byte 2k+1 in
- * bytes 8..15. Applied to 16 per-sub-block scale bytes and widened to i16,
- * it gives the 16 x i16 multiplier for one 32-element chunk whose first 16
- * elements belong to sub-block 2k and last 16 to sub-block 2k + 1 (maddubs
- * output lanes 0..7 cover elements 0..15, lanes 8..15 elements 16..31). */
-static const uint8_t k_pair_shuf[8][16] = {
-    {0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1},
-    {2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3},
-    {4, 4, 4, 4, 4, 4, 4, 4, 5, 5, 5, 5, 5, 5, 5, 5},
-    {6, 6, 6, 6, 6, 6, 6, 6, 7, 7, 7, 7, 7, 7, 7, 7},
-    {8, 8, 8, 8, 8, 8, 8, 8, 9, 9, 9, 9, 9, 9, 9, 9},
-    {10, 10, 10, 10, 10, 10, 10, 10, 11, 11, 11, 11, 11, 11, 11, 11},
-    {12, 12, 12, 12, 12, 12, 12, 12, 13, 13, 13, 13, 13, 13, 13, 13},
-    {14, 14, 14, 14, 14, 14, 14, 14, 15, 15, 15, 15, 15, 15, 15, 15},
-};
-
-/* i16 multiplier for chunk k from 16 signed scale bytes. */
-static inline __m256i pair_scales_i8(__m128i sc, int k)
-{
-    __m128i s = _mm_shuffle_epi8(sc, _mm_loadu_si128((const __m128i *)k_pair_shuf[k]));
-    return _mm256_cvtepi8_epi16(s);
-}
-
-static inline __m256i load256(const void *p)
-{
-    return _mm256_loadu_si256((const __m256i *)p);
-}
-
 /* Q4_K / Q5_K: eight 6-bit scales and mins from 12 bytes (layout in
  * quant_blocks.h), as 8 bytes each. Word form of sl_k4_scale_min. */
 static inline void k4_unpack(const uint8_t s[12], uint32_t sc[2], uint32_t mn[2])
@@ -66,30 +38,13 @@ static inline __m128i k4_min_dot(const uint32_t mn[2], const int16_t bsums[16])
     return _mm_madd_epi16(m16, _mm_hadd_epi16(b0, b1)); /* hadd: pairs of 16 = 32 */
 }
 
-/* Byte-shuffle masks broadcasting 16-bit lane j (bytes 2j, 2j+1) of each
- * 128-bit half: with the eight i16 scales of a Q4_K / Q5_K block in both
- * halves, mask j gives sub-block j's scale in all 16 lanes. */
-static const uint8_t k_i16_bcast[8][32] = {
-#define B(j) {2 * j, 2 * j + 1, 2 * j, 2 * j + 1, 2 * j, 2 * j + 1, 2 * j, 2 * j + 1,             \
-              2 * j, 2 * j + 1, 2 * j, 2 * j + 1, 2 * j, 2 * j + 1, 2 * j, 2 * j + 1,             \
-              2 * j, 2 * j + 1, 2 * j, 2 * j + 1, 2 * j, 2 * j + 1, 2 * j, 2 * j + 1,             \
-              2 * j, 2 * j + 1, 2 * j, 2 * j + 1, 2 * j, 2 * j + 1, 2 * j, 2 * j + 1}
-    B(0), B(1), B(2), B(3), B(4), B(5), B(6), B(7),
-#undef B
-};
-
-static inline __m256i scale_of(__m256i sc256, int j)
-{
-    return _mm256_shuffle_epi8(sc256, load256(k_i16_bcast[j]));
-}
-
 /* One 64-element chunk c of a Q4_K / Q5_K block: lo (sub-block 2c) and hi
  * (2c + 1) hold levels 0..31; a points at the chunk's activations. */
 static inline __m256i k4_chunk(__m256i lo, __m256i hi, const int8_t *a, __m256i sc256, int c)
 {
-    __m256i plo = _mm256_madd_epi16(_mm256_maddubs_epi16(lo, load256(a)), scale_of(sc256, 2 * c));
-    __m256i phi = _mm256_madd_epi16(_mm256_maddubs_epi16(hi, load256(a + 32)),
-                                    scale_of(sc256, 2 * c + 1));
+    __m256i plo = _mm256_madd_epi16(_mm256_maddubs_epi16(lo, sl_avx2_load256(a)), sl_avx2_scale_of(sc256, 2 * c));
+    __m256i phi = _mm256_madd_epi16(_mm256_maddubs_epi16(hi, sl_avx2_load256(a + 32)),
+                                    sl_avx2_scale_of(sc256, 2 * c + 1));
     return _mm256_add_epi32(plo, phi);
 }
 
@@ -114,7 +69,7 @@ static inline float k4_finish(__m256 acc, __m128 accm)
 static inline __m256i q4k_chunk(const uint8_t *q, const int8_t *a, __m256i sc256, int c)
 {
     const __m256i m4 = _mm256_set1_epi8(0x0F);
-    __m256i q4 = load256(q + 32 * c);
+    __m256i q4 = sl_avx2_load256(q + 32 * c);
     __m256i lo = _mm256_and_si256(q4, m4);
     __m256i hi = _mm256_and_si256(_mm256_srli_epi16(q4, 4), m4);
     return k4_chunk(lo, hi, a + 64 * c, sc256, c);
@@ -145,7 +100,7 @@ static inline __m256i q5k_chunk(const uint8_t *q, __m256i qh, const int8_t *a, _
                                 int c)
 {
     const __m256i m4 = _mm256_set1_epi8(0x0F);
-    __m256i q4 = load256(q + 32 * c);
+    __m256i q4 = sl_avx2_load256(q + 32 * c);
     __m256i hb = _mm256_srli_epi16(qh, 2 * c); /* bits from the next byte stay above bit 1 */
     __m256i hlo = _mm256_slli_epi16(_mm256_and_si256(hb, _mm256_set1_epi8(0x01)), 4);
     __m256i hhi = _mm256_slli_epi16(_mm256_and_si256(hb, _mm256_set1_epi8(0x02)), 3);
@@ -166,7 +121,7 @@ static void vec_dot_q5_K_q8_K(int64_t n, float *s, const void *vx, const void *v
         __m256i sc256 = k4_prologue(x[i].scales, y[i].bsums, dmin, &accm);
         const uint8_t *q = x[i].qs;
         const int8_t *a = y[i].qs;
-        __m256i qh = load256(x[i].qh);
+        __m256i qh = sl_avx2_load256(x[i].qh);
         __m256i s01 = _mm256_add_epi32(q5k_chunk(q, qh, a, sc256, 0), q5k_chunk(q, qh, a, sc256, 1));
         __m256i s23 = _mm256_add_epi32(q5k_chunk(q, qh, a, sc256, 2), q5k_chunk(q, qh, a, sc256, 3));
         acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(_mm256_add_epi32(s01, s23)),
@@ -189,13 +144,13 @@ static void vec_dot_q6_K_q8_K(int64_t n, float *s, const void *vx, const void *v
         float d = y[i].d * sl_avx2_h2f(x[i].d);
         __m128i sc = _mm_loadu_si128((const __m128i *)x[i].scales);
         __m256i corr = _mm256_madd_epi16(_mm256_cvtepi8_epi16(sc),
-                                         load256(y[i].bsums));
+                                         sl_avx2_load256(y[i].bsums));
         __m256i sumi = _mm256_setzero_si256();
         for (int h = 0; h < 2; h++) {
             const uint8_t *ql = x[i].ql + 64 * h;
             const int8_t *a = y[i].qs + 128 * h;
-            __m256i qh = load256(x[i].qh + 32 * h);
-            __m256i la = load256(ql), lb = load256(ql + 32);
+            __m256i qh = sl_avx2_load256(x[i].qh + 32 * h);
+            __m256i la = sl_avx2_load256(ql), lb = sl_avx2_load256(ql + 32);
             __m256i q0 = _mm256_or_si256(_mm256_and_si256(la, m4),
                                          _mm256_slli_epi16(_mm256_and_si256(qh, m2), 4));
             __m256i q1 = _mm256_or_si256(_mm256_and_si256(lb, m4),
@@ -204,14 +159,14 @@ static void vec_dot_q6_K_q8_K(int64_t n, float *s, const void *vx, const void *v
                                          _mm256_and_si256(qh, m2_4));
             __m256i q3 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(lb, 4), m4),
                                          _mm256_and_si256(_mm256_srli_epi16(qh, 2), m2_4));
-            __m256i p0 = _mm256_maddubs_epi16(q0, load256(a));
-            __m256i p1 = _mm256_maddubs_epi16(q1, load256(a + 32));
-            __m256i p2 = _mm256_maddubs_epi16(q2, load256(a + 64));
-            __m256i p3 = _mm256_maddubs_epi16(q3, load256(a + 96));
-            p0 = _mm256_madd_epi16(p0, pair_scales_i8(sc, 4 * h + 0));
-            p1 = _mm256_madd_epi16(p1, pair_scales_i8(sc, 4 * h + 1));
-            p2 = _mm256_madd_epi16(p2, pair_scales_i8(sc, 4 * h + 2));
-            p3 = _mm256_madd_epi16(p3, pair_scales_i8(sc, 4 * h + 3));
+            __m256i p0 = _mm256_maddubs_epi16(q0, sl_avx2_load256(a));
+            __m256i p1 = _mm256_maddubs_epi16(q1, sl_avx2_load256(a + 32));
+            __m256i p2 = _mm256_maddubs_epi16(q2, sl_avx2_load256(a + 64));
+            __m256i p3 = _mm256_maddubs_epi16(q3, sl_avx2_load256(a + 96));
+            p0 = _mm256_madd_epi16(p0, sl_avx2_pair_scales_i8(sc, 4 * h + 0));
+            p1 = _mm256_madd_epi16(p1, sl_avx2_pair_scales_i8(sc, 4 * h + 1));
+            p2 = _mm256_madd_epi16(p2, sl_avx2_pair_scales_i8(sc, 4 * h + 2));
+            p3 = _mm256_madd_epi16(p3, sl_avx2_pair_scales_i8(sc, 4 * h + 3));
             sumi = _mm256_add_epi32(sumi, _mm256_add_epi32(_mm256_add_epi32(p0, p1),
                                                            _mm256_add_epi32(p2, p3)));
         }
@@ -225,15 +180,15 @@ static void vec_dot_q6_K_q8_K(int64_t n, float *s, const void *vx, const void *v
  * sub-block scales (i8) for its two halves from sc via shuffle k = 4h + j. */
 static inline __m256i k16_chunk(__m256i q, const int8_t *a, __m128i sc, int k)
 {
-    __m256i p = _mm256_maddubs_epi16(q, load256(a));
-    return _mm256_madd_epi16(p, pair_scales_i8(sc, k));
+    __m256i p = _mm256_maddubs_epi16(q, sl_avx2_load256(a));
+    return _mm256_madd_epi16(p, sl_avx2_pair_scales_i8(sc, k));
 }
 
 /* 128 elements (half h) of a Q2_K block: the four 2-bit fields of q. */
 static inline __m256i q2k_half(const uint8_t *qs, const int8_t *a, __m128i sc, int h)
 {
     const __m256i m3 = _mm256_set1_epi8(0x03);
-    __m256i q = load256(qs + 32 * h);
+    __m256i q = sl_avx2_load256(qs + 32 * h);
     a += 128 * h;
     __m256i s0 = k16_chunk(_mm256_and_si256(q, m3), a, sc, 4 * h + 0);
     __m256i s1 = k16_chunk(_mm256_and_si256(_mm256_srli_epi16(q, 2), m3), a + 32, sc, 4 * h + 1);
@@ -255,7 +210,7 @@ static void vec_dot_q2_K_q8_K(int64_t n, float *s, const void *vx, const void *v
         __m128i raw = _mm_loadu_si128((const __m128i *)x[i].scales);
         __m128i sc = _mm_and_si128(raw, m4);
         __m128i mn = _mm_and_si128(_mm_srli_epi16(raw, 4), m4);
-        __m256i mdot = _mm256_madd_epi16(_mm256_cvtepu8_epi16(mn), load256(y[i].bsums));
+        __m256i mdot = _mm256_madd_epi16(_mm256_cvtepu8_epi16(mn), sl_avx2_load256(y[i].bsums));
         accm = _mm256_fmadd_ps(_mm256_set1_ps(dmin), _mm256_cvtepi32_ps(mdot), accm);
         __m256i sumi = _mm256_add_epi32(q2k_half(x[i].qs, y[i].qs, sc, 0),
                                         q2k_half(x[i].qs, y[i].qs, sc, 1));
@@ -278,7 +233,7 @@ static inline __m256i q3k_chunk(__m256i q, __m256i hm, const int8_t *a, __m128i 
 
 static inline __m256i q3k_half(const uint8_t *qs, __m256i hm, const int8_t *a, __m128i sc, int h)
 {
-    __m256i q = load256(qs + 32 * h);
+    __m256i q = sl_avx2_load256(qs + 32 * h);
     a += 128 * h;
     __m256i s0 = q3k_chunk(q, hm, a, sc, h, 0), s1 = q3k_chunk(q, hm, a, sc, h, 1);
     __m256i s2 = q3k_chunk(q, hm, a, sc, h, 2), s3 = q3k_chunk(q, hm, a, sc, h, 3);
@@ -307,8 +262,8 @@ static void vec_dot_q3_K_q8_K(int64_t n, float *s, const void *vx, const void *v
         uint32_t w3 = ((B >> 4) & 0x0F0F0F0Fu) | ((C >> 6) & 0x03030303u) << 4;
         __m128i sc = _mm_sub_epi8(_mm_set_epi32((int)w3, (int)w2, (int)w1, (int)w0),
                                   _mm_set1_epi8(32));
-        __m256i corr = _mm256_madd_epi16(_mm256_cvtepi8_epi16(sc), load256(y[i].bsums));
-        __m256i hm = load256(x[i].hmask);
+        __m256i corr = _mm256_madd_epi16(_mm256_cvtepi8_epi16(sc), sl_avx2_load256(y[i].bsums));
+        __m256i hm = sl_avx2_load256(x[i].hmask);
         __m256i sumi = _mm256_add_epi32(q3k_half(x[i].qs, hm, y[i].qs, sc, 0),
                                         q3k_half(x[i].qs, hm, y[i].qs, sc, 1));
         sumi = _mm256_sub_epi32(sumi, _mm256_slli_epi32(corr, 2));

@@ -44,11 +44,6 @@
 #define KEEP(v) ((void)0)
 #endif
 
-static inline __m256i load256(const void *p)
-{
-    return _mm256_loadu_si256((const __m256i *)p);
-}
-
 /* ---- 32-element blocks against Q8_0: Q8_0, Q4_0, IQ4_NL, MXFP4 ----------
  * The single kernels take blocks in pairs into two accumulators (acc0 for
  * even blocks, acc1 for odd, an odd last block into acc0) and return
@@ -62,7 +57,7 @@ enum { K_Q8_0, K_Q4_0, K_IQ4_NL, K_MXFP4 };
  * |x| precomputed. */
 static inline __m256i dot_i8_abs(__m256i ax, __m256i x, const int8_t *a)
 {
-    __m256i sy = _mm256_sign_epi8(load256(a), x);
+    __m256i sy = _mm256_sign_epi8(sl_avx2_load256(a), x);
     return _mm256_madd_epi16(_mm256_maddubs_epi16(ax, sy), _mm256_set1_epi16(1));
 }
 
@@ -79,7 +74,7 @@ INLINE __m256i legacy_levels(const void *vx, int64_t i, int kind, __m256i tab)
     case K_MXFP4:
         return _mm256_shuffle_epi8(tab, sl_avx2_nibbles32(((const sl_block_mxfp4 *)vx)[i].qs));
     default:
-        return load256(((const sl_block_q8_0 *)vx)[i].qs);
+        return sl_avx2_load256(((const sl_block_q8_0 *)vx)[i].qs);
     }
 }
 
@@ -209,7 +204,7 @@ INLINE void offset_n(int64_t n, float *s, const void *vx, const void *const *ys,
         } else {
             UNROLL
             for (int t = 0; t < nt; t++) {
-                __m256i a = load256(y[t][i].qs);
+                __m256i a = sl_avx2_load256(y[t][i].qs);
                 __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(q, a), ones);
                 __m256i sa = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1), a), ones);
                 float dy = sl_avx2_h2f(y[t][i].d);
@@ -245,36 +240,20 @@ static inline void k4_unpack(const uint8_t s[12], uint32_t sc[2], uint32_t mn[2]
     mn[1] = ((a2 >> 4) & 0x0F0F0F0Fu) | ((a1 >> 6) & 0x03030303u) << 4;
 }
 
-/* Byte-shuffle masks broadcasting 16-bit lane j of each 128-bit half: with
- * the eight i16 scales in both halves, mask j puts scale j in all lanes. */
-static const uint8_t k_i16_bcast[8][32] = {
-#define B(j) {2 * j, 2 * j + 1, 2 * j, 2 * j + 1, 2 * j, 2 * j + 1, 2 * j, 2 * j + 1,             \
-              2 * j, 2 * j + 1, 2 * j, 2 * j + 1, 2 * j, 2 * j + 1, 2 * j, 2 * j + 1,             \
-              2 * j, 2 * j + 1, 2 * j, 2 * j + 1, 2 * j, 2 * j + 1, 2 * j, 2 * j + 1,             \
-              2 * j, 2 * j + 1, 2 * j, 2 * j + 1, 2 * j, 2 * j + 1, 2 * j, 2 * j + 1}
-    B(0), B(1), B(2), B(3), B(4), B(5), B(6), B(7),
-#undef B
-};
-
-static inline __m256i scale_of(__m256i sc256, int j)
-{
-    return _mm256_shuffle_epi8(sc256, load256(k_i16_bcast[j]));
-}
-
 /* Levels (0..31) of chunk c: lo = sub-block 2c, hi = 2c + 1. Q4_K takes
  * the nibbles; Q5_K adds bit 2c / 2c + 1 of qh as bit 4. */
 INLINE void k4_levels(const void *vx, int64_t i, int c, int is_q5, __m256i *lo, __m256i *hi)
 {
     const __m256i m4 = _mm256_set1_epi8(0x0F);
     if (!is_q5) {
-        __m256i q4 = load256(((const sl_block_q4_K *)vx)[i].qs + 32 * c);
+        __m256i q4 = sl_avx2_load256(((const sl_block_q4_K *)vx)[i].qs + 32 * c);
         *lo = _mm256_and_si256(q4, m4);
         *hi = _mm256_and_si256(_mm256_srli_epi16(q4, 4), m4);
         return;
     }
     const sl_block_q5_K *x = (const sl_block_q5_K *)vx + i;
-    __m256i q4 = load256(x->qs + 32 * c);
-    __m256i hb = _mm256_srli_epi16(load256(x->qh), 2 * c);
+    __m256i q4 = sl_avx2_load256(x->qs + 32 * c);
+    __m256i hb = _mm256_srli_epi16(sl_avx2_load256(x->qh), 2 * c);
     __m256i hlo = _mm256_slli_epi16(_mm256_and_si256(hb, _mm256_set1_epi8(0x01)), 4);
     __m256i hhi = _mm256_slli_epi16(_mm256_and_si256(hb, _mm256_set1_epi8(0x02)), 3);
     *lo = _mm256_or_si256(_mm256_and_si256(q4, m4), hlo);
@@ -333,12 +312,12 @@ INLINE void k4_n(int64_t n, float *s, const void *vx, const void *const *ys, con
         for (int c = 0; c < 4; c++) {
             __m256i lo, hi;
             k4_levels(vx, i, c, is_q5, &lo, &hi);
-            const __m256i slo = scale_of(sc256, 2 * c), shi = scale_of(sc256, 2 * c + 1);
+            const __m256i slo = sl_avx2_scale_of(sc256, 2 * c), shi = sl_avx2_scale_of(sc256, 2 * c + 1);
             UNROLL
             for (int t = 0; t < nt; t++) {
                 const int8_t *a = y[t][i].qs + 64 * c;
-                __m256i plo = _mm256_madd_epi16(_mm256_maddubs_epi16(lo, load256(a)), slo);
-                __m256i phi = _mm256_madd_epi16(_mm256_maddubs_epi16(hi, load256(a + 32)), shi);
+                __m256i plo = _mm256_madd_epi16(_mm256_maddubs_epi16(lo, sl_avx2_load256(a)), slo);
+                __m256i phi = _mm256_madd_epi16(_mm256_maddubs_epi16(hi, sl_avx2_load256(a + 32)), shi);
                 sumi[t] = _mm256_add_epi32(sumi[t], _mm256_add_epi32(plo, phi));
                 KEEP(sumi[t]);
             }
@@ -361,25 +340,6 @@ INLINE void k4_n(int64_t n, float *s, const void *vx, const void *const *ys, con
  * Levels 0..63 unsigned into maddubs; per 128-element half h, chunks
  * k = 0..3 scaled by the pair of sub-block scales 4h + k, summed as
  * (p0 + p1) + (p2 + p3); the -32 returns as 32 * scales . bsums. */
-
-/* Byte-shuffle masks: mask k puts byte 2k in bytes 0..7 and byte 2k+1 in
- * bytes 8..15 (scales of a chunk's two 16-element sub-blocks). */
-static const uint8_t k_pair_shuf[8][16] = {
-    {0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1},
-    {2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3},
-    {4, 4, 4, 4, 4, 4, 4, 4, 5, 5, 5, 5, 5, 5, 5, 5},
-    {6, 6, 6, 6, 6, 6, 6, 6, 7, 7, 7, 7, 7, 7, 7, 7},
-    {8, 8, 8, 8, 8, 8, 8, 8, 9, 9, 9, 9, 9, 9, 9, 9},
-    {10, 10, 10, 10, 10, 10, 10, 10, 11, 11, 11, 11, 11, 11, 11, 11},
-    {12, 12, 12, 12, 12, 12, 12, 12, 13, 13, 13, 13, 13, 13, 13, 13},
-    {14, 14, 14, 14, 14, 14, 14, 14, 15, 15, 15, 15, 15, 15, 15, 15},
-};
-
-static inline __m256i pair_scales_i8(__m128i sc, int k)
-{
-    __m128i s = _mm_shuffle_epi8(sc, _mm_loadu_si128((const __m128i *)k_pair_shuf[k]));
-    return _mm256_cvtepi8_epi16(s);
-}
 
 INLINE void q6k_n(int64_t n, float *s, const void *vx, const void *const *ys, const int nt)
 {
@@ -404,8 +364,8 @@ INLINE void q6k_n(int64_t n, float *s, const void *vx, const void *const *ys, co
         UNROLL
         for (int h = 0; h < 2; h++) {
             const uint8_t *ql = x[i].ql + 64 * h;
-            __m256i qh = load256(x[i].qh + 32 * h);
-            __m256i la = load256(ql), lb = load256(ql + 32);
+            __m256i qh = sl_avx2_load256(x[i].qh + 32 * h);
+            __m256i la = sl_avx2_load256(ql), lb = sl_avx2_load256(ql + 32);
             __m256i q[4];
             q[0] = _mm256_or_si256(_mm256_and_si256(la, m4),
                                    _mm256_slli_epi16(_mm256_and_si256(qh, m2), 4));
@@ -417,14 +377,14 @@ INLINE void q6k_n(int64_t n, float *s, const void *vx, const void *const *ys, co
                                    _mm256_and_si256(_mm256_srli_epi16(qh, 2), m2_4));
             __m256i ps[4];
             UNROLL
-            for (int k = 0; k < 4; k++) ps[k] = pair_scales_i8(sc, 4 * h + k);
+            for (int k = 0; k < 4; k++) ps[k] = sl_avx2_pair_scales_i8(sc, 4 * h + k);
             UNROLL
             for (int t = 0; t < nt; t++) {
                 const int8_t *a = y[t][i].qs + 128 * h;
-                __m256i p0 = _mm256_madd_epi16(_mm256_maddubs_epi16(q[0], load256(a)), ps[0]);
-                __m256i p1 = _mm256_madd_epi16(_mm256_maddubs_epi16(q[1], load256(a + 32)), ps[1]);
-                __m256i p2 = _mm256_madd_epi16(_mm256_maddubs_epi16(q[2], load256(a + 64)), ps[2]);
-                __m256i p3 = _mm256_madd_epi16(_mm256_maddubs_epi16(q[3], load256(a + 96)), ps[3]);
+                __m256i p0 = _mm256_madd_epi16(_mm256_maddubs_epi16(q[0], sl_avx2_load256(a)), ps[0]);
+                __m256i p1 = _mm256_madd_epi16(_mm256_maddubs_epi16(q[1], sl_avx2_load256(a + 32)), ps[1]);
+                __m256i p2 = _mm256_madd_epi16(_mm256_maddubs_epi16(q[2], sl_avx2_load256(a + 64)), ps[2]);
+                __m256i p3 = _mm256_madd_epi16(_mm256_maddubs_epi16(q[3], sl_avx2_load256(a + 96)), ps[3]);
                 sumi[t] = _mm256_add_epi32(sumi[t], _mm256_add_epi32(_mm256_add_epi32(p0, p1),
                                                                      _mm256_add_epi32(p2, p3)));
                 KEEP(sumi[t]);
@@ -433,7 +393,7 @@ INLINE void q6k_n(int64_t n, float *s, const void *vx, const void *const *ys, co
         UNROLL
         for (int t = 0; t < nt; t++) {
             const sl_block_q8_K *b = y[t] + i;
-            __m256i corr = _mm256_madd_epi16(sc16, load256(b->bsums));
+            __m256i corr = _mm256_madd_epi16(sc16, sl_avx2_load256(b->bsums));
             __m256i si = _mm256_sub_epi32(sumi[t], _mm256_slli_epi32(corr, 5));
             float d = b->d * xd;
             acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(si), acc[t]);
@@ -498,7 +458,7 @@ INLINE void k16_n(int64_t n, float *s, const void *vx, const void *const *ys, co
         if (is_q3) {
             sc = q3k_scales(x3->scales);
             off16 = _mm256_cvtepi8_epi16(sc);
-            hm = load256(x3->hmask);
+            hm = sl_avx2_load256(x3->hmask);
         } else {
             const __m128i raw = _mm_loadu_si128((const __m128i *)x2->scales);
             sc = _mm_and_si128(raw, _mm_set1_epi8(0x0F));
@@ -509,7 +469,7 @@ INLINE void k16_n(int64_t n, float *s, const void *vx, const void *const *ys, co
         UNROLL
         for (int t = 0; t < nt; t++) {
             const sl_block_q8_K *b = y[t] + i;
-            __m256i od = _mm256_madd_epi16(off16, load256(b->bsums));
+            __m256i od = _mm256_madd_epi16(off16, sl_avx2_load256(b->bsums));
             if (is_q3) {
                 sumi[t] = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(od, 2));
             } else {
@@ -520,15 +480,15 @@ INLINE void k16_n(int64_t n, float *s, const void *vx, const void *const *ys, co
         }
         UNROLL
         for (int h = 0; h < 2; h++) {
-            const __m256i q = load256(qs + 32 * h);
+            const __m256i q = sl_avx2_load256(qs + 32 * h);
             UNROLL
             for (int j = 0; j < 4; j++) {
                 const __m256i lv = k16_levels(q, hm, h, j, is_q3);
-                const __m256i ps = pair_scales_i8(sc, 4 * h + j);
+                const __m256i ps = sl_avx2_pair_scales_i8(sc, 4 * h + j);
                 UNROLL
                 for (int t = 0; t < nt; t++) {
                     const int8_t *a = y[t][i].qs + 128 * h + 32 * j;
-                    __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(lv, load256(a)), ps);
+                    __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(lv, sl_avx2_load256(a)), ps);
                     sumi[t] = _mm256_add_epi32(sumi[t], p);
                     KEEP(sumi[t]);
                 }
@@ -573,7 +533,7 @@ INLINE void iq4xs_n(int64_t n, float *s, const void *vx, const void *const *ys, 
             const __m256i sc = _mm256_set1_epi16((short)(ls - 32));
             UNROLL
             for (int t = 0; t < nt; t++) {
-                __m256i a = load256(y[t][i].qs + 32 * k);
+                __m256i a = sl_avx2_load256(y[t][i].qs + 32 * k);
                 __m256i p16 = _mm256_maddubs_epi16(av, _mm256_sign_epi8(a, v));
                 sumi[t] = _mm256_add_epi32(sumi[t], _mm256_madd_epi16(p16, sc));
                 KEEP(sumi[t]);
