@@ -48,16 +48,20 @@ struct sl_streamer {
 
 static uint64_t align_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 
+/* Room a slot keeps for projection p: the largest slice of any layer, as a
+ * window at any offset (at most align_up(len) + align bytes). */
+static uint64_t proj_cap(const sl_expert_layout *layers, int n_layer, int p, uint32_t align)
+{
+    uint64_t mx = 0;
+    for (int l = 0; l < n_layer; l++)
+        if (layers[l].stride[p] > mx) mx = layers[l].stride[p];
+    return align_up(mx, align) + align;
+}
+
 uint64_t sl_streamer_slot_bytes(const sl_expert_layout *layers, int n_layer, uint32_t align)
 {
     uint64_t total = 0;
-    for (int p = 0; p < SL_N_PROJ; p++) {
-        uint64_t mx = 0;
-        for (int l = 0; l < n_layer; l++)
-            if (layers[l].stride[p] > mx) mx = layers[l].stride[p];
-        /* a window of len bytes at any offset spans at most align_up(len) + align */
-        total += align_up(mx, align) + align;
-    }
+    for (int p = 0; p < SL_N_PROJ; p++) total += proj_cap(layers, n_layer, p, align);
     return total;
 }
 
@@ -99,11 +103,8 @@ int sl_streamer_create(sl_streamer **out, const sl_streamer_config *cfg, sl_err 
 
     uint64_t off = 0;
     for (int p = 0; p < SL_N_PROJ; p++) {
-        uint64_t mx = 0;
-        for (int l = 0; l < cfg->n_layer; l++)
-            if (cfg->layers[l].stride[p] > mx) mx = cfg->layers[l].stride[p];
         st->proj_off[p] = off;
-        off += align_up(mx, align) + align;
+        off += proj_cap(cfg->layers, cfg->n_layer, p, align);
     }
     sl_cache_policy pol;
     if ((rc = sl_policy_lru_create(&pol, cfg->n_slots, err))) goto fail;

@@ -40,15 +40,19 @@ static int n_moe_layers(const sl_model *m)
     return n;
 }
 
-/* Bytes of one expert (gate + up + down) of the largest MoE layer. */
-static uint64_t expert_bytes_one(const sl_expert_layout *lay, int n_layer)
+/* One token's expert cycle: top-k experts (gate + up + down) of every MoE
+ * layer, summed per layer since quant mixes differ between layers. */
+static uint64_t cycle_bytes(const sl_model *m)
 {
-    uint64_t mx = 0;
-    for (int il = 0; il < n_layer; il++) {
-        uint64_t b = lay[il].stride[0] + lay[il].stride[1] + lay[il].stride[2];
-        if (b > mx) mx = b;
+    uint64_t total = 0;
+    for (int il = 0; il < m->hp.n_layer; il++) {
+        const sl_layer *L = &m->layers[il];
+        if (!L->is_moe) continue;
+        const uint64_t one = (L->gate_exps.info->nbytes + L->up_exps.info->nbytes +
+                              L->down_exps.info->nbytes) / (uint64_t)m->hp.n_expert;
+        total += (uint64_t)m->hp.n_expert_used * one;
     }
-    return mx;
+    return total;
 }
 
 int sl_model_plan(sl_model *m, const sl_model_params *pp, sl_err *err)
@@ -84,7 +88,6 @@ int sl_model_plan(sl_model *m, const sl_model_params *pp, sl_err *err)
     if (!lay) return sl_err_set(err, SL_ENOMEM, "out of memory");
     build_layouts(m, lay);
     const uint64_t slot = sl_streamer_slot_bytes(lay, hp->n_layer, PLAN_ALIGN);
-    const uint64_t one = expert_bytes_one(lay, hp->n_layer);
     free(lay);
 
     uint64_t cache = p.cache_experts > 0 ? (uint64_t)p.cache_experts * slot : p.cache_bytes;
@@ -115,7 +118,7 @@ int sl_model_plan(sl_model *m, const sl_model_params *pp, sl_err *err)
                  "the expert cache holds %llu experts, fewer than one token's cycle (%d layers "
                  "x top-%d = %llu, %.0f MiB): expect a low hit rate",
                  (unsigned long long)slots, moe_layers, hp->n_expert_used,
-                 (unsigned long long)cycle, (double)(cycle * one) / MIB);
+                 (unsigned long long)cycle, (double)cycle_bytes(m) / MIB);
     return SL_OK;
 }
 
@@ -168,16 +171,7 @@ void sl_model_stream_stats(const sl_model *m, sl_stream_stats *out)
     out->budget_bytes = m->budget_bytes;
     out->dense_bytes = m->dense_bytes;
     out->expert_bytes = m->expert_bytes;
-    int moe_layers = 0;
-    uint64_t one = 0;
-    for (int il = 0; il < m->hp.n_layer; il++) {
-        const sl_layer *L = &m->layers[il];
-        if (!L->is_moe) continue;
-        moe_layers++;
-        one = (L->gate_exps.info->nbytes + L->up_exps.info->nbytes + L->down_exps.info->nbytes) /
-              (uint64_t)m->hp.n_expert;
-    }
-    out->expert_cycle_bytes = (uint64_t)moe_layers * (uint64_t)m->hp.n_expert_used * one;
+    out->expert_cycle_bytes = cycle_bytes(m);
     snprintf(out->warning, sizeof out->warning, "%s", m->warning);
     if (!m->streamer) return;
     sl_streamer_stats st;

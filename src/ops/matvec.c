@@ -47,18 +47,5 @@ void sl_mat_row_to_float(const sl_mat *mat, int64_t r, float *out)
 void sl_matvec_rows(const sl_mat *mat, const void *act, float *y, int64_t r0, int64_t r1,
                     float *row_tmp)
 {
-    const sl_type_traits *tr = sl_type_get(mat->type);
-    const uint8_t *w = mat->data;
-    if (act_traits(mat->type)) {
-        for (int64_t r = r0; r < r1; r++)
-            tr->vec_dot(mat->cols, &y[r], w + (size_t)r * mat->row_bytes, act);
-        return;
-    }
-    const float *x = act;
-    for (int64_t r = r0; r < r1; r++) {
-        sl_mat_row_to_float(mat, r, row_tmp);
-        float acc = 0.0f;
-        for (int64_t i = 0; i < mat->cols; i++) acc += row_tmp[i] * x[i];
-        y[r] = acc;
-    }
+    sl_matmul_rows(mat, &act, 1, y, 0, r0, r1, row_tmp); /* a batch of one */
 }
