@@ -19,57 +19,7 @@
 #include "engine/session.h"
 #include "experts/streamer.h"
 
-/* ---- matrix products over the pool ------------------------------------ */
-
-typedef struct mm_job {
-    sl_session *s;
-    const sl_mat *mat;
-    const float *x;   /* input rows */
-    size_t ldx;
-    const int *idx;   /* rows of x to use (NULL: 0..n-1) */
-    int n;
-    float *y;         /* output rows, y[t * ldy + r] */
-    size_t ldy;
-} mm_job;
-
-static void prepare_worker(void *ctx, int chunk, int n_chunks, int tid)
-{
-    mm_job *j = ctx;
-    long long lo, hi;
-    sl_split_range(j->n, chunk, n_chunks, &lo, &hi);
-    for (long long t = lo; t < hi; t++) {
-        const long long row = j->idx ? j->idx[t] : t;
-        void *a = j->s->act + (size_t)t * j->s->act_stride;
-        sl_matvec_prepare(j->mat, j->x + (size_t)row * j->ldx, a);
-        j->s->acts[t] = a;
-    }
-}
-
-static void mm_worker(void *ctx, int chunk, int n_chunks, int tid)
-{
-    mm_job *j = ctx;
-    long long lo, hi;
-    sl_split_range(j->mat->rows, chunk, n_chunks, &lo, &hi);
-    float *tmp = j->s->row_tmp + (size_t)tid * j->s->row_tmp_stride;
-    sl_matmul_rows(j->mat, j->s->acts, j->n, j->y, j->ldy, lo, hi, tmp);
-}
-
-/* Chunks for a product over `rows` weight rows: small enough that a
- * descheduled thread holds back little, large enough to amortise claiming. */
-static int mm_chunks(int64_t rows)
-{
-    int64_t c = rows / 32;
-    return (int)(c < 1 ? 1 : c > 64 ? 64 : c);
-}
-
-/* y(n, mat->rows) = x(rows idx or 0..n-1) * mat^T */
-static void mm(sl_session *s, const sl_mat *mat, const float *x, size_t ldx, const int *idx,
-               int n, float *y, size_t ldy)
-{
-    mm_job j = {s, mat, x, ldx, idx, n, y, ldy};
-    sl_pool_run(s->pool, prepare_worker, &j, n < 8 ? 1 : n / 4 < 32 ? n / 4 : 32);
-    sl_pool_run(s->pool, mm_worker, &j, mm_chunks(mat->rows));
-}
+#include "engine/fwd_mm.h"
 
 static sl_mat mat_of(const sl_tensor *t)
 {
@@ -85,10 +35,13 @@ static sl_mat expert_mat(const sl_tensor *t, int e)
     return m;
 }
 
+/* y(n, rows) = x(n, cols) * t^T */
 static void mm_t(sl_session *s, const sl_tensor *t, const float *x, int n, float *y)
 {
-    sl_mat m = mat_of(t);
-    mm(s, &m, x, (size_t)m.cols, NULL, n, y, (size_t)m.rows);
+    const sl_mat m = mat_of(t);
+    const sl_mat *mats[1] = {&m};
+    float *ys[1] = {y};
+    sl_fwd_mm_shared(s, mats, ys, 1, x, n);
 }
 
 static void add_bias(float *y, const sl_tensor *b, int n, int64_t dim)
@@ -170,9 +123,10 @@ static void attention_block(sl_session *s, const sl_layer *L, int il, int n)
     for (int t = 0; t < n; t++)
         sl_rmsnorm(s->xb + (size_t)t * E, s->x + (size_t)t * E, L->attn_norm.data, E,
                    hp->rms_eps);
-    mm_t(s, &L->wq, s->xb, n, s->q);
-    mm_t(s, &L->wk, s->xb, n, s->k);
-    mm_t(s, &L->wv, s->xb, n, s->v);
+    const sl_mat wq = mat_of(&L->wq), wk = mat_of(&L->wk), wv = mat_of(&L->wv);
+    const sl_mat *qkv[3] = {&wq, &wk, &wv};
+    float *qkv_out[3] = {s->q, s->k, s->v};
+    sl_fwd_mm_shared(s, qkv, qkv_out, 3, s->xb, n);
     add_bias(s->q, &L->bq, n, q_dim);
     add_bias(s->k, &L->bk, n, k_dim);
     add_bias(s->v, &L->bv, n, (int64_t)s->kv_dim_v);
@@ -203,15 +157,27 @@ static void attention_block(sl_session *s, const sl_layer *L, int il, int n)
 
 /* ---- feed-forward ----------------------------------------------------- */
 
-/* out(n, E) = down(silu(gate x) * up x) for the rows idx of x (or 0..n-1) */
-static void swiglu_ffn(sl_session *s, const sl_mat *gate, const sl_mat *up, const sl_mat *down,
-                       const float *x, const int *idx, int n, float *out)
+/* SwiGLU of the rows of s->hb (gate) and s->hb2 (up), prepared for down:
+ * rows idx[0..n) (or 0..n-1) of width down->cols, into s->act_down. */
+static void prepare_down(sl_session *s, const sl_mat *down, const int *idx, int n,
+                         const void **acts)
 {
-    const size_t F = (size_t)gate->rows, E = (size_t)gate->cols;
-    mm(s, gate, x, E, idx, n, s->hb, F);
-    mm(s, up, x, E, idx, n, s->hb2, F);
-    sl_swiglu(s->hb, s->hb2, (int64_t)(F * (size_t)n));
-    mm(s, down, s->hb, F, NULL, n, out, (size_t)down->rows);
+    const size_t F = (size_t)down->cols;
+    sl_prep p = {down, s->hb, F, s->hb2, idx, n,
+                 s->act_down, sl_fwd_act_stride(down->type, down->cols), acts};
+    sl_fwd_prepare(s, &p);
+}
+
+/* out(n, E) = down(silu(gate x) * up x) for the n rows of x */
+static void swiglu_ffn(sl_session *s, const sl_mat *gate, const sl_mat *up, const sl_mat *down,
+                       const float *x, int n, float *out)
+{
+    const sl_mat *gu[2] = {gate, up};
+    float *gu_out[2] = {s->hb, s->hb2};
+    sl_fwd_mm_shared(s, gu, gu_out, 2, x, n);
+    prepare_down(s, down, NULL, n, s->down_acts);
+    const sl_mm_item d = {down, s->down_acts, n, out, (size_t)down->rows};
+    sl_fwd_mm_run(s, &d, 1);
 }
 
 /* Picks the k largest probabilities (ties: lower expert id first), in rank
@@ -237,8 +203,9 @@ static void router_topk(const float *p, int n, int k, bool renorm, int *ids, flo
     }
 }
 
-/* Groups the batch's (token, rank) slots by expert: afterwards the slots of
- * expert e are moe_slot[moe_count[e] .. moe_count[e + 1]), in token order. */
+/* Groups the batch's (token, rank) slots by expert: afterwards the rows of
+ * expert e are [moe_count[e], moe_count[e + 1]), holding moe_slot[row] =
+ * token*K + rank in token order, and moe_pos inverts moe_slot. */
 static void group_by_expert(sl_session *s, int n)
 {
     const int X = s->m->hp.n_expert, K = s->m->hp.n_expert_used;
@@ -248,20 +215,58 @@ static void group_by_expert(sl_session *s, int n)
     for (int e = 0; e < X; e++) cnt[e + 1] += cnt[e];
     int *cur = s->moe_cursor; /* stable fill: tokens stay in order */
     for (int e = 0; e < X; e++) cur[e] = cnt[e];
-    for (int i = 0; i < n * K; i++) s->moe_slot[cur[s->topk_ids[i]]++] = i;
+    for (int i = 0; i < n * K; i++) {
+        const int row = cur[s->topk_ids[i]]++;
+        s->moe_slot[row] = i;
+        s->moe_pos[i] = row;
+    }
 }
 
-/* Runs expert e (weights g, u, d) on the batch tokens routed to it and
- * files each output under its (token, rank) slot. */
-static void run_expert(sl_session *s, int e, const sl_mat *g, const sl_mat *u, const sl_mat *d)
+/* Quantises the batch's normalised inputs once for the experts' gate and
+ * up matrices (two sets when their activation types differ) and points
+ * every grouped row at its token's. */
+static void prepare_expert_inputs(sl_session *s, const sl_layer *L, int n)
 {
-    const int E = s->m->hp.n_embd, K = s->m->hp.n_expert_used;
-    const int first = s->moe_count[e], cnt = s->moe_count[e + 1] - first;
-    for (int i = 0; i < cnt; i++) s->moe_tok[i] = s->moe_slot[first + i] / K;
-    swiglu_ffn(s, g, u, d, s->xb, s->moe_tok, cnt, s->tmp);
-    for (int i = 0; i < cnt; i++)
-        memcpy(s->exp_out + (size_t)s->moe_slot[first + i] * E, s->tmp + (size_t)i * E,
-               sizeof(float) * (size_t)E);
+    const int K = s->m->hp.n_expert_used, B = s->n_batch_max;
+    const sl_mat g = expert_mat(&L->gate_exps, 0), u = expert_mat(&L->up_exps, 0);
+    const bool same = sl_matvec_act_type(g.type) == sl_matvec_act_type(u.type);
+    const sl_mat *m[2] = {&g, &u};
+    for (int set = 0; set < (same ? 1 : 2); set++) {
+        sl_prep p = {m[set], s->xb, (size_t)g.cols, NULL, NULL, n,
+                     s->act + (size_t)set * (size_t)B * s->act_stride, s->act_stride,
+                     s->acts + (size_t)set * (size_t)B};
+        sl_fwd_prepare(s, &p);
+    }
+    const void **ag = s->acts, **au = same ? s->acts : s->acts + B;
+    for (int row = 0; row < n * K; row++) {
+        const int t = s->moe_slot[row] / K;
+        s->moe_acts_g[row] = ag[t];
+        s->moe_acts_u[row] = au[t];
+    }
+}
+
+/* Runs experts xs[0..nx) on the batch rows routed to them in three pool
+ * jobs, whatever nx is: gate and up of all of them; SwiGLU of their rows
+ * prepared for down; down of all of them. Outputs go to the experts'
+ * grouped rows of s->exp_out. */
+static void run_experts(sl_session *s, const sl_expert_w *xs, int nx)
+{
+    const size_t E = (size_t)s->m->hp.n_embd, F = (size_t)s->m->hp.n_ff_exp;
+    sl_mm_item *it = s->mm_items;
+    int n_rows = 0;
+    for (int i = 0; i < nx; i++) {
+        const int first = s->moe_count[xs[i].e], cnt = s->moe_count[xs[i].e + 1] - first;
+        it[2 * i] = (sl_mm_item){&xs[i].g, s->moe_acts_g + first, cnt, s->hb + first * F, F};
+        it[2 * i + 1] = (sl_mm_item){&xs[i].u, s->moe_acts_u + first, cnt, s->hb2 + first * F, F};
+        for (int r = 0; r < cnt; r++) s->moe_rows[n_rows++] = first + r;
+    }
+    sl_fwd_mm_run(s, it, 2 * nx);
+    prepare_down(s, &xs[0].d, s->moe_rows, n_rows, s->down_acts);
+    for (int i = 0; i < nx; i++) {
+        const int first = s->moe_count[xs[i].e], cnt = s->moe_count[xs[i].e + 1] - first;
+        it[i] = (sl_mm_item){&xs[i].d, s->down_acts + first, cnt, s->exp_out + first * E, E};
+    }
+    sl_fwd_mm_run(s, it, nx);
 }
 
 /* A streamed expert's weights: the same shapes as the stacked tensor's
@@ -273,30 +278,36 @@ static sl_mat slice_mat(const sl_tensor *t, const void *data)
     return m;
 }
 
-/* The batch's experts from the streamer: resident ones are computed while
- * the missing ones are read, each missing one as soon as it lands. The
- * cache may be smaller than the set; then it is taken in rounds. */
-static int run_streamed_experts(sl_session *s, const sl_layer *L, int il, sl_err *err)
+/* The batch's experts from the streamer: the resident ones are computed
+ * together while the missing ones are read, then the read ones in groups
+ * of those that have landed. The cache may be smaller than the set; then
+ * it is taken in rounds. */
+static int run_streamed_experts(sl_session *s, const sl_layer *L, int il, int *ids, int n_ids,
+                                sl_expert_w *xs, sl_err *err)
 {
     sl_streamer *st = s->m->streamer;
-    const int X = s->m->hp.n_expert;
-    int *ids = s->moe_cursor, n_ids = 0; /* the cursor scratch is free again here */
-    for (int e = 0; e < X; e++)
-        if (s->moe_count[e + 1] > s->moe_count[e]) ids[n_ids++] = e;
     for (int done = 0; done < n_ids;) {
         int taken = 0;
         int rc = sl_streamer_begin(st, il, ids + done, n_ids - done, &taken, err);
         if (!rc && taken == 0)
             rc = sl_err_set(err, SL_ENOMEM, "the expert cache has no free slot");
-        int e;
-        const void *w[SL_N_PROJ];
-        while (!rc && (rc = sl_streamer_next(st, &e, w, err)) == 1) {
-            sl_mat g = slice_mat(&L->gate_exps, w[SL_PROJ_GATE]);
-            sl_mat u = slice_mat(&L->up_exps, w[SL_PROJ_UP]);
-            sl_mat d = slice_mat(&L->down_exps, w[SL_PROJ_DOWN]);
-            run_expert(s, e, &g, &u, &d);
-            sl_streamer_release(st, e);
-            rc = 0;
+        while (!rc) {
+            /* the first may wait for a read; the rest are in memory already */
+            int nx = 0;
+            const void *w[SL_N_PROJ];
+            while (nx == 0 || sl_streamer_ready(st) > 0) {
+                rc = sl_streamer_next(st, &xs[nx].e, w, err);
+                if (rc != 1) break;
+                xs[nx].g = slice_mat(&L->gate_exps, w[SL_PROJ_GATE]);
+                xs[nx].u = slice_mat(&L->up_exps, w[SL_PROJ_UP]);
+                xs[nx].d = slice_mat(&L->down_exps, w[SL_PROJ_DOWN]);
+                nx++;
+                rc = 0;
+            }
+            if (nx > 0 && rc == 0) run_experts(s, xs, nx);
+            for (int i = 0; i < nx; i++) sl_streamer_release(st, xs[i].e);
+            if (rc == 0 && nx == 0) break; /* the set is done */
+            if (rc < 0) break;
         }
         if (rc) {
             sl_streamer_abort(st);
@@ -319,30 +330,34 @@ static int moe_block(sl_session *s, const sl_layer *L, int il, int n, sl_err *er
                     s->topk_w + (size_t)t * K);
     }
     group_by_expert(s, n);
+    prepare_expert_inputs(s, L, n);
 
+    /* the experts in use, in id order */
+    int *ids = s->moe_cursor, n_ids = 0; /* the cursor scratch is free again */
+    for (int e = 0; e < X; e++)
+        if (s->moe_count[e + 1] > s->moe_count[e]) ids[n_ids++] = e;
+    sl_expert_w *xs = s->moe_xw;
     if (s->m->streamer) {
-        int rc = run_streamed_experts(s, L, il, err);
+        int rc = run_streamed_experts(s, L, il, ids, n_ids, xs, err);
         if (rc) return rc;
     } else {
-        for (int e = 0; e < X; e++) {
-            if (s->moe_count[e + 1] == s->moe_count[e]) continue;
-            sl_mat g = expert_mat(&L->gate_exps, e), u = expert_mat(&L->up_exps, e),
-                   d = expert_mat(&L->down_exps, e);
-            run_expert(s, e, &g, &u, &d);
-        }
+        for (int i = 0; i < n_ids; i++)
+            xs[i] = (sl_expert_w){ids[i], expert_mat(&L->gate_exps, ids[i]),
+                               expert_mat(&L->up_exps, ids[i]), expert_mat(&L->down_exps, ids[i])};
+        run_experts(s, xs, n_ids);
     }
     for (int t = 0; t < n; t++) {
         float *out = s->ffn_out + (size_t)t * E;
         memset(out, 0, sizeof(float) * (size_t)E);
         for (int r = 0; r < K; r++) {
             const float w = s->topk_w[(size_t)t * K + r];
-            const float *eo = s->exp_out + ((size_t)t * K + r) * E;
+            const float *eo = s->exp_out + (size_t)s->moe_pos[t * K + r] * E;
             for (int i = 0; i < E; i++) out[i] += w * eo[i];
         }
     }
     if (L->shexp_gate.data) {
         sl_mat g = mat_of(&L->gate_shexp), u = mat_of(&L->up_shexp), d = mat_of(&L->down_shexp);
-        swiglu_ffn(s, &g, &u, &d, s->xb, NULL, n, s->tmp);
+        swiglu_ffn(s, &g, &u, &d, s->xb, n, s->tmp);
         const float *gw = L->shexp_gate.data;
         for (int t = 0; t < n; t++) {
             const float *xb = s->xb + (size_t)t * E, *sh = s->tmp + (size_t)t * E;
@@ -367,7 +382,7 @@ static int ffn_block(sl_session *s, const sl_layer *L, int il, int n, sl_err *er
         if (rc) return rc;
     } else {
         sl_mat g = mat_of(&L->ffn_gate), u = mat_of(&L->ffn_up), d = mat_of(&L->ffn_down);
-        swiglu_ffn(s, &g, &u, &d, s->xb, NULL, n, s->ffn_out);
+        swiglu_ffn(s, &g, &u, &d, s->xb, n, s->ffn_out);
     }
     for (size_t i = 0; i < (size_t)n * E; i++) s->x[i] += s->ffn_out[i];
     return SL_OK;

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "engine/session.h"
+#include "engine/fwd_mm.h"
 #include "util/checked.h"
 
 sl_session_params sl_session_default_params(void)
@@ -87,8 +88,13 @@ int sl_session_create(sl_session **out, sl_model *m, const sl_session_params *pp
     s->attn_out = alloc_n(B * (size_t)hp->n_head * (size_t)hp->head_dim_v, sizeof(float), &ok);
     s->ffn_out = alloc_n(B * E, sizeof(float), &ok);
     s->tmp = alloc_n(B * E, sizeof(float), &ok);
-    s->hb = alloc_n(B * (size_t)ff, sizeof(float), &ok);
-    s->hb2 = alloc_n(B * (size_t)ff, sizeof(float), &ok);
+    /* SwiGLU floats per token: a dense or shared FFN's width, or K expert
+     * widths (all of a layer's (token, rank) rows are computed at once) */
+    const size_t ff_per_tok = imax(hp->n_ff, hp->n_ff_shexp) > (int)K * hp->n_ff_exp
+                               ? (size_t)imax(hp->n_ff, hp->n_ff_shexp)
+                               : K * (size_t)hp->n_ff_exp;
+    s->hb = alloc_n(B * ff_per_tok, sizeof(float), &ok);
+    s->hb2 = alloc_n(B * ff_per_tok, sizeof(float), &ok);
     s->att = alloc_n((size_t)nth * ctx, sizeof(float), &ok);
     s->router = alloc_n(B * X, sizeof(float), &ok);
     s->topk_ids = alloc_n(B * K, sizeof(int), &ok);
@@ -97,11 +103,21 @@ int sl_session_create(sl_session **out, sl_model *m, const sl_session_params *pp
     s->moe_count = alloc_n(X + 1, sizeof(int), &ok);
     s->moe_cursor = alloc_n(X, sizeof(int), &ok);
     s->moe_slot = alloc_n(B * K, sizeof(int), &ok);
-    s->moe_tok = alloc_n(B, sizeof(int), &ok);
-    s->acts = alloc_n(B, sizeof(void *), &ok);
-    /* widest activation row: f32 (4 bytes/value) bounds every quantised form */
+    s->moe_pos = alloc_n(B * K, sizeof(int), &ok);
+    s->moe_rows = alloc_n(B * K, sizeof(int), &ok);
+    s->moe_xw = alloc_n(X, sizeof(sl_expert_w), &ok);
+    s->moe_acts_g = alloc_n(B * K, sizeof(void *), &ok);
+    s->moe_acts_u = alloc_n(B * K, sizeof(void *), &ok);
+    s->down_acts = alloc_n(B * K, sizeof(void *), &ok);
+    /* a prepared row never exceeds its floats (4 bytes a value) plus the
+     * rounding of sl_fwd_act_stride */
+    s->act_down = alloc_n(B * ff_per_tok * sizeof(float) + B * K * 64, 1, &ok);
+    s->acts = alloc_n(2 * B, sizeof(void *), &ok);
     s->act_stride = ((size_t)widest * sizeof(float) + 63) & ~(size_t)63;
-    s->act = alloc_n(B, s->act_stride, &ok);
+    s->act = alloc_n(2 * B, s->act_stride, &ok);
+    s->mm_cap = 2 * (int)X + 4;
+    s->mm_items = alloc_n((size_t)s->mm_cap, sizeof(sl_mm_item), &ok);
+    s->mm_c0 = alloc_n((size_t)s->mm_cap + 1, sizeof(int), &ok);
     s->row_tmp_stride = (size_t)widest;
     s->row_tmp = alloc_n((size_t)nth * s->row_tmp_stride, sizeof(float), &ok);
     const size_t logit_rows = p.all_logits ? B : 1;
@@ -125,7 +141,9 @@ void sl_session_free(sl_session *s)
                     s->k,       s->v,       s->attn_out, s->ffn_out,  s->tmp,
                     s->hb,      s->hb2,     s->att,     s->router,    s->topk_ids,
                     s->topk_w,  s->exp_out, s->moe_count, s->moe_cursor, s->moe_slot,
-                    s->moe_tok, (void *)s->acts, s->act, s->row_tmp, s->logits};
+                    s->moe_pos, s->moe_rows, s->moe_xw, (void *)s->moe_acts_g, (void *)s->moe_acts_u,
+                    (void *)s->down_acts, s->act_down, (void *)s->acts, s->act,
+                    s->mm_items, s->mm_c0, s->row_tmp, s->logits};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
     free(s);
 }

@@ -37,20 +37,30 @@ struct sl_session {
     float *attn_out;     /* (B, n_head * head_dim_v) */
     float *ffn_out;      /* (B, n_embd) */
     float *tmp;          /* (B, n_embd) one projection's output before scatter */
-    float *hb;           /* (B, max ff width) gate activations */
-    float *hb2;          /* (B, max ff width) up activations */
+    float *hb;           /* (H, ff) gate activations, then SwiGLU's output */
+    float *hb2;          /* (H, ff) up activations; H = B * n_expert_used for
+                          * experts (rows grouped by expert), B otherwise */
     float *att;          /* (nth, n_ctx) attention scores, per thread */
     float *router;       /* (B, n_expert) router probabilities */
     int *topk_ids;       /* (B, n_expert_used) chosen experts, by rank */
     float *topk_w;       /* (B, n_expert_used) their weights */
-    float *exp_out;      /* (B * n_expert_used, n_embd) output of (token, rank) */
+    float *exp_out;      /* (B * n_expert_used, n_embd) expert outputs, grouped rows */
     int *moe_count;      /* (n_expert + 1) tokens routed to each expert, then offsets */
-    int *moe_cursor;     /* (n_expert) fill position while grouping */
-    int *moe_slot;       /* (B * n_expert_used) token*K + rank, grouped by expert */
-    int *moe_tok;        /* (B) token indices of the expert being computed */
-    const void **acts;   /* (B) pointers into act */
-    uint8_t *act;        /* (B, act_stride) quantised activations */
+    int *moe_cursor;     /* (n_expert) fill position while grouping; expert ids after */
+    int *moe_slot;       /* (B * n_expert_used) grouped row -> token*K + rank */
+    int *moe_pos;        /* (B * n_expert_used) token*K + rank -> grouped row */
+    int *moe_rows;       /* (B * n_expert_used) grouped rows of the experts at hand */
+    struct sl_expert_w *moe_xw; /* (n_expert) the experts being computed */
+    const void **moe_acts_g; /* (B * K) grouped row -> its token's activations for gate */
+    const void **moe_acts_u; /* (B * K) the same for up */
+    const void **down_acts;  /* (H) prepared SwiGLU outputs, by row of hb */
+    uint8_t *act_down;   /* (H, down stride) the activations down_acts point into */
+    const void **acts;   /* (2, B) pointers into act */
+    uint8_t *act;        /* (2, B, act_stride) quantised activations: two sets */
     size_t act_stride;
+    struct sl_mm_item *mm_items; /* (mm_cap) room for the products of one job */
+    int *mm_c0;          /* (mm_cap + 1) a job's first chunk of each product */
+    int mm_cap;
     float *row_tmp;      /* (nth, max cols) dequantised rows for fallbacks */
     size_t row_tmp_stride;
     float *logits;       /* (B or 1, n_vocab) */

@@ -285,6 +285,13 @@ int sl_streamer_next(sl_streamer *st, int *expert, const void *w[SL_N_PROJ], sl_
     }
 }
 
+int sl_streamer_ready(const sl_streamer *st)
+{
+    /* without overlap next() first waits for every read of the set */
+    if (st->loading > 0 && !st->overlap) return 0;
+    return st->ready_tail - st->ready_head;
+}
+
 void sl_streamer_release(sl_streamer *st, int expert)
 {
     const int ei = st->entry_of_expert[expert];

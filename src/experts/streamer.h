@@ -90,6 +90,10 @@ int sl_streamer_begin(sl_streamer *st, int layer, const int *ids, int n, int *ta
  * offset). */
 int sl_streamer_next(sl_streamer *st, int *expert, const void *w[SL_N_PROJ], sl_err *err);
 
+/* How many experts of the set next() can hand out now without waiting for
+ * a read (those already landed; more may land meanwhile). */
+int sl_streamer_ready(const sl_streamer *st);
+
 /* Unpins an expert handed out by next(). */
 void sl_streamer_release(sl_streamer *st, int expert);
 

@@ -20,6 +20,11 @@ static const sl_type_traits *act_traits(sl_type t)
 
 bool sl_matvec_has_kernel(sl_type t) { return act_traits(t) != NULL; }
 
+sl_type sl_matvec_act_type(sl_type t)
+{
+    return act_traits(t) ? sl_type_get(t)->vec_dot_type : SL_TYPE_F32;
+}
+
 size_t sl_matvec_act_bytes(sl_type t, int64_t cols)
 {
     const sl_type_traits *at = act_traits(t);

@@ -67,6 +67,11 @@ void sl_matvec_rows(const sl_mat *mat, const void *act, float *y, int64_t r0, in
  * fallback with f32 activations. */
 bool sl_matvec_has_kernel(sl_type t);
 
+/* The form activations take for matrices of type t: its vec_dot_type, or
+ * SL_TYPE_F32 (plain floats) for the fallback. Matrices whose forms agree
+ * can share one prepared activation row. */
+sl_type sl_matvec_act_type(sl_type t);
+
 /* Batched form: y[t * ldy + r] = dot(row r, acts[t]) for t in [0, n) and
  * rows r in [r0, r1). acts[t] was prepared by sl_matvec_prepare. Gives the
  * same bits as n calls of sl_matvec_rows. */

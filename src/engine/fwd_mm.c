@@ -1,0 +1,111 @@
+/* fwd_mm.c - matrix products of the forward pass over the pool (see
+ * fwd_mm.h). */
+#include "engine/fwd_mm.h"
+
+#include <string.h>
+
+size_t sl_fwd_act_stride(sl_type t, int64_t cols)
+{
+    return (sl_matvec_act_bytes(t, cols) + 63) & ~(size_t)63;
+}
+
+/* ---- preparing activations --------------------------------------------- */
+
+static void prepare_worker(void *ctx, int chunk, int n_chunks, int tid)
+{
+    (void)tid;
+    const sl_prep *p = ctx;
+    const int64_t cols = p->mat->cols;
+    long long lo, hi;
+    sl_split_range(p->n, chunk, n_chunks, &lo, &hi);
+    for (long long t = lo; t < hi; t++) {
+        const size_t i = (size_t)(p->idx ? p->idx[t] : t);
+        float *x = p->x + i * p->ldx;
+        if (p->gate) sl_swiglu(x, p->gate + i * p->ldx, cols);
+        uint8_t *a = p->act + i * p->stride;
+        sl_matvec_prepare(p->mat, x, a);
+        p->acts[i] = a;
+    }
+}
+
+void sl_fwd_prepare(sl_session *s, const sl_prep *p)
+{
+    SL_ASSERT(sl_matvec_act_bytes(p->mat->type, p->mat->cols) <= p->stride);
+    /* a row takes about a microsecond: chunks of at least four rows */
+    const int chunks = p->n < 8 ? 1 : p->n / 4 < 32 ? p->n / 4 : 32;
+    sl_pool_run(s->pool, prepare_worker, (void *)p, chunks);
+}
+
+/* ---- several products as one job --------------------------------------- */
+
+typedef struct mm_job {
+    sl_session *s;
+    const sl_mm_item *items;
+    int n_items;
+    const int *c0; /* item i owns chunks [c0[i], c0[i + 1]) */
+} mm_job;
+
+/* Chunks for a product over `rows` weight rows: small enough that a
+ * descheduled thread holds back little, large enough to amortise claiming. */
+static int mm_chunks(int64_t rows)
+{
+    int64_t c = rows / 32;
+    return (int)(c < 1 ? 1 : c > 64 ? 64 : c);
+}
+
+static void mm_worker(void *ctx, int chunk, int n_chunks, int tid)
+{
+    (void)n_chunks;
+    const mm_job *j = ctx;
+    /* the last item whose first chunk is <= chunk: the owner (items without
+     * work own no chunk, so they share their c0 with the next item) */
+    int lo = 0, hi = j->n_items - 1;
+    while (lo < hi) {
+        const int mid = (lo + hi + 1) / 2;
+        if (j->c0[mid] <= chunk) lo = mid;
+        else hi = mid - 1;
+    }
+    const sl_mm_item *it = &j->items[lo];
+    long long r0, r1;
+    sl_split_range(it->mat->rows, chunk - j->c0[lo], j->c0[lo + 1] - j->c0[lo], &r0, &r1);
+    float *tmp = j->s->row_tmp + (size_t)tid * j->s->row_tmp_stride;
+    sl_matmul_rows(it->mat, it->acts, it->n, it->y, it->ldy, r0, r1, tmp);
+}
+
+void sl_fwd_mm_run(sl_session *s, const sl_mm_item *items, int n_items)
+{
+    SL_ASSERT(n_items >= 0 && n_items <= s->mm_cap);
+    int *c0 = s->mm_c0, c = 0;
+    for (int i = 0; i < n_items; i++) {
+        c0[i] = c;
+        if (items[i].n > 0) c += mm_chunks(items[i].mat->rows);
+    }
+    c0[n_items] = c;
+    mm_job j = {s, items, n_items, c0};
+    sl_pool_run(s->pool, mm_worker, &j, c);
+}
+
+void sl_fwd_mm_shared(sl_session *s, const sl_mat *const *mats, float *const *ys, int n_mats,
+                      const float *x, int n)
+{
+    SL_ASSERT(n_mats >= 1 && n_mats <= 4);
+    bool done[4] = {false, false, false, false};
+    /* one pass per distinct activation type among the matrices */
+    for (int first = 0; first < n_mats; first++) {
+        if (done[first]) continue;
+        const sl_type at = sl_matvec_act_type(mats[first]->type);
+        int64_t cols = mats[first]->cols;
+        sl_prep p = {mats[first], (float *)x, (size_t)cols, NULL, NULL, n,
+                     s->act, sl_fwd_act_stride(mats[first]->type, cols), s->acts};
+        sl_fwd_prepare(s, &p);
+        sl_mm_item items[4];
+        int k = 0;
+        for (int i = first; i < n_mats; i++) {
+            if (done[i] || sl_matvec_act_type(mats[i]->type) != at) continue;
+            SL_ASSERT(mats[i]->cols == cols);
+            items[k++] = (sl_mm_item){mats[i], s->acts, n, ys[i], (size_t)mats[i]->rows};
+            done[i] = true;
+        }
+        sl_fwd_mm_run(s, items, k);
+    }
+}

@@ -1,0 +1,71 @@
+/* fwd_mm.h - the forward pass's matrix products, spread over the session's
+ * compute pool.
+ *
+ * Owns: quantising activation rows once for the matrices that read them,
+ * and running several matrix products as one pool job, so a decode step
+ * costs a handful of fork-joins per layer instead of one per matrix (a
+ * token through 8 experts is 24 products; each fork-join costs a wake-up
+ * and a tail where one thread waits for the other). Each output value is
+ * still one vec_dot computed by one thread, so results do not depend on
+ * how products are grouped, on the thread count or on the batch split.
+ * Must not know: layers, experts, routing (forward.c decides what to
+ * multiply). */
+#ifndef SL_ENGINE_FWD_MM_H
+#define SL_ENGINE_FWD_MM_H
+
+#include "engine/session.h"
+
+/* One product of a job: y[t * ldy + r] = dot(row r of mat, acts[t]) for
+ * t < n and every row r. acts[t] are rows prepared for mat's activation
+ * type (sl_matvec_act_type). Nothing is owned. */
+typedef struct sl_mm_item {
+    const sl_mat *mat;
+    const void *const *acts;
+    int n;
+    float *y;
+    size_t ldy;
+} sl_mm_item;
+
+/* A routed expert ready to compute: its id and its three matrices. */
+typedef struct sl_expert_w {
+    int e;
+    sl_mat g, u, d;
+} sl_expert_w;
+
+/* Runs the n_items products as one pool job (n_items <= the session's
+ * mm_cap; the caller owns items, and may keep them in s->mm_items). Items
+ * with n == 0 are skipped. */
+void sl_fwd_mm_run(sl_session *s, const sl_mm_item *items, int n_items);
+
+/* Rows to prepare for a matrix: row i (i = idx[t], or t when idx is NULL,
+ * for t < n) of x, with stride ldx, is quantised for mat into
+ * act + i * stride and acts[i] points there. When gate is non-NULL the row
+ * is first replaced by silu(row) * gate row (SwiGLU's combine, in place in
+ * x). stride must hold sl_matvec_act_bytes(mat->type, mat->cols). */
+typedef struct sl_prep {
+    const sl_mat *mat;
+    float *x;
+    size_t ldx;
+    const float *gate;
+    const int *idx;
+    int n;
+    uint8_t *act;
+    size_t stride;
+    const void **acts;
+} sl_prep;
+
+/* Prepares the rows of p over the pool. */
+void sl_fwd_prepare(sl_session *s, const sl_prep *p);
+
+/* ys[i](n, mats[i]->rows) = x(n, cols) * mats[i]^T for n_mats <= 4
+ * matrices reading the same input rows: x is quantised once per distinct
+ * activation type (usually once), and the products of one type run as one
+ * job. Uses the session's first activation set. */
+void sl_fwd_mm_shared(sl_session *s, const sl_mat *const *mats, float *const *ys, int n_mats,
+                      const float *x, int n);
+
+/* Row stride for activations of `cols` values prepared for matrices of
+ * type t: the prepared size rounded up to a cache line. */
+size_t sl_fwd_act_stride(sl_type t, int64_t cols);
+
+#endif
