@@ -29,6 +29,44 @@ static void *alloc_n(size_t n, size_t sz, bool *ok)
     return p;
 }
 
+/* What the session's prepared activations need, from the model's matrices:
+ * the widest input row (stride), the bytes per token of SwiGLU rows
+ * prepared for a down projection (K rows of experts), and whether some MoE
+ * layer's gate and up take different activation types (two input sets). */
+typedef struct act_needs {
+    size_t stride;
+    size_t down_bytes_per_tok;
+    int sets;
+} act_needs;
+
+static size_t mat_stride(const sl_tensor *t)
+{
+    return t->info && t->ne[1] > 1 ? sl_fwd_act_stride(t->type, (int64_t)t->ne[0]) : 0;
+}
+
+static size_t zmax(size_t a, size_t b) { return a > b ? a : b; }
+
+static act_needs model_act_needs(const sl_model *m)
+{
+    act_needs an = {zmax(mat_stride(&m->output), 64), 64, 1};
+    const size_t K = (size_t)imax(m->hp.n_expert_used, 1);
+    for (int il = 0; il < m->hp.n_layer; il++) {
+        const sl_layer *L = &m->layers[il];
+        const sl_tensor *in[] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->ffn_gate, &L->ffn_up,
+                                 &L->router, &L->gate_exps, &L->up_exps, &L->gate_shexp,
+                                 &L->up_shexp};
+        for (size_t i = 0; i < sizeof in / sizeof in[0]; i++)
+            an.stride = zmax(an.stride, mat_stride(in[i]));
+        an.down_bytes_per_tok = zmax(an.down_bytes_per_tok, mat_stride(&L->ffn_down));
+        an.down_bytes_per_tok = zmax(an.down_bytes_per_tok, mat_stride(&L->down_shexp));
+        an.down_bytes_per_tok = zmax(an.down_bytes_per_tok, K * mat_stride(&L->down_exps));
+        if (L->gate_exps.info && L->up_exps.info &&
+            sl_matvec_act_type(L->gate_exps.type) != sl_matvec_act_type(L->up_exps.type))
+            an.sets = 2;
+    }
+    return an;
+}
+
 int sl_session_create(sl_session **out, sl_model *m, const sl_session_params *pp,
                       sl_err *err)
 {
@@ -109,12 +147,11 @@ int sl_session_create(sl_session **out, sl_model *m, const sl_session_params *pp
     s->moe_acts_g = alloc_n(B * K, sizeof(void *), &ok);
     s->moe_acts_u = alloc_n(B * K, sizeof(void *), &ok);
     s->down_acts = alloc_n(B * K, sizeof(void *), &ok);
-    /* a prepared row never exceeds its floats (4 bytes a value) plus the
-     * rounding of sl_fwd_act_stride */
-    s->act_down = alloc_n(B * ff_per_tok * sizeof(float) + B * K * 64, 1, &ok);
-    s->acts = alloc_n(2 * B, sizeof(void *), &ok);
-    s->act_stride = ((size_t)widest * sizeof(float) + 63) & ~(size_t)63;
-    s->act = alloc_n(2 * B, s->act_stride, &ok);
+    act_needs an = model_act_needs(m);
+    s->act_down = alloc_n(B, an.down_bytes_per_tok, &ok);
+    s->act_stride = an.stride;
+    s->acts = alloc_n((size_t)an.sets * B, sizeof(void *), &ok);
+    s->act = alloc_n((size_t)an.sets * B, s->act_stride, &ok);
     s->mm_cap = 2 * (int)X + 4;
     s->mm_items = alloc_n((size_t)s->mm_cap, sizeof(sl_mm_item), &ok);
     s->mm_c0 = alloc_n((size_t)s->mm_cap + 1, sizeof(int), &ok);

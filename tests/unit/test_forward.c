@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "common/ref_forward.h"
+#include "common/retype.h"
 #include "common/testutil.h"
 #include "engine/session.h"
 #include "synth/synth.h"
@@ -217,6 +218,28 @@ TEST(tied_output_head)
     CHECK(r.max_abs <= 1e-5 * r.scale);
 }
 
+/* Real quantised files mix types; when an expert's gate and up take
+ * different activation formats (here Q8_0 and Q8_K), the engine prepares
+ * the layer's inputs once per format. Also up in Q4_K, down in Q6_K and
+ * q/k/v mixed, as llama.cpp's q4_k_m does to some layers. */
+TEST(experts_and_attention_with_mixed_types)
+{
+    char base[512], mixed[512], mixed2[512];
+    CHECK(make_model(base, sizeof base, "qwen3moe", "q8_0", 0) == 0);
+    t_path(mixed, sizeof mixed, "qwen3moe-mixed-up.gguf");
+    t_path(mixed2, sizeof mixed2, "qwen3moe-mixed-up-down-v.gguf");
+    CHECK(t_gguf_retype(base, mixed, "ffn_up_exps", SL_TYPE_Q4_K) == 0);
+    CHECK(t_gguf_retype(mixed, mixed2, "ffn_down_exps", SL_TYPE_Q6_K) == 0);
+    CHECK(t_gguf_retype(mixed2, mixed, "attn_v", SL_TYPE_Q4_K) == 0);
+    result r;
+    CHECK(compare(mixed, SL_KV_F32, 5e-2, &r) == 0);
+    printf("   mixed q8_0/q4_k/q6_k: max|dlogit| %.2e of %.2f, argmax mismatches %d, "
+           "positions %d/%d\n", r.max_abs, r.scale, r.argmax_mismatch, r.compared, N_TOK);
+    CHECK(r.compared >= N_TOK / 2);
+    CHECK_MSG(r.max_abs <= 5e-2 * r.scale, "%.3g vs scale %.3g", r.max_abs, r.scale);
+    CHECK_EQ_INT(r.argmax_mismatch, 0);
+}
+
 TEST(threads_and_batching_do_not_change_bits)
 {
     char path[512];
@@ -244,6 +267,7 @@ int main(void)
     RUN(engine_matches_reference_every_arch_and_type);
     RUN(f16_kv_cache_stays_close);
     RUN(tied_output_head);
+    RUN(experts_and_attention_with_mixed_types);
     RUN(threads_and_batching_do_not_change_bits);
     return TEST_REPORT();
 }
