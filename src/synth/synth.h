@@ -155,6 +155,11 @@ uint64_t sl_synth_tensor_rows(const sl_synth_tensor *t);
 void sl_synth_gen_rows(const sl_synth_config *c, const sl_synth_tensor *t, uint64_t row0,
                        uint64_t nrows, float *dst);
 
+/* The same with the vector path allowed (simd, on a CPU with AVX2) or not.
+ * Both give bit-identical values (synth_rng.h); for tests that check so. */
+void sl_synth_gen_rows_simd(const sl_synth_config *c, const sl_synth_tensor *t, uint64_t row0,
+                            uint64_t nrows, float *dst, bool simd);
+
 /* Standard deviation and mean the generator targets for t (for tests and
  * for inspecting files). */
 void sl_synth_tensor_stats(const sl_synth_tensor *t, double *mean, double *std);

@@ -12,6 +12,7 @@
 #ifndef SL_SYNTH_SYNTH_RNG_H
 #define SL_SYNTH_SYNTH_RNG_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -36,5 +37,23 @@ double sl_rng_normal(sl_rng *r);
  * sigma, kurtosis 2.7 instead of 3. About 20x cheaper than Box-Muller, which
  * matters when a 30B-shaped model needs 10^10 draws. */
 void sl_rng_fill_normal_fast(sl_rng *r, float *dst, size_t n, float mean, float std);
+
+/* The float multiplier sl_rng_fill_normal_fast applies to the centred sum
+ * for a given std (computed in double, rounded once). */
+float sl_rng_normal_fast_scale(float std);
+
+/* The loop of sl_rng_fill_normal_fast with the multiplier already known:
+ * dst[i] = mean + (float)(sum_i - 131070) * scale, one draw of r per value. */
+void sl_rng_fill_normal_scaled(sl_rng *r, float *dst, size_t n, float mean, float scale);
+
+/* Fills nrows rows of n values (row k at dst + k * n), row k drawn from its
+ * own stream seeded with keys[k]: row k is exactly what sl_rng_seed(keys[k])
+ * followed by sl_rng_fill_normal_fast(n, mean, std) produces. With simd
+ * true and a CPU that runs the project's AVX2 kernels (sl_quant_isa), four
+ * streams advance at once in vector lanes; the values are bit-identical
+ * either way (integer draws, then one float multiply and one add per value
+ * in the same order), so a model never depends on the machine. */
+void sl_rng_fill_normal_rows(const uint64_t *keys, size_t nrows, float *dst, size_t n,
+                             float mean, float std, bool simd);
 
 #endif
