@@ -108,6 +108,7 @@ static void choose_kernels(void)
     sl_vec_dot_fill_iq_ref(ref);
     sl_vec_dot_fill_fp_ref(ref);
     sl_vec_dot_n_fill_ref(ref);
+    sl_quant_fast_fill_ref(ref);
     g_isa_ok[SL_ISA_SCALAR] = true;
 
     if (cpu_has_avx2()) {
@@ -117,6 +118,7 @@ static void choose_kernels(void)
         ok = sl_vec_dot_fill_iq_avx2(k) && ok;
         ok = sl_vec_dot_fill_fp_avx2(k) && ok;
         ok = sl_vec_dot_n_fill_avx2(k) && ok;
+        ok = sl_quant_fast_fill_avx2(k) && ok;
         g_isa_ok[SL_ISA_AVX2] = ok;
     }
     g_isa = (g_isa_ok[SL_ISA_AVX2] && !env_forces_scalar()) ? SL_ISA_AVX2 : SL_ISA_SCALAR;
@@ -205,21 +207,30 @@ bool sl_type_from_name(const char *name, sl_type *out)
     return false;
 }
 
+sl_from_float_fn sl_quantize_fast_isa(uint32_t t, sl_isa isa)
+{
+    sl_quant_init();
+    if (t >= SL_TYPE_COUNT || (unsigned)isa >= SL_ISA_COUNT || !g_isa_ok[isa]) return NULL;
+    return g_kernels[isa].quantize_fast[t];
+}
+
 bool sl_quantize_fast(uint32_t t, const float *src, void *dst, int64_t n)
 {
     const sl_type_traits *tr = sl_type_get(t);
     if (!tr || !tr->from_float) return false;
-    sl_from_float_fn f = tr->from_float;
+    sl_from_float_fn f = g_kernels[g_isa].quantize_fast[t];
+    if (!f) f = g_kernels[SL_ISA_SCALAR].quantize_fast[t];
+    if (f) {
+        f(src, dst, n);
+        return true;
+    }
+    f = tr->from_float;
     switch (t) {
-    case SL_TYPE_Q4_0: f = sl_quant_q4_0_fast; break;
     case SL_TYPE_Q4_1: f = sl_quant_q4_1_fast; break;
     case SL_TYPE_Q5_0: f = sl_quant_q5_0_fast; break;
     case SL_TYPE_Q5_1: f = sl_quant_q5_1_fast; break;
     case SL_TYPE_Q2_K: f = sl_quant_q2_K_fast; break;
     case SL_TYPE_Q3_K: f = sl_quant_q3_K_fast; break;
-    case SL_TYPE_Q4_K: f = sl_quant_q4_K_fast; break;
-    case SL_TYPE_Q5_K: f = sl_quant_q5_K_fast; break;
-    case SL_TYPE_Q6_K: f = sl_quant_q6_K_fast; break;
     case SL_TYPE_IQ4_NL: f = sl_quant_iq4_nl_fast; break;
     case SL_TYPE_IQ4_XS: f = sl_quant_iq4_xs_fast; break;
     default: break;

@@ -122,8 +122,7 @@ void sl_quant_q4_1(const float *src, void *dst, int64_t n);
 void sl_quant_q5_0(const float *src, void *dst, int64_t n);
 void sl_quant_q5_1(const float *src, void *dst, int64_t n);
 void sl_quant_q8_0_ref(const float *src, void *dst, int64_t n);
-/* single-candidate variants for sl_quantize_fast */
-void sl_quant_q4_0_fast(const float *src, void *dst, int64_t n);
+/* single-candidate variants for sl_quantize_fast (Q4_0: quant_fast.c) */
 void sl_quant_q4_1_fast(const float *src, void *dst, int64_t n);
 void sl_quant_q5_0_fast(const float *src, void *dst, int64_t n);
 void sl_quant_q5_1_fast(const float *src, void *dst, int64_t n);
@@ -146,9 +145,12 @@ void sl_quant_q5_K(const float *src, void *dst, int64_t n);
 void sl_quant_q6_K(const float *src, void *dst, int64_t n);
 void sl_quant_q2_K_fast(const float *src, void *dst, int64_t n);
 void sl_quant_q3_K_fast(const float *src, void *dst, int64_t n);
-void sl_quant_q4_K_fast(const float *src, void *dst, int64_t n);
-void sl_quant_q5_K_fast(const float *src, void *dst, int64_t n);
-void sl_quant_q6_K_fast(const float *src, void *dst, int64_t n);
+/* Packing of levels (one byte per element) and sub-block codes into a
+ * block; shared by the full-effort and the fast quantisers. */
+void sl_k_pack_k4_scales(const uint8_t sc[8], const uint8_t mc[8], uint8_t out[12]);
+void sl_k_pack_q4_K(const uint8_t L[256], const uint8_t sc[8], const uint8_t mc[8], void *blk);
+void sl_k_pack_q5_K(const uint8_t L[256], const uint8_t sc[8], const uint8_t mc[8], void *blk);
+void sl_k_pack_q6_K(const int8_t L[256], const int8_t sc[16], void *blk);
 
 /* quant_iq.c */
 void sl_dequant_iq4_nl(const void *src, float *dst, int64_t n);
@@ -170,6 +172,9 @@ typedef struct sl_quant_kernels {
     /* multi-token twins of vec_dot (same set, same bits); NULL: none */
     sl_vec_dot_n_fn vec_dot_n[SL_TYPE_COUNT];
     int vec_dot_n_max[SL_TYPE_COUNT];
+    /* bulk quantisers of sl_quantize_fast (same bytes in every set); NULL:
+     * the type's single-candidate scalar function */
+    sl_from_float_fn quantize_fast[SL_TYPE_COUNT];
 } sl_quant_kernels;
 
 /* vec_dot_*_ref.c fill the scalar set; always complete. */
@@ -189,5 +194,10 @@ bool sl_vec_dot_fill_fp_avx2(sl_quant_kernels *k);
  * the same sets; a type may have none. */
 void sl_vec_dot_n_fill_ref(sl_quant_kernels *k);
 bool sl_vec_dot_n_fill_avx2(sl_quant_kernels *k);
+
+/* quant_fast.c / quant_fast_avx2.c fill quantize_fast (Q4_0, Q4_K, Q5_K,
+ * Q6_K); the two sets produce identical bytes. */
+void sl_quant_fast_fill_ref(sl_quant_kernels *k);
+bool sl_quant_fast_fill_avx2(sl_quant_kernels *k);
 
 #endif

@@ -20,7 +20,8 @@
 
 /* Search effort: 2 * ntry + 1 candidate scales per sub-block, and whether
  * step 4 (codes +-1) runs. The traits' from_float uses the full effort;
- * sl_quantize_fast a single candidate without step 4. */
+ * sl_quantize_fast a single candidate without step 4 (Q2_K, Q3_K; the
+ * other K types have quant_fast.c). */
 typedef struct k_effort {
     int ntry;
     bool refine;
@@ -176,7 +177,7 @@ static void q3_K_rows(const float *src, void *dst, int64_t n, k_effort ef)
     }
 }
 
-static void pack_k4_scales(const uint8_t sc[8], const uint8_t mc[8], uint8_t out[12])
+void sl_k_pack_k4_scales(const uint8_t sc[8], const uint8_t mc[8], uint8_t out[12])
 {
     for (int k = 0; k < 4; k++) {
         out[k] = (uint8_t)(sc[k] | (sc[k + 4] >> 4) << 6);
@@ -185,16 +186,50 @@ static void pack_k4_scales(const uint8_t sc[8], const uint8_t mc[8], uint8_t out
     }
 }
 
+void sl_k_pack_q4_K(const uint8_t L[256], const uint8_t sc[8], const uint8_t mc[8], void *blk)
+{
+    sl_block_q4_K *b = blk;
+    sl_k_pack_k4_scales(sc, mc, b->scales);
+    for (int c = 0; c < 4; c++)
+        for (int l = 0; l < 32; l++)
+            b->qs[32 * c + l] = (uint8_t)(L[64 * c + l] | L[64 * c + 32 + l] << 4);
+}
+
+void sl_k_pack_q5_K(const uint8_t L[256], const uint8_t sc[8], const uint8_t mc[8], void *blk)
+{
+    sl_block_q5_K *b = blk;
+    sl_k_pack_k4_scales(sc, mc, b->scales);
+    memset(b->qh, 0, sizeof b->qh);
+    for (int c = 0; c < 4; c++)
+        for (int l = 0; l < 32; l++) {
+            uint8_t lo = L[64 * c + l], hi = L[64 * c + 32 + l];
+            b->qs[32 * c + l] = (uint8_t)((lo & 0x0F) | (hi & 0x0F) << 4);
+            b->qh[l] |= (uint8_t)((lo >> 4) << (2 * c) | (hi >> 4) << (2 * c + 1));
+        }
+}
+
+void sl_k_pack_q6_K(const int8_t L[256], const int8_t sc[16], void *blk)
+{
+    sl_block_q6_K *b = blk;
+    memcpy(b->scales, sc, 16);
+    for (int h = 0; h < 2; h++)
+        for (int l = 0; l < 32; l++) {
+            const int8_t *q = L + 128 * h + l;
+            int q0 = q[0] + 32, q1 = q[32] + 32, q2 = q[64] + 32, q3 = q[96] + 32;
+            b->ql[64 * h + l] = (uint8_t)((q0 & 0x0F) | (q2 & 0x0F) << 4);
+            b->ql[64 * h + l + 32] = (uint8_t)((q1 & 0x0F) | (q3 & 0x0F) << 4);
+            b->qh[32 * h + l] =
+                (uint8_t)((q0 >> 4) | (q1 >> 4) << 2 | (q2 >> 4) << 4 | (q3 >> 4) << 6);
+        }
+}
+
 static void q4_K_rows(const float *src, void *dst, int64_t n, k_effort ef)
 {
     sl_block_q4_K *b = dst;
     for (int64_t i = 0; i < n / SL_QK_K; i++, b++, src += SL_QK_K) {
         uint8_t L[SL_QK_K], sc[8], mc[8];
         affine_superblock(src, 8, 32, 15, 63, ef, &b->d, &b->dmin, sc, mc, L);
-        pack_k4_scales(sc, mc, b->scales);
-        for (int c = 0; c < 4; c++)
-            for (int l = 0; l < 32; l++)
-                b->qs[32 * c + l] = (uint8_t)(L[64 * c + l] | L[64 * c + 32 + l] << 4);
+        sl_k_pack_q4_K(L, sc, mc, b);
     }
 }
 
@@ -204,14 +239,7 @@ static void q5_K_rows(const float *src, void *dst, int64_t n, k_effort ef)
     for (int64_t i = 0; i < n / SL_QK_K; i++, b++, src += SL_QK_K) {
         uint8_t L[SL_QK_K], sc[8], mc[8];
         affine_superblock(src, 8, 32, 31, 63, ef, &b->d, &b->dmin, sc, mc, L);
-        pack_k4_scales(sc, mc, b->scales);
-        memset(b->qh, 0, sizeof b->qh);
-        for (int c = 0; c < 4; c++)
-            for (int l = 0; l < 32; l++) {
-                uint8_t lo = L[64 * c + l], hi = L[64 * c + 32 + l];
-                b->qs[32 * c + l] = (uint8_t)((lo & 0x0F) | (hi & 0x0F) << 4);
-                b->qh[l] |= (uint8_t)((lo >> 4) << (2 * c) | (hi >> 4) << (2 * c + 1));
-            }
+        sl_k_pack_q5_K(L, sc, mc, b);
     }
 }
 
@@ -221,16 +249,7 @@ static void q6_K_rows(const float *src, void *dst, int64_t n, k_effort ef)
     for (int64_t i = 0; i < n / SL_QK_K; i++, b++, src += SL_QK_K) {
         int8_t L[SL_QK_K], sc[16];
         sym_superblock(src, 16, 16, 32, 127, ef, &b->d, sc, L);
-        memcpy(b->scales, sc, sizeof sc);
-        for (int h = 0; h < 2; h++)
-            for (int l = 0; l < 32; l++) {
-                const int8_t *q = L + 128 * h + l;
-                int q0 = q[0] + 32, q1 = q[32] + 32, q2 = q[64] + 32, q3 = q[96] + 32;
-                b->ql[64 * h + l] = (uint8_t)((q0 & 0x0F) | (q2 & 0x0F) << 4);
-                b->ql[64 * h + l + 32] = (uint8_t)((q1 & 0x0F) | (q3 & 0x0F) << 4);
-                b->qh[32 * h + l] =
-                    (uint8_t)((q0 >> 4) | (q1 >> 4) << 2 | (q2 >> 4) << 4 | (q3 >> 4) << 6);
-            }
+        sl_k_pack_q6_K(L, sc, b);
     }
 }
 
@@ -244,8 +263,16 @@ static void q6_K_rows(const float *src, void *dst, int64_t n, k_effort ef)
         t##_rows(src, dst, n, k_fast);                                             \
     }
 
+/* Q4_K, Q5_K and Q6_K have their own bulk quantisers (quant_fast.c), so
+ * only the full effort is exported for them. */
+#define K_ENTRY_FULL(t)                                                            \
+    void sl_quant_##t(const float *src, void *dst, int64_t n)                      \
+    {                                                                              \
+        t##_rows(src, dst, n, k_full);                                             \
+    }
+
 K_ENTRY(q2_K)
 K_ENTRY(q3_K)
-K_ENTRY(q4_K)
-K_ENTRY(q5_K)
-K_ENTRY(q6_K)
+K_ENTRY_FULL(q4_K)
+K_ENTRY_FULL(q5_K)
+K_ENTRY_FULL(q6_K)

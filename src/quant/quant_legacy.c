@@ -193,7 +193,12 @@ static void q5_1_rows(const float *src, void *dst, int64_t n, int ntry)
         t##_rows(src, dst, n, 0);                                                  \
     }
 
-LEGACY_ENTRY(q4_0)
+/* Q4_0's bulk quantiser is in quant_fast.c. */
+void sl_quant_q4_0(const float *src, void *dst, int64_t n)
+{
+    q4_0_rows(src, dst, n, LEGACY_NTRY);
+}
+
 LEGACY_ENTRY(q4_1)
 LEGACY_ENTRY(q5_0)
 LEGACY_ENTRY(q5_1)
