@@ -141,7 +141,7 @@ sl_from_float_fn sl_quant_from_float_isa(uint32_t t, sl_isa isa);
 /* Quantises n elements (a multiple of t's block size) like t's from_float,
  * but with the scale search cut to one candidate per group and no
  * refinement: several times faster, squared error typically 2-10% higher.
- * Q4_0, Q4_K, Q5_K and Q6_K have bulk quantisers with an AVX2 twin chosen
+ * F16, Q4_0, Q4_K, Q5_K and Q6_K have bulk quantisers with an AVX2 twin chosen
  * like the dot kernels (~1 ns per element on AVX2); their bytes are the
  * same on every machine. Deterministic. Meant for bulk synthetic weights.
  * Types whose from_float has no search (Q8_0, Q8_K, MXFP4, F16, ...) just
@@ -149,7 +149,7 @@ sl_from_float_fn sl_quant_from_float_isa(uint32_t t, sl_isa isa);
 bool sl_quantize_fast(uint32_t t, const float *src, void *dst, int64_t n);
 
 /* The bulk quantiser sl_quantize_fast uses for t on isa, or NULL if t has
- * none of its own there (Q4_0, Q4_K, Q5_K and Q6_K have one in every set,
+ * none of its own there (F16, Q4_0, Q4_K, Q5_K and Q6_K have one in every set,
  * with identical bytes) or isa cannot run on this CPU. For tests. */
 sl_from_float_fn sl_quantize_fast_isa(uint32_t t, sl_isa isa);
 

@@ -25,6 +25,8 @@
  *     8-bit codes by rounding, levels against the stored d * code.
  *   Q4_0, per 32-element block: like Q6_K with nmax 8, unit weights, the
  *     scale stored directly as f16.
+ *   F16: the plain conversion (round to nearest even), listed here so the
+ *     AVX2 set can use F16C for it.
  * Compared with the full-effort quantisers (quant_k_quantize.c) this drops
  * the candidate search and the code +-1 refinement and evaluates no error;
  * test_quant_roundtrip bounds its error against a textbook quantiser.
@@ -304,6 +306,7 @@ static void q4_0_fast(const float *src, void *dst, int64_t n)
 
 void sl_quant_fast_fill_ref(sl_quant_kernels *k)
 {
+    k->quantize_fast[SL_TYPE_F16] = sl_f16_from_float_row;
     k->quantize_fast[SL_TYPE_Q4_0] = q4_0_fast;
     k->quantize_fast[SL_TYPE_Q4_K] = q4_K_fast;
     k->quantize_fast[SL_TYPE_Q5_K] = q5_K_fast;

@@ -395,9 +395,7 @@ static void q4_0_x8(const float *x, sl_block_q4_0 *b)
     __m256 s = sel(_mm256_cmp_ps(SLL, zero, GT), _mm256_div_ps(SXL, SLL), zero);
     s = sel(_mm256_cmp_ps(vabs(VM), zero, GT), s, zero);
     s = sel(_mm256_cmp_ps(s, s, _CMP_ORD_Q), s, zero);
-    /* f16 by F16C, round to nearest even: the bits of sl_f32_to_fp16 for
-     * every input (overflow to inf, subnormals, NaN quieted keeping the top
-     * payload bits) */
+    /* f16 by F16C: the bits of sl_f32_to_fp16 (see f16_fast) */
     __m128i dh = _mm256_cvtps_ph(s, _MM_FROUND_TO_NEAREST_INT);
     __m256 D = _mm256_cvtph_ps(dh);
     __m256 finite = _mm256_cmp_ps(vabs(D), _mm256_set1_ps(INFINITY), LT);
@@ -433,8 +431,24 @@ static void q4_0_fast(const float *src, void *dst, int64_t n)
     }
 }
 
+/* ---- F16 ------------------------------------------------------------------- */
+
+/* F16C with round to nearest even gives sl_f32_to_fp16's bits for every
+ * input: overflow to inf, subnormal results rounded exactly, NaN quieted
+ * with the top payload bits kept. */
+static void f16_fast(const float *src, void *dst, int64_t n)
+{
+    uint16_t *h = dst;
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm_storeu_si128((__m128i *)(h + i),
+                         _mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT));
+    for (; i < n; i++) h[i] = sl_f32_to_fp16(src[i]);
+}
+
 bool sl_quant_fast_fill_avx2(sl_quant_kernels *k)
 {
+    k->quantize_fast[SL_TYPE_F16] = f16_fast;
     k->quantize_fast[SL_TYPE_Q4_0] = q4_0_fast;
     k->quantize_fast[SL_TYPE_Q4_K] = q4_K_fast;
     k->quantize_fast[SL_TYPE_Q5_K] = q5_K_fast;

@@ -195,8 +195,8 @@ bool sl_vec_dot_fill_fp_avx2(sl_quant_kernels *k);
 void sl_vec_dot_n_fill_ref(sl_quant_kernels *k);
 bool sl_vec_dot_n_fill_avx2(sl_quant_kernels *k);
 
-/* quant_fast.c / quant_fast_avx2.c fill quantize_fast (Q4_0, Q4_K, Q5_K,
- * Q6_K); the two sets produce identical bytes. */
+/* quant_fast.c / quant_fast_avx2.c fill quantize_fast (F16, Q4_0, Q4_K,
+ * Q5_K, Q6_K); the two sets produce identical bytes. */
 void sl_quant_fast_fill_ref(sl_quant_kernels *k);
 bool sl_quant_fast_fill_avx2(sl_quant_kernels *k);
 

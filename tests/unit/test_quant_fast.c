@@ -1,5 +1,6 @@
 /* test_quant_fast.c - the bulk quantisers of sl_quantize_fast (quant_fast.c
- * and its AVX2 twin quant_fast_avx2.c).
+ * and its AVX2 twin quant_fast_avx2.c): Q4_0, Q4_K, Q5_K, Q6_K and the
+ * plain F16 conversion (F16C on AVX2).
  *
  *  - The two sets must give IDENTICAL bytes for every input: a generated
  *    model must not depend on the machine that wrote it. Inputs: normal
@@ -45,7 +46,8 @@ static float grand(void)
     return (float)(sqrt(-2.0 * log(u)) * cos(6.283185307179586 * v));
 }
 
-static const sl_type k_types[] = {SL_TYPE_Q4_0, SL_TYPE_Q4_K, SL_TYPE_Q5_K, SL_TYPE_Q6_K};
+static const sl_type k_types[] = {SL_TYPE_F16, SL_TYPE_Q4_0, SL_TYPE_Q4_K, SL_TYPE_Q5_K,
+                                  SL_TYPE_Q6_K};
 
 enum { NMAX = 4096, NSETS = 17 };
 
@@ -130,9 +132,10 @@ TEST(avx2_and_scalar_bytes_identical)
         sl_from_float_fn vec = sl_quantize_fast_isa(t, SL_ISA_AVX2);
         CHECK_MSG(ref && vec && ref != vec, "%s: missing fast quantiser", sl_type_name(t));
         if (!ref || !vec) continue;
-        /* Q4_0: 1, 7, 9 and 17 blocks besides whole groups of 8 */
-        const int lens[] = {NMAX, 256, 512, 32, 224, 288, 544};
-        int nlens = t == SL_TYPE_Q4_0 ? 7 : 3;
+        /* Q4_0: 1, 7, 9 and 17 blocks besides whole groups of 8; F16:
+         * also lengths with a tail after the last 8 */
+        const int lens[] = {NMAX, 256, 512, 32, 224, 288, 544, 1, 7, 13};
+        int nlens = t == SL_TYPE_Q4_0 ? 7 : t == SL_TYPE_F16 ? 10 : 3;
         for (int li = 0; li < nlens; li++) {
             int n = lens[li];
             for (int k = 0; k < NSETS; k++) {
