@@ -7,10 +7,19 @@
  *
  * Metadata is serialised as it is set (the header needs only the bytes);
  * tensor declarations are kept; the header is written when the first data
- * byte arrives (or at close), because only then is the layout final. */
+ * byte arrives (or at close), because only then is the layout final.
+ *
+ * Direct I/O (sl_gguf_writer_direct_io): every byte then goes through the
+ * buffer, which is aligned and written only when full, so each write starts
+ * at a multiple of WRITE_BUF; the partial last buffer is written up to its
+ * last whole block directly and the rest as an ordinary write. A direct
+ * write returns only when the device has the data, so full buffers go to a
+ * background thread while the caller fills a second one (the caller waits
+ * only when the device is slower than it). */
 #include "gguf/gguf_writer.h"
 #include "gguf/gguf_internal.h" /* SL_GGUF_MAX_ARRAY_DEPTH */
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,6 +44,19 @@ typedef struct wtensor {
 
 enum { ST_DECLARE, ST_DATA, ST_FAILED };
 
+/* The background writer of direct mode: one job (a full buffer) at a time. */
+typedef struct wio {
+    bool on;                /* thread running */
+    pthread_t th;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    const uint8_t *job;     /* buffer being written; NULL: idle */
+    size_t job_len;
+    bool quit;
+    int rc;                 /* first failure of a job */
+    sl_err err;
+} wio;
+
 struct sl_gguf_writer {
     sl_file f;
     int state;
@@ -52,8 +74,12 @@ struct sl_gguf_writer {
     uint64_t *hash; /* open addressing over tensor names: index + 1, 0 = empty */
     uint64_t hash_cap;
 
-    uint8_t *buf; /* output buffer */
+    uint8_t *buf; /* output buffer, aligned for direct I/O */
     size_t buf_len;
+    bool direct;  /* O_DIRECT on: no write bypasses buf */
+    uint8_t *buf2; /* direct mode: the buffer the background thread is not
+                      writing (swapped with buf at each hand-off) */
+    wio io;
     uint64_t cur;      /* tensor being streamed */
     uint64_t cur_done; /* bytes of it received */
     uint64_t written;  /* bytes handed to the OS so far */
@@ -89,7 +115,9 @@ int sl_gguf_writer_open(sl_gguf_writer **out, const char *path, sl_err *err)
     if (!w) return sl_err_set(err, SL_ENOMEM, "out of memory opening a GGUF writer");
     w->f.fd = -1;
     w->alignment = SL_GGUF_DEFAULT_ALIGNMENT;
-    w->buf = malloc(WRITE_BUF);
+    void *buf = NULL;
+    if (posix_memalign(&buf, SL_FILE_DIRECT_ALIGN, WRITE_BUF)) buf = NULL;
+    w->buf = buf;
     if (!w->buf) {
         free(w);
         return sl_err_set(err, SL_ENOMEM, "out of memory opening a GGUF writer");
@@ -104,9 +132,94 @@ int sl_gguf_writer_open(sl_gguf_writer **out, const char *path, sl_err *err)
     return SL_OK;
 }
 
+static void *io_main(void *arg)
+{
+    sl_gguf_writer *w = arg;
+    wio *io = &w->io;
+    pthread_mutex_lock(&io->mu);
+    for (;;) {
+        while (!io->job && !io->quit) pthread_cond_wait(&io->cv, &io->mu);
+        if (!io->job) break; /* quit, nothing pending */
+        const uint8_t *p = io->job;
+        size_t n = io->job_len;
+        pthread_mutex_unlock(&io->mu);
+        sl_err e;
+        int rc = sl_file_write_full(&w->f, p, n, &e);
+        pthread_mutex_lock(&io->mu);
+        if (rc && !io->rc) {
+            io->rc = rc;
+            io->err = e;
+        }
+        io->job = NULL;
+        pthread_cond_broadcast(&io->cv);
+    }
+    pthread_mutex_unlock(&io->mu);
+    return NULL;
+}
+
+/* Waits until the background job (if any) is done; reports its failure. */
+static int io_wait(sl_gguf_writer *w)
+{
+    wio *io = &w->io;
+    if (!io->on) return SL_OK;
+    pthread_mutex_lock(&io->mu);
+    while (io->job) pthread_cond_wait(&io->cv, &io->mu);
+    int rc = io->rc;
+    sl_err e = io->err;
+    pthread_mutex_unlock(&io->mu);
+    if (rc && w->state != ST_FAILED) {
+        w->failure = e;
+        w->state = ST_FAILED;
+    }
+    return rc;
+}
+
+static void io_stop(sl_gguf_writer *w)
+{
+    wio *io = &w->io;
+    if (!io->on) return;
+    pthread_mutex_lock(&io->mu);
+    io->quit = true;
+    pthread_cond_broadcast(&io->cv);
+    pthread_mutex_unlock(&io->mu);
+    pthread_join(io->th, NULL); /* after the job in flight, if any */
+    pthread_mutex_destroy(&io->mu);
+    pthread_cond_destroy(&io->cv);
+    io->on = false;
+}
+
+bool sl_gguf_writer_direct_io(sl_gguf_writer *w)
+{
+    if (w->state != ST_DECLARE || w->direct) return w->direct;
+    w->direct = sl_file_set_direct(&w->f, true);
+    if (!w->direct) return false;
+    /* Without a second buffer or thread, direct writes simply block. */
+    void *b2 = NULL;
+    if (posix_memalign(&b2, SL_FILE_DIRECT_ALIGN, WRITE_BUF)) return true;
+    wio *io = &w->io;
+    if (pthread_mutex_init(&io->mu, NULL)) goto no_thread;
+    if (pthread_cond_init(&io->cv, NULL)) {
+        pthread_mutex_destroy(&io->mu);
+        goto no_thread;
+    }
+    if (pthread_create(&io->th, NULL, io_main, w)) {
+        pthread_cond_destroy(&io->cv);
+        pthread_mutex_destroy(&io->mu);
+        goto no_thread;
+    }
+    io->on = true;
+    w->buf2 = b2;
+    return true;
+no_thread:
+    free(b2);
+    return true;
+}
+
 void sl_gguf_writer_abort(sl_gguf_writer *w)
 {
     if (!w) return;
+    io_stop(w);
+    free(w->buf2);
     sl_file_close(&w->f);
     for (uint64_t i = 0; i < w->n_kv; i++) free(w->keys[i]);
     free(w->keys);
@@ -462,17 +575,59 @@ int sl_gguf_writer_add_tensor(sl_gguf_writer *w, const char *name, sl_type type,
 
 /* ---- output -------------------------------------------------------------- */
 
-static int flush(sl_gguf_writer *w)
+static int write_raw(sl_gguf_writer *w, const void *p, size_t n)
 {
-    if (!w->buf_len) return SL_OK;
     sl_err e;
-    int rc = sl_file_write_full(&w->f, w->buf, w->buf_len, &e);
+    int rc = sl_file_write_full(&w->f, p, n, &e);
     if (rc) {
         w->failure = e;
         w->state = ST_FAILED;
         return rc;
     }
+    w->written += n;
+    return SL_OK;
+}
+
+/* Writes the buffer now (full, or the last one at close). */
+static int flush_last(sl_gguf_writer *w)
+{
+    if (!w->buf_len) return SL_OK;
+    int rc0 = io_wait(w);
+    if (rc0) return rc0;
+    size_t head = w->buf_len;
+    if (w->direct && head % SL_FILE_DIRECT_ALIGN) {
+        /* the last, partial buffer: whole blocks directly, the tail as an
+         * ordinary write (the file ends there, so nothing follows it) */
+        head -= head % SL_FILE_DIRECT_ALIGN;
+        if (head && write_raw(w, w->buf, head)) return w->failure.code;
+        w->direct = false;
+        if (!sl_file_set_direct(&w->f, false))
+            return wfail(w, SL_EIO, "cannot leave direct I/O for the last %zu bytes",
+                         w->buf_len - head);
+    } else {
+        head = 0;
+    }
+    int rc = write_raw(w, w->buf + head, w->buf_len - head);
+    if (rc) return rc;
+    w->buf_len = 0;
+    return SL_OK;
+}
+
+/* A full buffer: to the background thread when there is one. */
+static int flush_full(sl_gguf_writer *w)
+{
+    if (!w->io.on) return flush_last(w);
+    int rc = io_wait(w);
+    if (rc) return rc;
+    pthread_mutex_lock(&w->io.mu);
+    w->io.job = w->buf;
+    w->io.job_len = w->buf_len;
+    pthread_cond_broadcast(&w->io.cv);
+    pthread_mutex_unlock(&w->io.mu);
     w->written += w->buf_len;
+    uint8_t *t = w->buf;
+    w->buf = w->buf2;
+    w->buf2 = t;
     w->buf_len = 0;
     return SL_OK;
 }
@@ -481,7 +636,7 @@ static int out(sl_gguf_writer *w, const void *p, size_t n)
 {
     const uint8_t *b = p;
     while (n) {
-        if (w->buf_len == 0 && n >= WRITE_BUF) {
+        if (w->buf_len == 0 && n >= WRITE_BUF && !w->direct) {
             /* a big chunk goes straight to the OS, no copy */
             sl_err e;
             int rc = sl_file_write_full(&w->f, b, n, &e);
@@ -500,7 +655,7 @@ static int out(sl_gguf_writer *w, const void *p, size_t n)
         b += take;
         n -= take;
         if (w->buf_len == WRITE_BUF) {
-            int rc = flush(w);
+            int rc = flush_full(w);
             if (rc) return rc;
         }
     }
@@ -594,7 +749,8 @@ int sl_gguf_writer_close(sl_gguf_writer *w, sl_err *err)
                             "%llu of %llu bytes)",
               (ull)w->cur, (ull)w->n_t, w->t[w->cur].name, (ull)w->cur_done,
               (ull)w->t[w->cur].nbytes);
-    if (w->state != ST_FAILED) flush(w);
+    if (w->state != ST_FAILED) flush_last(w);
+    io_wait(w);
     if (w->state == ST_FAILED) rc = report(w, err);
     sl_gguf_writer_abort(w);
     return rc;

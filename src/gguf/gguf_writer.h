@@ -29,6 +29,16 @@ typedef struct sl_gguf_writer sl_gguf_writer;
 
 int sl_gguf_writer_open(sl_gguf_writer **out, const char *path, sl_err *err);
 
+/* Asks for direct I/O (O_DIRECT), before any data is written: tensor bytes
+ * then reach the device without passing through the page cache, which
+ * costs no kernel copy, leaves other files' cached pages alone when the
+ * file is larger than RAM, and means the data is on the device when
+ * sl_gguf_writer_close returns (except the last partial 4 KiB block, which
+ * is an ordinary write). Returns whether it is on: false where the file
+ * system refuses it; the writer then works as before. The bytes written
+ * are the same either way. */
+bool sl_gguf_writer_direct_io(sl_gguf_writer *w);
+
 int sl_gguf_writer_set_u32(sl_gguf_writer *w, const char *key, uint32_t v);
 int sl_gguf_writer_set_i32(sl_gguf_writer *w, const char *key, int32_t v);
 int sl_gguf_writer_set_u64(sl_gguf_writer *w, const char *key, uint64_t v);

@@ -369,6 +369,9 @@ int sl_synth_write(const sl_synth_config *c, const char *path,
     rc = sl_gguf_writer_open(&w, path, err);
     if (rc) goto out;
     created = true;
+    /* Bypass the page cache where the file system allows: see
+     * sl_gguf_writer_direct_io and docs/perf.md (mkmodel write speed). */
+    sl_gguf_writer_direct_io(w);
     rc = write_metadata(w, c, &vocab, err);
     if (rc) goto out;
     for (size_t i = 0; i < nt; i++) {

@@ -109,6 +109,19 @@ int sl_file_write_full(sl_file *f, const void *src, size_t len, sl_err *err)
     return SL_OK;
 }
 
+bool sl_file_set_direct(sl_file *f, bool on)
+{
+#ifdef O_DIRECT
+    int fl = fcntl(f->fd, F_GETFL);
+    if (fl < 0) return false;
+    int want = on ? fl | O_DIRECT : fl & ~O_DIRECT;
+    return want == fl || fcntl(f->fd, F_SETFL, want) == 0;
+#else
+    (void)f;
+    return !on;
+#endif
+}
+
 int sl_file_map_read(const char *path, void **addr, uint64_t *size, sl_err *err)
 {
     *addr = NULL;

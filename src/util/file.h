@@ -6,6 +6,7 @@
 #define SL_UTIL_FILE_H
 
 #include <stddef.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "util/status.h"
@@ -34,6 +35,14 @@ int sl_file_open_write(sl_file *f, const char *path, sl_err *err);
 /* Writes exactly len bytes at the current position (retries short writes).
  * A full disk is reported as SL_EIO with the OS reason. */
 int sl_file_write_full(sl_file *f, const void *src, size_t len, sl_err *err);
+
+/* Direct I/O (O_DIRECT) for a file open for writing: writes then bypass the
+ * page cache, and each must start at a file offset, come from an address
+ * and have a length that are multiples of SL_FILE_DIRECT_ALIGN. on = false
+ * goes back to ordinary writes (for an unaligned tail). Returns false, with
+ * f unchanged, where the file system or platform refuses it (tmpfs). */
+#define SL_FILE_DIRECT_ALIGN 4096
+bool sl_file_set_direct(sl_file *f, bool on);
 
 /* Maps the whole file at path read-only and shared (pages come from the
  * page cache on first touch). *size receives its length. Free with
