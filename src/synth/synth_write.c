@@ -11,7 +11,8 @@
  * wait until their slot is free, fill it; the calling thread writes slots
  * strictly in chunk order. Chunk contents depend only on (config, tensor,
  * rows), so the bytes written never depend on the thread count or timing.
- * Memory: n_slots output buffers plus one f32 scratch per worker, a few MB.
+ * Memory: n_slots output buffers plus one f32 scratch per worker (a batch
+ * of rows, see BATCH_ELEMS), plus the GGUF writer's two 8 MiB buffers.
  *
  * No deadlock: a worker holding chunk s may fill its slot once chunk
  * s - n_slots is written (s < written + n_slots). The writer waits for chunk
@@ -202,13 +203,31 @@ static bool next_chunk(pipe_t *p, size_t *ti, uint64_t *row0, uint64_t *nrows)
     return true;
 }
 
+/* Rows generated and encoded at a time inside a chunk: about 64 KB of f32,
+ * so the values are still in L1/L2 when the quantiser reads them (a whole
+ * 1 MB chunk would round-trip through L3), and a multiple of four rows
+ * (the vector generator's batch). Rows are whole blocks, so encoding a
+ * chunk in pieces gives the same bytes as encoding it at once. */
+#define BATCH_ELEMS (1u << 14)
+
+static uint64_t rows_per_batch(const sl_synth_tensor *t)
+{
+    uint64_t batch = (BATCH_ELEMS / t->ne[0]) & ~(uint64_t)3;
+    return batch < 4 ? 4 : batch;
+}
+
 static size_t fill_chunk(const pipe_t *p, size_t ti, uint64_t row0, uint64_t nrows,
                          float *scratch, uint8_t *out)
 {
     const sl_synth_tensor *t = &p->t[ti];
-    sl_synth_gen_rows(p->c, t, row0, nrows, scratch);
-    encode(t, scratch, nrows * t->ne[0], out);
-    return (size_t)(nrows * row_bytes(t));
+    const uint64_t rb = row_bytes(t);
+    const uint64_t batch = rows_per_batch(t);
+    for (uint64_t r = 0; r < nrows; r += batch) {
+        uint64_t m = nrows - r < batch ? nrows - r : batch;
+        sl_synth_gen_rows(p->c, t, row0 + r, m, scratch);
+        encode(t, scratch, m * t->ne[0], out + r * rb);
+    }
+    return (size_t)(nrows * rb);
 }
 
 static void *worker_main(void *arg)
@@ -359,7 +378,8 @@ int sl_synth_write(const sl_synth_config *c, const char *path,
         }
         n_chunks += (rows + rpc - 1) / rpc;
         if (rpc * row_bytes(t) > max_out) max_out = (size_t)(rpc * row_bytes(t));
-        if (rpc * t->ne[0] > max_in) max_in = (size_t)(rpc * t->ne[0]);
+        uint64_t in_rows = rpc < rows_per_batch(t) ? rpc : rows_per_batch(t);
+        if (in_rows * t->ne[0] > max_in) max_in = (size_t)(in_rows * t->ne[0]);
         if (t->fell_back) n_fallback++;
     }
 
