@@ -170,6 +170,9 @@ typedef struct sl_synth_stats {
     uint64_t data_bytes;    /* tensor bytes, without padding or header */
     uint64_t file_bytes;    /* size of the written file */
     double seconds;         /* wall time of sl_synth_write */
+    bool direct_io;         /* data written with O_DIRECT: on the device, not
+                               in the page cache, when sl_synth_write returns
+                               (false where the file system refuses it) */
 } sl_synth_stats;
 
 /* Called by the writing thread after each chunk: bytes of tensor data done

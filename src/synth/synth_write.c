@@ -356,6 +356,7 @@ int sl_synth_write(const sl_synth_config *c, const char *path,
     pipe_t p;
     memset(&p, 0, sizeof p);
     bool sync_init = false;
+    bool direct = false;
 
     rc = sl_synth_plan_build(c, &ts, &nt, err);
     if (rc) goto out;
@@ -391,7 +392,7 @@ int sl_synth_write(const sl_synth_config *c, const char *path,
     created = true;
     /* Bypass the page cache where the file system allows: see
      * sl_gguf_writer_direct_io and docs/perf.md (mkmodel write speed). */
-    sl_gguf_writer_direct_io(w);
+    direct = sl_gguf_writer_direct_io(w);
     rc = write_metadata(w, c, &vocab, err);
     if (rc) goto out;
     for (size_t i = 0; i < nt; i++) {
@@ -434,6 +435,7 @@ int sl_synth_write(const sl_synth_config *c, const char *path,
             sl_file_close(&f);
         }
         stats->seconds = sl_ns_to_s(sl_now_ns() - t0);
+        stats->direct_io = direct;
     }
     goto out;
 
