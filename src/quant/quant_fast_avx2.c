@@ -108,11 +108,14 @@ static inline void store_codes(__m256 c, uint8_t out[8])
 
 /* ---- Q4_K / Q5_K -------------------------------------------------------- */
 
-static void affine_sb(const float *x, int nmax, uint16_t *dh, uint16_t *dminh, uint8_t sc[8],
-                      uint8_t mc[8], uint8_t L[SL_QK_K])
+/* av: sb_rms(x), computed by the caller one super-block ahead so that its
+ * latency (a chain of adds, a divide, a square root) overlaps the previous
+ * super-block's work instead of stalling this one. */
+static void affine_sb(const float *x, float av_s, int nmax, uint16_t *dh, uint16_t *dminh,
+                      uint8_t sc[8], uint8_t mc[8], uint8_t L[SL_QK_K])
 {
     const __m256 zero = _mm256_setzero_ps(), sign = _mm256_set1_ps(-0.0f);
-    const __m256 av = _mm256_set1_ps(sb_rms(x));
+    const __m256 av = _mm256_set1_ps(av_s);
     const float fnmax = (float)nmax;
     const __m256 fn = _mm256_set1_ps(fnmax);
     __m256 asw[8], asx[8], amn[8], amx[8];
@@ -203,9 +206,13 @@ static void affine_sb(const float *x, int nmax, uint16_t *dh, uint16_t *dminh, u
 static void q4_K_fast(const float *src, void *dst, int64_t n)
 {
     sl_block_q4_K *b = dst;
-    for (int64_t i = 0; i < n / SL_QK_K; i++, b++, src += SL_QK_K) {
+    const int64_t nb = n / SL_QK_K;
+    float av = nb ? sb_rms(src) : 0.0f;
+    for (int64_t i = 0; i < nb; i++, b++, src += SL_QK_K) {
         uint8_t L[SL_QK_K], sc[8], mc[8];
-        affine_sb(src, 15, &b->d, &b->dmin, sc, mc, L);
+        float av_next = i + 1 < nb ? sb_rms(src + SL_QK_K) : 0.0f;
+        affine_sb(src, av, 15, &b->d, &b->dmin, sc, mc, L);
+        av = av_next;
         sl_k_pack_k4_scales(sc, mc, b->scales);
         for (int c = 0; c < 4; c++) {
             __m256i lo = sl_avx2_load256(L + 64 * c), hi = sl_avx2_load256(L + 64 * c + 32);
@@ -219,9 +226,13 @@ static void q5_K_fast(const float *src, void *dst, int64_t n)
 {
     sl_block_q5_K *b = dst;
     const __m256i m4 = _mm256_set1_epi8(0x0F), m1 = _mm256_set1_epi8(1);
-    for (int64_t i = 0; i < n / SL_QK_K; i++, b++, src += SL_QK_K) {
+    const int64_t nb = n / SL_QK_K;
+    float av = nb ? sb_rms(src) : 0.0f;
+    for (int64_t i = 0; i < nb; i++, b++, src += SL_QK_K) {
         uint8_t L[SL_QK_K], sc[8], mc[8];
-        affine_sb(src, 31, &b->d, &b->dmin, sc, mc, L);
+        float av_next = i + 1 < nb ? sb_rms(src + SL_QK_K) : 0.0f;
+        affine_sb(src, av, 31, &b->d, &b->dmin, sc, mc, L);
+        av = av_next;
         sl_k_pack_k4_scales(sc, mc, b->scales);
         __m256i qh = _mm256_setzero_si256();
         /* bit 2c of qh[l]: bit 4 of level 64c + l; bit 2c + 1: of 64c + 32 + l */
@@ -298,9 +309,12 @@ static void q6_K_fast(const float *src, void *dst, int64_t n)
     sl_block_q6_K *b = dst;
     const __m256 zero = _mm256_setzero_ps();
     const __m256i off = _mm256_set1_epi8(32), m4 = _mm256_set1_epi8(0x0F), m3 = _mm256_set1_epi8(3);
-    for (int64_t i = 0; i < n / SL_QK_K; i++, b++, src += SL_QK_K) {
+    const int64_t nb = n / SL_QK_K;
+    float av_s = nb ? sb_rms(src) : 0.0f; /* one super-block ahead, see affine_sb */
+    for (int64_t i = 0; i < nb; i++, b++, src += SL_QK_K) {
         const float *x = src;
-        const __m256 av = _mm256_set1_ps(sb_rms(x));
+        const __m256 av = _mm256_set1_ps(av_s);
+        av_s = i + 1 < nb ? sb_rms(src + SL_QK_K) : 0.0f;
         const __m256 SA = q6_scales8(x, av), SB = q6_scales8(x + 128, av);
         __m256 pp = _mm256_max_ps(_mm256_max_ps(SA, zero), _mm256_max_ps(SB, zero));
         __m256 pn = _mm256_min_ps(_mm256_min_ps(SA, zero), _mm256_min_ps(SB, zero));
