@@ -4,7 +4,7 @@
  * architecture needs and their shapes, the rule that picks each tensor's
  * type for a file type such as q4_k_m, the weight statistics, and streaming
  * the whole model through the GGUF writer in chunks (so a 20 GB model needs
- * a few MB of RAM). Must not know how a model is run: it writes files that
+ * about 30 MB of RAM). Must not know how a model is run: it writes files that
  * follow the GGUF / llama.cpp conventions, nothing more.
  *
  * Weights (all generated from (seed, tensor name, row index), see
