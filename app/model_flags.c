@@ -26,6 +26,9 @@ void model_flags_help(FILE *out)
             "      --io-backend B     pread (default) or uring\n"
             "      --io-qd N          reads in flight per io_uring lane (default 4)\n"
             "      --overlap / --no-overlap  compute resident experts while others load (on)\n"
+            "      --prefetch / --no-prefetch  guess the next layer's experts with its router\n"
+            "                         and read them while this layer computes: always /\n"
+            "                         never (default: while >= 80 %% of guesses are right)\n"
             "      --dense-weights M  anon (read into RAM, default) or mmap\n"
             "      --io-trace FILE    log every expert read\n"
             "      --stats            print where the time and memory went, at the end\n"
@@ -88,6 +91,12 @@ int model_flags_parse(model_flags *f, const char *cmd, int argc, char **argv, in
         p->no_overlap = false;
     } else if (!strcmp(a, "--no-overlap")) {
         p->no_overlap = true;
+    } else if (!strcmp(a, "--prefetch")) {
+        p->no_prefetch = false;
+        p->prefetch_always = true;
+    } else if (!strcmp(a, "--no-prefetch")) {
+        p->no_prefetch = true;
+        p->prefetch_always = false;
     } else if (!strcmp(a, "--dense-weights")) {
         VALUE();
         if (!strcmp(v, "anon")) p->dense = SL_DENSE_ANON;
@@ -193,6 +202,12 @@ void model_flags_report(const model_flags *f, const sl_model *m, const run_total
                     "%llu evictions, %llu re-reads\n",
                     100.0 * hit_rate, (unsigned long long)st.hits, (unsigned long long)st.misses,
                     (unsigned long long)st.evictions, (unsigned long long)st.rereads);
+            if (st.guessed)
+                fprintf(stderr, "prefetch        next layer's experts guessed %.1f%% right; "
+                        "%llu read ahead: %llu used, %llu evicted unused\n",
+                        100.0 * (double)st.guessed_right / (double)st.guessed,
+                        (unsigned long long)st.prefetched, (unsigned long long)st.prefetch_used,
+                        (unsigned long long)st.prefetch_wasted);
             fprintf(stderr, "flash           %.2f MiB/token (%.0f MiB read in %llu reads), "
                     "latency p50 %.0f us, p90 %.0f us, p99 %.0f us\n",
                     (double)st.window_bytes / MIB / toks, (double)st.window_bytes / MIB,
@@ -217,7 +232,9 @@ void model_flags_report(const model_flags *f, const sl_model *m, const run_total
                 "\"reads\":%llu,\"read_bytes\":%llu,\"window_bytes\":%llu,"
                 "\"mib_per_token\":%.6f,\"lat_p50_us\":%.1f,\"lat_p90_us\":%.1f,"
                 "\"lat_p99_us\":%.1f,\"rss_bytes\":%llu,\"peak_rss_bytes\":%llu,"
-                "\"major_faults\":%llu,\"cpu_s_per_token\":%.6f}\n",
+                "\"major_faults\":%llu,\"cpu_s_per_token\":%.6f,\"prefetched\":%llu,"
+                "\"prefetch_used\":%llu,\"prefetch_wasted\":%llu,\"guessed\":%llu,"
+                "\"guessed_right\":%llu}\n",
                 st.streaming ? "true" : "false", (unsigned long long)st.budget_bytes,
                 (unsigned long long)st.dense_bytes, (unsigned long long)st.expert_bytes,
                 (unsigned long long)st.expert_cycle_bytes, (unsigned long long)st.cache_bytes,
@@ -228,7 +245,9 @@ void model_flags_report(const model_flags *f, const sl_model *m, const run_total
                 (unsigned long long)st.read_bytes, (unsigned long long)st.window_bytes,
                 (double)st.window_bytes / MIB / toks, st.lat_p50_us, st.lat_p90_us,
                 st.lat_p99_us, (unsigned long long)rss, (unsigned long long)peak,
-                (unsigned long long)majflt, cpu / toks);
+                (unsigned long long)majflt, cpu / toks, (unsigned long long)st.prefetched,
+                (unsigned long long)st.prefetch_used, (unsigned long long)st.prefetch_wasted,
+                (unsigned long long)st.guessed, (unsigned long long)st.guessed_right);
         fclose(out);
     }
 }

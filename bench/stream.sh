@@ -15,7 +15,8 @@
 # Environment: MODEL, N (tokens, default 256: enough for the cache to reach
 # its steady state), CACHE_EXPERTS (cap the expert cache below what the
 # limit allows, to study the I/O-bound regime), THREADS (default 2),
-# LANES (I/O lanes, default 4), LIMIT_MB, OUT (result folder).
+# LANES (I/O lanes, default 4), LIMIT_MB, OUT (result folder), EXTRA (more
+# flags for the streamed run, e.g. --no-prefetch).
 # Needs root for the cgroup (v1 memory controller or v2).
 set -eu
 cd "$(dirname "$0")/.."
@@ -60,7 +61,7 @@ fi
 trap 'rmdir "$cg" 2>/dev/null || true' EXIT
 sh -c "echo \$\$ > $cg/cgroup.procs && exec $SLUICE bench -m $MODEL -p 0 -n $N -r 1 \
     -t $THREADS --io-threads $LANES ${CACHE_EXPERTS:+--cache-experts $CACHE_EXPERTS} \
-    --stats --stats-json $OUT/stream.json" | tee "$OUT/stream.txt"
+    --stats --stats-json $OUT/stream.json ${EXTRA:-}" | tee "$OUT/stream.txt"
 cg_peak=$(cat "$cg/$peak_file" 2>/dev/null || echo 0)
 
 python3 - "$OUT" "$LIMIT_MB" "$cg_peak" <<'PY'

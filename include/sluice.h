@@ -76,6 +76,10 @@ typedef struct sl_model_params {
     sl_io_kind io_backend;
     int io_queue_depth;     /* reads in flight per io_uring lane; 0 = 4 */
     bool no_overlap;        /* wait for every read before computing a layer's experts */
+    bool no_prefetch;       /* never guess the next layer's experts */
+    bool prefetch_always;   /* read the guessed experts ahead however often the
+                               guesses are wrong (default: only while at least
+                               80 % of guessed experts turn out to be asked for) */
     sl_dense_mode dense;
     const char *io_trace_path; /* log every expert read to this file; NULL: off */
     const void *test_io_fault; /* tests only: a struct sl_io_fault (src/io/io.h) */
@@ -108,6 +112,13 @@ typedef struct sl_stream_stats {
     double stall_s;           /* compute waited on reads */
     double manage_s;          /* cache bookkeeping and read submission */
     double lat_p50_us, lat_p90_us, lat_p99_us;
+    /* hits and misses count the lookups of the experts a layer asked for;
+     * an expert read ahead (prefetched) counts as a hit when asked for */
+    uint64_t prefetched;      /* experts read ahead for the next layer */
+    uint64_t prefetch_used;   /* of those, asked for by their layer */
+    uint64_t prefetch_wasted; /* evicted before their layer asked */
+    uint64_t guessed, guessed_right; /* experts guessed for the next layer, and
+                                        how many of them it asked for */
     char io_mode[96];         /* e.g. "pread x4, O_DIRECT" */
     bool io_buffered_fallback; /* the filesystem refused O_DIRECT: buffered reads
                                   with the page cache dropped after each read */

@@ -283,12 +283,14 @@ static sl_mat slice_mat(const sl_tensor *t, const void *data)
  * of those that have landed. The cache may be smaller than the set; then
  * it is taken in rounds. */
 static int run_streamed_experts(sl_session *s, const sl_layer *L, int il, int *ids, int n_ids,
-                                sl_expert_w *xs, sl_err *err)
+                                sl_expert_w *xs, int n_pf, sl_err *err)
 {
     sl_streamer *st = s->m->streamer;
     for (int done = 0; done < n_ids;) {
         int taken = 0;
         int rc = sl_streamer_begin(st, il, ids + done, n_ids - done, &taken, err);
+        /* after this layer's own misses, so those are read first */
+        if (!rc && done == 0 && n_pf > 0) sl_streamer_prefetch(st, il + 1, s->pf_ids, n_pf);
         if (!rc && taken == 0)
             rc = sl_err_set(err, SL_ENOMEM, "the expert cache has no free slot");
         while (!rc) {
@@ -318,6 +320,22 @@ static int run_streamed_experts(sl_session *s, const sl_layer *L, int il, int *i
     return SL_OK;
 }
 
+/* The experts layer `next` will pick, guessed by its router from the
+ * residual stream as it is now (before this layer's FFN adds to it): the
+ * stream changes little from one layer to the next, so the guess is often
+ * right, and reading those experts now overlaps the reads with this
+ * layer's work. Fills s->pf_ids; returns how many. One token only. */
+static int predict_experts(sl_session *s, int next)
+{
+    const sl_hparams *hp = &s->m->hp;
+    const sl_layer *N = &s->m->layers[next];
+    sl_rmsnorm(s->pf_x, s->x, N->ffn_norm.data, hp->n_embd, hp->rms_eps);
+    mm_t(s, &N->router, s->pf_x, 1, s->pf_logits);
+    /* softmax keeps the order: the top-k of the logits is the top-k */
+    router_topk(s->pf_logits, hp->n_expert, hp->n_expert_used, false, s->pf_ids, s->pf_w);
+    return hp->n_expert_used;
+}
+
 static int moe_block(sl_session *s, const sl_layer *L, int il, int n, sl_err *err)
 {
     const sl_hparams *hp = &s->m->hp;
@@ -330,6 +348,10 @@ static int moe_block(sl_session *s, const sl_layer *L, int il, int n, sl_err *er
                     s->topk_w + (size_t)t * K);
     }
     group_by_expert(s, n);
+    /* before the expert inputs are prepared: the guess uses the same scratch */
+    const bool guess = s->m->streamer && s->m->prefetch && n == 1 && il + 1 < hp->n_layer &&
+                       s->m->layers[il + 1].is_moe && sl_streamer_wants_guess(s->m->streamer);
+    const int n_pf = guess ? predict_experts(s, il + 1) : 0;
     prepare_expert_inputs(s, L, n);
 
     /* the experts in use, in id order */
@@ -338,7 +360,7 @@ static int moe_block(sl_session *s, const sl_layer *L, int il, int n, sl_err *er
         if (s->moe_count[e + 1] > s->moe_count[e]) ids[n_ids++] = e;
     sl_expert_w *xs = s->moe_xw;
     if (s->m->streamer) {
-        int rc = run_streamed_experts(s, L, il, ids, n_ids, xs, err);
+        int rc = run_streamed_experts(s, L, il, ids, n_ids, xs, n_pf, err);
         if (rc) return rc;
     } else {
         for (int i = 0; i < n_ids; i++)

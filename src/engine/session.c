@@ -144,6 +144,10 @@ int sl_session_create(sl_session **out, sl_model *m, const sl_session_params *pp
     s->moe_pos = alloc_n(B * K, sizeof(int), &ok);
     s->moe_rows = alloc_n(B * K, sizeof(int), &ok);
     s->moe_xw = alloc_n(X, sizeof(sl_expert_w), &ok);
+    s->pf_x = alloc_n(E, sizeof(float), &ok);
+    s->pf_logits = alloc_n(X, sizeof(float), &ok);
+    s->pf_w = alloc_n(K, sizeof(float), &ok);
+    s->pf_ids = alloc_n(K, sizeof(int), &ok);
     s->moe_acts_g = alloc_n(B * K, sizeof(void *), &ok);
     s->moe_acts_u = alloc_n(B * K, sizeof(void *), &ok);
     s->down_acts = alloc_n(B * K, sizeof(void *), &ok);
@@ -178,7 +182,7 @@ void sl_session_free(sl_session *s)
                     s->k,       s->v,       s->attn_out, s->ffn_out,  s->tmp,
                     s->hb,      s->hb2,     s->att,     s->router,    s->topk_ids,
                     s->topk_w,  s->exp_out, s->moe_count, s->moe_cursor, s->moe_slot,
-                    s->moe_pos, s->moe_rows, s->moe_xw, (void *)s->moe_acts_g, (void *)s->moe_acts_u,
+                    s->moe_pos, s->moe_rows, s->moe_xw, s->pf_x, s->pf_logits, s->pf_w, s->pf_ids, (void *)s->moe_acts_g, (void *)s->moe_acts_u,
                     (void *)s->down_acts, s->act_down, (void *)s->acts, s->act,
                     s->mm_items, s->mm_c0, s->row_tmp, s->logits};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);

@@ -51,6 +51,10 @@ struct sl_session {
     int *moe_pos;        /* (B * n_expert_used) token*K + rank -> grouped row */
     int *moe_rows;       /* (B * n_expert_used) grouped rows of the experts at hand */
     struct sl_expert_w *moe_xw; /* (n_expert) the experts being computed */
+    float *pf_x;         /* (n_embd) the next layer's predicted FFN input */
+    float *pf_logits;    /* (n_expert) its router's logits */
+    float *pf_w;         /* (n_expert_used) scratch of the prediction's top-k */
+    int *pf_ids;         /* (n_expert_used) the experts predicted */
     const void **moe_acts_g; /* (B * K) grouped row -> its token's activations for gate */
     const void **moe_acts_u; /* (B * K) the same for up */
     const void **down_acts;  /* (H) prepared SwiGLU outputs, by row of hb */

@@ -99,6 +99,11 @@ int sl_cache_pin(sl_expert_cache *c, int layer, int expert)
     return s;
 }
 
+int sl_cache_find(const sl_expert_cache *c, int layer, int expert)
+{
+    return c->where[key(c, layer, expert)];
+}
+
 static bool evictable(void *cache, int s)
 {
     const sl_expert_cache *c = cache;

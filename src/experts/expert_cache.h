@@ -70,6 +70,9 @@ size_t sl_cache_slot_bytes(const sl_expert_cache *c);
  * returns its slot (check sl_cache_state for LOADING). Else returns -1. */
 int sl_cache_pin(sl_expert_cache *c, int layer, int expert);
 
+/* The expert's slot if it is READY or LOADING, else -1. No pin, no
+ * counting, no policy touch: a look, not a use. */
+int sl_cache_find(const sl_expert_cache *c, int layer, int expert);
 /* Claims a slot for an expert that is not resident: a FREE slot, else the
  * policy's victim (evicted). The slot comes back LOADING and pinned; counts
  * a miss. Returns -1 when every slot is pinned (the caller must release

@@ -9,6 +9,21 @@
 #include "util/checked.h"
 #include "util/timer.h"
 
+/* Read-ahead gate. A wrong guess costs a read (bandwidth, and CPU in the
+ * I/O lanes) and may evict an expert that was about to hit; a right one
+ * hides a read behind compute. Reads ahead are issued while the running
+ * share of guessed experts that their layer then asked for (weight 1/8 per
+ * guess) is at least the configured minimum (GUESS_MIN by default); below
+ * it, one call in GUESS_PROBE still guesses (without reading) so the share
+ * keeps being measured and the gate can open. It starts closed. Measured on
+ * the generated 30B-A3B-shaped model: guesses 55 % right, and reading them
+ * ahead cost 12 % of decode speed with a large cache and 43 % with a small
+ * one (docs/perf.md), hence a high bar. */
+#define GUESS_MIN 0.8
+#define GUESS_START 0.5
+#define GUESS_WEIGHT 0.125
+#define GUESS_PROBE 16u
+
 #define LAT_BINS 320
 #define LAT_STEP 1.05 /* bin b holds latencies in [STEP^b, STEP^(b+1)) us */
 
@@ -18,7 +33,17 @@ typedef struct set_entry {
     int reads_left;  /* reads still in flight for this expert */
     bool failed;
     bool pinned;     /* holds a pin the caller has not released */
+    bool adopted;    /* its reads were started by a prefetch: a failed one is
+                        tried once more before the set fails */
 } set_entry;
+
+/* A read started ahead of its set (sl_streamer_prefetch), by slot. The
+ * prefetch holds one pin on the slot until its reads are in. */
+typedef struct pf_entry {
+    int layer, expert;
+    int reads_left;  /* > 0 while in flight */
+    bool failed;
+} pf_entry;
 
 struct sl_streamer {
     int n_layer, n_expert;
@@ -41,6 +66,18 @@ struct sl_streamer {
     int ready_head, ready_tail;
     int loading;          /* entries with reads in flight */
     sl_io_req *reqs;      /* (3) scratch for one expert's reads */
+
+    /* prefetches */
+    pf_entry *pf;         /* (n_slots) */
+    bool *pf_unused;      /* (n_slots) filled by a prefetch, not used by a set yet */
+    int pf_inflight;      /* prefetched experts with reads in flight */
+    int max_reads;        /* reads the I/O layer holds in flight at most */
+    /* how good the guesses are: the last one, and a running share right */
+    int *guess;           /* (n_expert) experts guessed for guess_layer */
+    int guess_n, guess_layer;
+    double guess_acc;
+    double guess_min;     /* the gate's bar (config, or GUESS_MIN) */
+    unsigned guess_calls;
 
     sl_streamer_stats st;
     uint32_t lat_hist[LAT_BINS];
@@ -80,7 +117,9 @@ int sl_streamer_create(sl_streamer **out, const sl_streamer_config *cfg, sl_err 
     st->t_origin = sl_now_ns();
     int rc;
     sl_io_config io = cfg->io;
-    if (io.max_inflight == 0) io.max_inflight = (unsigned)(SL_N_PROJ * cfg->n_expert + 16);
+    /* a whole set plus a layer's worth of prefetches */
+    if (io.max_inflight == 0) io.max_inflight = (unsigned)(2 * SL_N_PROJ * cfg->n_expert + 16);
+    st->max_reads = (int)io.max_inflight;
     if ((rc = sl_io_open(&st->io, &io, cfg->paths, cfg->n_paths, err))) goto fail;
     const sl_io_info *info = sl_io_get_info(st->io);
     const uint32_t align = info->align > info->mem_align ? info->align : info->mem_align;
@@ -92,8 +131,14 @@ int sl_streamer_create(sl_streamer **out, const sl_streamer_config *cfg, sl_err 
     st->ready = malloc(sizeof(int) * (size_t)cfg->n_expert);
     st->slot_w = calloc((size_t)cfg->n_slots, sizeof *st->slot_w);
     st->reqs = calloc(SL_N_PROJ, sizeof *st->reqs);
+    st->pf = calloc((size_t)cfg->n_slots, sizeof *st->pf);
+    st->pf_unused = calloc((size_t)cfg->n_slots, sizeof *st->pf_unused);
+    st->guess = calloc((size_t)cfg->n_expert, sizeof *st->guess);
+    st->guess_layer = -1;
+    st->guess_acc = GUESS_START;
+    st->guess_min = cfg->prefetch_min_right != 0.0 ? cfg->prefetch_min_right : GUESS_MIN;
     if (!st->layers || !st->set || !st->entry_of_slot || !st->entry_of_expert || !st->ready ||
-        !st->slot_w || !st->reqs) {
+        !st->slot_w || !st->reqs || !st->pf || !st->pf_unused || !st->guess) {
         rc = sl_err_set(err, SL_ENOMEM, "out of memory");
         goto fail;
     }
@@ -130,6 +175,9 @@ void sl_streamer_free(sl_streamer *st)
     free(st->ready);
     free(st->slot_w);
     free(st->reqs);
+    free(st->pf);
+    free(st->pf_unused);
+    free(st->guess);
     free(st);
 }
 
@@ -152,21 +200,154 @@ static void reset_set(sl_streamer *st)
     st->loading = 0;
 }
 
-static int submit_reads(sl_streamer *st, int slot, int expert, sl_err *err)
+/* The read of projection p of (layer, expert) into its place in slot. */
+static void make_req(sl_streamer *st, int layer, int slot, int expert, int p, sl_io_req *r)
 {
-    const sl_expert_layout *L = &st->layers[st->layer];
+    const sl_expert_layout *L = &st->layers[layer];
     uint8_t *mem = sl_cache_slot_data(st->cache, slot);
     const uint64_t cap = sl_cache_slot_bytes(st->cache);
-    for (int p = 0; p < SL_N_PROJ; p++) {
-        sl_io_req *r = &st->reqs[p];
-        r->file = L->file[p];
-        r->offset = L->base[p] + (uint64_t)expert * L->stride[p];
-        r->len = L->stride[p];
-        r->dst = mem + st->proj_off[p];
-        r->dst_cap = (p + 1 < SL_N_PROJ ? st->proj_off[p + 1] : cap) - st->proj_off[p];
-        r->tag = (uint64_t)slot * SL_N_PROJ + (uint64_t)p;
-    }
+    r->file = L->file[p];
+    r->offset = L->base[p] + (uint64_t)expert * L->stride[p];
+    r->len = L->stride[p];
+    r->dst = mem + st->proj_off[p];
+    r->dst_cap = (p + 1 < SL_N_PROJ ? st->proj_off[p + 1] : cap) - st->proj_off[p];
+    r->tag = (uint64_t)slot * SL_N_PROJ + (uint64_t)p;
+}
+
+static int submit_reads(sl_streamer *st, int layer, int slot, int expert, sl_err *err)
+{
+    for (int p = 0; p < SL_N_PROJ; p++) make_req(st, layer, slot, expert, p, &st->reqs[p]);
     return sl_io_submit_many(st->io, st->reqs, SL_N_PROJ, err);
+}
+
+static void record_latency(sl_streamer *st, const sl_io_done *d, int layer, int expert)
+{
+    const double us = (double)(d->t_end_ns - d->t_submit_ns) / 1e3;
+    int b = us < 1.0 ? 0 : (int)(log(us) / log(LAT_STEP));
+    if (b >= LAT_BINS) b = LAT_BINS - 1;
+    st->lat_hist[b]++;
+    if (st->trace) {
+        const int proj = (int)(d->tag % SL_N_PROJ);
+        fprintf(st->trace,
+                "layer=%d expert=%d proj=%s file=%u offset=%" PRIu64 " bytes=%" PRIu64
+                " lane=%u submit_us=%.1f start_us=%.1f end_us=%.1f\n",
+                layer, expert, proj == 0 ? "gate" : proj == 1 ? "up" : "down", d->file,
+                d->offset, d->len, d->lane, (double)(d->t_submit_ns - st->t_origin) / 1e3,
+                (double)(d->t_start_ns - st->t_origin) / 1e3,
+                (double)(d->t_end_ns - st->t_origin) / 1e3);
+    }
+}
+
+static void count_read(sl_streamer *st, int slot, const sl_io_done *d)
+{
+    st->slot_w[slot][d->tag % SL_N_PROJ] = d->data;
+    st->st.reads++;
+    st->st.read_bytes += d->len;
+    st->st.window_bytes += d->window_bytes;
+}
+
+/* A prefetch read landed. A failure only drops the expert from the cache:
+ * if a set needs it later, it is read again then. */
+static void prefetch_done(sl_streamer *st, int slot, const sl_io_done *d)
+{
+    pf_entry *pf = &st->pf[slot];
+    SL_ASSERT(pf->reads_left > 0);
+    record_latency(st, d, pf->layer, pf->expert);
+    if (d->status != SL_OK) pf->failed = true;
+    else count_read(st, slot, d);
+    if (--pf->reads_left > 0) return;
+    st->pf_inflight--;
+    if (pf->failed) {
+        sl_cache_mark_failed(st->cache, slot);
+        st->st.prefetch_failed++;
+    } else {
+        sl_cache_mark_ready(st->cache, slot);
+        st->pf_unused[slot] = true;
+    }
+    sl_cache_unpin(st->cache, slot);
+}
+
+/* Files one completion under its set entry or prefetch. Returns SL_OK, or
+ * a set read's failure code with err filled. */
+static int file_done(sl_streamer *st, const sl_io_done *d, sl_err *err)
+{
+    const int slot = (int)(d->tag / SL_N_PROJ);
+    const int ei = st->entry_of_slot[slot];
+    if (ei < 0) {
+        prefetch_done(st, slot, d);
+        return SL_OK;
+    }
+    set_entry *en = &st->set[ei];
+    record_latency(st, d, st->layer, en->expert);
+    int rc = SL_OK;
+    if (d->status != SL_OK && en->adopted && !en->failed) {
+        /* a prefetch read that failed after its set took it over: the set
+         * had not asked for it yet when it was issued, so ask once more */
+        en->adopted = false;
+        sl_io_req r;
+        make_req(st, st->layer, slot, en->expert, (int)(d->tag % SL_N_PROJ), &r);
+        st->st.prefetch_failed++;
+        if (sl_io_submit(st->io, &r, err) == SL_OK) return SL_OK;
+    }
+    if (d->status != SL_OK) {
+        if (!en->failed) {
+            en->failed = true;
+            sl_cache_mark_failed(st->cache, slot);
+        }
+        rc = sl_err_set(err, d->status, "reading expert %d of layer %d failed: %s", en->expert,
+                        st->layer, d->err.msg);
+    } else {
+        count_read(st, slot, d);
+    }
+    if (--en->reads_left == 0) {
+        st->loading--;
+        if (en->failed) {
+            sl_cache_unpin(st->cache, slot);
+            en->pinned = false;
+        } else {
+            sl_cache_mark_ready(st->cache, slot);
+            st->ready[st->ready_tail++] = ei;
+        }
+    }
+    return rc;
+}
+
+/* Waits for one completion (the wait is stall time) and files it. */
+static int wait_one(sl_streamer *st, sl_err *err)
+{
+    sl_io_done d;
+    const uint64_t t0 = sl_now_ns();
+    int rc = sl_io_wait(st->io, &d, err);
+    st->st.stall_ns += sl_now_ns() - t0;
+    return rc ? rc : file_done(st, &d, err);
+}
+
+/* Files the completions that are there, without waiting. */
+static int poll_done(sl_streamer *st, sl_err *err)
+{
+    sl_io_done d;
+    int rc = SL_OK;
+    while (sl_io_poll(st->io, &d) == 1) {
+        const int r = file_done(st, &d, err);
+        if (!rc) rc = r;
+    }
+    return rc;
+}
+
+/* A slot for a miss of the set: a free or evictable one; while every slot
+ * is pinned and prefetches hold some, waits for those to land. */
+static int claim_slot(sl_streamer *st, int layer, int expert, sl_err *err, int *rc)
+{
+    for (;;) {
+        const int slot = sl_cache_claim(st->cache, layer, expert);
+        if (slot >= 0) {
+            if (st->pf_unused[slot]) st->st.prefetch_wasted++; /* evicted unused */
+            st->pf_unused[slot] = false;
+            return slot;
+        }
+        if (st->pf_inflight == 0) return -1;
+        if ((*rc = wait_one(st, err))) return -1;
+    }
 }
 
 int sl_streamer_begin(sl_streamer *st, int layer, const int *ids, int n, int *taken,
@@ -177,13 +358,27 @@ int sl_streamer_begin(sl_streamer *st, int layer, const int *ids, int n, int *ta
     for (int i = 0; i < st->set_n; i++) SL_ASSERT(!st->set[i].pinned);
     reset_set(st);
     st->layer = layer;
-    int rc = SL_OK, i;
-    for (i = 0; i < n; i++) {
+    if (st->guess_layer == layer) {
+        int right = 0;
+        for (int g = 0; g < st->guess_n; g++)
+            for (int k = 0; k < n; k++) right += ids[k] == st->guess[g];
+        st->st.guessed += (uint64_t)st->guess_n;
+        st->st.guessed_right += (uint64_t)right;
+        st->guess_acc += GUESS_WEIGHT * ((double)right / st->guess_n - st->guess_acc);
+        st->guess_layer = -1;
+    }
+    int rc = poll_done(st, err), i;
+    for (i = 0; !rc && i < n; i++) {
         const int e = ids[i];
         SL_ASSERT(e >= 0 && e < st->n_expert && st->entry_of_expert[e] < 0);
+        /* a prefetch of it that failed: let it finish, then read it afresh */
+        const int s0 = sl_cache_find(st->cache, layer, e);
+        while (!rc && s0 >= 0 && st->pf[s0].reads_left > 0 && st->pf[s0].failed)
+            rc = wait_one(st, err);
+        if (rc) break;
         int slot = sl_cache_pin(st->cache, layer, e);
         const bool hit = slot >= 0;
-        if (!hit) slot = sl_cache_claim(st->cache, layer, e);
+        if (!hit) slot = claim_slot(st, layer, e, err, &rc);
         if (slot < 0) break; /* every slot pinned: the caller drains and comes back */
         set_entry *en = &st->set[st->set_n];
         *en = (set_entry){.expert = e, .slot = slot, .reads_left = 0, .failed = false,
@@ -191,12 +386,26 @@ int sl_streamer_begin(sl_streamer *st, int layer, const int *ids, int n, int *ta
         st->entry_of_slot[slot] = st->set_n;
         st->entry_of_expert[e] = st->set_n;
         st->set_n++;
+        if (hit && st->pf[slot].reads_left > 0) {
+            /* prefetched and still in flight: its reads now belong to the
+             * set (file_done finds the set entry first), its pin goes */
+            en->reads_left = st->pf[slot].reads_left;
+            en->adopted = true;
+            st->pf[slot].reads_left = 0;
+            st->pf_inflight--;
+            sl_cache_unpin(st->cache, slot);
+            st->loading++;
+            st->st.prefetch_used++;
+            continue;
+        }
         if (hit) {
             SL_ASSERT(sl_cache_state(st->cache, slot) == SL_SLOT_READY);
+            if (st->pf_unused[slot]) st->st.prefetch_used++;
+            st->pf_unused[slot] = false;
             st->ready[st->ready_tail++] = st->set_n - 1;
             continue;
         }
-        if ((rc = submit_reads(st, slot, e, err))) {
+        if ((rc = submit_reads(st, layer, slot, e, err))) {
             sl_cache_mark_failed(st->cache, slot);
             sl_cache_unpin(st->cache, slot);
             en->pinned = false;
@@ -210,63 +419,38 @@ int sl_streamer_begin(sl_streamer *st, int layer, const int *ids, int n, int *ta
     return rc;
 }
 
-static void record_latency(sl_streamer *st, const sl_io_done *d)
+int sl_streamer_prefetch(sl_streamer *st, int layer, const int *ids, int n)
 {
-    const double us = (double)(d->t_end_ns - d->t_submit_ns) / 1e3;
-    int b = us < 1.0 ? 0 : (int)(log(us) / log(LAT_STEP));
-    if (b >= LAT_BINS) b = LAT_BINS - 1;
-    st->lat_hist[b]++;
-    if (st->trace) {
-        const int proj = (int)(d->tag % SL_N_PROJ);
-        fprintf(st->trace,
-                "layer=%d expert=%d proj=%s file=%u offset=%" PRIu64 " bytes=%" PRIu64
-                " lane=%u submit_us=%.1f start_us=%.1f end_us=%.1f\n",
-                st->layer, st->set[st->entry_of_slot[d->tag / SL_N_PROJ]].expert,
-                proj == 0 ? "gate" : proj == 1 ? "up" : "down", d->file, d->offset, d->len,
-                d->lane, (double)(d->t_submit_ns - st->t_origin) / 1e3,
-                (double)(d->t_start_ns - st->t_origin) / 1e3,
-                (double)(d->t_end_ns - st->t_origin) / 1e3);
-    }
-}
-
-/* Waits for one completion (the wait is stall time) and files it. Returns
- * SL_OK, or the read's failure code with err filled. */
-static int wait_one(sl_streamer *st, sl_err *err)
-{
-    sl_io_done d;
+    SL_ASSERT(layer >= 0 && layer < st->n_layer && n <= st->n_expert);
     const uint64_t t0 = sl_now_ns();
-    int rc = sl_io_wait(st->io, &d, err);
-    st->st.stall_ns += sl_now_ns() - t0;
-    if (rc) return rc;
-    const int slot = (int)(d.tag / SL_N_PROJ), proj = (int)(d.tag % SL_N_PROJ);
-    const int ei = st->entry_of_slot[slot];
-    SL_ASSERT(ei >= 0);
-    set_entry *en = &st->set[ei];
-    record_latency(st, &d);
-    if (d.status != SL_OK) {
-        if (!en->failed) {
-            en->failed = true;
+    memcpy(st->guess, ids, sizeof(int) * (size_t)n);
+    st->guess_n = n;
+    st->guess_layer = n > 0 ? layer : -1;
+    if (st->guess_acc < st->guess_min) return 0; /* only scored */
+    sl_err ignored;
+    int started = 0;
+    poll_done(st, &ignored);
+    for (int i = 0; i < n; i++) {
+        const int e = ids[i];
+        SL_ASSERT(e >= 0 && e < st->n_expert);
+        if (sl_cache_find(st->cache, layer, e) >= 0) continue; /* resident or on its way */
+        if ((int)sl_io_outstanding(st->io) + SL_N_PROJ > st->max_reads) break;
+        const int slot = sl_cache_claim(st->cache, layer, e);
+        if (slot < 0) break; /* nothing evictable: the set comes first */
+        if (st->pf_unused[slot]) st->st.prefetch_wasted++;
+        st->pf_unused[slot] = false;
+        if (submit_reads(st, layer, slot, e, &ignored)) {
             sl_cache_mark_failed(st->cache, slot);
-        }
-        rc = sl_err_set(err, d.status, "reading expert %d of layer %d failed: %s", en->expert,
-                        st->layer, d.err.msg);
-    } else {
-        st->slot_w[slot][proj] = d.data;
-        st->st.reads++;
-        st->st.read_bytes += d.len;
-        st->st.window_bytes += d.window_bytes;
-    }
-    if (--en->reads_left == 0) {
-        st->loading--;
-        if (en->failed) {
             sl_cache_unpin(st->cache, slot);
-            en->pinned = false;
-        } else {
-            sl_cache_mark_ready(st->cache, slot);
-            st->ready[st->ready_tail++] = ei;
+            break;
         }
+        st->pf[slot] = (pf_entry){.layer = layer, .expert = e, .reads_left = SL_N_PROJ};
+        st->pf_inflight++;
+        st->st.prefetched++;
+        started++;
     }
-    return rc;
+    st->st.manage_ns += sl_now_ns() - t0;
+    return started;
 }
 
 int sl_streamer_next(sl_streamer *st, int *expert, const void *w[SL_N_PROJ], sl_err *err)
@@ -283,6 +467,11 @@ int sl_streamer_next(sl_streamer *st, int *expert, const void *w[SL_N_PROJ], sl_
         for (int p = 0; p < SL_N_PROJ; p++) w[p] = st->slot_w[en->slot][p];
         return 1;
     }
+}
+
+bool sl_streamer_wants_guess(sl_streamer *st)
+{
+    return st->guess_acc >= st->guess_min || st->guess_calls++ % GUESS_PROBE == 0;
 }
 
 int sl_streamer_ready(const sl_streamer *st)

@@ -51,6 +51,9 @@ typedef struct sl_streamer_config {
     sl_io_config io;                 /* lanes, backend, faults ... */
     bool overlap;                    /* compute hits while misses are read */
     FILE *trace;                     /* one line per read, or NULL */
+    double prefetch_min_right;       /* share of right guesses above which experts
+                                        are read ahead; 0: the default (0.8);
+                                        negative: always (tests) */
 } sl_streamer_config;
 
 typedef struct sl_streamer_stats {
@@ -60,6 +63,12 @@ typedef struct sl_streamer_stats {
     uint64_t window_bytes;   /* bytes actually read (aligned windows) */
     uint64_t stall_ns;       /* compute thread blocked waiting for reads */
     uint64_t manage_ns;      /* cache bookkeeping and submission */
+    uint64_t prefetched;     /* experts read ahead of their set (each also a cache miss) */
+    uint64_t prefetch_used;  /* of those, found by a set (each also a cache hit) */
+    uint64_t prefetch_wasted; /* evicted before any set used them */
+    uint64_t prefetch_failed; /* a read failed: dropped, read again if needed */
+    uint64_t guessed;        /* experts guessed for a layer (sl_streamer_prefetch) */
+    uint64_t guessed_right;  /* of those, asked for by the layer's set */
     double lat_p50_us, lat_p90_us, lat_p99_us; /* read latency (submit to end) */
 } sl_streamer_stats;
 
@@ -89,6 +98,21 @@ int sl_streamer_begin(sl_streamer *st, int layer, const int *ids, int n, int *ta
  * a negative SL_E* code if a read failed (err names the expert, file and
  * offset). */
 int sl_streamer_next(sl_streamer *st, int *expert, const void *w[SL_N_PROJ], sl_err *err);
+
+/* A guess that the next begin() of layer will ask for experts ids[0..n):
+ * the guess is scored against that begin (guessed / guessed_right), and
+ * while guesses have mostly been right, the experts are read ahead.
+ * Skips experts resident or on their way; claims slots only from unpinned
+ * ones, never waits, and stops when none is left or the I/O queue is full.
+ * A read that fails just leaves the expert out of the cache. A later
+ * begin() of the layer finds prefetched experts as hits, waiting for those
+ * still in flight. Returns how many experts it started reading. */
+int sl_streamer_prefetch(sl_streamer *st, int layer, const int *ids, int n);
+
+/* Whether a guess is worth making now: always while guesses pay off, else
+ * now and then to keep scoring them (a guess costs the caller a router
+ * product). */
+bool sl_streamer_wants_guess(sl_streamer *st);
 
 /* How many experts of the set next() can hand out now without waiting for
  * a read (those already landed; more may land meanwhile). */

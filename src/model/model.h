@@ -89,6 +89,7 @@ struct sl_model {
     bool streaming;         /* routed experts come from the streamer */
     int n_slots;            /* expert cache slots when streaming */
     struct sl_streamer *streamer;
+    bool prefetch;          /* read the next layer's predicted experts ahead */
     FILE *trace;            /* --io-trace output, owned */
     char warning[256];      /* set by planning, shown by front-ends */
     struct sl_tokenizer *tok; /* from tokenizer.ggml.*; NULL if the file has none */

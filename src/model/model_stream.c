@@ -152,12 +152,14 @@ int sl_model_start_streamer(sl_model *m, const sl_model_params *pp, sl_err *err)
         .n_slots = m->n_slots,
         .overlap = !p.no_overlap,
         .trace = m->trace,
+        .prefetch_min_right = p.prefetch_always ? -1.0 : 0.0,
     };
     cfg.io.backend = p.io_backend == SL_IO_KIND_URING ? SL_IO_URING : SL_IO_PREAD;
     cfg.io.lanes = (unsigned)(p.io_threads > 0 ? p.io_threads : 4);
     cfg.io.queue_depth = (unsigned)(p.io_queue_depth > 0 ? p.io_queue_depth : 4);
     cfg.io.fault = p.test_io_fault;
     rc = sl_streamer_create(&m->streamer, &cfg, err);
+    m->prefetch = !p.no_prefetch && !p.no_overlap;
 done:
     free(lay);
     free(paths);
@@ -178,8 +180,14 @@ void sl_model_stream_stats(const sl_model *m, sl_stream_stats *out)
     sl_streamer_get_stats(m->streamer, &st);
     out->cache_bytes = sl_streamer_cache_bytes(m->streamer);
     out->n_slots = (uint64_t)sl_streamer_n_slots(m->streamer);
+    /* a prefetch's claim is a cache miss but no layer's lookup */
     out->hits = st.cache.hits;
-    out->misses = st.cache.misses;
+    out->misses = st.cache.misses - st.prefetched;
+    out->prefetched = st.prefetched;
+    out->prefetch_used = st.prefetch_used;
+    out->prefetch_wasted = st.prefetch_wasted;
+    out->guessed = st.guessed;
+    out->guessed_right = st.guessed_right;
     out->evictions = st.cache.evictions;
     out->rereads = st.cache.rereads;
     out->reads = st.reads;

@@ -1,0 +1,245 @@
+/* test_stream_prefetch.c - the streamer's read-ahead (sl_streamer_prefetch)
+ * on a small file whose every byte says where it came from: a prefetched
+ * expert is found by its layer's set with the right bytes (landed or still
+ * in flight), a failed prefetch read is harmless (the set reads it again),
+ * a prefetch never takes a pinned slot, and one evicted before use counts
+ * as wasted. Also built under ThreadSanitizer (make tsan: test_stream*). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/testutil.h"
+#include "experts/streamer.h"
+#include "test.h"
+
+#define LAYERS 2
+#define EXPERTS 4
+#define SLICE 8192 /* bytes per projection slice */
+
+/* byte i of projection p of expert e of layer l: a function of all four,
+ * so a slice read from the wrong place cannot pass */
+static uint8_t pattern(int l, int e, int p, size_t i)
+{
+    return (uint8_t)(l * 71 + e * 13 + p * 5 + (int)(i % 251));
+}
+
+static const char *model_file(void)
+{
+    static char path[512];
+    if (path[0]) return path;
+    t_path(path, sizeof path, "experts.bin");
+    FILE *f = fopen(path, "wb");
+    /* layout: layer, then projection, then expert (like stacked tensors) */
+    for (int l = 0; l < LAYERS; l++)
+        for (int p = 0; p < SL_N_PROJ; p++)
+            for (int e = 0; e < EXPERTS; e++)
+                for (size_t i = 0; i < SLICE; i++) fputc(pattern(l, e, p, i), f);
+    fclose(f);
+    return path;
+}
+
+/* min_right: the read-ahead gate's bar (negative: always read ahead) */
+static sl_streamer *open_streamer(int slots, const sl_io_fault *fault, double min_right)
+{
+    sl_expert_layout lay[LAYERS];
+    for (int l = 0; l < LAYERS; l++)
+        for (int p = 0; p < SL_N_PROJ; p++) {
+            lay[l].file[p] = 0;
+            lay[l].base[p] = ((uint64_t)l * SL_N_PROJ + (uint64_t)p) * EXPERTS * SLICE;
+            lay[l].stride[p] = SLICE;
+        }
+    const char *paths[1] = {model_file()};
+    sl_streamer_config cfg = {.n_layer = LAYERS, .n_expert = EXPERTS, .layers = lay,
+                              .paths = paths, .n_paths = 1, .n_slots = slots,
+                              .overlap = true, .trace = NULL,
+                              .prefetch_min_right = min_right};
+    cfg.io.backend = SL_IO_PREAD;
+    cfg.io.lanes = 2;
+    cfg.io.fault = fault;
+    sl_streamer *st = NULL;
+    sl_err err;
+    if (sl_streamer_create(&st, &cfg, &err)) {
+        fprintf(stderr, "  %s\n", err.msg);
+        return NULL;
+    }
+    return st;
+}
+
+static bool slice_ok(const void *w, int l, int e, int p)
+{
+    const uint8_t *b = w;
+    for (size_t i = 0; i < SLICE; i++)
+        if (b[i] != pattern(l, e, p, i)) return false;
+    return true;
+}
+
+/* Runs one set of layer l to the end; returns how many experts came out
+ * with every byte right, or -1 on an error. */
+static int run_set(sl_streamer *st, int l, const int *ids, int n)
+{
+    sl_err err;
+    int taken = 0, good = 0, e, rc;
+    if (sl_streamer_begin(st, l, ids, n, &taken, &err) || taken != n) return -1;
+    const void *w[SL_N_PROJ];
+    while ((rc = sl_streamer_next(st, &e, w, &err)) == 1) {
+        bool ok = true;
+        for (int p = 0; p < SL_N_PROJ; p++) ok = ok && slice_ok(w[p], l, e, p);
+        good += ok;
+        sl_streamer_release(st, e);
+    }
+    if (rc < 0) {
+        fprintf(stderr, "  %s\n", err.msg);
+        sl_streamer_abort(st);
+        return -1;
+    }
+    return good;
+}
+
+static sl_streamer_stats stats(sl_streamer *st)
+{
+    sl_streamer_stats s;
+    sl_streamer_get_stats(st, &s);
+    return s;
+}
+
+TEST(prefetched_experts_are_hits_with_the_right_bytes)
+{
+    sl_streamer *st = open_streamer(4, NULL, -1.0);
+    CHECK(st != NULL);
+    if (!st) return;
+    const int set0[2] = {0, 3}, ahead[2] = {1, 2}, set1[2] = {2, 3};
+    CHECK_EQ_INT(run_set(st, 0, set0, 2), 2);
+    /* two slots are free, two hold layer 0's experts (unpinned now) */
+    CHECK_EQ_INT(sl_streamer_prefetch(st, 1, ahead, 2), 2);
+    CHECK_EQ_INT(sl_streamer_prefetch(st, 1, ahead, 2), 0); /* already on their way */
+    CHECK_EQ_INT(run_set(st, 1, set1, 2), 2);
+    sl_streamer_stats s = stats(st);
+    CHECK_EQ_INT(s.prefetched, 2);
+    CHECK_EQ_INT(s.prefetch_used, 1);  /* expert 2; expert 3 of layer 1 was a miss */
+    CHECK_EQ_INT(s.cache.misses, 5);   /* 2 (layer 0) + 2 prefetches + 1 */
+    CHECK_EQ_INT(s.cache.hits, 1);
+    sl_streamer_free(st);
+}
+
+TEST(prefetch_still_in_flight_is_waited_for)
+{
+    /* every read delayed up to 20 ms: the set starts before its prefetch lands */
+    sl_io_fault slow = {.seed = 3, .delay_p = 1.0, .delay_us_max = 20000};
+    sl_streamer *st = open_streamer(4, &slow, -1.0);
+    CHECK(st != NULL);
+    if (!st) return;
+    const int ahead[3] = {0, 1, 2};
+    CHECK_EQ_INT(sl_streamer_prefetch(st, 1, ahead, 3), 3);
+    CHECK_EQ_INT(run_set(st, 1, ahead, 3), 3);
+    sl_streamer_stats s = stats(st);
+    CHECK_EQ_INT(s.prefetch_used, 3);
+    CHECK_EQ_INT(s.reads, 9);
+    sl_streamer_free(st);
+}
+
+TEST(failed_prefetch_read_is_read_again)
+{
+    /* request 2 is the second read of the prefetched expert; with every read
+     * delayed, its failure lands after the set took the prefetch over */
+    const sl_io_fault faults[2] = {{.seed = 1, .eio_nth = 2},
+                                   {.seed = 1, .eio_nth = 2, .delay_p = 1.0,
+                                    .delay_us_max = 20000}};
+    for (int f = 0; f < 2; f++) {
+        sl_streamer *st = open_streamer(4, &faults[f], -1.0);
+        CHECK(st != NULL);
+        if (!st) return;
+        const int ahead[1] = {1};
+        CHECK_EQ_INT(sl_streamer_prefetch(st, 0, ahead, 1), 1);
+        CHECK_EQ_INT(run_set(st, 0, ahead, 1), 1); /* no error, right bytes */
+        sl_streamer_stats s = stats(st);
+        /* the failure landed before the set asked (the expert is read
+         * afresh: 2 good reads + 3) or after it took the prefetch over (the
+         * one read is tried again: 2 + 1) */
+        CHECK_EQ_INT(s.prefetch_failed, 1);
+        CHECK_MSG(s.reads == 5 || s.reads == 3, "reads %llu", (unsigned long long)s.reads);
+        sl_streamer_free(st);
+    }
+}
+
+TEST(prefetch_takes_no_pinned_slot_and_waste_is_counted)
+{
+    sl_streamer *st = open_streamer(2, NULL, -1.0);
+    CHECK(st != NULL);
+    if (!st) return;
+    sl_err err;
+    const int both[2] = {0, 1}, other[1] = {3};
+    int taken = 0;
+    CHECK(sl_streamer_begin(st, 0, both, 2, &taken, &err) == 0 && taken == 2);
+    /* both slots pinned by the set: nothing to claim */
+    CHECK_EQ_INT(sl_streamer_prefetch(st, 1, other, 1), 0);
+    int e;
+    const void *w[SL_N_PROJ];
+    while (sl_streamer_next(st, &e, w, &err) == 1) sl_streamer_release(st, e);
+    /* now a prefetch may evict; then two other experts evict it unused */
+    CHECK_EQ_INT(sl_streamer_prefetch(st, 1, other, 1), 1);
+    const int later[2] = {0, 1};
+    CHECK_EQ_INT(run_set(st, 1, later, 2), 2);
+    sl_streamer_stats s = stats(st);
+    CHECK_EQ_INT(s.prefetch_wasted, 1);
+    CHECK_EQ_INT(s.prefetch_used, 0);
+    sl_streamer_free(st);
+}
+
+/* Wrong guesses close the gate (guesses are still scored, nothing is read
+ * ahead, a guess is asked for only now and then); right ones open it. */
+TEST(wrong_guesses_stop_reading_ahead)
+{
+    /* bar 0.5, the running share starts at 0.5: open */
+    sl_streamer *st = open_streamer(4, NULL, 0.5);
+    CHECK(st != NULL);
+    if (!st) return;
+    const int set[1] = {3};
+    int started = 0;
+    for (int i = 0; i < 6; i++) {
+        const int wrong[1] = {i % 3};
+        started += sl_streamer_prefetch(st, 1, wrong, 1);
+        CHECK_EQ_INT(run_set(st, 1, set, 1), 1);
+    }
+    CHECK_EQ_INT(started, 1); /* the first guess, before any was scored */
+    sl_streamer_stats s = stats(st);
+    CHECK_EQ_INT(s.guessed, 6);
+    CHECK_EQ_INT(s.guessed_right, 0);
+    int wanted = 0;
+    for (int i = 0; i < 32; i++) wanted += sl_streamer_wants_guess(st);
+    CHECK_EQ_INT(wanted, 2); /* one call in 16 */
+    /* right guesses (expert 3 is resident: nothing to read) reopen it */
+    for (int i = 0; i < 16; i++) {
+        CHECK_EQ_INT(sl_streamer_prefetch(st, 1, set, 1), 0);
+        CHECK_EQ_INT(run_set(st, 1, set, 1), 1);
+    }
+    CHECK(sl_streamer_wants_guess(st));
+    const int fresh[1] = {2};
+    CHECK_EQ_INT(sl_streamer_prefetch(st, 0, fresh, 1), 1);
+    sl_streamer_free(st);
+}
+
+TEST(default_gate_starts_closed)
+{
+    sl_streamer *st = open_streamer(4, NULL, 0.0);
+    CHECK(st != NULL);
+    if (!st) return;
+    const int guess[1] = {1};
+    CHECK_EQ_INT(sl_streamer_prefetch(st, 0, guess, 1), 0);
+    CHECK_EQ_INT(run_set(st, 0, guess, 1), 1);
+    sl_streamer_stats s = stats(st);
+    CHECK_EQ_INT(s.guessed, 1);
+    CHECK_EQ_INT(s.guessed_right, 1);
+    CHECK_EQ_INT(s.prefetched, 0);
+    sl_streamer_free(st);
+}
+
+int main(void)
+{
+    RUN(prefetched_experts_are_hits_with_the_right_bytes);
+    RUN(prefetch_still_in_flight_is_waited_for);
+    RUN(failed_prefetch_read_is_read_again);
+    RUN(prefetch_takes_no_pinned_slot_and_waste_is_counted);
+    RUN(wrong_guesses_stop_reading_ahead);
+    RUN(default_gate_starts_closed);
+    return TEST_REPORT();
+}
