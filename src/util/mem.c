@@ -1,6 +1,7 @@
 /* mem.c - see mem.h. */
 #include "util/mem.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +26,18 @@ void *sl_mem_alloc_huge(size_t bytes)
     madvise(p, bytes, MADV_HUGEPAGE);
 #endif
     return p;
+}
+
+bool sl_mem_prefault(void *p, size_t bytes)
+{
+    if (!p || bytes == 0) return true;
+#ifdef MADV_POPULATE_WRITE
+    if (madvise(p, bytes, MADV_POPULATE_WRITE) == 0) return true;
+    if (errno != EINVAL) return false; /* EINVAL: a kernel before 5.14 */
+#endif
+    volatile uint8_t *b = p;
+    for (size_t i = 0; i < bytes; i += 4096) b[i] = 0;
+    return true;
 }
 
 void sl_mem_free_huge(void *p, size_t bytes)

@@ -20,6 +20,12 @@ bool sl_mem_available(uint64_t *avail, uint64_t *cgroup_limit);
 void *sl_mem_alloc_huge(size_t bytes);
 void sl_mem_free_huge(void *p, size_t bytes);
 
+/* Faults in (and zeroes) every page of [p, p + bytes) now, so that later
+ * first touches (a direct read landing there) cost nothing, and so that
+ * memory that cannot be had shows up here rather than mid-run. Returns
+ * false if the kernel refused (out of memory). */
+bool sl_mem_prefault(void *p, size_t bytes);
+
 /* Resident set size now and at its peak (VmRSS / VmHWM), bytes. */
 bool sl_mem_rss(uint64_t *rss, uint64_t *peak);
 
