@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Expert streaming end to end through `sluice run`: the same greedy text
 # fully resident and streamed (tiny cache, io_uring, no overlap, dense mmap),
-# the --stats summary and --stats-json figures, the I/O trace, and the
+# the --stats summary and --stats-json figures, reading ahead, the I/O trace, and the
 # refusals (a cache below one layer's top-k, a budget below the dense
 # weights, bad flag values).
 set -u
@@ -26,7 +26,8 @@ run() { # run OUT ARGS...
 run "$work/resident" --no-stream
 check "resident run succeeds" [ $? -eq 0 ]
 for v in "--cache-experts 2 --io-threads 1" "--cache-experts 3 --io-backend uring" \
-         "--cache-experts 2 --no-overlap --dense-weights mmap" "--cache-experts 16 -b 1"; do
+         "--cache-experts 2 --no-overlap --dense-weights mmap" "--cache-experts 16 -b 1" \
+         "--cache-experts 4 --prefetch" "--cache-experts 4 --no-prefetch"; do
     # shellcheck disable=SC2086
     run "$work/streamed" --moe-stream $v
     check "streamed ($v) succeeds" [ $? -eq 0 ]
@@ -49,6 +50,13 @@ check "the trace has a line per read" [ "$(wc -l < "$work/trace.txt")" -eq "${re
 check "trace lines name layer, expert and lane" grep -q "^layer=[0-9]* expert=[0-9]* proj=gate .* lane=" "$work/trace.txt"
 check "a warning when the cache is below one token's cycle" \
     grep -q "fewer than one token's cycle" "$work/stats.err"
+
+run "$work/ahead" --moe-stream --cache-experts 4 --prefetch --stats --stats-json "$work/ahead.json"
+check "read-ahead run succeeds" [ $? -eq 0 ]
+check "--stats shows how often the next layer's experts were guessed right" \
+    grep -q "next layer's experts guessed [0-9.]*% right; [0-9]* read ahead" "$work/ahead.err"
+ahead=$(sed -n 's/.*"prefetched":\([0-9]*\).*/\1/p' "$work/ahead.json")
+check "--prefetch reads experts ahead" [ "${ahead:-0}" -gt 0 ]
 
 run "$work/progress" --moe-stream --cache-experts 2 --progress
 check "--progress draws a status line with the hit rate" \
