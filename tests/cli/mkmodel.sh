@@ -144,5 +144,15 @@ expect_fail "vocab too small" 2 "--vocab expects" --arch qwen3moe --vocab 100 -o
 expect_fail "unwritable output" 1 "/nonexistent-sluice-dir/m.gguf" --arch qwen3moe -o /nonexistent-sluice-dir/m.gguf
 expect_fail "output is a directory" 1 "$work" --arch qwen3moe -o "$work"
 
+# a disk that fills up mid-write, played by a file-size limit of 2 MiB (the
+# write then fails with EFBIG, as it would with ENOSPC): a clear message,
+# exit 1, and no half-written model left behind
+(trap '' XFSZ; ulimit -f 4096; "$SLUICE" mkmodel --arch qwen3moe --preset small -q \
+    -o "$work/full.gguf") 2>"$work/full.err"
+[ $? -eq 1 ] && ok "a write that fails mid-model exits 1" || bad "a write that fails mid-model exits 1"
+grep -q "write to '$work/full.gguf' failed: File too large" "$work/full.err" &&
+    ok "... naming the file and the reason" || bad "... naming the file and the reason: $(cat "$work/full.err")"
+[ ! -e "$work/full.gguf" ] && ok "... and removes the partial file" || bad "... and removes the partial file"
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
