@@ -2,7 +2,9 @@
  *
  * Two objects:
  *   sl_model    immutable after load: hyperparameters, dense weights, the
- *               expert store, the tokenizer. Shareable by several sessions.
+ *               expert store, the tokenizer. Shareable by several sessions,
+ *               also on different threads (with streamed experts they take
+ *               turns at each layer's experts).
  *   sl_session  one timeline: KV cache, scratch buffers, position. Not
  *               thread-safe; use one per thread of conversation.
  *

@@ -349,8 +349,13 @@ static int moe_block(sl_session *s, const sl_layer *L, int il, int n, sl_err *er
     }
     group_by_expert(s, n);
     /* before the expert inputs are prepared: the guess uses the same scratch */
-    const bool guess = s->m->streamer && s->m->prefetch && n == 1 && il + 1 < hp->n_layer &&
-                       s->m->layers[il + 1].is_moe && sl_streamer_wants_guess(s->m->streamer);
+    bool guess = s->m->streamer && s->m->prefetch && n == 1 && il + 1 < hp->n_layer &&
+                 s->m->layers[il + 1].is_moe;
+    if (guess) {
+        pthread_mutex_lock(&s->m->stream_mu);
+        guess = sl_streamer_wants_guess(s->m->streamer);
+        pthread_mutex_unlock(&s->m->stream_mu);
+    }
     const int n_pf = guess ? predict_experts(s, il + 1) : 0;
     prepare_expert_inputs(s, L, n);
 
@@ -360,7 +365,9 @@ static int moe_block(sl_session *s, const sl_layer *L, int il, int n, sl_err *er
         if (s->moe_count[e + 1] > s->moe_count[e]) ids[n_ids++] = e;
     sl_expert_w *xs = s->moe_xw;
     if (s->m->streamer) {
+        pthread_mutex_lock(&s->m->stream_mu);
         int rc = run_streamed_experts(s, L, il, ids, n_ids, xs, n_pf, err);
+        pthread_mutex_unlock(&s->m->stream_mu);
         if (rc) return rc;
     } else {
         for (int i = 0; i < n_ids; i++)

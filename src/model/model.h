@@ -6,6 +6,7 @@
 #ifndef SL_MODEL_MODEL_H
 #define SL_MODEL_MODEL_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -90,6 +91,10 @@ struct sl_model {
     int n_slots;            /* expert cache slots when streaming */
     struct sl_streamer *streamer;
     bool prefetch;          /* read the next layer's predicted experts ahead */
+    /* The streamer serves one caller at a time: sessions on other threads
+     * take turns per layer (held from a layer's begin to its last
+     * release). Initialised with the streamer. */
+    pthread_mutex_t stream_mu;
     FILE *trace;            /* --io-trace output, owned */
     char warning[256];      /* set by planning, shown by front-ends */
     struct sl_tokenizer *tok; /* from tokenizer.ggml.*; NULL if the file has none */

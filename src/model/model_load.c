@@ -299,6 +299,7 @@ int sl_model_load(sl_model **out, const char *path, const sl_model_params *param
     if ((rc = sl_model_plan(m, params, err))) goto fail;
     if ((rc = place_weights(m, params, err))) goto fail;
     if (m->streaming && (rc = sl_model_start_streamer(m, params, err))) goto fail;
+    if (m->streamer) pthread_mutex_init(&m->stream_mu, NULL);
     *out = m;
     return SL_OK;
 fail:
@@ -309,6 +310,7 @@ fail:
 void sl_model_free(sl_model *m)
 {
     if (!m) return;
+    if (m->streamer) pthread_mutex_destroy(&m->stream_mu);
     sl_streamer_free(m->streamer);
     if (m->trace) fclose(m->trace);
     if (m->maps)

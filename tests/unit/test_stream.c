@@ -8,6 +8,7 @@
  * every logit of every step must be bit-identical to the resident run.
  * Then: a read error surfaces as a clean failure, and a budget too small
  * for one layer's top-k is refused at load. */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -56,44 +57,50 @@ static int argmax(const float *x, int n)
     return b;
 }
 
-/* Prefill + greedy decode; returns malloc'ed logits of every position
- * ((N_PROMPT + N_GEN) * n_vocab) or NULL, with the load/eval error in err. */
-static float *run(const sl_model_params *mp, sl_stream_stats *stats, sl_err *err)
+/* Prefill + greedy decode in a new session on m; returns malloc'ed logits
+ * of every position ((N_PROMPT + N_GEN) * n_vocab) or NULL, with the eval
+ * error in err. */
+static float *run_session(sl_model *m, sl_err *err)
 {
-    sl_model *m;
-    if (sl_model_load(&m, model_path, mp, err)) return NULL;
-    n_vocab = sl_model_n_vocab(m);
     sl_session_params sp = sl_session_default_params();
     sp.n_ctx = N_PROMPT + N_GEN + 1;
     sp.n_batch_max = BATCH;
     sp.all_logits = true;
     sl_session *s;
-    if (sl_session_create(&s, m, &sp, err)) {
-        sl_model_free(m);
-        return NULL;
-    }
-    float *out = malloc(sizeof(float) * (size_t)n_vocab * (N_PROMPT + N_GEN));
+    if (sl_session_create(&s, m, &sp, err)) return NULL;
+    const int V = sl_model_n_vocab(m);
+    float *out = malloc(sizeof(float) * (size_t)V * (N_PROMPT + N_GEN));
     int32_t toks[N_PROMPT];
-    for (int i = 0; i < N_PROMPT; i++) toks[i] = (int32_t)((i * 37 + 11) % n_vocab);
+    for (int i = 0; i < N_PROMPT; i++) toks[i] = (int32_t)((i * 37 + 11) % V);
     int pos = 0, rc = 0;
     for (int i = 0; i < N_PROMPT && !rc; i += BATCH) {
         int n = N_PROMPT - i < BATCH ? N_PROMPT - i : BATCH;
         rc = sl_session_eval(s, toks + i, n, err);
         for (int j = 0; j < n && !rc; j++, pos++)
-            memcpy(out + (size_t)pos * n_vocab, sl_session_logits_at(s, j), sizeof(float) * n_vocab);
+            memcpy(out + (size_t)pos * V, sl_session_logits_at(s, j), sizeof(float) * V);
     }
     for (int g = 0; g < N_GEN && !rc; g++, pos++) {
-        int32_t next = argmax(out + (size_t)(pos - 1) * n_vocab, n_vocab);
+        int32_t next = argmax(out + (size_t)(pos - 1) * V, V);
         rc = sl_session_eval(s, &next, 1, err);
-        if (!rc) memcpy(out + (size_t)pos * n_vocab, sl_session_logits(s), sizeof(float) * n_vocab);
+        if (!rc) memcpy(out + (size_t)pos * V, sl_session_logits(s), sizeof(float) * V);
     }
-    if (stats) sl_model_stream_stats(m, stats);
     sl_session_free(s);
-    sl_model_free(m);
     if (rc) {
         free(out);
         return NULL;
     }
+    return out;
+}
+
+/* run_session on a freshly loaded model, with its streaming stats. */
+static float *run(const sl_model_params *mp, sl_stream_stats *stats, sl_err *err)
+{
+    sl_model *m;
+    if (sl_model_load(&m, model_path, mp, err)) return NULL;
+    n_vocab = sl_model_n_vocab(m);
+    float *out = run_session(m, err);
+    if (stats) sl_model_stream_stats(m, stats);
+    sl_model_free(m);
     return out;
 }
 
@@ -181,6 +188,52 @@ TEST(streamed_runs_are_bit_identical)
     }
 }
 
+typedef struct session_thread {
+    sl_model *m;
+    float *out;
+    sl_err err;
+} session_thread;
+
+static void *session_main(void *arg)
+{
+    session_thread *t = arg;
+    t->out = run_session(t->m, &t->err);
+    return NULL;
+}
+
+/* Sessions on different threads share one streamed model: they take turns
+ * at each layer's experts, and each gets the resident logits. */
+TEST(sessions_on_two_threads_share_a_streamed_model)
+{
+    if (!resident) {
+        CHECK_MSG(0, "no baseline");
+        return;
+    }
+    sl_model_params mp = sl_model_default_params();
+    mp.stream = SL_STREAM_ON;
+    mp.n_threads = 2;
+    mp.cache_experts = 6;
+    mp.prefetch_always = true;
+    sl_err err;
+    sl_model *m;
+    CHECK(sl_model_load(&m, model_path, &mp, &err) == 0);
+    session_thread t[2] = {{m, NULL, {0}}, {m, NULL, {0}}};
+    pthread_t th[2];
+    for (int i = 0; i < 2; i++) CHECK(pthread_create(&th[i], NULL, session_main, &t[i]) == 0);
+    for (int i = 0; i < 2; i++) pthread_join(th[i], NULL);
+    const size_t n = (size_t)n_vocab * (N_PROMPT + N_GEN);
+    for (int i = 0; i < 2; i++) {
+        CHECK_MSG(t[i].out != NULL, "session %d: %s", i, t[i].out ? "" : t[i].err.msg);
+        if (t[i].out) CHECK_MSG(memcmp(t[i].out, resident, n * sizeof(float)) == 0,
+                                "session %d: logits differ", i);
+        free(t[i].out);
+    }
+    sl_stream_stats st;
+    sl_model_stream_stats(m, &st);
+    CHECK(st.misses > 0);
+    sl_model_free(m);
+}
+
 TEST(read_error_fails_cleanly)
 {
     sl_io_fault fault = {.seed = 1, .eio_nth = 7};
@@ -248,6 +301,7 @@ int main(void)
     }
     RUN(resident_baseline);
     RUN(streamed_runs_are_bit_identical);
+    RUN(sessions_on_two_threads_share_a_streamed_model);
     RUN(read_error_fails_cleanly);
     RUN(cache_below_one_layer_is_refused);
     RUN(cache_below_token_cycle_warns);
