@@ -208,6 +208,8 @@ int cmd_perplexity(int argc, char **argv)
 
     double t0 = now_s();
     o.mf.params.n_ctx_hint = o.n_ctx;
+    /* every token's logits of a batch are kept */
+    o.mf.params.n_logits_hint = o.n_batch < o.n_ctx ? o.n_batch : o.n_ctx;
     m = model_flags_load(&o.mf, CMD, o.model);
     if (!m) return 1;
     const int32_t n_vocab = sl_model_n_vocab(m);

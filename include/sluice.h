@@ -74,6 +74,8 @@ typedef struct sl_model_params {
     uint64_t cache_bytes;   /* expert cache size; 0 = what the budget leaves */
     int cache_experts;      /* expert cache size in experts (overrides cache_bytes) */
     int n_ctx_hint;         /* context length the KV estimate assumes; 0 = 4096 */
+    int n_logits_hint;      /* rows of logits a session keeps (its batch, when it
+                               keeps every token's, as perplexity does); 0 = 1 */
     int io_threads;         /* I/O lanes; 0 = 4 */
     sl_io_kind io_backend;
     int io_queue_depth;     /* reads in flight per io_uring lane; 0 = 4 */

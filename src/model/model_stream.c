@@ -75,7 +75,10 @@ int sl_model_plan(sl_model *m, const sl_model_params *pp, sl_err *err)
     const uint64_t ctx = (uint64_t)(p.n_ctx_hint > 0 ? p.n_ctx_hint : 4096);
     const uint64_t kv = (uint64_t)hp->n_layer * ctx * (uint64_t)hp->n_head_kv *
                         (uint64_t)(hp->head_dim + hp->head_dim_v) * 2u;
-    const uint64_t fixed = m->dense_bytes + kv + SCRATCH_ALLOWANCE;
+    /* every token's logits of a batch (perplexity): vocab floats a row */
+    const uint64_t logit_rows = p.n_logits_hint > 1 ? (uint64_t)p.n_logits_hint : 0;
+    const uint64_t scratch = SCRATCH_ALLOWANCE + logit_rows * (uint64_t)hp->n_vocab * 4u;
+    const uint64_t fixed = m->dense_bytes + kv + scratch;
     const uint64_t whole = fixed + m->expert_bytes;
 
     m->streaming = false;
@@ -99,7 +102,7 @@ int sl_model_plan(sl_model *m, const sl_model_params *pp, sl_err *err)
                               "raise --mem-budget or lower -c",
                               (double)budget / MIB, (double)m->dense_bytes / MIB,
                               (unsigned long long)ctx, (double)kv / MIB,
-                              (double)SCRATCH_ALLOWANCE / MIB);
+                              (double)scratch / MIB);
         cache = budget - fixed;
     }
     uint64_t slots = p.cache_experts > 0 ? (uint64_t)p.cache_experts : cache / slot;

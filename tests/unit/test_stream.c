@@ -293,6 +293,37 @@ TEST(auto_mode_streams_only_when_over_budget)
     sl_model_free(m);
 }
 
+/* A session that keeps every token's logits (perplexity) gets them out of
+ * the budget: the expert cache shrinks by those bytes (to a slot). */
+TEST(kept_logits_come_out_of_the_cache)
+{
+    sl_model_params mp = sl_model_default_params();
+    mp.stream = SL_STREAM_ON;
+    mp.n_ctx_hint = 64;
+    sl_model *m;
+    sl_err err;
+    sl_stream_stats a, b;
+    CHECK(sl_model_load(&m, model_path, &mp, &err) == 0);
+    sl_model_stream_stats(m, &a);
+    const int V = sl_model_n_vocab(m);
+    sl_model_free(m);
+    /* a budget with room for ~3 MiB of experts beyond dense, KV and scratch */
+    mp.mem_budget = a.dense_bytes + (128ull << 20) + (4ull << 20);
+    CHECK_MSG(sl_model_load(&m, model_path, &mp, &err) == 0, "%s", err.msg);
+    sl_model_stream_stats(m, &a);
+    sl_model_free(m);
+    mp.n_logits_hint = 512; /* 512 rows of V floats */
+    CHECK_MSG(sl_model_load(&m, model_path, &mp, &err) == 0, "%s", err.msg);
+    sl_model_stream_stats(m, &b);
+    sl_model_free(m);
+    const double want = 512.0 * V * 4.0, slot = (double)a.cache_bytes / (double)a.n_slots;
+    CHECK_MSG(want > 2 * slot, "the kept logits (%.0f bytes) must outweigh slots (%.0f)", want,
+              slot);
+    const double got = (double)a.cache_bytes - (double)b.cache_bytes;
+    CHECK_MSG(got >= want - slot && got <= want + slot, "cache shrank %.0f bytes, want %.0f (slot %.0f)",
+              got, want, slot);
+}
+
 int main(void)
 {
     if (make_model()) {
@@ -303,6 +334,7 @@ int main(void)
     RUN(streamed_runs_are_bit_identical);
     RUN(sessions_on_two_threads_share_a_streamed_model);
     RUN(read_error_fails_cleanly);
+    RUN(kept_logits_come_out_of_the_cache);
     RUN(cache_below_one_layer_is_refused);
     RUN(cache_below_token_cycle_warns);
     RUN(auto_mode_streams_only_when_over_budget);
