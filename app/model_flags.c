@@ -184,10 +184,11 @@ void model_flags_report(const model_flags *f, const sl_model *m, const run_total
         fprintf(stderr, "\n--- sluice stats ---\n");
         fprintf(stderr, "mode            %s\n",
                 st.streaming ? "streaming routed experts" : "fully resident");
-        fprintf(stderr, "memory          budget %.0f MiB, dense %.0f MiB, experts %.0f MiB "
-                "(one token's cycle %.0f MiB)\n",
+        fprintf(stderr, "memory          budget %.0f MiB, dense %.0f MiB, KV and scratch %.0f MiB, "
+                "experts %.0f MiB (one token's cycle %.0f MiB)\n",
                 (double)st.budget_bytes / MIB, (double)st.dense_bytes / MIB,
-                (double)st.expert_bytes / MIB, (double)st.expert_cycle_bytes / MIB);
+                (double)st.reserved_bytes / MIB, (double)st.expert_bytes / MIB,
+                (double)st.expert_cycle_bytes / MIB);
         if (st.streaming)
             fprintf(stderr, "expert cache    %llu experts, %.0f MiB; I/O %s\n",
                     (unsigned long long)st.n_slots, (double)st.cache_bytes / MIB, st.io_mode);

@@ -106,6 +106,7 @@ void sl_model_free(sl_model *m);
 typedef struct sl_stream_stats {
     bool streaming;           /* routed experts are read from the file */
     uint64_t budget_bytes;    /* memory budget used for planning */
+    uint64_t reserved_bytes;  /* of it, set aside for a session (KV cache, scratch) */
     uint64_t dense_bytes;     /* resident dense weights */
     uint64_t expert_bytes;    /* all routed experts in the file */
     uint64_t expert_cycle_bytes; /* one token's experts: layers x top-k x expert */

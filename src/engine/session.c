@@ -16,16 +16,23 @@ sl_session_params sl_session_default_params(void)
 
 static int imax(int a, int b) { return a > b ? a : b; }
 
-/* Allocates n elements of size sz (zeroed), recording failure in *ok. */
-static void *alloc_n(size_t n, size_t sz, bool *ok)
+/* A run of allocations: whether all succeeded, and their bytes. */
+typedef struct alloc_acc {
+    bool ok;
+    uint64_t bytes;
+} alloc_acc;
+
+/* Allocates n elements of size sz (zeroed), recording failure and size. */
+static void *alloc_n(size_t n, size_t sz, alloc_acc *a)
 {
     uint64_t bytes;
     if (!sl_mul_u64(n, sz, &bytes) || bytes > SIZE_MAX) {
-        *ok = false;
+        a->ok = false;
         return NULL;
     }
     void *p = calloc(1, bytes ? (size_t)bytes : 1);
-    if (!p) *ok = false;
+    if (!p) a->ok = false;
+    a->bytes += bytes;
     return p;
 }
 
@@ -115,7 +122,7 @@ int sl_session_create(sl_session **out, sl_model *m, const sl_session_params *pp
     const size_t B = (size_t)p.n_batch_max, E = (size_t)hp->n_embd;
     const size_t ctx = (size_t)s->n_ctx, layers = (size_t)hp->n_layer;
     const size_t X = (size_t)imax(hp->n_expert, 1), K = (size_t)imax(hp->n_expert_used, 1);
-    bool ok = true;
+    alloc_acc ok = {true, 0};
     s->k_cache = alloc_n(layers * ctx * s->kv_dim, s->kv_elem, &ok);
     s->v_cache = alloc_n(layers * ctx * s->kv_dim_v, s->kv_elem, &ok);
     s->x = alloc_n(B * E, sizeof(float), &ok);
@@ -163,7 +170,8 @@ int sl_session_create(sl_session **out, sl_model *m, const sl_session_params *pp
     s->row_tmp = alloc_n((size_t)nth * s->row_tmp_stride, sizeof(float), &ok);
     const size_t logit_rows = p.all_logits ? B : 1;
     s->logits = alloc_n(logit_rows * (size_t)hp->n_vocab, sizeof(float), &ok);
-    if (!ok) {
+    s->scratch_bytes = ok.bytes - (uint64_t)(layers * ctx * (s->kv_dim + s->kv_dim_v) * s->kv_elem);
+    if (!ok.ok) {
         sl_session_free(s);
         return sl_err_set(err, SL_ENOMEM, "cannot allocate the session (context %d tokens, "
                           "KV cache %.1f MiB)", p.n_ctx,

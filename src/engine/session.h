@@ -69,6 +69,8 @@ struct sl_session {
     size_t row_tmp_stride;
     float *logits;       /* (B or 1, n_vocab) */
     int n_logits;        /* rows of logits valid after the last eval */
+    uint64_t scratch_bytes; /* everything above but the KV cache (what
+                               sl_model_scratch_bound must bound) */
 };
 
 /* Runs the model on tokens[0..n) (n <= n_batch_max) at positions

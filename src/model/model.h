@@ -87,6 +87,7 @@ struct sl_model {
     uint64_t dense_bytes;   /* bytes of tensors that are always resident */
     uint64_t expert_bytes;  /* bytes of routed-expert tensors */
     uint64_t budget_bytes;  /* memory budget the plan used */
+    uint64_t reserved_bytes; /* of it, set aside for a session: KV cache and scratch */
     bool streaming;         /* routed experts come from the streamer */
     int n_slots;            /* expert cache slots when streaming */
     struct sl_streamer *streamer;
@@ -105,6 +106,13 @@ struct sl_model {
  * when the budget cannot hold the dense weights or one layer's top-k
  * experts. (model_stream.c) */
 int sl_model_plan(sl_model *m, const sl_model_params *p, sl_err *err);
+
+/* An upper bound of a session's memory other than its KV cache (activation
+ * buffers of n_batch tokens, logit rows, per-thread scratch for n_threads
+ * and n_ctx), from the hyperparameters alone: what the memory plan sets
+ * aside for a session. test_stream checks it against real sessions. */
+uint64_t sl_model_scratch_bound(const sl_model *m, int n_batch, int n_logit_rows, int n_threads,
+                                int n_ctx);
 
 /* Starts the expert streamer for a planned, streaming model. */
 int sl_model_start_streamer(sl_model *m, const sl_model_params *p, sl_err *err);

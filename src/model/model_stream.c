@@ -13,9 +13,11 @@
 #include "experts/streamer.h"
 #include "model/model.h"
 #include "util/mem.h"
+#include "util/pool.h"
 
 #define MIB (1024.0 * 1024.0)
-#define SCRATCH_ALLOWANCE (128ull << 20) /* activations, logits, thread buffers */
+#define OTHER_BYTES (64ull << 20) /* thread stacks, tokenizer tables, allocator slack */
+#define PLAN_BATCH 512             /* sessions' default micro-batch */
 #define PLAN_ALIGN 4096u                 /* direct-I/O alignment assumed when planning */
 
 static void build_layouts(const sl_model *m, sl_expert_layout *out)
@@ -75,10 +77,13 @@ int sl_model_plan(sl_model *m, const sl_model_params *pp, sl_err *err)
     const uint64_t ctx = (uint64_t)(p.n_ctx_hint > 0 ? p.n_ctx_hint : 4096);
     const uint64_t kv = (uint64_t)hp->n_layer * ctx * (uint64_t)hp->n_head_kv *
                         (uint64_t)(hp->head_dim + hp->head_dim_v) * 2u;
-    /* every token's logits of a batch (perplexity): vocab floats a row */
-    const uint64_t logit_rows = p.n_logits_hint > 1 ? (uint64_t)p.n_logits_hint : 0;
-    const uint64_t scratch = SCRATCH_ALLOWANCE + logit_rows * (uint64_t)hp->n_vocab * 4u;
+    /* a session of the default micro-batch, keeping every token's logits
+     * if the caller says so (perplexity) */
+    const int threads = m->n_threads > 0 ? m->n_threads : sl_cpu_count();
+    const uint64_t scratch =
+        sl_model_scratch_bound(m, PLAN_BATCH, p.n_logits_hint, threads, (int)ctx) + OTHER_BYTES;
     const uint64_t fixed = m->dense_bytes + kv + scratch;
+    m->reserved_bytes = kv + scratch;
     const uint64_t whole = fixed + m->expert_bytes;
 
     m->streaming = false;
@@ -169,11 +174,39 @@ done:
     return rc;
 }
 
+static uint64_t umax(uint64_t a, uint64_t b) { return a > b ? a : b; }
+
+uint64_t sl_model_scratch_bound(const sl_model *m, int n_batch, int n_logit_rows, int n_threads,
+                                int n_ctx)
+{
+    /* Mirrors sl_session_create's buffers with every width at its widest
+     * and every prepared activation at 4 bytes a value (f32, the largest
+     * form), plus a cache line of rounding per row. */
+    const sl_hparams *hp = &m->hp;
+    const uint64_t B = (uint64_t)(n_batch > 0 ? n_batch : 1), E = (uint64_t)hp->n_embd;
+    const uint64_t X = umax((uint64_t)hp->n_expert, 1), K = umax((uint64_t)hp->n_expert_used, 1);
+    const uint64_t q = (uint64_t)hp->n_head * (uint64_t)hp->head_dim;
+    const uint64_t kv = (uint64_t)hp->n_head_kv * (uint64_t)(hp->head_dim + hp->head_dim_v);
+    const uint64_t o = (uint64_t)hp->n_head * (uint64_t)hp->head_dim_v;
+    const uint64_t ff = umax(umax((uint64_t)hp->n_ff, (uint64_t)hp->n_ff_shexp),
+                             K * (uint64_t)hp->n_ff_exp);
+    const uint64_t widest = umax(umax(E, q), umax(umax(ff, o), (uint64_t)hp->n_ff_exp));
+    uint64_t per_tok = 4 * (4 * E + q + kv + o + 2 * ff + X + 2 * K + K * E) /* floats */
+                       + 4 * 3 * K + 8 * 3 * K                             /* ints, pointers */
+                       + 2 * (4 * widest + 64) + 2 * 8                    /* two input sets */
+                       + 4 * ff + 64 * K;                                 /* down inputs */
+    const uint64_t rows = umax((uint64_t)(n_logit_rows > 1 ? n_logit_rows : 1), 1);
+    const uint64_t T = (uint64_t)(n_threads > 0 ? n_threads : 1);
+    return B * per_tok + rows * 4 * (uint64_t)hp->n_vocab + T * 4 * ((uint64_t)n_ctx + widest) +
+           X * 256 + (2 * X + 5) * 64 + 4 * (E + 3 * X + 2 * K) + (1u << 20);
+}
+
 void sl_model_stream_stats(const sl_model *m, sl_stream_stats *out)
 {
     memset(out, 0, sizeof *out);
     out->streaming = m->streaming;
     out->budget_bytes = m->budget_bytes;
+    out->reserved_bytes = m->reserved_bytes;
     out->dense_bytes = m->dense_bytes;
     out->expert_bytes = m->expert_bytes;
     out->expert_cycle_bytes = cycle_bytes(m);

@@ -15,6 +15,7 @@
 #include "common/testutil.h"
 #include "engine/session.h"
 #include "io/io.h"
+#include "model/model.h"
 #include "synth/synth.h"
 #include "sluice.h"
 #include "test.h"
@@ -307,8 +308,8 @@ TEST(kept_logits_come_out_of_the_cache)
     sl_model_stream_stats(m, &a);
     const int V = sl_model_n_vocab(m);
     sl_model_free(m);
-    /* a budget with room for ~3 MiB of experts beyond dense, KV and scratch */
-    mp.mem_budget = a.dense_bytes + (128ull << 20) + (4ull << 20);
+    /* a budget with room for 4 MiB of experts beyond dense, KV and scratch */
+    mp.mem_budget = a.dense_bytes + a.reserved_bytes + (4ull << 20);
     CHECK_MSG(sl_model_load(&m, model_path, &mp, &err) == 0, "%s", err.msg);
     sl_model_stream_stats(m, &a);
     sl_model_free(m);
@@ -324,6 +325,37 @@ TEST(kept_logits_come_out_of_the_cache)
               got, want, slot);
 }
 
+/* The plan's bound on a session's memory holds for real sessions: small and
+ * large batches, one and every token's logits, and is not wildly loose. */
+TEST(session_memory_stays_within_the_planned_bound)
+{
+    sl_model_params mp = sl_model_default_params();
+    mp.stream = SL_STREAM_OFF;
+    mp.n_threads = 3;
+    sl_model *m;
+    sl_err err;
+    CHECK(sl_model_load(&m, model_path, &mp, &err) == 0);
+    const int batches[3] = {1, 16, 512};
+    for (int i = 0; i < 3; i++)
+        for (int all = 0; all < 2; all++) {
+            sl_session_params sp = sl_session_default_params();
+            sp.n_ctx = 256;
+            sp.n_batch_max = batches[i];
+            sp.all_logits = all;
+            sl_session *s;
+            CHECK(sl_session_create(&s, m, &sp, &err) == 0);
+            const uint64_t bound = sl_model_scratch_bound(m, batches[i], all ? batches[i] : 1, 3, 256);
+            CHECK_MSG(s->scratch_bytes <= bound, "batch %d all %d: %llu > bound %llu",
+                      batches[i], all, (unsigned long long)s->scratch_bytes,
+                      (unsigned long long)bound);
+            CHECK_MSG(bound <= 2 * s->scratch_bytes + (2u << 20), "batch %d: bound %llu loose "
+                      "against %llu", batches[i], (unsigned long long)bound,
+                      (unsigned long long)s->scratch_bytes);
+            sl_session_free(s);
+        }
+    sl_model_free(m);
+}
+
 int main(void)
 {
     if (make_model()) {
@@ -335,6 +367,7 @@ int main(void)
     RUN(sessions_on_two_threads_share_a_streamed_model);
     RUN(read_error_fails_cleanly);
     RUN(kept_logits_come_out_of_the_cache);
+    RUN(session_memory_stays_within_the_planned_bound);
     RUN(cache_below_one_layer_is_refused);
     RUN(cache_below_token_cycle_warns);
     RUN(auto_mode_streams_only_when_over_budget);
