@@ -228,7 +228,8 @@ static void group_by_expert(sl_session *s, int n)
 static void prepare_expert_inputs(sl_session *s, const sl_layer *L, int n)
 {
     const int K = s->m->hp.n_expert_used, B = s->n_batch_max;
-    const sl_mat g = expert_mat(&L->gate_exps, 0), u = expert_mat(&L->up_exps, 0);
+    /* shapes and types only: a streamed model has no resident expert data */
+    const sl_mat g = mat_of(&L->gate_exps), u = mat_of(&L->up_exps);
     const bool same = sl_matvec_act_type(g.type) == sl_matvec_act_type(u.type);
     const sl_mat *m[2] = {&g, &u};
     for (int set = 0; set < (same ? 1 : 2); set++) {
