@@ -8,6 +8,10 @@
 #
 # Portable by default: no -march=native. SIMD kernels live in *_avx2.c files
 # that alone are compiled with AVX2/FMA flags and are chosen at run time.
+# Two compilers see every file: the release and ThreadSanitizer builds use
+# CC (gcc here), the ASan+UBSan build of the suite uses clang when present
+# (SAN_CC; its UBSan also flags arithmetic on null pointers, which gcc's
+# does not).
 
 CC      ?= cc
 ARCH    := $(shell uname -m)
@@ -34,6 +38,7 @@ TEST_SRC := $(sort $(wildcard tests/unit/test_*.c))
 TEST_COMMON := $(sort $(wildcard tests/common/*.c))
 
 SAN_FLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
+SAN_CC ?= $(if $(shell command -v clang 2>/dev/null),clang,$(CC))
 
 # the threaded tests again under ThreadSanitizer (defined here: `check` needs them)
 TSAN := build/tsan
@@ -74,22 +79,22 @@ SAN_TESTS := $(TEST_SRC:tests/unit/%.c=$(SAN)/tests/%)
 
 $(SAN)/%_avx2.o: %_avx2.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CSTD) $(WARN) $(SAN_FLAGS) $(CDEFS) $(INC) $(DEPFLAGS) $(SIMD_AVX2) -c $< -o $@
+	$(SAN_CC) $(CSTD) $(WARN) $(SAN_FLAGS) $(CDEFS) $(INC) $(DEPFLAGS) $(SIMD_AVX2) -c $< -o $@
 
 $(SAN)/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CSTD) $(WARN) $(SAN_FLAGS) $(CDEFS) $(INC) -Itests $(DEPFLAGS) -c $< -o $@
+	$(SAN_CC) $(CSTD) $(WARN) $(SAN_FLAGS) $(CDEFS) $(INC) -Itests $(DEPFLAGS) -c $< -o $@
 
 $(SAN)/libsluice.a: $(SAN_LIB_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
 $(SAN)/sluice: $(SAN_APP_OBJ) $(SAN)/libsluice.a
-	$(CC) $(SAN_FLAGS) -o $@ $(SAN_APP_OBJ) $(SAN)/libsluice.a $(LIBS)
+	$(SAN_CC) $(SAN_FLAGS) -o $@ $(SAN_APP_OBJ) $(SAN)/libsluice.a $(LIBS)
 
 $(SAN)/tests/%: $(SAN)/tests/unit/%.o $(SAN_COMMON_OBJ) $(SAN)/libsluice.a
 	@mkdir -p $(dir $@)
-	$(CC) $(SAN_FLAGS) -o $@ $< $(SAN_COMMON_OBJ) $(SAN)/libsluice.a $(LIBS)
+	$(SAN_CC) $(SAN_FLAGS) -o $@ $< $(SAN_COMMON_OBJ) $(SAN)/libsluice.a $(LIBS)
 
 CLI_TESTS := $(sort $(wildcard tests/cli/*.sh))
 
