@@ -10,7 +10,7 @@ int bench_kernels(int threads, int mb);
 
 int bench_kernels(int threads, int mb)
 {
-    const int nth = threads > 0 ? threads : sl_cpu_count();
+    const int nth = threads > 0 ? threads : sl_cpu_core_count();
     sl_pool *pool;
     sl_err err;
     if (sl_pool_create(&pool, nth, &err)) {

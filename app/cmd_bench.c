@@ -123,7 +123,7 @@ static int bench_model(const char *path, int n_prompt, int n_gen, int reps,
     if (!m) return 1;
     sl_err err;
     const int threads = mf->params.n_threads;
-    const int nth = threads > 0 ? threads : sl_cpu_count();
+    const int nth = threads > 0 ? threads : sl_cpu_core_count();
     run_totals totals = {0, 0, 0};
     const uint64_t model_bytes = m->dense_bytes + m->expert_bytes; /* resident or not */
     const double gib = (double)model_bytes / (1u << 30);

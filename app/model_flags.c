@@ -15,7 +15,7 @@ void model_flags_init(model_flags *f)
 void model_flags_help(FILE *out)
 {
     fprintf(out,
-            "  -t, --threads N        compute threads (default: all cores)\n"
+            "  -t, --threads N        compute threads (default: physical cores)\n"
             "      --mem-budget MB    memory the process may use (default: available memory,\n"
             "                         cgroup limits honoured, minus a margin)\n"
             "      --cache-mb N       expert cache size (default: what the budget leaves)\n"

@@ -109,7 +109,7 @@ int sl_session_create(sl_session **out, sl_model *m, const sl_session_params *pp
         .n_ctx_orig = hp->rope_yarn_orig_ctx,
     };
 
-    int nth = m->n_threads > 0 ? m->n_threads : sl_cpu_count();
+    int nth = m->n_threads > 0 ? m->n_threads : sl_cpu_core_count();
     int rc = sl_pool_create(&s->pool, nth, err);
     if (rc) {
         free(s);

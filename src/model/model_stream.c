@@ -79,7 +79,7 @@ int sl_model_plan(sl_model *m, const sl_model_params *pp, sl_err *err)
                         (uint64_t)(hp->head_dim + hp->head_dim_v) * 2u;
     /* a session of the default micro-batch, keeping every token's logits
      * if the caller says so (perplexity) */
-    const int threads = m->n_threads > 0 ? m->n_threads : sl_cpu_count();
+    const int threads = m->n_threads > 0 ? m->n_threads : sl_cpu_core_count();
     const uint64_t scratch =
         sl_model_scratch_bound(m, PLAN_BATCH, p.n_logits_hint, threads, (int)ctx) + OTHER_BYTES;
     const uint64_t fixed = m->dense_bytes + kv + scratch;

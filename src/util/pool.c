@@ -22,7 +22,9 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -223,6 +225,37 @@ void sl_pool_free(sl_pool *p)
     free(p->threads);
     free(p->shares);
     free(p);
+}
+
+int sl_cpu_core_count(void)
+{
+#ifdef CPU_COUNT
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) != 0) return sl_cpu_count();
+    /* a core is named by the lowest CPU of its sibling list */
+    bool seen[CPU_SETSIZE] = {false};
+    int cores = 0;
+    for (int c = 0; c < CPU_SETSIZE; c++) {
+        if (!CPU_ISSET(c, &set)) continue;
+        char path[96];
+        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu%d/topology/thread_siblings_list",
+                 c);
+        FILE *f = fopen(path, "r");
+        int first = -1;
+        if (f) {
+            if (fscanf(f, "%d", &first) != 1) first = -1;
+            fclose(f);
+        }
+        if (first < 0 || first >= CPU_SETSIZE) return sl_cpu_count(); /* no topology */
+        if (!seen[first]) {
+            seen[first] = true;
+            cores++;
+        }
+    }
+    return cores > 0 ? cores : 1;
+#else
+    return sl_cpu_count();
+#endif
 }
 
 int sl_cpu_count(void)

@@ -34,4 +34,10 @@ static inline void sl_split_range(long long n, int i, int parts, long long *lo, 
 /* Number of CPUs this process may run on (at least 1). */
 int sl_cpu_count(void);
 
+/* Number of physical cores among those CPUs (SMT siblings counted once),
+ * the default compute thread count: two threads on one core share its
+ * load units and gain nothing on bandwidth-bound kernels. Linux reads the
+ * sysfs topology; elsewhere, or if it is unreadable, sl_cpu_count(). */
+int sl_cpu_core_count(void);
+
 #endif

@@ -4,6 +4,7 @@
  * still completes with the right result. Also run under ThreadSanitizer
  * by `make tsan`. */
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -78,6 +79,26 @@ TEST(split_range_covers_everything_once)
     }
 }
 
+/* Cores never outnumber CPUs; on Linux each counted core is a distinct
+ * sibling group read from sysfs (checked here against the same files). */
+TEST(core_count_is_within_the_cpu_count)
+{
+    const int cpus = sl_cpu_count(), cores = sl_cpu_core_count();
+    CHECK(cores >= 1);
+    CHECK(cores <= cpus);
+    FILE *f = fopen("/sys/devices/system/cpu/cpu0/topology/thread_siblings_list", "r");
+    if (f) {
+        /* cpu0's siblings form one core: with n siblings listed "0-1" or "0,8"
+         * the core count is at most cpus - (n - 1) */
+        char buf[64] = {0};
+        CHECK(fgets(buf, sizeof buf, f) != NULL);
+        fclose(f);
+        int extra = 0;
+        for (char *p = buf; *p; p++) extra += *p == ',' || *p == '-';
+        CHECK(cores <= cpus - extra || extra == 0);
+    }
+}
+
 TEST(bad_thread_counts_are_refused)
 {
     sl_pool *p;
@@ -93,6 +114,7 @@ int main(void)
     RUN(four_threads_oversubscribed);
     RUN(sleeping_chunks_still_complete);
     RUN(split_range_covers_everything_once);
+    RUN(core_count_is_within_the_cpu_count);
     RUN(bad_thread_counts_are_refused);
     return TEST_REPORT();
 }
