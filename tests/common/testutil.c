@@ -1,6 +1,7 @@
 /* testutil.c - see testutil.h. */
 #include "common/testutil.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,4 +25,14 @@ char *t_path(char *buf, size_t cap, const char *name)
 {
     snprintf(buf, cap, "%s/%s", t_tmpdir(), name);
     return buf;
+}
+
+double t_rel_rms(const float *x, const float *y, int n)
+{
+    double se = 0, sx = 0;
+    for (int i = 0; i < n; i++) {
+        se += ((double)x[i] - y[i]) * ((double)x[i] - y[i]);
+        sx += (double)x[i] * x[i];
+    }
+    return sx > 0 ? sqrt(se / sx) : sqrt(se);
 }

@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "quant/quant_internal.h"
+#include "common/testutil.h"
 #include "test.h"
 #include "util/status.h"
 
@@ -225,12 +226,7 @@ TEST(gaussian_rms)
         const sl_type_traits *tr = sl_type_get(want[k].t);
         SL_ASSERT(sl_quantize_fast(want[k].t, x, q, N));
         tr->to_float(q, y, N);
-        double se = 0, sx = 0;
-        for (int i = 0; i < N; i++) {
-            se += (double)(x[i] - y[i]) * (x[i] - y[i]);
-            sx += (double)x[i] * x[i];
-        }
-        double rel = sqrt(se / sx);
+        double rel = t_rel_rms(x, y, N);
         CHECK_MSG(rel <= want[k].rule * 1.025, "%s fast: relative RMS %.4f > %.4f", tr->name, rel,
                   want[k].rule * 1.025);
         if (getenv("SL_TEST_VERBOSE"))
