@@ -268,7 +268,9 @@ static void prefetch_done(sl_streamer *st, int slot, const sl_io_done *d)
 }
 
 /* Files one completion under its set entry or prefetch. Returns SL_OK, or
- * a set read's failure code with err filled. */
+ * a set read's failure code with err filled: the caller must pass it on,
+ * since a failed set entry is never handed out (so only next() and begin()
+ * file completions while a set's reads are in flight). */
 static int file_done(sl_streamer *st, const sl_io_done *d, sl_err *err)
 {
     const int slot = (int)(d->tag / SL_N_PROJ);
@@ -427,9 +429,11 @@ int sl_streamer_prefetch(sl_streamer *st, int layer, const int *ids, int n)
     st->guess_n = n;
     st->guess_layer = n > 0 ? layer : -1;
     if (st->guess_acc < st->guess_min) return 0; /* only scored */
+    /* No polling for completions here: this layer's set is in flight, and a
+     * failed read of it must reach the caller through next(), not be filed
+     * (and its expert dropped) where nobody looks at the error. */
     sl_err ignored;
     int started = 0;
-    poll_done(st, &ignored);
     for (int i = 0; i < n; i++) {
         const int e = ids[i];
         SL_ASSERT(e >= 0 && e < st->n_expert);

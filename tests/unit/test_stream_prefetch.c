@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "common/testutil.h"
 #include "experts/streamer.h"
@@ -233,6 +234,31 @@ TEST(default_gate_starts_closed)
     sl_streamer_free(st);
 }
 
+/* A read of the layer's own set that fails while a guess is being read
+ * ahead still reaches the caller through next() (it must not be filed, and
+ * its expert silently dropped, by the read-ahead). */
+TEST(set_read_error_survives_a_read_ahead)
+{
+    const sl_io_fault bad = {.seed = 1, .eio_nth = 1}; /* the set's first read */
+    sl_streamer *st = open_streamer(4, &bad, -1.0);
+    CHECK(st != NULL);
+    if (!st) return;
+    sl_err err;
+    const int set[1] = {0}, ahead[1] = {1};
+    int taken = 0;
+    CHECK(sl_streamer_begin(st, 0, set, 1, &taken, &err) == 0 && taken == 1);
+    struct timespec ts = {0, 50 * 1000 * 1000}; /* let the failure land */
+    nanosleep(&ts, NULL);
+    CHECK_EQ_INT(sl_streamer_prefetch(st, 1, ahead, 1), 1);
+    int e, rc;
+    const void *w[SL_N_PROJ];
+    while ((rc = sl_streamer_next(st, &e, w, &err)) == 1) sl_streamer_release(st, e);
+    CHECK(rc < 0);
+    if (rc < 0) CHECK_STR_CONTAINS(err.msg, "reading expert 0 of layer 0");
+    sl_streamer_abort(st);
+    sl_streamer_free(st);
+}
+
 int main(void)
 {
     RUN(prefetched_experts_are_hits_with_the_right_bytes);
@@ -241,5 +267,6 @@ int main(void)
     RUN(prefetch_takes_no_pinned_slot_and_waste_is_counted);
     RUN(wrong_guesses_stop_reading_ahead);
     RUN(default_gate_starts_closed);
+    RUN(set_read_error_survives_a_read_ahead);
     return TEST_REPORT();
 }
