@@ -350,7 +350,7 @@ static int moe_block(sl_session *s, const sl_layer *L, int il, int n, sl_err *er
     }
     group_by_expert(s, n);
     /* before the expert inputs are prepared: the guess uses the same scratch */
-    bool guess = s->m->streamer && s->m->prefetch && n == 1 && il + 1 < hp->n_layer &&
+    bool guess = s->m->streamer && n == 1 && il + 1 < hp->n_layer &&
                  s->m->layers[il + 1].is_moe;
     if (guess) {
         pthread_mutex_lock(&s->m->stream_mu);

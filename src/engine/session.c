@@ -170,13 +170,12 @@ int sl_session_create(sl_session **out, sl_model *m, const sl_session_params *pp
     s->row_tmp = alloc_n((size_t)nth * s->row_tmp_stride, sizeof(float), &ok);
     const size_t logit_rows = p.all_logits ? B : 1;
     s->logits = alloc_n(logit_rows * (size_t)hp->n_vocab, sizeof(float), &ok);
-    s->scratch_bytes = ok.bytes - (uint64_t)(layers * ctx * (s->kv_dim + s->kv_dim_v) * s->kv_elem);
+    const uint64_t kv_bytes = (uint64_t)(layers * ctx * (s->kv_dim + s->kv_dim_v) * s->kv_elem);
+    s->scratch_bytes = ok.bytes - kv_bytes;
     if (!ok.ok) {
         sl_session_free(s);
         return sl_err_set(err, SL_ENOMEM, "cannot allocate the session (context %d tokens, "
-                          "KV cache %.1f MiB)", p.n_ctx,
-                          (double)(layers * ctx * (s->kv_dim + s->kv_dim_v) * s->kv_elem) /
-                              (1 << 20));
+                          "KV cache %.1f MiB)", p.n_ctx, (double)kv_bytes / (1 << 20));
     }
     *out = s;
     return SL_OK;

@@ -77,6 +77,7 @@ struct sl_streamer {
     int guess_n, guess_layer;
     double guess_acc;
     double guess_min;     /* the gate's bar (config, or GUESS_MIN) */
+    bool guesses;         /* guessing at all (config) */
     unsigned guess_calls;
 
     sl_streamer_stats st;
@@ -137,6 +138,7 @@ int sl_streamer_create(sl_streamer **out, const sl_streamer_config *cfg, sl_err 
     st->guess_layer = -1;
     st->guess_acc = GUESS_START;
     st->guess_min = cfg->prefetch_min_right != 0.0 ? cfg->prefetch_min_right : GUESS_MIN;
+    st->guesses = cfg->guesses;
     if (!st->layers || !st->set || !st->entry_of_slot || !st->entry_of_expert || !st->ready ||
         !st->slot_w || !st->reqs || !st->pf || !st->pf_unused || !st->guess) {
         rc = sl_err_set(err, SL_ENOMEM, "out of memory");
@@ -324,16 +326,30 @@ static int wait_one(sl_streamer *st, sl_err *err)
     return rc ? rc : file_done(st, &d, err);
 }
 
-/* Files the completions that are there, without waiting. */
-static int poll_done(sl_streamer *st, sl_err *err)
+/* Files the prefetch completions that are there, without waiting. Only
+ * between sets: no read of a set may be in flight (its error would be
+ * lost here). */
+static void file_landed_prefetches(sl_streamer *st)
 {
+    SL_ASSERT(st->loading == 0);
     sl_io_done d;
-    int rc = SL_OK;
+    sl_err unused;
     while (sl_io_poll(st->io, &d) == 1) {
-        const int r = file_done(st, &d, err);
-        if (!rc) rc = r;
+        const int rc = file_done(st, &d, &unused); /* a prefetch's: never fails */
+        SL_ASSERT(rc == SL_OK);
     }
-    return rc;
+}
+
+/* sl_cache_claim, counting a slot that a prefetch filled and no set used as
+ * wasted when it is evicted. -1 when every slot is pinned. */
+static int claim(sl_streamer *st, int layer, int expert)
+{
+    const int slot = sl_cache_claim(st->cache, layer, expert);
+    if (slot >= 0) {
+        if (st->pf_unused[slot]) st->st.prefetch_wasted++;
+        st->pf_unused[slot] = false;
+    }
+    return slot;
 }
 
 /* A slot for a miss of the set: a free or evictable one; while every slot
@@ -341,13 +357,8 @@ static int poll_done(sl_streamer *st, sl_err *err)
 static int claim_slot(sl_streamer *st, int layer, int expert, sl_err *err, int *rc)
 {
     for (;;) {
-        const int slot = sl_cache_claim(st->cache, layer, expert);
-        if (slot >= 0) {
-            if (st->pf_unused[slot]) st->st.prefetch_wasted++; /* evicted unused */
-            st->pf_unused[slot] = false;
-            return slot;
-        }
-        if (st->pf_inflight == 0) return -1;
+        const int slot = claim(st, layer, expert);
+        if (slot >= 0 || st->pf_inflight == 0) return slot;
         if ((*rc = wait_one(st, err))) return -1;
     }
 }
@@ -369,7 +380,8 @@ int sl_streamer_begin(sl_streamer *st, int layer, const int *ids, int n, int *ta
         st->guess_acc += GUESS_WEIGHT * ((double)right / st->guess_n - st->guess_acc);
         st->guess_layer = -1;
     }
-    int rc = poll_done(st, err), i;
+    file_landed_prefetches(st);
+    int rc = SL_OK, i;
     for (i = 0; !rc && i < n; i++) {
         const int e = ids[i];
         SL_ASSERT(e >= 0 && e < st->n_expert && st->entry_of_expert[e] < 0);
@@ -429,9 +441,8 @@ int sl_streamer_prefetch(sl_streamer *st, int layer, const int *ids, int n)
     st->guess_n = n;
     st->guess_layer = n > 0 ? layer : -1;
     if (st->guess_acc < st->guess_min) return 0; /* only scored */
-    /* No polling for completions here: this layer's set is in flight, and a
-     * failed read of it must reach the caller through next(), not be filed
-     * (and its expert dropped) where nobody looks at the error. */
+    /* No filing of completions here: this layer's set is in flight, and a
+     * failed read of it must reach the caller through next(). */
     sl_err ignored;
     int started = 0;
     for (int i = 0; i < n; i++) {
@@ -439,10 +450,8 @@ int sl_streamer_prefetch(sl_streamer *st, int layer, const int *ids, int n)
         SL_ASSERT(e >= 0 && e < st->n_expert);
         if (sl_cache_find(st->cache, layer, e) >= 0) continue; /* resident or on its way */
         if ((int)sl_io_outstanding(st->io) + SL_N_PROJ > st->max_reads) break;
-        const int slot = sl_cache_claim(st->cache, layer, e);
+        const int slot = claim(st, layer, e);
         if (slot < 0) break; /* nothing evictable: the set comes first */
-        if (st->pf_unused[slot]) st->st.prefetch_wasted++;
-        st->pf_unused[slot] = false;
         if (submit_reads(st, layer, slot, e, &ignored)) {
             sl_cache_mark_failed(st->cache, slot);
             sl_cache_unpin(st->cache, slot);
@@ -475,6 +484,7 @@ int sl_streamer_next(sl_streamer *st, int *expert, const void *w[SL_N_PROJ], sl_
 
 bool sl_streamer_wants_guess(sl_streamer *st)
 {
+    if (!st->guesses) return false;
     return st->guess_acc >= st->guess_min || st->guess_calls++ % GUESS_PROBE == 0;
 }
 

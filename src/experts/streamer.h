@@ -51,6 +51,8 @@ typedef struct sl_streamer_config {
     sl_io_config io;                 /* lanes, backend, faults ... */
     bool overlap;                    /* compute hits while misses are read */
     FILE *trace;                     /* one line per read, or NULL */
+    bool guesses;                    /* guess the next layer's experts at all
+                                        (sl_streamer_wants_guess) */
     double prefetch_min_right;       /* share of right guesses above which experts
                                         are read ahead; 0: the default (0.8);
                                         negative: always (tests) */
@@ -109,9 +111,9 @@ int sl_streamer_next(sl_streamer *st, int *expert, const void *w[SL_N_PROJ], sl_
  * still in flight. Returns how many experts it started reading. */
 int sl_streamer_prefetch(sl_streamer *st, int layer, const int *ids, int n);
 
-/* Whether a guess is worth making now: always while guesses pay off, else
- * now and then to keep scoring them (a guess costs the caller a router
- * product). */
+/* Whether a guess is worth making now: never when the config turned
+ * guesses off; always while they pay off; else now and then to keep
+ * scoring them (a guess costs the caller a router product). */
 bool sl_streamer_wants_guess(sl_streamer *st);
 
 /* How many experts of the set next() can hand out now without waiting for

@@ -91,7 +91,6 @@ struct sl_model {
     bool streaming;         /* routed experts come from the streamer */
     int n_slots;            /* expert cache slots when streaming */
     struct sl_streamer *streamer;
-    bool prefetch;          /* read the next layer's predicted experts ahead */
     /* The streamer serves one caller at a time: sessions on other threads
      * take turns per layer (held from a layer's begin to its last
      * release). Initialised with the streamer. */

@@ -207,11 +207,11 @@ static int place_weights(sl_model *m, const sl_model_params *p, sl_err *err)
                               "can address", (unsigned long long)total);
         /* On transparent huge pages: a token streams hundreds of MB of
          * weights, and 2 MiB pages spare the TLB a miss every 4 KiB. */
-        m->weights = sl_mem_alloc_huge(total ? (size_t)total : WEIGHT_ALIGN);
+        m->weights_bytes = total ? (size_t)total : WEIGHT_ALIGN;
+        m->weights = sl_mem_alloc_huge(m->weights_bytes);
         if (!m->weights)
             return sl_err_set(err, SL_ENOMEM, "cannot allocate %.1f MiB for the model weights",
                               (double)total / (1 << 20));
-        m->weights_bytes = total ? (size_t)total : WEIGHT_ALIGN;
     }
     uint8_t *cur = m->weights;
     if ((rc = place(m, &m->tok_embd, &cur, err))) return rc;

@@ -160,6 +160,7 @@ int sl_model_start_streamer(sl_model *m, const sl_model_params *pp, sl_err *err)
         .n_slots = m->n_slots,
         .overlap = !p.no_overlap,
         .trace = m->trace,
+        .guesses = !p.no_prefetch && !p.no_overlap,
         .prefetch_min_right = p.prefetch_always ? -1.0 : 0.0,
     };
     cfg.io.backend = p.io_backend == SL_IO_KIND_URING ? SL_IO_URING : SL_IO_PREAD;
@@ -167,7 +168,6 @@ int sl_model_start_streamer(sl_model *m, const sl_model_params *pp, sl_err *err)
     cfg.io.queue_depth = (unsigned)(p.io_queue_depth > 0 ? p.io_queue_depth : 4);
     cfg.io.fault = p.test_io_fault;
     rc = sl_streamer_create(&m->streamer, &cfg, err);
-    m->prefetch = !p.no_prefetch && !p.no_overlap;
 done:
     free(lay);
     free(paths);
@@ -195,7 +195,7 @@ uint64_t sl_model_scratch_bound(const sl_model *m, int n_batch, int n_logit_rows
                        + 4 * 3 * K + 8 * 3 * K                             /* ints, pointers */
                        + 2 * (4 * widest + 64) + 2 * 8                    /* two input sets */
                        + 4 * ff + 64 * K;                                 /* down inputs */
-    const uint64_t rows = umax((uint64_t)(n_logit_rows > 1 ? n_logit_rows : 1), 1);
+    const uint64_t rows = (uint64_t)(n_logit_rows > 1 ? n_logit_rows : 1);
     const uint64_t T = (uint64_t)(n_threads > 0 ? n_threads : 1);
     return B * per_tok + rows * 4 * (uint64_t)hp->n_vocab + T * 4 * ((uint64_t)n_ctx + widest) +
            X * 256 + (2 * X + 5) * 64 + 4 * (E + 3 * X + 2 * K) + (1u << 20);

@@ -89,13 +89,9 @@ static int claim(share *s, uint32_t gen, bool owner)
 static void run_chunks(sl_pool *p, uint32_t gen, int n_chunks, int tid)
 {
     int ran = 0, c;
-    while ((c = claim(&p->shares[tid], gen, true)) >= 0) {
-        p->fn(p->ctx, c, n_chunks, tid);
-        ran++;
-    }
-    for (int k = 1; k < p->n; k++) {
-        share *victim = &p->shares[(tid + k) % p->n];
-        while ((c = claim(victim, gen, false)) >= 0) {
+    for (int k = 0; k < p->n; k++) { /* k == 0: its own share */
+        share *s = &p->shares[(tid + k) % p->n];
+        while ((c = claim(s, gen, k == 0)) >= 0) {
             p->fn(p->ctx, c, n_chunks, tid);
             ran++;
         }

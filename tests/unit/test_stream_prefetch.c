@@ -52,7 +52,7 @@ static sl_streamer *open_streamer(int slots, const sl_io_fault *fault, double mi
     const char *paths[1] = {model_file()};
     sl_streamer_config cfg = {.n_layer = LAYERS, .n_expert = EXPERTS, .layers = lay,
                               .paths = paths, .n_paths = 1, .n_slots = slots,
-                              .overlap = true, .trace = NULL,
+                              .overlap = true, .trace = NULL, .guesses = true,
                               .prefetch_min_right = min_right};
     cfg.io.backend = SL_IO_PREAD;
     cfg.io.lanes = 2;
