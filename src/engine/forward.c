@@ -164,7 +164,8 @@ static void prepare_down(sl_session *s, const sl_mat *down, const int *idx, int 
 {
     const size_t F = (size_t)down->cols;
     sl_prep p = {down, s->hb, F, s->hb2, idx, n,
-                 s->act_down, sl_fwd_act_stride(down->type, down->cols), acts};
+                 s->act_down, sl_fwd_act_stride(down->type, down->cols),
+                 (size_t)s->layout.bytes[SL_SB_act_down], acts};
     sl_fwd_prepare(s, &p);
 }
 
@@ -235,7 +236,7 @@ static void prepare_expert_inputs(sl_session *s, const sl_layer *L, int n)
     for (int set = 0; set < (same ? 1 : 2); set++) {
         sl_prep p = {m[set], s->xb, (size_t)g.cols, NULL, NULL, n,
                      s->act + (size_t)set * (size_t)B * s->act_stride, s->act_stride,
-                     s->acts + (size_t)set * (size_t)B};
+                     (size_t)B * s->act_stride, s->acts + (size_t)set * (size_t)B};
         sl_fwd_prepare(s, &p);
     }
     const void **ag = s->acts, **au = same ? s->acts : s->acts + B;

@@ -22,6 +22,7 @@ static void prepare_worker(void *ctx, int chunk, int n_chunks, int tid)
         const size_t i = (size_t)(p->idx ? p->idx[t] : t);
         float *x = p->x + i * p->ldx;
         if (p->gate) sl_swiglu(x, p->gate + i * p->ldx, cols);
+        SL_ASSERT((i + 1) * p->stride <= p->cap);
         uint8_t *a = p->act + i * p->stride;
         sl_matvec_prepare(p->mat, x, a);
         p->acts[i] = a;
@@ -72,15 +73,37 @@ static void mm_worker(void *ctx, int chunk, int n_chunks, int tid)
     sl_matmul_rows(it->mat, it->acts, it->n, it->y, it->ldy, r0, r1, tmp);
 }
 
+/* Gives item i its first chunk in c0[i] and returns the total, each
+ * product's chunks scaled by limit / total_wanted when the job would
+ * exceed limit (every product with work keeps at least one chunk). */
+static int assign_chunks(const sl_mm_item *items, int n_items, int *c0, long long wanted,
+                         long long limit)
+{
+    int c = 0;
+    for (int i = 0; i < n_items; i++) {
+        c0[i] = c;
+        if (items[i].n <= 0) continue;
+        long long k = mm_chunks(items[i].mat->rows);
+        if (wanted > limit) {
+            k = k * limit / wanted;
+            if (k < 1) k = 1;
+        }
+        c += (int)k;
+    }
+    c0[n_items] = c;
+    return c;
+}
+
 void sl_fwd_mm_run(sl_session *s, const sl_mm_item *items, int n_items)
 {
     SL_ASSERT(n_items >= 0 && n_items <= s->mm_cap);
-    int *c0 = s->mm_c0, c = 0;
-    for (int i = 0; i < n_items; i++) {
-        c0[i] = c;
-        if (items[i].n > 0) c += mm_chunks(items[i].mat->rows);
-    }
-    c0[n_items] = c;
+    long long wanted = 0;
+    for (int i = 0; i < n_items; i++)
+        if (items[i].n > 0) wanted += mm_chunks(items[i].mat->rows);
+    /* a batch touching thousands of experts would ask for more chunks than
+     * a pool job holds; how rows are chunked never changes a result */
+    int *c0 = s->mm_c0;
+    const int c = assign_chunks(items, n_items, c0, wanted, SL_POOL_MAX_CHUNKS - n_items);
     mm_job j = {s, items, n_items, c0};
     sl_pool_run(s->pool, mm_worker, &j, c);
 }
@@ -96,7 +119,8 @@ void sl_fwd_mm_shared(sl_session *s, const sl_mat *const *mats, float *const *ys
         const sl_type at = sl_matvec_act_type(mats[first]->type);
         int64_t cols = mats[first]->cols;
         sl_prep p = {mats[first], (float *)x, (size_t)cols, NULL, NULL, n,
-                     s->act, sl_fwd_act_stride(mats[first]->type, cols), s->acts};
+                     s->act, sl_fwd_act_stride(mats[first]->type, cols),
+                     (size_t)s->n_batch_max * s->act_stride, s->acts};
         sl_fwd_prepare(s, &p);
         sl_mm_item items[4];
         int k = 0;

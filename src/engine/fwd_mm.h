@@ -41,7 +41,8 @@ void sl_fwd_mm_run(sl_session *s, const sl_mm_item *items, int n_items);
  * for t < n) of x, with stride ldx, is quantised for mat into
  * act + i * stride and acts[i] points there. When gate is non-NULL the row
  * is first replaced by silu(row) * gate row (SwiGLU's combine, in place in
- * x). stride must hold sl_matvec_act_bytes(mat->type, mat->cols). */
+ * x). stride must hold sl_matvec_act_bytes(mat->type, mat->cols), and
+ * act has cap bytes: every row written must fit (asserted). */
 typedef struct sl_prep {
     const sl_mat *mat;
     float *x;
@@ -51,6 +52,7 @@ typedef struct sl_prep {
     int n;
     uint8_t *act;
     size_t stride;
+    size_t cap;
     const void **acts;
 } sl_prep;
 

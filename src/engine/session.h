@@ -6,6 +6,7 @@
 #ifndef SL_ENGINE_SESSION_H
 #define SL_ENGINE_SESSION_H
 
+#include "engine/session_layout.h"
 #include "model/model.h"
 #include "ops/attn_kernels.h"
 #include "ops/ops.h"
@@ -25,6 +26,11 @@ struct sl_session {
     size_t kv_elem;      /* bytes per cached value: 2 (f16) or 4 (f32) */
     size_t kv_dim;       /* n_head_kv * head_dim */
     size_t kv_dim_v;     /* n_head_kv * head_dim_v */
+    /* Every buffer below lives in one arena sized by session_layout.c,
+     * each followed by a guard zone checked after every batch. */
+    sl_session_layout layout;
+    uint8_t *arena;      /* aligned start of the buffers */
+    void *arena_mem;     /* what was allocated (freed) */
     void *k_cache;       /* (n_layer, n_ctx, kv_dim) */
     void *v_cache;       /* (n_layer, n_ctx, kv_dim_v) */
 
@@ -60,7 +66,7 @@ struct sl_session {
     const void **down_acts;  /* (H) prepared SwiGLU outputs, by row of hb */
     uint8_t *act_down;   /* (H, down stride) the activations down_acts point into */
     const void **acts;   /* (2, B) pointers into act */
-    uint8_t *act;        /* (2, B, act_stride) quantised activations: two sets */
+    uint8_t *act;        /* (sets, B, act_stride) quantised activations */
     size_t act_stride;
     struct sl_mm_item *mm_items; /* (mm_cap) room for the products of one job */
     int *mm_c0;          /* (mm_cap + 1) a job's first chunk of each product */
@@ -69,8 +75,8 @@ struct sl_session {
     size_t row_tmp_stride;
     float *logits;       /* (B or 1, n_vocab) */
     int n_logits;        /* rows of logits valid after the last eval */
-    uint64_t scratch_bytes; /* everything above but the KV cache (what
-                               sl_model_scratch_bound must bound) */
+    uint64_t scratch_bytes; /* the arena but the KV cache (what the memory
+                               plan reserves for a session) */
 };
 
 /* Runs the model on tokens[0..n) (n <= n_batch_max) at positions

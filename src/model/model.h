@@ -106,13 +106,6 @@ struct sl_model {
  * experts. (model_stream.c) */
 int sl_model_plan(sl_model *m, const sl_model_params *p, sl_err *err);
 
-/* An upper bound of a session's memory other than its KV cache (activation
- * buffers of n_batch tokens, logit rows, per-thread scratch for n_threads
- * and n_ctx), from the hyperparameters alone: what the memory plan sets
- * aside for a session. test_stream checks it against real sessions. */
-uint64_t sl_model_scratch_bound(const sl_model *m, int n_batch, int n_logit_rows, int n_threads,
-                                int n_ctx);
-
 /* Starts the expert streamer for a planned, streaming model. */
 int sl_model_start_streamer(sl_model *m, const sl_model_params *p, sl_err *err);
 

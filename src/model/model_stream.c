@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/session_layout.h"
 #include "experts/streamer.h"
 #include "model/model.h"
 #include "util/mem.h"
@@ -74,14 +75,19 @@ int sl_model_plan(sl_model *m, const sl_model_params *pp, sl_err *err)
         }
     }
     m->budget_bytes = budget;
-    const uint64_t ctx = (uint64_t)(p.n_ctx_hint > 0 ? p.n_ctx_hint : 4096);
-    const uint64_t kv = (uint64_t)hp->n_layer * ctx * (uint64_t)hp->n_head_kv *
-                        (uint64_t)(hp->head_dim + hp->head_dim_v) * 2u;
+    const int ctx = p.n_ctx_hint > 0 ? p.n_ctx_hint : 4096;
     /* a session of the default micro-batch, keeping every token's logits
-     * if the caller says so (perplexity) */
+     * if the caller says so (perplexity): laid out exactly as
+     * sl_session_create will lay it out */
     const int threads = m->n_threads > 0 ? m->n_threads : sl_cpu_core_count();
-    const uint64_t scratch =
-        sl_model_scratch_bound(m, PLAN_BATCH, p.n_logits_hint, threads, (int)ctx) + OTHER_BYTES;
+    const int logit_rows = p.n_logits_hint > 1 ? p.n_logits_hint : 1;
+    const sl_session_dims dims = {.n_batch = logit_rows > PLAN_BATCH ? logit_rows : PLAN_BATCH,
+                                  .n_ctx = ctx, .n_threads = threads,
+                                  .n_logit_rows = logit_rows, .kv_type = SL_KV_F16};
+    sl_session_layout sess;
+    int rc = sl_session_layout_make(&sess, m, &dims, err);
+    if (rc) return rc;
+    const uint64_t kv = sess.kv_bytes, scratch = sess.scratch_bytes + OTHER_BYTES;
     const uint64_t fixed = m->dense_bytes + kv + scratch;
     m->reserved_bytes = kv + scratch;
     const uint64_t whole = fixed + m->expert_bytes;
@@ -172,33 +178,6 @@ done:
     free(lay);
     free(paths);
     return rc;
-}
-
-static uint64_t umax(uint64_t a, uint64_t b) { return a > b ? a : b; }
-
-uint64_t sl_model_scratch_bound(const sl_model *m, int n_batch, int n_logit_rows, int n_threads,
-                                int n_ctx)
-{
-    /* Mirrors sl_session_create's buffers with every width at its widest
-     * and every prepared activation at 4 bytes a value (f32, the largest
-     * form), plus a cache line of rounding per row. */
-    const sl_hparams *hp = &m->hp;
-    const uint64_t B = (uint64_t)(n_batch > 0 ? n_batch : 1), E = (uint64_t)hp->n_embd;
-    const uint64_t X = umax((uint64_t)hp->n_expert, 1), K = umax((uint64_t)hp->n_expert_used, 1);
-    const uint64_t q = (uint64_t)hp->n_head * (uint64_t)hp->head_dim;
-    const uint64_t kv = (uint64_t)hp->n_head_kv * (uint64_t)(hp->head_dim + hp->head_dim_v);
-    const uint64_t o = (uint64_t)hp->n_head * (uint64_t)hp->head_dim_v;
-    const uint64_t ff = umax(umax((uint64_t)hp->n_ff, (uint64_t)hp->n_ff_shexp),
-                             K * (uint64_t)hp->n_ff_exp);
-    const uint64_t widest = umax(umax(E, q), umax(umax(ff, o), (uint64_t)hp->n_ff_exp));
-    uint64_t per_tok = 4 * (4 * E + q + kv + o + 2 * ff + X + 2 * K + K * E) /* floats */
-                       + 4 * 3 * K + 8 * 3 * K                             /* ints, pointers */
-                       + 2 * (4 * widest + 64) + 2 * 8                    /* two input sets */
-                       + 4 * ff + 64 * K;                                 /* down inputs */
-    const uint64_t rows = (uint64_t)(n_logit_rows > 1 ? n_logit_rows : 1);
-    const uint64_t T = (uint64_t)(n_threads > 0 ? n_threads : 1);
-    return B * per_tok + rows * 4 * (uint64_t)hp->n_vocab + T * 4 * ((uint64_t)n_ctx + widest) +
-           X * 256 + (2 * X + 5) * 64 + 4 * (E + 3 * X + 2 * K) + (1u << 20);
 }
 
 void sl_model_stream_stats(const sl_model *m, sl_stream_stats *out)

@@ -63,7 +63,7 @@ static inline void cpu_relax(void)
 #endif
 }
 
-#define MAX_CHUNKS 0xffff
+#define MAX_CHUNKS SL_POOL_MAX_CHUNKS
 
 static inline uint32_t w_gen(uint64_t v) { return (uint32_t)(v >> 32); }
 static inline int w_end(uint64_t v) { return (int)((v >> 16) & MAX_CHUNKS); }

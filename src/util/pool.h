@@ -17,6 +17,9 @@
 typedef struct sl_pool sl_pool;
 typedef void (*sl_pool_fn)(void *ctx, int chunk, int n_chunks, int tid);
 
+/* The most chunks one sl_pool_run takes (more is a programming error). */
+#define SL_POOL_MAX_CHUNKS 0xffff
+
 /* Starts n_threads - 1 workers (n_threads >= 1). */
 int sl_pool_create(sl_pool **out, int n_threads, sl_err *err);
 void sl_pool_run(sl_pool *p, sl_pool_fn fn, void *ctx, int n_chunks);

@@ -40,6 +40,20 @@ typedef struct result {
     int compared;     /* positions compared (before the first near-tie) */
 } result;
 
+/* Writes the generated model c to <tmpdir>/<name>.gguf, path in path. */
+static int write_model(char *path, size_t cap, const char *name, const sl_synth_config *c)
+{
+    sl_err err;
+    char file[128];
+    snprintf(file, sizeof file, "%s.gguf", name);
+    t_path(path, cap, file);
+    if (sl_synth_config_validate(c, &err) || sl_synth_write(c, path, NULL, NULL, NULL, &err)) {
+        fprintf(stderr, "  mkmodel %s: %s\n", name, err.msg);
+        return -1;
+    }
+    return 0;
+}
+
 static int make_model(char *path, size_t cap, const char *arch, const char *type, int tied)
 {
     sl_synth_config c;
@@ -60,13 +74,8 @@ static int make_model(char *path, size_t cap, const char *arch, const char *type
     c.n_ff_exp = 256;
     if (c.n_ff_shexp) c.n_ff_shexp = 256;
     char name[96];
-    snprintf(name, sizeof name, "%s-%s%s.gguf", arch, type, tied ? "-tied" : "");
-    t_path(path, cap, name);
-    if (sl_synth_config_validate(&c, &err) || sl_synth_write(&c, path, NULL, NULL, NULL, &err)) {
-        fprintf(stderr, "  mkmodel %s %s: %s\n", arch, type, err.msg);
-        return -1;
-    }
-    return 0;
+    snprintf(name, sizeof name, "%s-%s%s", arch, type, tied ? "-tied" : "");
+    return write_model(path, cap, name, &c);
 }
 
 static int argmax(const float *x, int n)
@@ -240,6 +249,74 @@ TEST(experts_and_attention_with_mixed_types)
     CHECK_EQ_INT(r.argmax_mismatch, 0);
 }
 
+/* Shapes at the edges of what the loader accepts, each once a heap
+ * overflow (issue 10, D1): a matrix of one output row reads a full input
+ * row like any other, so every buffer of prepared inputs must count it.
+ * Each model runs in batches of 5 (several tokens per product) and must
+ * match the reference. */
+typedef struct edge_case {
+    const char *name;
+    const char *arch;
+    const char *type;
+    uint32_t n_embd, n_head, n_head_kv, head_dim, n_ff, n_expert, n_expert_used, n_ff_exp,
+        n_ff_shexp;
+    double rel_tol;
+} edge_case;
+
+static const edge_case edges[] = {
+    /* one expert, every token routed to it: the f32 router [n_embd, 1]
+     * beside q8_0 experts (the llama.cpp file of the issue) */
+    {"one-expert-q8_0", "mixtral", "q8_0", 256, 4, 2, 64, 0, 1, 1, 256, 0, 5e-2},
+    /* n_embd 1: the attention output and the down projections have one row */
+    {"embd-1", "llama", "f32", 1, 1, 1, 2, 8, 0, 0, 0, 0, 1e-5},
+    /* dense FFN of width 1: gate and up have one row */
+    {"ffn-1", "llama", "f32", 64, 2, 1, 32, 1, 0, 0, 0, 0, 1e-5},
+    /* experts and shared expert of width 1, top-k = expert count */
+    {"expert-1-shared-1", "qwen2moe", "f32", 64, 2, 2, 32, 0, 4, 4, 1, 1, 1e-5},
+    /* expert width 1 with q8_0 elsewhere */
+    {"expert-1-q8_0", "mixtral", "q8_0", 64, 2, 1, 32, 0, 3, 2, 1, 0, 5e-2},
+};
+
+TEST(edge_shapes_match_reference)
+{
+    for (size_t i = 0; i < sizeof edges / sizeof edges[0]; i++) {
+        const edge_case *e = &edges[i];
+        sl_synth_config c;
+        sl_err err;
+        CHECK(sl_synth_config_init(&c, e->arch, "tiny", &err) == 0);
+        CHECK(sl_synth_type_from_name(e->type, &c.type));
+        c.seed = 11;
+        c.n_embd = e->n_embd;
+        c.n_head = e->n_head;
+        c.n_head_kv = e->n_head_kv;
+        c.head_dim = e->head_dim;
+        if (e->n_ff) c.n_ff = e->n_ff;
+        if (e->n_expert) {
+            c.moe = true;
+            c.n_expert = e->n_expert;
+            c.n_expert_used = e->n_expert_used;
+            c.n_ff_exp = e->n_ff_exp;
+        }
+        if (e->n_ff_shexp) c.n_ff_shexp = e->n_ff_shexp;
+        char path[512];
+        if (write_model(path, sizeof path, e->name, &c)) {
+            CHECK_MSG(0, "could not generate %s", e->name);
+            continue;
+        }
+        result r;
+        if (compare(path, SL_KV_F32, e->rel_tol, &r)) {
+            CHECK_MSG(0, "could not run %s", e->name);
+            continue;
+        }
+        printf("   %-18s max|dlogit| %.2e of %.2f, positions %d/%d\n", e->name, r.max_abs,
+               r.scale, r.compared, N_TOK);
+        CHECK_MSG(r.compared >= N_TOK / 2, "%s: %d positions compared", e->name, r.compared);
+        CHECK_MSG(r.max_abs <= e->rel_tol * r.scale, "%s: %.3g > %.3g", e->name, r.max_abs,
+                  e->rel_tol * r.scale);
+        CHECK_EQ_INT(r.argmax_mismatch, 0);
+    }
+}
+
 TEST(threads_and_batching_do_not_change_bits)
 {
     char path[512];
@@ -268,6 +345,7 @@ int main(void)
     RUN(f16_kv_cache_stays_close);
     RUN(tied_output_head);
     RUN(experts_and_attention_with_mixed_types);
+    RUN(edge_shapes_match_reference);
     RUN(threads_and_batching_do_not_change_bits);
     return TEST_REPORT();
 }

@@ -1,0 +1,257 @@
+/* session_layout.c - sizing a session's buffers (see session_layout.h). */
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/session_layout.h"
+#include "engine/fwd_mm.h"
+#include "ops/ops.h"
+#include "util/checked.h"
+
+#if defined(__SANITIZE_ADDRESS__)
+#define SL_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define SL_ASAN 1
+#endif
+#endif
+#ifdef SL_ASAN
+#include <sanitizer/asan_interface.h>
+#endif
+
+#define GUARD_BYTE 0xA5
+
+static const char *const buffer_names[SL_SB_COUNT] = {
+#define SL_SBUF_NAME(name) #name,
+    SL_SESSION_BUFFERS(SL_SBUF_NAME)
+#undef SL_SBUF_NAME
+};
+
+const char *sl_session_buffer_name(sl_sbuf b)
+{
+    return b >= 0 && b < SL_SB_COUNT ? buffer_names[b] : "?";
+}
+
+/* Products of sizes, remembering whether any overflowed. */
+typedef struct sizer {
+    bool overflow;
+} sizer;
+
+static uint64_t mul(sizer *z, uint64_t a, uint64_t b)
+{
+    uint64_t r;
+    if (!sl_mul_u64(a, b, &r)) {
+        z->overflow = true;
+        return 0;
+    }
+    return r;
+}
+
+static uint64_t mul3(sizer *z, uint64_t a, uint64_t b, uint64_t c)
+{
+    return mul(z, mul(z, a, b), c);
+}
+
+static uint64_t umax(uint64_t a, uint64_t b) { return a > b ? a : b; }
+
+/* Bytes of one input row prepared for tensor t (an absent tensor needs
+ * none). Every matrix counts, whatever its number of rows: a matrix of
+ * one output row reads a full input row like any other. */
+static uint64_t prepared_row(const sl_tensor *t)
+{
+    return t->info ? sl_fwd_act_stride(t->type, (int64_t)t->ne[0]) : 0;
+}
+
+/* What the matrices need of the activation buffers they read: the block
+ * input (the session's input sets), or SwiGLU rows prepared for a down
+ * projection; and the widest row any of them dequantises. */
+typedef struct act_needs {
+    uint64_t in_row;     /* widest prepared block-input row */
+    uint64_t down_tok;   /* prepared down-projection bytes per token */
+    uint64_t widest_col; /* most columns of any matrix (dequantised fallback rows) */
+    int sets;
+} act_needs;
+
+static void need_input(act_needs *an, const sl_tensor *t)
+{
+    an->in_row = umax(an->in_row, prepared_row(t));
+    if (t->info) an->widest_col = umax(an->widest_col, t->ne[0]);
+}
+
+static void need_down(act_needs *an, const sl_tensor *t, uint64_t rows_per_tok, sizer *z)
+{
+    an->down_tok = umax(an->down_tok, mul(z, rows_per_tok, prepared_row(t)));
+    if (t->info) an->widest_col = umax(an->widest_col, t->ne[0]);
+}
+
+static act_needs model_act_needs(const sl_model *m, uint64_t K, sizer *z)
+{
+    act_needs an = {64, 64, 1, 1};
+    need_input(&an, &m->output);
+    for (int il = 0; il < m->hp.n_layer; il++) {
+        const sl_layer *L = &m->layers[il];
+        const sl_tensor *in[] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->ffn_gate, &L->ffn_up,
+                                 &L->router, &L->gate_exps, &L->up_exps, &L->gate_shexp,
+                                 &L->up_shexp};
+        for (size_t i = 0; i < sizeof in / sizeof in[0]; i++) need_input(&an, in[i]);
+        need_down(&an, &L->ffn_down, 1, z);
+        need_down(&an, &L->down_shexp, 1, z);
+        need_down(&an, &L->down_exps, K, z); /* a token's K rows go down together */
+        if (L->gate_exps.info && L->up_exps.info &&
+            sl_matvec_act_type(L->gate_exps.type) != sl_matvec_act_type(L->up_exps.type))
+            an.sets = 2;
+    }
+    return an;
+}
+
+int sl_session_layout_make(sl_session_layout *lay, const sl_model *m, const sl_session_dims *d,
+                           sl_err *err)
+{
+    memset(lay, 0, sizeof *lay);
+    const sl_hparams *hp = &m->hp;
+    if (d->n_batch < 1 || d->n_ctx < 1 || d->n_threads < 1 || d->n_logit_rows < 1 ||
+        d->n_logit_rows > d->n_batch)
+        return sl_err_set(err, SL_EINVAL, "session dimensions out of range (batch %d, context "
+                          "%d, threads %d, logit rows %d)", d->n_batch, d->n_ctx, d->n_threads,
+                          d->n_logit_rows);
+    sizer z = {false};
+    const uint64_t B = (uint64_t)d->n_batch, ctx = (uint64_t)d->n_ctx;
+    const uint64_t T = (uint64_t)d->n_threads, layers = (uint64_t)hp->n_layer;
+    const uint64_t E = (uint64_t)hp->n_embd, V = (uint64_t)hp->n_vocab;
+    const uint64_t X = umax((uint64_t)hp->n_expert, 1), K = umax((uint64_t)hp->n_expert_used, 1);
+    const uint64_t q_dim = mul(&z, (uint64_t)hp->n_head, (uint64_t)hp->head_dim);
+    const uint64_t o_dim = mul(&z, (uint64_t)hp->n_head, (uint64_t)hp->head_dim_v);
+    const uint64_t kv_dim = mul(&z, (uint64_t)hp->n_head_kv, (uint64_t)hp->head_dim);
+    const uint64_t kv_dim_v = mul(&z, (uint64_t)hp->n_head_kv, (uint64_t)hp->head_dim_v);
+    /* SwiGLU floats per token: a dense or shared FFN's width, or K expert
+     * widths (all of a layer's (token, rank) rows are computed at once) */
+    const uint64_t ff = umax(umax((uint64_t)hp->n_ff, (uint64_t)hp->n_ff_shexp),
+                             mul(&z, K, (uint64_t)hp->n_ff_exp));
+    const act_needs an = model_act_needs(m, K, &z);
+    const uint64_t kv_elem = d->kv_type == SL_KV_F32 ? 4 : 2;
+    const uint64_t mm_cap = 2 * X + 4;
+    const uint64_t f = sizeof(float), i = sizeof(int), p = sizeof(void *);
+    const uint64_t BK = mul(&z, B, K);
+
+    uint64_t *n = lay->bytes;
+    n[SL_SB_k_cache] = mul(&z, mul3(&z, kv_elem, layers, ctx), kv_dim);
+    n[SL_SB_v_cache] = mul(&z, mul3(&z, kv_elem, layers, ctx), kv_dim_v);
+    n[SL_SB_x] = n[SL_SB_xb] = n[SL_SB_ffn_out] = n[SL_SB_tmp] = mul3(&z, f, B, E);
+    n[SL_SB_q] = mul3(&z, f, B, q_dim);
+    n[SL_SB_k] = mul3(&z, f, B, kv_dim);
+    n[SL_SB_v] = mul3(&z, f, B, kv_dim_v);
+    n[SL_SB_attn_out] = mul3(&z, f, B, o_dim);
+    n[SL_SB_hb] = n[SL_SB_hb2] = mul3(&z, f, B, ff);
+    n[SL_SB_att] = mul3(&z, f, T, ctx);
+    n[SL_SB_router] = mul3(&z, f, B, X);
+    n[SL_SB_topk_ids] = mul(&z, i, BK);
+    n[SL_SB_topk_w] = mul(&z, f, BK);
+    n[SL_SB_exp_out] = hp->n_expert ? mul3(&z, f, BK, E) : 0;
+    n[SL_SB_moe_count] = i * (X + 1);
+    n[SL_SB_moe_cursor] = i * X;
+    n[SL_SB_moe_slot] = n[SL_SB_moe_pos] = n[SL_SB_moe_rows] = mul(&z, i, BK);
+    n[SL_SB_moe_xw] = sizeof(sl_expert_w) * X;
+    n[SL_SB_pf_x] = f * E;
+    n[SL_SB_pf_logits] = f * X;
+    n[SL_SB_pf_w] = f * K;
+    n[SL_SB_pf_ids] = i * K;
+    n[SL_SB_moe_acts_g] = n[SL_SB_moe_acts_u] = n[SL_SB_down_acts] = mul(&z, p, BK);
+    n[SL_SB_act_down] = mul(&z, B, an.down_tok);
+    n[SL_SB_acts] = mul3(&z, p, (uint64_t)an.sets, B);
+    n[SL_SB_act] = mul3(&z, (uint64_t)an.sets, B, an.in_row);
+    n[SL_SB_mm_items] = sizeof(sl_mm_item) * mm_cap;
+    n[SL_SB_mm_c0] = i * (mm_cap + 1);
+    n[SL_SB_row_tmp] = mul3(&z, f, T, an.widest_col);
+    n[SL_SB_logits] = mul3(&z, f, (uint64_t)d->n_logit_rows, V);
+
+    uint64_t off = 0;
+    for (int b = 0; b < SL_SB_COUNT && !z.overflow; b++) {
+        lay->offset[b] = off;
+        uint64_t end;
+        if (!sl_add_u64(off, n[b], &end) || !sl_add_u64(end, SL_SESSION_GUARD, &end) ||
+            !sl_align_up_u64(end, SL_SESSION_GUARD, &off))
+            z.overflow = true;
+    }
+    /* the forward pass indexes (token, rank) rows and (token, head) pairs
+     * with ints */
+    if (z.overflow || off > SIZE_MAX - SL_SESSION_GUARD || BK > INT_MAX ||
+        B * (uint64_t)hp->n_head > INT_MAX)
+        return sl_err_set(err, SL_ENOMEM, "a session of this model (%d layers, embedding %d, "
+                          "%d heads, %d experts of width %d, top-%d, vocabulary %d) with a "
+                          "context of %d and batches of %d tokens does not fit in memory",
+                          hp->n_layer, hp->n_embd, hp->n_head, hp->n_expert, hp->n_ff_exp,
+                          hp->n_expert_used, hp->n_vocab, d->n_ctx, d->n_batch);
+    lay->arena_bytes = off;
+    lay->kv_bytes = n[SL_SB_k_cache] + n[SL_SB_v_cache];
+    lay->scratch_bytes = off - lay->kv_bytes;
+    lay->kv_elem = (size_t)kv_elem;
+    lay->kv_dim = (size_t)kv_dim;
+    lay->kv_dim_v = (size_t)kv_dim_v;
+    lay->act_stride = (size_t)an.in_row;
+    lay->act_sets = an.sets;
+    lay->mm_cap = (int)mm_cap;
+    lay->row_tmp_stride = (size_t)an.widest_col;
+    return SL_OK;
+}
+
+/* The guard after buffer b: from its end to the next buffer's start. */
+static void guard_span(const sl_session_layout *lay, int b, uint64_t *lo, uint64_t *len)
+{
+    *lo = lay->offset[b] + lay->bytes[b];
+    const uint64_t hi = b + 1 < SL_SB_COUNT ? lay->offset[b + 1] : lay->arena_bytes;
+    *len = hi - *lo;
+}
+
+void sl_session_guards_arm(const sl_session_layout *lay, uint8_t *arena)
+{
+    for (int b = 0; b < SL_SB_COUNT; b++) {
+        uint64_t lo, len;
+        guard_span(lay, b, &lo, &len);
+        memset(arena + lo, GUARD_BYTE, (size_t)len);
+#ifdef SL_ASAN
+        ASAN_POISON_MEMORY_REGION(arena + lo, (size_t)len);
+#endif
+    }
+}
+
+sl_sbuf sl_session_guards_check(const sl_session_layout *lay, const uint8_t *arena)
+{
+#ifdef SL_ASAN
+    (void)lay;
+    (void)arena;
+    return SL_SB_COUNT; /* poisoned: ASan reports the write itself */
+#else
+    for (int b = 0; b < SL_SB_COUNT; b++) {
+        uint64_t lo, len;
+        guard_span(lay, b, &lo, &len);
+        for (uint64_t k = 0; k < len; k++)
+            if (arena[lo + k] != GUARD_BYTE) return (sl_sbuf)b;
+    }
+    return SL_SB_COUNT;
+#endif
+}
+
+void sl_session_guards_verify(const sl_session_layout *lay, const uint8_t *arena)
+{
+    const sl_sbuf b = sl_session_guards_check(lay, arena);
+    if (b == SL_SB_COUNT) return;
+    fprintf(stderr, "sluice: internal error: session buffer '%s' was written past its %llu "
+            "bytes (a sizing mistake in session_layout.c)\n", sl_session_buffer_name(b),
+            (unsigned long long)lay->bytes[b]);
+    abort();
+}
+
+void sl_session_guards_disarm(const sl_session_layout *lay, uint8_t *arena)
+{
+#ifdef SL_ASAN
+    for (int b = 0; b < SL_SB_COUNT; b++) {
+        uint64_t lo, len;
+        guard_span(lay, b, &lo, &len);
+        ASAN_UNPOISON_MEMORY_REGION(arena + lo, (size_t)len);
+    }
+#else
+    (void)lay;
+    (void)arena;
+#endif
+}

@@ -1,0 +1,103 @@
+/* session_layout.h - the one place that sizes a session's memory.
+ *
+ * Every buffer a session owns (KV cache, activations, prepared inputs of
+ * the matrix products, routing tables, logits) is sized here, from the
+ * model's bound tensors (their types and shapes, one-row matrices
+ * included) and the session's dimensions, in checked 64-bit arithmetic.
+ * sl_session_create allocates exactly this layout as one arena, and the
+ * memory plan (model_stream.c) reserves exactly its total, so the sizes
+ * are written once. Each buffer is followed by a guard zone: a session
+ * checks its guards after every batch (and under AddressSanitizer the
+ * zones are poisoned), so a sizing mistake stops a test at the buffer it
+ * overran instead of corrupting memory.
+ * Must not know: files, tokenizers, how the buffers are used. */
+#ifndef SL_ENGINE_SESSION_LAYOUT_H
+#define SL_ENGINE_SESSION_LAYOUT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "model/model.h"
+#include "sluice.h"
+
+/* The largest context and micro-batch a session takes. */
+#define SL_SESSION_MAX_CTX (1 << 24)
+#define SL_SESSION_MAX_BATCH (1 << 16)
+
+/* Every buffer of a session (a field of struct sl_session of that name),
+ * in arena order. */
+#define SL_SESSION_BUFFERS(X)                                                                   \
+    X(k_cache) X(v_cache) X(x) X(xb) X(q) X(k) X(v) X(attn_out) X(ffn_out) X(tmp) X(hb)      \
+    X(hb2) X(att) X(router) X(topk_ids) X(topk_w) X(exp_out) X(moe_count) X(moe_cursor)       \
+    X(moe_slot) X(moe_pos) X(moe_rows) X(moe_xw) X(pf_x) X(pf_logits) X(pf_w) X(pf_ids)       \
+    X(moe_acts_g) X(moe_acts_u) X(down_acts) X(act_down) X(acts) X(act) X(mm_items) X(mm_c0)  \
+    X(row_tmp) X(logits)
+
+typedef enum sl_sbuf {
+#define SL_SBUF_ID(name) SL_SB_##name,
+    SL_SESSION_BUFFERS(SL_SBUF_ID)
+#undef SL_SBUF_ID
+    SL_SB_COUNT
+} sl_sbuf;
+
+/* Bytes of the guard zone after each buffer, and the arena's alignment. */
+#define SL_SESSION_GUARD 64
+
+/* What a session is created for. */
+typedef struct sl_session_dims {
+    int n_batch;       /* largest micro-batch, >= 1 */
+    int n_ctx;         /* context length in tokens, >= 1 */
+    int n_threads;     /* compute threads (per-thread scratch), >= 1 */
+    int n_logit_rows;  /* rows of logits kept: 1, or n_batch for every token's */
+    sl_kv_type kv_type;
+} sl_session_dims;
+
+typedef struct sl_session_layout {
+    uint64_t bytes[SL_SB_COUNT];  /* each buffer's size */
+    uint64_t offset[SL_SB_COUNT]; /* where it starts in the arena (aligned) */
+    uint64_t arena_bytes;         /* every buffer and guard */
+    uint64_t kv_bytes;            /* k_cache + v_cache */
+    uint64_t scratch_bytes;       /* the rest: arena_bytes - kv_bytes */
+    size_t kv_elem;               /* bytes per cached value: 2 (f16) or 4 (f32) */
+    size_t kv_dim, kv_dim_v;      /* cached values per position and layer (K, V) */
+    size_t act_stride;            /* bytes of one prepared input row of any matrix
+                                   * reading the block input (the widest, cache-line
+                                   * rounded) */
+    int act_sets;                 /* 2 when some MoE layer's gate and up take
+                                   * different activation types, else 1 */
+    int mm_cap;                   /* products one pool job may hold */
+    size_t row_tmp_stride;        /* floats per thread for dequantised rows */
+} sl_session_layout;
+
+/* Sizes every buffer of a session of model m with dimensions d into *lay.
+ * Reads only the model's hyperparameters and bound tensors (types and
+ * shapes), so the memory plan can call it before any weight is placed.
+ * Fails with SL_ENOMEM, naming the model's dimensions, when a size
+ * overflows 64 bits or an index the forward pass keeps in an int; with
+ * SL_EINVAL when a dimension is out of range. */
+int sl_session_layout_make(sl_session_layout *lay, const sl_model *m, const sl_session_dims *d,
+                           sl_err *err);
+
+/* The name of buffer b, for messages. */
+const char *sl_session_buffer_name(sl_sbuf b);
+
+/* Marks the guard zones of an arena laid out as lay: filled with a pattern,
+ * and poisoned under AddressSanitizer. */
+void sl_session_guards_arm(const sl_session_layout *lay, uint8_t *arena);
+
+/* Checks the guard zones armed by sl_session_guards_arm: returns the
+ * buffer whose guard was overwritten, or SL_SB_COUNT when all are intact.
+ * (Under AddressSanitizer the write itself is reported; this returns
+ * SL_SB_COUNT.) */
+sl_sbuf sl_session_guards_check(const sl_session_layout *lay, const uint8_t *arena);
+
+/* Aborts, naming the buffer, when sl_session_guards_check finds a guard
+ * overwritten: a buffer smaller than what was written into it is a
+ * programming error in this file's sizes, and memory is already corrupt. */
+void sl_session_guards_verify(const sl_session_layout *lay, const uint8_t *arena);
+
+/* Releases ASan's poison on the guards before the arena is freed. */
+void sl_session_guards_disarm(const sl_session_layout *lay, uint8_t *arena);
+
+#endif
