@@ -317,6 +317,61 @@ TEST(edge_shapes_match_reference)
     }
 }
 
+/* Last-token logits of a 128-token batch of ids 3..130, threads threads;
+ * malloc'ed, or NULL. */
+static float *last_logits_of_wide_batch(const char *path, int threads)
+{
+    sl_model_params mp = sl_model_default_params();
+    mp.n_threads = threads;
+    sl_model *m;
+    sl_err err;
+    if (sl_model_load(&m, path, &mp, &err)) return NULL;
+    sl_session_params sp = sl_session_default_params();
+    sp.n_ctx = 128;
+    sp.n_batch_max = 128;
+    sl_session *s;
+    float *out = NULL;
+    if (!sl_session_create(&s, m, &sp, &err)) {
+        int32_t toks[128];
+        for (int i = 0; i < 128; i++) toks[i] = 3 + i;
+        const size_t V = (size_t)sl_model_n_vocab(m);
+        if (!sl_session_eval(s, toks, 128, &err) && (out = malloc(V * sizeof *out)))
+            memcpy(out, sl_session_logits(s), V * sizeof *out);
+        sl_session_free(s);
+    }
+    sl_model_free(m);
+    return out;
+}
+
+/* A batch whose tokens reach more than 512 experts of 2048 rows asks one
+ * pool job for more chunks than the pool takes (issue 10, D3: an
+ * assertion with 2+ threads). The job is now scaled down, and chunking
+ * changes no bit: two threads give the single thread's logits. */
+TEST(batch_touching_many_wide_experts)
+{
+    sl_synth_config c;
+    sl_err err;
+    CHECK(sl_synth_config_init(&c, "mixtral", "tiny", &err) == 0);
+    c.type = SL_SYNTH_Q4_0;
+    c.n_layer = 1;
+    c.n_embd = 32;
+    c.n_head = 1;
+    c.n_head_kv = 1;
+    c.head_dim = 32;
+    c.n_expert = 1024; /* 128 tokens x top-32 reach more than 512 of them */
+    c.n_expert_used = 32;
+    c.n_ff_exp = 2048;
+    c.seed = 5;
+    char path[512];
+    CHECK(write_model(path, sizeof path, "wide-experts", &c) == 0);
+    float *one = last_logits_of_wide_batch(path, 1);
+    float *two = last_logits_of_wide_batch(path, 2);
+    CHECK(one && two);
+    if (one && two) CHECK(memcmp(one, two, sizeof(float) * (size_t)c.n_vocab) == 0);
+    free(one);
+    free(two);
+}
+
 TEST(threads_and_batching_do_not_change_bits)
 {
     char path[512];
@@ -346,6 +401,7 @@ int main(void)
     RUN(tied_output_head);
     RUN(experts_and_attention_with_mixed_types);
     RUN(edge_shapes_match_reference);
+    RUN(batch_touching_many_wide_experts);
     RUN(threads_and_batching_do_not_change_bits);
     return TEST_REPORT();
 }
