@@ -421,6 +421,23 @@ static int ffn_block(sl_session *s, const sl_layer *L, int il, int n, sl_err *er
 
 /* ---- the whole model -------------------------------------------------- */
 
+/* Fails when a value among the n rows of width w at x is NaN or infinite:
+ * finite weights and inputs never produce one, so the file is damaged.
+ * what names the values, layer is -1 for the logits. */
+static int check_finite(const sl_session *s, const float *x, int n, int64_t w, int first,
+                        const char *what, int layer, sl_err *err)
+{
+    const int64_t bad = sl_first_nonfinite(x, (int64_t)n * w);
+    if (bad < 0) return SL_OK;
+    const int pos = s->n_past + first + (int)(bad / w);
+    if (layer >= 0)
+        return sl_err_set(err, SL_EFORMAT, "the %s of the token at position %d is not finite "
+                          "(NaN or infinity) after layer %d: the weights may be damaged",
+                          what, pos, layer);
+    return sl_err_set(err, SL_EFORMAT, "the %s of the token at position %d are not finite "
+                      "(NaN or infinity): the weights may be damaged", what, pos);
+}
+
 int sl_forward_batch(sl_session *s, const int32_t *tokens, int n, sl_err *err)
 {
     const sl_model *m = s->m;
@@ -431,6 +448,7 @@ int sl_forward_batch(sl_session *s, const int32_t *tokens, int n, sl_err *err)
         const sl_layer *L = &m->layers[il];
         attention_block(s, L, il, n);
         int rc = ffn_block(s, L, il, n, err);
+        if (!rc) rc = check_finite(s, s->x, n, E, 0, "hidden state", il, err);
         if (rc) return rc;
     }
     /* logits: every token's, or only the last one's */
@@ -440,6 +458,8 @@ int sl_forward_batch(sl_session *s, const int32_t *tokens, int n, sl_err *err)
         sl_rmsnorm(s->xb + (size_t)t * E, s->x + (size_t)(first + t) * E, m->output_norm.data, E,
                    m->hp.rms_eps);
     mm_t(s, &m->output, s->xb, cnt, s->logits);
+    int rc = check_finite(s, s->logits, cnt, m->hp.n_vocab, first, "logits", -1, err);
+    if (rc) return rc;
     s->n_logits = cnt;
     return SL_OK;
 }

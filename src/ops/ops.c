@@ -2,6 +2,7 @@
 #include "ops/ops.h"
 
 #include <math.h>
+#include <string.h>
 
 void sl_rmsnorm(float *out, const float *x, const float *w, int64_t n, float eps)
 {
@@ -79,4 +80,23 @@ void sl_rope_apply(const sl_rope *r, float *x, int n_heads, int head_dim, int64_
         }
         theta_extrap *= theta_scale;
     }
+}
+
+int64_t sl_first_nonfinite(const float *x, int64_t n)
+{
+    /* an OR over blocks vectorises; only a bad block is searched */
+    enum { BLOCK = 256 };
+    for (int64_t b = 0; b < n; b += BLOCK) {
+        const int64_t e = n - b < BLOCK ? n : b + BLOCK;
+        uint32_t bad = 0;
+        for (int64_t i = b; i < e; i++) {
+            uint32_t u;
+            memcpy(&u, &x[i], sizeof u);
+            bad |= (uint32_t)((u & 0x7f800000u) == 0x7f800000u);
+        }
+        if (!bad) continue;
+        for (int64_t i = b; i < e; i++)
+            if (!isfinite(x[i])) return i;
+    }
+    return -1;
 }

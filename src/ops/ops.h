@@ -31,6 +31,10 @@ void sl_softmax(float *x, int64_t n);
 /* x = silu(x) * g, elementwise (SwiGLU's combine step). */
 void sl_swiglu(float *x, const float *g, int64_t n);
 
+/* Index of the first NaN or infinity among x[0..n), or -1 when all are
+ * finite. Reads the bits, so it holds under any floating-point flags. */
+int64_t sl_first_nonfinite(const float *x, int64_t n);
+
 /* Rotary embedding parameters shared by every head of a model. */
 typedef struct sl_rope {
     int n_dims;        /* rotated dimensions per head (even) */
