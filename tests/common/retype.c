@@ -8,9 +8,10 @@
 #include "gguf/gguf.h"
 #include "gguf/gguf_writer.h"
 
+/* Matrices whose name contains match; vectors (norms, biases) stay f32. */
 static bool retyped(const sl_gguf_tensor *t, const char *match)
 {
-    return strstr(t->name.ptr, match) != NULL;
+    return t->n_dims >= 2 && strstr(t->name.ptr, match) != NULL;
 }
 
 /* Writes tensor t's data, converted to `type` when it is not t's own. */

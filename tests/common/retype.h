@@ -6,9 +6,10 @@
 
 #include "quant/quant.h"
 
-/* Copies src to dst (metadata and tensors, in order); every tensor whose
- * name contains `match` is dequantised and requantised to `type` with the
- * traits' quantiser. Returns 0, or -1 with a message on stderr. */
+/* Copies src to dst (metadata and tensors, in order); every matrix (2 or
+ * more dimensions) whose name contains `match` is dequantised and
+ * requantised to `type` with the traits' quantiser. Returns 0, or -1 with
+ * a message on stderr. */
 int t_gguf_retype(const char *src, const char *dst, const char *match, sl_type type);
 
 #endif
