@@ -82,21 +82,25 @@ void sl_rope_apply(const sl_rope *r, float *x, int n_heads, int head_dim, int64_
     }
 }
 
+/* Zero when some value of x[0..64) has every exponent bit set (NaN or
+ * infinity): a fixed-length min over integers, which compilers vectorise. */
+static uint32_t exponent_flags_64(const float *x)
+{
+    uint32_t u[64];
+    memcpy(u, x, sizeof u);
+    uint32_t least = 0xffffffffu;
+    for (int i = 0; i < 64; i++) {
+        const uint32_t clear = ~u[i] & 0x7f800000u;
+        least = clear < least ? clear : least;
+    }
+    return least;
+}
+
 int64_t sl_first_nonfinite(const float *x, int64_t n)
 {
-    /* an OR over blocks vectorises; only a bad block is searched */
-    enum { BLOCK = 256 };
-    for (int64_t b = 0; b < n; b += BLOCK) {
-        const int64_t e = n - b < BLOCK ? n : b + BLOCK;
-        uint32_t bad = 0;
-        for (int64_t i = b; i < e; i++) {
-            uint32_t u;
-            memcpy(&u, &x[i], sizeof u);
-            bad |= (uint32_t)((u & 0x7f800000u) == 0x7f800000u);
-        }
-        if (!bad) continue;
-        for (int64_t i = b; i < e; i++)
-            if (!isfinite(x[i])) return i;
-    }
+    int64_t i = 0;
+    while (i + 64 <= n && exponent_flags_64(x + i)) i += 64;
+    for (; i < n; i++)
+        if (!isfinite(x[i])) return i;
     return -1;
 }
