@@ -91,13 +91,12 @@ static act_needs model_act_needs(const sl_model *m, uint64_t K, sizer *z)
     need_input(&an, &m->output);
     for (int il = 0; il < m->hp.n_layer; il++) {
         const sl_layer *L = &m->layers[il];
-        const sl_tensor *in[] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->ffn_gate, &L->ffn_up,
-                                 &L->router, &L->gate_exps, &L->up_exps, &L->gate_shexp,
-                                 &L->up_shexp};
-        for (size_t i = 0; i < sizeof in / sizeof in[0]; i++) need_input(&an, in[i]);
-        need_down(&an, &L->ffn_down, 1, z);
-        need_down(&an, &L->down_shexp, 1, z);
-        need_down(&an, &L->down_exps, K, z); /* a token's K rows go down together */
+        for (int r = 0; r < SL_LT_COUNT; r++) {
+            const sl_lt_role *role = sl_layer_role((sl_ltensor)r);
+            if (role->reads == SL_READS_INPUT) need_input(&an, &L->t[r]);
+            /* a token's K routed rows go down together */
+            if (role->reads == SL_READS_FFN_ROWS) need_down(&an, &L->t[r], role->routed ? K : 1, z);
+        }
         if (L->gate_exps.info && L->up_exps.info &&
             sl_matvec_act_type(L->gate_exps.type) != sl_matvec_act_type(L->up_exps.type))
             an.sets = 2;

@@ -56,17 +56,56 @@ typedef struct sl_tensor {
     const void *data;    /* NULL when the tensor is absent */
 } sl_tensor;
 
+/* The tensors of a layer by role: the index into sl_layer.t. The role
+ * table (sl_layer_role) gives each one's GGUF name and what it reads. */
+typedef enum sl_ltensor {
+    SL_LT_ATTN_NORM,
+    SL_LT_WQ, SL_LT_WK, SL_LT_WV, SL_LT_WO,
+    SL_LT_BQ, SL_LT_BK, SL_LT_BV,
+    SL_LT_Q_NORM, SL_LT_K_NORM,
+    SL_LT_FFN_NORM,
+    SL_LT_FFN_GATE, SL_LT_FFN_UP, SL_LT_FFN_DOWN,
+    SL_LT_ROUTER,
+    SL_LT_GATE_EXPS, SL_LT_UP_EXPS, SL_LT_DOWN_EXPS,
+    SL_LT_GATE_SHEXP, SL_LT_UP_SHEXP, SL_LT_DOWN_SHEXP,
+    SL_LT_SHEXP_GATE,
+    SL_LT_COUNT
+} sl_ltensor;
+
+/* What a layer tensor is to the forward pass. */
+typedef enum sl_lt_reads {
+    SL_READS_NOTHING = 0, /* a vector: norm weight, bias, the shared-expert gate */
+    SL_READS_INPUT,       /* a matrix over the block's (normalised) input row */
+    SL_READS_FFN_ROWS,    /* a down projection over SwiGLU rows */
+} sl_lt_reads;
+
+typedef struct sl_lt_role {
+    const char *suffix;   /* GGUF name after "blk.N." */
+    sl_lt_reads reads;
+    bool routed;          /* a stacked routed-expert tensor (streamed) */
+} sl_lt_role;
+
+/* The role table entry of r (r < SL_LT_COUNT). */
+const sl_lt_role *sl_layer_role(sl_ltensor r);
+
+/* A layer's tensors, by role (t[SL_LT_WQ]) or by name (wq): the same
+ * storage; the names follow the enum's order (checked in model_load.c). */
 typedef struct sl_layer {
-    sl_tensor attn_norm;
-    sl_tensor wq, wk, wv, wo;         /* [n_embd, out] each, wo [n_head*hd, n_embd] */
-    sl_tensor bq, bk, bv;             /* optional biases */
-    sl_tensor q_norm, k_norm;         /* optional q/k norms */
-    sl_tensor ffn_norm;
-    sl_tensor ffn_gate, ffn_up, ffn_down;          /* dense layers */
-    sl_tensor router;                              /* [n_embd, n_expert] */
-    sl_tensor gate_exps, up_exps, down_exps;       /* stacked experts */
-    sl_tensor gate_shexp, up_shexp, down_shexp;    /* shared expert */
-    sl_tensor shexp_gate;                          /* [n_embd] -> 1 */
+    union {
+        sl_tensor t[SL_LT_COUNT];
+        struct {
+            sl_tensor attn_norm;
+            sl_tensor wq, wk, wv, wo;         /* [n_embd, out] each, wo [n_head*hd, n_embd] */
+            sl_tensor bq, bk, bv;             /* optional biases */
+            sl_tensor q_norm, k_norm;         /* optional q/k norms */
+            sl_tensor ffn_norm;
+            sl_tensor ffn_gate, ffn_up, ffn_down;          /* dense layers */
+            sl_tensor router;                              /* [n_embd, n_expert] */
+            sl_tensor gate_exps, up_exps, down_exps;       /* stacked experts */
+            sl_tensor gate_shexp, up_shexp, down_shexp;    /* shared expert */
+            sl_tensor shexp_gate;                          /* [n_embd] -> 1 */
+        };
+    };
     bool is_moe;
 } sl_layer;
 

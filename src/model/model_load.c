@@ -81,6 +81,20 @@ static int bind(binder *b, sl_tensor *t, const char *name, bool required, int n,
     return SL_OK;
 }
 
+/* Binds layer il's tensor of role r by its GGUF name (see bind); routed
+ * experts count toward the model's expert bytes. */
+static int bind_role(binder *b, int il, sl_ltensor r, bool required, int n, uint64_t w0,
+                     uint64_t w1, uint64_t w2)
+{
+    char nm[160];
+    const sl_lt_role *role = sl_layer_role(r);
+    b->experts = role->routed;
+    int rc = bind(b, &b->m->layers[il].t[r], sl_tensor_name(nm, sizeof nm, il, role->suffix),
+                  required, n, w0, w1, w2);
+    b->experts = false;
+    return rc;
+}
+
 static int bind_layer(binder *b, int il)
 {
     const sl_hparams *hp = &b->m->hp;
@@ -93,67 +107,59 @@ static int bind_layer(binder *b, int il)
     const uint64_t o_in = (uint64_t)hp->n_head * (uint64_t)hp->head_dim_v;
     char nm[160];
     int rc;
-#define NAME(suffix) sl_tensor_name(nm, sizeof nm, il, suffix)
-    if ((rc = bind(b, &L->attn_norm, NAME(SL_T_ATTN_NORM), true, 1, E, 0, 0))) return rc;
-    if ((rc = bind(b, &L->wq, NAME(SL_T_ATTN_Q), true, 2, E, q_dim, 0))) return rc;
-    if ((rc = bind(b, &L->wk, NAME(SL_T_ATTN_K), true, 2, E, k_dim, 0))) return rc;
-    if ((rc = bind(b, &L->wv, NAME(SL_T_ATTN_V), true, 2, E, v_dim, 0))) return rc;
-    if ((rc = bind(b, &L->wo, NAME(SL_T_ATTN_OUT), true, 2, o_in, E, 0))) return rc;
+    if ((rc = bind_role(b, il, SL_LT_ATTN_NORM, true, 1, E, 0, 0))) return rc;
+    if ((rc = bind_role(b, il, SL_LT_WQ, true, 2, E, q_dim, 0))) return rc;
+    if ((rc = bind_role(b, il, SL_LT_WK, true, 2, E, k_dim, 0))) return rc;
+    if ((rc = bind_role(b, il, SL_LT_WV, true, 2, E, v_dim, 0))) return rc;
+    if ((rc = bind_role(b, il, SL_LT_WO, true, 2, o_in, E, 0))) return rc;
     bool bias = arch->qkv_bias;
-    if ((rc = bind(b, &L->bq, NAME(SL_T_ATTN_Q_BIAS), bias, 1, q_dim, 0, 0))) return rc;
-    if ((rc = bind(b, &L->bk, NAME(SL_T_ATTN_K_BIAS), bias, 1, k_dim, 0, 0))) return rc;
-    if ((rc = bind(b, &L->bv, NAME(SL_T_ATTN_V_BIAS), bias, 1, v_dim, 0, 0))) return rc;
+    if ((rc = bind_role(b, il, SL_LT_BQ, bias, 1, q_dim, 0, 0))) return rc;
+    if ((rc = bind_role(b, il, SL_LT_BK, bias, 1, k_dim, 0, 0))) return rc;
+    if ((rc = bind_role(b, il, SL_LT_BV, bias, 1, v_dim, 0, 0))) return rc;
     if (arch->qk_norm == SL_QK_NORM_HEAD) {
         uint64_t hd = (uint64_t)hp->head_dim;
-        if ((rc = bind(b, &L->q_norm, NAME(SL_T_ATTN_Q_NORM), true, 1, hd, 0, 0))) return rc;
-        if ((rc = bind(b, &L->k_norm, NAME(SL_T_ATTN_K_NORM), true, 1, hd, 0, 0))) return rc;
+        if ((rc = bind_role(b, il, SL_LT_Q_NORM, true, 1, hd, 0, 0))) return rc;
+        if ((rc = bind_role(b, il, SL_LT_K_NORM, true, 1, hd, 0, 0))) return rc;
     } else if (arch->qk_norm == SL_QK_NORM_FULL) {
-        if ((rc = bind(b, &L->q_norm, NAME(SL_T_ATTN_Q_NORM), true, 1, q_dim, 0, 0))) return rc;
-        if ((rc = bind(b, &L->k_norm, NAME(SL_T_ATTN_K_NORM), true, 1, k_dim, 0, 0))) return rc;
+        if ((rc = bind_role(b, il, SL_LT_Q_NORM, true, 1, q_dim, 0, 0))) return rc;
+        if ((rc = bind_role(b, il, SL_LT_K_NORM, true, 1, k_dim, 0, 0))) return rc;
     }
-    if ((rc = bind(b, &L->ffn_norm, NAME(SL_T_FFN_NORM), true, 1, E, 0, 0))) return rc;
+    if ((rc = bind_role(b, il, SL_LT_FFN_NORM, true, 1, E, 0, 0))) return rc;
 
     L->is_moe = arch->moe &&
-                (!arch->moe_optional || sl_gguf_find_tensor(b->m->gguf, NAME(SL_T_FFN_GATE_EXPS)));
+                (!arch->moe_optional || sl_gguf_find_tensor(b->m->gguf, sl_tensor_name(nm, sizeof nm, il,
+                                                                  SL_T_FFN_GATE_EXPS)));
     if (L->is_moe) {
         if (hp->n_expert == 0 || hp->n_ff_exp == 0)
             return sl_err_set(b->err, SL_EFORMAT, "layer %d has routed experts but "
                               "%s.expert_count / expert_feed_forward_length are missing",
                               il, arch->name);
         const uint64_t X = (uint64_t)hp->n_expert, F = (uint64_t)hp->n_ff_exp;
-        if ((rc = bind(b, &L->router, NAME(SL_T_FFN_ROUTER), true, 2, E, X, 0))) return rc;
-        b->experts = true;
-        rc = bind(b, &L->gate_exps, NAME(SL_T_FFN_GATE_EXPS), true, 3, E, F, X);
-        if (!rc) rc = bind(b, &L->up_exps, NAME(SL_T_FFN_UP_EXPS), true, 3, E, F, X);
-        if (!rc) rc = bind(b, &L->down_exps, NAME(SL_T_FFN_DOWN_EXPS), true, 3, F, E, X);
-        b->experts = false;
+        if ((rc = bind_role(b, il, SL_LT_ROUTER, true, 2, E, X, 0))) return rc;
+        rc = bind_role(b, il, SL_LT_GATE_EXPS, true, 3, E, F, X);
+        if (!rc) rc = bind_role(b, il, SL_LT_UP_EXPS, true, 3, E, F, X);
+        if (!rc) rc = bind_role(b, il, SL_LT_DOWN_EXPS, true, 3, F, E, X);
         if (rc) return rc;
         if (arch->shared_expert) {
             const uint64_t S = (uint64_t)hp->n_ff_shexp;
             if (S == 0)
                 return sl_err_set(b->err, SL_EFORMAT, "%s.expert_shared_feed_forward_length "
                                   "is missing", arch->name);
-            if ((rc = bind(b, &L->gate_shexp, NAME(SL_T_FFN_GATE_SHEXP), true, 2, E, S, 0))) return rc;
-            if ((rc = bind(b, &L->up_shexp, NAME(SL_T_FFN_UP_SHEXP), true, 2, E, S, 0))) return rc;
-            if ((rc = bind(b, &L->down_shexp, NAME(SL_T_FFN_DOWN_SHEXP), true, 2, S, E, 0))) return rc;
-            if ((rc = bind(b, &L->shexp_gate, NAME(SL_T_FFN_SHEXP_GATE), true, 1, E, 0, 0))) return rc;
+            if ((rc = bind_role(b, il, SL_LT_GATE_SHEXP, true, 2, E, S, 0))) return rc;
+            if ((rc = bind_role(b, il, SL_LT_UP_SHEXP, true, 2, E, S, 0))) return rc;
+            if ((rc = bind_role(b, il, SL_LT_DOWN_SHEXP, true, 2, S, E, 0))) return rc;
+            if ((rc = bind_role(b, il, SL_LT_SHEXP_GATE, true, 1, E, 0, 0))) return rc;
         }
     } else {
         if (hp->n_ff == 0)
             return sl_err_set(b->err, SL_EFORMAT, "%s.feed_forward_length is missing",
                               arch->name);
         const uint64_t F = (uint64_t)hp->n_ff;
-        if ((rc = bind(b, &L->ffn_gate, NAME(SL_T_FFN_GATE), true, 2, E, F, 0))) return rc;
-        if ((rc = bind(b, &L->ffn_up, NAME(SL_T_FFN_UP), true, 2, E, F, 0))) return rc;
-        if ((rc = bind(b, &L->ffn_down, NAME(SL_T_FFN_DOWN), true, 2, F, E, 0))) return rc;
+        if ((rc = bind_role(b, il, SL_LT_FFN_GATE, true, 2, E, F, 0))) return rc;
+        if ((rc = bind_role(b, il, SL_LT_FFN_UP, true, 2, E, F, 0))) return rc;
+        if ((rc = bind_role(b, il, SL_LT_FFN_DOWN, true, 2, F, E, 0))) return rc;
     }
-#undef NAME
     return SL_OK;
-}
-
-static bool is_expert_tensor(const sl_layer *L, const sl_tensor *t)
-{
-    return t == &L->gate_exps || t == &L->up_exps || t == &L->down_exps;
 }
 
 /* Reads one bound tensor's bytes into the weight memory at *cursor, or
@@ -222,11 +228,9 @@ static int place_weights(sl_model *m, const sl_model_params *p, sl_err *err)
         return rc;
     for (int il = 0; il < m->hp.n_layer; il++) {
         sl_layer *L = &m->layers[il];
-        sl_tensor *ts = (sl_tensor *)L;
-        size_t n = offsetof(sl_layer, is_moe) / sizeof(sl_tensor);
-        for (size_t i = 0; i < n; i++) {
-            if (m->streaming && is_expert_tensor(L, &ts[i])) continue;
-            if ((rc = place(m, &ts[i], &cur, err))) return rc;
+        for (int r = 0; r < SL_LT_COUNT; r++) {
+            if (m->streaming && sl_layer_role((sl_ltensor)r)->routed) continue;
+            if ((rc = place(m, &L->t[r], &cur, err))) return rc;
         }
     }
     return SL_OK;

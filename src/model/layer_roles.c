@@ -1,0 +1,63 @@
+/* layer_roles.c - the one table of a layer's tensor roles: GGUF names and
+ * what each reads (see sl_ltensor in model.h). */
+#include <stddef.h>
+
+#include "model/model.h"
+
+static const sl_lt_role roles[SL_LT_COUNT] = {
+    [SL_LT_ATTN_NORM] = {SL_T_ATTN_NORM, SL_READS_NOTHING, false},
+    [SL_LT_WQ] = {SL_T_ATTN_Q, SL_READS_INPUT, false},
+    [SL_LT_WK] = {SL_T_ATTN_K, SL_READS_INPUT, false},
+    [SL_LT_WV] = {SL_T_ATTN_V, SL_READS_INPUT, false},
+    [SL_LT_WO] = {SL_T_ATTN_OUT, SL_READS_INPUT, false}, /* the attention output row */
+    [SL_LT_BQ] = {SL_T_ATTN_Q_BIAS, SL_READS_NOTHING, false},
+    [SL_LT_BK] = {SL_T_ATTN_K_BIAS, SL_READS_NOTHING, false},
+    [SL_LT_BV] = {SL_T_ATTN_V_BIAS, SL_READS_NOTHING, false},
+    [SL_LT_Q_NORM] = {SL_T_ATTN_Q_NORM, SL_READS_NOTHING, false},
+    [SL_LT_K_NORM] = {SL_T_ATTN_K_NORM, SL_READS_NOTHING, false},
+    [SL_LT_FFN_NORM] = {SL_T_FFN_NORM, SL_READS_NOTHING, false},
+    [SL_LT_FFN_GATE] = {SL_T_FFN_GATE, SL_READS_INPUT, false},
+    [SL_LT_FFN_UP] = {SL_T_FFN_UP, SL_READS_INPUT, false},
+    [SL_LT_FFN_DOWN] = {SL_T_FFN_DOWN, SL_READS_FFN_ROWS, false},
+    [SL_LT_ROUTER] = {SL_T_FFN_ROUTER, SL_READS_INPUT, false},
+    [SL_LT_GATE_EXPS] = {SL_T_FFN_GATE_EXPS, SL_READS_INPUT, true},
+    [SL_LT_UP_EXPS] = {SL_T_FFN_UP_EXPS, SL_READS_INPUT, true},
+    [SL_LT_DOWN_EXPS] = {SL_T_FFN_DOWN_EXPS, SL_READS_FFN_ROWS, true},
+    [SL_LT_GATE_SHEXP] = {SL_T_FFN_GATE_SHEXP, SL_READS_INPUT, false},
+    [SL_LT_UP_SHEXP] = {SL_T_FFN_UP_SHEXP, SL_READS_INPUT, false},
+    [SL_LT_DOWN_SHEXP] = {SL_T_FFN_DOWN_SHEXP, SL_READS_FFN_ROWS, false},
+    [SL_LT_SHEXP_GATE] = {SL_T_FFN_SHEXP_GATE, SL_READS_NOTHING, false},
+};
+
+/* The named fields of sl_layer alias t[] in the enum's order. */
+#define ROLE_AT(field, role) \
+    _Static_assert(offsetof(sl_layer, field) == offsetof(sl_layer, t[role]), #field)
+ROLE_AT(attn_norm, SL_LT_ATTN_NORM);
+ROLE_AT(wq, SL_LT_WQ);
+ROLE_AT(wk, SL_LT_WK);
+ROLE_AT(wv, SL_LT_WV);
+ROLE_AT(wo, SL_LT_WO);
+ROLE_AT(bq, SL_LT_BQ);
+ROLE_AT(bk, SL_LT_BK);
+ROLE_AT(bv, SL_LT_BV);
+ROLE_AT(q_norm, SL_LT_Q_NORM);
+ROLE_AT(k_norm, SL_LT_K_NORM);
+ROLE_AT(ffn_norm, SL_LT_FFN_NORM);
+ROLE_AT(ffn_gate, SL_LT_FFN_GATE);
+ROLE_AT(ffn_up, SL_LT_FFN_UP);
+ROLE_AT(ffn_down, SL_LT_FFN_DOWN);
+ROLE_AT(router, SL_LT_ROUTER);
+ROLE_AT(gate_exps, SL_LT_GATE_EXPS);
+ROLE_AT(up_exps, SL_LT_UP_EXPS);
+ROLE_AT(down_exps, SL_LT_DOWN_EXPS);
+ROLE_AT(gate_shexp, SL_LT_GATE_SHEXP);
+ROLE_AT(up_shexp, SL_LT_UP_SHEXP);
+ROLE_AT(down_shexp, SL_LT_DOWN_SHEXP);
+ROLE_AT(shexp_gate, SL_LT_SHEXP_GATE);
+_Static_assert(offsetof(sl_layer, is_moe) == sizeof(sl_tensor) * SL_LT_COUNT,
+               "every named tensor has a role");
+
+const sl_lt_role *sl_layer_role(sl_ltensor r)
+{
+    return &roles[r];
+}
