@@ -56,6 +56,7 @@ static void add_bias(float *y, const sl_tensor *b, int n, int64_t dim)
 
 typedef struct attn_job {
     sl_session *s;
+    const sl_attn_desc *a;
     int layer;
     int n;
     int pos0;
@@ -65,10 +66,10 @@ static void attn_worker(void *ctx, int chunk, int n_chunks, int tid)
 {
     attn_job *j = ctx;
     sl_session *s = j->s;
-    const sl_hparams *hp = &s->m->hp;
-    const int hd = hp->head_dim, hdv = hp->head_dim_v, H = hp->n_head;
-    const int group = H / hp->n_head_kv;
-    const float scale = 1.0f / sqrtf((float)hd);
+    const sl_attn_desc *a = j->a;
+    const int hd = a->head_dim, hdv = a->head_dim_v, H = a->n_head;
+    const int group = H / a->n_head_kv;
+    const float scale = a->scale;
     const uint8_t *kl = (const uint8_t *)s->k_cache +
                         (size_t)j->layer * (size_t)s->n_ctx * s->kv_dim * s->kv_elem;
     const uint8_t *vl = (const uint8_t *)s->v_cache +
@@ -115,10 +116,10 @@ static void kv_store(sl_session *s, int layer, int pos, const float *k, const fl
 
 static void attention_block(sl_session *s, const sl_layer *L, int il, int n)
 {
-    const sl_model *m = s->m;
-    const sl_hparams *hp = &m->hp;
-    const int E = hp->n_embd, hd = hp->head_dim;
-    const int q_dim = hp->n_head * hd, k_dim = hp->n_head_kv * hd;
+    const sl_hparams *hp = &s->m->hp;
+    const sl_attn_desc *a = &L->d.attn;
+    const int E = hp->n_embd, hd = a->head_dim;
+    const int q_dim = a->n_head * hd, k_dim = a->n_head_kv * hd;
 
     for (int t = 0; t < n; t++)
         sl_rmsnorm(s->xb + (size_t)t * E, s->x + (size_t)t * E, L->attn_norm.data, E,
@@ -133,22 +134,22 @@ static void attention_block(sl_session *s, const sl_layer *L, int il, int n)
 
     for (int t = 0; t < n; t++) {
         float *q = s->q + (size_t)t * q_dim, *k = s->k + (size_t)t * k_dim;
-        if (m->arch->qk_norm == SL_QK_NORM_HEAD) {
-            for (int h = 0; h < hp->n_head; h++)
+        if (a->qk_norm == SL_QK_NORM_HEAD) {
+            for (int h = 0; h < a->n_head; h++)
                 sl_rmsnorm(q + h * hd, q + h * hd, L->q_norm.data, hd, hp->rms_eps);
-            for (int h = 0; h < hp->n_head_kv; h++)
+            for (int h = 0; h < a->n_head_kv; h++)
                 sl_rmsnorm(k + h * hd, k + h * hd, L->k_norm.data, hd, hp->rms_eps);
-        } else if (m->arch->qk_norm == SL_QK_NORM_FULL) {
+        } else if (a->qk_norm == SL_QK_NORM_FULL) {
             sl_rmsnorm(q, q, L->q_norm.data, q_dim, hp->rms_eps);
             sl_rmsnorm(k, k, L->k_norm.data, k_dim, hp->rms_eps);
         }
-        sl_rope_apply(&s->rope, q, hp->n_head, hd, s->n_past + t);
-        sl_rope_apply(&s->rope, k, hp->n_head_kv, hd, s->n_past + t);
+        sl_rope_apply(&a->rope, q, a->n_head, hd, s->n_past + t);
+        sl_rope_apply(&a->rope, k, a->n_head_kv, hd, s->n_past + t);
         kv_store(s, il, s->n_past + t, k, s->v + (size_t)t * s->kv_dim_v);
     }
 
-    attn_job j = {s, il, n, s->n_past};
-    const int pairs = n * hp->n_head;
+    attn_job j = {s, a, il, n, s->n_past};
+    const int pairs = n * a->n_head;
     sl_pool_run(s->pool, attn_worker, &j, pairs < 64 ? pairs : 64);
 
     mm_t(s, &L->wo, s->attn_out, n, s->tmp);
@@ -207,9 +208,9 @@ static void router_topk(const float *p, int n, int k, bool renorm, int *ids, flo
 /* Groups the batch's (token, rank) slots by expert: afterwards the rows of
  * expert e are [moe_count[e], moe_count[e + 1]), holding moe_slot[row] =
  * token*K + rank in token order, and moe_pos inverts moe_slot. */
-static void group_by_expert(sl_session *s, int n)
+static void group_by_expert(sl_session *s, const sl_router_desc *r, int n)
 {
-    const int X = s->m->hp.n_expert, K = s->m->hp.n_expert_used;
+    const int X = r->n_expert, K = r->top_k;
     int *cnt = s->moe_count;
     memset(cnt, 0, sizeof(int) * (size_t)(X + 1));
     for (int i = 0; i < n * K; i++) cnt[s->topk_ids[i] + 1]++;
@@ -228,7 +229,7 @@ static void group_by_expert(sl_session *s, int n)
  * every grouped row at its token's. */
 static void prepare_expert_inputs(sl_session *s, const sl_layer *L, int n)
 {
-    const int K = s->m->hp.n_expert_used, B = s->n_batch_max;
+    const int K = L->d.ffn.router.top_k, B = s->n_batch_max;
     /* shapes and types only: a streamed model has no resident expert data */
     const sl_mat g = mat_of(&L->gate_exps), u = mat_of(&L->up_exps);
     const bool same = sl_matvec_act_type(g.type) == sl_matvec_act_type(u.type);
@@ -251,9 +252,9 @@ static void prepare_expert_inputs(sl_session *s, const sl_layer *L, int n)
  * jobs, whatever nx is: gate and up of all of them; SwiGLU of their rows
  * prepared for down; down of all of them. Outputs go to the experts'
  * grouped rows of s->exp_out. */
-static void run_experts(sl_session *s, const sl_expert_w *xs, int nx)
+static void run_experts(sl_session *s, const sl_layer *L, const sl_expert_w *xs, int nx)
 {
-    const size_t E = (size_t)s->m->hp.n_embd, F = (size_t)s->m->hp.n_ff_exp;
+    const size_t E = (size_t)s->m->hp.n_embd, F = (size_t)L->d.ffn.n_ff;
     sl_mm_item *it = s->mm_items;
     int n_rows = 0;
     for (int i = 0; i < nx; i++) {
@@ -308,7 +309,7 @@ static int run_streamed_experts(sl_session *s, const sl_layer *L, int il, int *i
                 nx++;
                 rc = 0;
             }
-            if (nx > 0 && rc == 0) run_experts(s, xs, nx);
+            if (nx > 0 && rc == 0) run_experts(s, L, xs, nx);
             for (int i = 0; i < nx; i++) sl_streamer_release(st, xs[i].e);
             if (rc == 0 && nx == 0) break; /* the set is done */
             if (rc < 0) break;
@@ -331,28 +332,30 @@ static int predict_experts(sl_session *s, int next)
 {
     const sl_hparams *hp = &s->m->hp;
     const sl_layer *N = &s->m->layers[next];
+    const sl_router_desc *r = &N->d.ffn.router;
     sl_rmsnorm(s->pf_x, s->x, N->ffn_norm.data, hp->n_embd, hp->rms_eps);
     mm_t(s, &N->router, s->pf_x, 1, s->pf_logits);
     /* softmax keeps the order: the top-k of the logits is the top-k */
-    router_topk(s->pf_logits, hp->n_expert, hp->n_expert_used, false, s->pf_ids, s->pf_w);
-    return hp->n_expert_used;
+    router_topk(s->pf_logits, r->n_expert, r->top_k, false, s->pf_ids, s->pf_w);
+    return r->top_k;
 }
 
 static int moe_block(sl_session *s, const sl_layer *L, int il, int n, sl_err *err)
 {
     const sl_hparams *hp = &s->m->hp;
-    const int E = hp->n_embd, K = hp->n_expert_used, X = hp->n_expert;
+    const sl_router_desc *rd = &L->d.ffn.router;
+    const int E = hp->n_embd, K = rd->top_k, X = rd->n_expert;
     mm_t(s, &L->router, s->xb, n, s->router);
     for (int t = 0; t < n; t++) {
         float *p = s->router + (size_t)t * X;
         sl_softmax(p, X);
-        router_topk(p, X, K, hp->expert_weights_norm, s->topk_ids + (size_t)t * K,
+        router_topk(p, X, K, rd->renorm, s->topk_ids + (size_t)t * K,
                     s->topk_w + (size_t)t * K);
     }
-    group_by_expert(s, n);
+    group_by_expert(s, rd, n);
     /* before the expert inputs are prepared: the guess uses the same scratch */
     bool guess = s->m->streamer && n == 1 && il + 1 < hp->n_layer &&
-                 s->m->layers[il + 1].is_moe;
+                 s->m->layers[il + 1].d.ffn.kind == SL_FFN_ROUTED;
     if (guess) {
         pthread_mutex_lock(&s->m->stream_mu);
         guess = sl_streamer_wants_guess(s->m->streamer);
@@ -375,7 +378,7 @@ static int moe_block(sl_session *s, const sl_layer *L, int il, int n, sl_err *er
         for (int i = 0; i < n_ids; i++)
             xs[i] = (sl_expert_w){ids[i], expert_mat(&L->gate_exps, ids[i]),
                                expert_mat(&L->up_exps, ids[i]), expert_mat(&L->down_exps, ids[i])};
-        run_experts(s, xs, n_ids);
+        run_experts(s, L, xs, n_ids);
     }
     for (int t = 0; t < n; t++) {
         float *out = s->ffn_out + (size_t)t * E;
@@ -386,7 +389,7 @@ static int moe_block(sl_session *s, const sl_layer *L, int il, int n, sl_err *er
             for (int i = 0; i < E; i++) out[i] += w * eo[i];
         }
     }
-    if (L->shexp_gate.data) {
+    if (L->d.ffn.n_ff_shexp > 0) {
         sl_mat g = mat_of(&L->gate_shexp), u = mat_of(&L->up_shexp), d = mat_of(&L->down_shexp);
         swiglu_ffn(s, &g, &u, &d, s->xb, n, s->tmp);
         const float *gw = L->shexp_gate.data;
@@ -408,7 +411,7 @@ static int ffn_block(sl_session *s, const sl_layer *L, int il, int n, sl_err *er
     const int E = hp->n_embd;
     for (int t = 0; t < n; t++)
         sl_rmsnorm(s->xb + (size_t)t * E, s->x + (size_t)t * E, L->ffn_norm.data, E, hp->rms_eps);
-    if (L->is_moe) {
+    if (L->d.ffn.kind == SL_FFN_ROUTED) {
         int rc = moe_block(s, L, il, n, err);
         if (rc) return rc;
     } else {

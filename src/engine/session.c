@@ -56,17 +56,6 @@ int sl_session_create(sl_session **out, sl_model *m, const sl_session_params *pp
     s->kv_dim_v = lay.kv_dim_v;
 
     s->attn_k = sl_attn_kernels_get();
-    s->rope = (sl_rope){
-        .n_dims = hp->rope_dim,
-        .neox = m->arch->rope == SL_ROPE_NEOX,
-        .freq_base = hp->rope_freq_base,
-        .freq_scale = hp->rope_freq_scale,
-        .ext_factor = hp->rope_scaling == SL_ROPE_SCALING_YARN ? 1.0f : 0.0f,
-        .attn_factor = 1.0f,
-        .beta_fast = 32.0f,
-        .beta_slow = 1.0f,
-        .n_ctx_orig = hp->rope_yarn_orig_ctx,
-    };
 
     /* calloc: large arenas come zeroed from the OS, untouched until used,
      * so a long context's KV cache costs memory only as it fills */

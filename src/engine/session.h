@@ -16,7 +16,6 @@
 struct sl_session {
     sl_model *m;
     sl_pool *pool;
-    sl_rope rope;
     const sl_attn_kernels *attn_k; /* attention inner loops for this CPU */
     int n_ctx;
     int n_past;

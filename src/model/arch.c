@@ -1,17 +1,18 @@
 /* arch.c - the architecture table. */
 #include "model/arch.h"
+#include "model/model_internal.h"
 
 #include <stdio.h>
 #include <string.h>
 
 static const sl_arch archs[] = {
-    /* name        rope           qk_norm             bias   moe    opt    shexp  norm_topk */
-    {"llama",      SL_ROPE_NORMAL, SL_QK_NORM_NONE, false, true,  true,  false, true},
-    {"qwen2",      SL_ROPE_NEOX,   SL_QK_NORM_NONE, true,  false, false, false, false},
-    {"qwen3",      SL_ROPE_NEOX,   SL_QK_NORM_HEAD, false, false, false, false, false},
-    {"qwen2moe",   SL_ROPE_NEOX,   SL_QK_NORM_NONE, true,  true,  false, true,  false},
-    {"qwen3moe",   SL_ROPE_NEOX,   SL_QK_NORM_HEAD, false, true,  false, false, true},
-    {"olmoe",      SL_ROPE_NEOX,   SL_QK_NORM_FULL, false, true,  false, false, false},
+    /* name        layer                  rope           qk_norm             bias   moe    opt    shexp  norm_topk */
+    {"llama",      sl_family_llama_layer, SL_ROPE_NORMAL, SL_QK_NORM_NONE, false, true,  true,  false, true},
+    {"qwen2",      sl_family_llama_layer, SL_ROPE_NEOX,   SL_QK_NORM_NONE, true,  false, false, false, false},
+    {"qwen3",      sl_family_llama_layer, SL_ROPE_NEOX,   SL_QK_NORM_HEAD, false, false, false, false, false},
+    {"qwen2moe",   sl_family_llama_layer, SL_ROPE_NEOX,   SL_QK_NORM_NONE, true,  true,  false, true,  false},
+    {"qwen3moe",   sl_family_llama_layer, SL_ROPE_NEOX,   SL_QK_NORM_HEAD, false, true,  false, false, true},
+    {"olmoe",      sl_family_llama_layer, SL_ROPE_NEOX,   SL_QK_NORM_FULL, false, true,  false, false, false},
 };
 
 const sl_arch *sl_arch_find(const char *name)

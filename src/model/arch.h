@@ -23,8 +23,12 @@ typedef enum sl_qk_norm {
                           n_head_kv*head_dim): olmoe */
 } sl_qk_norm;
 
+struct sl_binder;
+
 typedef struct sl_arch {
     const char *name;          /* value of general.architecture */
+    /* binds layer il's tensors and fills its description (family_*.c) */
+    int (*layer)(struct sl_binder *b, int il);
     sl_rope_style rope;
     sl_qk_norm qk_norm;
     bool qkv_bias;             /* attn_q/k/v.bias present (qwen2 family) */

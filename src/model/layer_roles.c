@@ -54,7 +54,7 @@ ROLE_AT(gate_shexp, SL_LT_GATE_SHEXP);
 ROLE_AT(up_shexp, SL_LT_UP_SHEXP);
 ROLE_AT(down_shexp, SL_LT_DOWN_SHEXP);
 ROLE_AT(shexp_gate, SL_LT_SHEXP_GATE);
-_Static_assert(offsetof(sl_layer, is_moe) == sizeof(sl_tensor) * SL_LT_COUNT,
+_Static_assert(offsetof(sl_layer, d) == sizeof(sl_tensor) * SL_LT_COUNT,
                "every named tensor has a role");
 
 const sl_lt_role *sl_layer_role(sl_ltensor r)

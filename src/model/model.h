@@ -13,6 +13,7 @@
 
 #include "gguf/gguf.h"
 #include "model/arch.h"
+#include "ops/ops.h"
 #include "quant/quant.h"
 #include "sluice.h"
 
@@ -88,6 +89,62 @@ typedef struct sl_lt_role {
 /* The role table entry of r (r < SL_LT_COUNT). */
 const sl_lt_role *sl_layer_role(sl_ltensor r);
 
+/* ---- what a layer computes, filled at load by its architecture ---------- */
+
+/* What mixes the tokens of a layer. */
+typedef enum sl_mixer_kind {
+    SL_MIXER_ATTN = 0, /* causal softmax attention over a K/V cache */
+    SL_MIXER_COUNT
+} sl_mixer_kind;
+
+typedef struct sl_attn_desc {
+    int n_head, n_head_kv;   /* query heads; K/V heads (n_head % n_head_kv == 0) */
+    int head_dim, head_dim_v;
+    sl_qk_norm qk_norm;      /* RMS norm of q and k: none, per head, whole projection */
+    float scale;             /* of q.k before the softmax: 1/sqrt(head_dim) */
+    sl_rope rope;            /* applied to q and k at each token's position */
+} sl_attn_desc;
+
+typedef enum sl_ffn_kind {
+    SL_FFN_DENSE = 0, /* one gated MLP */
+    SL_FFN_ROUTED,    /* routed experts, optionally beside a shared expert */
+} sl_ffn_kind;
+
+typedef enum sl_activation {
+    SL_ACT_SWIGLU = 0, /* silu(gate) * up */
+} sl_activation;
+
+typedef enum sl_router_score {
+    SL_SCORE_SOFTMAX = 0, /* softmax over every expert, then top-k */
+} sl_router_score;
+
+typedef struct sl_router_desc {
+    sl_router_score score;
+    int n_expert, top_k;
+    bool renorm;             /* the top-k weights rescaled to sum to 1 */
+} sl_router_desc;
+
+typedef struct sl_ffn_desc {
+    sl_ffn_kind kind;
+    sl_activation act;
+    int n_ff;                /* dense width, or each routed expert's */
+    sl_router_desc router;   /* routed only */
+    int n_ff_shexp;          /* routed: the shared expert's width, 0 for none;
+                                its output is scaled by sigmoid(gate . x) */
+} sl_ffn_desc;
+
+/* Where the RMS norms sit around a layer's two blocks. */
+typedef enum sl_norm_place {
+    SL_NORM_PRE = 0, /* x += mixer(norm(x)); x += ffn(norm(x)) */
+} sl_norm_place;
+
+typedef struct sl_layer_desc {
+    sl_mixer_kind mixer;
+    sl_attn_desc attn;       /* SL_MIXER_ATTN */
+    sl_ffn_desc ffn;
+    sl_norm_place norm;
+} sl_layer_desc;
+
 /* A layer's tensors, by role (t[SL_LT_WQ]) or by name (wq): the same
  * storage; the names follow the enum's order (checked in model_load.c). */
 typedef struct sl_layer {
@@ -106,7 +163,7 @@ typedef struct sl_layer {
             sl_tensor shexp_gate;                          /* [n_embd] -> 1 */
         };
     };
-    bool is_moe;
+    sl_layer_desc d;
 } sl_layer;
 
 struct sl_model {

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "model/model.h"
+#include "model/model_internal.h"
 #include "tok/tokenizer.h"
 #include "util/checked.h"
 #include "util/mem.h"
@@ -18,11 +19,7 @@
 
 #define WEIGHT_ALIGN 64
 
-typedef struct binder {
-    sl_model *m;
-    bool experts;     /* the tensors being bound are routed experts */
-    sl_err *err;
-} binder;
+typedef sl_binder binder;
 
 static void shape_str(char *buf, size_t cap, const uint64_t *ne, int n)
 {
@@ -81,9 +78,7 @@ static int bind(binder *b, sl_tensor *t, const char *name, bool required, int n,
     return SL_OK;
 }
 
-/* Binds layer il's tensor of role r by its GGUF name (see bind); routed
- * experts count toward the model's expert bytes. */
-static int bind_role(binder *b, int il, sl_ltensor r, bool required, int n, uint64_t w0,
+int sl_bind_role(sl_binder *b, int il, sl_ltensor r, bool required, int n, uint64_t w0,
                      uint64_t w1, uint64_t w2)
 {
     char nm[160];
@@ -93,73 +88,6 @@ static int bind_role(binder *b, int il, sl_ltensor r, bool required, int n, uint
                   required, n, w0, w1, w2);
     b->experts = false;
     return rc;
-}
-
-static int bind_layer(binder *b, int il)
-{
-    const sl_hparams *hp = &b->m->hp;
-    const sl_arch *arch = b->m->arch;
-    sl_layer *L = &b->m->layers[il];
-    const uint64_t E = (uint64_t)hp->n_embd;
-    const uint64_t q_dim = (uint64_t)hp->n_head * (uint64_t)hp->head_dim;
-    const uint64_t k_dim = (uint64_t)hp->n_head_kv * (uint64_t)hp->head_dim;
-    const uint64_t v_dim = (uint64_t)hp->n_head_kv * (uint64_t)hp->head_dim_v;
-    const uint64_t o_in = (uint64_t)hp->n_head * (uint64_t)hp->head_dim_v;
-    char nm[160];
-    int rc;
-    if ((rc = bind_role(b, il, SL_LT_ATTN_NORM, true, 1, E, 0, 0))) return rc;
-    if ((rc = bind_role(b, il, SL_LT_WQ, true, 2, E, q_dim, 0))) return rc;
-    if ((rc = bind_role(b, il, SL_LT_WK, true, 2, E, k_dim, 0))) return rc;
-    if ((rc = bind_role(b, il, SL_LT_WV, true, 2, E, v_dim, 0))) return rc;
-    if ((rc = bind_role(b, il, SL_LT_WO, true, 2, o_in, E, 0))) return rc;
-    bool bias = arch->qkv_bias;
-    if ((rc = bind_role(b, il, SL_LT_BQ, bias, 1, q_dim, 0, 0))) return rc;
-    if ((rc = bind_role(b, il, SL_LT_BK, bias, 1, k_dim, 0, 0))) return rc;
-    if ((rc = bind_role(b, il, SL_LT_BV, bias, 1, v_dim, 0, 0))) return rc;
-    if (arch->qk_norm == SL_QK_NORM_HEAD) {
-        uint64_t hd = (uint64_t)hp->head_dim;
-        if ((rc = bind_role(b, il, SL_LT_Q_NORM, true, 1, hd, 0, 0))) return rc;
-        if ((rc = bind_role(b, il, SL_LT_K_NORM, true, 1, hd, 0, 0))) return rc;
-    } else if (arch->qk_norm == SL_QK_NORM_FULL) {
-        if ((rc = bind_role(b, il, SL_LT_Q_NORM, true, 1, q_dim, 0, 0))) return rc;
-        if ((rc = bind_role(b, il, SL_LT_K_NORM, true, 1, k_dim, 0, 0))) return rc;
-    }
-    if ((rc = bind_role(b, il, SL_LT_FFN_NORM, true, 1, E, 0, 0))) return rc;
-
-    L->is_moe = arch->moe &&
-                (!arch->moe_optional || sl_gguf_find_tensor(b->m->gguf, sl_tensor_name(nm, sizeof nm, il,
-                                                                  SL_T_FFN_GATE_EXPS)));
-    if (L->is_moe) {
-        if (hp->n_expert == 0 || hp->n_ff_exp == 0)
-            return sl_err_set(b->err, SL_EFORMAT, "layer %d has routed experts but "
-                              "%s.expert_count / expert_feed_forward_length are missing",
-                              il, arch->name);
-        const uint64_t X = (uint64_t)hp->n_expert, F = (uint64_t)hp->n_ff_exp;
-        if ((rc = bind_role(b, il, SL_LT_ROUTER, true, 2, E, X, 0))) return rc;
-        rc = bind_role(b, il, SL_LT_GATE_EXPS, true, 3, E, F, X);
-        if (!rc) rc = bind_role(b, il, SL_LT_UP_EXPS, true, 3, E, F, X);
-        if (!rc) rc = bind_role(b, il, SL_LT_DOWN_EXPS, true, 3, F, E, X);
-        if (rc) return rc;
-        if (arch->shared_expert) {
-            const uint64_t S = (uint64_t)hp->n_ff_shexp;
-            if (S == 0)
-                return sl_err_set(b->err, SL_EFORMAT, "%s.expert_shared_feed_forward_length "
-                                  "is missing", arch->name);
-            if ((rc = bind_role(b, il, SL_LT_GATE_SHEXP, true, 2, E, S, 0))) return rc;
-            if ((rc = bind_role(b, il, SL_LT_UP_SHEXP, true, 2, E, S, 0))) return rc;
-            if ((rc = bind_role(b, il, SL_LT_DOWN_SHEXP, true, 2, S, E, 0))) return rc;
-            if ((rc = bind_role(b, il, SL_LT_SHEXP_GATE, true, 1, E, 0, 0))) return rc;
-        }
-    } else {
-        if (hp->n_ff == 0)
-            return sl_err_set(b->err, SL_EFORMAT, "%s.feed_forward_length is missing",
-                              arch->name);
-        const uint64_t F = (uint64_t)hp->n_ff;
-        if ((rc = bind_role(b, il, SL_LT_FFN_GATE, true, 2, E, F, 0))) return rc;
-        if ((rc = bind_role(b, il, SL_LT_FFN_UP, true, 2, E, F, 0))) return rc;
-        if ((rc = bind_role(b, il, SL_LT_FFN_DOWN, true, 2, F, E, 0))) return rc;
-    }
-    return SL_OK;
 }
 
 /* Reads one bound tensor's bytes into the weight memory at *cursor, or
@@ -298,7 +226,7 @@ int sl_model_load(sl_model **out, const char *path, const sl_model_params *param
         goto fail;
     }
     for (int il = 0; il < m->hp.n_layer; il++)
-        if ((rc = bind_layer(&b, il))) goto fail;
+        if ((rc = m->arch->layer(&b, il))) goto fail;
 
     if ((rc = sl_model_plan(m, params, err))) goto fail;
     if ((rc = place_weights(m, params, err))) goto fail;

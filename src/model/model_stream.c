@@ -27,7 +27,7 @@ static void build_layouts(const sl_model *m, sl_expert_layout *out)
         const sl_layer *L = &m->layers[il];
         const sl_tensor *t[SL_N_PROJ] = {&L->gate_exps, &L->up_exps, &L->down_exps};
         memset(&out[il], 0, sizeof out[il]);
-        if (!L->is_moe) continue;
+        if (L->d.ffn.kind != SL_FFN_ROUTED) continue;
         for (int p = 0; p < SL_N_PROJ; p++) {
             out[il].file[p] = t[p]->info->file_index;
             out[il].base[p] = t[p]->info->offset;
@@ -39,7 +39,7 @@ static void build_layouts(const sl_model *m, sl_expert_layout *out)
 static int n_moe_layers(const sl_model *m)
 {
     int n = 0;
-    for (int il = 0; il < m->hp.n_layer; il++) n += m->layers[il].is_moe;
+    for (int il = 0; il < m->hp.n_layer; il++) n += m->layers[il].d.ffn.kind == SL_FFN_ROUTED;
     return n;
 }
 
@@ -50,7 +50,7 @@ static uint64_t cycle_bytes(const sl_model *m)
     uint64_t total = 0;
     for (int il = 0; il < m->hp.n_layer; il++) {
         const sl_layer *L = &m->layers[il];
-        if (!L->is_moe) continue;
+        if (L->d.ffn.kind != SL_FFN_ROUTED) continue;
         const uint64_t one = (L->gate_exps.info->nbytes + L->up_exps.info->nbytes +
                               L->down_exps.info->nbytes) / (uint64_t)m->hp.n_expert;
         total += (uint64_t)m->hp.n_expert_used * one;

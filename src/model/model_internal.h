@@ -1,0 +1,31 @@
+/* model_internal.h - what the loader shares with the architecture family
+ * files (family_*.c): binding a layer's tensors by role with their shapes.
+ * Not part of the model's interface to the rest of sluice. */
+#ifndef SL_MODEL_MODEL_INTERNAL_H
+#define SL_MODEL_MODEL_INTERNAL_H
+
+#include "model/model.h"
+
+/* The loader's state while tensors are bound. */
+typedef struct sl_binder sl_binder;
+struct sl_binder {
+    sl_model *m;
+    bool experts;     /* the tensors being bound are routed experts */
+    sl_err *err;
+};
+
+/* Binds layer il's tensor of role r by its GGUF name, checking its shape
+ * against (w0, w1, w2)[0..n) with trailing dimensions 1 (a dropped trailing
+ * 1 matches). A missing tensor fails when required, else stays absent
+ * (info and data NULL). Routed experts count toward the model's expert
+ * bytes, the rest toward its dense bytes. Fails with a message naming the
+ * tensor, the shape seen and the shape expected. */
+int sl_bind_role(sl_binder *b, int il, sl_ltensor r, bool required, int n, uint64_t w0,
+                 uint64_t w1, uint64_t w2);
+
+/* The layer function of the llama family (llama, qwen2, qwen3, qwen2moe,
+ * qwen3moe, olmoe): binds layer il's tensors and fills its description.
+ * (family_llama.c) */
+int sl_family_llama_layer(sl_binder *b, int il);
+
+#endif
