@@ -1,8 +1,8 @@
 /* forward.c - a micro-batch of tokens through the model, in data-flow order:
  *
- *   embedding rows -> for each layer:
- *     attn_norm -> q,k,v (+bias) -> q/k norm -> RoPE -> KV append
- *       -> causal attention over the cache -> out proj -> +residual
+ *   embedding rows -> for each layer (as its description sl_layer_desc says):
+ *     attn_norm -> the layer's mixer (mixer.h; mix_attn.c: q,k,v -> q/k norm
+ *       -> RoPE -> KV append -> causal attention -> out proj) -> +residual
  *     ffn_norm -> dense SwiGLU, or router -> softmax -> top-k -> experts
  *       (tokens grouped by expert, each expert's weights read once per
  *       batch; outputs summed per token in top-k rank order)
@@ -10,7 +10,7 @@
  *   -> output norm -> lm head -> logits
  *
  * Work is split over the session's pool by weight rows (matrix products)
- * and by (token, head) pairs (attention); each output value is computed by
+ * and by (token, head) pairs (attention, in the mixer); each output value is computed by
  * one thread in a fixed order, so results are bit-identical for any thread
  * count and any batch size. */
 #include <math.h>
@@ -20,140 +20,14 @@
 #include "experts/streamer.h"
 
 #include "engine/fwd_mm.h"
-
-static sl_mat mat_of(const sl_tensor *t)
-{
-    sl_mat m = {t->type, (int64_t)t->ne[1], (int64_t)t->ne[0], (size_t)t->row_bytes, t->data};
-    return m;
-}
+#include "engine/mixer.h"
 
 /* Expert e of a stacked [cols, rows, n_expert] tensor. */
 static sl_mat expert_mat(const sl_tensor *t, int e)
 {
-    sl_mat m = mat_of(t);
+    sl_mat m = sl_fwd_mat(t);
     m.data = (const uint8_t *)t->data + (size_t)e * (size_t)m.rows * m.row_bytes;
     return m;
-}
-
-/* y(n, rows) = x(n, cols) * t^T */
-static void mm_t(sl_session *s, const sl_tensor *t, const float *x, int n, float *y)
-{
-    const sl_mat m = mat_of(t);
-    const sl_mat *mats[1] = {&m};
-    float *ys[1] = {y};
-    sl_fwd_mm_shared(s, mats, ys, 1, x, n);
-}
-
-static void add_bias(float *y, const sl_tensor *b, int n, int64_t dim)
-{
-    if (!b->data) return;
-    const float *bv = b->data;
-    for (int t = 0; t < n; t++)
-        for (int64_t i = 0; i < dim; i++) y[(size_t)t * dim + i] += bv[i];
-}
-
-/* ---- attention --------------------------------------------------------- */
-
-typedef struct attn_job {
-    sl_session *s;
-    const sl_attn_desc *a;
-    int layer;
-    int n;
-    int pos0;
-} attn_job;
-
-static void attn_worker(void *ctx, int chunk, int n_chunks, int tid)
-{
-    attn_job *j = ctx;
-    sl_session *s = j->s;
-    const sl_attn_desc *a = j->a;
-    const int hd = a->head_dim, hdv = a->head_dim_v, H = a->n_head;
-    const int group = H / a->n_head_kv;
-    const float scale = a->scale;
-    const uint8_t *kl = (const uint8_t *)s->k_cache +
-                        (size_t)j->layer * (size_t)s->n_ctx * s->kv_dim * s->kv_elem;
-    const uint8_t *vl = (const uint8_t *)s->v_cache +
-                        (size_t)j->layer * (size_t)s->n_ctx * s->kv_dim_v * s->kv_elem;
-    float *att = s->att + (size_t)tid * (size_t)s->n_ctx;
-    const sl_attn_kernels *kr = s->attn_k;
-    const bool f16 = s->kv_elem == 2;
-    long long w0, w1;
-    sl_split_range((long long)j->n * H, chunk, n_chunks, &w0, &w1);
-    for (long long w = w0; w < w1; w++) {
-        const int t = (int)(w / H), h = (int)(w % H);
-        const int n_pos = j->pos0 + t + 1; /* causal: itself and everything before */
-        const float *q = s->q + (size_t)t * H * hd + (size_t)h * hd;
-        const int kvh = h / group;
-        for (int p = 0; p < n_pos; p++) {
-            const void *krow = kl + ((size_t)p * s->kv_dim + (size_t)kvh * hd) * s->kv_elem;
-            const float dot = f16 ? kr->dot_f16(q, krow, hd) : kr->dot_f32(q, krow, hd);
-            att[p] = dot * scale;
-        }
-        sl_softmax(att, n_pos);
-        float *out = s->attn_out + (size_t)t * H * hdv + (size_t)h * hdv;
-        memset(out, 0, (size_t)hdv * sizeof *out);
-        for (int p = 0; p < n_pos; p++) {
-            const void *vrow = vl + ((size_t)p * s->kv_dim_v + (size_t)kvh * hdv) * s->kv_elem;
-            if (f16) kr->axpy_f16(out, att[p], vrow, hdv);
-            else kr->axpy_f32(out, att[p], vrow, hdv);
-        }
-    }
-}
-
-static void kv_store(sl_session *s, int layer, int pos, const float *k, const float *v)
-{
-    const size_t ko = ((size_t)layer * (size_t)s->n_ctx + (size_t)pos) * s->kv_dim;
-    const size_t vo = ((size_t)layer * (size_t)s->n_ctx + (size_t)pos) * s->kv_dim_v;
-    if (s->kv_elem == 2) {
-        uint16_t *kc = (uint16_t *)s->k_cache + ko, *vc = (uint16_t *)s->v_cache + vo;
-        for (size_t i = 0; i < s->kv_dim; i++) kc[i] = sl_f32_to_fp16(k[i]);
-        for (size_t i = 0; i < s->kv_dim_v; i++) vc[i] = sl_f32_to_fp16(v[i]);
-    } else {
-        memcpy((float *)s->k_cache + ko, k, s->kv_dim * sizeof(float));
-        memcpy((float *)s->v_cache + vo, v, s->kv_dim_v * sizeof(float));
-    }
-}
-
-static void attention_block(sl_session *s, const sl_layer *L, int il, int n)
-{
-    const sl_hparams *hp = &s->m->hp;
-    const sl_attn_desc *a = &L->d.attn;
-    const int E = hp->n_embd, hd = a->head_dim;
-    const int q_dim = a->n_head * hd, k_dim = a->n_head_kv * hd;
-
-    for (int t = 0; t < n; t++)
-        sl_rmsnorm(s->xb + (size_t)t * E, s->x + (size_t)t * E, L->attn_norm.data, E,
-                   hp->rms_eps);
-    const sl_mat wq = mat_of(&L->wq), wk = mat_of(&L->wk), wv = mat_of(&L->wv);
-    const sl_mat *qkv[3] = {&wq, &wk, &wv};
-    float *qkv_out[3] = {s->q, s->k, s->v};
-    sl_fwd_mm_shared(s, qkv, qkv_out, 3, s->xb, n);
-    add_bias(s->q, &L->bq, n, q_dim);
-    add_bias(s->k, &L->bk, n, k_dim);
-    add_bias(s->v, &L->bv, n, (int64_t)s->kv_dim_v);
-
-    for (int t = 0; t < n; t++) {
-        float *q = s->q + (size_t)t * q_dim, *k = s->k + (size_t)t * k_dim;
-        if (a->qk_norm == SL_QK_NORM_HEAD) {
-            for (int h = 0; h < a->n_head; h++)
-                sl_rmsnorm(q + h * hd, q + h * hd, L->q_norm.data, hd, hp->rms_eps);
-            for (int h = 0; h < a->n_head_kv; h++)
-                sl_rmsnorm(k + h * hd, k + h * hd, L->k_norm.data, hd, hp->rms_eps);
-        } else if (a->qk_norm == SL_QK_NORM_FULL) {
-            sl_rmsnorm(q, q, L->q_norm.data, q_dim, hp->rms_eps);
-            sl_rmsnorm(k, k, L->k_norm.data, k_dim, hp->rms_eps);
-        }
-        sl_rope_apply(&a->rope, q, a->n_head, hd, s->n_past + t);
-        sl_rope_apply(&a->rope, k, a->n_head_kv, hd, s->n_past + t);
-        kv_store(s, il, s->n_past + t, k, s->v + (size_t)t * s->kv_dim_v);
-    }
-
-    attn_job j = {s, a, il, n, s->n_past};
-    const int pairs = n * a->n_head;
-    sl_pool_run(s->pool, attn_worker, &j, pairs < 64 ? pairs : 64);
-
-    mm_t(s, &L->wo, s->attn_out, n, s->tmp);
-    for (size_t i = 0; i < (size_t)n * E; i++) s->x[i] += s->tmp[i];
 }
 
 /* ---- feed-forward ----------------------------------------------------- */
@@ -231,7 +105,7 @@ static void prepare_expert_inputs(sl_session *s, const sl_layer *L, int n)
 {
     const int K = L->d.ffn.router.top_k, B = s->n_batch_max;
     /* shapes and types only: a streamed model has no resident expert data */
-    const sl_mat g = mat_of(&L->gate_exps), u = mat_of(&L->up_exps);
+    const sl_mat g = sl_fwd_mat(&L->gate_exps), u = sl_fwd_mat(&L->up_exps);
     const bool same = sl_matvec_act_type(g.type) == sl_matvec_act_type(u.type);
     const sl_mat *m[2] = {&g, &u};
     for (int set = 0; set < (same ? 1 : 2); set++) {
@@ -276,7 +150,7 @@ static void run_experts(sl_session *s, const sl_layer *L, const sl_expert_w *xs,
  * slices, at the addresses the streamer filled. */
 static sl_mat slice_mat(const sl_tensor *t, const void *data)
 {
-    sl_mat m = mat_of(t);
+    sl_mat m = sl_fwd_mat(t);
     m.data = data;
     return m;
 }
@@ -334,7 +208,7 @@ static int predict_experts(sl_session *s, int next)
     const sl_layer *N = &s->m->layers[next];
     const sl_router_desc *r = &N->d.ffn.router;
     sl_rmsnorm(s->pf_x, s->x, N->ffn_norm.data, hp->n_embd, hp->rms_eps);
-    mm_t(s, &N->router, s->pf_x, 1, s->pf_logits);
+    sl_fwd_mm_tensor(s, &N->router, s->pf_x, 1, s->pf_logits);
     /* softmax keeps the order: the top-k of the logits is the top-k */
     router_topk(s->pf_logits, r->n_expert, r->top_k, false, s->pf_ids, s->pf_w);
     return r->top_k;
@@ -345,7 +219,7 @@ static int moe_block(sl_session *s, const sl_layer *L, int il, int n, sl_err *er
     const sl_hparams *hp = &s->m->hp;
     const sl_router_desc *rd = &L->d.ffn.router;
     const int E = hp->n_embd, K = rd->top_k, X = rd->n_expert;
-    mm_t(s, &L->router, s->xb, n, s->router);
+    sl_fwd_mm_tensor(s, &L->router, s->xb, n, s->router);
     for (int t = 0; t < n; t++) {
         float *p = s->router + (size_t)t * X;
         sl_softmax(p, X);
@@ -390,7 +264,7 @@ static int moe_block(sl_session *s, const sl_layer *L, int il, int n, sl_err *er
         }
     }
     if (L->d.ffn.n_ff_shexp > 0) {
-        sl_mat g = mat_of(&L->gate_shexp), u = mat_of(&L->up_shexp), d = mat_of(&L->down_shexp);
+        sl_mat g = sl_fwd_mat(&L->gate_shexp), u = sl_fwd_mat(&L->up_shexp), d = sl_fwd_mat(&L->down_shexp);
         swiglu_ffn(s, &g, &u, &d, s->xb, n, s->tmp);
         const float *gw = L->shexp_gate.data;
         for (int t = 0; t < n; t++) {
@@ -415,7 +289,7 @@ static int ffn_block(sl_session *s, const sl_layer *L, int il, int n, sl_err *er
         int rc = moe_block(s, L, il, n, err);
         if (rc) return rc;
     } else {
-        sl_mat g = mat_of(&L->ffn_gate), u = mat_of(&L->ffn_up), d = mat_of(&L->ffn_down);
+        sl_mat g = sl_fwd_mat(&L->ffn_gate), u = sl_fwd_mat(&L->ffn_up), d = sl_fwd_mat(&L->ffn_down);
         swiglu_ffn(s, &g, &u, &d, s->xb, n, s->ffn_out);
     }
     for (size_t i = 0; i < (size_t)n * E; i++) s->x[i] += s->ffn_out[i];
@@ -445,11 +319,16 @@ int sl_forward_batch(sl_session *s, const int32_t *tokens, int n, sl_err *err)
 {
     const sl_model *m = s->m;
     const int E = m->hp.n_embd;
-    sl_mat emb = mat_of(&m->tok_embd);
+    sl_mat emb = sl_fwd_mat(&m->tok_embd);
     for (int t = 0; t < n; t++) sl_mat_row_to_float(&emb, tokens[t], s->x + (size_t)t * E);
     for (int il = 0; il < m->hp.n_layer; il++) {
         const sl_layer *L = &m->layers[il];
-        attention_block(s, L, il, n);
+        /* pre-norm: x += mixer(norm(x)) */
+        for (int t = 0; t < n; t++)
+            sl_rmsnorm(s->xb + (size_t)t * E, s->x + (size_t)t * E, L->attn_norm.data, E,
+                       m->hp.rms_eps);
+        sl_mixer_of(L->d.mixer)->forward(s, L, il, n, s->tmp);
+        for (size_t i = 0; i < (size_t)n * E; i++) s->x[i] += s->tmp[i];
         int rc = ffn_block(s, L, il, n, err);
         if (!rc) rc = check_finite(s, s->x, n, E, 0, "hidden state", il, err);
         if (rc) return rc;
@@ -460,7 +339,7 @@ int sl_forward_batch(sl_session *s, const int32_t *tokens, int n, sl_err *err)
     for (int t = 0; t < cnt; t++)
         sl_rmsnorm(s->xb + (size_t)t * E, s->x + (size_t)(first + t) * E, m->output_norm.data, E,
                    m->hp.rms_eps);
-    mm_t(s, &m->output, s->xb, cnt, s->logits);
+    sl_fwd_mm_tensor(s, &m->output, s->xb, cnt, s->logits);
     int rc = check_finite(s, s->logits, cnt, m->hp.n_vocab, first, "logits", -1, err);
     if (rc) return rc;
     s->n_logits = cnt;

@@ -133,3 +133,17 @@ void sl_fwd_mm_shared(sl_session *s, const sl_mat *const *mats, float *const *ys
         sl_fwd_mm_run(s, items, k);
     }
 }
+
+sl_mat sl_fwd_mat(const sl_tensor *t)
+{
+    sl_mat m = {t->type, (int64_t)t->ne[1], (int64_t)t->ne[0], (size_t)t->row_bytes, t->data};
+    return m;
+}
+
+void sl_fwd_mm_tensor(sl_session *s, const sl_tensor *t, const float *x, int n, float *y)
+{
+    const sl_mat m = sl_fwd_mat(t);
+    const sl_mat *mats[1] = {&m};
+    float *ys[1] = {y};
+    sl_fwd_mm_shared(s, mats, ys, 1, x, n);
+}

@@ -66,6 +66,13 @@ void sl_fwd_prepare(sl_session *s, const sl_prep *p);
 void sl_fwd_mm_shared(sl_session *s, const sl_mat *const *mats, float *const *ys, int n_mats,
                       const float *x, int n);
 
+/* The matrix view of a bound 2-D (or stacked, first slice) tensor. */
+sl_mat sl_fwd_mat(const sl_tensor *t);
+
+/* y(n, rows) = x(n, cols) * t^T for a bound tensor t: sl_fwd_mm_shared of
+ * one matrix. */
+void sl_fwd_mm_tensor(sl_session *s, const sl_tensor *t, const float *x, int n, float *y);
+
 /* Row stride for activations of `cols` values prepared for matrices of
  * type t: the prepared size rounded up to a cache line. */
 size_t sl_fwd_act_stride(sl_type t, int64_t cols);

@@ -52,8 +52,6 @@ int sl_session_create(sl_session **out, sl_model *m, const sl_session_params *pp
     s->all_logits = p.all_logits;
     s->layout = lay;
     s->kv_elem = lay.kv_elem;
-    s->kv_dim = lay.kv_dim;
-    s->kv_dim_v = lay.kv_dim_v;
 
     s->attn_k = sl_attn_kernels_get();
 
@@ -72,6 +70,16 @@ int sl_session_create(sl_session **out, sl_model *m, const sl_session_params *pp
     SL_SESSION_BUFFERS(SL_SBUF_PLACE)
 #undef SL_SBUF_PLACE
     sl_session_guards_arm(&lay, s->arena);
+    uint8_t *rows[2] = {s->k_cache, s->v_cache};
+    for (int il = 0; il < hp->n_layer; il++) {
+        uint64_t bytes[2];
+        sl_session_layer_rows(m, il, lay.kv_elem, bytes);
+        for (int r = 0; r < 2; r++) {
+            s->layer_state[il].rows[r] = rows[r];
+            s->layer_state[il].row_bytes[r] = (size_t)bytes[r];
+            rows[r] += (size_t)bytes[r] * (size_t)p.n_ctx;
+        }
+    }
     s->act_stride = lay.act_stride;
     s->mm_cap = lay.mm_cap;
     s->row_tmp_stride = lay.row_tmp_stride;

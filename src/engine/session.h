@@ -6,6 +6,7 @@
 #ifndef SL_ENGINE_SESSION_H
 #define SL_ENGINE_SESSION_H
 
+#include "engine/mixer.h"
 #include "engine/session_layout.h"
 #include "model/model.h"
 #include "ops/attn_kernels.h"
@@ -23,22 +24,21 @@ struct sl_session {
     sl_kv_type kv_type;
     bool all_logits;
     size_t kv_elem;      /* bytes per cached value: 2 (f16) or 4 (f32) */
-    size_t kv_dim;       /* n_head_kv * head_dim */
-    size_t kv_dim_v;     /* n_head_kv * head_dim_v */
     /* Every buffer below lives in one arena sized by session_layout.c,
      * each followed by a guard zone checked after every batch. */
     sl_session_layout layout;
     uint8_t *arena;      /* aligned start of the buffers */
     void *arena_mem;     /* what was allocated (freed) */
-    void *k_cache;       /* (n_layer, n_ctx, kv_dim) */
-    void *v_cache;       /* (n_layer, n_ctx, kv_dim_v) */
+    void *k_cache;       /* every layer's first state stream (K), back to back */
+    void *v_cache;       /* every layer's second state stream (V) */
+    struct sl_layer_state *layer_state; /* (n_layer) each layer's streams in them */
 
     /* Activations of a micro-batch of B = n_batch_max tokens, row-major. */
     float *x;            /* (B, n_embd) residual stream */
     float *xb;           /* (B, n_embd) normalised input of a block */
-    float *q;            /* (B, n_head * head_dim) */
-    float *k;            /* (B, kv_dim) */
-    float *v;            /* (B, kv_dim_v) */
+    float *q;            /* (B, widest n_head * head_dim) */
+    float *k;            /* (B, widest n_head_kv * head_dim) */
+    float *v;            /* (B, widest n_head_kv * head_dim_v) */
     float *attn_out;     /* (B, n_head * head_dim_v) */
     float *ffn_out;      /* (B, n_embd) */
     float *tmp;          /* (B, n_embd) one projection's output before scatter */

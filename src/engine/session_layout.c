@@ -6,6 +6,7 @@
 
 #include "engine/session_layout.h"
 #include "engine/fwd_mm.h"
+#include "engine/mixer.h"
 #include "ops/ops.h"
 #include "util/checked.h"
 
@@ -104,6 +105,33 @@ static act_needs model_act_needs(const sl_model *m, uint64_t K, sizer *z)
     return an;
 }
 
+void sl_session_layer_rows(const sl_model *m, int il, size_t elem, uint64_t rows[2])
+{
+    const sl_layer_desc *d = &m->layers[il].d;
+    sl_mixer_of(d->mixer)->state_rows(d, elem, rows);
+}
+
+/* The widest attention of any layer: the scratch of q, k, v and the
+ * attention output is shared by all layers. */
+typedef struct attn_widths {
+    uint64_t q, k, v, o;
+} attn_widths;
+
+static attn_widths widest_attention(const sl_model *m, sizer *z)
+{
+    attn_widths w = {0, 0, 0, 0};
+    for (int il = 0; il < m->hp.n_layer; il++) {
+        const sl_layer_desc *d = &m->layers[il].d;
+        if (d->mixer != SL_MIXER_ATTN) continue;
+        const sl_attn_desc *a = &d->attn;
+        w.q = umax(w.q, mul(z, (uint64_t)a->n_head, (uint64_t)a->head_dim));
+        w.o = umax(w.o, mul(z, (uint64_t)a->n_head, (uint64_t)a->head_dim_v));
+        w.k = umax(w.k, mul(z, (uint64_t)a->n_head_kv, (uint64_t)a->head_dim));
+        w.v = umax(w.v, mul(z, (uint64_t)a->n_head_kv, (uint64_t)a->head_dim_v));
+    }
+    return w;
+}
+
 int sl_session_layout_make(sl_session_layout *lay, const sl_model *m, const sl_session_dims *d,
                            sl_err *err)
 {
@@ -119,28 +147,32 @@ int sl_session_layout_make(sl_session_layout *lay, const sl_model *m, const sl_s
     const uint64_t T = (uint64_t)d->n_threads, layers = (uint64_t)hp->n_layer;
     const uint64_t E = (uint64_t)hp->n_embd, V = (uint64_t)hp->n_vocab;
     const uint64_t X = umax((uint64_t)hp->n_expert, 1), K = umax((uint64_t)hp->n_expert_used, 1);
-    const uint64_t q_dim = mul(&z, (uint64_t)hp->n_head, (uint64_t)hp->head_dim);
-    const uint64_t o_dim = mul(&z, (uint64_t)hp->n_head, (uint64_t)hp->head_dim_v);
-    const uint64_t kv_dim = mul(&z, (uint64_t)hp->n_head_kv, (uint64_t)hp->head_dim);
-    const uint64_t kv_dim_v = mul(&z, (uint64_t)hp->n_head_kv, (uint64_t)hp->head_dim_v);
+    const attn_widths aw = widest_attention(m, &z);
     /* SwiGLU floats per token: a dense or shared FFN's width, or K expert
      * widths (all of a layer's (token, rank) rows are computed at once) */
     const uint64_t ff = umax(umax((uint64_t)hp->n_ff, (uint64_t)hp->n_ff_shexp),
                              mul(&z, K, (uint64_t)hp->n_ff_exp));
     const act_needs an = model_act_needs(m, K, &z);
     const uint64_t kv_elem = d->kv_type == SL_KV_F32 ? 4 : 2;
+    uint64_t state_tok[2] = {0, 0}; /* every layer's state bytes per position */
+    for (int il = 0; il < hp->n_layer; il++) {
+        uint64_t rows[2];
+        sl_session_layer_rows(m, il, (size_t)kv_elem, rows);
+        for (int r = 0; r < 2; r++)
+            if (!sl_add_u64(state_tok[r], rows[r], &state_tok[r])) z.overflow = true;
+    }
     const uint64_t mm_cap = 2 * X + 4;
     const uint64_t f = sizeof(float), i = sizeof(int), p = sizeof(void *);
     const uint64_t BK = mul(&z, B, K);
 
     uint64_t *n = lay->bytes;
-    n[SL_SB_k_cache] = mul(&z, mul3(&z, kv_elem, layers, ctx), kv_dim);
-    n[SL_SB_v_cache] = mul(&z, mul3(&z, kv_elem, layers, ctx), kv_dim_v);
+    n[SL_SB_k_cache] = mul(&z, ctx, state_tok[0]);
+    n[SL_SB_v_cache] = mul(&z, ctx, state_tok[1]);
     n[SL_SB_x] = n[SL_SB_xb] = n[SL_SB_ffn_out] = n[SL_SB_tmp] = mul3(&z, f, B, E);
-    n[SL_SB_q] = mul3(&z, f, B, q_dim);
-    n[SL_SB_k] = mul3(&z, f, B, kv_dim);
-    n[SL_SB_v] = mul3(&z, f, B, kv_dim_v);
-    n[SL_SB_attn_out] = mul3(&z, f, B, o_dim);
+    n[SL_SB_q] = mul3(&z, f, B, aw.q);
+    n[SL_SB_k] = mul3(&z, f, B, aw.k);
+    n[SL_SB_v] = mul3(&z, f, B, aw.v);
+    n[SL_SB_attn_out] = mul3(&z, f, B, aw.o);
     n[SL_SB_hb] = n[SL_SB_hb2] = mul3(&z, f, B, ff);
     n[SL_SB_att] = mul3(&z, f, T, ctx);
     n[SL_SB_router] = mul3(&z, f, B, X);
@@ -163,6 +195,7 @@ int sl_session_layout_make(sl_session_layout *lay, const sl_model *m, const sl_s
     n[SL_SB_mm_c0] = i * (mm_cap + 1);
     n[SL_SB_row_tmp] = mul3(&z, f, T, an.widest_col);
     n[SL_SB_logits] = mul3(&z, f, (uint64_t)d->n_logit_rows, V);
+    n[SL_SB_layer_state] = sizeof(sl_layer_state) * layers;
 
     uint64_t off = 0;
     for (int b = 0; b < SL_SB_COUNT && !z.overflow; b++) {
@@ -185,8 +218,6 @@ int sl_session_layout_make(sl_session_layout *lay, const sl_model *m, const sl_s
     lay->kv_bytes = n[SL_SB_k_cache] + n[SL_SB_v_cache];
     lay->scratch_bytes = off - lay->kv_bytes;
     lay->kv_elem = (size_t)kv_elem;
-    lay->kv_dim = (size_t)kv_dim;
-    lay->kv_dim_v = (size_t)kv_dim_v;
     lay->act_stride = (size_t)an.in_row;
     lay->act_sets = an.sets;
     lay->mm_cap = (int)mm_cap;

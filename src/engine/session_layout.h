@@ -32,7 +32,7 @@
     X(hb2) X(att) X(router) X(topk_ids) X(topk_w) X(exp_out) X(moe_count) X(moe_cursor)       \
     X(moe_slot) X(moe_pos) X(moe_rows) X(moe_xw) X(pf_x) X(pf_logits) X(pf_w) X(pf_ids)       \
     X(moe_acts_g) X(moe_acts_u) X(down_acts) X(act_down) X(acts) X(act) X(mm_items) X(mm_c0)  \
-    X(row_tmp) X(logits)
+    X(row_tmp) X(logits) X(layer_state)
 
 typedef enum sl_sbuf {
 #define SL_SBUF_ID(name) SL_SB_##name,
@@ -60,7 +60,6 @@ typedef struct sl_session_layout {
     uint64_t kv_bytes;            /* k_cache + v_cache */
     uint64_t scratch_bytes;       /* the rest: arena_bytes - kv_bytes */
     size_t kv_elem;               /* bytes per cached value: 2 (f16) or 4 (f32) */
-    size_t kv_dim, kv_dim_v;      /* cached values per position and layer (K, V) */
     size_t act_stride;            /* bytes of one prepared input row of any matrix
                                    * reading the block input (the widest, cache-line
                                    * rounded) */
@@ -78,6 +77,11 @@ typedef struct sl_session_layout {
  * SL_EINVAL when a dimension is out of range. */
 int sl_session_layout_make(sl_session_layout *lay, const sl_model *m, const sl_session_dims *d,
                            sl_err *err);
+
+/* Bytes per position of layer il's two state row streams (its mixer's
+ * state_rows) for cached values of elem bytes. The session's k_cache and
+ * v_cache hold every layer's streams back to back, in layer order. */
+void sl_session_layer_rows(const sl_model *m, int il, size_t elem, uint64_t rows[2]);
 
 /* The name of buffer b, for messages. */
 const char *sl_session_buffer_name(sl_sbuf b);

@@ -22,7 +22,8 @@
 #include <sanitizer/asan_interface.h>
 #endif
 
-/* A model of hyperparameters only: every tensor absent. */
+/* A model of hyperparameters only (every tensor absent), its layers
+ * described as attention layers. */
 static sl_model *bare_model(int n_layer, int n_embd, int n_head, int head_dim, int n_expert,
                             int n_expert_used, int n_ff_exp, int n_vocab)
 {
@@ -37,6 +38,9 @@ static sl_model *bare_model(int n_layer, int n_embd, int n_head, int head_dim, i
     hp->n_expert_used = n_expert_used;
     hp->n_ff_exp = n_ff_exp;
     hp->n_vocab = n_vocab;
+    for (int il = 0; il < n_layer; il++) /* attention layers, as the loader describes them */
+        m->layers[il].d.attn = (sl_attn_desc){.n_head = n_head, .n_head_kv = n_head,
+                                              .head_dim = head_dim, .head_dim_v = head_dim};
     return m;
 }
 

@@ -1,0 +1,140 @@
+/* mix_attn.c - the attention mixer: causal softmax attention over the
+ * layer's K/V cache, grouped-query (n_head / n_head_kv query heads per K/V
+ * head), with optional q/k/v biases, q/k RMS norms (per head or over the
+ * projection) and rope.
+ *
+ *   q, k, v = xb Wq, xb Wk, xb Wv (+ biases) -> q/k norm -> rope
+ *   -> append k, v to the cache (f16 or f32) at each token's position
+ *   -> per (token, head): softmax(q . K[0..pos] * scale) . V -> attn_out
+ *   -> out = attn_out Wo
+ *
+ * Work is split over (token, head) pairs; each pair is computed by one
+ * thread in a fixed order, so results do not depend on the thread count. */
+#include <string.h>
+
+#include "engine/fwd_mm.h"
+#include "engine/mixer.h"
+#include "engine/session.h"
+
+static void attn_state_rows(const sl_layer_desc *d, size_t elem, uint64_t row_bytes[2])
+{
+    const sl_attn_desc *a = &d->attn;
+    row_bytes[0] = (uint64_t)a->n_head_kv * (uint64_t)a->head_dim * elem;
+    row_bytes[1] = (uint64_t)a->n_head_kv * (uint64_t)a->head_dim_v * elem;
+}
+
+static void add_bias(float *y, const sl_tensor *b, int n, int64_t dim)
+{
+    if (!b->data) return;
+    const float *bv = b->data;
+    for (int t = 0; t < n; t++)
+        for (int64_t i = 0; i < dim; i++) y[(size_t)t * dim + i] += bv[i];
+}
+
+typedef struct attn_job {
+    sl_session *s;
+    const sl_attn_desc *a;
+    const sl_layer_state *st;
+    int n;
+    int pos0;
+} attn_job;
+
+static void attn_worker(void *ctx, int chunk, int n_chunks, int tid)
+{
+    attn_job *j = ctx;
+    sl_session *s = j->s;
+    const sl_attn_desc *a = j->a;
+    const int hd = a->head_dim, hdv = a->head_dim_v, H = a->n_head;
+    const int group = H / a->n_head_kv;
+    const float scale = a->scale;
+    const uint8_t *kl = j->st->rows[0], *vl = j->st->rows[1];
+    const size_t krow = j->st->row_bytes[0], vrow = j->st->row_bytes[1];
+    const size_t elem = s->kv_elem;
+    float *att = s->att + (size_t)tid * (size_t)s->n_ctx;
+    const sl_attn_kernels *kr = s->attn_k;
+    const bool f16 = elem == 2;
+    long long w0, w1;
+    sl_split_range((long long)j->n * H, chunk, n_chunks, &w0, &w1);
+    for (long long w = w0; w < w1; w++) {
+        const int t = (int)(w / H), h = (int)(w % H);
+        const int n_pos = j->pos0 + t + 1; /* causal: itself and everything before */
+        const float *q = s->q + (size_t)t * H * hd + (size_t)h * hd;
+        const int kvh = h / group;
+        for (int p = 0; p < n_pos; p++) {
+            const void *kp = kl + (size_t)p * krow + (size_t)kvh * hd * elem;
+            const float dot = f16 ? kr->dot_f16(q, kp, hd) : kr->dot_f32(q, kp, hd);
+            att[p] = dot * scale;
+        }
+        sl_softmax(att, n_pos);
+        float *out = s->attn_out + (size_t)t * H * hdv + (size_t)h * hdv;
+        memset(out, 0, (size_t)hdv * sizeof *out);
+        for (int p = 0; p < n_pos; p++) {
+            const void *vp = vl + (size_t)p * vrow + (size_t)kvh * hdv * elem;
+            if (f16) kr->axpy_f16(out, att[p], vp, hdv);
+            else kr->axpy_f32(out, att[p], vp, hdv);
+        }
+    }
+}
+
+/* Appends one token's k (k_dim values) and v (v_dim) at position pos. */
+static void kv_store(const sl_session *s, const sl_layer_state *st, int pos, const float *k,
+                     size_t k_dim, const float *v, size_t v_dim)
+{
+    uint8_t *kc = st->rows[0] + (size_t)pos * st->row_bytes[0];
+    uint8_t *vc = st->rows[1] + (size_t)pos * st->row_bytes[1];
+    if (s->kv_elem == 2) {
+        for (size_t i = 0; i < k_dim; i++) ((uint16_t *)kc)[i] = sl_f32_to_fp16(k[i]);
+        for (size_t i = 0; i < v_dim; i++) ((uint16_t *)vc)[i] = sl_f32_to_fp16(v[i]);
+    } else {
+        memcpy(kc, k, k_dim * sizeof(float));
+        memcpy(vc, v, v_dim * sizeof(float));
+    }
+}
+
+static void attn_forward(sl_session *s, const sl_layer *L, int il, int n, float *out)
+{
+    const sl_hparams *hp = &s->m->hp;
+    const sl_attn_desc *a = &L->d.attn;
+    const sl_layer_state *st = &s->layer_state[il];
+    const int hd = a->head_dim;
+    const int q_dim = a->n_head * hd, k_dim = a->n_head_kv * hd;
+    const int v_dim = a->n_head_kv * a->head_dim_v;
+
+    const sl_mat wq = sl_fwd_mat(&L->wq), wk = sl_fwd_mat(&L->wk), wv = sl_fwd_mat(&L->wv);
+    const sl_mat *qkv[3] = {&wq, &wk, &wv};
+    float *qkv_out[3] = {s->q, s->k, s->v};
+    sl_fwd_mm_shared(s, qkv, qkv_out, 3, s->xb, n);
+    add_bias(s->q, &L->bq, n, q_dim);
+    add_bias(s->k, &L->bk, n, k_dim);
+    add_bias(s->v, &L->bv, n, v_dim);
+
+    for (int t = 0; t < n; t++) {
+        float *q = s->q + (size_t)t * q_dim, *k = s->k + (size_t)t * k_dim;
+        if (a->qk_norm == SL_QK_NORM_HEAD) {
+            for (int h = 0; h < a->n_head; h++)
+                sl_rmsnorm(q + h * hd, q + h * hd, L->q_norm.data, hd, hp->rms_eps);
+            for (int h = 0; h < a->n_head_kv; h++)
+                sl_rmsnorm(k + h * hd, k + h * hd, L->k_norm.data, hd, hp->rms_eps);
+        } else if (a->qk_norm == SL_QK_NORM_FULL) {
+            sl_rmsnorm(q, q, L->q_norm.data, q_dim, hp->rms_eps);
+            sl_rmsnorm(k, k, L->k_norm.data, k_dim, hp->rms_eps);
+        }
+        sl_rope_apply(&a->rope, q, a->n_head, hd, s->n_past + t);
+        sl_rope_apply(&a->rope, k, a->n_head_kv, hd, s->n_past + t);
+        kv_store(s, st, s->n_past + t, k, (size_t)k_dim, s->v + (size_t)t * v_dim,
+                 (size_t)v_dim);
+    }
+
+    attn_job j = {s, a, st, n, s->n_past};
+    const int pairs = n * a->n_head;
+    sl_pool_run(s->pool, attn_worker, &j, pairs < 64 ? pairs : 64);
+
+    sl_fwd_mm_tensor(s, &L->wo, s->attn_out, n, out);
+}
+
+const sl_mixer_ops sl_mixer_attn = {
+    .name = "attention",
+    .state_rows = attn_state_rows,
+    .forward = attn_forward,
+    .truncatable = true,
+};

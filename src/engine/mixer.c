@@ -1,0 +1,8 @@
+/* mixer.c - the mixer kinds by sl_mixer_kind (see mixer.h). */
+#include "engine/mixer.h"
+
+const sl_mixer_ops *sl_mixer_of(sl_mixer_kind k)
+{
+    static const sl_mixer_ops *const kinds[SL_MIXER_COUNT] = {[SL_MIXER_ATTN] = &sl_mixer_attn};
+    return kinds[k];
+}

@@ -1,0 +1,49 @@
+/* mixer.h - what mixes a layer's tokens, as one interface per kind.
+ *
+ * A layer's description (sl_layer_desc.mixer) names its kind; the kind's
+ * operations say how much state the session keeps for the layer, run a
+ * batch through it, and say what truncation the state allows. Kinds live
+ * in files of their own (mix_attn.c: causal softmax attention over a K/V
+ * cache). The forward loop (forward.c) normalises the block input, calls
+ * the mixer, and adds its output to the residual stream.
+ * Must not know: the FFN, routing, experts, streaming. */
+#ifndef SL_ENGINE_MIXER_H
+#define SL_ENGINE_MIXER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "model/model.h"
+#include "sluice.h"
+
+/* A layer's state in a session: up to two row streams indexed by position
+ * (attention: K and V), owned by the session's arena. */
+typedef struct sl_layer_state {
+    uint8_t *rows[2];     /* (n_ctx, row_bytes[i]) each */
+    size_t row_bytes[2];  /* bytes per position of each stream */
+} sl_layer_state;
+
+typedef struct sl_session sl_session;
+
+typedef struct sl_mixer_ops {
+    const char *name;
+    /* Bytes per position of each of the layer's two row streams, for
+     * cached values of elem bytes (2: f16, 4: f32). */
+    void (*state_rows)(const sl_layer_desc *d, size_t elem, uint64_t row_bytes[2]);
+    /* Runs the batch's n tokens at positions s->n_past ...: reads their
+     * normalised inputs s->xb (n, n_embd), appends to layer il's state,
+     * and writes the block's output (n, n_embd) into out. */
+    void (*forward)(sl_session *s, const sl_layer *L, int il, int n, float *out);
+    /* The state can be cut back to any earlier position (a K/V cache can;
+     * a recurrent state only to a snapshot). */
+    bool truncatable;
+} sl_mixer_ops;
+
+/* The operations of kind k (k < SL_MIXER_COUNT). */
+const sl_mixer_ops *sl_mixer_of(sl_mixer_kind k);
+
+/* The attention mixer (mix_attn.c). */
+extern const sl_mixer_ops sl_mixer_attn;
+
+#endif
