@@ -165,11 +165,16 @@ int sl_session_eval(sl_session *s, const int32_t *tokens, int n, sl_err *err);
 const float *sl_session_logits(const sl_session *s);
 const float *sl_session_logits_at(const sl_session *s, int i);
 
-/* Number of tokens in the KV cache, and forgetting all from position n on
- * (n <= sl_session_n_past), e.g. to restart or to rewind a chat turn. */
+/* Number of tokens in the session's state, and forgetting all from
+ * position n on (n <= sl_session_n_past), e.g. to restart or to rewind a
+ * chat turn. Attention layers can go back to any position; a recurrent
+ * layer (qwen35moe's gated DeltaNet) summarises the whole sequence and can
+ * only restart: truncating such a model to 0 < n < n_past fails with
+ * SL_EINVAL and leaves the session as it was. Truncating to 0 always
+ * works. */
 int sl_session_n_past(const sl_session *s);
 int sl_session_n_ctx(const sl_session *s);
-void sl_session_truncate(sl_session *s, int n);
+int sl_session_truncate(sl_session *s, int n);
 
 /* ---- tokens ------------------------------------------------------------- */
 

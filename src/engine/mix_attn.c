@@ -1,7 +1,8 @@
 /* mix_attn.c - the attention mixer: causal softmax attention over the
  * layer's K/V cache, grouped-query (n_head / n_head_kv query heads per K/V
  * head), with optional q/k/v biases, q/k RMS norms (per head or over the
- * projection) and rope.
+ * projection), rope, and an optional sigmoid output gate carried by the q
+ * projection (qwen35moe: o * sigmoid(gate) per element before Wo).
  *
  *   q, k, v = xb Wq, xb Wk, xb Wv (+ biases) -> q/k norm -> rope
  *   -> append k, v to the cache (f16 or f32) at each token's position
@@ -10,6 +11,7 @@
  *
  * Work is split over (token, head) pairs; each pair is computed by one
  * thread in a fixed order, so results do not depend on the thread count. */
+#include <math.h>
 #include <string.h>
 
 #include "engine/fwd_mm.h"
@@ -21,6 +23,29 @@ static void attn_state_rows(const sl_layer_desc *d, size_t elem, uint64_t row_by
     const sl_attn_desc *a = &d->attn;
     row_bytes[0] = (uint64_t)a->n_head_kv * (uint64_t)a->head_dim * elem;
     row_bytes[1] = (uint64_t)a->n_head_kv * (uint64_t)a->head_dim_v * elem;
+}
+
+static uint64_t attn_state_seq(const sl_layer_desc *d)
+{
+    (void)d;
+    return 0;
+}
+
+static float sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
+
+/* A gated q projection holds, per head, head_dim query rows then as many
+ * gate rows. Moves each token's gates to s->attn_gate and packs its
+ * queries to (n_head, head_dim), in place: every query moves to a lower
+ * address than any not yet read. */
+static void split_gate(sl_session *s, const sl_attn_desc *a, int n)
+{
+    const size_t hd = (size_t)a->head_dim, H = (size_t)a->n_head;
+    for (size_t t = 0; t < (size_t)n; t++)
+        for (size_t h = 0; h < H; h++) {
+            const float *src = s->q + (t * H + h) * 2 * hd;
+            memcpy(s->attn_gate + (t * H + h) * hd, src + hd, hd * sizeof(float));
+            memmove(s->q + (t * H + h) * hd, src, hd * sizeof(float));
+        }
 }
 
 static void add_bias(float *y, const sl_tensor *b, int n, int64_t dim)
@@ -104,6 +129,7 @@ static void attn_forward(sl_session *s, const sl_layer *L, int il, int n, float 
     const sl_mat *qkv[3] = {&wq, &wk, &wv};
     float *qkv_out[3] = {s->q, s->k, s->v};
     sl_fwd_mm_shared(s, qkv, qkv_out, 3, s->xb, n);
+    if (a->gated) split_gate(s, a, n);
     add_bias(s->q, &L->bq, n, q_dim);
     add_bias(s->k, &L->bk, n, k_dim);
     add_bias(s->v, &L->bv, n, v_dim);
@@ -128,6 +154,10 @@ static void attn_forward(sl_session *s, const sl_layer *L, int il, int n, float 
     attn_job j = {s, a, st, n, s->n_past};
     const int pairs = n * a->n_head;
     sl_pool_run(s->pool, attn_worker, &j, pairs < 64 ? pairs : 64);
+    if (a->gated) {
+        const size_t o_n = (size_t)n * (size_t)a->n_head * (size_t)a->head_dim_v;
+        for (size_t i = 0; i < o_n; i++) s->attn_out[i] *= sigmoid(s->attn_gate[i]);
+    }
 
     sl_fwd_mm_tensor(s, &L->wo, s->attn_out, n, out);
 }
@@ -135,6 +165,7 @@ static void attn_forward(sl_session *s, const sl_layer *L, int il, int n, float 
 const sl_mixer_ops sl_mixer_attn = {
     .name = "attention",
     .state_rows = attn_state_rows,
+    .state_seq = attn_state_seq,
     .forward = attn_forward,
     .truncatable = true,
 };

@@ -4,7 +4,7 @@
  * operations say how much state the session keeps for the layer, run a
  * batch through it, and say what truncation the state allows. Kinds live
  * in files of their own (mix_attn.c: causal softmax attention over a K/V
- * cache). The forward loop (forward.c) normalises the block input, calls
+ * cache; mix_gdn.c: gated DeltaNet, a conv and a delta-rule state). The forward loop (forward.c) normalises the block input, calls
  * the mixer, and adds its output to the residual stream.
  * Must not know: the FFN, routing, experts, streaming. */
 #ifndef SL_ENGINE_MIXER_H
@@ -22,6 +22,9 @@
 typedef struct sl_layer_state {
     uint8_t *rows[2];     /* (n_ctx, row_bytes[i]) each */
     size_t row_bytes[2];  /* bytes per position of each stream */
+    float *seq;           /* the state of the whole sequence so far (recurrent
+                             mixers), zero at position 0 */
+    size_t seq_bytes;
 } sl_layer_state;
 
 typedef struct sl_session sl_session;
@@ -31,6 +34,9 @@ typedef struct sl_mixer_ops {
     /* Bytes per position of each of the layer's two row streams, for
      * cached values of elem bytes (2: f16, 4: f32). */
     void (*state_rows)(const sl_layer_desc *d, size_t elem, uint64_t row_bytes[2]);
+    /* Bytes of state that summarise the whole sequence (a recurrent
+     * state), whatever its length. */
+    uint64_t (*state_seq)(const sl_layer_desc *d);
     /* Runs the batch's n tokens at positions s->n_past ...: reads their
      * normalised inputs s->xb (n, n_embd), appends to layer il's state,
      * and writes the block's output (n, n_embd) into out. */
@@ -43,7 +49,8 @@ typedef struct sl_mixer_ops {
 /* The operations of kind k (k < SL_MIXER_COUNT). */
 const sl_mixer_ops *sl_mixer_of(sl_mixer_kind k);
 
-/* The attention mixer (mix_attn.c). */
+/* The attention mixer (mix_attn.c) and gated DeltaNet (mix_gdn.c). */
 extern const sl_mixer_ops sl_mixer_attn;
+extern const sl_mixer_ops sl_mixer_gdn;
 
 #endif

@@ -71,7 +71,12 @@ int sl_session_create(sl_session **out, sl_model *m, const sl_session_params *pp
 #undef SL_SBUF_PLACE
     sl_session_guards_arm(&lay, s->arena);
     uint8_t *rows[2] = {s->k_cache, s->v_cache};
+    float *seq = s->seq_state;
     for (int il = 0; il < hp->n_layer; il++) {
+        const sl_layer_desc *d = &m->layers[il].d;
+        s->layer_state[il].seq = seq;
+        s->layer_state[il].seq_bytes = (size_t)sl_mixer_of(d->mixer)->state_seq(d);
+        seq += s->layer_state[il].seq_bytes / sizeof(float);
         uint64_t bytes[2];
         sl_session_layer_rows(m, il, lay.kv_elem, bytes);
         for (int r = 0; r < 2; r++) {
@@ -117,6 +122,8 @@ int sl_session_eval(sl_session *s, const int32_t *tokens, int n, sl_err *err)
             return sl_err_set(err, SL_EINVAL, "token id %d at batch position %d is outside "
                               "the vocabulary [0, %d)", tokens[i], i, s->m->hp.n_vocab);
     s->n_logits = 0;
+    if (s->n_past == 0) /* a new sequence: recurrent states start from zero */
+        memset(s->seq_state, 0, (size_t)s->layout.bytes[SL_SB_seq_state]);
     int rc = sl_forward_batch(s, tokens, n, err);
     sl_session_guards_verify(&s->layout, s->arena);
     if (rc) return rc;
@@ -139,7 +146,12 @@ const float *sl_session_logits_at(const sl_session *s, int i)
 int sl_session_n_past(const sl_session *s) { return s->n_past; }
 int sl_session_n_ctx(const sl_session *s) { return s->n_ctx; }
 
-void sl_session_truncate(sl_session *s, int n)
+int sl_session_truncate(sl_session *s, int n)
 {
-    if (n >= 0 && n < s->n_past) s->n_past = n;
+    if (n < 0 || n >= s->n_past) return SL_OK;
+    if (n > 0)
+        for (int il = 0; il < s->m->hp.n_layer; il++)
+            if (!sl_mixer_of(s->m->layers[il].d.mixer)->truncatable) return SL_EINVAL;
+    s->n_past = n;
+    return SL_OK;
 }

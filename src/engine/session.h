@@ -32,6 +32,7 @@ struct sl_session {
     void *k_cache;       /* every layer's first state stream (K), back to back */
     void *v_cache;       /* every layer's second state stream (V) */
     struct sl_layer_state *layer_state; /* (n_layer) each layer's streams in them */
+    float *seq_state;    /* every recurrent layer's sequence state, back to back */
 
     /* Activations of a micro-batch of B = n_batch_max tokens, row-major. */
     float *x;            /* (B, n_embd) residual stream */
@@ -40,6 +41,12 @@ struct sl_session {
     float *k;            /* (B, widest n_head_kv * head_dim) */
     float *v;            /* (B, widest n_head_kv * head_dim_v) */
     float *attn_out;     /* (B, n_head * head_dim_v) */
+    float *attn_gate;    /* (B, n_head * head_dim) a gated attention's gates */
+    float *gdn_u;        /* (B, 2 nk ds + nv ds) gated DeltaNet: conv input, then q|k|v */
+    float *gdn_z;        /* (B, nv ds) its output gate */
+    float *gdn_beta;     /* (B, nv) */
+    float *gdn_alpha;    /* (B, nv) */
+    float *gdn_o;        /* (B, nv ds) its output before Wout */
     float *ffn_out;      /* (B, n_embd) */
     float *tmp;          /* (B, n_embd) one projection's output before scatter */
     float *hb;           /* (H, ff) gate activations, then SwiGLU's output */

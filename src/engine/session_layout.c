@@ -113,18 +113,31 @@ void sl_session_layer_rows(const sl_model *m, int il, size_t elem, uint64_t rows
 
 /* The widest attention of any layer: the scratch of q, k, v and the
  * attention output is shared by all layers. */
-typedef struct attn_widths {
-    uint64_t q, k, v, o;
-} attn_widths;
+typedef struct mixer_widths {
+    uint64_t q, k, v, o, gate;    /* attention: per token */
+    uint64_t u, vd, nv;           /* gated DeltaNet: channels, value width, v heads */
+    uint64_t seq;                 /* every layer's sequence state, bytes */
+} mixer_widths;
 
-static attn_widths widest_attention(const sl_model *m, sizer *z)
+static mixer_widths widest_mixers(const sl_model *m, sizer *z)
 {
-    attn_widths w = {0, 0, 0, 0};
+    mixer_widths w = {0};
     for (int il = 0; il < m->hp.n_layer; il++) {
         const sl_layer_desc *d = &m->layers[il].d;
-        if (d->mixer != SL_MIXER_ATTN) continue;
+        if (!sl_add_u64(w.seq, sl_mixer_of(d->mixer)->state_seq(d), &w.seq)) z->overflow = true;
+        if (d->mixer == SL_MIXER_GDN) {
+            const sl_gdn_desc *g = &d->gdn;
+            const uint64_t vd = mul(z, (uint64_t)g->n_v, (uint64_t)g->d_state);
+            w.vd = umax(w.vd, vd);
+            w.nv = umax(w.nv, (uint64_t)g->n_v);
+            w.u = umax(w.u, mul(z, 2 * (uint64_t)g->n_qk + (uint64_t)g->n_v,
+                                (uint64_t)g->d_state));
+            continue;
+        }
         const sl_attn_desc *a = &d->attn;
-        w.q = umax(w.q, mul(z, (uint64_t)a->n_head, (uint64_t)a->head_dim));
+        const uint64_t hq = mul(z, (uint64_t)a->n_head, (uint64_t)a->head_dim);
+        w.q = umax(w.q, a->gated ? mul(z, 2, hq) : hq); /* gated: query and gate rows */
+        if (a->gated) w.gate = umax(w.gate, hq);
         w.o = umax(w.o, mul(z, (uint64_t)a->n_head, (uint64_t)a->head_dim_v));
         w.k = umax(w.k, mul(z, (uint64_t)a->n_head_kv, (uint64_t)a->head_dim));
         w.v = umax(w.v, mul(z, (uint64_t)a->n_head_kv, (uint64_t)a->head_dim_v));
@@ -147,7 +160,7 @@ int sl_session_layout_make(sl_session_layout *lay, const sl_model *m, const sl_s
     const uint64_t T = (uint64_t)d->n_threads, layers = (uint64_t)hp->n_layer;
     const uint64_t E = (uint64_t)hp->n_embd, V = (uint64_t)hp->n_vocab;
     const uint64_t X = umax((uint64_t)hp->n_expert, 1), K = umax((uint64_t)hp->n_expert_used, 1);
-    const attn_widths aw = widest_attention(m, &z);
+    const mixer_widths aw = widest_mixers(m, &z);
     /* SwiGLU floats per token: a dense or shared FFN's width, or K expert
      * widths (all of a layer's (token, rank) rows are computed at once) */
     const uint64_t ff = umax(umax((uint64_t)hp->n_ff, (uint64_t)hp->n_ff_shexp),
@@ -196,6 +209,11 @@ int sl_session_layout_make(sl_session_layout *lay, const sl_model *m, const sl_s
     n[SL_SB_row_tmp] = mul3(&z, f, T, an.widest_col);
     n[SL_SB_logits] = mul3(&z, f, (uint64_t)d->n_logit_rows, V);
     n[SL_SB_layer_state] = sizeof(sl_layer_state) * layers;
+    n[SL_SB_seq_state] = aw.seq;
+    n[SL_SB_attn_gate] = mul3(&z, f, B, aw.gate);
+    n[SL_SB_gdn_u] = mul3(&z, f, B, aw.u);
+    n[SL_SB_gdn_z] = n[SL_SB_gdn_o] = mul3(&z, f, B, aw.vd);
+    n[SL_SB_gdn_beta] = n[SL_SB_gdn_alpha] = mul3(&z, f, B, aw.nv);
 
     uint64_t off = 0;
     for (int b = 0; b < SL_SB_COUNT && !z.overflow; b++) {

@@ -23,17 +23,7 @@ static void describe(const sl_model *m, sl_layer *L)
         .head_dim_v = hp->head_dim_v,
         .qk_norm = m->arch->qk_norm,
         .scale = 1.0f / sqrtf((float)hp->head_dim),
-        .rope = {
-            .n_dims = hp->rope_dim,
-            .neox = m->arch->rope == SL_ROPE_NEOX,
-            .freq_base = hp->rope_freq_base,
-            .freq_scale = hp->rope_freq_scale,
-            .ext_factor = hp->rope_scaling == SL_ROPE_SCALING_YARN ? 1.0f : 0.0f,
-            .attn_factor = 1.0f,
-            .beta_fast = 32.0f,
-            .beta_slow = 1.0f,
-            .n_ctx_orig = hp->rope_yarn_orig_ctx,
-        },
+        .rope = sl_hparams_rope(hp, m->arch->rope == SL_ROPE_NEOX),
     };
     d->ffn.act = SL_ACT_SWIGLU;
     if (d->ffn.kind == SL_FFN_ROUTED) {

@@ -53,6 +53,11 @@ int sl_hparams_read(sl_hparams *hp, const sl_gguf *g, const sl_arch *arch, sl_er
     memset(hp, 0, sizeof *hp);
 
     if ((rc = need_int(g, a, SL_KEY_BLOCK_COUNT, 4096, &hp->n_layer, err))) return rc;
+    /* the last blocks may be multi-token-prediction blocks, which the main
+     * pass never runs (their tensors are in the file, unused) */
+    if ((rc = opt_int(g, a, "nextn_predict_layers", hp->n_layer - 1, &hp->n_nextn, err)))
+        return rc;
+    hp->n_layer -= hp->n_nextn;
     if ((rc = need_int(g, a, SL_KEY_EMBEDDING_LENGTH, big, &hp->n_embd, err))) return rc;
     if ((rc = need_int(g, a, SL_KEY_HEAD_COUNT, 4096, &hp->n_head, err))) return rc;
     hp->n_head_kv = hp->n_head;
@@ -130,4 +135,19 @@ int sl_hparams_read(sl_hparams *hp, const sl_gguf *g, const sl_arch *arch, sl_er
     if (sl_gguf_get_bool(g, sl_arch_key(key, sizeof key, a, SL_KEY_EXPERT_WEIGHTS_NORM), &norm))
         hp->expert_weights_norm = norm;
     return SL_OK;
+}
+
+sl_rope sl_hparams_rope(const sl_hparams *hp, bool neox)
+{
+    return (sl_rope){
+        .n_dims = hp->rope_dim,
+        .neox = neox,
+        .freq_base = hp->rope_freq_base,
+        .freq_scale = hp->rope_freq_scale,
+        .ext_factor = hp->rope_scaling == SL_ROPE_SCALING_YARN ? 1.0f : 0.0f,
+        .attn_factor = 1.0f,
+        .beta_fast = 32.0f,
+        .beta_slow = 1.0f,
+        .n_ctx_orig = hp->rope_yarn_orig_ctx,
+    };
 }

@@ -27,6 +27,15 @@ static const sl_lt_role roles[SL_LT_COUNT] = {
     [SL_LT_UP_SHEXP] = {SL_T_FFN_UP_SHEXP, SL_READS_INPUT, false},
     [SL_LT_DOWN_SHEXP] = {SL_T_FFN_DOWN_SHEXP, SL_READS_FFN_ROWS, false},
     [SL_LT_SHEXP_GATE] = {SL_T_FFN_SHEXP_GATE, SL_READS_NOTHING, false},
+    [SL_LT_SSM_QKV] = {"attn_qkv.weight", SL_READS_INPUT, false},
+    [SL_LT_SSM_Z] = {"attn_gate.weight", SL_READS_INPUT, false},
+    [SL_LT_SSM_CONV] = {"ssm_conv1d.weight", SL_READS_NOTHING, false},
+    [SL_LT_SSM_DT] = {"ssm_dt.bias", SL_READS_NOTHING, false},
+    [SL_LT_SSM_A] = {"ssm_a", SL_READS_NOTHING, false},
+    [SL_LT_SSM_BETA] = {"ssm_beta.weight", SL_READS_INPUT, false},
+    [SL_LT_SSM_ALPHA] = {"ssm_alpha.weight", SL_READS_INPUT, false},
+    [SL_LT_SSM_NORM] = {"ssm_norm.weight", SL_READS_NOTHING, false},
+    [SL_LT_SSM_OUT] = {"ssm_out.weight", SL_READS_INPUT, false},
 };
 
 /* The named fields of sl_layer alias t[] in the enum's order. */
@@ -54,6 +63,15 @@ ROLE_AT(gate_shexp, SL_LT_GATE_SHEXP);
 ROLE_AT(up_shexp, SL_LT_UP_SHEXP);
 ROLE_AT(down_shexp, SL_LT_DOWN_SHEXP);
 ROLE_AT(shexp_gate, SL_LT_SHEXP_GATE);
+ROLE_AT(ssm_qkv, SL_LT_SSM_QKV);
+ROLE_AT(ssm_z, SL_LT_SSM_Z);
+ROLE_AT(ssm_conv, SL_LT_SSM_CONV);
+ROLE_AT(ssm_dt, SL_LT_SSM_DT);
+ROLE_AT(ssm_a, SL_LT_SSM_A);
+ROLE_AT(ssm_beta, SL_LT_SSM_BETA);
+ROLE_AT(ssm_alpha, SL_LT_SSM_ALPHA);
+ROLE_AT(ssm_norm, SL_LT_SSM_NORM);
+ROLE_AT(ssm_out, SL_LT_SSM_OUT);
 _Static_assert(offsetof(sl_layer, d) == sizeof(sl_tensor) * SL_LT_COUNT,
                "every named tensor has a role");
 

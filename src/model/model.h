@@ -24,7 +24,8 @@ typedef enum sl_rope_scaling {
 } sl_rope_scaling;
 
 typedef struct sl_hparams {
-    int n_layer;
+    int n_layer;         /* blocks the forward pass runs */
+    int n_nextn;         /* multi-token-prediction blocks after them (not run) */
     int n_embd;
     int n_head;
     int n_head_kv;
@@ -70,6 +71,9 @@ typedef enum sl_ltensor {
     SL_LT_GATE_EXPS, SL_LT_UP_EXPS, SL_LT_DOWN_EXPS,
     SL_LT_GATE_SHEXP, SL_LT_UP_SHEXP, SL_LT_DOWN_SHEXP,
     SL_LT_SHEXP_GATE,
+    /* gated DeltaNet (qwen35moe linear layers) */
+    SL_LT_SSM_QKV, SL_LT_SSM_Z, SL_LT_SSM_CONV, SL_LT_SSM_DT, SL_LT_SSM_A,
+    SL_LT_SSM_BETA, SL_LT_SSM_ALPHA, SL_LT_SSM_NORM, SL_LT_SSM_OUT,
     SL_LT_COUNT
 } sl_ltensor;
 
@@ -94,6 +98,7 @@ const sl_lt_role *sl_layer_role(sl_ltensor r);
 /* What mixes the tokens of a layer. */
 typedef enum sl_mixer_kind {
     SL_MIXER_ATTN = 0, /* causal softmax attention over a K/V cache */
+    SL_MIXER_GDN,      /* gated DeltaNet: a causal conv and a delta-rule state */
     SL_MIXER_COUNT
 } sl_mixer_kind;
 
@@ -103,7 +108,20 @@ typedef struct sl_attn_desc {
     sl_qk_norm qk_norm;      /* RMS norm of q and k: none, per head, whole projection */
     float scale;             /* of q.k before the softmax: 1/sqrt(head_dim) */
     sl_rope rope;            /* applied to q and k at each token's position */
+    bool gated;              /* each head's q rows are followed by as many gate
+                                rows: the output is o * sigmoid(gate) (qwen35moe) */
 } sl_attn_desc;
+
+/* Gated DeltaNet (ARCHS.md section 1): nk q/k heads and nv v heads of ds
+ * values, a causal depthwise conv of conv_k taps over the 2 nk ds + nv ds
+ * projected channels, and one ds x ds state per v head. */
+typedef struct sl_gdn_desc {
+    int conv_k;   /* conv taps (the state keeps conv_k - 1 inputs) */
+    int d_state;  /* ds: the head size of q, k and v */
+    int n_qk;     /* nk */
+    int n_v;      /* nv; v head h reads q/k head h % nk */
+    float eps;    /* of the L2 norms of q and k and of the output RMS norm */
+} sl_gdn_desc;
 
 typedef enum sl_ffn_kind {
     SL_FFN_DENSE = 0, /* one gated MLP */
@@ -141,6 +159,7 @@ typedef enum sl_norm_place {
 typedef struct sl_layer_desc {
     sl_mixer_kind mixer;
     sl_attn_desc attn;       /* SL_MIXER_ATTN */
+    sl_gdn_desc gdn;         /* SL_MIXER_GDN */
     sl_ffn_desc ffn;
     sl_norm_place norm;
 } sl_layer_desc;
@@ -161,6 +180,11 @@ typedef struct sl_layer {
             sl_tensor gate_exps, up_exps, down_exps;       /* stacked experts */
             sl_tensor gate_shexp, up_shexp, down_shexp;    /* shared expert */
             sl_tensor shexp_gate;                          /* [n_embd] -> 1 */
+            /* gated DeltaNet: qkv [n_embd, 2kd + vd], z gate [n_embd, vd],
+             * conv [K, 2kd + vd], dt bias / a [nv], beta / alpha
+             * [n_embd, nv], norm [ds], out [vd, n_embd] */
+            sl_tensor ssm_qkv, ssm_z, ssm_conv, ssm_dt, ssm_a, ssm_beta, ssm_alpha, ssm_norm,
+                ssm_out;
         };
     };
     sl_layer_desc d;

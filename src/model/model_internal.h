@@ -23,6 +23,18 @@ struct sl_binder {
 int sl_bind_role(sl_binder *b, int il, sl_ltensor r, bool required, int n, uint64_t w0,
                  uint64_t w1, uint64_t w2);
 
+/* The rope the hyperparameters describe (rotated dims, base, linear or
+ * YaRN scaling), NeoX-style or not. (hparams.c) */
+sl_rope sl_hparams_rope(const sl_hparams *hp, bool neox);
+
+/* sl_bind_role for a tensor stored under another name than its role's
+ * (qwen35moe's FFN norm is post_attention_norm). */
+int sl_bind_named(sl_binder *b, int il, sl_ltensor r, const char *suffix, bool required, int n,
+                  uint64_t w0, uint64_t w1, uint64_t w2);
+
+/* The layer function of qwen35moe (family_qwen35.c). */
+int sl_family_qwen35_layer(sl_binder *b, int il);
+
 /* The layer function of the llama family (llama, qwen2, qwen3, qwen2moe,
  * qwen3moe, olmoe): binds layer il's tensors and fills its description.
  * (family_llama.c) */

@@ -78,16 +78,21 @@ static int bind(binder *b, sl_tensor *t, const char *name, bool required, int n,
     return SL_OK;
 }
 
-int sl_bind_role(sl_binder *b, int il, sl_ltensor r, bool required, int n, uint64_t w0,
-                     uint64_t w1, uint64_t w2)
+int sl_bind_named(sl_binder *b, int il, sl_ltensor r, const char *suffix, bool required, int n,
+                  uint64_t w0, uint64_t w1, uint64_t w2)
 {
     char nm[160];
-    const sl_lt_role *role = sl_layer_role(r);
-    b->experts = role->routed;
-    int rc = bind(b, &b->m->layers[il].t[r], sl_tensor_name(nm, sizeof nm, il, role->suffix),
+    b->experts = sl_layer_role(r)->routed;
+    int rc = bind(b, &b->m->layers[il].t[r], sl_tensor_name(nm, sizeof nm, il, suffix),
                   required, n, w0, w1, w2);
     b->experts = false;
     return rc;
+}
+
+int sl_bind_role(sl_binder *b, int il, sl_ltensor r, bool required, int n, uint64_t w0,
+                 uint64_t w1, uint64_t w2)
+{
+    return sl_bind_named(b, il, r, sl_layer_role(r)->suffix, required, n, w0, w1, w2);
 }
 
 /* Reads one bound tensor's bytes into the weight memory at *cursor, or

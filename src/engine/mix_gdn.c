@@ -1,0 +1,186 @@
+/* mix_gdn.c - the gated DeltaNet mixer (qwen35moe's linear layers), as
+ * ../shared/ARCHS.md section 1 gives llama.cpp's rules. Per token:
+ *
+ *   u = Wqkv x (2 kd + vd channels), z = Wz x, beta = sigmoid(Wbeta x),
+ *   g = a * softplus(Walpha x + dt_bias)                 (per v head, < 0)
+ *   c = silu(causal depthwise conv of u over the last K tokens)
+ *   q, k, v = split(c); q, k L2-normalised per head
+ *   per v head h (reading q/k head h % nk), state S (ds x ds, value rows):
+ *     S *= exp(g); d = beta (v - S k); S += d k^T; o = S q / sqrt(ds)
+ *   o = rmsnorm(o) * silu(z) per head; out = Wout o
+ *
+ * The state (the last K-1 inputs of the conv, and S of every v head)
+ * summarises the whole sequence, so it cannot be cut back to an earlier
+ * position. A batch is run token by token in three pool jobs (conv by
+ * channel, norms by (token, head), the recurrence by v head); every value
+ * is computed by one thread in a fixed order, so results do not depend on
+ * the thread count or on how a prompt is split into batches. */
+#include <math.h>
+#include <string.h>
+
+#include "engine/fwd_mm.h"
+#include "engine/mixer.h"
+#include "engine/session.h"
+
+static void gdn_state_rows(const sl_layer_desc *d, size_t elem, uint64_t row_bytes[2])
+{
+    (void)d;
+    (void)elem;
+    row_bytes[0] = row_bytes[1] = 0;
+}
+
+/* Channels of the conv: q and k of nk heads, v of nv heads. */
+static uint64_t gdn_channels(const sl_gdn_desc *g)
+{
+    return (2 * (uint64_t)g->n_qk + (uint64_t)g->n_v) * (uint64_t)g->d_state;
+}
+
+static uint64_t gdn_state_seq(const sl_layer_desc *d)
+{
+    const sl_gdn_desc *g = &d->gdn;
+    const uint64_t ds = (uint64_t)g->d_state;
+    return sizeof(float) * ((uint64_t)(g->conv_k - 1) * gdn_channels(g) + (uint64_t)g->n_v * ds * ds);
+}
+
+typedef struct gdn_job {
+    sl_session *s;
+    const sl_layer *L;
+    const sl_layer_state *st;
+    int n;
+} gdn_job;
+
+static float silu(float x) { return x / (1.0f + expf(-x)); }
+
+/* The causal conv of channels [c0, c1) over the batch, token by token:
+ * taps 0..K-2 read the state (the previous K-1 inputs), tap K-1 the
+ * token's own input; the state then shifts by one. u becomes silu(conv). */
+static void conv_worker(void *ctx, int chunk, int n_chunks, int tid)
+{
+    (void)tid;
+    const gdn_job *j = ctx;
+    const sl_gdn_desc *g = &j->L->d.gdn;
+    const int K = g->conv_k;
+    const size_t C = (size_t)gdn_channels(g);
+    const float *w = j->L->ssm_conv.data; /* [K, C]: channel ch's taps at ch * K */
+    float *state = j->st->seq;            /* (K - 1, C) */
+    long long c0, c1;
+    sl_split_range((long long)C, chunk, n_chunks, &c0, &c1);
+    for (int t = 0; t < j->n; t++) {
+        float *u = j->s->gdn_u + (size_t)t * C;
+        for (long long ch = c0; ch < c1; ch++) {
+            const float *wc = w + (size_t)ch * (size_t)K;
+            float acc = 0.0f;
+            for (int k = 0; k < K - 1; k++) acc += wc[k] * state[(size_t)k * C + (size_t)ch];
+            acc += wc[K - 1] * u[ch];
+            for (int k = 0; k + 1 < K - 1; k++)
+                state[(size_t)k * C + (size_t)ch] = state[(size_t)(k + 1) * C + (size_t)ch];
+            if (K > 1) state[(size_t)(K - 2) * C + (size_t)ch] = u[ch];
+            u[ch] = silu(acc);
+        }
+    }
+}
+
+/* x / max(|x|, eps) over n values, the sum of squares in double. */
+static void l2_normalise(float *x, int n, float eps)
+{
+    double sum = 0.0;
+    for (int i = 0; i < n; i++) sum += (double)x[i] * (double)x[i];
+    const float norm = sqrtf((float)sum);
+    const float scale = 1.0f / (norm > eps ? norm : eps);
+    for (int i = 0; i < n; i++) x[i] *= scale;
+}
+
+/* L2 norms of the q and k heads of every token: pairs (token, q/k head). */
+static void qk_norm_worker(void *ctx, int chunk, int n_chunks, int tid)
+{
+    (void)tid;
+    const gdn_job *j = ctx;
+    const sl_gdn_desc *g = &j->L->d.gdn;
+    const size_t C = (size_t)gdn_channels(g);
+    const int heads = 2 * g->n_qk; /* q heads, then k heads: contiguous in u */
+    long long p0, p1;
+    sl_split_range((long long)j->n * heads, chunk, n_chunks, &p0, &p1);
+    for (long long p = p0; p < p1; p++) {
+        float *u = j->s->gdn_u + (size_t)(p / heads) * C;
+        l2_normalise(u + (size_t)(p % heads) * (size_t)g->d_state, g->d_state, g->eps);
+    }
+}
+
+static float softplus(float x) { return x > 20.0f ? x : log1pf(expf(x)); }
+
+static float dot(const float *a, const float *b, int n)
+{
+    float acc = 0.0f;
+    for (int i = 0; i < n; i++) acc += a[i] * b[i];
+    return acc;
+}
+
+/* The delta rule of v heads [h0, h1), token by token, then each head's
+ * output norm and gate. */
+static void recur_worker(void *ctx, int chunk, int n_chunks, int tid)
+{
+    (void)tid;
+    const gdn_job *j = ctx;
+    const sl_session *s = j->s;
+    const sl_layer *L = j->L;
+    const sl_gdn_desc *g = &L->d.gdn;
+    const int ds = g->d_state, nk = g->n_qk, nv = g->n_v;
+    const size_t C = (size_t)gdn_channels(g), kd = (size_t)nk * (size_t)ds;
+    const size_t vd = (size_t)nv * (size_t)ds;
+    const size_t conv_floats = (size_t)(g->conv_k - 1) * C;
+    const float *a = L->ssm_a.data, *dt = L->ssm_dt.data, *nw = L->ssm_norm.data;
+    const float out_scale = 1.0f / sqrtf((float)ds);
+    long long h0, h1;
+    sl_split_range(nv, chunk, n_chunks, &h0, &h1);
+    for (long long h = h0; h < h1; h++) {
+        float *S = j->st->seq + conv_floats + (size_t)h * (size_t)ds * (size_t)ds;
+        const size_t qk = (size_t)(h % nk) * (size_t)ds;
+        for (int t = 0; t < j->n; t++) {
+            const float *u = s->gdn_u + (size_t)t * C;
+            const float *q = u + qk, *k = u + kd + qk, *v = u + 2 * kd + (size_t)h * (size_t)ds;
+            const float beta = 1.0f / (1.0f + expf(-s->gdn_beta[(size_t)t * (size_t)nv + (size_t)h]));
+            const float gl = a[h] * softplus(s->gdn_alpha[(size_t)t * (size_t)nv + (size_t)h] + dt[h]);
+            const float decay = expf(gl);
+            float *o = s->gdn_o + (size_t)t * vd + (size_t)h * (size_t)ds;
+            for (int r = 0; r < ds; r++) {
+                float *row = S + (size_t)r * (size_t)ds; /* value r over key dims */
+                for (int i = 0; i < ds; i++) row[i] *= decay;
+                const float delta = beta * (v[r] - dot(row, k, ds));
+                for (int i = 0; i < ds; i++) row[i] += k[i] * delta;
+                o[r] = dot(row, q, ds) * out_scale;
+            }
+            sl_rmsnorm(o, o, nw, ds, g->eps);
+            const float *z = s->gdn_z + (size_t)t * vd + (size_t)h * (size_t)ds;
+            for (int r = 0; r < ds; r++) o[r] *= silu(z[r]);
+        }
+    }
+}
+
+static int chunks_for(long long work, int cap)
+{
+    return work < 1 ? 1 : work < cap ? (int)work : cap;
+}
+
+static void gdn_forward(sl_session *s, const sl_layer *L, int il, int n, float *out)
+{
+    const sl_gdn_desc *g = &L->d.gdn;
+    const sl_mat qkv = sl_fwd_mat(&L->ssm_qkv), z = sl_fwd_mat(&L->ssm_z);
+    const sl_mat beta = sl_fwd_mat(&L->ssm_beta), alpha = sl_fwd_mat(&L->ssm_alpha);
+    const sl_mat *mats[4] = {&qkv, &z, &beta, &alpha};
+    float *ys[4] = {s->gdn_u, s->gdn_z, s->gdn_beta, s->gdn_alpha};
+    sl_fwd_mm_shared(s, mats, ys, 4, s->xb, n);
+
+    gdn_job j = {s, L, &s->layer_state[il], n};
+    sl_pool_run(s->pool, conv_worker, &j, chunks_for((long long)gdn_channels(g) / 64, 32));
+    sl_pool_run(s->pool, qk_norm_worker, &j, chunks_for((long long)n * 2 * g->n_qk, 32));
+    sl_pool_run(s->pool, recur_worker, &j, chunks_for(g->n_v, 64));
+    sl_fwd_mm_tensor(s, &L->ssm_out, s->gdn_o, n, out);
+}
+
+const sl_mixer_ops sl_mixer_gdn = {
+    .name = "gated DeltaNet",
+    .state_rows = gdn_state_rows,
+    .state_seq = gdn_state_seq,
+    .forward = gdn_forward,
+    .truncatable = false,
+};
