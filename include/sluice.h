@@ -168,10 +168,12 @@ const float *sl_session_logits_at(const sl_session *s, int i);
 /* Number of tokens in the session's state, and forgetting all from
  * position n on (n <= sl_session_n_past), e.g. to restart or to rewind a
  * chat turn. Attention layers can go back to any position; a recurrent
- * layer (qwen35moe's gated DeltaNet) summarises the whole sequence and can
- * only restart: truncating such a model to 0 < n < n_past fails with
- * SL_EINVAL and leaves the session as it was. Truncating to 0 always
- * works. */
+ * layer (qwen35moe's gated DeltaNet) summarises the whole sequence: such a
+ * model can restart (n = 0) or go back to its snapshot, the position
+ * where the last multi-token batch (a prompt, or its last micro-batch)
+ * ended; any other 0 < n < n_past fails with SL_EINVAL and leaves the
+ * session as it was. The snapshot costs one more copy of the recurrent
+ * state, which the memory plan counts. */
 int sl_session_n_past(const sl_session *s);
 int sl_session_n_ctx(const sl_session *s);
 int sl_session_truncate(sl_session *s, int n);

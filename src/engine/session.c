@@ -90,6 +90,7 @@ int sl_session_create(sl_session **out, sl_model *m, const sl_session_params *pp
     s->row_tmp_stride = lay.row_tmp_stride;
     s->scratch_bytes = lay.scratch_bytes;
 
+    s->snap_pos = -1;
     rc = sl_pool_create(&s->pool, nth, err);
     if (rc) {
         sl_session_free(s);
@@ -128,6 +129,13 @@ int sl_session_eval(sl_session *s, const int32_t *tokens, int n, sl_err *err)
     sl_session_guards_verify(&s->layout, s->arena);
     if (rc) return rc;
     s->n_past += n;
+    /* a prompt (more than one token): remember where it ended, so a chat
+     * turn or a reused prefix can come back to it */
+    const size_t seq = (size_t)s->layout.bytes[SL_SB_seq_state];
+    if (n > 1 && seq > 0) {
+        memcpy(s->seq_snap, s->seq_state, seq);
+        s->snap_pos = s->n_past;
+    }
     return SL_OK;
 }
 
@@ -149,9 +157,15 @@ int sl_session_n_ctx(const sl_session *s) { return s->n_ctx; }
 int sl_session_truncate(sl_session *s, int n)
 {
     if (n < 0 || n >= s->n_past) return SL_OK;
-    if (n > 0)
-        for (int il = 0; il < s->m->hp.n_layer; il++)
-            if (!sl_mixer_of(s->m->layers[il].d.mixer)->truncatable) return SL_EINVAL;
+    bool recurrent = false;
+    for (int il = 0; il < s->m->hp.n_layer; il++)
+        if (!sl_mixer_of(s->m->layers[il].d.mixer)->truncatable) recurrent = true;
+    if (recurrent && n > 0) {
+        /* a recurrent state has no history: only its snapshot can be restored */
+        if (n != s->snap_pos) return SL_EINVAL;
+        memcpy(s->seq_state, s->seq_snap, (size_t)s->layout.bytes[SL_SB_seq_state]);
+    }
+    if (s->snap_pos > n) s->snap_pos = -1;
     s->n_past = n;
     return SL_OK;
 }

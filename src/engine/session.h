@@ -33,6 +33,9 @@ struct sl_session {
     void *v_cache;       /* every layer's second state stream (V) */
     struct sl_layer_state *layer_state; /* (n_layer) each layer's streams in them */
     float *seq_state;    /* every recurrent layer's sequence state, back to back */
+    float *seq_snap;     /* a copy of it at position snap_pos (the end of the
+                            last multi-token batch), to rewind to */
+    int snap_pos;        /* -1: no snapshot */
 
     /* Activations of a micro-batch of B = n_batch_max tokens, row-major. */
     float *x;            /* (B, n_embd) residual stream */

@@ -209,7 +209,7 @@ int sl_session_layout_make(sl_session_layout *lay, const sl_model *m, const sl_s
     n[SL_SB_row_tmp] = mul3(&z, f, T, an.widest_col);
     n[SL_SB_logits] = mul3(&z, f, (uint64_t)d->n_logit_rows, V);
     n[SL_SB_layer_state] = sizeof(sl_layer_state) * layers;
-    n[SL_SB_seq_state] = aw.seq;
+    n[SL_SB_seq_state] = n[SL_SB_seq_snap] = aw.seq; /* the state, and a snapshot of it */
     n[SL_SB_attn_gate] = mul3(&z, f, B, aw.gate);
     n[SL_SB_gdn_u] = mul3(&z, f, B, aw.u);
     n[SL_SB_gdn_z] = n[SL_SB_gdn_o] = mul3(&z, f, B, aw.vd);
