@@ -108,13 +108,6 @@ static void qk_norm_worker(void *ctx, int chunk, int n_chunks, int tid)
 
 static float softplus(float x) { return x > 20.0f ? x : log1pf(expf(x)); }
 
-static float dot(const float *a, const float *b, int n)
-{
-    float acc = 0.0f;
-    for (int i = 0; i < n; i++) acc += a[i] * b[i];
-    return acc;
-}
-
 /* The delta rule of v heads [h0, h1), token by token, then each head's
  * output norm and gate. */
 static void recur_worker(void *ctx, int chunk, int n_chunks, int tid)
@@ -130,6 +123,7 @@ static void recur_worker(void *ctx, int chunk, int n_chunks, int tid)
     const size_t conv_floats = (size_t)(g->conv_k - 1) * C;
     const float *a = L->ssm_a.data, *dt = L->ssm_dt.data, *nw = L->ssm_norm.data;
     const float out_scale = 1.0f / sqrtf((float)ds);
+    const sl_attn_kernels *kr = s->attn_k; /* SIMD dot and axpy over f32 rows */
     long long h0, h1;
     sl_split_range(nv, chunk, n_chunks, &h0, &h1);
     for (long long h = h0; h < h1; h++) {
@@ -145,9 +139,9 @@ static void recur_worker(void *ctx, int chunk, int n_chunks, int tid)
             for (int r = 0; r < ds; r++) {
                 float *row = S + (size_t)r * (size_t)ds; /* value r over key dims */
                 for (int i = 0; i < ds; i++) row[i] *= decay;
-                const float delta = beta * (v[r] - dot(row, k, ds));
-                for (int i = 0; i < ds; i++) row[i] += k[i] * delta;
-                o[r] = dot(row, q, ds) * out_scale;
+                const float delta = beta * (v[r] - kr->dot_f32(k, row, ds));
+                kr->axpy_f32(row, delta, k, ds);
+                o[r] = kr->dot_f32(q, row, ds) * out_scale;
             }
             sl_rmsnorm(o, o, nw, ds, g->eps);
             const float *z = s->gdn_z + (size_t)t * vd + (size_t)h * (size_t)ds;
