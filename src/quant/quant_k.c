@@ -133,8 +133,12 @@ void sl_quant_q8_K_ref(const float *src, void *dst, int64_t n)
         /* Below 1e-30 the block is stored as zeros: 127 / amax could
          * overflow, and the error (< 1e-30) is far below any use. */
         if (!(amax >= 1e-30f)) amax = 0.0f;
+        /* llama.cpp's quantize_row_q8_K_ref (the x86 path too): levels
+         * x * 127 / amax half to even, d = 1 / (127 / amax), not amax / 127.
+         * (It scales by -127 / max, max the signed extreme; that flips the
+         * sign of every level and of d together, the same products.) */
         float id = amax > 0.0f ? 127.0f / amax : 0.0f;
-        b->d = amax / 127.0f;
+        b->d = amax > 0.0f ? 1.0f / id : 0.0f;
         for (int j = 0; j < SL_QK_K; j++) b->qs[j] = (int8_t)sl_round_clamp(src[j] * id, -127, 127);
         for (int k = 0; k < SL_QK_K / 16; k++) {
             int s = 0;

@@ -203,36 +203,40 @@ LEGACY_ENTRY(q4_1)
 LEGACY_ENTRY(q5_0)
 LEGACY_ENTRY(q5_1)
 
-/* Q8: d = amax / 127 stored as f16; levels from the stored d, so that every
- * element is within d/2 of its reconstruction (clamped to +-127 when f16
- * rounding made d a hair small). Also the activation quantiser: keep the
- * exact operation sequence in step with the AVX2 twin. */
-static uint16_t q8_block(const float *x, int8_t *q)
+/* Q8: d = amax / 127 stored as f16; the levels are x * (127 / amax) rounded
+ * half to even, i.e. scaled by the exact block maximum, not by the
+ * f16-rounded d (llama.cpp's x86 quantize_row_q8_0 does the same, and its
+ * activations are what the reference numbers are made of). The level
+ * magnitude never exceeds 127: |x| <= amax. Also the activation quantiser:
+ * keep the exact operation sequence in step with the AVX2 twin. *df gets
+ * the unrounded d (Q8_1 scales its sum with it). */
+static uint16_t q8_block(const float *x, int8_t *q, float *df)
 {
     float amax = 0.0f;
     for (int j = 0; j < SL_QK; j++) amax = fmaxf(amax, fabsf(x[j]));
     float d = amax / 127.0f;
     if (d > 65504.0f) d = 65504.0f;
-    uint16_t dh = sl_f32_to_fp16(d);
-    float dr = sl_h2f(dh);
-    float id = dr != 0.0f ? 1.0f / dr : 0.0f;
+    const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
     for (int j = 0; j < SL_QK; j++) q[j] = (int8_t)sl_round_clamp(x[j] * id, -127, 127);
-    return dh;
+    *df = d;
+    return sl_f32_to_fp16(d);
 }
 
 void sl_quant_q8_0_ref(const float *src, void *dst, int64_t n)
 {
     sl_block_q8_0 *b = dst;
-    for (int64_t i = 0; i < n / SL_QK; i++, b++, src += SL_QK) b->d = q8_block(src, b->qs);
+    float d;
+    for (int64_t i = 0; i < n / SL_QK; i++, b++, src += SL_QK) b->d = q8_block(src, b->qs, &d);
 }
 
 void sl_quant_q8_1_ref(const float *src, void *dst, int64_t n)
 {
     sl_block_q8_1 *b = dst;
     for (int64_t i = 0; i < n / SL_QK; i++, b++, src += SL_QK) {
-        b->d = q8_block(src, b->qs);
+        float d;
+        b->d = q8_block(src, b->qs, &d);
         int sum = 0;
         for (int j = 0; j < SL_QK; j++) sum += b->qs[j];
-        b->s = sl_f32_to_fp16(sl_h2f(b->d) * (float)sum);
+        b->s = sl_f32_to_fp16(d * (float)sum); /* unrounded d, as the reference */
     }
 }

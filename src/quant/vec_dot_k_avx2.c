@@ -284,8 +284,9 @@ static void quant_q8_K_avx2(const float *src, void *dst, int64_t n)
             m = _mm256_max_ps(_mm256_andnot_ps(sign, _mm256_loadu_ps(src + j)), m);
         float amax = sl_avx2_hmax_ps(m);
         if (!(amax >= 1e-30f)) amax = 0.0f;
-        __m256 id = _mm256_set1_ps(amax > 0.0f ? 127.0f / amax : 0.0f);
-        b->d = amax / 127.0f;
+        const float ids = amax > 0.0f ? 127.0f / amax : 0.0f;
+        __m256 id = _mm256_set1_ps(ids);
+        b->d = amax > 0.0f ? 1.0f / ids : 0.0f;
         for (int j = 0; j < SL_QK_K; j += 32) {
             __m256 l0 = sl_avx2_q8_level(_mm256_loadu_ps(src + j), id);
             __m256 l1 = sl_avx2_q8_level(_mm256_loadu_ps(src + j + 8), id);

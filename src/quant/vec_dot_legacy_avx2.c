@@ -142,8 +142,8 @@ static void vec_dot_q5_1_q8_0(int64_t n, float *s, const void *vx, const void *v
 
 /* One Q8_0/Q8_1 block: the scalar twin's steps (quant_legacy.c q8_block)
  * with the elementwise work in vectors. Returns the f16 scale; writes the
- * levels and, if sum != NULL, their sum. */
-static uint16_t q8_block_avx2(const float *x, int8_t *q, int *sum)
+ * levels, the unrounded scale and, if sum != NULL, the levels' sum. */
+static uint16_t q8_block_avx2(const float *x, int8_t *q, int *sum, float *df)
 {
     __m256 v0 = _mm256_loadu_ps(x), v1 = _mm256_loadu_ps(x + 8);
     __m256 v2 = _mm256_loadu_ps(x + 16), v3 = _mm256_loadu_ps(x + 24);
@@ -153,9 +153,7 @@ static uint16_t q8_block_avx2(const float *x, int8_t *q, int *sum)
     float amax = sl_avx2_hmax_ps(m);
     float d = amax / 127.0f;
     if (d > 65504.0f) d = 65504.0f;
-    uint16_t dh = sl_f32_to_fp16(d);
-    float dr = sl_h2f(dh);
-    __m256 id = _mm256_set1_ps(dr != 0.0f ? 1.0f / dr : 0.0f);
+    __m256 id = _mm256_set1_ps(amax != 0.0f ? 127.0f / amax : 0.0f);
     __m256 l0 = sl_avx2_q8_level(v0, id), l1 = sl_avx2_q8_level(v1, id);
     __m256 l2 = sl_avx2_q8_level(v2, id), l3 = sl_avx2_q8_level(v3, id);
     _mm256_storeu_si256((__m256i *)q, sl_avx2_pack_i8(l0, l1, l2, l3));
@@ -163,13 +161,16 @@ static uint16_t q8_block_avx2(const float *x, int8_t *q, int *sum)
         __m256 t = _mm256_add_ps(_mm256_add_ps(l0, l1), _mm256_add_ps(l2, l3));
         *sum = (int)sl_avx2_hsum_ps(t); /* small integers: exact in float */
     }
-    return dh;
+    *df = d;
+    return sl_f32_to_fp16(d);
 }
 
 static void quant_q8_0_avx2(const float *src, void *dst, int64_t n)
 {
     sl_block_q8_0 *b = dst;
-    for (int64_t i = 0; i < n / SL_QK; i++, b++, src += SL_QK) b->d = q8_block_avx2(src, b->qs, NULL);
+    float d;
+    for (int64_t i = 0; i < n / SL_QK; i++, b++, src += SL_QK)
+        b->d = q8_block_avx2(src, b->qs, NULL, &d);
 }
 
 static void quant_q8_1_avx2(const float *src, void *dst, int64_t n)
@@ -177,8 +178,9 @@ static void quant_q8_1_avx2(const float *src, void *dst, int64_t n)
     sl_block_q8_1 *b = dst;
     for (int64_t i = 0; i < n / SL_QK; i++, b++, src += SL_QK) {
         int sum;
-        b->d = q8_block_avx2(src, b->qs, &sum);
-        b->s = sl_f32_to_fp16(sl_h2f(b->d) * (float)sum);
+        float d;
+        b->d = q8_block_avx2(src, b->qs, &sum, &d);
+        b->s = sl_f32_to_fp16(d * (float)sum);
     }
 }
 

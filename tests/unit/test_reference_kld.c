@@ -1,0 +1,211 @@
+/* test_reference_kld.c - sluice against llama.cpp's own outputs on the same
+ * files (issue 11): for every fixture in ../shared/fixtures/reference whose
+ * architecture sluice runs, the mean KL-divergence and the same-top-token
+ * rate against llama.cpp's KL-divergence base (NAME.kld, written by
+ * llama-perplexity on x86-64 AVX2; see that folder's README), computed
+ * through the library's evaluation procedure (src/eval) as `sluice
+ * perplexity --kl-divergence` does. The expected figures come from
+ * llama.cpp's files, not from sluice.
+ *
+ * Two bounds per file: the issue's target, and the ceiling sluice reaches
+ * today (measured, with a margin), which guards against regressions. The
+ * ceiling is asserted; the target is printed, and asserted as well when
+ * SLUICE_KLD_TARGET=1 (switch the default once the target holds). Only the
+ * first CHUNKS chunks are evaluated so that the test stays well inside the
+ * CI budget under ASan. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "eval/eval_run.h"
+#include "eval/kld_file.h"
+#include "sluice.h"
+#include "test.h"
+
+enum { CHUNKS = 8, N_BATCH = 128 };
+
+typedef struct bound {
+    const char *name;
+    double target_kld, target_top;   /* the issue's table */
+    double ceiling_kld, floor_top;   /* today's level (first CHUNKS chunks) */
+} bound;
+
+/* Architectures not in the table are skipped with a reason. Ceilings:
+ * measured on the first 8 chunks after the issue-11 quantiser changes,
+ * times ~1.3 (KLD) and minus ~1.5 points (top). */
+static const bound k_bounds[] = {
+    {"dense1-f32", 1e-6, 0.999, 1e-6, 0.995},
+    {"dense1-Q8_0", 1e-6, 0.999, 1.2e-4, 0.955},
+    {"dense1-Q4_K_M", 1e-6, 0.999, 2.8e-4, 0.945},
+    {"dense1-Q6_K", 1e-6, 0.999, 1.9e-4, 0.960},
+    {"moe-Q4_K_M", 1e-4, 0.99, 2.5e-3, 0.94},
+};
+
+static const char *k_supported[] = {"llama", "qwen3moe"};
+
+static const char *fixture_dir(void)
+{
+    static const char *dirs[] = {"../shared/fixtures/reference", "/work/shared/fixtures/reference"};
+    struct stat st;
+    for (size_t i = 0; i < sizeof dirs / sizeof *dirs; i++)
+        if (stat(dirs[i], &st) == 0 && S_ISDIR(st.st_mode)) return dirs[i];
+    return NULL;
+}
+
+typedef struct evalctx {
+    sl_session *s;
+} evalctx;
+
+/* sl_eval_chunk_fn over a session: a fresh cache per chunk, batches of
+ * N_BATCH (llama-perplexity -b 128), rows first..n-2 handed over. */
+static int eval_chunk(void *model, const int32_t *tokens, int32_t n, int32_t first,
+                      sl_eval_row_fn row, void *sink, sl_err *err)
+{
+    evalctx *e = model;
+    sl_session_truncate(e->s, 0);
+    for (int p0 = 0; p0 < n; p0 += N_BATCH) {
+        const int nb = n - p0 < N_BATCH ? n - p0 : N_BATCH;
+        int rc = sl_session_eval(e->s, tokens + p0, nb, err);
+        if (rc) return rc;
+        for (int j = 0; j < nb; j++) {
+            const int pos = p0 + j;
+            if (pos < first || pos > n - 2) continue;
+            if ((rc = row(sink, pos, sl_session_logits_at(e->s, j), err))) return rc;
+        }
+    }
+    return SL_OK;
+}
+
+static int arch_supported(const char *a)
+{
+    for (size_t i = 0; i < sizeof k_supported / sizeof *k_supported; i++)
+        if (!strcmp(a, k_supported[i])) return 1;
+    return 0;
+}
+
+/* Evaluates one fixture; returns 0 when it ran (stats filled), 1 when it was
+ * skipped (reason printed), -1 on failure (recorded). */
+static int run_fixture(const char *dir, const char *name, sl_kld_stats *st)
+{
+    char gguf[512], kld[512];
+    snprintf(gguf, sizeof gguf, "%s/%s.gguf", dir, name);
+    snprintf(kld, sizeof kld, "%s/%s.kld", dir, name);
+    sl_model_params mp = sl_model_default_params();
+    mp.n_threads = 2;
+    mp.n_ctx_hint = 128;
+    mp.n_logits_hint = N_BATCH;
+    sl_model *m = NULL;
+    sl_err err = {0};
+    if (sl_model_load(&m, gguf, &mp, &err) != 0) {
+        /* an architecture sluice does not run yet is refused at load */
+        printf("  %s: skipped: %s\n", name, err.msg);
+        return 1;
+    }
+    int rc = -1;
+    sl_session *s = NULL;
+    if (!arch_supported(sl_model_arch_name(m))) {
+        printf("  %s: skipped: %s: architecture not in this test's table yet\n", name,
+               sl_model_arch_name(m));
+        rc = 1;
+        goto out;
+    }
+    sl_kld_base b;
+    const int n_vocab = sl_model_n_vocab(m);
+    if (sl_kld_base_open(&b, kld, n_vocab, &err) != 0) {
+        CHECK_MSG(0, "%s: %s", kld, err.msg);
+        goto out;
+    }
+    const int32_t n_ctx = b.n_ctx;
+    sl_kld_base_close(&b);
+    sl_session_params sp = sl_session_default_params();
+    sp.n_ctx = n_ctx;
+    sp.all_logits = true;
+    sp.n_batch_max = N_BATCH;
+    if (sl_session_create(&s, m, &sp, &err) != 0) {
+        CHECK_MSG(0, "%s: %s", name, err.msg);
+        goto out;
+    }
+    evalctx e = {s};
+    sl_eval_run run = {
+        .n_vocab = n_vocab,
+        .bos = sl_model_add_bos(m) ? sl_model_token_bos(m) : -1,
+        .eval = eval_chunk,
+        .model = &e,
+        .out = NULL,
+        .user = NULL,
+    };
+    if (sl_eval_kl_divergence(&run, kld, CHUNKS, st, &err) != 0) {
+        CHECK_MSG(0, "%s: %s", name, err.msg);
+        goto out;
+    }
+    rc = 0;
+out:
+    sl_session_free(s);
+    sl_model_free(m);
+    return rc;
+}
+
+static const bound *bound_of(const char *name)
+{
+    for (size_t i = 0; i < sizeof k_bounds / sizeof *k_bounds; i++)
+        if (!strcmp(k_bounds[i].name, name)) return &k_bounds[i];
+    return NULL;
+}
+
+TEST(reference_fixtures)
+{
+    const char *dir = fixture_dir();
+    if (!dir) {
+        printf("  skipped: no ../shared/fixtures/reference (nor /work/shared/fixtures/reference)\n");
+        return;
+    }
+    const char *t = getenv("SLUICE_KLD_TARGET");
+    const int want_target = t && t[0] == '1';
+    /* every .gguf of the folder: a new fixture needs a row in k_bounds or is
+     * reported as unbounded (and fails if sluice runs it) */
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "ls '%s'", dir);
+    FILE *ls = popen(cmd, "r");
+    CHECK(ls != NULL);
+    if (!ls) return;
+    char line[256];
+    int ran = 0;
+    while (fgets(line, sizeof line, ls)) {
+        line[strcspn(line, "\n")] = 0;
+        size_t len = strlen(line);
+        if (len < 6 || strcmp(line + len - 5, ".gguf")) continue;
+        line[len - 5] = 0;
+        sl_kld_stats st;
+        memset(&st, 0, sizeof st);
+        const int rc = run_fixture(dir, line, &st);
+        if (rc != 0) continue;
+        ran++;
+        const bound *bd = bound_of(line);
+        const double kld = st.kld.value, top = st.same_top.value;
+        printf("  %-16s mean KLD %.6f  same top %.3f %%  (target <= %g, >= %.1f %%: %s)\n", line,
+               kld, 100.0 * top, bd ? bd->target_kld : 0.0, bd ? 100.0 * bd->target_top : 0.0,
+               bd && kld <= bd->target_kld && top >= bd->target_top ? "met" : "NOT YET");
+        CHECK_MSG(bd != NULL, "%s: no bound in k_bounds", line);
+        if (!bd) continue;
+        CHECK_MSG(kld <= bd->ceiling_kld, "%s: mean KLD %.6g above today's %.6g", line, kld,
+                  bd->ceiling_kld);
+        CHECK_MSG(top >= bd->floor_top, "%s: same top %.4f below today's %.4f", line, top,
+                  bd->floor_top);
+        if (want_target) {
+            CHECK_MSG(kld <= bd->target_kld, "%s: mean KLD %.6g above the target %.6g", line,
+                      kld, bd->target_kld);
+            CHECK_MSG(top >= bd->target_top, "%s: same top %.4f below the target %.4f", line,
+                      top, bd->target_top);
+        }
+    }
+    pclose(ls);
+    CHECK_MSG(ran > 0, "no fixture in %s could be evaluated", dir);
+}
+
+int main(void)
+{
+    RUN(reference_fixtures);
+    return TEST_REPORT();
+}
