@@ -144,8 +144,10 @@ sl_from_float_fn sl_quant_from_float_isa(uint32_t t, sl_isa isa);
  * F16, Q4_0, Q4_K, Q5_K and Q6_K have bulk quantisers with an AVX2 twin chosen
  * like the dot kernels (~1 ns per element on AVX2); their bytes are the
  * same on every machine. Deterministic. Meant for bulk synthetic weights.
- * Types whose from_float has no search (Q8_0, Q8_K, MXFP4, F16, ...) just
- * use it. Returns false if t has no quantiser. */
+ * Q8_0 takes its levels from the stored f16 scale (its from_float, the
+ * activation quantiser, follows the reference's x86 path instead). Other
+ * types whose from_float has no search (Q8_K, MXFP4, ...) just use it.
+ * Returns false if t has no quantiser. */
 bool sl_quantize_fast(uint32_t t, const float *src, void *dst, int64_t n);
 
 /* The bulk quantiser sl_quantize_fast uses for t on isa, or NULL if t has

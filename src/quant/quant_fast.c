@@ -311,4 +311,5 @@ void sl_quant_fast_fill_ref(sl_quant_kernels *k)
     k->quantize_fast[SL_TYPE_Q4_K] = q4_K_fast;
     k->quantize_fast[SL_TYPE_Q5_K] = q5_K_fast;
     k->quantize_fast[SL_TYPE_Q6_K] = q6_K_fast;
+    k->quantize_fast[SL_TYPE_Q8_0] = sl_quant_q8_0_weights; /* every ISA: scalar */
 }

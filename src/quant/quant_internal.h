@@ -122,6 +122,8 @@ void sl_quant_q4_1(const float *src, void *dst, int64_t n);
 void sl_quant_q5_0(const float *src, void *dst, int64_t n);
 void sl_quant_q5_1(const float *src, void *dst, int64_t n);
 void sl_quant_q8_0_ref(const float *src, void *dst, int64_t n);
+/* Q8_0 for weights (bulk writers): levels from the stored f16 scale. */
+void sl_quant_q8_0_weights(const float *src, void *dst, int64_t n);
 /* single-candidate variants for sl_quantize_fast (Q4_0: quant_fast.c) */
 void sl_quant_q4_1_fast(const float *src, void *dst, int64_t n);
 void sl_quant_q5_0_fast(const float *src, void *dst, int64_t n);

@@ -229,6 +229,25 @@ void sl_quant_q8_0_ref(const float *src, void *dst, int64_t n)
     for (int64_t i = 0; i < n / SL_QK; i++, b++, src += SL_QK) b->d = q8_block(src, b->qs, &d);
 }
 
+/* Q8_0 weights: levels from the stored (f16-rounded) scale, so every
+ * element lies within half a step of its reconstruction (clamped to +-127
+ * where f16 rounding made the scale a hair small). Weights have no
+ * reference-path constraint; this is the more accurate rule. */
+void sl_quant_q8_0_weights(const float *src, void *dst, int64_t n)
+{
+    sl_block_q8_0 *b = dst;
+    for (int64_t i = 0; i < n / SL_QK; i++, b++, src += SL_QK) {
+        float amax = 0.0f;
+        for (int j = 0; j < SL_QK; j++) amax = fmaxf(amax, fabsf(src[j]));
+        float d = amax / 127.0f;
+        if (d > 65504.0f) d = 65504.0f;
+        b->d = sl_f32_to_fp16(d);
+        const float dr = sl_h2f(b->d);
+        const float id = dr != 0.0f ? 1.0f / dr : 0.0f;
+        for (int j = 0; j < SL_QK; j++) b->qs[j] = (int8_t)sl_round_clamp(src[j] * id, -127, 127);
+    }
+}
+
 void sl_quant_q8_1_ref(const float *src, void *dst, int64_t n)
 {
     sl_block_q8_1 *b = dst;
