@@ -163,7 +163,7 @@ static int bench_model(const char *path, int n_prompt, int n_gen, int reps,
         fflush(stdout);
         free(tps);
     }
-    model_flags_report(mf, m, &totals);
+    if (!model_flags_report(mf, "bench", m, &totals)) rc = 1;
     sl_model_free(m);
     return rc ? 1 : 0;
 }
