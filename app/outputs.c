@@ -48,9 +48,11 @@ bool outputs_check(const char *cmd, const file_role *in, size_t n_in, const file
         /* two outputs into one file would interleave; devices such as
          * /dev/null may be shared */
         for (size_t p = 0; p < o; p++) {
-            if (!out[p].path || !ids_out[o].regular ||
-                !sl_file_id_same(&ids_out[o], &ids_out[p]))
-                continue;
+            if (!out[p].path) continue;
+            const bool same = ids_out[o].exists
+                                  ? ids_out[o].regular && sl_file_id_same(&ids_out[o], &ids_out[p])
+                                  : !ids_out[p].exists && !strcmp(out[o].path, out[p].path);
+            if (!same) continue;
             fprintf(stderr, "sluice %s: %s '%s' and %s '%s' are the same file; give each "
                     "output its own path\n", cmd, out[p].what, out[p].path, out[o].what,
                     out[o].path);
