@@ -155,7 +155,7 @@ int cmd_mkmodel(int argc, char **argv)
     if (oid.exists && !oid.regular) {
         fprintf(stderr, "sluice %s: -o '%s' is a %s; the model is written to a regular file\n",
                 CMD, out, oid.kind);
-        return 2;
+        return 1;
     }
     sl_synth_config c;
     if (sl_synth_config_init(&c, arch, preset, &err)) {
