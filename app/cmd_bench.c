@@ -1,6 +1,7 @@
 /* cmd_bench.c - `sluice bench`: prompt and generation speed of a model, like
  * llama-bench, and `--kernels`: matvec GB/s per weight type against the
  * machine's measured memory bandwidth. */
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -160,10 +161,15 @@ static int bench_model(const char *path, int n_prompt, int n_gen, int reps,
         else
             printf("| %-10s | %6.2f GiB | %-6s | %7d | %8s | %11.2f ± %6.2f |\n",
                    sl_model_arch_name(m), gib, dominant_type(m), nth, test, st.mean, st.sd);
-        fflush(stdout);
         free(tps);
+        errno = 0;
+        if (fflush(stdout) != 0 || ferror(stdout)) {
+            fprintf(stderr, "sluice bench: cannot write standard output: %s\n",
+                    errno ? strerror(errno) : "an earlier write failed");
+            rc = 1;
+        }
     }
-    model_flags_report(mf, m, &totals);
+    if (!model_flags_report(mf, "bench", m, &totals)) rc = 1;
     sl_model_free(m);
     return rc ? 1 : 0;
 }

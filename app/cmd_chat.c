@@ -69,15 +69,50 @@ static bool is_stop(void *ud, int32_t id)
     return !c->ignore_eos && sl_chat_is_stop_token(c->chat, id);
 }
 
+/* A user turn longer than this is refused (it would not fit any context;
+ * and standard input may be a stream without newlines, e.g. a device). */
+#define MAX_LINE ((size_t)16 << 20)
+
 /* Reads one line without its line ending. Returns 1 for a line, 0 for
- * EOF, -1 if a SIGINT arrived while waiting. */
+ * EOF, -1 if a SIGINT arrived while waiting, -2 (after printing why) for a
+ * line longer than MAX_LINE or a read error. */
 static int read_line(char **line, size_t *cap)
 {
     if (g_interrupt) return -1;
-    errno = 0;
-    ssize_t n = getline(line, cap, stdin);
-    if (n < 0) return errno == EINTR || g_interrupt ? -1 : 0;
-    while (n > 0 && ((*line)[n - 1] == '\n' || (*line)[n - 1] == '\r')) (*line)[--n] = '\0';
+    size_t n = 0;
+    for (;;) {
+        if (*cap < n + 2) {
+            size_t nc = *cap ? *cap * 2 : 256;
+            char *nl = realloc(*line, nc);
+            if (!nl) {
+                fprintf(stderr, "sluice chat: out of memory reading a line\n");
+                return -2;
+            }
+            *line = nl;
+            *cap = nc;
+        }
+        errno = 0;
+        int c = getc(stdin);
+        if (c == EOF) {
+            if (g_interrupt || errno == EINTR) return -1;
+            if (ferror(stdin)) {
+                fprintf(stderr, "sluice chat: cannot read standard input: %s\n",
+                        strerror(errno));
+                return -2;
+            }
+            if (n == 0) return 0;
+            break;
+        }
+        if (c == '\n') break;
+        if (n >= MAX_LINE) {
+            fprintf(stderr, "sluice chat: a line on standard input is longer than %zu MiB\n",
+                    MAX_LINE >> 20);
+            return -2;
+        }
+        (*line)[n++] = (char)c;
+    }
+    while (n > 0 && (*line)[n - 1] == '\r') n--;
+    (*line)[n] = '\0';
     return 1;
 }
 
@@ -128,7 +163,7 @@ int cmd_chat(int argc, char **argv)
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_sigint;
     sigemptyset(&sa.sa_mask);
-    sa.sa_flags = 0; /* no SA_RESTART: a blocked getline must return */
+    sa.sa_flags = 0; /* no SA_RESTART: a blocked read must return */
     sigaction(SIGINT, &sa, NULL);
 
     const bool tty = isatty(STDIN_FILENO);
@@ -144,6 +179,7 @@ int cmd_chat(int argc, char **argv)
     for (int turn = 1;; turn++) {
         if (tty) fputs("> ", stderr);
         int r = read_line(&line, &line_cap);
+        if (r == -2) goto done;
         if (r <= 0) {
             if (tty) fputc('\n', stderr);
             rc = 0;
@@ -221,7 +257,7 @@ int cmd_chat(int argc, char **argv)
     }
 done:
     signal(SIGINT, SIG_DFL);
-    if (g.m) model_flags_report(&o.mf, g.m, &totals);
+    if (g.m && !model_flags_report(&o.mf, CMD, g.m, &totals)) rc = 1;
     free(ids);
     free(rendered);
     free(line);

@@ -10,6 +10,7 @@
 
 #include "args.h"
 #include "commands.h"
+#include "util/file.h"
 #include "synth/synth.h"
 #include "util/timer.h"
 
@@ -144,6 +145,18 @@ int cmd_mkmodel(int argc, char **argv)
     }
 
     sl_err err = {0};
+    /* a failed write removes the half-written output: never let that be a
+     * device or a FIFO (as root, "-o /dev/full" would delete the node) */
+    sl_file_id oid;
+    if (sl_file_identity(out, &oid, &err)) {
+        fprintf(stderr, "sluice %s: %s\n", CMD, err.msg);
+        return 1;
+    }
+    if (oid.exists && !oid.regular) {
+        fprintf(stderr, "sluice %s: -o '%s' is a %s; the model is written to a regular file\n",
+                CMD, out, oid.kind);
+        return 1;
+    }
     sl_synth_config c;
     if (sl_synth_config_init(&c, arch, preset, &err)) {
         fprintf(stderr, "sluice %s: %s\n", CMD, err.msg);

@@ -16,6 +16,7 @@
  * token kept, the scored positions of a batch handed over before the next
  * batch overwrites them. Results go to stdout, information to stderr (as
  * llama.cpp: "Final estimate" is information there). */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,7 +29,9 @@
 #include "eval/kld_file.h"
 #include "eval/ppl.h"
 #include "gen.h"
+#include "outputs.h"
 #include "sluice.h"
+#include "util/file.h"
 #include "util/status.h"
 
 #define CMD "perplexity"
@@ -46,7 +49,8 @@ static void usage(FILE *f)
             "and 'Final estimate: PPL = X +/- Y'.\n"
             "\n"
             "  -m, --model FILE          model to evaluate\n"
-            "  -f, --file FILE           text to score (tokenized with BOS if the model adds one)\n"
+            "  -f, --file FILE           text to score (tokenized with BOS if the model adds one;\n"
+            "                            a regular file of at most 1 GiB, - for standard input)\n"
             "  -c, --ctx-size N          tokens per chunk (default 512); the text needs 2N\n"
             "  -b, --batch-size N        tokens per evaluation batch (default 512, at most N)\n"
             "      --chunks N            score at most N chunks (default: all)\n"
@@ -54,7 +58,9 @@ static void usage(FILE *f)
             "      --kl-divergence-base FILE\n"
             "                            without --kl-divergence: also write FILE, the tokens\n"
             "                            and the log-probabilities of every scored position\n"
-            "                            (llama.cpp's format)\n"
+            "                            (llama.cpp's format; written beside FILE and renamed\n"
+            "                            over it once complete, so a failed run leaves no\n"
+            "                            half-written file)\n"
             "      --kl-divergence       read FILE (from sluice or llama.cpp) instead of -f:\n"
             "                            evaluate its tokens and report KL-divergence from\n"
             "                            it, its percentiles, and how often the top token agrees\n"
@@ -108,6 +114,9 @@ static int eval_chunk(void *model, const int32_t *tokens, int32_t n, int32_t fir
                 return sl_err_prefix(err, "position %d", pos);
         }
     }
+    if (outputs_stdout_failed())
+        return sl_err_set(err, SL_EIO, "cannot write the results (standard output): %s",
+                          errno ? strerror(errno) : "an earlier write failed");
     if (++e->chunks_done == 1) {
         double per = now_s() - e->t_start;
         fprintf(stderr, "perplexity: %.2f seconds per pass - ETA %.2f minutes\n", per,
@@ -205,6 +214,19 @@ int cmd_perplexity(int argc, char **argv)
     sl_model *m = NULL;
     evalctx e = {0};
     int32_t n_ctx, n_chunk;
+
+    if (o.kld) {
+        model_flags_add_input(&o.mf, "the KL-divergence base (--kl-divergence-base)", o.base);
+    } else {
+        model_flags_add_input(&o.mf, "the text (-f)", o.text);
+        model_flags_add_output(&o.mf, "--kl-divergence-base", o.base);
+        sl_file_id bid;
+        if (o.base && !sl_file_identity(o.base, &bid, &err) && bid.exists && !bid.regular) {
+            fprintf(stderr, "sluice perplexity: --kl-divergence-base '%s' is a %s; the base file "
+                    "must be a regular file\n", o.base, bid.kind);
+            return 1;
+        }
+    }
 
     double t0 = now_s();
     o.mf.params.n_ctx_hint = o.n_ctx;
@@ -304,8 +326,7 @@ int cmd_perplexity(int argc, char **argv)
     fprintf(stderr, "perplexity: %d chunks in %.3f s (%.2f tok/s)\n", (int)n_chunk, t_total,
             t_total > 0 ? (double)n_chunk * n_ctx / t_total : 0.0);
     run_totals totals = {t_total, (long)n_chunk * n_ctx, 0};
-    model_flags_report(&o.mf, m, &totals);
-    rc = 0;
+    rc = model_flags_report(&o.mf, CMD, m, &totals) ? 0 : 1;
 done:
     free(tokens);
     free(text);

@@ -27,7 +27,8 @@ static void usage(FILE *f)
             "speed and generation speed go to stderr.\n"
             "\n"
             "  -p, --prompt TEXT       the prompt (control tokens like <|im_start|> are parsed)\n"
-            "  -f, --file FILE         read the prompt from FILE\n"
+            "  -f, --file FILE         read the prompt from FILE (a regular file of at most\n"
+            "                          1 GiB; - reads standard input)\n"
             "      --no-bos            do not add BOS even if the model asks for it\n"
             "      --stop TEXT         end when the generated text contains TEXT (not printed;\n"
             "                          up to 8 of them)\n"
@@ -137,6 +138,7 @@ int cmd_run(int argc, char **argv)
     size_t text_len = 0;
     gen_ctx g;
     sl_err err = {0};
+    model_flags_add_input(&o.mf, "the prompt file (-f)", file);
     if (file) {
         if (!(text = gen_read_file(CMD, file, &text_len))) return 1;
     } else {
@@ -204,8 +206,7 @@ int cmd_run(int argc, char **argv)
         fprintf(stderr, "stop:      %s; %d tokens in the context\n", stop_name(st.stop),
                 sl_session_n_past(g.s));
     run_totals totals = {t_prompt + st.seconds, (long)n + st.n_gen, st.n_gen};
-    model_flags_report(&o.mf, g.m, &totals);
-    rc = 0;
+    rc = model_flags_report(&o.mf, CMD, g.m, &totals) ? 0 : 1;
 done:
     free(ids);
     free(text);

@@ -10,9 +10,9 @@
 #include <string.h>
 
 #include "commands.h"
+#include "outputs.h"
 #include "gguf/gguf.h"
 #include "tok/tokenizer.h"
-#include "util/file.h"
 
 static void usage(FILE *f)
 {
@@ -26,7 +26,8 @@ static void usage(FILE *f)
             "options:\n"
             "  -m, --model FILE       the GGUF file\n"
             "  -p, --prompt TEXT      the text to tokenize (taken literally)\n"
-            "  -f, --file FILE        read the text from FILE instead\n"
+            "  -f, --file FILE        read the text from FILE instead (a regular file of at\n"
+            "                         most 1 GiB; - reads standard input)\n"
             "      --ids              print only the ids, space separated, on one line\n"
             "      --no-bos           do not add BOS even if the model asks for it\n"
             "      --no-parse-special treat the text of control tokens (e.g. <|im_end|>)\n"
@@ -77,32 +78,6 @@ static void put_piece(FILE *f, const char *p, size_t n)
     fputc('\'', f);
 }
 
-static char *read_file(const char *path, size_t *len)
-{
-    sl_file f;
-    sl_err err = {0};
-    if (sl_file_open_read(&f, path, &err)) {
-        fprintf(stderr, "sluice tokenize: %s\n", err.msg);
-        return NULL;
-    }
-    if (f.size > (uint64_t)SIZE_MAX - 1) {
-        fprintf(stderr, "sluice tokenize: %s is too large\n", path);
-        sl_file_close(&f);
-        return NULL;
-    }
-    char *buf = malloc((size_t)f.size + 1);
-    if (!buf || sl_file_pread_full(&f, buf, (size_t)f.size, 0, &err)) {
-        fprintf(stderr, "sluice tokenize: %s\n", buf ? err.msg : "out of memory");
-        free(buf);
-        sl_file_close(&f);
-        return NULL;
-    }
-    buf[f.size] = '\0';
-    *len = (size_t)f.size;
-    sl_file_close(&f);
-    return buf;
-}
-
 int cmd_tokenize(int argc, char **argv)
 {
     const char *model = NULL, *prompt = NULL, *file = NULL;
@@ -150,8 +125,11 @@ int cmd_tokenize(int argc, char **argv)
     sl_tok_ids ids = {0};
     sl_err err = {0};
 
+    /* stdout appended to the model (>> model.gguf) would damage it */
+    const file_role in[] = {{"the model (-m)", model}, {"the text (-f)", file}};
+    if (!outputs_check("tokenize", in, 2, NULL, 0)) goto out;
     if (file) {
-        text = read_file(file, &len);
+        text = outputs_read_text("tokenize", file, &len);
         if (!text) goto out;
     }
     if (sl_gguf_open(&g, model, &err) || sl_tokenizer_load(&tok, g, &err)) {
@@ -185,7 +163,7 @@ int cmd_tokenize(int argc, char **argv)
             putchar('\n');
         }
     }
-    rc = fflush(stdout) == 0 ? 0 : 1;
+    rc = 0; /* main checks that standard output took it all */
 out:
     sl_tok_ids_free(&ids);
     sl_tokenizer_free(tok);

@@ -8,6 +8,8 @@
 #include <time.h>
 
 #include "args.h"
+#include "outputs.h"
+#include "util/status.h"
 
 static double now_s(void)
 {
@@ -303,7 +305,13 @@ int gen_reply(gen_ctx *g, int max, bool (*is_stop)(void *ud, int32_t id), void *
         if ((rc = sl_sampling_accept(g->smp, id, err))) break;
         if ((rc = sl_detok_push(g->dt, id, &text, &len, err))) break;
         text_stop = textstop_feed(&ts, text, len, out);
-        fflush(out);
+        errno = 0;
+        if (fflush(out) != 0 || ferror(out)) {
+            /* a full disk or a closed stdout: no point generating more */
+            rc = sl_err_set(err, SL_EIO, "cannot write the output (standard output): %s",
+                            errno ? strerror(errno) : "an earlier write failed");
+            break;
+        }
         st->n_gen++;
         if (text_stop) {
             st->stop = GEN_STOP_EOG;
@@ -323,50 +331,17 @@ int gen_reply(gen_ctx *g, int max, bool (*is_stop)(void *ud, int32_t id), void *
         if (textstop_feed(&ts, text, len, out)) st->stop = GEN_STOP_EOG;
         else pend_write(&ts, ts.np, out);
     }
-    fflush(out);
+    errno = 0;
+    if ((fflush(out) != 0 || ferror(out)) && rc == SL_OK)
+        rc = sl_err_set(err, SL_EIO, "cannot write the output (standard output): %s",
+                        errno ? strerror(errno) : "an earlier write failed");
     st->seconds = now_s() - t0;
     return rc;
 }
 
 char *gen_read_file(const char *cmd, const char *path, size_t *len)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        fprintf(stderr, "sluice %s: cannot open '%s': %s\n", cmd, path, strerror(errno));
-        return NULL;
-    }
-    size_t cap = 1 << 16, n = 0;
-    char *buf = malloc(cap);
-    while (buf) {
-        if (n + 1 >= cap) {
-            char *nb = cap > ((size_t)1 << 40) ? NULL : realloc(buf, cap * 2);
-            if (!nb) {
-                free(buf);
-                buf = NULL;
-                break;
-            }
-            buf = nb;
-            cap *= 2;
-        }
-        size_t r = fread(buf + n, 1, cap - 1 - n, f);
-        n += r;
-        if (r == 0) break;
-    }
-    if (!buf) {
-        fprintf(stderr, "sluice %s: '%s' is too large to read into memory\n", cmd, path);
-        fclose(f);
-        return NULL;
-    }
-    if (ferror(f)) {
-        fprintf(stderr, "sluice %s: cannot read '%s': %s\n", cmd, path, strerror(errno));
-        fclose(f);
-        free(buf);
-        return NULL;
-    }
-    fclose(f);
-    buf[n] = '\0';
-    *len = n;
-    return buf;
+    return outputs_read_text(cmd, path, len);
 }
 
 int gen_tokenize(const sl_model *m, const char *text, size_t len, unsigned flags,

@@ -79,13 +79,14 @@ typedef struct gen_reply_stats {
  * NULL) also end the reply when they appear in the text: output that could
  * be the start of one is held back, and the marker itself is not printed
  * (its last token is not evaluated). Returns non-zero on an engine error
- * (err filled). */
+ * or when writing to out fails (SL_EIO; err filled). */
 int gen_reply(gen_ctx *g, int max, bool (*is_stop)(void *ud, int32_t id), void *ud,
               const char *const *stop_texts, volatile sig_atomic_t *interrupt, FILE *out,
               gen_reply_stats *st, sl_err *err);
 
-/* Reads a whole file into a NUL-terminated buffer; prints the error (with
- * cmd) and returns NULL on failure. */
+/* Reads a whole text file (or "-": standard input) into a NUL-terminated
+ * buffer: a regular file of at most 1 GiB (outputs_read_text); prints the
+ * error (with cmd) and returns NULL on failure. */
 char *gen_read_file(const char *cmd, const char *path, size_t *len);
 
 /* Tokenizes text with the given SL_TOKENIZE_* flags into a new array;

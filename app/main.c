@@ -3,6 +3,8 @@
 #include <string.h>
 
 #include "commands.h"
+#include "outputs.h"
+#include "util/file.h"
 
 typedef struct command {
     const char *name;
@@ -31,17 +33,25 @@ static void usage(FILE *out)
 
 int main(int argc, char **argv)
 {
+    /* a closed stdout/stderr must not be reused by a file opened later */
+    sl_file_guard_std_fds();
     if (argc < 2) {
         usage(stderr);
         return 2;
     }
     if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
         usage(stdout);
-        return 0;
+        return outputs_finish_stdout("help", true) ? 0 : 1;
     }
-    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-        if (!strcmp(argv[1], commands[i].name))
-            return commands[i].fn(argc - 1, argv + 1);
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
+        if (strcmp(argv[1], commands[i].name)) continue;
+        int rc = commands[i].fn(argc - 1, argv + 1);
+        /* every command's output checked once more at the end: a failed
+         * write of stdout is an error even if the command saw none (a
+         * command that failed has said why already) */
+        if (!outputs_finish_stdout(commands[i].name, rc == 0) && rc == 0) rc = 1;
+        return rc;
+    }
     fprintf(stderr, "sluice: unknown command '%s'\n\n", argv[1]);
     usage(stderr);
     return 2;

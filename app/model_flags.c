@@ -1,9 +1,13 @@
 /* model_flags.c - see model_flags.h. */
 #include "model_flags.h"
 
+#include <errno.h>
 #include <string.h>
 
 #include "args.h"
+#include "gguf/gguf.h"
+#include "model/model.h"
+#include "util/file.h"
 #include "util/mem.h"
 
 void model_flags_init(model_flags *f)
@@ -30,7 +34,8 @@ void model_flags_help(FILE *out)
             "                         and read them while this layer computes: always /\n"
             "                         never (default: while >= 80 %% of guesses are right)\n"
             "      --dense-weights M  anon (read into RAM, default) or mmap\n"
-            "      --io-trace FILE    log every expert read\n"
+            "      --io-trace FILE    log every expert read (created empty when no expert\n"
+            "                         is streamed)\n"
             "      --stats            print where the time and memory went, at the end\n"
             "      --stats-json FILE  write the same as JSON\n"
             "      --progress         a live status line on stderr\n");
@@ -122,16 +127,70 @@ int model_flags_parse(model_flags *f, const char *cmd, int argc, char **argv, in
     return 1;
 }
 
+void model_flags_add_input(model_flags *f, const char *what, const char *path)
+{
+    if (path && f->n_inputs < (int)(sizeof f->inputs / sizeof f->inputs[0]))
+        f->inputs[f->n_inputs++] = (file_role){what, path};
+}
+
+void model_flags_add_output(model_flags *f, const char *what, const char *path)
+{
+    if (path && f->n_outputs < (int)(sizeof f->outputs / sizeof f->outputs[0]))
+        f->outputs[f->n_outputs++] = (file_role){what, path};
+}
+
+/* The outputs: --stats-json, --io-trace and the recorded ones. */
+static size_t all_outputs(const model_flags *f, file_role *out)
+{
+    size_t n = 0;
+    out[n++] = (file_role){"--stats-json", f->stats_json};
+    out[n++] = (file_role){"--io-trace", f->params.io_trace_path};
+    for (int i = 0; i < f->n_outputs; i++) out[n++] = f->outputs[i];
+    return n;
+}
+
+bool model_flags_check_outputs(const model_flags *f, const char *cmd, const char *path)
+{
+    file_role in[8], out[8];
+    size_t n_in = 0;
+    in[n_in++] = (file_role){"the model (-m)", path};
+    for (int i = 0; i < f->n_inputs; i++) in[n_in++] = f->inputs[i];
+    return outputs_check(cmd, in, n_in, out, all_outputs(f, out));
+}
+
+/* After loading: every part of a split model against the outputs. */
+static bool check_parts(const model_flags *f, const char *cmd, const sl_model *m)
+{
+    file_role out[8];
+    const size_t n_out = all_outputs(f, out);
+    const uint32_t nf = sl_gguf_file_count(m->gguf);
+    for (uint32_t i = 1; i < nf; i++) {
+        file_role part = {"a part of the model (-m)", sl_gguf_file_path(m->gguf, i)};
+        if (!outputs_check(cmd, &part, 1, out, n_out)) return false;
+    }
+    return true;
+}
+
 sl_model *model_flags_load(const model_flags *f, const char *cmd, const char *path)
 {
     sl_model *m;
     sl_err err;
+    if (!model_flags_check_outputs(f, cmd, path)) return NULL;
     if (sl_model_load(&m, path, &f->params, &err)) {
         fprintf(stderr, "sluice %s: cannot load '%s': %s\n", cmd, path, err.msg);
         return NULL;
     }
+    if (!check_parts(f, cmd, m)) {
+        sl_model_free(m);
+        return NULL;
+    }
     sl_stream_stats st;
     sl_model_stream_stats(m, &st);
+    if (f->params.io_trace_path && !st.streaming &&
+        !outputs_write_file(cmd, "--io-trace", f->params.io_trace_path, "", 0)) {
+        sl_model_free(m);
+        return NULL;
+    }
     if (st.warning[0]) fprintf(stderr, "sluice %s: warning: %s\n", cmd, st.warning);
     if (st.io_buffered_fallback)
         fprintf(stderr, "sluice %s: note: the filesystem refused O_DIRECT; experts are read "
@@ -167,9 +226,23 @@ void model_flags_progress_end(const model_flags *f)
     last_progress = -1.0;
 }
 
-void model_flags_report(const model_flags *f, const sl_model *m, const run_totals *t)
+/* The trace lines the streamer wrote so far must have reached the file. */
+static bool trace_ok(const model_flags *f, const char *cmd, const sl_model *m)
 {
-    if (!f->stats && !f->stats_json) return;
+    if (!m->trace) return true;
+    errno = 0;
+    if (fflush(m->trace) == 0 && !ferror(m->trace)) return true;
+    fprintf(stderr, "sluice %s: writing the I/O trace '%s' failed: %s\n", cmd,
+            f->params.io_trace_path,
+            errno ? strerror(errno) : "an earlier write failed");
+    return false;
+}
+
+bool model_flags_report(const model_flags *f, const char *cmd, const sl_model *m,
+                        const run_totals *t)
+{
+    const bool trace = trace_ok(f, cmd, m);
+    if (!f->stats && !f->stats_json) return trace;
     sl_stream_stats st;
     sl_model_stream_stats(m, &st);
     uint64_t rss = 0, peak = 0, majflt = 0;
@@ -219,12 +292,8 @@ void model_flags_report(const model_flags *f, const sl_model *m, const run_total
                 (double)rss / MIB, (double)peak / MIB, (unsigned long long)majflt, cpu / toks);
     }
     if (f->stats_json) {
-        FILE *out = fopen(f->stats_json, "w");
-        if (!out) {
-            fprintf(stderr, "sluice: cannot write '%s'\n", f->stats_json);
-            return;
-        }
-        fprintf(out,
+        char json[4096];
+        int n = snprintf(json, sizeof json,
                 "{\"streaming\":%s,\"budget_bytes\":%llu,\"dense_bytes\":%llu,"
                 "\"expert_bytes\":%llu,\"expert_cycle_bytes\":%llu,\"cache_bytes\":%llu,"
                 "\"cache_experts\":%llu,\"tokens\":%ld,\"generated\":%ld,\"seconds\":%.6f,"
@@ -249,6 +318,12 @@ void model_flags_report(const model_flags *f, const sl_model *m, const run_total
                 (unsigned long long)majflt, cpu / toks, (unsigned long long)st.prefetched,
                 (unsigned long long)st.prefetch_used, (unsigned long long)st.prefetch_wasted,
                 (unsigned long long)st.guessed, (unsigned long long)st.guessed_right);
-        fclose(out);
+        if (n < 0 || (size_t)n >= sizeof json) {
+            fprintf(stderr, "sluice %s: --stats-json: the summary does not fit its buffer\n", cmd);
+            return false;
+        }
+        if (!outputs_write_file(cmd, "--stats-json", f->stats_json, json, (size_t)n))
+            return false;
     }
+    return trace;
 }

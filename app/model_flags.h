@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 
+#include "outputs.h"
 #include "sluice.h"
 
 typedef struct model_flags {
@@ -14,6 +15,11 @@ typedef struct model_flags {
     bool stats;              /* --stats: summary on stderr at the end */
     const char *stats_json;  /* --stats-json FILE */
     bool progress;           /* --progress: a live line on stderr */
+    /* the command's other files, for the output-is-an-input check of
+     * model_flags_load (the model, --stats-json and --io-trace are known) */
+    file_role inputs[4];     /* e.g. -f TEXT, a KLD base being read */
+    file_role outputs[2];    /* e.g. a KLD base being written */
+    int n_inputs, n_outputs;
 } model_flags;
 
 void model_flags_init(model_flags *f);
@@ -26,9 +32,21 @@ int model_flags_parse(model_flags *f, const char *cmd, int argc, char **argv, in
 /* The help lines for the shared flags. */
 void model_flags_help(FILE *out);
 
+/* Records another input or output of the command (what: "-f", ...). */
+void model_flags_add_input(model_flags *f, const char *what, const char *path);
+void model_flags_add_output(model_flags *f, const char *what, const char *path);
+
+/* Checks, before anything is written, that no output (--stats-json,
+ * --io-trace, the recorded outputs, standard output) is the model at path
+ * or a recorded input. Prints the clash and returns false. */
+bool model_flags_check_outputs(const model_flags *f, const char *cmd, const char *path);
+
 /* Loads the model with f->params; on failure prints the error (prefixed
- * with "sluice CMD: ") and returns NULL. Prints the planning warning (cache
- * below one token's cycle) to stderr. */
+ * with "sluice CMD: ") and returns NULL. Runs model_flags_check_outputs
+ * first, and again after loading against every part of a split model.
+ * --io-trace is created (empty) when the model is not streamed, so that an
+ * unwritable path fails here too. Prints the planning warning (cache below
+ * one token's cycle) to stderr. */
 sl_model *model_flags_load(const model_flags *f, const char *cmd, const char *path);
 
 /* Wall seconds and tokens of the measured part of a run. */
@@ -46,7 +64,10 @@ void model_flags_progress(const model_flags *f, const sl_model *m, long done, do
 /* Ends the --progress line (a newline) if one was drawn. */
 void model_flags_progress_end(const model_flags *f);
 
-/* Prints the --stats summary to stderr and writes --stats-json, if asked. */
-void model_flags_report(const model_flags *f, const sl_model *m, const run_totals *t);
+/* Prints the --stats summary to stderr and writes --stats-json, if asked,
+ * and checks that the --io-trace written so far reached its file. Returns
+ * false after printing the file and the OS reason of a failed write. */
+bool model_flags_report(const model_flags *f, const char *cmd, const sl_model *m,
+                        const run_totals *t);
 
 #endif

@@ -57,9 +57,15 @@ typedef struct sl_eval_run {
  * each chunk (stream 1), then "\n", then "Final estimate: PPL = X +/- Y\n"
  * (stream 2). If base_path is non-NULL it also writes the KL-divergence
  * base file there (tokens of the evaluated chunks, one row per scored
- * position). The accumulated result goes to *result (may be NULL).
+ * position): into a temporary file beside it, synced and renamed over
+ * base_path once complete, so a failure (a full disk, an evaluation error)
+ * leaves base_path as it was and no temporary file behind. base_path must
+ * be a regular file or not exist. The accumulated result goes to *result
+ * (may be NULL).
  * Errors: those of the plan, the callback, the writer; SL_EINVAL if the
- * callback delivers positions out of order or a token is out of range. */
+ * callback delivers positions out of order or a token is out of range; the
+ * message is prefixed "KL-divergence base 'x' not written" when writing one.
+ */
 int sl_eval_perplexity(const sl_eval_run *r, const int32_t *tokens, size_t n_tokens,
                        int32_t n_ctx, int32_t max_chunks, const char *base_path,
                        sl_ppl *result, sl_err *err);

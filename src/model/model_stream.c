@@ -13,6 +13,7 @@
 #include "engine/session_layout.h"
 #include "experts/streamer.h"
 #include "model/model.h"
+#include "util/file.h"
 #include "util/mem.h"
 #include "util/pool.h"
 
@@ -151,9 +152,20 @@ int sl_model_start_streamer(sl_model *m, const sl_model_params *pp, sl_err *err)
     build_layouts(m, lay);
     for (uint32_t i = 0; i < nf; i++) paths[i] = sl_gguf_file_path(m->gguf, i);
     if (p.io_trace_path) {
-        m->trace = fopen(p.io_trace_path, "w");
-        if (!m->trace) {
-            rc = sl_err_set(err, SL_EIO, "cannot write the I/O trace '%s'", p.io_trace_path);
+        /* the trace must not be one of the files it traces (truncating it
+         * would destroy the model being read) */
+        sl_file_id tid, pid;
+        if ((rc = sl_file_identity(p.io_trace_path, &tid, err))) goto done;
+        for (uint32_t i = 0; i < nf; i++) {
+            if ((rc = sl_file_identity(paths[i], &pid, err))) goto done;
+            if (sl_file_id_same(&tid, &pid)) {
+                rc = sl_err_set(err, SL_EINVAL, "the I/O trace '%s' is the model file '%s'; "
+                                "give --io-trace another path", p.io_trace_path, paths[i]);
+                goto done;
+            }
+        }
+        if (!(m->trace = sl_file_fopen_write(p.io_trace_path, err))) {
+            rc = sl_err_prefix(err, "cannot write the I/O trace");
             goto done;
         }
     }
