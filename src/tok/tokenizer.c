@@ -8,6 +8,8 @@
  * GGUF format (tok_gguf.c) nor the encoders' inner workings. */
 #include "tok/tok_internal.h"
 
+#include "util/escape.h"
+
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -115,15 +117,21 @@ static int setup_pre(sl_tokenizer *tok, const char *pre, sl_err *err)
     bool ignore_merges = false, add_bos = false;
     const char *name = pre ? sl_tok_pre_lookup(pre, &set, &ignore_merges, &add_bos) : NULL;
     if (!name) {
-        char msg[200];
-        if (pre)
+        char msg[256];
+        if (pre) {
+            /* the name is the file's: escaped (util/escape.h), at most 80 bytes */
+            char shown[84];
+            size_t n = strlen(pre), used;
+            sl_escape(shown, sizeof shown - 3, pre, n, &used);
+            if (used < n) strcat(shown, "...");
             snprintf(msg, sizeof msg,
-                     "unknown pre-tokenizer '%.80s'; splitting with the default patterns, "
-                     "tokens may differ from the model's own tokenizer", pre);
-        else
+                     "unknown pre-tokenizer '%s'; splitting with the default patterns, "
+                     "tokens may differ from the model's own tokenizer", shown);
+        } else {
             snprintf(msg, sizeof msg,
                      "the file names no pre-tokenizer (tokenizer.ggml.pre); splitting with the "
                      "default patterns, tokens may differ from the model's own tokenizer");
+        }
         tok->pre_warning = strdup(msg);
         if (!tok->pre_warning) return sl_err_set(err, SL_ENOMEM, "out of memory");
         name = "default";
