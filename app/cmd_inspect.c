@@ -289,12 +289,13 @@ static bool name_ends(const sl_gguf_tensor *t, const char *sfx)
  * (gguf-py and llama.cpp write the experts [n_embd, n_ff], not
  * [n_embd, n_ff, 1]): with <arch>.expert_count known, a tensor whose last
  * dimension is not the count holds one expert if the count is 1, and is a
- * mismatch otherwise; without it, a 2-D weight or a 1-D bias is one expert. */
+ * mismatch otherwise; without it (or with a count of 0), a 2-D weight or a
+ * 1-D bias is one expert. */
 static uint64_t experts_in(const sl_gguf_tensor *t, const sizing *z, bool *mismatch)
 {
     const uint64_t last = t->ne[t->n_dims - 1];
     *mismatch = false;
-    if (z->have_count) {
+    if (z->have_count && z->expert_count > 0) { /* a count of 0 says nothing */
         if (last == z->expert_count) return last;
         if (z->expert_count == 1) return 1;
         *mismatch = true;
@@ -314,7 +315,6 @@ static int compute_sizing(const sl_gguf *g, const char *arch, sizing *z)
             g, sl_arch_key(key, sizeof key, arch, SL_KEY_EXPERT_COUNT), &z->expert_count);
         z->have_used = sl_gguf_get_u32(
             g, sl_arch_key(key, sizeof key, arch, SL_KEY_EXPERT_USED_COUNT), &z->expert_used);
-        if (z->have_count && z->expert_count == 0) z->have_count = false; /* unusable */
     }
     uint64_t n = sl_gguf_tensor_count(g);
     for (uint64_t i = 0; i < n; i++) {
