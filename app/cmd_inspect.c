@@ -6,7 +6,15 @@
  * expert sizing a user needs to judge a streaming setup (dense vs routed
  * bytes, bytes per expert per layer and per projection, one token's expert
  * cycle), as text or as one JSON object. Must not touch tensor data: only
- * the reader's metadata and tensor infos. */
+ * the reader's metadata and tensor infos.
+ *
+ * Every string that comes from the file (keys, string values, tensor names,
+ * architecture, tokenizer names) is shown escaped: in text by the rule of
+ * util/escape.h (control bytes, C1 controls and invalid UTF-8 as "\xNN";
+ * inside quoted values '"' and '\' are backslash-escaped too, and LF/TAB
+ * read "\n"/"\t"), in JSON by json_emit's string escaping (control bytes
+ * as \u00XX, invalid UTF-8 as U+FFFD), so nothing from a file reaches the
+ * terminal raw and --json stays valid JSON. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +24,7 @@
 #include "gguf/gguf.h"
 #include "json_emit.h"
 #include "model/arch.h"
+#include "util/escape.h"
 
 #define HEAD_ELEMS 5      /* array elements shown in text */
 #define JSON_HEAD_ELEMS 8 /* array elements shown in JSON */
@@ -65,21 +74,46 @@ static const char *num_f(char *b, size_t cap, double v, bool single)
     return b;
 }
 
-/* Prints s quoted, escaping control bytes, shortened to max bytes. */
+/* Prints a file's string s[0..len) quoted, shortened to about max bytes
+ * (never inside a UTF-8 sequence): '"' and '\' backslash-escaped, LF and
+ * TAB as \n and \t, everything else by util/escape.h's rule. */
 static void put_str(FILE *f, const char *s, uint64_t len, uint64_t max)
 {
+    const unsigned char *p = (const unsigned char *)s;
     fputc('"', f);
-    for (uint64_t i = 0; i < len && i < max; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
-        else if (c == '\n') fputs("\\n", f);
-        else if (c == '\t') fputs("\\t", f);
-        else if (c < 0x20 || c == 0x7f) fprintf(f, "\\x%02x", c);
-        else fputc(c, f);
+    uint64_t i = 0;
+    while (i < len && i < max) {
+        unsigned char c = p[i];
+        const char *named = c == '"' ? "\\\"" : c == '\\' ? "\\\\" : c == '\n' ? "\\n"
+                          : c == '\t' ? "\\t" : NULL;
+        if (named) {
+            fputs(named, f);
+            i++;
+            continue;
+        }
+        size_t k = sl_utf8_seq_len(p + i, (size_t)(len - i));
+        if (k == 0) k = 1; /* one invalid byte: escaped below */
+        char b[20];
+        sl_escape(b, sizeof b, s + i, k, NULL);
+        fputs(b, f);
+        i += k;
     }
     fputc('"', f);
-    if (len > max) fprintf(f, "... (%" PRIu64 " bytes)", len);
+    if (len > i) fprintf(f, "... (%" PRIu64 " bytes)", len);
 }
+
+/* A file's string (a key, tensor name, architecture, ...) made printable by
+ * util/escape.h's rule into b, with "..." if it had to be cut. */
+static const char *shown(char *b, size_t cap, const char *s, size_t len)
+{
+    size_t used;
+    if (!s) s = "", len = 0;
+    sl_escape(b, cap - 3, s, len, &used);
+    if (used < len) strcat(b, "...");
+    return b;
+}
+
+#define SHOWN_MAX 256 /* bytes of an escaped name shown in text */
 
 static bool is_unsigned(sl_gguf_vtype t)
 {
@@ -204,8 +238,9 @@ static const char *const proj_names[P_COUNT] = {"gate", "up", "down"};
 
 typedef struct layer_sz {
     bool has;            /* holds routed-expert tensors */
-    uint64_t experts;    /* experts in this layer (last dim of its _exps tensors) */
-    bool mismatch;       /* its _exps tensors disagree on the expert count */
+    uint64_t experts;    /* experts in this layer (see experts_in) */
+    bool mismatch;       /* its _exps tensors disagree with each other or with
+                            <arch>.expert_count */
     uint64_t proj[P_COUNT]; /* one expert's slice of ffn_{gate,up,down}_exps */
     uint64_t other;      /* one expert's slice of any other _exps tensor */
     uint64_t per_expert; /* sum of the above */
@@ -243,9 +278,44 @@ static bool layer_of(const sl_gguf_tensor *t, uint32_t *layer, const char **suff
     return true;
 }
 
+static bool name_ends(const sl_gguf_tensor *t, const char *sfx)
+{
+    size_t n = strlen(sfx);
+    return t->name.len >= n && !memcmp(t->name.ptr + t->name.len - n, sfx, n);
+}
+
+/* Experts held by a routed tensor. The experts are its outermost dimension,
+ * except that a file with one expert may drop that trailing dimension of 1
+ * (gguf-py and llama.cpp write the experts [n_embd, n_ff], not
+ * [n_embd, n_ff, 1]): with <arch>.expert_count known, a tensor whose last
+ * dimension is not the count holds one expert if the count is 1, and is a
+ * mismatch otherwise; without it (or with a count of 0), a 2-D weight or a
+ * 1-D bias is one expert. */
+static uint64_t experts_in(const sl_gguf_tensor *t, const sizing *z, bool *mismatch)
+{
+    const uint64_t last = t->ne[t->n_dims - 1];
+    *mismatch = false;
+    if (z->have_count && z->expert_count > 0) { /* a count of 0 says nothing */
+        if (last == z->expert_count) return last;
+        if (z->expert_count == 1) return 1;
+        *mismatch = true;
+        return last ? last : 1;
+    }
+    if ((t->n_dims <= 2 && name_ends(t, ".weight")) || (t->n_dims == 1 && name_ends(t, ".bias")))
+        return 1;
+    return last ? last : 1;
+}
+
 static int compute_sizing(const sl_gguf *g, const char *arch, sizing *z)
 {
     memset(z, 0, sizeof *z);
+    if (arch) {
+        char key[256];
+        z->have_count = sl_gguf_get_u32(
+            g, sl_arch_key(key, sizeof key, arch, SL_KEY_EXPERT_COUNT), &z->expert_count);
+        z->have_used = sl_gguf_get_u32(
+            g, sl_arch_key(key, sizeof key, arch, SL_KEY_EXPERT_USED_COUNT), &z->expert_used);
+    }
     uint64_t n = sl_gguf_tensor_count(g);
     for (uint64_t i = 0; i < n; i++) {
         const sl_gguf_tensor *t = sl_gguf_tensor_at(g, i);
@@ -267,8 +337,9 @@ static int compute_sizing(const sl_gguf *g, const char *arch, sizing *z)
         const char *sfx;
         if (!is_routed(t) || !layer_of(t, &l, &sfx)) continue;
         layer_sz *ls = &z->layers[l];
-        uint64_t e = t->ne[t->n_dims - 1]; /* experts are the outermost dim */
-        if (ls->has && ls->experts != e) ls->mismatch = true;
+        bool off;
+        uint64_t e = experts_in(t, z, &off);
+        if (off || (ls->has && ls->experts != e)) ls->mismatch = true;
         if (!ls->has || e > ls->experts) ls->experts = e;
         ls->has = true;
         ls->bytes += t->nbytes;
@@ -281,13 +352,6 @@ static int compute_sizing(const sl_gguf *g, const char *arch, sizing *z)
     }
     for (uint32_t l = 0; l < z->n_layers; l++) z->n_expert_layers += z->layers[l].has;
 
-    if (arch) {
-        char key[256];
-        z->have_count = sl_gguf_get_u32(
-            g, sl_arch_key(key, sizeof key, arch, SL_KEY_EXPERT_COUNT), &z->expert_count);
-        z->have_used = sl_gguf_get_u32(
-            g, sl_arch_key(key, sizeof key, arch, SL_KEY_EXPERT_USED_COUNT), &z->expert_used);
-    }
     if (z->have_used && z->n_expert_layers) {
         z->have_cycle = true;
         for (uint32_t l = 0; l < z->n_layers; l++)
@@ -312,7 +376,10 @@ static bool has_prefix(const sl_gguf_str *s, const char *p)
 
 static void text_kv(FILE *f, const sl_gguf_kv *kv, int indent, int width)
 {
-    fprintf(f, "%*s%-*s %-8s ", indent, "", width, kv->key.ptr, sl_gguf_vtype_name(kv->value.type));
+    char key[SHOWN_MAX];
+    fprintf(f, "%*s%-*s %-8s ", indent, "", width,
+            shown(key, sizeof key, kv->key.ptr, (size_t)kv->key.len),
+            sl_gguf_vtype_name(kv->value.type));
     text_value(f, &kv->value);
     fputc('\n', f);
 }
@@ -357,9 +424,10 @@ static void text_tokenizer(FILE *f, const sl_gguf *g, int width)
         return;
     }
     const char *pre = sl_gguf_get_str(g, "tokenizer.ggml.pre");
+    char b[SHOWN_MAX];
     fprintf(f, "\ntokenizer\n");
-    fprintf(f, "  model           %s\n", model ? model : "(not set)");
-    fprintf(f, "  pre             %s\n", pre ? pre : "(not set)");
+    fprintf(f, "  model           %s\n", model ? shown(b, sizeof b, model, strlen(model)) : "(not set)");
+    fprintf(f, "  pre             %s\n", pre ? shown(b, sizeof b, pre, strlen(pre)) : "(not set)");
     fprintf(f, "  vocab size      %" PRIu64 "\n", vocab);
     if (has_merges) fprintf(f, "  merges          %" PRIu64 "\n", merges);
     else fprintf(f, "  merges          none\n");
@@ -404,11 +472,12 @@ static void text_tensors(FILE *f, const sl_gguf *g)
     if (!n) return;
     fprintf(f, "  %5s  %-*s %-7s %-26s %s%14s %14s\n", "#", nw, "name", "type", "shape",
             split ? "part " : "", "offset", "bytes");
-    char shape[96];
+    char shape[96], name[SHOWN_MAX];
     for (uint64_t i = 0; i < n; i++) {
         const sl_gguf_tensor *t = sl_gguf_tensor_at(g, i);
         shape_str(shape, sizeof shape, t);
-        fprintf(f, "  %5" PRIu64 "  %-*s %-7s %-26s ", i, nw, t->name.ptr,
+        fprintf(f, "  %5" PRIu64 "  %-*s %-7s %-26s ", i, nw,
+                shown(name, sizeof name, t->name.ptr, (size_t)t->name.len),
                 sl_type_name((uint32_t)t->type), shape);
         if (split) fprintf(f, "%4u ", t->file_index + 1);
         fprintf(f, "%14" PRIu64 " %14" PRIu64 "\n", t->offset, t->nbytes);
@@ -472,10 +541,11 @@ static void text_sizing(FILE *f, const sizing *z)
 
 static void print_text(FILE *f, const sl_gguf *g, const sizing *z, bool tensors)
 {
-    char hb[32];
+    char hb[32], sb[SHOWN_MAX];
     for (uint32_t i = 0; i < sl_gguf_file_count(g); i++)
         fprintf(f, "%-12s%s (%" PRIu64 " bytes, %s), data at byte %" PRIu64 "\n",
-                i ? "" : (sl_gguf_file_count(g) > 1 ? "files" : "file"), sl_gguf_file_path(g, i),
+                i ? "" : (sl_gguf_file_count(g) > 1 ? "files" : "file"),
+                shown(sb, sizeof sb, sl_gguf_file_path(g, i), strlen(sl_gguf_file_path(g, i))),
                 sl_gguf_file_size(g, i), human(hb, sizeof hb, sl_gguf_file_size(g, i)),
                 sl_gguf_data_offset(g, i));
     fprintf(f, "%-12s%u\n", "version", sl_gguf_version(g));
@@ -491,7 +561,8 @@ static void print_text(FILE *f, const sl_gguf *g, const sizing *z, bool tensors)
     }
     fprintf(f, "\ngeneral\n");
     text_section(f, g, SEC_GENERAL, arch, 2, width);
-    fprintf(f, "\narchitecture %s%s\n", arch ? arch : "(general.architecture not set)",
+    fprintf(f, "\narchitecture %s%s\n",
+            arch ? shown(sb, sizeof sb, arch, strlen(arch)) : "(general.architecture not set)",
             arch && !sl_arch_find(arch) ? " (not supported by sluice for inference)" : "");
     text_section(f, g, SEC_ARCH, arch, 2, width);
     text_tokenizer(f, g, width);

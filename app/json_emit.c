@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/escape.h"
 #include "util/status.h"
 
 void json_init(json_out *j, FILE *f)
@@ -60,27 +61,13 @@ void json_arr_begin(json_out *j) { open_c(j, '[', false); }
 void json_arr_begin_inline(json_out *j) { open_c(j, '[', true); }
 void json_arr_end(json_out *j) { close_c(j, ']'); }
 
-/* Length of the valid UTF-8 sequence at s (n bytes left), or 0 if invalid. */
-static size_t utf8_len(const unsigned char *s, size_t n)
-{
-    unsigned c = s[0];
-    size_t len;
-    unsigned min;
-    if (c < 0x80) return 1;
-    if (c >= 0xc2 && c <= 0xdf) len = 2, min = 0x80;
-    else if (c >= 0xe0 && c <= 0xef) len = 3, min = 0x800;
-    else if (c >= 0xf0 && c <= 0xf4) len = 4, min = 0x10000;
-    else return 0;
-    if (n < len) return 0;
-    unsigned cp = c & (0xff >> (len + 1));
-    for (size_t i = 1; i < len; i++) {
-        if ((s[i] & 0xc0) != 0x80) return 0;
-        cp = (cp << 6) | (s[i] & 0x3f);
-    }
-    if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return 0;
-    return len;
-}
-
+/* Writes s[0..n) as a JSON string literal that is valid JSON and safe on a
+ * terminal whatever the bytes are: '"' and '\' backslash-escaped; LF, CR
+ * and TAB as \n, \r, \t; the other C0 controls, DEL and the C1 controls
+ * U+0080..U+009F as \u00XX; each byte that is not part of well-formed UTF-8
+ * (util/escape.h's sl_utf8_seq_len) as \ufffd, the replacement character, so
+ * a reader cannot tell which invalid byte it was; valid printable UTF-8
+ * unchanged. */
 static void put_escaped(FILE *f, const char *s, size_t n)
 {
     const unsigned char *p = (const unsigned char *)s;
@@ -91,7 +78,7 @@ static void put_escaped(FILE *f, const char *s, size_t n)
             fputc('\\', f);
             fputc((int)c, f);
             i++;
-        } else if (c < 0x20) {
+        } else if (c < 0x20 || c == 0x7f) {
             switch (c) {
             case '\n': fputs("\\n", f); break;
             case '\r': fputs("\\r", f); break;
@@ -100,10 +87,13 @@ static void put_escaped(FILE *f, const char *s, size_t n)
             }
             i++;
         } else {
-            size_t l = utf8_len(p + i, n - i);
+            size_t l = sl_utf8_seq_len(p + i, n - i);
             if (l == 0) {
                 fputs("\\ufffd", f);
                 i++;
+            } else if (l == 2 && c == 0xc2 && p[i + 1] <= 0x9f) {
+                fprintf(f, "\\u%04x", (unsigned)p[i + 1]); /* C1 control */
+                i += 2;
             } else {
                 fwrite(p + i, 1, l, f);
                 i += l;

@@ -3,7 +3,10 @@
 #include "chat/chat.h"
 
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
+
+#include "util/escape.h"
 
 static const struct {
     sl_chat_family family;
@@ -63,29 +66,69 @@ sl_chat_family sl_chat_detect(const char *j)
  * '<|im_start|>system\n<TEXT><|im_end|>'. We take the first such literal
  * whose TEXT is plain (no quote, brace or backslash, so it is not an
  * expression like "+ messages[0]['content'] +"). The "\n" may be the
- * two-character Jinja escape or a real newline. */
+ * two-character Jinja escape or a real newline.
+ * Linear in the template's length whatever it holds (it comes from the
+ * file): the first end marker and the first non-plain character after a
+ * position are remembered and reused while later heads lie before them, and
+ * every search is bounded by the known end of the string (strstr would
+ * measure the whole rest of it on each call under the sanitizers). */
+static const char *find(const char *from, const char *lim, const char *needle)
+{
+    const size_t nl = strlen(needle);
+    while ((size_t)(lim - from) >= nl) {
+        const char *c = memchr(from, needle[0], (size_t)(lim - from) - nl + 1);
+        if (!c) return NULL;
+        if (!memcmp(c, needle, nl)) return c;
+        from = c + 1;
+    }
+    return NULL;
+}
+
 static char *find_default_system(const char *j)
 {
     static const char *const heads[2] = {"<|im_start|>system\\n", "<|im_start|>system\n"};
+    const char *lim = j + strlen(j);
     for (int h = 0; h < 2; h++) {
         size_t hl = strlen(heads[h]);
-        for (const char *p = strstr(j, heads[h]); p; p = strstr(p + 1, heads[h])) {
+        const char *end = NULL, *bad = NULL; /* cached: first at or after some earlier text */
+        for (const char *p = find(j, lim, heads[h]); p; p = find(p + 1, lim, heads[h])) {
             const char *text = p + hl;
-            const char *end = strstr(text, "<|im_end|>");
-            if (!end || end == text) continue;
+            if (!end || end < text) {
+                end = find(text, lim, "<|im_end|>");
+                if (!end) break; /* no later head can have an end either */
+            }
+            if (end == text) continue;
+            if (!bad || bad < text) {
+                bad = text;
+                while (bad < lim && !strchr("'\"{}\\", *bad)) bad++;
+            }
+            if (bad < end) continue; /* not plain */
             size_t n = (size_t)(end - text);
-            bool plain = true;
-            for (size_t i = 0; i < n && plain; i++)
-                if (strchr("'\"{}\\", text[i])) plain = false;
-            if (!plain) continue;
-            char *s = malloc(n + 1);
-            if (!s) return NULL;
-            memcpy(s, text, n);
-            s[n] = '\0';
-            return s;
+            char *sys = malloc(n + 1);
+            if (!sys) return NULL;
+            memcpy(sys, text, n);
+            sys[n] = '\0';
+            return sys;
         }
     }
     return NULL;
+}
+
+/* The warning for a template no family matched: its size and first bytes,
+ * escaped (util/escape.h). NULL if out of memory. */
+static char *unknown_template_warning(const char *jinja)
+{
+    size_t n = strlen(jinja), used;
+    char head[64];
+    sl_escape(head, sizeof head - 3, jinja, n < 40 ? n : 40, &used);
+    if (used < n) strcat(head, "...");
+    const char *fmt = "the model's chat template (tokenizer.chat_template, %zu bytes: '%s') is "
+                      "not one sluice recognises; using the plain format (System:/User:/"
+                      "Assistant:); --chat-template NAME chooses another";
+    size_t cap = strlen(fmt) + sizeof head + 24;
+    char *w = malloc(cap);
+    if (w) snprintf(w, cap, fmt, n, head);
+    return w;
 }
 
 static char *dup_or_empty(const char *s)
@@ -116,6 +159,7 @@ void sl_chat_template_free(sl_chat_template *t)
     free(t->eos_text);
     free(t->turn_end);
     free(t->date);
+    free(t->warning);
     memset(t, 0, sizeof *t);
 }
 
@@ -130,12 +174,16 @@ int sl_chat_template_init(sl_chat_template *t, const char *jinja, const sl_chat_
     } else {
         t->family = sl_chat_detect(jinja);
     }
+    bool oom = false;
+    if (!o.name && t->family == SL_CHAT_PLAIN && jinja && *jinja) {
+        t->warning = unknown_template_warning(jinja);
+        oom = !t->warning;
+    }
     t->enable_thinking = o.enable_thinking;
     const char *eos = o.eos_text;
     if (!eos) eos = t->family == SL_CHAT_TULU ? "<|endoftext|>" : "</s>";
     t->bos_text = dup_or_empty(o.bos_text);
     t->eos_text = dup_or_empty(eos);
-    bool oom = false;
     if ((t->family == SL_CHAT_CHATML || t->family == SL_CHAT_QWEN3) && jinja) {
         t->default_system = find_default_system(jinja); /* NULL if none (or no memory) */
         /* thinking-only models open the think block in the template */
@@ -144,7 +192,7 @@ int sl_chat_template_init(sl_chat_template *t, const char *jinja, const sl_chat_
     }
     if (t->family == SL_CHAT_LLAMA3 && (o.date || (jinja && has(jinja, "Cutting Knowledge Date")))) {
         t->date = dup_or_empty(o.date ? o.date : "26 Jul 2024");
-        oom = !t->date;
+        oom = oom || !t->date;
     }
 
     const char *te = "\n";
@@ -192,6 +240,11 @@ int sl_chat_template_init(sl_chat_template *t, const char *jinja, const sl_chat_
         return sl_err_set(err, SL_ENOMEM, "chat template: out of memory");
     }
     return SL_OK;
+}
+
+const char *sl_chat_template_warning(const sl_chat_template *t)
+{
+    return t->warning;
 }
 
 const char *sl_chat_turn_end(const sl_chat_template *t)

@@ -111,6 +111,7 @@ typedef struct sl_chat_template {
     bool enable_thinking;
     bool think_prefix;    /* generation prompt continues with "<think>\n" */
     const char *stops[4]; /* NULL-terminated; point into static strings or eos_text */
+    char *warning;        /* owned; see sl_chat_template_warning, or NULL */
 } sl_chat_template;
 
 /* The defaults: detect, no BOS text, family EOS, thinking on. */
@@ -132,10 +133,18 @@ const char *sl_chat_family_name(sl_chat_family f);
 int sl_chat_family_from_name(const char *name, sl_chat_family *out, sl_err *err);
 
 /* Builds a template from the model's chat_template string (may be NULL) and
- * opts (may be NULL for the defaults). SL_EINVAL for an unknown override
- * name, SL_ENOMEM. Free with sl_chat_template_free. */
+ * opts (may be NULL for the defaults). Any string is accepted and handled in
+ * time linear in its length; one no family matches gives the plain format
+ * and a warning (sl_chat_template_warning). SL_EINVAL for an unknown
+ * override name, SL_ENOMEM. Free with sl_chat_template_free. */
 int sl_chat_template_init(sl_chat_template *t, const char *jinja, const sl_chat_opts *opts,
                           sl_err *err);
+
+/* NULL, or a sentence for the front-end to show when the model's template
+ * (a non-empty chat_template, no override name) matched no family and the
+ * plain format is used: it gives the template's size and its first 40
+ * bytes, escaped (util/escape.h), so it is safe to print. Owned by t. */
+const char *sl_chat_template_warning(const sl_chat_template *t);
 
 /* Frees the owned strings; safe on a zeroed template. */
 void sl_chat_template_free(sl_chat_template *t);

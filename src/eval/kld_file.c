@@ -91,6 +91,16 @@ int sl_kld_row_view(const uint8_t *bytes, int32_t n_vocab, sl_kld_row *out, cons
         return sl_err_set(err, SL_EFORMAT,
                           "%s%smin_log_prob is %g, expected a finite value <= 0",
                           where ? where : "", where ? ": " : "", (double)out->min_log_prob);
+    /* the largest value a q can decode to (q = 65535), in the float
+     * arithmetic of sl_kld_row_logprob: finite for every real row (it is
+     * -log-sum-exp, <= 0), +inf when a huge scale overflows */
+    const float top = out->scale * 65535.0f + out->min_log_prob;
+    if (!isfinite(top))
+        return sl_err_set(err, SL_EFORMAT,
+                          "%s%sscale %g with min_log_prob %g decodes to a non-finite "
+                          "log-probability",
+                          where ? where : "", where ? ": " : "", (double)out->scale,
+                          (double)out->min_log_prob);
     return SL_OK;
 }
 
@@ -253,15 +263,20 @@ int sl_kld_base_open(sl_kld_base *b, const char *path, int32_t model_n_vocab, sl
     b->n_scored = sl_kld_rows_per_chunk(b->n_ctx);
     b->row_bytes = sl_kld_row_bytes(b->n_vocab);
 
-    /* All three factors are < 2^31, so the products fit; the checked
-     * helpers guard the sums and the final size all the same. */
+    /* n_ctx, n_chunk and n_vocab are each < 2^31, so the counts fit in 64
+     * bits; the byte sizes need not (2^30 rows x 2^31 chunks x 2^32 bytes):
+     * everything past the counts is checked. */
     const uint64_t n_tok = (uint64_t)b->n_ctx * (uint64_t)b->n_chunk;
     const uint64_t n_rows = (uint64_t)b->n_scored * (uint64_t)b->n_chunk;
-    uint64_t tok_end, rows_bytes, expected;
-    if (!sl_add_u64(SL_KLD_HEADER_BYTES, n_tok * 4, &tok_end) ||
+    uint64_t tok_bytes, tok_end, rows_bytes, expected;
+    if (!sl_mul_u64(n_tok, 4, &tok_bytes) || !sl_add_u64(SL_KLD_HEADER_BYTES, tok_bytes, &tok_end) ||
         !sl_mul_u64(n_rows, b->row_bytes, &rows_bytes) ||
-        !sl_add_u64(tok_end, rows_bytes, &expected)) {
-        rc = sl_err_set(err, SL_EFORMAT, "KLD base '%s': header sizes overflow", path);
+        !sl_add_u64(tok_end, rows_bytes, &expected) || n_tok > SIZE_MAX / 4) {
+        rc = sl_err_set(err, SL_EFORMAT,
+                        "KLD base '%s': the header's n_ctx %d, n_vocab %d and n_chunk %d "
+                        "describe a file of more than 2^64 bytes (the file has %llu)",
+                        path, (int)b->n_ctx, (int)b->n_vocab, (int)b->n_chunk,
+                        (unsigned long long)size);
         goto err;
     }
     b->rows_offset = tok_end;

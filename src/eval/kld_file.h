@@ -92,7 +92,9 @@ static inline float sl_kld_row_logprob(const sl_kld_row *r, int32_t i)
 }
 
 /* Interprets bytes (one encoded row) as a row; fails with SL_EFORMAT if the
- * scale is not finite and >= 0 or min_log_prob is not finite and <= 0.
+ * scale is not finite and >= 0, min_log_prob is not finite and <= 0, or
+ * the largest value a q decodes to (scale * 65535 + min_log_prob) is not
+ * finite.
  * `where` (may be NULL) prefixes the message, e.g. "chunk 3 row 7". */
 int sl_kld_row_view(const uint8_t *bytes, int32_t n_vocab, sl_kld_row *out, const char *where,
                     sl_err *err);
@@ -144,7 +146,9 @@ typedef struct sl_kld_base {
 /* Opens and validates a base file: magic, header fields, exact file size
  * (a truncated file names the first incomplete chunk/row and its offset;
  * trailing bytes are an error too), and every token id against n_vocab.
- * If model_n_vocab > 0 the file's n_vocab must equal it. All failures are
+ * If model_n_vocab > 0 the file's n_vocab must equal it. Header counts whose
+ * sizes overflow 64 bits are refused, naming them, before anything is
+ * allocated; allocations never exceed what the file holds. All failures are
  * SL_EFORMAT (SL_EINVAL for the n_vocab mismatch, SL_EUNSUPPORTED for a
  * fork's "_logits_v2" file, SL_EIO for OS errors) with the field and byte
  * offset in the message; b is closed on failure. */

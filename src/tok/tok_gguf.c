@@ -52,7 +52,9 @@ static int get_strings(const sl_gguf *g, const char *key, bool required, sl_tok_
     return SL_OK;
 }
 
-/* A per-token numeric array (scores or types) with at least n entries. */
+/* A per-token numeric array (scores or types) with at least n entries: a
+ * shorter one is an error (llama.cpp refuses it too, "Index out of array
+ * bounds"), entries past n are ignored (as llama.cpp ignores them). */
 static int get_numbers(const sl_gguf *g, const char *key, uint32_t n, bool as_float,
                        void **out, sl_err *err)
 {
@@ -68,8 +70,9 @@ static int get_numbers(const sl_gguf *g, const char *key, uint32_t n, bool as_fl
                           a ? sl_gguf_vtype_name(a->type) : sl_gguf_vtype_name(kv->value.type),
                           as_float ? "float32" : "int32");
     if (a->n < n)
-        return sl_err_set(err, SL_EFORMAT, "%s has %llu entries, expected %u (one per token)", key,
-                          (unsigned long long)a->n, n);
+        return sl_err_set(err, SL_EFORMAT,
+                          "%s has %llu entries, expected %u (one per token of " KEY_TOKENS ")",
+                          key, (unsigned long long)a->n, n);
     if (as_float) {
         float *v = malloc((size_t)(n ? n : 1) * sizeof *v);
         if (!v) return sl_err_set(err, SL_ENOMEM, "out of memory reading %s", key);
@@ -145,6 +148,12 @@ int sl_tokenizer_load(sl_tokenizer **out, const sl_gguf *g, sl_err *err)
     spec.name = sl_gguf_get_str(g, "general.name");
 
     if ((rc = get_strings(g, KEY_TOKENS, true, &tokens, &spec.n_tokens, err))) goto done;
+    if (spec.n_tokens == 0) {
+        rc = sl_err_set(err, SL_EFORMAT, "%s at byte %llu is an empty array: the vocabulary has "
+                        "no tokens", KEY_TOKENS,
+                        (unsigned long long)sl_gguf_find(g, KEY_TOKENS)->file_offset);
+        goto done;
+    }
     spec.tokens = tokens;
     if ((rc = get_numbers(g, KEY_SCORES, spec.n_tokens, true, (void **)&scores, err))) goto done;
     spec.scores = scores;

@@ -87,6 +87,7 @@ struct sl_tokenizer {
     int pre_set;
     const char *pre_name;      /* static string */
     char *pre_warning;         /* NULL or an owned sentence */
+    char *id_warning;          /* NULL or owned: special ids out of range */
     sl_tok_pretok pretok;
 
     /* SPM */

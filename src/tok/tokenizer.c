@@ -8,6 +8,8 @@
  * GGUF format (tok_gguf.c) nor the encoders' inner workings. */
 #include "tok/tok_internal.h"
 
+#include "util/escape.h"
+
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,6 +32,7 @@ void sl_tokenizer_free(sl_tokenizer *tok)
     free(tok->merge_pool);
     sl_tok_map_free(&tok->merges);
     free(tok->pre_warning);
+    free(tok->id_warning);
     sl_tok_pretok_free(&tok->pretok);
     free(tok->specials);
     sl_tok_map_free(&tok->special_map);
@@ -57,6 +60,7 @@ static int build_vocab(sl_tokenizer *tok, const sl_tok_spec *spec, sl_err *err)
     tok->tokens = calloc(spec->n_tokens, sizeof *tok->tokens);
     tok->pool = malloc(total ? total : 1);
     if (!tok->tokens || !tok->pool) goto nomem;
+    /* token types outside 0..6 read as UNDEFINED, as llama.cpp maps them */
     uint32_t off = 0;
     for (uint32_t i = 0; i < spec->n_tokens; i++) {
         sl_tok_entry *t = &tok->tokens[i];
@@ -71,7 +75,9 @@ static int build_vocab(sl_tokenizer *tok, const sl_tok_spec *spec, sl_err *err)
     }
     if (!sl_tok_map_init(&tok->vocab, tok->pool, spec->n_tokens)) goto nomem;
     /* Duplicate texts: the first id wins (later ones are unreachable by
-     * encoding but still decode). Empty texts cannot be matched at all. */
+     * encoding but still decode). llama.cpp refuses such a vocabulary with
+     * an assertion; here no lookup depends on texts being unique, so it is
+     * accepted. Empty texts cannot be matched at all. */
     for (uint32_t i = 0; i < spec->n_tokens; i++)
         if (tok->tokens[i].len) sl_tok_map_put(&tok->vocab, tok->tokens[i].off, tok->tokens[i].len, 0, (int32_t)i);
     return SL_OK;
@@ -115,15 +121,21 @@ static int setup_pre(sl_tokenizer *tok, const char *pre, sl_err *err)
     bool ignore_merges = false, add_bos = false;
     const char *name = pre ? sl_tok_pre_lookup(pre, &set, &ignore_merges, &add_bos) : NULL;
     if (!name) {
-        char msg[200];
-        if (pre)
+        char msg[256];
+        if (pre) {
+            /* the name is the file's: escaped (util/escape.h), at most 80 bytes */
+            char shown[84];
+            size_t n = strlen(pre), used;
+            sl_escape(shown, sizeof shown - 3, pre, n, &used);
+            if (used < n) strcat(shown, "...");
             snprintf(msg, sizeof msg,
-                     "unknown pre-tokenizer '%.80s'; splitting with the default patterns, "
-                     "tokens may differ from the model's own tokenizer", pre);
-        else
+                     "unknown pre-tokenizer '%s'; splitting with the default patterns, "
+                     "tokens may differ from the model's own tokenizer", shown);
+        } else {
             snprintf(msg, sizeof msg,
                      "the file names no pre-tokenizer (tokenizer.ggml.pre); splitting with the "
                      "default patterns, tokens may differ from the model's own tokenizer");
+        }
         tok->pre_warning = strdup(msg);
         if (!tok->pre_warning) return sl_err_set(err, SL_ENOMEM, "out of memory");
         name = "default";
@@ -136,12 +148,27 @@ static int setup_pre(sl_tokenizer *tok, const char *pre, sl_err *err)
     return sl_tok_pretok_init(&tok->pretok, set, err);
 }
 
-/* An id from metadata overrides the default if it is in range. */
-static int32_t pick_id(const sl_tokenizer *tok, int64_t from_spec, int32_t dflt)
+/* An id from metadata overrides the default if it is in range. One outside
+ * the vocabulary is ignored and the default kept, as llama.cpp does ("bad
+ * special token ... using default id"), and said in tok->id_warning; a
+ * warning that cannot be stored for lack of memory is dropped. */
+static int32_t pick_id(sl_tokenizer *tok, const char *key, int64_t from_spec, int32_t dflt)
 {
-    if (from_spec >= 0 && from_spec < (int64_t)tok->n_tokens) return (int32_t)from_spec;
-    if (dflt >= 0 && (uint32_t)dflt < tok->n_tokens) return dflt;
-    return SL_TOK_NONE;
+    int32_t d = (dflt >= 0 && (uint32_t)dflt < tok->n_tokens) ? dflt : SL_TOK_NONE;
+    if (from_spec < 0) return d;
+    if (from_spec < (int64_t)tok->n_tokens) return (int32_t)from_spec;
+    char one[160], dflt_text[24] = "none";
+    if (d != SL_TOK_NONE) snprintf(dflt_text, sizeof dflt_text, "%d", (int)d);
+    snprintf(one, sizeof one, "%s is %lld, outside the %u-token vocabulary: ignored (default: %s)",
+             key, (long long)from_spec, tok->n_tokens, dflt_text);
+    size_t old = tok->id_warning ? strlen(tok->id_warning) : 0, add = strlen(one);
+    char *w = realloc(tok->id_warning, old + add + 3);
+    if (w) {
+        if (old) memcpy(w + old, "; ", 2), old += 2;
+        memcpy(w + old, one, add + 1);
+        tok->id_warning = w;
+    }
+    return d;
 }
 
 static void make_control(sl_tokenizer *tok, int32_t id)
@@ -173,12 +200,12 @@ static const char *const k_eog_texts[] = {
 static void setup_special_ids(sl_tokenizer *tok, const sl_tok_spec *spec)
 {
     bool spm = tok->model == SL_TOK_MODEL_SPM;
-    tok->bos = pick_id(tok, spec->bos, spm ? 1 : SL_TOK_NONE);
-    tok->eos = pick_id(tok, spec->eos, spm ? 2 : SL_TOK_NONE);
-    tok->unk = pick_id(tok, spec->unk, spm ? 0 : SL_TOK_NONE);
-    tok->pad = pick_id(tok, spec->pad, SL_TOK_NONE);
-    tok->eot = pick_id(tok, spec->eot, SL_TOK_NONE);
-    tok->eom = pick_id(tok, spec->eom, SL_TOK_NONE);
+    tok->bos = pick_id(tok, "tokenizer.ggml.bos_token_id", spec->bos, spm ? 1 : SL_TOK_NONE);
+    tok->eos = pick_id(tok, "tokenizer.ggml.eos_token_id", spec->eos, spm ? 2 : SL_TOK_NONE);
+    tok->unk = pick_id(tok, "tokenizer.ggml.unknown_token_id", spec->unk, spm ? 0 : SL_TOK_NONE);
+    tok->pad = pick_id(tok, "tokenizer.ggml.padding_token_id", spec->pad, SL_TOK_NONE);
+    tok->eot = pick_id(tok, "tokenizer.ggml.eot_token_id", spec->eot, SL_TOK_NONE);
+    tok->eom = pick_id(tok, "tokenizer.ggml.eom_token_id", spec->eom, SL_TOK_NONE);
 
     if (tok->eot == SL_TOK_NONE) {
         for (size_t i = 0; i < sizeof k_eot_texts / sizeof *k_eot_texts; i++) {
@@ -347,6 +374,7 @@ sl_tok_model sl_tokenizer_model(const sl_tokenizer *tok) { return tok->model; }
 uint32_t sl_tokenizer_n_tokens(const sl_tokenizer *tok) { return tok->n_tokens; }
 const char *sl_tokenizer_pre_name(const sl_tokenizer *tok) { return tok->pre_name; }
 const char *sl_tokenizer_pre_warning(const sl_tokenizer *tok) { return tok->pre_warning; }
+const char *sl_tokenizer_id_warning(const sl_tokenizer *tok) { return tok->id_warning; }
 int32_t sl_tokenizer_bos(const sl_tokenizer *tok) { return tok->bos; }
 int32_t sl_tokenizer_eos(const sl_tokenizer *tok) { return tok->eos; }
 int32_t sl_tokenizer_eot(const sl_tokenizer *tok) { return tok->eot; }

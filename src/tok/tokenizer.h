@@ -76,7 +76,11 @@ void sl_tok_spec_init(sl_tok_spec *spec);
 
 /* Builds a tokenizer from a description. On success *out owns copies of all
  * strings. Fails with SL_EUNSUPPORTED for other tokenizer models, SL_EFORMAT
- * for an inconsistent vocabulary (no tokens, an id out of range), SL_ENOMEM. */
+ * for an inconsistent vocabulary (no tokens, add_bos/add_eos without the
+ * token), SL_ENOMEM. Special ids out of range are ignored with a warning
+ * (sl_tokenizer_id_warning); merges that are not "left right" or whose
+ * result is not a token are kept as llama.cpp keeps them (unusable, or
+ * falling back to single-byte tokens). */
 int sl_tokenizer_build(sl_tokenizer **out, const sl_tok_spec *spec, sl_err *err);
 
 /* Builds a tokenizer from the tokenizer.ggml.* metadata of an open GGUF file
@@ -97,6 +101,11 @@ const char *sl_tokenizer_pre_name(const sl_tokenizer *tok);
 /* NULL, or a sentence saying the file's pre-tokenizer was missing or unknown
  * and the default patterns are used instead (for the CLI to warn). */
 const char *sl_tokenizer_pre_warning(const sl_tokenizer *tok);
+/* NULL, or sentences (joined by "; ") naming each special-token id in the
+ * metadata (tokenizer.ggml.bos_token_id, ...) that lies outside the
+ * vocabulary: it was ignored and the model type's default kept, as
+ * llama.cpp does (for the CLI to warn). Owned by tok. */
+const char *sl_tokenizer_id_warning(const sl_tokenizer *tok);
 
 /* Special ids, SL_TOK_NONE if the vocabulary has none. */
 int32_t sl_tokenizer_bos(const sl_tokenizer *tok);

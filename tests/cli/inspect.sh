@@ -131,6 +131,27 @@ if [ -f "$work/arch-qwen2moe.gguf" ]; then
     check "qwen2moe: shared expert counted as dense" [ "$(json "$work/q2.json" "any('shexp' in t['name'] for t in d['tensors']), sum(t['bytes'] for t in d['tensors'] if '_exps' in t['name']) == d['sizing']['routed_expert_bytes']")" = "True True" ]
 fi
 
+# ---- one expert stored 2-D (gguf-py / llama.cpp), issue 10 D5 ---------------
+# dense1-Q8_0 is a llama file with llama.expert_count 1 whose experts are
+# [n_embd, n_ff] / [n_ff, n_embd] (the trailing expert dimension of 1 is
+# dropped). The expert count must be 1 and one expert's bytes per layer the
+# sum of that layer's three _exps tensors as the tensor table lists them.
+ref=/work/shared/fixtures/reference/dense1-Q8_0.gguf
+if [ ! -f "$ref" ]; then
+    echo "skipped: $ref not found"
+else
+    "$SLUICE" inspect --json "$ref" >"$work/d1.json" 2>"$work/d1.err"
+    check "dense1: inspect --json exits 0" [ $? -eq 0 ]
+    check "dense1: experts are 2-D in the file" [ "$(json "$work/d1.json" "sorted(set(len(t['shape']) for t in d['tensors'] if '_exps' in t['name']))")" = "[2]" ]
+    check "dense1: every layer has 1 expert, none flagged" [ "$(json "$work/d1.json" "d['sizing']['expert_count'], sorted(set(l['experts'] for l in d['sizing']['layers'])), len(d['sizing']['layers'])")" = "1 [1] 3" ]
+    check "dense1: bytes per expert = sum of the layer's three _exps tensors" [ "$(json "$work/d1.json" "all(l['bytes_per_expert'] == sum(t['bytes'] for t in d['tensors'] if t['name'].startswith('blk.%d.' % l['layer']) and t['name'].split('.')[2] in ('ffn_gate_exps', 'ffn_up_exps', 'ffn_down_exps')) > 0 for l in d['sizing']['layers'])")" = True ]
+    check "dense1: per projection = that tensor's bytes" [ "$(json "$work/d1.json" "all(l[p] == [t['bytes'] for t in d['tensors'] if t['name'] == 'blk.%d.ffn_%s_exps.weight' % (l['layer'], p)][0] for l in d['sizing']['layers'] for p in ('gate', 'up', 'down'))")" = True ]
+    "$SLUICE" inspect "$ref" >"$work/d1.txt" 2>&1
+    # text: the layer row reads "0-2  1  <per expert>" with no "!" mark
+    check "dense1: text row shows 1 expert, no mismatch mark" grep -Eq '^    0-2 +1  +[0-9.]+ KiB' "$work/d1.txt"
+    check "dense1: text has no '!' expert count" bash -c "! grep -Eq '^    [0-9-]+ +[0-9]+!' '$work/d1.txt'"
+fi
+
 # ---- errors and usage ---------------------------------------------------------
 printf 'GGUF\001\000\000\000' >"$work/v1.gguf"
 "$SLUICE" inspect "$work/v1.gguf" >/dev/null 2>"$work/v1.err"

@@ -7,6 +7,7 @@
  * user "Hi!", assistant "Hello.", user "Name a color.". */
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "chat/chat.h"
 #include "test.h"
@@ -435,6 +436,121 @@ TEST(thinking_only_chatml_opens_the_think_block)
     sl_chat_template_free(&t);
 }
 
+/* Builds a template from a hostile jinja string; returns the family. */
+static sl_chat_family init_from(sl_chat_template *t, const char *jinja)
+{
+    sl_err err = {0};
+    int rc = sl_chat_template_init(t, jinja, NULL, &err);
+    CHECK_MSG(rc == SL_OK, "init: %s", err.msg);
+    return rc ? (sl_chat_family)-1 : t->family;
+}
+
+TEST(unknown_template_falls_back_to_plain_with_an_escaped_warning)
+{
+    sl_chat_template t;
+    /* 59 bytes (23 + 5 + 15 + 4 + 12) with ESC sequences: the warning gives
+     * the size and the first 40 bytes escaped ("{% for m in messages %}" is
+     * 23 bytes, ESC [ 3 1 m 5 more, shown as "\x1b[31m", then 12 bytes of
+     * "{{ m.content }}"), then "..." */
+    const char *j = "{% for m in messages %}\x1b[31m{{ m.content }}\x1b[0m{% endfor %}";
+    CHECK_EQ_INT(init_from(&t, j), SL_CHAT_PLAIN);
+    const char *w = sl_chat_template_warning(&t);
+    CHECK(w && strchr(w, 0x1b) == NULL);
+    CHECK_STR_CONTAINS(w, "(tokenizer.chat_template, 59 bytes: '{% for m in messages %}\\x1b[31m"
+                          "{{ m.content...')");
+    CHECK_STR_CONTAINS(w, "using the plain format");
+    /* the fallback renders as plain does */
+    sl_chat_msg m[1] = {{"user", "Hi"}};
+    char *out = NULL;
+    sl_err err = {0};
+    CHECK_EQ_INT(sl_chat_render(&t, m, 1, true, &out, &err), SL_OK);
+    CHECK(out && !strcmp(out, "User: Hi\nAssistant:"));
+    free(out);
+    sl_chat_template_free(&t);
+
+    /* C1 control and invalid UTF-8 in the head of the template */
+    CHECK_EQ_INT(init_from(&t, "\xc2\x9b" "2J\xff tail"), SL_CHAT_PLAIN);
+    CHECK_STR_CONTAINS(sl_chat_template_warning(&t), "10 bytes: '\\xc2\\x9b2J\\xff tail')");
+    sl_chat_template_free(&t);
+
+    /* a known family, no template, an empty one, or an override: no warning */
+    CHECK_EQ_INT(init_from(&t, "<|im_start|>{{ x }}"), SL_CHAT_CHATML);
+    CHECK(sl_chat_template_warning(&t) == NULL);
+    sl_chat_template_free(&t);
+    CHECK_EQ_INT(init_from(&t, NULL), SL_CHAT_PLAIN);
+    CHECK(sl_chat_template_warning(&t) == NULL);
+    sl_chat_template_free(&t);
+    CHECK_EQ_INT(init_from(&t, ""), SL_CHAT_PLAIN);
+    CHECK(sl_chat_template_warning(&t) == NULL);
+    sl_chat_template_free(&t);
+    sl_chat_opts o = sl_chat_opts_default();
+    o.name = "plain";
+    CHECK_EQ_INT(sl_chat_template_init(&t, "whatever", &o, &err), SL_OK);
+    CHECK(sl_chat_template_warning(&t) == NULL);
+    sl_chat_template_free(&t);
+}
+
+TEST(template_with_a_nul_is_read_up_to_it)
+{
+    /* a GGUF string may hold a NUL; C code sees the part before it: here
+     * "abc", which matches no family, so the markers after it are unseen */
+    static const char j[] = "abc\0<|im_start|>system\nHidden<|im_end|>";
+    sl_chat_template t;
+    CHECK_EQ_INT(init_from(&t, j), SL_CHAT_PLAIN);
+    CHECK_STR_CONTAINS(sl_chat_template_warning(&t), "3 bytes: 'abc'");
+    CHECK(t.default_system == NULL);
+    sl_chat_template_free(&t);
+}
+
+/* A 16 MiB string made of `unit` repeated, then `tail`. */
+static char *repeat(const char *unit, const char *tail)
+{
+    const size_t total = 16u << 20, ul = strlen(unit), tl = strlen(tail);
+    char *s = malloc(total + tl + 1);
+    if (!s) return NULL;
+    size_t o = 0;
+    while (o + ul <= total) memcpy(s + o, unit, ul), o += ul;
+    memcpy(s + o, tail, tl + 1);
+    return s;
+}
+
+TEST(huge_templates_are_handled_in_linear_time)
+{
+    /* 16 MiB of ChatML system heads: without an end marker, then with one
+     * end marker at the very end but a brace in every head's text, then
+     * with plain text: each must finish quickly (a quadratic search would
+     * take hours) and find the default system text only in the last case,
+     * where it is the last head's text "S" */
+    clock_t t0 = clock();
+    char *a = repeat("<|im_start|>system\\n", "");
+    char *b = repeat("<|im_start|>system\\n{", "<|im_end|>");
+    char *c = repeat("<|im_start|>system\\n{", "<|im_start|>system\\nS<|im_end|>");
+    CHECK(a && b && c);
+    if (!a || !b || !c) goto out;
+    sl_chat_template t;
+    CHECK_EQ_INT(init_from(&t, a), SL_CHAT_CHATML);
+    CHECK(t.default_system == NULL);
+    sl_chat_template_free(&t);
+    CHECK_EQ_INT(init_from(&t, b), SL_CHAT_CHATML);
+    CHECK(t.default_system == NULL);
+    sl_chat_template_free(&t);
+    CHECK_EQ_INT(init_from(&t, c), SL_CHAT_CHATML);
+    CHECK(t.default_system && !strcmp(t.default_system, "S"));
+    sl_chat_template_free(&t);
+    /* 16 MiB that matches nothing: plain, the warning shows 40 bytes */
+    free(a);
+    a = repeat("{{ x }}", "");
+    CHECK_EQ_INT(init_from(&t, a), SL_CHAT_PLAIN);
+    CHECK(sl_chat_template_warning(&t) && strlen(sl_chat_template_warning(&t)) < 400);
+    sl_chat_template_free(&t);
+    double secs = (double)(clock() - t0) / CLOCKS_PER_SEC;
+    CHECK_MSG(secs < 20.0, "took %.1f s", secs);
+out:
+    free(a);
+    free(b);
+    free(c);
+}
+
 int main(void)
 {
     RUN(chatml_two_turns);
@@ -449,5 +565,8 @@ int main(void)
     RUN(plain_fallback_two_turns);
     RUN(detection_from_template_text);
     RUN(name_override_and_errors);
+    RUN(unknown_template_falls_back_to_plain_with_an_escaped_warning);
+    RUN(template_with_a_nul_is_read_up_to_it);
+    RUN(huge_templates_are_handled_in_linear_time);
     return TEST_REPORT();
 }

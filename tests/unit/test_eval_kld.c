@@ -413,6 +413,75 @@ TEST(corrupt_base_files_are_rejected_with_clear_messages)
                       "n_vocab at offset 12 is 5 but the model's vocabulary has 6 tokens");
 }
 
+static void put32(uint8_t *p, uint32_t v)
+{
+    p[0] = (uint8_t)v, p[1] = (uint8_t)(v >> 8), p[2] = (uint8_t)(v >> 16), p[3] = (uint8_t)(v >> 24);
+}
+/* n_ctx, n_vocab and n_chunk all 2^31 - 1: 2^30 rows of 2^32 + 8 bytes in
+ * each of 2^31 chunks, about 2^93 bytes: refused before any allocation */
+static void absurd_all(uint8_t *b, long *n) { (void)n; put32(b + 8, INT32_MAX); put32(b + 12, INT32_MAX); put32(b + 16, INT32_MAX); }
+/* n_ctx 2^31 - 1 with 2 chunks in a 204-byte file: the tokens take
+ * 20 + 2 * 2147483647 * 4 = 17179869196 bytes, the rows 2 chunks x
+ * (2147483647 - 1 - 1073741823 = 1073741823) rows x 20 bytes = 42949672920,
+ * 60129542116 in all; truncated at token (204 - 20)/4 = 46, offset 204 */
+static void absurd_ctx(uint8_t *b, long *n) { (void)n; put32(b + 8, INT32_MAX); }
+static void absurd_chunks(uint8_t *b, long *n) { (void)n; put32(b + 16, INT32_MAX); }
+/* n_vocab 2^31 - 1 (the model pin is off): each row 2^32 + 6 bytes; the
+ * tokens (64 bytes) fit, the first row does not */
+static void absurd_vocab(uint8_t *b, long *n) { (void)n; put32(b + 12, INT32_MAX); }
+/* token 3 at offset 32 = 0xffffffff, read as -1 */
+static void token_neg(uint8_t *b, long *n) { (void)n; put32(b + 32, 0xffffffffu); }
+
+TEST(absurd_header_counts_are_refused_before_allocating)
+{
+    expect_open_fails("a1", absurd_all, 0, SL_EFORMAT,
+                      "n_ctx 2147483647, n_vocab 2147483647 and n_chunk 2147483647 describe a "
+                      "file of more than 2^64 bytes (the file has 204)");
+    expect_open_fails("a2", absurd_ctx, 0, SL_EFORMAT,
+                      "truncated in the tokens: 204 bytes, expected 60129542116");
+    expect_open_fails("a2b", absurd_ctx, 0, SL_EFORMAT, "token 46 at offset 204 is incomplete");
+    expect_open_fails("a3", absurd_chunks, 0, SL_EFORMAT, "truncated in the tokens");
+    expect_open_fails("a4", absurd_vocab, 0, SL_EFORMAT, "chunk 0 row 0 at offset 84 is incomplete");
+    /* with the model's vocabulary given, the mismatch is named first */
+    expect_open_fails("a5", absurd_vocab, EX_VOCAB, SL_EINVAL,
+                      "n_vocab at offset 12 is 2147483647 but the model's vocabulary has 5");
+    expect_open_fails("a6", token_neg, 0, SL_EFORMAT,
+                      "token 3 (chunk 0) at offset 32 is -1, outside the vocabulary [0, 5)");
+}
+
+TEST(non_finite_log_probabilities_are_refused_when_read)
+{
+    /* chunk 0: row 0 (offset 84) min_log_prob = -inf; row 1 (offset 104)
+     * scale = FLT_MAX, so q = 65535 decodes to +inf; row 2 (offset 124)
+     * min_log_prob = NaN */
+    char path[512];
+    t_path(path, sizeof path, "infrow.kld");
+    CHECK_EQ_INT(write_example(path), SL_OK);
+    uint8_t buf[EX_SIZE];
+    read_all(path, buf, EX_SIZE);
+    const float ninf = -INFINITY, big = 3.4028235e38f, nan_f = NAN;
+    memcpy(buf + 88, &ninf, 4);
+    memcpy(buf + 104, &big, 4);
+    memcpy(buf + 128, &nan_f, 4);
+    write_all(path, buf, EX_SIZE);
+    sl_kld_base b;
+    sl_err err = {0};
+    CHECK_EQ_INT(sl_kld_base_open(&b, path, EX_VOCAB, &err), SL_OK);
+    CHECK_EQ_INT(sl_kld_base_read_chunk(&b, 0, &err), SL_OK);
+    sl_kld_row row;
+    CHECK_EQ_INT(sl_kld_base_row(&b, 0, &row, &err), SL_EFORMAT);
+    CHECK_STR_CONTAINS(err.msg, "chunk 0 row 0 at offset 84: min_log_prob is -inf");
+    CHECK_EQ_INT(sl_kld_base_row(&b, 1, &row, &err), SL_EFORMAT);
+    CHECK_STR_CONTAINS(err.msg, "chunk 0 row 1 at offset 104: scale 3.40282e+38");
+    CHECK_STR_CONTAINS(err.msg, "decodes to a non-finite log-probability");
+    CHECK_EQ_INT(sl_kld_base_row(&b, 2, &row, &err), SL_EFORMAT);
+    CHECK_STR_CONTAINS(err.msg, "min_log_prob is nan");
+    /* chunk 1 is intact */
+    CHECK_EQ_INT(sl_kld_base_read_chunk(&b, 1, &err), SL_OK);
+    for (int r = 0; r < EX_ROWS; r++) CHECK_EQ_INT(sl_kld_base_row(&b, r, &row, &err), SL_OK);
+    sl_kld_base_close(&b);
+}
+
 TEST(corrupt_row_is_rejected_when_read)
 {
     /* chunk 0 row 2 starts at 84 + 2*20 = 124: its scale becomes NaN */
@@ -551,6 +620,8 @@ int main(void)
     RUN(file_level_kld_matches_exact_kld);
     RUN(corrupt_base_files_are_rejected_with_clear_messages);
     RUN(corrupt_row_is_rejected_when_read);
+    RUN(absurd_header_counts_are_refused_before_allocating);
+    RUN(non_finite_log_probabilities_are_refused_when_read);
     RUN(writer_rejects_misuse);
     RUN(random_corruptions_never_crash);
     return TEST_REPORT();
