@@ -172,6 +172,7 @@ int cmd_chat(int argc, char **argv)
         fprintf(stderr, "sluice chat: %s, template %s, context %d tokens. Ctrl-C stops an "
                 "answer; Ctrl-C again or Ctrl-D quits.\n", sl_model_arch_name(g.m),
                 sl_chat_name(chat), n_ctx);
+    if (sl_chat_warning(chat)) fprintf(stderr, "sluice chat: warning: %s\n", sl_chat_warning(chat));
     stop_ctx sc = {chat, o.ignore_eos};
     /* markers that are not single tokens (plain's "\nUser:") end an answer too */
     const char *const *stops = o.ignore_eos ? NULL : sl_chat_stop_texts(chat);

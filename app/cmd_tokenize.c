@@ -140,6 +140,8 @@ int cmd_tokenize(int argc, char **argv)
     g = NULL;
     if (sl_tokenizer_pre_warning(tok))
         fprintf(stderr, "sluice tokenize: warning: %s\n", sl_tokenizer_pre_warning(tok));
+    if (sl_tokenizer_id_warning(tok))
+        fprintf(stderr, "sluice tokenize: warning: %s\n", sl_tokenizer_id_warning(tok));
 
     unsigned flags = 0;
     if (!no_bos && sl_tokenizer_add_bos(tok)) flags |= SL_TOK_ADD_BOS;

@@ -192,6 +192,8 @@ sl_model *model_flags_load(const model_flags *f, const char *cmd, const char *pa
         return NULL;
     }
     if (st.warning[0]) fprintf(stderr, "sluice %s: warning: %s\n", cmd, st.warning);
+    for (int i = 0; sl_model_warning(m, i); i++)
+        fprintf(stderr, "sluice %s: warning: %s\n", cmd, sl_model_warning(m, i));
     if (st.io_buffered_fallback)
         fprintf(stderr, "sluice %s: note: the filesystem refused O_DIRECT; experts are read "
                 "buffered and dropped from the page cache after each read\n", cmd);

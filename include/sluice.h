@@ -133,6 +133,10 @@ typedef struct sl_stream_stats {
 void sl_model_stream_stats(const sl_model *m, sl_stream_stats *out);
 
 /* Basic facts, for front-ends. */
+/* The i-th warning about the model's file (i from 0: an unknown
+ * pre-tokenizer, special token ids outside the vocabulary ...), escaped for
+ * a terminal, or NULL past the last. Owned by m. */
+const char *sl_model_warning(const sl_model *m, int i);
 int sl_model_n_vocab(const sl_model *m);
 int sl_model_n_ctx_train(const sl_model *m);
 const char *sl_model_arch_name(const sl_model *m);
@@ -331,6 +335,9 @@ void sl_chat_free(sl_chat *c);
 
 /* Family name in use, e.g. "chatml". */
 const char *sl_chat_name(const sl_chat *c);
+/* Why the file's chat template was not recognised (the plain format is used
+ * instead), escaped for a terminal; NULL when it was. Owned by c. */
+const char *sl_chat_warning(const sl_chat *c);
 
 /* Renders a whole conversation; with add_generation_prompt it ends where
  * the assistant's reply begins. *out is a NUL-terminated string the caller

@@ -294,6 +294,17 @@ fail:
     return rc;
 }
 
+const char *sl_chat_warning(const sl_chat *c) { return sl_chat_template_warning(&c->t); }
+
+const char *sl_model_warning(const sl_model *m, int i)
+{
+    const char *w[2] = {m->tok ? sl_tokenizer_pre_warning(m->tok) : NULL,
+                        m->tok ? sl_tokenizer_id_warning(m->tok) : NULL};
+    for (int k = 0; k < 2; k++)
+        if (w[k] && w[k][0] && i-- == 0) return w[k];
+    return NULL;
+}
+
 void sl_chat_free(sl_chat *c)
 {
     if (!c) return;
