@@ -195,7 +195,7 @@ int sl_family_qwen35_layer(sl_binder *b, int il)
 {
     int rc;
     if (il == 0 && (rc = check_rope_sections(b))) return rc;
-    bool linear;
+    bool linear = false;
     if ((rc = is_linear(b, il, &linear))) return rc;
     const uint64_t E = (uint64_t)b->m->hp.n_embd;
     if ((rc = sl_bind_role(b, il, SL_LT_ATTN_NORM, true, 1, E, 0, 0))) return rc;
