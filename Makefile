@@ -132,7 +132,8 @@ FUZZ_SRC := $(sort $(wildcard src/gguf/*.c src/quant/*.c src/util/*.c))
 FUZZ_OBJ := $(FUZZ_SRC:%.c=$(FUZZ)/%.o) $(FUZZ)/tests/fuzz/fuzz_gguf.o
 FUZZ_MODEL_OBJ := $(LIB_SRC:%.c=$(FUZZ)/%.o) $(FUZZ)/tests/fuzz/fuzz_model.o
 FUZZ_CFLAGS := $(CSTD) $(CDEFS) $(INC) -g -O1 -fno-omit-frame-pointer \
-  -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all
+  -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all \
+  -fsanitize-coverage-ignorelist=tests/fuzz/coverage_ignore.txt
 FUZZ_FLAGS ?= -max_len=65536 -timeout=10 -rss_limit_mb=2048 -use_value_profile=1 \
   -dict=tests/fuzz/gguf.dict -artifact_prefix=$(FUZZ)/
 FUZZ_MODEL_FLAGS ?= -max_len=256 -timeout=60 -rss_limit_mb=2048 \
