@@ -4,6 +4,7 @@
 #   make test       install deps if missing, build with ASan+UBSan, run the suite
 #   make demo       install deps if missing, build, generate the demo model, run it
 #   make fuzz       libFuzzer on the GGUF parser for FUZZ_SECONDS (default 60)
+#   make fuzz-model libFuzzer on generated valid models, run resident and streamed
 #   make tsan       ThreadSanitizer build of the threaded tests
 #
 # Portable by default: no -march=native. SIMD kernels live in *_avx2.c files
@@ -116,20 +117,27 @@ demo: deps
 	./scripts/demo.sh $(REL)/sluice $(DEMO_MODEL)
 
 # ---- fuzzing (clang + libFuzzer) ----------------------------------------------
-# The GGUF target links only the modules the reader needs (gguf, quant, util),
-# so a half-written file elsewhere cannot break it. *_avx2.c alone get the
-# AVX2 flags, as in the other builds. New inputs go to build/fuzz/corpus; the
-# committed seeds in tests/fuzz/corpus are read, never written. Findings land
-# in build/fuzz/ as crash-*/leak-*/timeout-* files.
+# Two targets. fuzz_gguf, on the GGUF reader, links only the modules the
+# reader needs (gguf, quant, util), so a half-written file elsewhere cannot
+# break it. fuzz_model turns its input into a valid small model and runs it
+# resident and streamed (tests/fuzz/fuzz_model.c): it links the whole
+# library. *_avx2.c alone get the AVX2 flags, as in the other builds. New
+# inputs go to build/fuzz/corpus (corpus_model); the committed seeds in
+# tests/fuzz/corpus (corpus_model) are read, never written. Findings land in
+# build/fuzz/ as crash-*/leak-*/timeout-* files (model-crash-* ...).
 FUZZ_SECONDS ?= 60
 FUZZ := build/fuzz
 FUZZ_CC ?= clang
 FUZZ_SRC := $(sort $(wildcard src/gguf/*.c src/quant/*.c src/util/*.c))
 FUZZ_OBJ := $(FUZZ_SRC:%.c=$(FUZZ)/%.o) $(FUZZ)/tests/fuzz/fuzz_gguf.o
+FUZZ_MODEL_OBJ := $(LIB_SRC:%.c=$(FUZZ)/%.o) $(FUZZ)/tests/fuzz/fuzz_model.o
 FUZZ_CFLAGS := $(CSTD) $(CDEFS) $(INC) -g -O1 -fno-omit-frame-pointer \
-  -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all
+  -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all \
+  -fsanitize-coverage-ignorelist=tests/fuzz/coverage_ignore.txt
 FUZZ_FLAGS ?= -max_len=65536 -timeout=10 -rss_limit_mb=2048 -use_value_profile=1 \
   -dict=tests/fuzz/gguf.dict -artifact_prefix=$(FUZZ)/
+FUZZ_MODEL_FLAGS ?= -max_len=256 -timeout=60 -rss_limit_mb=2048 \
+  -artifact_prefix=$(FUZZ)/model-
 
 $(FUZZ)/%_avx2.o: %_avx2.c
 	@mkdir -p $(dir $@)
@@ -140,12 +148,19 @@ $(FUZZ)/%.o: %.c
 	$(FUZZ_CC) $(FUZZ_CFLAGS) $(DEPFLAGS) -c $< -o $@
 
 $(FUZZ)/fuzz_gguf: $(FUZZ_OBJ)
-	$(FUZZ_CC) -g -fsanitize=fuzzer,address,undefined -o $@ $(FUZZ_OBJ) $(LIBS)
+$(FUZZ)/fuzz_model: $(FUZZ_MODEL_OBJ)
+$(FUZZ)/fuzz_gguf $(FUZZ)/fuzz_model:
+	$(FUZZ_CC) -g -fsanitize=fuzzer,address,undefined -o $@ $^ $(LIBS)
 
 fuzz: deps $(FUZZ)/fuzz_gguf
 	@mkdir -p $(FUZZ)/corpus
 	$(FUZZ)/fuzz_gguf -max_total_time=$(FUZZ_SECONDS) $(FUZZ_FLAGS) \
 	  $(FUZZ)/corpus tests/fuzz/corpus
+
+fuzz-model: deps $(FUZZ)/fuzz_model
+	@mkdir -p $(FUZZ)/corpus_model
+	$(FUZZ)/fuzz_model -max_total_time=$(FUZZ_SECONDS) $(FUZZ_MODEL_FLAGS) \
+	  $(FUZZ)/corpus_model tests/fuzz/corpus_model
 
 # ---- thread sanitizer ----------------------------------------------------------
 # The threaded tests (pool, I/O lanes, streamer) again under ThreadSanitizer;
@@ -184,7 +199,7 @@ bench: $(BENCH_BIN)
 clean:
 	rm -rf build
 
-.PHONY: all check deps test demo fuzz tsan clean bench
+.PHONY: all check deps test demo fuzz fuzz-model tsan clean bench
 .SECONDARY:
 
 -include $(shell find build -name '*.d' 2>/dev/null)
