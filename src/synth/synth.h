@@ -41,10 +41,10 @@ typedef enum sl_synth_type {
 
 typedef struct sl_synth_config {
     char arch[16];          /* general.architecture: llama qwen2 qwen3 qwen2moe
-                               qwen3moe olmoe */
+                               qwen3moe olmoe qwen35moe */
     char preset[32];        /* preset name, for general.name */
     bool moe;               /* routed experts (llama: Mixtral-style) */
-    bool shared_expert;     /* qwen2moe shared expert */
+    bool shared_expert;     /* qwen2moe / qwen35moe shared expert */
     bool tied;              /* no output.weight: the head reuses token_embd */
     uint32_t n_layer;
     uint32_t n_embd;
@@ -57,6 +57,15 @@ typedef struct sl_synth_config {
     uint32_t n_ctx;
     float rope_base;
     float rms_eps;
+    /* qwen35moe only (zero elsewhere): the gated-DeltaNet layers and the
+     * hybrid pattern, with llama.cpp's GGUF key names in brackets. */
+    uint32_t ssm_conv_kernel;   /* K [ssm.conv_kernel] */
+    uint32_t ssm_state;         /* ds, head size of q, k, v [ssm.state_size] */
+    uint32_t ssm_groups;        /* nk, q/k heads [ssm.group_count] */
+    uint32_t ssm_v_heads;       /* nv, v heads [ssm.time_step_rank]; multiple of nk */
+    uint32_t full_attn_interval;/* layer l is full attention iff (l+1) % it == 0 */
+    uint32_t rope_dim;          /* n_rot [rope.dimension_count]: 0 = head_dim
+                                   (qwen35moe: head_dim / 4, partial rope) */
     sl_synth_type type;
     uint64_t seed;
     unsigned threads;       /* generator threads; 0 or 1 = all in the caller */
@@ -77,6 +86,16 @@ int sl_synth_config_init(sl_synth_config *c, const char *arch, const char *prese
  * reader can run (head counts divide, top-k <= experts, vocabulary large
  * enough for the tokenizer, sizes below sane caps). */
 int sl_synth_config_validate(const sl_synth_config *c, sl_err *err);
+
+/* qwen35moe's rope.dimension_sections for c: four counts of rotated pairs
+ * (t, h, w, e) summing to n_rot/2. Text positions are the same for t, h
+ * and w, so only their sum matters to a text model. */
+void sl_synth_rope_sections(const sl_synth_config *c, int32_t out[4]);
+
+/* True if layer l of c is a gated-DeltaNet (linear attention) layer:
+ * qwen35moe and (l+1) % full_attn_interval != 0, as llama.cpp's loader
+ * decides without attention.recurrent_layers. */
+bool sl_synth_layer_is_linear(const sl_synth_config *c, uint32_t l);
 
 /* Presets, for --help: count, name and one-line summary of preset i. */
 size_t sl_synth_preset_count(void);
@@ -112,6 +131,15 @@ typedef enum sl_synth_role {
     SL_SYNTH_R_SH_GATE,     /* shared expert */
     SL_SYNTH_R_SH_UP,
     SL_SYNTH_R_SH_DOWN,
+    /* qwen35moe gated-DeltaNet layers */
+    SL_SYNTH_R_ATTN_QKV,    /* attn_qkv {E, 2 nk ds + nv ds} */
+    SL_SYNTH_R_ATTN_GATE,   /* attn_gate {E, nv ds}, the z gate */
+    SL_SYNTH_R_SSM_CONV,    /* ssm_conv1d {K, C}: always F32 */
+    SL_SYNTH_R_SSM_DT,      /* ssm_dt.bias {nv}: N(0, 0.5^2) */
+    SL_SYNTH_R_SSM_A,       /* ssm_a {nv}: -exp(N(0, 0.5^2)), in (-inf, 0) */
+    SL_SYNTH_R_SSM_BETA,    /* ssm_beta {E, nv} */
+    SL_SYNTH_R_SSM_ALPHA,   /* ssm_alpha {E, nv} */
+    SL_SYNTH_R_SSM_OUT,     /* ssm_out {nv ds, E} */
 } sl_synth_role;
 
 typedef struct sl_synth_tensor {
@@ -126,12 +154,14 @@ typedef struct sl_synth_tensor {
 } sl_synth_tensor;
 
 /* Picks the type of a tensor. Rules:
- *   1-D tensors (norms, biases, shared-expert gate) and routers: F32.
+ *   1-D tensors (norms, biases, shared-expert gate, ssm_a, ssm_dt) and
+ *   routers: F32; ssm_conv1d: F32 (llama-quantize never quantises it).
  *   f32 / f16 / q8_0 / q4_0 / q4_k / q5_k / q6_k: every other tensor in it.
  *   q4_k_m (after llama.cpp's Q4_K_M): output Q6_K; token_embd Q4_K (Q6_K
  *     when tied, since it is then also the output head); attn_v, ffn_down,
  *     ffn_down_exps and ffn_down_shexp Q6_K on the layers where
- *     more_bits(i) holds, Q4_K elsewhere; all other matrices Q4_K. With n
+ *     more_bits(i) holds, Q4_K elsewhere; attn_qkv Q5_K (llama.cpp's
+ *     Q4_K_M rule for fused qkv); all other matrices Q4_K. With n
  *     layers, more_bits(i) = i < n/8 || i >= 7n/8 || (i - n/8) % 3 == 2
  *     (integer division) - the first and last eighth and every third layer
  *     between: 24 of 48 layers, 6 of 12 (0, 3, 6, 9, 10, 11), 1 of 2.
@@ -161,7 +191,8 @@ void sl_synth_gen_rows_simd(const sl_synth_config *c, const sl_synth_tensor *t, 
                             uint64_t nrows, float *dst, bool simd);
 
 /* Standard deviation and mean the generator targets for t (for tests and
- * for inspecting files). */
+ * for inspecting files). For ssm_a they are those of the normal draw x
+ * before the stored value -exp(x) is taken. */
 void sl_synth_tensor_stats(const sl_synth_tensor *t, double *mean, double *std);
 
 typedef struct sl_synth_stats {

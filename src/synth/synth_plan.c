@@ -14,6 +14,25 @@
 #include "model/arch.h"
 #include "synth/synth_rng.h"
 
+/* qwen35moe tensor names (llama.cpp src/llama-arch.cpp, LLM_ARCH_QWEN35MOE;
+ * ssm_a carries no ".weight" suffix there). */
+#define SYN_T_ATTN_QKV "attn_qkv.weight"
+#define SYN_T_ATTN_GATE "attn_gate.weight"
+#define SYN_T_SSM_CONV1D "ssm_conv1d.weight"
+#define SYN_T_SSM_DT_BIAS "ssm_dt.bias"
+#define SYN_T_SSM_A "ssm_a"
+#define SYN_T_SSM_BETA "ssm_beta.weight"
+#define SYN_T_SSM_ALPHA "ssm_alpha.weight"
+#define SYN_T_SSM_NORM "ssm_norm.weight"
+#define SYN_T_SSM_OUT "ssm_out.weight"
+#define SYN_T_POST_ATTN_NORM "post_attention_norm.weight"
+
+bool sl_synth_layer_is_linear(const sl_synth_config *c, uint32_t l)
+{
+    return !strcmp(c->arch, "qwen35moe") && c->full_attn_interval > 0 && l < c->n_layer &&
+           (l + 1) % c->full_attn_interval != 0;
+}
+
 /* llama.cpp's Q4_K_M layer rule: the first and last eighth of the layers
  * and every third layer in between get more bits. */
 static bool more_bits(int i, int n)
@@ -42,6 +61,9 @@ sl_type sl_synth_pick_type(const sl_synth_config *c, sl_synth_role role, int lay
     case SL_SYNTH_R_BIAS:
     case SL_SYNTH_R_SHEXP_GATE:
     case SL_SYNTH_R_ROUTER:
+    case SL_SYNTH_R_SSM_CONV:
+    case SL_SYNTH_R_SSM_DT:
+    case SL_SYNTH_R_SSM_A:
         return SL_TYPE_F32;
     default:
         break;
@@ -63,6 +85,7 @@ sl_type sl_synth_pick_type(const sl_synth_config *c, sl_synth_role role, int lay
              role == SL_SYNTH_R_EXP_DOWN || role == SL_SYNTH_R_SH_DOWN) &&
             more_bits(layer, (int)c->n_layer))
             want = SL_TYPE_Q6_K;
+        if (role == SL_SYNTH_R_ATTN_QKV) want = SL_TYPE_Q5_K;
         break;
     default: return SL_TYPE_F32;
     }
@@ -79,6 +102,12 @@ void sl_synth_tensor_stats(const sl_synth_tensor *t, double *mean, double *std)
     if (t->role == SL_SYNTH_R_NORM) {
         *mean = 1.0;
         *std = 0.1;
+    } else if (t->role == SL_SYNTH_R_SSM_A || t->role == SL_SYNTH_R_SSM_DT) {
+        /* ssm_a = -exp(x): decay rates around 1 (0.37..2.7 within one sd),
+         * so with softplus(dt) ~ 0.7 a state keeps ~half of itself per
+         * token; dt bias near 0. */
+        *mean = 0.0;
+        *std = 0.5;
     } else {
         *mean = 0.0;
         *std = 1.0 / sqrt((double)t->ne[0]);
@@ -101,6 +130,8 @@ void sl_synth_gen_rows_simd(const sl_synth_config *c, const sl_synth_tensor *t, 
         sl_rng_fill_normal_rows(keys, (size_t)m, dst + r * ne0, (size_t)ne0, (float)mean,
                                 (float)std, simd);
     }
+    if (t->role == SL_SYNTH_R_SSM_A)
+        for (uint64_t i = 0; i < nrows * ne0; i++) dst[i] = -expf(dst[i]);
 }
 
 void sl_synth_gen_rows(const sl_synth_config *c, const sl_synth_tensor *t, uint64_t row0,
@@ -147,6 +178,63 @@ static void add(plan *p, int layer, const char *suffix, sl_synth_role role, uint
     t->type = sl_synth_pick_type(p->c, role, layer, ne0, &t->fell_back);
 }
 
+/* The attention block of the llama / qwen / olmoe families. */
+static void add_attention(plan *p, int l, uint64_t QD, uint64_t KD)
+{
+    const sl_synth_config *c = p->c;
+    const uint64_t E = c->n_embd;
+    const bool qwen2_family = !strcmp(c->arch, "qwen2") || !strcmp(c->arch, "qwen2moe");
+    const bool head_qk_norm = !strcmp(c->arch, "qwen3") || !strcmp(c->arch, "qwen3moe");
+    const bool full_qk_norm = !strcmp(c->arch, "olmoe");
+    add(p, l, SL_T_ATTN_NORM, SL_SYNTH_R_NORM, 1, E, 1, 1);
+    add(p, l, SL_T_ATTN_Q, SL_SYNTH_R_ATTN_Q, 2, E, QD, 1);
+    if (qwen2_family) add(p, l, SL_T_ATTN_Q_BIAS, SL_SYNTH_R_BIAS, 1, QD, 1, 1);
+    add(p, l, SL_T_ATTN_K, SL_SYNTH_R_ATTN_K, 2, E, KD, 1);
+    if (qwen2_family) add(p, l, SL_T_ATTN_K_BIAS, SL_SYNTH_R_BIAS, 1, KD, 1, 1);
+    add(p, l, SL_T_ATTN_V, SL_SYNTH_R_ATTN_V, 2, E, KD, 1);
+    if (qwen2_family) add(p, l, SL_T_ATTN_V_BIAS, SL_SYNTH_R_BIAS, 1, KD, 1, 1);
+    if (head_qk_norm) {
+        add(p, l, SL_T_ATTN_Q_NORM, SL_SYNTH_R_NORM, 1, c->head_dim, 1, 1);
+        add(p, l, SL_T_ATTN_K_NORM, SL_SYNTH_R_NORM, 1, c->head_dim, 1, 1);
+    } else if (full_qk_norm) {
+        add(p, l, SL_T_ATTN_Q_NORM, SL_SYNTH_R_NORM, 1, QD, 1, 1);
+        add(p, l, SL_T_ATTN_K_NORM, SL_SYNTH_R_NORM, 1, KD, 1, 1);
+    }
+    add(p, l, SL_T_ATTN_OUT, SL_SYNTH_R_ATTN_OUT, 2, QD, E, 1);
+}
+
+/* qwen35moe's token mixer (ARCHS.md section 1, llama.cpp
+ * llama_model_qwen35moe::load_arch_tensors): gated full attention, whose
+ * attn_q holds per head D query rows then D gate rows, or gated DeltaNet. */
+static void add_hybrid_mixer(plan *p, int l)
+{
+    const sl_synth_config *c = p->c;
+    const uint64_t E = c->n_embd, D = c->head_dim;
+    add(p, l, SL_T_ATTN_NORM, SL_SYNTH_R_NORM, 1, E, 1, 1);
+    if (!sl_synth_layer_is_linear(c, (uint32_t)l)) {
+        const uint64_t QD = (uint64_t)c->n_head * D, KD = (uint64_t)c->n_head_kv * D;
+        add(p, l, SL_T_ATTN_Q, SL_SYNTH_R_ATTN_Q, 2, E, 2 * QD, 1);
+        add(p, l, SL_T_ATTN_K, SL_SYNTH_R_ATTN_K, 2, E, KD, 1);
+        add(p, l, SL_T_ATTN_V, SL_SYNTH_R_ATTN_V, 2, E, KD, 1);
+        add(p, l, SL_T_ATTN_OUT, SL_SYNTH_R_ATTN_OUT, 2, QD, E, 1);
+        add(p, l, SL_T_ATTN_Q_NORM, SL_SYNTH_R_NORM, 1, D, 1, 1);
+        add(p, l, SL_T_ATTN_K_NORM, SL_SYNTH_R_NORM, 1, D, 1, 1);
+        return;
+    }
+    const uint64_t kd = (uint64_t)c->ssm_groups * c->ssm_state;
+    const uint64_t vd = (uint64_t)c->ssm_v_heads * c->ssm_state;
+    const uint64_t C = 2 * kd + vd, nv = c->ssm_v_heads;
+    add(p, l, SYN_T_ATTN_QKV, SL_SYNTH_R_ATTN_QKV, 2, E, C, 1);
+    add(p, l, SYN_T_ATTN_GATE, SL_SYNTH_R_ATTN_GATE, 2, E, vd, 1);
+    add(p, l, SYN_T_SSM_CONV1D, SL_SYNTH_R_SSM_CONV, 2, c->ssm_conv_kernel, C, 1);
+    add(p, l, SYN_T_SSM_DT_BIAS, SL_SYNTH_R_SSM_DT, 1, nv, 1, 1);
+    add(p, l, SYN_T_SSM_A, SL_SYNTH_R_SSM_A, 1, nv, 1, 1);
+    add(p, l, SYN_T_SSM_BETA, SL_SYNTH_R_SSM_BETA, 2, E, nv, 1);
+    add(p, l, SYN_T_SSM_ALPHA, SL_SYNTH_R_SSM_ALPHA, 2, E, nv, 1);
+    add(p, l, SYN_T_SSM_NORM, SL_SYNTH_R_NORM, 1, c->ssm_state, 1, 1);
+    add(p, l, SYN_T_SSM_OUT, SL_SYNTH_R_SSM_OUT, 2, vd, E, 1);
+}
+
 int sl_synth_plan_build(const sl_synth_config *c, sl_synth_tensor **out, size_t *n_out,
                         sl_err *err)
 {
@@ -154,29 +242,14 @@ int sl_synth_plan_build(const sl_synth_config *c, sl_synth_tensor **out, size_t 
     const uint64_t E = c->n_embd, V = c->n_vocab;
     const uint64_t QD = (uint64_t)c->n_head * c->head_dim;   /* q width */
     const uint64_t KD = (uint64_t)c->n_head_kv * c->head_dim; /* k, v width */
-    const bool qwen2_family = !strcmp(c->arch, "qwen2") || !strcmp(c->arch, "qwen2moe");
-    const bool head_qk_norm = !strcmp(c->arch, "qwen3") || !strcmp(c->arch, "qwen3moe");
-    const bool full_qk_norm = !strcmp(c->arch, "olmoe");
+    const bool hybrid = !strcmp(c->arch, "qwen35moe");
 
     /* Data-flow order: embedding, layers, output. */
     add(&p, -1, SL_T_TOKEN_EMBD, SL_SYNTH_R_TOKEN_EMBD, 2, E, V, 1);
     for (int l = 0; l < (int)c->n_layer; l++) {
-        add(&p, l, SL_T_ATTN_NORM, SL_SYNTH_R_NORM, 1, E, 1, 1);
-        add(&p, l, SL_T_ATTN_Q, SL_SYNTH_R_ATTN_Q, 2, E, QD, 1);
-        if (qwen2_family) add(&p, l, SL_T_ATTN_Q_BIAS, SL_SYNTH_R_BIAS, 1, QD, 1, 1);
-        add(&p, l, SL_T_ATTN_K, SL_SYNTH_R_ATTN_K, 2, E, KD, 1);
-        if (qwen2_family) add(&p, l, SL_T_ATTN_K_BIAS, SL_SYNTH_R_BIAS, 1, KD, 1, 1);
-        add(&p, l, SL_T_ATTN_V, SL_SYNTH_R_ATTN_V, 2, E, KD, 1);
-        if (qwen2_family) add(&p, l, SL_T_ATTN_V_BIAS, SL_SYNTH_R_BIAS, 1, KD, 1, 1);
-        if (head_qk_norm) {
-            add(&p, l, SL_T_ATTN_Q_NORM, SL_SYNTH_R_NORM, 1, c->head_dim, 1, 1);
-            add(&p, l, SL_T_ATTN_K_NORM, SL_SYNTH_R_NORM, 1, c->head_dim, 1, 1);
-        } else if (full_qk_norm) {
-            add(&p, l, SL_T_ATTN_Q_NORM, SL_SYNTH_R_NORM, 1, QD, 1, 1);
-            add(&p, l, SL_T_ATTN_K_NORM, SL_SYNTH_R_NORM, 1, KD, 1, 1);
-        }
-        add(&p, l, SL_T_ATTN_OUT, SL_SYNTH_R_ATTN_OUT, 2, QD, E, 1);
-        add(&p, l, SL_T_FFN_NORM, SL_SYNTH_R_NORM, 1, E, 1, 1);
+        if (hybrid) add_hybrid_mixer(&p, l);
+        else add_attention(&p, l, QD, KD);
+        add(&p, l, hybrid ? SYN_T_POST_ATTN_NORM : SL_T_FFN_NORM, SL_SYNTH_R_NORM, 1, E, 1, 1);
         if (c->moe) {
             const uint64_t F = c->n_ff_exp, X = c->n_expert;
             add(&p, l, SL_T_FFN_ROUTER, SL_SYNTH_R_ROUTER, 2, E, X, 1);

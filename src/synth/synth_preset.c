@@ -31,7 +31,14 @@ typedef struct preset {
  *             text rather than <|pad_N|> tokens.
  *  mixtral-like - 8 wide experts top-2, Mixtral's proportions, small.
  *  30b-a3b  - Qwen3-30B-A3B; 1b-7b - OLMoE-1B-7B; 235b-a22b -
- *             Qwen3-235B-A22B (generate a few layers with --layers). */
+ *             Qwen3-235B-A22B (generate a few layers with --layers).
+ *  35b-a3b  - Qwen3.6-35B-A3B (qwen35moe; its published config: 40 layers
+ *             of which every 4th is full attention, 16 q heads and 2 kv
+ *             heads of 256, DeltaNet 16 q/k heads and 32 v heads of 128,
+ *             conv kernel 4, 256 experts of 512 top-8 plus a shared expert
+ *             of 512, vocab 248320, rope base 1e7, context 262144). With
+ *             another architecture it is that model's dense-attention
+ *             twin (every layer full attention). */
 static const preset presets[] = {
     /* name  summary
        embd layer head kv hd  ff  ff_exp ff_sh exp used vocab ctx rope eps */
@@ -49,8 +56,32 @@ static const preset presets[] = {
      2048, 16, 16, 16, 128, 8192, 1024, 4096, 64, 8, 50304, 4096, 10000.0f, 1e-5f},
     {"235b-a22b", "Qwen3-235B-A22B: n_embd 4096, 94 layers, 128 experts (ff 1536) top-8, vocab 151936",
      4096, 94, 64, 4, 128, 12288, 1536, 6144, 128, 8, 151936, 40960, 1000000.0f, 1e-6f},
+    {"35b-a3b", "Qwen3.6-35B-A3B (qwen35moe): n_embd 2048, 40 layers, 256 experts (ff 512) top-8 + shared, vocab 248320",
+     2048, 40, 16, 2, 256, 512, 512, 512, 256, 8, 248320, 262144, 10000000.0f, 1e-6f},
 };
 #define N_PRESETS (sizeof presets / sizeof presets[0])
+
+/* What qwen35moe adds to a preset: its layer count (the hybrid needs
+ * several layers for both kinds to appear), the full-attention interval and
+ * the gated-DeltaNet shape. Chosen so that nv * ds (the width of attn_gate,
+ * ssm_out's rows) is a multiple of 256 wherever the preset's other rows
+ * are (tiny-k: every K-quant really used), and nk divides nv. */
+typedef struct hybrid_preset {
+    const char *name;
+    uint32_t n_layer, interval, conv_kernel, state, groups, v_heads;
+} hybrid_preset;
+
+static const hybrid_preset hybrid_presets[] = {
+    /* name        layers interval K  ds   nk  nv */
+    {"tiny",          4, 2, 4, 16, 2, 4},   /* layers 0,2 DeltaNet; 1,3 full */
+    {"tiny-k",        4, 2, 4, 64, 2, 4},   /* nv*ds = 256 */
+    {"small",         8, 4, 4, 64, 4, 8},
+    {"mixtral-like",  4, 4, 4, 64, 4, 8},
+    {"30b-a3b",      48, 4, 4, 128, 16, 32},
+    {"1b-7b",        16, 4, 4, 128, 8, 16},
+    {"235b-a22b",    94, 4, 4, 128, 16, 64},
+    {"35b-a3b",      40, 4, 4, 128, 16, 32},
+};
 
 size_t sl_synth_preset_count(void) { return N_PRESETS; }
 
@@ -78,11 +109,13 @@ static const arch_entry archs[] = {
     {"llama", "llama", false, false},
     {"qwen3", "qwen3", false, false},
     {"qwen2", "qwen2", false, false},
+    {"qwen35moe", "qwen35moe", true, true},
 };
 
 const char *sl_synth_arch_list(void)
 {
-    return "qwen3moe, qwen2moe, mixtral (llama with experts), olmoe, llama, qwen3, qwen2";
+    return "qwen3moe, qwen2moe, mixtral (llama with experts), olmoe, llama, qwen3, qwen2, "
+           "qwen35moe (hybrid gated DeltaNet + gated attention)";
 }
 
 static const char *const type_names[SL_SYNTH_TYPE_COUNT] = {
@@ -169,7 +202,34 @@ int sl_synth_config_init(sl_synth_config *c, const char *arch, const char *prese
     c->type = SL_SYNTH_F32;
     c->seed = 1;
     c->threads = 1;
+    if (!strcmp(a->arch, "qwen35moe")) {
+        const hybrid_preset *h = NULL;
+        for (size_t i = 0; i < sizeof hybrid_presets / sizeof hybrid_presets[0]; i++)
+            if (!strcmp(p->name, hybrid_presets[i].name)) h = &hybrid_presets[i];
+        if (!h)
+            return sl_err_set(err, SL_EINVAL, "preset '%s' has no qwen35moe shape", p->name);
+        c->n_layer = h->n_layer;
+        c->full_attn_interval = h->interval;
+        c->ssm_conv_kernel = h->conv_kernel;
+        c->ssm_state = h->state;
+        c->ssm_groups = h->groups;
+        c->ssm_v_heads = h->v_heads;
+        c->rope_dim = p->head_dim / 4; /* partial_rotary_factor 0.25 */
+    }
     return SL_OK;
+}
+
+void sl_synth_rope_sections(const sl_synth_config *c, int32_t out[4])
+{
+    /* The converter's default [11, 11, 10, 0] is for 32 rotated pairs;
+     * scaled to n_rot/2 pairs (t and h rounded, w the rest rounded down),
+     * which gives [3, 3, 2, 0] for 8 pairs, as the reference fixture has. */
+    int32_t pairs = (int32_t)((c->rope_dim ? c->rope_dim : c->head_dim) / 2);
+    int32_t w = pairs * 10 / 32, h = (pairs * 11 + 16) / 32;
+    out[0] = pairs - h - w;
+    out[1] = h;
+    out[2] = w;
+    out[3] = 0;
 }
 
 /* Caps keep every product below 2^63 and reject typos (e.g. --layers 48000)
@@ -223,8 +283,33 @@ int sl_synth_config_validate(const sl_synth_config *c, sl_err *err)
         if (c->n_ff < 1 || c->n_ff > MAX_DIM)
             return sl_err_set(err, SL_EINVAL, "feed-forward width %u out of range", c->n_ff);
     }
-    if (c->shared_expert && strcmp(c->arch, "qwen2moe"))
-        return sl_err_set(err, SL_EINVAL, "a shared expert needs architecture qwen2moe");
+    const bool hybrid = !strcmp(c->arch, "qwen35moe");
+    if (c->shared_expert && strcmp(c->arch, "qwen2moe") && !hybrid)
+        return sl_err_set(err, SL_EINVAL,
+                          "a shared expert needs architecture qwen2moe or qwen35moe");
+    if (hybrid) {
+        if (!c->moe || !c->shared_expert)
+            return sl_err_set(err, SL_EINVAL,
+                              "qwen35moe needs routed experts and a shared expert");
+        if (c->ssm_conv_kernel < 2 || c->ssm_conv_kernel > 16)
+            return sl_err_set(err, SL_EINVAL, "ssm conv kernel %u out of range 2..16",
+                              c->ssm_conv_kernel);
+        if (c->ssm_state < 1 || c->ssm_state > 1024 || c->ssm_groups < 1 ||
+            c->ssm_groups > 1024 || c->ssm_v_heads < 1 || c->ssm_v_heads > 4096)
+            return sl_err_set(err, SL_EINVAL,
+                              "ssm dimensions out of range (state %u, groups %u, v heads %u)",
+                              c->ssm_state, c->ssm_groups, c->ssm_v_heads);
+        if (c->ssm_v_heads % c->ssm_groups)
+            return sl_err_set(err, SL_EINVAL,
+                              "ssm v head count %u is not a multiple of the q/k head count %u "
+                              "(v head h reads q/k head h mod %u)",
+                              c->ssm_v_heads, c->ssm_groups, c->ssm_groups);
+        if (c->full_attn_interval < 1)
+            return sl_err_set(err, SL_EINVAL, "full attention interval must be positive");
+    }
+    if (c->rope_dim > c->head_dim || c->rope_dim % 2)
+        return sl_err_set(err, SL_EINVAL, "rope dimension %u must be even and at most head_dim %u",
+                          c->rope_dim, c->head_dim);
     if (c->n_vocab < SL_SYNTH_VOCAB_MIN || c->n_vocab > MAX_VOCAB)
         return sl_err_set(err, SL_EINVAL,
                           "vocabulary size %u out of range %u..%u (256 byte tokens, "

@@ -85,6 +85,24 @@ static void key_f32(kw *k, const char *suffix, float v)
     if (!k->rc) k->rc = sl_gguf_writer_set_f32(k->w, sl_arch_key(key, sizeof key, k->arch, suffix), v);
 }
 
+/* qwen35moe's own keys (llama.cpp llama_model_qwen35moe::load_arch_hparams,
+ * written as the converter's Qwen3NextModel / _Qwen35MRopeMixin do). */
+static void write_hybrid_keys(kw *k, const sl_synth_config *c)
+{
+    char key[128];
+    int32_t sections[4];
+    sl_synth_rope_sections(c, sections);
+    if (!k->rc)
+        k->rc = sl_gguf_writer_set_arr_i32(
+            k->w, sl_arch_key(key, sizeof key, k->arch, "rope.dimension_sections"), sections, 4);
+    key_u32(k, "ssm.conv_kernel", c->ssm_conv_kernel);
+    key_u32(k, "ssm.state_size", c->ssm_state);
+    key_u32(k, "ssm.group_count", c->ssm_groups);
+    key_u32(k, "ssm.time_step_rank", c->ssm_v_heads);
+    key_u32(k, "ssm.inner_size", c->ssm_v_heads * c->ssm_state);
+    key_u32(k, "full_attention_interval", c->full_attn_interval);
+}
+
 static int write_metadata(sl_gguf_writer *w, const sl_synth_config *c, const sl_synth_vocab *v,
                           sl_err *err)
 {
@@ -114,7 +132,9 @@ static int write_metadata(sl_gguf_writer *w, const sl_synth_config *c, const sl_
     key_u32(&k, SL_KEY_VALUE_LENGTH, c->head_dim);
     key_f32(&k, SL_KEY_RMS_EPS, c->rms_eps);
     key_f32(&k, SL_KEY_ROPE_FREQ_BASE, c->rope_base);
-    key_u32(&k, SL_KEY_ROPE_DIM, c->head_dim);
+    key_u32(&k, SL_KEY_ROPE_DIM, c->rope_dim ? c->rope_dim : c->head_dim);
+    const bool hybrid = !strcmp(c->arch, "qwen35moe");
+    if (hybrid) write_hybrid_keys(&k, c);
     if (c->moe) {
         key_u32(&k, SL_KEY_EXPERT_COUNT, c->n_expert);
         key_u32(&k, SL_KEY_EXPERT_USED_COUNT, c->n_expert_used);
@@ -122,9 +142,11 @@ static int write_metadata(sl_gguf_writer *w, const sl_synth_config *c, const sl_
         if (c->shared_expert) key_u32(&k, SL_KEY_EXPERT_SHARED_FF_LENGTH, c->n_ff_shexp);
         /* Renormalising the top-k weights: Mixtral and Qwen3-MoE do,
          * Qwen2-MoE and OLMoE do not (model/arch.h, norm_topk_default). */
+        /* qwen35moe: llama.cpp always renormalises and reads no key, and
+         * its converter writes none; so neither do we. */
         const sl_arch *a = sl_arch_find(c->arch);
         char key[128];
-        if (!k.rc)
+        if (!k.rc && !hybrid)
             k.rc = sl_gguf_writer_set_bool(
                 w, sl_arch_key(key, sizeof key, c->arch, SL_KEY_EXPERT_WEIGHTS_NORM),
                 a ? a->norm_topk_default : false);

@@ -880,6 +880,275 @@ TEST(stats_report_sizes)
     remove(path);
 }
 
+
+/* ---- qwen35moe ------------------------------------------------------------ */
+
+/* tiny qwen35moe, by hand from the brief and ARCHS.md section 1: 4 layers,
+ * full_attention_interval 2 (layers 1 and 3 full attention, 0 and 2 gated
+ * DeltaNet), E 64, 4 heads of 16 with 2 kv heads, rope 16/4 = 4 dims, ssm
+ * K 4, ds 16, nk 2, nv 4: kd = 32, vd = 64, C = 2*32 + 64 = 128; 8 experts
+ * of 32 top-2, shared expert 64. */
+static const exp_tensor q35_linear[] = {
+    {"attn_norm.weight", 1, 0, 1, {64, 1, 1}},
+    {"attn_qkv.weight", 1, 0, 2, {64, 128, 1}},
+    {"attn_gate.weight", 1, 0, 2, {64, 64, 1}},
+    {"ssm_conv1d.weight", 1, 0, 2, {4, 128, 1}},
+    {"ssm_dt.bias", 1, 0, 1, {4, 1, 1}},
+    {"ssm_a", 1, 0, 1, {4, 1, 1}},
+    {"ssm_beta.weight", 1, 0, 2, {64, 4, 1}},
+    {"ssm_alpha.weight", 1, 0, 2, {64, 4, 1}},
+    {"ssm_norm.weight", 1, 0, 1, {16, 1, 1}},
+    {"ssm_out.weight", 1, 0, 2, {64, 64, 1}},
+};
+static const exp_tensor q35_full[] = {
+    {"attn_norm.weight", 1, 0, 1, {64, 1, 1}},
+    {"attn_q.weight", 1, 0, 2, {64, 128, 1}}, /* 2 x 4 heads x 16: query | gate */
+    {"attn_k.weight", 1, 0, 2, {64, 32, 1}},
+    {"attn_v.weight", 1, 0, 2, {64, 32, 1}},
+    {"attn_output.weight", 1, 0, 2, {64, 64, 1}},
+    {"attn_q_norm.weight", 1, 0, 1, {16, 1, 1}},
+    {"attn_k_norm.weight", 1, 0, 1, {16, 1, 1}},
+};
+static const exp_tensor q35_ffn[] = {
+    {"post_attention_norm.weight", 1, 0, 1, {64, 1, 1}},
+    {"ffn_gate_inp.weight", 1, 0, 2, {64, 8, 1}},
+    {"ffn_gate_exps.weight", 1, 0, 3, {64, 32, 8}},
+    {"ffn_up_exps.weight", 1, 0, 3, {64, 32, 8}},
+    {"ffn_down_exps.weight", 1, 0, 3, {32, 64, 8}},
+    {"ffn_gate_inp_shexp.weight", 1, 0, 1, {64, 1, 1}},
+    {"ffn_gate_shexp.weight", 1, 0, 2, {64, 64, 1}},
+    {"ffn_up_shexp.weight", 1, 0, 2, {64, 64, 1}},
+    {"ffn_down_shexp.weight", 1, 0, 2, {64, 64, 1}},
+};
+
+static size_t check_tensors(const sl_gguf *g, int layer, const exp_tensor *e, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        char name[96];
+        if (layer >= 0)
+            snprintf(name, sizeof name, "blk.%d.%s", layer, e[i].name);
+        else
+            snprintf(name, sizeof name, "%s", e[i].name);
+        const sl_gguf_tensor *t = sl_gguf_find_tensor(g, name);
+        CHECK_MSG(t != NULL, "qwen35moe: tensor %s missing", name);
+        if (!t) continue;
+        CHECK_MSG(t->n_dims == e[i].n_dims, "%s has %u dims", name, t->n_dims);
+        for (int d = 0; d < 3; d++)
+            CHECK_MSG(t->ne[d] == e[i].ne[d], "%s ne[%d] = %llu, want %llu", name, d,
+                      (unsigned long long)t->ne[d], (unsigned long long)e[i].ne[d]);
+    }
+    return n;
+}
+
+TEST(qwen35moe_tiny_tensors_and_keys)
+{
+    char path[512];
+    if (write_model("qwen35moe", "tiny", SL_SYNTH_F32, 1, 2, "q35-tiny.gguf", path, sizeof path)) {
+        CHECK_MSG(0, "could not write qwen35moe tiny");
+        return;
+    }
+    sl_gguf *g = open_model(path);
+    CHECK(g != NULL);
+    if (!g) return;
+    static const exp_tensor globals[] = {
+        {"token_embd.weight", 0, 0, 2, {64, 512, 1}},
+        {"output_norm.weight", 0, 0, 1, {64, 1, 1}},
+        {"output.weight", 0, 0, 2, {64, 512, 1}},
+    };
+    size_t expected = check_tensors(g, -1, globals, 3);
+    for (int l = 0; l < 4; l++) {
+        if (l % 2 == 0) {
+            expected += check_tensors(g, l, q35_linear, sizeof q35_linear / sizeof q35_linear[0]);
+            char name[64];
+            snprintf(name, sizeof name, "blk.%d.attn_q.weight", l);
+            CHECK_MSG(!sl_gguf_find_tensor(g, name), "linear layer %d has %s", l, name);
+        } else {
+            expected += check_tensors(g, l, q35_full, sizeof q35_full / sizeof q35_full[0]);
+            char name[64];
+            snprintf(name, sizeof name, "blk.%d.ssm_a", l);
+            CHECK_MSG(!sl_gguf_find_tensor(g, name), "full layer %d has %s", l, name);
+        }
+        expected += check_tensors(g, l, q35_ffn, sizeof q35_ffn / sizeof q35_ffn[0]);
+    }
+    CHECK_EQ_INT(expected, 73); /* as many as llama.cpp's 4-layer reference file */
+    CHECK_EQ_INT(sl_gguf_tensor_count(g), expected);
+
+    const char *arch = sl_gguf_get_str(g, "general.architecture");
+    CHECK(arch && !strcmp(arch, "qwen35moe"));
+    CHECK_EQ_INT(u32_key(g, "qwen35moe", "block_count"), 4);
+    CHECK_EQ_INT(u32_key(g, "qwen35moe", "embedding_length"), 64);
+    CHECK_EQ_INT(u32_key(g, "qwen35moe", "attention.head_count"), 4);
+    CHECK_EQ_INT(u32_key(g, "qwen35moe", "attention.head_count_kv"), 2);
+    CHECK_EQ_INT(u32_key(g, "qwen35moe", "attention.key_length"), 16);
+    CHECK_EQ_INT(u32_key(g, "qwen35moe", "attention.value_length"), 16);
+    CHECK_EQ_INT(u32_key(g, "qwen35moe", "rope.dimension_count"), 4);
+    CHECK_EQ_INT(u32_key(g, "qwen35moe", "ssm.conv_kernel"), 4);
+    CHECK_EQ_INT(u32_key(g, "qwen35moe", "ssm.state_size"), 16);
+    CHECK_EQ_INT(u32_key(g, "qwen35moe", "ssm.group_count"), 2);
+    CHECK_EQ_INT(u32_key(g, "qwen35moe", "ssm.time_step_rank"), 4);
+    CHECK_EQ_INT(u32_key(g, "qwen35moe", "ssm.inner_size"), 64);
+    CHECK_EQ_INT(u32_key(g, "qwen35moe", "full_attention_interval"), 2);
+    CHECK_EQ_INT(u32_key(g, "qwen35moe", "expert_count"), 8);
+    CHECK_EQ_INT(u32_key(g, "qwen35moe", "expert_used_count"), 2);
+    CHECK_EQ_INT(u32_key(g, "qwen35moe", "expert_feed_forward_length"), 32);
+    CHECK_EQ_INT(u32_key(g, "qwen35moe", "expert_shared_feed_forward_length"), 64);
+    /* llama.cpp hard-codes the renormalisation and reads no such key. */
+    CHECK(!sl_gguf_find(g, "qwen35moe.expert_weights_norm"));
+    /* rope.dimension_sections: 4 int32 summing to n_rot/2 = 2 pairs. */
+    const sl_gguf_array *sec = sl_gguf_get_arr(g, "qwen35moe.rope.dimension_sections");
+    CHECK(sec != NULL);
+    if (sec) {
+        CHECK_EQ_INT(sec->type, SL_GGUF_INT32);
+        CHECK_EQ_INT(sec->n, 4);
+        int64_t sum = 0, v = 0;
+        for (uint64_t i = 0; i < sec->n; i++) {
+            CHECK(sl_gguf_arr_i64(sec, i, &v) && v >= 0);
+            sum += v;
+        }
+        CHECK_EQ_INT(sum, 2);
+    }
+
+    /* ssm_a = -exp(A_log): strictly negative, of moderate size; the dt bias
+     * near 0; conv weights std 1/sqrt(K) = 0.5 over the 2 x 4 x 128 taps. */
+    for (int l = 0; l < 4; l += 2) {
+        char name[64];
+        uint64_t n = 0;
+        snprintf(name, sizeof name, "blk.%d.ssm_a", l);
+        float *a = read_f32(g, name, &n);
+        CHECK(a && n == 4);
+        for (uint64_t i = 0; a && i < n; i++)
+            CHECK_MSG(a[i] < 0 && a[i] > -20, "%s[%llu] = %g", name, (unsigned long long)i, a[i]);
+        free(a);
+        snprintf(name, sizeof name, "blk.%d.ssm_dt.bias", l);
+        float *dt = read_f32(g, name, &n);
+        CHECK(dt && n == 4);
+        for (uint64_t i = 0; dt && i < n; i++) CHECK_MSG(fabsf(dt[i]) < 3, "%s = %g", name, dt[i]);
+        free(dt);
+        snprintf(name, sizeof name, "blk.%d.ssm_conv1d.weight", l);
+        float *cw = read_f32(g, name, &n);
+        CHECK(cw && n == 512);
+        if (cw) {
+            double m, sd;
+            mean_std(cw, n, &m, &sd);
+            CHECK_MSG(fabs(sd - 0.5) < 0.1 && fabs(m) < 0.15, "%s mean %g std %g", name, m, sd);
+        }
+        free(cw);
+    }
+    sl_gguf_close(g);
+    remove(path);
+}
+
+TEST(qwen35moe_every_type)
+{
+    /* Norms, biases, ssm_a, ssm_dt, routers and ssm_conv1d stay F32 at every
+     * type; every other tensor takes the type asked for (tiny-k: all rows a
+     * multiple of 256) - q4_k_m: attn_qkv Q5_K, output Q6_K. */
+    static const struct { sl_synth_type t; sl_type want; } cases[] = {
+        {SL_SYNTH_F32, SL_TYPE_F32},   {SL_SYNTH_F16, SL_TYPE_F16},   {SL_SYNTH_Q8_0, SL_TYPE_Q8_0},
+        {SL_SYNTH_Q4_0, SL_TYPE_Q4_0}, {SL_SYNTH_Q4_K, SL_TYPE_Q4_K}, {SL_SYNTH_Q5_K, SL_TYPE_Q5_K},
+        {SL_SYNTH_Q6_K, SL_TYPE_Q6_K}, {SL_SYNTH_Q4_K_M, SL_TYPE_Q4_K},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char path[512], fname[64];
+        snprintf(fname, sizeof fname, "q35-%d.gguf", (int)cases[i].t);
+        if (write_model("qwen35moe", "tiny-k", cases[i].t, 3, 2, fname, path, sizeof path)) {
+            CHECK_MSG(0, "could not write qwen35moe tiny-k %s", sl_synth_type_name(cases[i].t));
+            continue;
+        }
+        sl_gguf *g = open_model(path);
+        CHECK(g != NULL);
+        for (uint64_t k = 0; g && k < sl_gguf_tensor_count(g); k++) {
+            const sl_gguf_tensor *t = sl_gguf_tensor_at(g, k);
+            const char *nm = t->name.ptr;
+            bool keep_f32 = t->n_dims == 1 || strstr(nm, "ssm_conv1d") || strstr(nm, "ffn_gate_inp.");
+            sl_type want = keep_f32 ? SL_TYPE_F32 : cases[i].want;
+            if (cases[i].t == SL_SYNTH_Q4_K_M && !keep_f32) {
+                if (strstr(nm, "attn_qkv")) want = SL_TYPE_Q5_K;
+                if (!strcmp(nm, "output.weight")) want = SL_TYPE_Q6_K;
+                if (strstr(nm, "attn_v.") || strstr(nm, "ffn_down")) want = t->type; /* layer rule */
+            }
+            CHECK_MSG(t->type == want, "%s at %s: %s, want %s", nm,
+                      sl_synth_type_name(cases[i].t), sl_type_name(t->type), sl_type_name(want));
+        }
+        /* the values survive: ssm_a stays negative at every type */
+        uint64_t n = 0;
+        float *a = g ? read_f32(g, "blk.0.ssm_a", &n) : NULL;
+        CHECK(a && n == 4);
+        for (uint64_t j = 0; a && j < n; j++) CHECK(a[j] < 0);
+        free(a);
+        sl_gguf_close(g);
+        remove(path);
+    }
+}
+
+TEST(qwen35moe_35b_a3b_shapes)
+{
+    /* Qwen3.6-35B-A3B's published dimensions; the plan only, no file. */
+    sl_synth_config c;
+    sl_err err = {0};
+    CHECK(!sl_synth_config_init(&c, "qwen35moe", "35b-a3b", &err));
+    CHECK_EQ_INT(c.n_layer, 40);
+    CHECK_EQ_INT(c.n_embd, 2048);
+    CHECK_EQ_INT(c.n_head, 16);
+    CHECK_EQ_INT(c.n_head_kv, 2);
+    CHECK_EQ_INT(c.head_dim, 256);
+    CHECK_EQ_INT(c.rope_dim, 64);
+    CHECK_EQ_INT(c.full_attn_interval, 4);
+    CHECK_EQ_INT(c.ssm_conv_kernel, 4);
+    CHECK_EQ_INT(c.ssm_state, 128);
+    CHECK_EQ_INT(c.ssm_groups, 16);
+    CHECK_EQ_INT(c.ssm_v_heads, 32);
+    CHECK_EQ_INT(c.n_expert, 256);
+    CHECK_EQ_INT(c.n_expert_used, 8);
+    CHECK_EQ_INT(c.n_ff_exp, 512);
+    CHECK_EQ_INT(c.n_ff_shexp, 512);
+    CHECK_EQ_INT(c.n_vocab, 248320);
+    int32_t sec[4];
+    sl_synth_rope_sections(&c, sec);
+    CHECK(sec[0] == 11 && sec[1] == 11 && sec[2] == 10 && sec[3] == 0); /* converter default */
+    c.n_layer = 8;
+    CHECK(!sl_synth_config_validate(&c, &err));
+    sl_synth_tensor *ts = NULL;
+    size_t nt = 0;
+    CHECK(!sl_synth_plan_build(&c, &ts, &nt, &err));
+    /* per 4 layers: 3 x 19 + 16; plus 3 global */
+    CHECK_EQ_INT(nt, 2 * (3 * 19 + 16) + 3);
+    static const struct { const char *name; uint64_t ne0, ne1, ne2; } want[] = {
+        {"blk.0.attn_qkv.weight", 2048, 8192, 1},   /* 2 x 16 x 128 + 32 x 128 */
+        {"blk.0.attn_gate.weight", 2048, 4096, 1},
+        {"blk.0.ssm_conv1d.weight", 4, 8192, 1},
+        {"blk.0.ssm_a", 32, 1, 1},
+        {"blk.0.ssm_beta.weight", 2048, 32, 1},
+        {"blk.0.ssm_norm.weight", 128, 1, 1},
+        {"blk.0.ssm_out.weight", 4096, 2048, 1},
+        {"blk.3.attn_q.weight", 2048, 8192, 1},     /* 2 x 16 x 256 */
+        {"blk.3.attn_k.weight", 2048, 512, 1},
+        {"blk.3.attn_output.weight", 4096, 2048, 1},
+        {"blk.3.attn_q_norm.weight", 256, 1, 1},
+        {"blk.7.ffn_gate_exps.weight", 2048, 512, 256},
+        {"blk.7.ffn_down_exps.weight", 512, 2048, 256},
+        {"blk.7.ffn_gate_inp_shexp.weight", 2048, 1, 1},
+        {"blk.7.ffn_down_shexp.weight", 512, 2048, 1},
+        {"token_embd.weight", 2048, 248320, 1},
+    };
+    for (size_t i = 0; ts && i < sizeof want / sizeof want[0]; i++) {
+        const sl_synth_tensor *t = NULL;
+        for (size_t j = 0; j < nt; j++)
+            if (!strcmp(ts[j].name, want[i].name)) t = &ts[j];
+        CHECK_MSG(t != NULL, "%s missing", want[i].name);
+        if (t)
+            CHECK_MSG(t->ne[0] == want[i].ne0 && t->ne[1] == want[i].ne1 && t->ne[2] == want[i].ne2,
+                      "%s: %llu x %llu x %llu", want[i].name, (unsigned long long)t->ne[0],
+                      (unsigned long long)t->ne[1], (unsigned long long)t->ne[2]);
+    }
+    free(ts);
+    /* nv must be a multiple of nk (tiled q/k-to-v head mapping) */
+    c.ssm_v_heads = 24;
+    c.ssm_groups = 16;
+    CHECK(sl_synth_config_validate(&c, &err) == SL_EINVAL);
+    CHECK_STR_CONTAINS(err.msg, "not a multiple");
+}
+
 int main(void)
 {
     RUN(every_arch_tiny_has_expected_tensors_and_hparams);
@@ -899,5 +1168,8 @@ int main(void)
     RUN(unwritable_path_fails_cleanly);
     RUN(cancel_removes_partial_file);
     RUN(stats_report_sizes);
+    RUN(qwen35moe_tiny_tensors_and_keys);
+    RUN(qwen35moe_every_type);
+    RUN(qwen35moe_35b_a3b_shapes);
     return TEST_REPORT();
 }
