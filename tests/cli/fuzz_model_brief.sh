@@ -19,7 +19,7 @@ ok() { pass=$((pass + 1)); echo "ok   $1"; }
 bad() { fail=$((fail + 1)); echo "FAIL $1"; }
 
 secs=${FUZZ_MODEL_BRIEF_SECONDS:-45}
-export FUZZ_MODEL_AVOID=${FUZZ_MODEL_AVOID-d1}
+export FUZZ_MODEL_AVOID=${FUZZ_MODEL_AVOID-}
 work=$(mktemp -d "${TMPDIR:-/tmp}/sluice-fuzz-model-XXXXXX")
 trap 'rm -rf "$work"' EXIT
 
