@@ -45,6 +45,12 @@
     "\\p{L}\\p{N}]+[\\r\\n]*|" SP "*[\\r\\n]+|" SP "+(?!" NSP ")|" SP "+"
 #define RE_LLAMA3 RE_LLAMA3_LIKE("\\p{N}{1,3}|")
 #define RE_QWEN2 RE_LLAMA3_LIKE("\\p{N}|")
+/* Qwen 3.5 / 3.6: qwen2's single digits, with combining marks (\p{M})
+ * kept in words and out of the punctuation runs, as llama.cpp's
+ * LLAMA_VOCAB_PRE_TYPE_QWEN35 splits. */
+#define RE_QWEN35                                                              \
+    RE_CONTRACTIONS "|[^\\r\\n\\p{L}\\p{N}]?[\\p{L}\\p{M}]+|\\p{N}| ?[^" WS     \
+    "\\p{L}\\p{M}\\p{N}]+[\\r\\n]*|" SP "*[\\r\\n]+|" SP "+(?!" NSP ")|" SP "+"
 
 /* DeepSeek LLM: its letters are the cased letters (Lu/Ll/Lt) listed as
  * literal ranges in its tokenizer.json. */
@@ -85,6 +91,7 @@ enum {
     SET_GPT2,
     SET_LLAMA3,
     SET_QWEN2,
+    SET_QWEN35,
     SET_DEEPSEEK_LLM,
     SET_DEEPSEEK_CODER,
     SET_STARCODER,
@@ -103,6 +110,7 @@ static const pattern_set g_sets[SET_COUNT] = {
     [SET_GPT2] = {"gpt-2", {RE_GPT2, NULL}},
     [SET_LLAMA3] = {"llama3", {RE_LLAMA3, NULL}},
     [SET_QWEN2] = {"qwen2", {RE_QWEN2, NULL}},
+    [SET_QWEN35] = {"qwen35", {RE_QWEN35, NULL}},
     [SET_DEEPSEEK_LLM] = {"deepseek-llm",
                           {"[\\r\\n]", SP "?[" DS_CASED "]+", SP "?" DS_PUNCT, SP "+\\z",
                            DS_CJK, "\\p{N}+", NULL}},
@@ -141,6 +149,7 @@ static const pre_name g_names[] = {
     {"dbrx", SET_LLAMA3, false, false},
     {"smaug-bpe", SET_LLAMA3, false, false},
     {"qwen2", SET_QWEN2, false, false},
+    {"qwen35", SET_QWEN35, false, false},
     {"deepseek-r1-qwen", SET_QWEN2, false, false},
     {"megrez", SET_QWEN2, false, false},
     {"stablelm2", SET_QWEN2, false, false},

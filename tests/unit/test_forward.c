@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "common/ref_forward.h"
+#include "common/ref_qwen35.h"
 #include "common/retype.h"
 #include "common/testutil.h"
 #include "engine/session.h"
@@ -372,6 +373,66 @@ TEST(batch_touching_many_wide_experts)
     free(two);
 }
 
+/* qwen35moe (issue 12): generated hybrid models (gated DeltaNet + gated
+ * attention, 4 layers) against the independent reference pass of
+ * tests/common/ref_qwen35.c, f32 and q8_0, the prompt in batches of 5 (the
+ * recurrent state carried across evals); and batches of 1, 5 and 12 give
+ * the same bits. */
+TEST(qwen35moe_matches_reference)
+{
+    const struct {
+        const char *type;
+        double tol;
+    } cases[] = {{"f32", 1e-5}, {"q8_0", 5e-2}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        sl_synth_config c;
+        sl_err err;
+        CHECK(sl_synth_config_init(&c, "qwen35moe", "tiny", &err) == 0);
+        CHECK(sl_synth_type_from_name(cases[i].type, &c.type));
+        c.seed = 23;
+        char path[512], name[64];
+        snprintf(name, sizeof name, "qwen35moe-%s", cases[i].type);
+        if (write_model(path, sizeof path, name, &c)) {
+            CHECK_MSG(0, "could not generate %s", name);
+            continue;
+        }
+        char eb[256];
+        ref_q35 *ref = ref_q35_load(path, eb, sizeof eb);
+        CHECK_MSG(ref != NULL, "%s", eb);
+        if (!ref) continue;
+        const int V = ref_q35_n_vocab(ref);
+        float *want = malloc(sizeof(float) * (size_t)V * N_TOK);
+        float margin[N_TOK];
+        CHECK(ref_q35_forward(ref, prompt, N_TOK, want, margin) == 0);
+        ref_q35_free(ref);
+        float *got = engine_logits(path, 2, SL_KV_F32, 5);
+        float *one = engine_logits(path, 1, SL_KV_F32, 1);
+        float *all = engine_logits(path, 2, SL_KV_F32, N_TOK);
+        CHECK(got && one && all);
+        if (got && one && all) {
+            int compared = 0;
+            while (compared < N_TOK && margin[compared] >= NEAR_TIE) compared++;
+            double max_abs = 0, scale = 0;
+            for (size_t k = 0; k < (size_t)V * (size_t)compared; k++) {
+                max_abs = fmax(max_abs, fabs((double)got[k] - want[k]));
+                scale = fmax(scale, fabs((double)want[k]));
+            }
+            printf("   %-15s max|dlogit| %.2e of %.2f, positions %d/%d\n", name, max_abs, scale,
+                   compared, N_TOK);
+            CHECK_MSG(compared >= N_TOK / 2, "%s: %d positions compared", name, compared);
+            CHECK_MSG(max_abs <= cases[i].tol * scale, "%s: %.3g > %.3g", name, max_abs,
+                      cases[i].tol * scale);
+            const size_t bytes = sizeof(float) * (size_t)V * N_TOK;
+            CHECK(memcmp(got, one, bytes) == 0);
+            CHECK(memcmp(got, all, bytes) == 0);
+        }
+        free(want);
+        free(got);
+        free(one);
+        free(all);
+    }
+}
+
 TEST(threads_and_batching_do_not_change_bits)
 {
     char path[512];
@@ -402,6 +463,7 @@ int main(void)
     RUN(experts_and_attention_with_mixed_types);
     RUN(edge_shapes_match_reference);
     RUN(batch_touching_many_wide_experts);
+    RUN(qwen35moe_matches_reference);
     RUN(threads_and_batching_do_not_change_bits);
     return TEST_REPORT();
 }

@@ -93,6 +93,17 @@ TEST(qwen2)
     SPLIT("qwen2", "I'M 12345 go\n\n", "I", "'M", " ", "1", "2", "3", "4", "5", " go", "\n\n");
 }
 
+/* Qwen 3.5: as qwen2, but a combining mark (U+0301 here) belongs to its
+ * word: "cafe" + U+0301 is one piece (qwen2 cuts the mark off as
+ * punctuation), and so is a space, a mark and a letter. Digits stay single. */
+TEST(qwen35)
+{
+    SPLIT("qwen35", "cafe\xcc\x81 x \xcc\x81" "a 12", "cafe\xcc\x81", " x", " \xcc\x81" "a", " ",
+          "1", "2");
+    SPLIT("qwen2", "cafe\xcc\x81 x \xcc\x81" "a 12", "cafe", "\xcc\x81", " x", " \xcc\x81", "a",
+          " ", "1", "2");
+}
+
 /* DeepSeek LLM, in order: [\r\n] | \s?[cased letters]+ | \s?[punctuation]+ |
  * \s+$ | [CJK ranges]+ | \p{N}+
  * "Hello 世界 123\n": [\r\n] splits off "\n"; the letter pattern takes
@@ -180,6 +191,7 @@ int main(void)
     RUN(gpt2_nel_is_whitespace);
     RUN(llama3);
     RUN(qwen2);
+    RUN(qwen35);
     RUN(deepseek_llm);
     RUN(deepseek_coder);
     RUN(starcoder);

@@ -18,7 +18,7 @@
 int sl_tok_bpe_pretok_split(const sl_tok_pretok *p, const char *text, size_t len,
                             sl_tok_spans *out, sl_err *err);
 
-static const char *const g_sets[] = {"default", "gpt-2", "llama3", "qwen2", "deepseek-llm",
+static const char *const g_sets[] = {"default", "gpt-2", "llama3", "qwen2", "qwen35", "deepseek-llm",
                                      "deepseek-coder", "starcoder", "falcon"};
 
 static bool init_set(const char *name, sl_tok_pretok *p)
