@@ -23,6 +23,7 @@
 #include "gguf/gguf.h"
 #include "io/io.h"
 #include "model/arch.h"
+#include "util/file.h"
 #include "util/timer.h"
 
 #define MAX_ROWS 32
@@ -902,9 +903,12 @@ int cmd_iobench(int argc, char **argv)
         }
     }
     bench b = {.o = &o, .L = &L, .t_base = sl_now_ns()};
-    if (o.trace && !(b.trace = fopen(o.trace, "w"))) {
-        fprintf(stderr, "sluice iobench: cannot write '%s': %s\n", o.trace, strerror(errno));
-        goto out;
+    if (o.trace) {
+        sl_err terr;
+        if (!(b.trace = sl_file_fopen_write(o.trace, &terr))) { /* never blocks on a FIFO */
+            fprintf(stderr, "sluice iobench: %s\n", terr.msg);
+            goto out;
+        }
     }
     row rows[MAX_ROWS];
     memset(rows, 0, sizeof rows);

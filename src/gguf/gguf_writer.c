@@ -752,6 +752,11 @@ int sl_gguf_writer_close(sl_gguf_writer *w, sl_err *err)
     if (w->state != ST_FAILED) flush_last(w);
     io_wait(w);
     if (w->state == ST_FAILED) rc = report(w, err);
+    /* a late write error (full disk) shows at sync or close: a file whose
+     * close failed is not a complete model */
+    if (!rc) rc = sl_file_sync(&w->f, err);
+    int crc = sl_file_close_checked(&w->f, rc ? NULL : err);
+    if (!rc) rc = crc;
     sl_gguf_writer_abort(w);
     return rc;
 }

@@ -409,6 +409,15 @@ int sl_synth_write(const sl_synth_config *c, const char *path,
     rc = sl_synth_vocab_build(&vocab, c->n_vocab, err);
     if (rc) goto out;
 
+    /* a device, FIFO or directory is never opened (and so never removed on
+     * failure: as root, unlinking /dev/full would remove the device) */
+    sl_file_id id;
+    if ((rc = sl_file_identity(path, &id, err))) goto out;
+    if (id.exists && !id.regular) {
+        rc = sl_err_set(err, SL_EINVAL, "'%s' is a %s, not a regular file: a model is written to "
+                        "a file", path, id.kind);
+        goto out;
+    }
     rc = sl_gguf_writer_open(&w, path, err);
     if (rc) goto out;
     created = true;

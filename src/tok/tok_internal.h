@@ -66,6 +66,13 @@ void sl_tok_pretok_free(sl_tok_pretok *p);
 int sl_tok_pretok_split(const sl_tok_pretok *p, const char *text, size_t len, sl_tok_spans *out,
                         sl_err *err);
 
+/* The pre-tokenizer split of valid UTF-8 text, with long runs of one
+ * character class shortened before the regex where that gives the same
+ * pieces, so that any valid text splits (tok_bpe.c). Same contract as
+ * sl_tok_pretok_split. */
+int sl_tok_bpe_pretok_split(const sl_tok_pretok *p, const char *text, size_t len,
+                            sl_tok_spans *out, sl_err *err);
+
 int sl_tok_spans_push(sl_tok_spans *s, size_t off, size_t len);
 void sl_tok_spans_free(sl_tok_spans *s);
 

@@ -14,9 +14,6 @@
 #include "test.h"
 #include "tok/tok_internal.h"
 
-/* defined in tok_bpe.c (not in tok_internal.h, whose owner is asked to add it) */
-int sl_tok_bpe_pretok_split(const sl_tok_pretok *p, const char *text, size_t len,
-                            sl_tok_spans *out, sl_err *err);
 
 static const char *const g_sets[] = {"default", "gpt-2", "llama3", "qwen2", "qwen35", "deepseek-llm",
                                      "deepseek-coder", "starcoder", "falcon"};
