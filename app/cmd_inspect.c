@@ -539,7 +539,75 @@ static void text_sizing(FILE *f, const sizing *z)
                 z->cycle, human(a, sizeof a, z->cycle), z->n_expert_layers, z->expert_used);
 }
 
-static void print_text(FILE *f, const sl_gguf *g, const sizing *z, bool tensors)
+/* ---- layers: what the engine makes of the file ------------------------------ */
+
+/* The layer pattern and state bytes, when sluice can describe the model:
+ * loaded without its weights (describe_only). */
+typedef struct layers_info {
+    sl_model *m;        /* NULL: not described (see why) */
+    char why[SL_ERR_MSG_MAX];
+    uint64_t per_token, per_seq;
+} layers_info;
+
+static void describe_layers(const char *path, const sl_gguf *g, layers_info *li)
+{
+    memset(li, 0, sizeof *li);
+    const char *arch = sl_gguf_get_str(g, "general.architecture");
+    if (!arch || !sl_arch_find(arch)) return;
+    sl_model_params mp = sl_model_default_params();
+    mp.describe_only = true;
+    sl_err err = {0};
+    if (sl_model_load(&li->m, path, &mp, &err)) {
+        snprintf(li->why, sizeof li->why, "%s", err.msg);
+        li->m = NULL;
+        return;
+    }
+    sl_model_state_bytes(li->m, &li->per_token, &li->per_seq);
+}
+
+static void text_layers(FILE *f, const layers_info *li)
+{
+    if (!li->m && !li->why[0]) return;
+    fprintf(f, "\nlayers\n");
+    if (!li->m) {
+        fprintf(f, "  cannot be described: %s\n", li->why);
+        return;
+    }
+    const int n = sl_model_n_layer(li->m);
+    fprintf(f, "  %-14s%d\n", "count", n);
+    fprintf(f, "  %-14s", "mixers");
+    for (int a = 0; a < n;) {
+        int b = a;
+        const char *k = sl_model_layer_mixer(li->m, a);
+        while (b + 1 < n && !strcmp(sl_model_layer_mixer(li->m, b + 1), k)) b++;
+        if (a) fprintf(f, ", ");
+        if (b > a) fprintf(f, "%d-%d %s", a, b, k);
+        else fprintf(f, "%d %s", a, k);
+        a = b + 1;
+    }
+    char hb[32];
+    fprintf(f, "\n  %-14s%" PRIu64 " bytes per token of context (%s, f16 K/V)\n", "state",
+            li->per_token, human(hb, sizeof hb, li->per_token));
+    if (li->per_seq)
+        fprintf(f, "  %-14s%" PRIu64 " bytes per sequence (%s; a session keeps a second copy "
+                "as its snapshot)\n", "", li->per_seq, human(hb, sizeof hb, li->per_seq));
+}
+
+static void json_layers(json_out *j, const layers_info *li)
+{
+    if (!li->m) return;
+    json_key(j, "layers");
+    json_arr_begin_inline(j);
+    for (int il = 0; il < sl_model_n_layer(li->m); il++) json_str(j, sl_model_layer_mixer(li->m, il));
+    json_arr_end(j);
+    json_key(j, "state_bytes_per_token");
+    json_u64(j, li->per_token);
+    json_key(j, "state_bytes_per_sequence");
+    json_u64(j, li->per_seq);
+}
+
+static void print_text(FILE *f, const sl_gguf *g, const sizing *z, const layers_info *li,
+                       bool tensors)
 {
     char hb[32], sb[SHOWN_MAX];
     for (uint32_t i = 0; i < sl_gguf_file_count(g); i++)
@@ -574,6 +642,7 @@ static void print_text(FILE *f, const sl_gguf *g, const sizing *z, bool tensors)
         fprintf(f, "\nother metadata\n");
         text_section(f, g, SEC_OTHER, arch, 2, width);
     }
+    text_layers(f, li);
     if (tensors) text_tensors(f, g);
     text_sizing(f, z);
 }
@@ -587,7 +656,8 @@ static void json_opt_u32(json_out *j, const char *key, bool have, uint32_t v)
     else json_null(j);
 }
 
-static void print_json(FILE *f, const sl_gguf *g, const sizing *z, bool tensors)
+static void print_json(FILE *f, const sl_gguf *g, const sizing *z, const layers_info *li,
+                       bool tensors)
 {
     json_out j;
     json_init(&j, f);
@@ -673,6 +743,7 @@ static void print_json(FILE *f, const sl_gguf *g, const sizing *z, bool tensors)
         json_arr_end(&j);
     }
 
+    json_layers(&j, li);
     json_key(&j, "sizing");
     json_obj_begin(&j);
     json_key(&j, "total_bytes");
@@ -760,8 +831,11 @@ int cmd_inspect(int argc, char **argv)
         sl_gguf_close(g);
         return 1;
     }
-    if (json) print_json(stdout, g, &z, tensors);
-    else print_text(stdout, g, &z, tensors);
+    layers_info li;
+    describe_layers(path, g, &li);
+    if (json) print_json(stdout, g, &z, &li, tensors);
+    else print_text(stdout, g, &z, &li, tensors);
+    sl_model_free(li.m);
     free(z.layers);
     sl_gguf_close(g);
     if (fflush(stdout) != 0 || ferror(stdout)) {

@@ -87,6 +87,9 @@ typedef struct sl_model_params {
     sl_dense_mode dense;
     const char *io_trace_path; /* log every expert read to this file; NULL: off */
     const void *test_io_fault; /* tests only: a struct sl_io_fault (src/io/io.h) */
+    bool describe_only;     /* bind every tensor and describe each layer, but read
+                               no weight and plan nothing (sluice inspect); such a
+                               model cannot run: sessions on it are refused */
 } sl_model_params;
 
 /* Defaults for sl_model_params. */
@@ -133,6 +136,17 @@ typedef struct sl_stream_stats {
 void sl_model_stream_stats(const sl_model *m, sl_stream_stats *out);
 
 /* Basic facts, for front-ends. */
+/* Layers the forward pass runs, and what mixes layer il's tokens:
+ * "attention" or "gated DeltaNet" (static strings). */
+int sl_model_n_layer(const sl_model *m);
+const char *sl_model_layer_mixer(const sl_model *m, int il);
+
+/* The state a session of this model keeps: bytes per token of context
+ * (every attention layer's K and V in the default f16 cache) and per
+ * sequence (recurrent layers' states; a session keeps a second copy as its
+ * snapshot). */
+void sl_model_state_bytes(const sl_model *m, uint64_t *per_token, uint64_t *per_seq);
+
 /* The i-th warning about the model's file (i from 0: an unknown
  * pre-tokenizer, special token ids outside the vocabulary ...), escaped for
  * a terminal, or NULL past the last. Owned by m. */

@@ -10,6 +10,8 @@
 #include <string.h>
 
 #include "chat/chat.h"
+#include "engine/mixer.h"
+#include "engine/session_layout.h"
 #include "model/model.h"
 #include "sample/sampler.h"
 #include "sluice.h"
@@ -295,6 +297,25 @@ fail:
 }
 
 const char *sl_chat_warning(const sl_chat *c) { return sl_chat_template_warning(&c->t); }
+
+int sl_model_n_layer(const sl_model *m) { return m->hp.n_layer; }
+
+const char *sl_model_layer_mixer(const sl_model *m, int il)
+{
+    if (il < 0 || il >= m->hp.n_layer) return NULL;
+    return sl_mixer_of(m->layers[il].d.mixer)->name;
+}
+
+void sl_model_state_bytes(const sl_model *m, uint64_t *per_token, uint64_t *per_seq)
+{
+    *per_token = *per_seq = 0;
+    for (int il = 0; il < m->hp.n_layer; il++) {
+        uint64_t rows[2];
+        sl_session_layer_rows(m, il, 2, rows);
+        *per_token += rows[0] + rows[1];
+        *per_seq += sl_mixer_of(m->layers[il].d.mixer)->state_seq(&m->layers[il].d);
+    }
+}
 
 const char *sl_model_warning(const sl_model *m, int i)
 {

@@ -32,6 +32,8 @@ int sl_session_create(sl_session **out, sl_model *m, const sl_session_params *pp
     if (p.n_ctx > SL_SESSION_MAX_CTX)
         return sl_err_set(err, SL_EINVAL, "context size %d is too large (at most %d)", p.n_ctx,
                           SL_SESSION_MAX_CTX);
+    if (m->described_only)
+        return sl_err_set(err, SL_EINVAL, "the model was loaded to be described, not to run");
     if (p.n_batch_max <= 0) p.n_batch_max = 512;
     if (p.n_batch_max > SL_SESSION_MAX_BATCH)
         return sl_err_set(err, SL_EINVAL, "batch size %d is too large (at most %d)",

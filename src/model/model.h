@@ -209,6 +209,7 @@ struct sl_model {
     uint64_t budget_bytes;  /* memory budget the plan used */
     uint64_t reserved_bytes; /* of it, set aside for a session: KV cache and scratch */
     bool streaming;         /* routed experts come from the streamer */
+    bool described_only;    /* loaded with describe_only: no weights, cannot run */
     int n_slots;            /* expert cache slots when streaming */
     struct sl_streamer *streamer;
     /* The streamer serves one caller at a time: sessions on other threads

@@ -232,6 +232,11 @@ int sl_model_load(sl_model **out, const char *path, const sl_model_params *param
     }
     for (int il = 0; il < m->hp.n_layer; il++)
         if ((rc = m->arch->layer(&b, il))) goto fail;
+    if (params && params->describe_only) {
+        m->described_only = true;
+        *out = m;
+        return SL_OK;
+    }
 
     if ((rc = sl_model_plan(m, params, err))) goto fail;
     if ((rc = place_weights(m, params, err))) goto fail;

@@ -170,5 +170,24 @@ check "unknown option: exit 2" [ $? -eq 2 ]
 "$SLUICE" inspect >/dev/null 2>&1
 check "no model: exit 2" [ $? -eq 2 ]
 
+# qwen35moe's layers (issue 12): the tiny preset alternates gated DeltaNet and
+# attention (full_attention_interval 2); its state, from ARCHS.md's formulas:
+# per token 2 attention layers x (K + V) x 2 KV heads x 16 x 2 bytes = 256;
+# per sequence 2 DeltaNet layers x 4 bytes x ((conv 4 - 1) x (2 x 2 x 16 +
+# 4 x 16) + 4 v heads x 16 x 16) = 11264
+Q35=$(mktemp "${TMPDIR:-/tmp}/sluice-q35-XXXXXX.gguf")
+if "$SLUICE" mkmodel --arch qwen35moe --preset tiny -q -o "$Q35"; then
+    out=$("$SLUICE" inspect --no-tensors "$Q35")
+    check "qwen35moe layer pattern" \
+        bash -c 'echo "$1" | grep -q "mixers  *0 gated DeltaNet, 1 attention, 2 gated DeltaNet, 3 attention"' _ "$out"
+    check "qwen35moe state per token" bash -c 'echo "$1" | grep -q "state  *256 bytes per token"' _ "$out"
+    check "qwen35moe state per sequence" bash -c 'echo "$1" | grep -q " 11264 bytes per sequence"' _ "$out"
+    json=$("$SLUICE" inspect --json --no-tensors "$Q35")
+    check "qwen35moe layers in --json" bash -c 'echo "$1" | grep -q "\"state_bytes_per_sequence\": 11264"' _ "$json"
+else
+    bad "mkmodel qwen35moe"
+fi
+rm -f "$Q35"
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
