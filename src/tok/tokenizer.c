@@ -120,22 +120,23 @@ static int setup_pre(sl_tokenizer *tok, const char *pre, sl_err *err)
     int set = sl_tok_pre_default_set();
     bool ignore_merges = false, add_bos = false;
     const char *name = pre ? sl_tok_pre_lookup(pre, &set, &ignore_merges, &add_bos) : NULL;
+    if (!name && pre) {
+        /* as llama.cpp: a name it does not know is an error, never a silent
+         * fallback (the tokens would differ from the model's own). The name
+         * is the file's: escaped (util/escape.h), at most 80 bytes shown. */
+        char shown[84];
+        size_t n = strlen(pre), used;
+        sl_escape(shown, sizeof shown - 3, pre, n, &used);
+        if (used < n) strcat(shown, "...");
+        return sl_err_set(err, SL_EUNSUPPORTED, "unknown pre-tokenizer '%s' "
+                          "(tokenizer.ggml.pre): sluice cannot split text the way this "
+                          "model's tokenizer does", shown);
+    }
     if (!name) {
         char msg[256];
-        if (pre) {
-            /* the name is the file's: escaped (util/escape.h), at most 80 bytes */
-            char shown[84];
-            size_t n = strlen(pre), used;
-            sl_escape(shown, sizeof shown - 3, pre, n, &used);
-            if (used < n) strcat(shown, "...");
-            snprintf(msg, sizeof msg,
-                     "unknown pre-tokenizer '%s'; splitting with the default patterns, "
-                     "tokens may differ from the model's own tokenizer", shown);
-        } else {
-            snprintf(msg, sizeof msg,
-                     "the file names no pre-tokenizer (tokenizer.ggml.pre); splitting with the "
-                     "default patterns, tokens may differ from the model's own tokenizer");
-        }
+        snprintf(msg, sizeof msg,
+                 "the file names no pre-tokenizer (tokenizer.ggml.pre); splitting with the "
+                 "default patterns, tokens may differ from the model's own tokenizer");
         tok->pre_warning = strdup(msg);
         if (!tok->pre_warning) return sl_err_set(err, SL_ENOMEM, "out of memory");
         name = "default";

@@ -98,9 +98,9 @@ check "tokenize: unknown model fails" [ $rc -ne 0 ]
 check "tokenize: stderr clean" clean "$work/tok.err"
 check "tokenize: model named escaped" grep -qF "tokenizer model '\\x1b[31mbpe\\x1b[0m' is not supported" "$work/tok.err"
 run pre "$SLUICE" tokenize -m "$work/pre.gguf" -p "hi there"
-check "tokenize: unknown pre-tokenizer still tokenizes" [ $rc -eq 0 ]
-check "tokenize: warning clean" clean "$work/pre.err"
-check "tokenize: warning names the pre-tokenizer escaped" grep -qF "unknown pre-tokenizer '\\x1b[31mpre\\xc2\\x9b\\x1b[0m'" "$work/pre.err"
+check "tokenize: unknown pre-tokenizer is refused" [ $rc -ne 0 ]
+check "tokenize: error clean" clean "$work/pre.err"
+check "tokenize: error names the pre-tokenizer escaped" grep -qF "unknown pre-tokenizer '\\x1b[31mpre\\xc2\\x9b\\x1b[0m'" "$work/pre.err"
 check "tokenize: stdout clean" clean "$work/pre.out"
 
 finish
