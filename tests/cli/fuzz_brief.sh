@@ -5,32 +5,15 @@
 # libFuzzer runtime the test is skipped (reported, not failed). The long run
 # is `make fuzz FUZZ_SECONDS=600`.
 set -u
-cd "$(dirname "$0")/../.."
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); echo "ok   $1"; }
-bad() { fail=$((fail + 1)); echo "FAIL $1"; }
+. "$(dirname "$0")/lib/common.sh"
+. tests/cli/lib/fuzz.sh
 
 secs=${FUZZ_BRIEF_SECONDS:-20}
 work=$(mktemp -d "${TMPDIR:-/tmp}/sluice-fuzz-XXXXXX")
 trap 'rm -rf "$work"' EXIT
 
-if ! command -v clang >/dev/null 2>&1 ||
-    ! printf 'int LLVMFuzzerTestOneInput(const char *d, long n) { (void)d; (void)n; return 0; }\n' |
-    clang -x c -fsanitize=fuzzer -o "$work/probe" - >/dev/null 2>&1; then
-    echo "skipped: clang with libFuzzer (-fsanitize=fuzzer) is not available"
-    echo "0 passed, 0 failed"
-    exit 0
-fi
-
-if make -s build/fuzz/fuzz_gguf >"$work/build.log" 2>&1; then
-    ok "build fuzz_gguf"
-else
-    tail -n 20 "$work/build.log"
-    bad "build fuzz_gguf"
-    echo "$pass passed, $fail failed"
-    exit 1
-fi
+fuzz_require_libfuzzer "$work"
+fuzz_build fuzz_gguf "$work"
 
 # every seed once: valid and corrupt files alike must be handled cleanly
 n_seeds=$(ls tests/fuzz/corpus | wc -l)
@@ -57,5 +40,4 @@ else
     bad "fuzz ${secs}s"
 fi
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish

@@ -12,33 +12,16 @@
 # FUZZ_MODEL_AVOID steers the generator off defects that are known and not
 # fixed yet (see fuzz_model.c); each name here must go once its fix lands.
 set -u
-cd "$(dirname "$0")/../.."
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); echo "ok   $1"; }
-bad() { fail=$((fail + 1)); echo "FAIL $1"; }
+. "$(dirname "$0")/lib/common.sh"
+. tests/cli/lib/fuzz.sh
 
 secs=${FUZZ_MODEL_BRIEF_SECONDS:-45}
 export FUZZ_MODEL_AVOID=${FUZZ_MODEL_AVOID-}
 work=$(mktemp -d "${TMPDIR:-/tmp}/sluice-fuzz-model-XXXXXX")
 trap 'rm -rf "$work"' EXIT
 
-if ! command -v clang >/dev/null 2>&1 ||
-    ! printf 'int LLVMFuzzerTestOneInput(const char *d, long n) { (void)d; (void)n; return 0; }\n' |
-    clang -x c -fsanitize=fuzzer -o "$work/probe" - >/dev/null 2>&1; then
-    echo "skipped: clang with libFuzzer (-fsanitize=fuzzer) is not available"
-    echo "0 passed, 0 failed"
-    exit 0
-fi
-
-if make -s build/fuzz/fuzz_model >"$work/build.log" 2>&1; then
-    ok "build fuzz_model"
-else
-    tail -n 20 "$work/build.log"
-    bad "build fuzz_model"
-    echo "$pass passed, $fail failed"
-    exit 1
-fi
+fuzz_require_libfuzzer "$work"
+fuzz_build fuzz_model "$work"
 [ -n "$FUZZ_MODEL_AVOID" ] && echo "   generator avoids known open defects: $FUZZ_MODEL_AVOID"
 
 # every seed once
@@ -90,5 +73,4 @@ else
     bad "fuzz ${secs}s"
 fi
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish
