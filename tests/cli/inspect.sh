@@ -136,7 +136,7 @@ fi
 # [n_embd, n_ff] / [n_ff, n_embd] (the trailing expert dimension of 1 is
 # dropped). The expert count must be 1 and one expert's bytes per layer the
 # sum of that layer's three _exps tensors as the tensor table lists them.
-ref=/work/shared/fixtures/reference/dense1-Q8_0.gguf
+ref=tests/data/reference/dense1-Q8_0.gguf # a copy of the shared fixture
 if [ ! -f "$ref" ]; then
     echo "skipped: $ref not found"
 else
