@@ -123,6 +123,16 @@ int main(void)
     RUN(hooks_see_allocations);
     RUN(resident_decode_allocates_nothing);
     RUN(streamed_decode_allocates_nothing);
+    /* the hybrid: gated DeltaNet layers keep their state in the session too */
+    t_path(path, sizeof path, "noalloc-qwen35moe.gguf");
+    if (sl_synth_config_init(&c, "qwen35moe", "tiny", &err) ||
+        sl_synth_config_validate(&c, &err) || sl_synth_write(&c, path, NULL, NULL, NULL, &err)) {
+        printf("  qwen35moe: %s\n", err.msg);
+        t_failed++;
+        return TEST_REPORT();
+    }
+    RUN(resident_decode_allocates_nothing);
+    RUN(streamed_decode_allocates_nothing);
     return TEST_REPORT();
 #endif
 }
