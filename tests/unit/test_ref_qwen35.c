@@ -173,14 +173,14 @@ TEST(q8_0_matches_llama_cpp)
     printf("  qwen35moe-Q8_0: mean KLD %.3e, max %.3e, same top %d/%d\n", r.mean_kld, r.max_kld,
            r.same_top, r.count);
     /* Measured 8.8e-03 (8.2e-03 with an f32 cache): the activations go
-     * through sluice's own q8_0
-     * quantiser (as ref_forward.c does), which differs from llama.cpp's x86
-     * one (issue 11); a requantised activation moves by a whole int8 step
-     * wherever a value sits near a rounding boundary, so the difference is
-     * far above float rounding. With llama.cpp's rule (multiply by
-     * 127/amax, round half-even; tried in a scratch copy) it measured
-     * 1.4e-04 with an f32 cache and 5.4e-05 with the f16 one. A misread rule is far above either:
-     * grouped instead of tiled v-to-q/k heads gives 0.62 on both files. */
+     * through sluice's own q8_0 quantiser (as ref_forward.c does), which
+     * differs from llama.cpp's x86 one (issue 11); a requantised activation
+     * moves by a whole int8 step wherever a value sits near a rounding
+     * boundary, so the difference is far above float rounding. With
+     * llama.cpp's rule (multiply by 127/amax, round half-even; tried in a
+     * scratch copy) it measured 1.4e-04 with an f32 cache and 5.4e-05 with
+     * the f16 one. A misread rule is far above either: grouped instead of
+     * tiled v-to-q/k heads gives 0.62 on both files. */
     CHECK_MSG(r.mean_kld <= 2e-2, "mean KLD %g", r.mean_kld);
 }
 
