@@ -13,31 +13,23 @@
 
 #ifdef SL_HAVE_AVX2_BUILD
 
-/* Two blocks per iteration into two accumulators: the FMA latency chain is
- * what limits a one-accumulator loop on blocks this small. */
+/* One accumulator chain over the blocks, in block order, then the
+ * horizontal sum: the order of the reference's AVX2 kernel (and of its
+ * batched gemm), so each float rounds as it does there. Measured on
+ * llama.cpp's dense1-Q8_0 file: mean KLD against its base 8.0e-5 with two
+ * interleaved chains, 4.7e-5 with one. */
 static void vec_dot_q8_0_q8_0(int64_t n, float *s, const void *vx, const void *vy)
 {
     const sl_block_q8_0 *x = vx;
     const sl_block_q8_0 *y = vy;
-    int64_t nb = n / SL_QK, i = 0;
-    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-    for (; i + 1 < nb; i += 2) {
-        __m256i p0 = sl_avx2_dot_i8(_mm256_loadu_si256((const __m256i *)x[i].qs),
-                                    _mm256_loadu_si256((const __m256i *)y[i].qs));
-        __m256i p1 = sl_avx2_dot_i8(_mm256_loadu_si256((const __m256i *)x[i + 1].qs),
-                                    _mm256_loadu_si256((const __m256i *)y[i + 1].qs));
-        __m256 d0 = _mm256_set1_ps(sl_avx2_h2f(x[i].d) * sl_avx2_h2f(y[i].d));
-        __m256 d1 = _mm256_set1_ps(sl_avx2_h2f(x[i + 1].d) * sl_avx2_h2f(y[i + 1].d));
-        acc0 = _mm256_fmadd_ps(d0, _mm256_cvtepi32_ps(p0), acc0);
-        acc1 = _mm256_fmadd_ps(d1, _mm256_cvtepi32_ps(p1), acc1);
-    }
-    for (; i < nb; i++) {
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n / SL_QK; i++) {
         __m256i p = sl_avx2_dot_i8(_mm256_loadu_si256((const __m256i *)x[i].qs),
                                    _mm256_loadu_si256((const __m256i *)y[i].qs));
         __m256 d = _mm256_set1_ps(sl_avx2_h2f(x[i].d) * sl_avx2_h2f(y[i].d));
-        acc0 = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(p), acc0);
+        acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(p), acc);
     }
-    *s = sl_avx2_hsum_ps(_mm256_add_ps(acc0, acc1));
+    *s = sl_avx2_hsum_ps(acc);
 }
 
 static inline __m256i q4_0_signed(const uint8_t *qs)
@@ -45,29 +37,19 @@ static inline __m256i q4_0_signed(const uint8_t *qs)
     return _mm256_sub_epi8(sl_avx2_nibbles32(qs), _mm256_set1_epi8(8));
 }
 
+/* One accumulator chain, as vec_dot_q8_0_q8_0 and the reference. */
 static void vec_dot_q4_0_q8_0(int64_t n, float *s, const void *vx, const void *vy)
 {
     const sl_block_q4_0 *x = vx;
     const sl_block_q8_0 *y = vy;
-    int64_t nb = n / SL_QK, i = 0;
-    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-    for (; i + 1 < nb; i += 2) {
-        __m256i p0 = sl_avx2_dot_i8(q4_0_signed(x[i].qs),
-                                    _mm256_loadu_si256((const __m256i *)y[i].qs));
-        __m256i p1 = sl_avx2_dot_i8(q4_0_signed(x[i + 1].qs),
-                                    _mm256_loadu_si256((const __m256i *)y[i + 1].qs));
-        __m256 d0 = _mm256_set1_ps(sl_avx2_h2f(x[i].d) * sl_avx2_h2f(y[i].d));
-        __m256 d1 = _mm256_set1_ps(sl_avx2_h2f(x[i + 1].d) * sl_avx2_h2f(y[i + 1].d));
-        acc0 = _mm256_fmadd_ps(d0, _mm256_cvtepi32_ps(p0), acc0);
-        acc1 = _mm256_fmadd_ps(d1, _mm256_cvtepi32_ps(p1), acc1);
-    }
-    for (; i < nb; i++) {
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n / SL_QK; i++) {
         __m256i p = sl_avx2_dot_i8(q4_0_signed(x[i].qs),
                                    _mm256_loadu_si256((const __m256i *)y[i].qs));
         __m256 d = _mm256_set1_ps(sl_avx2_h2f(x[i].d) * sl_avx2_h2f(y[i].d));
-        acc0 = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(p), acc0);
+        acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(p), acc);
     }
-    *s = sl_avx2_hsum_ps(_mm256_add_ps(acc0, acc1));
+    *s = sl_avx2_hsum_ps(acc);
 }
 
 /* x = d q + m: d * sum q a (maddubs, q unsigned) and m * sum a (maddubs

@@ -97,6 +97,7 @@ INLINE void legacy_n(int64_t n, float *s, const void *vx, const void *const *ys,
                      const int kind)
 {
     const __m256i tab = table256(kind == K_MXFP4 ? sl_mxfp4_values : sl_iq4nl_values);
+    const bool pair = kind == K_IQ4_NL || kind == K_MXFP4;
     const sl_block_q8_0 *y[NT];
     __m256 acc0[NT], acc1[NT];
     UNROLL
@@ -117,7 +118,10 @@ INLINE void legacy_n(int64_t n, float *s, const void *vx, const void *const *ys,
             __m256 d0 = _mm256_set1_ps(xd0 * sl_avx2_h2f(y[t][i].d));
             __m256 d1 = _mm256_set1_ps(xd1 * sl_avx2_h2f(y[t][i + 1].d));
             acc0[t] = _mm256_fmadd_ps(d0, _mm256_cvtepi32_ps(p0), acc0[t]);
-            acc1[t] = _mm256_fmadd_ps(d1, _mm256_cvtepi32_ps(p1), acc1[t]);
+            /* the reference's kernels: one accumulator chain for Q8_0 and
+             * Q4_0, even and odd blocks apart for IQ4_NL and MXFP4 */
+            if (pair) acc1[t] = _mm256_fmadd_ps(d1, _mm256_cvtepi32_ps(p1), acc1[t]);
+            else acc0[t] = _mm256_fmadd_ps(d1, _mm256_cvtepi32_ps(p1), acc0[t]);
         }
     }
     for (; i < nb; i++) {
