@@ -146,6 +146,39 @@ TEST(absurd_hyperparameters)
     CHECK_STR_CONTAINS(err.msg, "embedding_length");
 }
 
+/* llama.cpp's dense1-Q8_0 file (one expert stored 2-D; tests/data) with
+ * llama.context_length 4 once overflowed a session buffer in a plain run
+ * (issue 10): now the default session has a context of 4, runs 4 tokens,
+ * and refuses the fifth cleanly. */
+TEST(reference_file_with_a_four_token_context)
+{
+    char saved[sizeof base];
+    memcpy(saved, base, sizeof base);
+    snprintf(base, sizeof base, "tests/data/reference/dense1-Q8_0.gguf");
+    char path[512];
+    t_path(path, sizeof path, "dense1-ctx4.gguf");
+    change c = {.set_key = "llama.context_length", .set_u32 = 4};
+    CHECK(copy_with(path, &c) == 0);
+    memcpy(base, saved, sizeof base);
+    sl_model *m = NULL;
+    sl_err err;
+    CHECK_MSG(sl_model_load(&m, path, NULL, &err) == 0, "%s", err.msg);
+    if (!m) return;
+    sl_session *s = NULL;
+    CHECK(sl_session_create(&s, m, NULL, &err) == 0);
+    if (s) {
+        CHECK_EQ_INT(sl_session_n_ctx(s), 4);
+        const int32_t prompt[3] = {1, 72, 101}, next = 108;
+        CHECK(sl_session_eval(s, prompt, 3, &err) == 0);
+        CHECK(sl_session_eval(s, &next, 1, &err) == 0);
+        CHECK_EQ_INT(sl_session_eval(s, &next, 1, &err), SL_EINVAL);
+        CHECK_STR_CONTAINS(err.msg, "context is full");
+        CHECK_EQ_INT(sl_session_n_past(s), 4);
+    }
+    sl_session_free(s);
+    sl_model_free(m);
+}
+
 int main(void)
 {
     sl_synth_config c;
@@ -163,5 +196,6 @@ int main(void)
     RUN(wrong_shape);
     RUN(missing_hyperparameter);
     RUN(absurd_hyperparameters);
+    RUN(reference_file_with_a_four_token_context);
     return TEST_REPORT();
 }
