@@ -308,13 +308,9 @@ const char *sl_model_layer_mixer(const sl_model *m, int il)
 
 void sl_model_state_bytes(const sl_model *m, uint64_t *per_token, uint64_t *per_seq)
 {
-    *per_token = *per_seq = 0;
-    for (int il = 0; il < m->hp.n_layer; il++) {
-        uint64_t rows[2];
-        sl_session_layer_rows(m, il, 2, rows);
-        *per_token += rows[0] + rows[1];
-        *per_seq += sl_mixer_of(m->layers[il].d.mixer)->state_seq(&m->layers[il].d);
-    }
+    uint64_t rows[2];
+    sl_session_state_bytes(m, 2, rows, per_seq); /* f16 K/V; file dimensions cannot overflow */
+    *per_token = rows[0] + rows[1];
 }
 
 const char *sl_model_warning(const sl_model *m, int i)

@@ -111,12 +111,26 @@ void sl_session_layer_rows(const sl_model *m, int il, size_t elem, uint64_t rows
     sl_mixer_of(d->mixer)->state_rows(d, elem, rows);
 }
 
+bool sl_session_state_bytes(const sl_model *m, size_t elem, uint64_t per_token[2],
+                            uint64_t *per_seq)
+{
+    bool ok = true;
+    per_token[0] = per_token[1] = *per_seq = 0;
+    for (int il = 0; il < m->hp.n_layer; il++) {
+        const sl_layer_desc *d = &m->layers[il].d;
+        uint64_t rows[2];
+        sl_session_layer_rows(m, il, elem, rows);
+        for (int r = 0; r < 2; r++) ok &= sl_add_u64(per_token[r], rows[r], &per_token[r]);
+        ok &= sl_add_u64(*per_seq, sl_mixer_of(d->mixer)->state_seq(d), per_seq);
+    }
+    return ok;
+}
+
 /* The widest attention of any layer: the scratch of q, k, v and the
  * attention output is shared by all layers. */
 typedef struct mixer_widths {
     uint64_t q, k, v, o, gate;    /* attention: per token */
     uint64_t u, vd, nv;           /* gated DeltaNet: channels, value width, v heads */
-    uint64_t seq;                 /* every layer's sequence state, bytes */
 } mixer_widths;
 
 static mixer_widths widest_mixers(const sl_model *m, sizer *z)
@@ -124,7 +138,6 @@ static mixer_widths widest_mixers(const sl_model *m, sizer *z)
     mixer_widths w = {0};
     for (int il = 0; il < m->hp.n_layer; il++) {
         const sl_layer_desc *d = &m->layers[il].d;
-        if (!sl_add_u64(w.seq, sl_mixer_of(d->mixer)->state_seq(d), &w.seq)) z->overflow = true;
         if (d->mixer == SL_MIXER_GDN) {
             const sl_gdn_desc *g = &d->gdn;
             const uint64_t vd = mul(z, (uint64_t)g->n_v, (uint64_t)g->d_state);
@@ -167,13 +180,8 @@ int sl_session_layout_make(sl_session_layout *lay, const sl_model *m, const sl_s
                              mul(&z, K, (uint64_t)hp->n_ff_exp));
     const act_needs an = model_act_needs(m, K, &z);
     const uint64_t kv_elem = d->kv_type == SL_KV_F32 ? 4 : 2;
-    uint64_t state_tok[2] = {0, 0}; /* every layer's state bytes per position */
-    for (int il = 0; il < hp->n_layer; il++) {
-        uint64_t rows[2];
-        sl_session_layer_rows(m, il, (size_t)kv_elem, rows);
-        for (int r = 0; r < 2; r++)
-            if (!sl_add_u64(state_tok[r], rows[r], &state_tok[r])) z.overflow = true;
-    }
+    uint64_t state_tok[2], state_seq; /* every layer's state: per position, per sequence */
+    if (!sl_session_state_bytes(m, (size_t)kv_elem, state_tok, &state_seq)) z.overflow = true;
     const uint64_t mm_cap = 2 * X + 4;
     const uint64_t f = sizeof(float), i = sizeof(int), p = sizeof(void *);
     const uint64_t BK = mul(&z, B, K);
@@ -209,7 +217,7 @@ int sl_session_layout_make(sl_session_layout *lay, const sl_model *m, const sl_s
     n[SL_SB_row_tmp] = mul3(&z, f, T, an.widest_col);
     n[SL_SB_logits] = mul3(&z, f, (uint64_t)d->n_logit_rows, V);
     n[SL_SB_layer_state] = sizeof(sl_layer_state) * layers;
-    n[SL_SB_seq_state] = n[SL_SB_seq_snap] = aw.seq; /* the state, and a snapshot of it */
+    n[SL_SB_seq_state] = n[SL_SB_seq_snap] = state_seq; /* the state, and a snapshot of it */
     n[SL_SB_attn_gate] = mul3(&z, f, B, aw.gate);
     n[SL_SB_gdn_u] = mul3(&z, f, B, aw.u);
     n[SL_SB_gdn_z] = n[SL_SB_gdn_o] = mul3(&z, f, B, aw.vd);

@@ -84,6 +84,12 @@ int sl_session_layout_make(sl_session_layout *lay, const sl_model *m, const sl_s
  * v_cache hold every layer's streams back to back, in layer order. */
 void sl_session_layer_rows(const sl_model *m, int il, size_t elem, uint64_t rows[2]);
 
+/* Every layer's state summed: bytes per position of each row stream
+ * (per_token[0]: K, per_token[1]: V, for cached values of elem bytes) and
+ * bytes of sequence state. False when a sum overflows 64 bits. */
+bool sl_session_state_bytes(const sl_model *m, size_t elem, uint64_t per_token[2],
+                            uint64_t *per_seq);
+
 /* The name of buffer b, for messages. */
 const char *sl_session_buffer_name(sl_sbuf b);
 
