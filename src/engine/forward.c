@@ -72,10 +72,11 @@ static void router_topk(const float *p, int n, int k, bool renorm, int *ids, flo
         ids[r] = best;
         w[r] = p[best];
     }
-    if (renorm) {
-        float sum = 0.0f;
-        for (int r = 0; r < k; r++) sum += w[r];
-        for (int r = 0; r < k; r++) w[r] /= sum;
+    if (renorm) { /* as llama.cpp: summed in double, clamped to 2^-14, divided */
+        double sum = 0.0;
+        for (int r = 0; r < k; r++) sum += (double)w[r];
+        const float s = fmaxf((float)sum, 6.103515625e-5f);
+        for (int r = 0; r < k; r++) w[r] /= s;
     }
 }
 
@@ -269,9 +270,7 @@ static int moe_block(sl_session *s, const sl_layer *L, int il, int n, sl_err *er
         const float *gw = L->shexp_gate.data;
         for (int t = 0; t < n; t++) {
             const float *xb = s->xb + (size_t)t * E, *sh = s->tmp + (size_t)t * E;
-            float logit = 0.0f;
-            for (int i = 0; i < E; i++) logit += gw[i] * xb[i];
-            const float gate = 1.0f / (1.0f + expf(-logit));
+            const float gate = 1.0f / (1.0f + expf(-sl_dot_f32_untiled(gw, xb, E)));
             float *out = s->ffn_out + (size_t)t * E;
             for (int i = 0; i < E; i++) out[i] += gate * sh[i];
         }

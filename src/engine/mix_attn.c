@@ -64,40 +64,33 @@ typedef struct attn_job {
     int pos0;
 } attn_job;
 
+/* Work item w = (token, K/V head): the query heads of that group attend
+ * together, so each K/V row is converted once for all of them. */
 static void attn_worker(void *ctx, int chunk, int n_chunks, int tid)
 {
     attn_job *j = ctx;
     sl_session *s = j->s;
     const sl_attn_desc *a = j->a;
-    const int hd = a->head_dim, hdv = a->head_dim_v, H = a->n_head;
-    const int group = H / a->n_head_kv;
-    const float scale = a->scale;
-    const uint8_t *kl = j->st->rows[0], *vl = j->st->rows[1];
-    const size_t krow = j->st->row_bytes[0], vrow = j->st->row_bytes[1];
+    const int hd = a->head_dim, hdv = a->head_dim_v, H = a->n_head, HKV = a->n_head_kv;
+    const int group = H / HKV;
     const size_t elem = s->kv_elem;
-    float *att = s->att + (size_t)tid * (size_t)s->n_ctx;
     const sl_attn_kernels *kr = s->attn_k;
-    const bool f16 = elem == 2;
+    void (*attend)(const sl_attn_block *) = elem == 2 ? kr->attend_f16 : kr->attend_f32;
+    sl_attn_block b = {
+        .q_stride = (size_t)hd, .k_stride = j->st->row_bytes[0], .v_stride = j->st->row_bytes[1],
+        .dk = hd, .dv = hdv, .n_q = group, .scale = a->scale, .out_stride = (size_t)hdv,
+        .scratch = s->att + (size_t)tid * s->layout.att_floats,
+    };
     long long w0, w1;
-    sl_split_range((long long)j->n * H, chunk, n_chunks, &w0, &w1);
+    sl_split_range((long long)j->n * HKV, chunk, n_chunks, &w0, &w1);
     for (long long w = w0; w < w1; w++) {
-        const int t = (int)(w / H), h = (int)(w % H);
-        const int n_pos = j->pos0 + t + 1; /* causal: itself and everything before */
-        const float *q = s->q + (size_t)t * H * hd + (size_t)h * hd;
-        const int kvh = h / group;
-        for (int p = 0; p < n_pos; p++) {
-            const void *kp = kl + (size_t)p * krow + (size_t)kvh * hd * elem;
-            const float dot = f16 ? kr->dot_f16(q, kp, hd) : kr->dot_f32(q, kp, hd);
-            att[p] = dot * scale;
-        }
-        sl_softmax(att, n_pos);
-        float *out = s->attn_out + (size_t)t * H * hdv + (size_t)h * hdv;
-        memset(out, 0, (size_t)hdv * sizeof *out);
-        for (int p = 0; p < n_pos; p++) {
-            const void *vp = vl + (size_t)p * vrow + (size_t)kvh * hdv * elem;
-            if (f16) kr->axpy_f16(out, att[p], vp, hdv);
-            else kr->axpy_f32(out, att[p], vp, hdv);
-        }
+        const int t = (int)(w / HKV), kvh = (int)(w % HKV);
+        b.n_pos = j->pos0 + t + 1; /* causal: itself and everything before */
+        b.q = s->q + (size_t)t * H * hd + (size_t)kvh * group * hd;
+        b.k = j->st->rows[0] + (size_t)kvh * hd * elem;
+        b.v = j->st->rows[1] + (size_t)kvh * hdv * elem;
+        b.out = s->attn_out + (size_t)t * H * hdv + (size_t)kvh * group * hdv;
+        attend(&b);
     }
 }
 
@@ -152,8 +145,8 @@ static void attn_forward(sl_session *s, const sl_layer *L, int il, int n, float 
     }
 
     attn_job j = {s, a, st, n, s->n_past};
-    const int pairs = n * a->n_head;
-    sl_pool_run(s->pool, attn_worker, &j, pairs < 64 ? pairs : 64);
+    const int items = n * a->n_head_kv;
+    sl_pool_run(s->pool, attn_worker, &j, items < 64 ? items : 64);
     if (a->gated) {
         const size_t o_n = (size_t)n * (size_t)a->n_head * (size_t)a->head_dim_v;
         for (size_t i = 0; i < o_n; i++) s->attn_out[i] *= sigmoid(s->attn_gate[i]);

@@ -55,7 +55,7 @@ struct sl_session {
     float *hb;           /* (H, ff) gate activations, then SwiGLU's output */
     float *hb2;          /* (H, ff) up activations; H = B * n_expert_used for
                           * experts (rows grouped by expert), B otherwise */
-    float *att;          /* (nth, n_ctx) attention scores, per thread */
+    float *att;          /* (nth, layout.att_floats) attention block scratch, per thread */
     float *router;       /* (B, n_expert) router probabilities */
     int *topk_ids;       /* (B, n_expert_used) chosen experts, by rank */
     float *topk_w;       /* (B, n_expert_used) their weights */

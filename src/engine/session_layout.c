@@ -7,6 +7,7 @@
 #include "engine/session_layout.h"
 #include "engine/fwd_mm.h"
 #include "engine/mixer.h"
+#include "ops/attn_kernels.h"
 #include "ops/ops.h"
 #include "util/checked.h"
 
@@ -131,6 +132,7 @@ bool sl_session_state_bytes(const sl_model *m, size_t elem, uint64_t per_token[2
 typedef struct mixer_widths {
     uint64_t q, k, v, o, gate;    /* attention: per token */
     uint64_t u, vd, nv;           /* gated DeltaNet: channels, value width, v heads */
+    uint64_t tile;                /* attention: floats of one thread's block scratch */
 } mixer_widths;
 
 static mixer_widths widest_mixers(const sl_model *m, sizer *z)
@@ -154,6 +156,10 @@ static mixer_widths widest_mixers(const sl_model *m, sizer *z)
         w.o = umax(w.o, mul(z, (uint64_t)a->n_head, (uint64_t)a->head_dim_v));
         w.k = umax(w.k, mul(z, (uint64_t)a->n_head_kv, (uint64_t)a->head_dim));
         w.v = umax(w.v, mul(z, (uint64_t)a->n_head_kv, (uint64_t)a->head_dim_v));
+        /* sl_attn_scratch_floats(head_dim, head_dim_v, group), checked */
+        const uint64_t group = (uint64_t)(a->n_head / a->n_head_kv);
+        const uint64_t tile = mul(z, SL_ATTN_TILE, (uint64_t)a->head_dim + (uint64_t)a->head_dim_v + 1);
+        w.tile = umax(w.tile, tile + mul(z, group, (uint64_t)a->head_dim_v + 2));
     }
     return w;
 }
@@ -195,7 +201,7 @@ int sl_session_layout_make(sl_session_layout *lay, const sl_model *m, const sl_s
     n[SL_SB_v] = mul3(&z, f, B, aw.v);
     n[SL_SB_attn_out] = mul3(&z, f, B, aw.o);
     n[SL_SB_hb] = n[SL_SB_hb2] = mul3(&z, f, B, ff);
-    n[SL_SB_att] = mul3(&z, f, T, ctx);
+    n[SL_SB_att] = mul3(&z, f, T, aw.tile);
     n[SL_SB_router] = mul3(&z, f, B, X);
     n[SL_SB_topk_ids] = mul(&z, i, BK);
     n[SL_SB_topk_w] = mul(&z, f, BK);
@@ -248,6 +254,7 @@ int sl_session_layout_make(sl_session_layout *lay, const sl_model *m, const sl_s
     lay->act_sets = an.sets;
     lay->mm_cap = (int)mm_cap;
     lay->row_tmp_stride = (size_t)an.widest_col;
+    lay->att_floats = (size_t)aw.tile;
     return SL_OK;
 }
 

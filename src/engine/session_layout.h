@@ -68,6 +68,7 @@ typedef struct sl_session_layout {
                                    * different activation types, else 1 */
     int mm_cap;                   /* products one pool job may hold */
     size_t row_tmp_stride;        /* floats per thread for dequantised rows */
+    size_t att_floats;            /* floats per thread of attention block scratch (att) */
 } sl_session_layout;
 
 /* Sizes every buffer of a session of model m with dimensions d into *lay.

@@ -4,13 +4,46 @@
 #ifndef SL_OPS_ATTN_KERNELS_H
 #define SL_OPS_ATTN_KERNELS_H
 
+#include <stddef.h>
 #include <stdint.h>
+
+/* Positions per tile of the blocked attention (llama.cpp's KV tile). */
+#define SL_ATTN_TILE 64
+
+/* One block of blocked causal attention: n_q query rows that share one K/V
+ * head (a grouped-query group of one token), over cache positions
+ * [0, n_pos). The caller owns every buffer; scratch holds
+ * sl_attn_scratch_floats(dk, dv, n_q) floats. */
+typedef struct sl_attn_block {
+    const float *q;       /* n_q rows of dk values, q_stride floats apart */
+    size_t q_stride;
+    const void *k, *v;    /* position 0 of this head's keys / values (f16 or f32) */
+    size_t k_stride, v_stride; /* bytes from one position to the next */
+    int dk, dv, n_q, n_pos;
+    float scale;          /* applied to q . k */
+    float *out;           /* n_q rows of dv values, out_stride floats apart */
+    size_t out_stride;
+    float *scratch;
+} sl_attn_block;
+
+/* Scratch floats sl_attn_block needs for these dimensions. */
+size_t sl_attn_scratch_floats(int dk, int dv, int n_q);
 
 typedef struct sl_attn_kernels {
     float (*dot_f16)(const float *q, const uint16_t *k, int n);
     void (*axpy_f16)(float *out, float a, const uint16_t *v, int n);
     float (*dot_f32)(const float *q, const float *k, int n);
     void (*axpy_f32)(float *out, float a, const float *v, int n);
+    /* softmax(q . K * scale) . V for each query row of the block, computed
+     * as llama.cpp's tiled flash attention does (positions in tiles of
+     * SL_ATTN_TILE from 0; per tile: scores as one FMA chain over dk, the
+     * running maximum, the old sums rescaled by e^(old - new max), e^(s -
+     * max) by the reference's polynomial, their sum in eights then double;
+     * values accumulated as one FMA chain over positions; divided by the sum
+     * at the end), so the bits match it. The ref and AVX2 versions agree bit
+     * for bit. f16 or f32 cache. */
+    void (*attend_f16)(const sl_attn_block *b);
+    void (*attend_f32)(const sl_attn_block *b);
 } sl_attn_kernels;
 
 /* The kernels for this CPU (AVX2+F16C when the quant dispatch chose AVX2,

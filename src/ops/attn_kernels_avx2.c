@@ -1,9 +1,12 @@
 /* attn_kernels_avx2.c - attention inner loops with AVX2, FMA and F16C.
  * Compiled with -mavx2 -mfma -mf16c; only called when the CPU has them. */
 #include "ops/attn_kernels.h"
+#include "ops/vexp_avx2.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
+#include <math.h>
+#include <string.h>
 
 static float hsum(__m256 v)
 {
@@ -62,7 +65,109 @@ static void axpy_f32(float *out, float a, const float *v, int n)
     for (; i < n; i++) out[i] += a * v[i];
 }
 
-static const sl_attn_kernels avx2 = {dot_f16, axpy_f16, dot_f32, axpy_f32};
+static void load_tile(const sl_attn_block *b, int ic, int kv, int f16, float *kt, float *vt)
+{
+    const int T = SL_ATTN_TILE, dk = b->dk, dv = b->dv;
+    for (int t = 0; t < kv; t++) {
+        const uint8_t *kr = (const uint8_t *)b->k + (size_t)(ic + t) * b->k_stride;
+        const uint8_t *vr = (const uint8_t *)b->v + (size_t)(ic + t) * b->v_stride;
+        if (f16) {
+            const uint16_t *kh = (const uint16_t *)kr, *vh = (const uint16_t *)vr;
+            for (int d = 0; d < dk; d++) kt[(size_t)d * T + t] = _cvtsh_ss(kh[d]);
+            int d = 0;
+            for (; d + 8 <= dv; d += 8)
+                _mm256_storeu_ps(vt + (size_t)t * dv + d,
+                                 _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(vh + d))));
+            for (; d < dv; d++) vt[(size_t)t * dv + d] = _cvtsh_ss(vh[d]);
+        } else {
+            const float *kf = (const float *)kr;
+            for (int d = 0; d < dk; d++) kt[(size_t)d * T + t] = kf[d];
+            memcpy(vt + (size_t)t * dv, vr, (size_t)dv * sizeof(float));
+        }
+    }
+    for (int t = kv; t < T; t++)
+        for (int d = 0; d < dk; d++) kt[(size_t)d * T + t] = 0.0f;
+}
+
+static void attend(const sl_attn_block *b, int f16)
+{
+    enum { T = SL_ATTN_TILE, NV = SL_ATTN_TILE / 8 };
+    const int dk = b->dk, dv = b->dv;
+    float *kt = b->scratch, *vt = kt + (size_t)T * dk, *sc = vt + (size_t)T * dv;
+    float *acc = sc + T, *mx = acc + (size_t)b->n_q * dv, *sum = mx + b->n_q;
+    for (int r = 0; r < b->n_q; r++) {
+        mx[r] = -INFINITY;
+        sum[r] = 0.0f;
+        memset(acc + (size_t)r * dv, 0, (size_t)dv * sizeof(float));
+    }
+    const __m256 scale = _mm256_set1_ps(b->scale), ninf = _mm256_set1_ps(-INFINITY);
+    for (int ic = 0; ic < b->n_pos; ic += T) {
+        const int kv = b->n_pos - ic < T ? b->n_pos - ic : T;
+        load_tile(b, ic, kv, f16, kt, vt);
+        for (int r = 0; r < b->n_q; r++) {
+            const float *q = b->q + (size_t)r * b->q_stride;
+            __m256 s[NV];
+            for (int v = 0; v < NV; v++) s[v] = _mm256_setzero_ps();
+            for (int d = 0; d < dk; d++) {
+                const __m256 qd = _mm256_set1_ps(q[d]);
+                for (int v = 0; v < NV; v++)
+                    s[v] = _mm256_fmadd_ps(qd, _mm256_loadu_ps(kt + (size_t)d * T + 8 * v), s[v]);
+            }
+            __m256 vmax = ninf;
+            for (int v = 0; v < NV; v++) {
+                s[v] = _mm256_mul_ps(s[v], scale);
+                /* lanes past the last position take no weight */
+                const __m256 lane = _mm256_add_ps(_mm256_set1_ps((float)(8 * v)),
+                                                  _mm256_setr_ps(0, 1, 2, 3, 4, 5, 6, 7));
+                s[v] = _mm256_blendv_ps(s[v], ninf,
+                                        _mm256_cmp_ps(lane, _mm256_set1_ps((float)kv), _CMP_GE_OQ));
+                vmax = _mm256_max_ps(vmax, s[v]);
+            }
+            __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(vmax), _mm256_extractf128_ps(vmax, 1));
+            m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+            m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
+            const float tmax = _mm_cvtss_f32(m4);
+            float *a = acc + (size_t)r * dv;
+            const float m_new = fmaxf(mx[r], tmax);
+            if (m_new > mx[r]) {
+                const float ms = expf(mx[r] - m_new);
+                for (int d = 0; d < dv; d++) a[d] *= ms;
+                sum[r] *= ms;
+            }
+            mx[r] = m_new;
+            const __m256 mv = _mm256_set1_ps(m_new);
+            double tsum = 0.0;
+            for (int v = 0; v < NV; v++) {
+                const __m256 p = sl_vexp8(_mm256_sub_ps(s[v], mv));
+                _mm256_storeu_ps(sc + 8 * v, p);
+                tsum += (double)hsum(p);
+            }
+            sum[r] = (float)((double)sum[r] + tsum);
+            int d = 0;
+            for (; d + 8 <= dv; d += 8) {
+                __m256 o = _mm256_loadu_ps(a + d);
+                for (int t = 0; t < kv; t++)
+                    o = _mm256_fmadd_ps(_mm256_set1_ps(sc[t]), _mm256_loadu_ps(vt + (size_t)t * dv + d), o);
+                _mm256_storeu_ps(a + d, o);
+            }
+            for (; d < dv; d++) {
+                float o = a[d];
+                for (int t = 0; t < kv; t++) o = fmaf(sc[t], vt[(size_t)t * dv + d], o);
+                a[d] = o;
+            }
+        }
+    }
+    for (int r = 0; r < b->n_q; r++) {
+        const float inv = sum[r] == 0.0f ? 0.0f : 1.0f / sum[r];
+        float *o = b->out + (size_t)r * b->out_stride;
+        for (int d = 0; d < dv; d++) o[d] = acc[(size_t)r * dv + d] * inv;
+    }
+}
+
+static void attend_f16(const sl_attn_block *b) { attend(b, 1); }
+static void attend_f32(const sl_attn_block *b) { attend(b, 0); }
+
+static const sl_attn_kernels avx2 = {dot_f16, axpy_f16, dot_f32, axpy_f32, attend_f16, attend_f32};
 
 const sl_attn_kernels *sl_attn_kernels_avx2(void) { return &avx2; }
 #endif

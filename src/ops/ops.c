@@ -2,14 +2,51 @@
 #include "ops/ops.h"
 
 #include <math.h>
+#include <stdbool.h>
 #include <string.h>
+
+#include "ops/vexp.h"
+#include "quant/quant.h"
 
 void sl_rmsnorm(float *out, const float *x, const float *w, int64_t n, float eps)
 {
+    /* llama.cpp's arithmetic: float squares summed in double, the mean
+     * rounded to float, the scale in float */
     double ss = 0.0;
-    for (int64_t i = 0; i < n; i++) ss += (double)x[i] * (double)x[i];
-    const float scale = (float)(1.0 / sqrt(ss / (double)n + (double)eps));
+    for (int64_t i = 0; i < n; i++) ss += (double)(x[i] * x[i]);
+    const float mean = (float)(ss / (double)n);
+    const float scale = 1.0f / sqrtf(mean + eps);
     for (int64_t i = 0; i < n; i++) out[i] = x[i] * scale * w[i];
+}
+
+/* e^(x - max) in place for x[0..n), returning their sum: eights with the
+ * reference's polynomial exponential, each eight summed as an AVX2
+ * horizontal add and added in double; the tail with expf (llama.cpp's
+ * ggml_vec_soft_max_f32 on AVX2). */
+static double softmax_sum_ref(float *x, int64_t n, float max)
+{
+    int64_t i = 0;
+    double sum = 0.0;
+    for (; i + 8 <= n; i += 8) {
+        float *p = x + i;
+        for (int j = 0; j < 8; j++) p[j] = sl_vexpf(p[j] - max);
+        const float a0 = p[4] + p[0], a1 = p[5] + p[1], a2 = p[6] + p[2], a3 = p[7] + p[3];
+        sum += (double)((a0 + a2) + (a1 + a3));
+    }
+    for (; i < n; i++) {
+        x[i] = expf(x[i] - max);
+        sum += (double)x[i];
+    }
+    return sum;
+}
+
+static bool use_avx2(void)
+{
+#if defined(__x86_64__)
+    return sl_quant_isa() == SL_ISA_AVX2;
+#else
+    return false;
+#endif
 }
 
 void sl_softmax(float *x, int64_t n)
@@ -17,18 +54,40 @@ void sl_softmax(float *x, int64_t n)
     float mx = x[0];
     for (int64_t i = 1; i < n; i++)
         if (x[i] > mx) mx = x[i];
-    double sum = 0.0;
-    for (int64_t i = 0; i < n; i++) {
-        x[i] = expf(x[i] - mx);
-        sum += x[i];
-    }
+    const double sum = use_avx2() ? sl_softmax_sum_avx2(x, n, mx) : softmax_sum_ref(x, n, mx);
     const float inv = (float)(1.0 / sum);
     for (int64_t i = 0; i < n; i++) x[i] *= inv;
 }
 
+float sl_dot_f32_untiled(const float *x, const float *y, int64_t n)
+{
+    if (use_avx2()) return sl_dot_f32_untiled_avx2(x, y, n);
+    float a[4][8] = {{0}};
+    int64_t i = 0;
+    for (; i + 32 <= n; i += 32)
+        for (int j = 0; j < 4; j++)
+            for (int l = 0; l < 8; l++) a[j][l] = fmaf(x[i + 8 * j + l], y[i + 8 * j + l], a[j][l]);
+    float s[8], t0[4];
+    for (int l = 0; l < 8; l++) s[l] = (a[0][l] + a[2][l]) + (a[1][l] + a[3][l]);
+    for (int l = 0; l < 4; l++) t0[l] = s[l] + s[l + 4];
+    float sum = (t0[0] + t0[1]) + (t0[2] + t0[3]);
+    for (; i < n; i++) sum = fmaf(x[i], y[i], sum);
+    return sum;
+}
+
 void sl_swiglu(float *x, const float *g, int64_t n)
 {
-    for (int64_t i = 0; i < n; i++) {
+    if (use_avx2()) {
+        sl_swiglu_avx2(x, g, n);
+        return;
+    }
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int64_t j = i; j < i + 8; j++) {
+            const float v = x[j];
+            x[j] = v / (1.0f + sl_vexpf(0.0f - v)) * g[j];
+        }
+    for (; i < n; i++) {
         const float v = x[i];
         x[i] = v / (1.0f + expf(-v)) * g[i];
     }
@@ -75,8 +134,8 @@ void sl_rope_apply(const sl_rope *r, float *x, int n_heads, int head_dim, int64_
         for (int h = 0; h < n_heads; h++) {
             float *v = x + (int64_t)h * head_dim;
             const float x0 = v[a], x1 = v[b];
-            v[a] = x0 * c - x1 * s;
-            v[b] = x0 * s + x1 * c;
+            v[a] = fmaf(x0, c, -(x1 * s));
+            v[b] = fmaf(x0, s, x1 * c);
         }
         theta_extrap *= theta_scale;
     }

@@ -22,14 +22,32 @@ typedef struct sl_mat {
     const void *data;
 } sl_mat;
 
-/* out[i] = x[i] / rms(x) * w[i], rms over n with eps. out may alias x. */
+/* out[i] = x[i] / rms(x) * w[i], rms over n with eps, in llama.cpp's
+ * arithmetic (float squares summed in double, mean and scale in float).
+ * out may alias x. */
 void sl_rmsnorm(float *out, const float *x, const float *w, int64_t n, float eps);
 
-/* In-place softmax over n values (max-subtracted, summed in double). */
+/* In-place softmax over n values, in llama.cpp's arithmetic (its
+ * ggml_soft_max on AVX2: the exponentials of eights by its polynomial, the
+ * tail by expf, summed per eight then in double, scaled by 1/sum). */
 void sl_softmax(float *x, int64_t n);
 
-/* x = silu(x) * g, elementwise (SwiGLU's combine step). */
+/* x = silu(x) * g, elementwise (SwiGLU's combine step), in llama.cpp's
+ * arithmetic (eights with its polynomial exponential, the tail with expf). */
 void sl_swiglu(float *x, const float *g, int64_t n);
+
+/* x . y for a one-row f32 matrix, in llama.cpp's order for f32 matrices
+ * it does not tile (rows not a multiple of 4: ggml_vec_dot_f32 on AVX2,
+ * four 8-lane FMA chains over steps of 32, combined pairwise, the halves
+ * added, two horizontal adds; the tail by FMA in order). */
+float sl_dot_f32_untiled(const float *x, const float *y, int64_t n);
+
+/* The AVX2 forms of sl_swiglu and of sl_softmax's exponentials and sum
+ * (act_avx2.c; bit-identical to the scalar forms). Only on x86-64, only
+ * called when the CPU has AVX2 and FMA. */
+void sl_swiglu_avx2(float *x, const float *g, int64_t n);
+double sl_softmax_sum_avx2(float *x, int64_t n, float max);
+float sl_dot_f32_untiled_avx2(const float *x, const float *y, int64_t n);
 
 /* Index of the first NaN or infinity among x[0..n), or -1 when all are
  * finite. Reads the bits, so it holds under any floating-point flags. */

@@ -123,7 +123,11 @@ TEST(buffers_are_disjoint_and_guarded)
                   sl_session_buffer_name((sl_sbuf)b));
     }
     CHECK_EQ_INT(lay.bytes[SL_SB_logits], 4 * 7 * 333);
-    CHECK_EQ_INT(lay.bytes[SL_SB_att], 4 * 3 * 33);
+    /* per thread, one attention block's scratch: a K and a V tile of 64
+     * positions, their scores, and the group's (1 head) accumulator, max
+     * and sum; no longer anything per context position */
+    CHECK_EQ_INT(lay.bytes[SL_SB_att], 4 * 3 * (64 * (16 + 16 + 1) + 1 * (16 + 2)));
+    CHECK_EQ_INT(lay.att_floats, 64 * (16 + 16 + 1) + 1 * (16 + 2));
     CHECK_EQ_INT(lay.kv_bytes, 2 * (2ull * 3 * 33 * 6 * 16));
     CHECK_EQ_INT(lay.scratch_bytes, lay.arena_bytes - lay.kv_bytes);
     bare_free(m);
