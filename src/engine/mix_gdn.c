@@ -11,8 +11,8 @@
  *
  * The state (the last K-1 inputs of the conv, and S of every v head)
  * summarises the whole sequence, so it cannot be cut back to an earlier
- * position. A batch is run token by token in three pool jobs (conv by
- * channel, norms by (token, head), the recurrence by v head); every value
+ * position. A batch is run token by token in four pool jobs (conv by
+ * channel, silu by token, norms by (token, head), the recurrence by v head); every value
  * is computed by one thread in a fixed order, so results do not depend on
  * the thread count or on how a prompt is split into batches. */
 #include <math.h>
@@ -49,11 +49,10 @@ typedef struct gdn_job {
     int n;
 } gdn_job;
 
-static float silu(float x) { return x / (1.0f + expf(-x)); }
-
 /* The causal conv of channels [c0, c1) over the batch, token by token:
  * taps 0..K-2 read the state (the previous K-1 inputs), tap K-1 the
- * token's own input; the state then shifts by one. u becomes silu(conv). */
+ * token's own input; the state then shifts by one. u becomes the conv
+ * (silu_worker applies silu). */
 static void conv_worker(void *ctx, int chunk, int n_chunks, int tid)
 {
     (void)tid;
@@ -69,24 +68,45 @@ static void conv_worker(void *ctx, int chunk, int n_chunks, int tid)
         float *u = j->s->gdn_u + (size_t)t * C;
         for (long long ch = c0; ch < c1; ch++) {
             const float *wc = w + (size_t)ch * (size_t)K;
+            /* the taps oldest first, as llama.cpp's compiled ggml_ssm_conv
+             * sums them: products rounded and added in order for the taps
+             * in whole fours (its vectorised part), the rest by FMA */
+            const int k4 = K - K % 4;
             float acc = 0.0f;
-            for (int k = 0; k < K - 1; k++) acc += wc[k] * state[(size_t)k * C + (size_t)ch];
-            acc += wc[K - 1] * u[ch];
+            for (int k = 0; k < K; k++) {
+                const float x = k < K - 1 ? state[(size_t)k * C + (size_t)ch] : u[ch];
+                acc = k < k4 ? acc + x * wc[k] : fmaf(x, wc[k], acc);
+            }
             for (int k = 0; k + 1 < K - 1; k++)
                 state[(size_t)k * C + (size_t)ch] = state[(size_t)(k + 1) * C + (size_t)ch];
             if (K > 1) state[(size_t)(K - 2) * C + (size_t)ch] = u[ch];
-            u[ch] = silu(acc);
+            u[ch] = acc;
         }
     }
 }
 
-/* x / max(|x|, eps) over n values, the sum of squares in double. */
+/* silu over each token's conv outputs, a whole row per token (the
+ * reference's vectorised silu counts its eights from the row's start). */
+static void silu_worker(void *ctx, int chunk, int n_chunks, int tid)
+{
+    (void)tid;
+    const gdn_job *j = ctx;
+    const size_t C = (size_t)gdn_channels(&j->L->d.gdn);
+    long long t0, t1;
+    sl_split_range(j->n, chunk, n_chunks, &t0, &t1);
+    for (long long t = t0; t < t1; t++) sl_silu(j->s->gdn_u + (size_t)t * C, (int64_t)C);
+}
+
+/* x / max(|x|, eps) over n values as llama.cpp's ggml_l2_norm computes
+ * it (float squares summed in double, the scale in float). The fixtures'
+ * llama.cpp (August 2026) used this op; later builds compute the same
+ * norm as an RMS norm with eps / n scaled by 1 / sqrt(n), which differs
+ * in the last bit. */
 static void l2_normalise(float *x, int n, float eps)
 {
     double sum = 0.0;
-    for (int i = 0; i < n; i++) sum += (double)x[i] * (double)x[i];
-    const float norm = sqrtf((float)sum);
-    const float scale = 1.0f / (norm > eps ? norm : eps);
+    for (int i = 0; i < n; i++) sum += (double)(x[i] * x[i]);
+    const float scale = 1.0f / fmaxf(sqrtf((float)sum), eps);
     for (int i = 0; i < n; i++) x[i] *= scale;
 }
 
@@ -106,7 +126,7 @@ static void qk_norm_worker(void *ctx, int chunk, int n_chunks, int tid)
     }
 }
 
-static float softplus(float x) { return x > 20.0f ? x : log1pf(expf(x)); }
+static float softplus(float x) { return x > 20.0f ? x : logf(1.0f + expf(x)); }
 
 /* The delta rule of v heads [h0, h1), token by token, then each head's
  * output norm and gate. */
@@ -139,13 +159,14 @@ static void recur_worker(void *ctx, int chunk, int n_chunks, int tid)
             for (int r = 0; r < ds; r++) {
                 float *row = S + (size_t)r * (size_t)ds; /* value r over key dims */
                 for (int i = 0; i < ds; i++) row[i] *= decay;
-                const float delta = beta * (v[r] - kr->dot_f32(k, row, ds));
+                const float delta = (v[r] - sl_dot_f32_untiled(row, k, ds)) * beta;
                 kr->axpy_f32(row, delta, k, ds);
-                o[r] = kr->dot_f32(q, row, ds) * out_scale;
+                o[r] = sl_dot_f32_untiled(row, q, ds) * out_scale;
             }
             sl_rmsnorm(o, o, nw, ds, g->eps);
-            const float *z = s->gdn_z + (size_t)t * vd + (size_t)h * (size_t)ds;
-            for (int r = 0; r < ds; r++) o[r] *= silu(z[r]);
+            float *z = s->gdn_z + (size_t)t * vd + (size_t)h * (size_t)ds;
+            sl_silu(z, ds); /* each (token, head) row is read here only */
+            for (int r = 0; r < ds; r++) o[r] *= z[r];
         }
     }
 }
@@ -166,6 +187,7 @@ static void gdn_forward(sl_session *s, const sl_layer *L, int il, int n, float *
 
     gdn_job j = {s, L, &s->layer_state[il], n};
     sl_pool_run(s->pool, conv_worker, &j, chunks_for((long long)gdn_channels(g) / 64, 32));
+    sl_pool_run(s->pool, silu_worker, &j, chunks_for(n, 32));
     sl_pool_run(s->pool, qk_norm_worker, &j, chunks_for((long long)n * 2 * g->n_qk, 32));
     sl_pool_run(s->pool, recur_worker, &j, chunks_for(g->n_v, 64));
     sl_fwd_mm_tensor(s, &L->ssm_out, s->gdn_o, n, out);

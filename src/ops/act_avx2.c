@@ -23,6 +23,18 @@ void sl_swiglu_avx2(float *x, const float *g, int64_t n)
     for (; i < n; i++) x[i] = x[i] / (1.0f + expf(-x[i])) * g[i];
 }
 
+void sl_silu_avx2(float *x, int64_t n)
+{
+    int64_t i = 0;
+    const __m256 one = _mm256_set1_ps(1.0f);
+    for (; i + 8 <= n; i += 8) {
+        const __m256 v = _mm256_loadu_ps(x + i);
+        const __m256 e = sl_vexp8(_mm256_sub_ps(_mm256_setzero_ps(), v));
+        _mm256_storeu_ps(x + i, _mm256_div_ps(v, _mm256_add_ps(one, e)));
+    }
+    for (; i < n; i++) x[i] = x[i] / (1.0f + expf(-x[i]));
+}
+
 double sl_softmax_sum_avx2(float *x, int64_t n, float max)
 {
     int64_t i = 0;

@@ -75,6 +75,19 @@ float sl_dot_f32_untiled(const float *x, const float *y, int64_t n)
     return sum;
 }
 
+void sl_silu(float *x, int64_t n)
+{
+    if (use_avx2()) {
+        sl_silu_avx2(x, n);
+        return;
+    }
+    const int64_t n8 = n - n % 8;
+    for (int64_t i = 0; i < n; i++) {
+        const float v = x[i];
+        x[i] = v / (1.0f + (i < n8 ? sl_vexpf(0.0f - v) : expf(-v)));
+    }
+}
+
 void sl_swiglu(float *x, const float *g, int64_t n)
 {
     if (use_avx2()) {

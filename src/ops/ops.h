@@ -36,6 +36,11 @@ void sl_softmax(float *x, int64_t n);
  * arithmetic (eights with its polynomial exponential, the tail with expf). */
 void sl_swiglu(float *x, const float *g, int64_t n);
 
+/* x = silu(x) = x / (1 + e^-x) elementwise over one row, in llama.cpp's
+ * arithmetic (ggml_vec_silu_f32: eights with its polynomial exponential,
+ * the tail with expf; the eights count from x[0]). */
+void sl_silu(float *x, int64_t n);
+
 /* x . y for a one-row f32 matrix, in llama.cpp's order for f32 matrices
  * it does not tile (rows not a multiple of 4: ggml_vec_dot_f32 on AVX2,
  * four 8-lane FMA chains over steps of 32, combined pairwise, the halves
@@ -46,6 +51,7 @@ float sl_dot_f32_untiled(const float *x, const float *y, int64_t n);
  * (act_avx2.c; bit-identical to the scalar forms). Only on x86-64, only
  * called when the CPU has AVX2 and FMA. */
 void sl_swiglu_avx2(float *x, const float *g, int64_t n);
+void sl_silu_avx2(float *x, int64_t n);
 double sl_softmax_sum_avx2(float *x, int64_t n, float max);
 float sl_dot_f32_untiled_avx2(const float *x, const float *y, int64_t n);
 

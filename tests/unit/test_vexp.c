@@ -65,6 +65,22 @@ TEST(swiglu_matches_the_lane_form_and_silu)
     }
 }
 
+TEST(silu_matches_the_lane_form)
+{
+    unsigned seed = 3;
+    for (int n = 1; n <= 27; n++) {
+        float x[27], got[27];
+        for (int i = 0; i < n; i++) got[i] = x[i] = frand(&seed) * 10.0f;
+        sl_silu(got, n);
+        const int n8 = n - n % 8;
+        for (int i = 0; i < n; i++) {
+            const float want = x[i] / (1.0f + (i < n8 ? sl_vexpf(0.0f - x[i]) : expf(-x[i])));
+            CHECK_MSG(got[i] == want, "n=%d i=%d", n, i);
+            CHECK(fabs(got[i] - x[i] / (1.0 + exp(-(double)x[i]))) <= 1e-5 * (fabs(x[i]) + 1e-3));
+        }
+    }
+}
+
 TEST(softmax_sums_in_eights_and_is_a_distribution)
 {
     unsigned seed = 9;
@@ -97,6 +113,7 @@ int main(void)
     printf("   (kernels: %s)\n", sl_isa_name(sl_quant_isa()));
     RUN(vexpf_is_exp_to_float_precision);
     RUN(swiglu_matches_the_lane_form_and_silu);
+    RUN(silu_matches_the_lane_form);
     RUN(softmax_sums_in_eights_and_is_a_distribution);
     return TEST_REPORT();
 }
