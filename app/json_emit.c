@@ -8,20 +8,20 @@
 #include "util/escape.h"
 #include "util/status.h"
 
-void json_init(json_out *j, FILE *f)
+void jw_init(jw_out *j, FILE *f)
 {
     memset(j, 0, sizeof *j);
     j->f = f;
 }
 
-static void newline(json_out *j)
+static void newline(jw_out *j)
 {
     fputc('\n', j->f);
     for (int i = 0; i < j->depth; i++) fputs("  ", j->f);
 }
 
 /* Separator and indentation before a value or a key. */
-static void before_item(json_out *j)
+static void before_item(jw_out *j)
 {
     if (j->after_key) {
         j->after_key = false;
@@ -34,10 +34,10 @@ static void before_item(json_out *j)
     if (!inl) newline(j);
 }
 
-static void open_c(json_out *j, char c, bool inl)
+static void open_c(jw_out *j, char c, bool inl)
 {
     before_item(j);
-    SL_ASSERT(j->depth + 1 < JSON_MAX_DEPTH);
+    SL_ASSERT(j->depth + 1 < JW_MAX_DEPTH);
     fputc(c, j->f);
     j->depth++;
     j->first[j->depth] = true;
@@ -45,7 +45,7 @@ static void open_c(json_out *j, char c, bool inl)
     j->inline_[j->depth] = inl || j->inline_[j->depth - 1];
 }
 
-static void close_c(json_out *j, char c)
+static void close_c(jw_out *j, char c)
 {
     SL_ASSERT(j->depth > 0);
     bool empty = j->first[j->depth], inl = j->inline_[j->depth];
@@ -54,12 +54,12 @@ static void close_c(json_out *j, char c)
     fputc(c, j->f);
 }
 
-void json_obj_begin(json_out *j) { open_c(j, '{', false); }
-void json_obj_begin_inline(json_out *j) { open_c(j, '{', true); }
-void json_obj_end(json_out *j) { close_c(j, '}'); }
-void json_arr_begin(json_out *j) { open_c(j, '[', false); }
-void json_arr_begin_inline(json_out *j) { open_c(j, '[', true); }
-void json_arr_end(json_out *j) { close_c(j, ']'); }
+void jw_obj_begin(jw_out *j) { open_c(j, '{', false); }
+void jw_obj_begin_inline(jw_out *j) { open_c(j, '{', true); }
+void jw_obj_end(jw_out *j) { close_c(j, '}'); }
+void jw_arr_begin(jw_out *j) { open_c(j, '[', false); }
+void jw_arr_begin_inline(jw_out *j) { open_c(j, '[', true); }
+void jw_arr_end(jw_out *j) { close_c(j, ']'); }
 
 /* Writes s[0..n) as a JSON string literal that is valid JSON and safe on a
  * terminal whatever the bytes are: '"' and '\' backslash-escaped; LF, CR
@@ -103,7 +103,7 @@ static void put_escaped(FILE *f, const char *s, size_t n)
     fputc('"', f);
 }
 
-void json_key(json_out *j, const char *key)
+void jw_key(jw_out *j, const char *key)
 {
     before_item(j);
     put_escaped(j->f, key, strlen(key));
@@ -111,37 +111,37 @@ void json_key(json_out *j, const char *key)
     j->after_key = true;
 }
 
-void json_strn(json_out *j, const char *s, size_t n)
+void jw_strn(jw_out *j, const char *s, size_t n)
 {
     before_item(j);
     put_escaped(j->f, s, n);
 }
 
-void json_str(json_out *j, const char *s)
+void jw_str(jw_out *j, const char *s)
 {
     if (!s) {
-        json_null(j);
+        jw_null(j);
         return;
     }
-    json_strn(j, s, strlen(s));
+    jw_strn(j, s, strlen(s));
 }
 
-void json_u64(json_out *j, uint64_t v)
+void jw_u64(jw_out *j, uint64_t v)
 {
     before_item(j);
     fprintf(j->f, "%llu", (unsigned long long)v);
 }
 
-void json_i64(json_out *j, int64_t v)
+void jw_i64(jw_out *j, int64_t v)
 {
     before_item(j);
     fprintf(j->f, "%lld", (long long)v);
 }
 
-void json_f32(json_out *j, float v)
+void jw_f32(jw_out *j, float v)
 {
     if (!isfinite(v)) {
-        json_null(j);
+        jw_null(j);
         return;
     }
     char b[48];
@@ -153,10 +153,10 @@ void json_f32(json_out *j, float v)
     fputs(b, j->f);
 }
 
-void json_f64(json_out *j, double v)
+void jw_f64(jw_out *j, double v)
 {
     if (!isfinite(v)) {
-        json_null(j);
+        jw_null(j);
         return;
     }
     char b[48];
@@ -168,19 +168,19 @@ void json_f64(json_out *j, double v)
     fputs(b, j->f);
 }
 
-void json_bool(json_out *j, bool v)
+void jw_bool(jw_out *j, bool v)
 {
     before_item(j);
     fputs(v ? "true" : "false", j->f);
 }
 
-void json_null(json_out *j)
+void jw_null(jw_out *j)
 {
     before_item(j);
     fputs("null", j->f);
 }
 
-void json_done(json_out *j)
+void jw_done(jw_out *j)
 {
     SL_ASSERT(j->depth == 0);
     fputc('\n', j->f);

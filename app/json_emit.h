@@ -1,9 +1,11 @@
-/* json_emit.h - a small streaming JSON writer for app/ (--json outputs).
+/* json_emit.h - a small streaming JSON writer for app/ (inspect --json); its
+ * names start with jw_ so that they do not collide with jansson's (json_null,
+ * ...), the JSON library of util/json.h.
  *
  * Owns: commas, indentation and string escaping, so callers only say what
  * comes next. Strings are emitted as valid JSON whatever bytes they hold:
  * control characters become \uXXXX and invalid UTF-8 becomes U+FFFD.
- * Non-finite numbers become null. Nesting deeper than JSON_MAX_DEPTH is a
+ * Non-finite numbers become null. Nesting deeper than JW_MAX_DEPTH is a
  * programming error (asserted). */
 #ifndef SL_APP_JSON_EMIT_H
 #define SL_APP_JSON_EMIT_H
@@ -13,39 +15,39 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#define JSON_MAX_DEPTH 32
+#define JW_MAX_DEPTH 32
 
-typedef struct json_out {
+typedef struct jw_out {
     FILE *f;
     int depth;
-    bool first[JSON_MAX_DEPTH];  /* no element yet at this level */
-    bool inline_[JSON_MAX_DEPTH]; /* this container is written on one line */
+    bool first[JW_MAX_DEPTH];  /* no element yet at this level */
+    bool inline_[JW_MAX_DEPTH]; /* this container is written on one line */
     bool after_key;
-} json_out;
+} jw_out;
 
-void json_init(json_out *j, FILE *f);
+void jw_init(jw_out *j, FILE *f);
 
 /* Containers. The _inline variants keep the container on one line (short
- * arrays such as shapes). Call json_key before any value inside objects. */
-void json_obj_begin(json_out *j);
-void json_obj_begin_inline(json_out *j);
-void json_obj_end(json_out *j);
-void json_arr_begin(json_out *j);
-void json_arr_begin_inline(json_out *j);
-void json_arr_end(json_out *j);
-void json_key(json_out *j, const char *key);
+ * arrays such as shapes). Call jw_key before any value inside objects. */
+void jw_obj_begin(jw_out *j);
+void jw_obj_begin_inline(jw_out *j);
+void jw_obj_end(jw_out *j);
+void jw_arr_begin(jw_out *j);
+void jw_arr_begin_inline(jw_out *j);
+void jw_arr_end(jw_out *j);
+void jw_key(jw_out *j, const char *key);
 
-void json_str(json_out *j, const char *s);
-void json_strn(json_out *j, const char *s, size_t n);
-void json_u64(json_out *j, uint64_t v);
-void json_i64(json_out *j, int64_t v);
+void jw_str(jw_out *j, const char *s);
+void jw_strn(jw_out *j, const char *s, size_t n);
+void jw_u64(jw_out *j, uint64_t v);
+void jw_i64(jw_out *j, int64_t v);
 /* Shortest decimal that reads back as the same float (single) or double. */
-void json_f32(json_out *j, float v);
-void json_f64(json_out *j, double v);
-void json_bool(json_out *j, bool v);
-void json_null(json_out *j);
+void jw_f32(jw_out *j, float v);
+void jw_f64(jw_out *j, double v);
+void jw_bool(jw_out *j, bool v);
+void jw_null(jw_out *j);
 
 /* Finishes the document with a newline. */
-void json_done(json_out *j);
+void jw_done(jw_out *j);
 
 #endif

@@ -1,0 +1,36 @@
+/* json.h - sluice's one JSON library: jansson, with the limits sluice puts
+ * on JSON it reads from outside (request bodies) and one way to write it.
+ *
+ * Values are jansson's json_t (reference counted: json_decref frees).
+ * Reading is strict: duplicate keys in an object, nesting deeper than a
+ * limit, invalid UTF-8, "\u0000" in strings, and anything after the value
+ * are refused. */
+#ifndef SL_UTIL_JSON_H
+#define SL_UTIL_JSON_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+#include "sluice.h"
+
+/* Default nesting limit for JSON from outside (arrays and objects). */
+#define SL_JSON_MAX_DEPTH 64
+
+/* Parses text[0..len) (not NUL-terminated) into *out, owned by the caller
+ * (json_decref). Fails with SL_EFORMAT and a message naming the line,
+ * column and problem: malformed JSON, a duplicate key, more than max_depth
+ * nested arrays/objects (checked before parsing, so a deep input costs no
+ * recursion), trailing bytes. SL_ENOMEM when jansson runs out of memory
+ * (reported as a parse error by jansson: the message says so). */
+int sl_json_parse(const char *text, size_t len, int max_depth, json_t **out, sl_err *err);
+
+/* The nesting depth of the JSON text: the largest number of '[' / '{' open
+ * at once outside strings. Does not validate the text. */
+int sl_json_depth(const char *text, size_t len);
+
+/* Serialises v on one line (no spaces after separators, keys in insertion
+ * order) into a NUL-terminated string the caller frees with free(); NULL
+ * when out of memory or when v holds a string that is not valid UTF-8. */
+char *sl_json_dump_compact(const json_t *v);
+
+#endif
