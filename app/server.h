@@ -1,0 +1,72 @@
+/* server.h - `sluice serve`: what the HTTP side, the API handlers and the
+ * command share.
+ *
+ * server_http.c   libmicrohttpd glue: request bodies and their limit, the
+ *                 Host and API-key checks, routing, JSON and SSE responses
+ * server_req.c    reading typed fields of a request body (400 on a bad one)
+ * server_openai.c the OpenAI endpoints and /tokenize, /detokenize
+ * server_slots.c  slots, the job queue, worker threads (server_slots.h)
+ * server_run.c    one job on one slot: prompt reuse and generation
+ * cmd_serve.c     flags, model, start-up line, signals */
+#ifndef SL_APP_SERVER_H
+#define SL_APP_SERVER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "server_slots.h"
+#include "util/json.h"
+
+struct MHD_Connection;
+struct MHD_Daemon;
+
+typedef struct srv {
+    /* configuration */
+    const char *api_key;      /* NULL: no key needed */
+    bool loopback;            /* bound to a loopback address: Host must be one */
+    size_t max_body;          /* request body limit in bytes */
+    const char *model_name;   /* what /v1/models calls the model */
+    /* state */
+    sl_model *m;
+    sl_chat *chat;
+    srv_pool pool;
+    int n_ctx;                /* per slot */
+    sl_sampling_params sp;    /* the command line's sampling: request defaults */
+    int n_predict;            /* default max tokens (-n); < 0: no limit */
+    long created;             /* start time (Unix seconds) for "created" fields */
+    struct MHD_Daemon *daemon;
+    unsigned long next_id;    /* for completion ids (atomic increments) */
+} srv;
+
+/* Error style of the API an endpoint belongs to. */
+typedef enum srv_api { SRV_API_OPENAI, SRV_API_ANTHROPIC } srv_api;
+
+/* What a handler answers: a status and a JSON body, or a started job whose
+ * output streams as server-sent events. */
+typedef struct srv_reply {
+    int status;
+    json_t *body;             /* owned; NULL when job is set */
+    srv_job *job;             /* streaming: the reply's reference */
+} srv_reply;
+
+/* An error reply in the API's style: OpenAI {"error": {"message", "type",
+ * "param", "code"}}, Anthropic {"type": "error", "error": {"type",
+ * "message"}}. */
+srv_reply srv_error(srv_api api, int status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Handlers (server_openai.c). body is the parsed JSON object of a POST. */
+srv_reply srv_health(srv *s);
+srv_reply srv_models(srv *s);
+srv_reply srv_chat_completions(srv *s, json_t *body);
+srv_reply srv_completions(srv *s, json_t *body);
+srv_reply srv_tokenize(srv *s, json_t *body);
+srv_reply srv_detokenize(srv *s, json_t *body);
+
+/* Starts the HTTP daemon on host:port (port 0: any free port, *bound_port
+ * says which) with s answering. Prints why and returns non-zero on
+ * failure. */
+int srv_http_start(srv *s, const char *host, int port, int *bound_port);
+void srv_http_stop(srv *s);
+
+#endif

@@ -1,0 +1,428 @@
+/* server_openai.c - the OpenAI-style endpoints of `sluice serve`
+ * (/v1/chat/completions, /v1/completions, /v1/models, /health) and
+ * llama-server's /tokenize and /detokenize.
+ *
+ * A generation request is checked here on the connection's thread (its
+ * fields, the chat template, the prompt's length against the context) and
+ * answered 400 when wrong; then it becomes a job for the slots. Its
+ * formatter (below) turns the job's text into the API's bytes: for a
+ * stream, one server-sent event per piece ("data: {chunk}"), a last chunk
+ * with the finish reason, the usage chunk when stream_options.include_usage,
+ * and "data: [DONE]"; otherwise the handler waits and answers one object. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "server.h"
+#include "server_req.h"
+#include "util/escape.h"
+
+#define MSG_CAP 512
+
+typedef struct oai_job {
+    srv *s;
+    char id[64];
+    bool chat;
+    bool stream;
+    bool include_usage;
+} oai_job;
+
+static const char *finish_name(srv_finish f)
+{
+    return f == SRV_FINISH_LENGTH ? "length" : "stop";
+}
+
+static json_t *usage_obj(const srv_job *j)
+{
+    return json_pack("{s:i, s:i, s:i, s:{s:i}}", "prompt_tokens", j->n_prompt,
+                     "completion_tokens", j->n_gen, "total_tokens", j->n_prompt + j->n_gen,
+                     "prompt_tokens_details", "cached_tokens", j->n_cached);
+}
+
+/* "data: JSON\n\n" (steals v). */
+static void emit_event(srv_job *j, json_t *v)
+{
+    char *t = v ? sl_json_dump_compact(v) : NULL;
+    json_decref(v);
+    if (!t) {
+        j->oom = true;
+        return;
+    }
+    size_t n = strlen(t);
+    char *ev = malloc(n + 9);
+    if (!ev) {
+        free(t);
+        j->oom = true;
+        return;
+    }
+    memcpy(ev, "data: ", 6);
+    memcpy(ev + 6, t, n);
+    memcpy(ev + 6 + n, "\n\n", 2);
+    srv_job_emit(j, ev, n + 8);
+    free(ev);
+    free(t);
+}
+
+/* One streamed chunk: delta (chat: steals it) or text (completion). */
+static json_t *chunk(const srv_job *j, json_t *delta, const char *text, size_t len,
+                     const char *finish)
+{
+    const oai_job *a = j->api;
+    json_t *choice = a->chat
+        ? json_pack("{s:i, s:o, s:o}", "index", 0, "delta", delta, "finish_reason",
+                    finish ? json_string(finish) : json_null())
+        : json_pack("{s:i, s:s%, s:n, s:o}", "index", 0, "text", text ? text : "",
+                    text ? len : 0, "logprobs", "finish_reason",
+                    finish ? json_string(finish) : json_null());
+    return json_pack("{s:s, s:s, s:i, s:s, s:[o]}", "id", a->id, "object",
+                     a->chat ? "chat.completion.chunk" : "text_completion", "created",
+                     (json_int_t)a->s->created, "model", a->s->model_name, "choices", choice);
+}
+
+static void fmt_begin(srv_job *j)
+{
+    const oai_job *a = j->api;
+    if (a->stream && a->chat)
+        emit_event(j, chunk(j, json_pack("{s:s, s:s}", "role", "assistant", "content", ""), NULL,
+                            0, NULL));
+}
+
+static void fmt_piece(srv_job *j, const char *text, size_t len)
+{
+    const oai_job *a = j->api;
+    if (!a->stream) return;
+    if (a->chat) emit_event(j, chunk(j, json_pack("{s:s%}", "content", text, len), NULL, 0, NULL));
+    else emit_event(j, chunk(j, NULL, text, len, NULL));
+}
+
+static void fmt_end(srv_job *j)
+{
+    const oai_job *a = j->api;
+    if (!a->stream) return;
+    if (j->finish == SRV_FINISH_ERROR) {
+        emit_event(j, srv_error(SRV_API_OPENAI, 500, "generation failed: %s", j->error).body);
+    } else if (j->finish != SRV_FINISH_CANCELLED) {
+        const char *f = finish_name(j->finish);
+        emit_event(j, a->chat ? chunk(j, json_object(), NULL, 0, f) : chunk(j, NULL, "", 0, f));
+        if (a->include_usage) {
+            json_t *u = chunk(j, a->chat ? json_object() : NULL, "", 0, NULL);
+            json_array_clear(json_object_get(u, "choices"));
+            json_object_set_new(u, "usage", usage_obj(j));
+            emit_event(j, u);
+        }
+    }
+    srv_job_emit(j, "data: [DONE]\n\n", 14);
+}
+
+static const srv_format oai_format = {fmt_begin, fmt_piece, fmt_end};
+
+srv_reply srv_health(srv *s)
+{
+    (void)s;
+    return (srv_reply){200, json_pack("{s:s}", "status", "ok"), NULL};
+}
+
+srv_reply srv_models(srv *s)
+{
+    json_t *meta = json_pack("{s:s, s:i, s:i, s:i, s:i}", "arch", sl_model_arch_name(s->m),
+                             "n_ctx", s->n_ctx, "n_ctx_train", sl_model_n_ctx_train(s->m),
+                             "n_vocab", sl_model_n_vocab(s->m), "n_slots", s->pool.n_slots);
+    json_t *model = json_pack("{s:s, s:s, s:i, s:s, s:o}", "id", s->model_name, "object", "model",
+                              "created", (json_int_t)s->created, "owned_by", "sluice", "meta",
+                              meta);
+    return (srv_reply){200, json_pack("{s:s, s:[o]}", "object", "list", "data", model), NULL};
+}
+
+/* The text of a message's content: a string, or an array of parts of
+ * which the {"type": "text"} ones count. *out is malloc'd. */
+static bool content_text(const json_t *c, int idx, char **out, char *msg)
+{
+    if (!c || json_is_null(c)) {
+        *out = strdup("");
+        return *out != NULL;
+    }
+    if (json_is_string(c)) {
+        if (memchr(json_string_value(c), 0, json_string_length(c))) {
+            snprintf(msg, MSG_CAP, "messages[%d].content holds a NUL character", idx);
+            return false;
+        }
+        *out = strdup(json_string_value(c));
+        return *out != NULL;
+    }
+    if (!json_is_array(c)) {
+        snprintf(msg, MSG_CAP, "messages[%d].content must be a string or an array of parts, "
+                 "got %s", idx, req_type_name(c));
+        return false;
+    }
+    size_t total = 1, i;
+    const json_t *p;
+    json_array_foreach(c, i, p) {
+        const json_t *t = json_object_get(p, "type"), *x = json_object_get(p, "text");
+        if (!json_is_object(p) || !json_is_string(t)) {
+            snprintf(msg, MSG_CAP, "messages[%d].content[%zu] must be an object with a 'type'",
+                     idx, i);
+            return false;
+        }
+        if (strcmp(json_string_value(t), "text")) {
+            snprintf(msg, MSG_CAP, "messages[%d].content[%zu]: parts of type '%.40s' are not "
+                     "supported (only 'text')", idx, i, json_string_value(t));
+            return false;
+        }
+        if (!json_is_string(x) || memchr(json_string_value(x), 0, json_string_length(x))) {
+            snprintf(msg, MSG_CAP, "messages[%d].content[%zu].text must be a string", idx, i);
+            return false;
+        }
+        total += json_string_length(x);
+    }
+    char *buf = malloc(total);
+    if (!buf) return false;
+    size_t n = 0;
+    json_array_foreach(c, i, p) {
+        const json_t *x = json_object_get(p, "text");
+        memcpy(buf + n, json_string_value(x), json_string_length(x));
+        n += json_string_length(x);
+    }
+    buf[n] = '\0';
+    *out = buf;
+    return true;
+}
+
+/* Renders messages with the chat template into *prompt (malloc'd). */
+static srv_reply render_chat(srv *s, const json_t *messages, char **prompt)
+{
+    char msg[MSG_CAP];
+    if (!json_is_array(messages) || json_array_size(messages) == 0)
+        return srv_error(SRV_API_OPENAI, 400, "'messages' must be a non-empty array");
+    size_t n = json_array_size(messages);
+    if (n > 100000) return srv_error(SRV_API_OPENAI, 400, "'messages' holds more than 100000");
+    sl_chat_message *msgs = calloc(n, sizeof *msgs);
+    char **texts = calloc(n, sizeof *texts);
+    srv_reply r = {0, NULL, NULL};
+    if (!msgs || !texts) {
+        r = srv_error(SRV_API_OPENAI, 500, "out of memory");
+        goto out;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const json_t *m = json_array_get(messages, i);
+        const json_t *role = json_object_get(m, "role");
+        if (!json_is_object(m) || !json_is_string(role)) {
+            r = srv_error(SRV_API_OPENAI, 400, "messages[%zu] must be an object with a string "
+                          "'role'", i);
+            goto out;
+        }
+        const char *rs = json_string_value(role);
+        if (strcmp(rs, "system") && strcmp(rs, "user") && strcmp(rs, "assistant") &&
+            strcmp(rs, "developer")) {
+            r = srv_error(SRV_API_OPENAI, 400, "messages[%zu].role '%.40s' is not supported "
+                          "(system, developer, user, assistant)", i, rs);
+            goto out;
+        }
+        if (!content_text(json_object_get(m, "content"), (int)i, &texts[i], msg)) {
+            r = texts[i] || msg[0] ? srv_error(SRV_API_OPENAI, 400, "%s", msg)
+                                   : srv_error(SRV_API_OPENAI, 500, "out of memory");
+            goto out;
+        }
+        msgs[i].role = strcmp(rs, "developer") ? rs : "system";
+        msgs[i].content = texts[i];
+    }
+    sl_err err = {0};
+    if (sl_chat_format(s->chat, msgs, n, true, prompt, &err))
+        r = srv_error(SRV_API_OPENAI, err.code == SL_ENOMEM ? 500 : 400,
+                      "the messages do not fit the chat template %s: %s", sl_chat_name(s->chat),
+                      err.msg);
+out:
+    for (size_t i = 0; texts && i < n; i++) free(texts[i]);
+    free(texts);
+    free(msgs);
+    return r;
+}
+
+static void oai_free(void *p)
+{
+    free(p);
+}
+
+/* Tokenizes the prompt, checks it against the context, queues the job
+ * and answers (streaming, or waiting for the whole answer). */
+static srv_reply generate(srv *s, const json_t *body, const char *prompt, bool chat)
+{
+    char msg[MSG_CAP] = "";
+    bool stream = false, include_usage = false;
+    if (!req_bool(body, "stream", &stream, msg, sizeof msg))
+        return srv_error(SRV_API_OPENAI, 400, "%s", msg);
+    const json_t *so = json_object_get(body, "stream_options");
+    if (so && !json_is_null(so)) {
+        if (!json_is_object(so))
+            return srv_error(SRV_API_OPENAI, 400, "'stream_options' must be an object");
+        if (!req_bool(so, "include_usage", &include_usage, msg, sizeof msg))
+            return srv_error(SRV_API_OPENAI, 400, "stream_options.%s", msg);
+    }
+    long n_choices = 1;
+    if (!req_int(body, "n", 1, 1, &n_choices, msg, sizeof msg))
+        return srv_error(SRV_API_OPENAI, 400, "%s (one choice per request)", msg);
+    sl_sampling_params sp = s->sp;
+    if (!req_sampling(body, &sp, msg, sizeof msg)) return srv_error(SRV_API_OPENAI, 400, "%s", msg);
+
+    sl_err err = {0};
+    int32_t *ids = NULL;
+    unsigned flags = SL_TOKENIZE_PARSE_SPECIAL | (sl_model_add_bos(s->m) ? SL_TOKENIZE_ADD_BOS : 0u);
+    int n = gen_tokenize(s->m, prompt, strlen(prompt), flags, &ids, &err);
+    if (n < 0) return srv_error(SRV_API_OPENAI, 400, "cannot tokenize the prompt: %s", err.msg);
+    if (n == 0) {
+        free(ids);
+        return srv_error(SRV_API_OPENAI, 400, "the prompt is empty");
+    }
+    if (n > s->n_ctx) {
+        free(ids);
+        return srv_error(SRV_API_OPENAI, 400, "the prompt has %d tokens but the context of a "
+                         "slot holds %d", n, s->n_ctx);
+    }
+    srv_job *j = srv_job_new(ids, n);
+    oai_job *a = calloc(1, sizeof *a);
+    if (!j || !a) {
+        if (!j) free(ids);
+        srv_job_unref(j);
+        free(a);
+        return srv_error(SRV_API_OPENAI, 500, "out of memory");
+    }
+    j->api = a;
+    j->api_free = oai_free;
+    j->fmt = &oai_format;
+    j->chat = chat;
+    j->sp = sp;
+    a->s = s;
+    a->chat = chat;
+    a->stream = stream;
+    a->include_usage = include_usage;
+    snprintf(a->id, sizeof a->id, "%s-%lu", chat ? "chatcmpl" : "cmpl",
+             __atomic_add_fetch(&s->next_id, 1, __ATOMIC_RELAXED));
+    if (!req_limits(body, j, s->n_predict, msg, sizeof msg)) {
+        srv_job_unref(j);
+        return srv_error(SRV_API_OPENAI, 400, "%s", msg);
+    }
+    if (!srv_pool_submit(&s->pool, j)) {
+        srv_job_unref(j);
+        return srv_error(SRV_API_OPENAI, 503, "every slot is busy and the queue is full; "
+                         "try again later");
+    }
+    if (stream) return (srv_reply){200, NULL, j};
+
+    srv_job_wait(j);
+    srv_reply r;
+    if (j->finish == SRV_FINISH_ERROR) {
+        r = srv_error(SRV_API_OPENAI, 500, "generation failed: %s", j->error);
+    } else if (j->finish == SRV_FINISH_CANCELLED) {
+        r = srv_error(SRV_API_OPENAI, 503, "the server is stopping");
+    } else {
+        const char *text = j->text ? j->text : "";
+        json_t *choice = chat
+            ? json_pack("{s:i, s:{s:s, s:s%}, s:n, s:s}", "index", 0, "message", "role",
+                        "assistant", "content", text, j->text_len, "logprobs", "finish_reason",
+                        finish_name(j->finish))
+            : json_pack("{s:i, s:s%, s:n, s:s}", "index", 0, "text", text, j->text_len,
+                        "logprobs", "finish_reason", finish_name(j->finish));
+        json_t *o = json_pack("{s:s, s:s, s:i, s:s, s:[o], s:o}", "id", a->id, "object",
+                              chat ? "chat.completion" : "text_completion", "created",
+                              (json_int_t)s->created, "model", s->model_name, "choices", choice,
+                              "usage", usage_obj(j));
+        r = o ? (srv_reply){200, o, NULL} : srv_error(SRV_API_OPENAI, 500, "out of memory");
+    }
+    srv_job_unref(j);
+    return r;
+}
+
+srv_reply srv_chat_completions(srv *s, json_t *body)
+{
+    char *prompt = NULL;
+    srv_reply r = render_chat(s, json_object_get(body, "messages"), &prompt);
+    if (r.status) return r;
+    r = generate(s, body, prompt, true);
+    free(prompt);
+    return r;
+}
+
+srv_reply srv_completions(srv *s, json_t *body)
+{
+    const json_t *p = json_object_get(body, "prompt");
+    if (json_is_array(p) && json_array_size(p) == 1) p = json_array_get(p, 0);
+    if (!json_is_string(p))
+        return srv_error(SRV_API_OPENAI, 400, "'prompt' must be a string (or an array of one)");
+    if (memchr(json_string_value(p), 0, json_string_length(p)))
+        return srv_error(SRV_API_OPENAI, 400, "'prompt' holds a NUL character");
+    return generate(s, body, json_string_value(p), false);
+}
+
+srv_reply srv_tokenize(srv *s, json_t *body)
+{
+    char msg[MSG_CAP];
+    const char *text = NULL;
+    size_t len = 0;
+    bool add_special = false, parse_special = true, with_pieces = false;
+    if (!req_str(body, "content", &text, &len, msg, sizeof msg) ||
+        !req_bool(body, "add_special", &add_special, msg, sizeof msg) ||
+        !req_bool(body, "parse_special", &parse_special, msg, sizeof msg) ||
+        !req_bool(body, "with_pieces", &with_pieces, msg, sizeof msg))
+        return srv_error(SRV_API_OPENAI, 400, "%s", msg);
+    if (!text) return srv_error(SRV_API_OPENAI, 400, "'content' (a string) is required");
+    unsigned flags = (parse_special ? SL_TOKENIZE_PARSE_SPECIAL : 0u) |
+                     (add_special && sl_model_add_bos(s->m) ? SL_TOKENIZE_ADD_BOS : 0u);
+    int32_t *ids = NULL;
+    sl_err err = {0};
+    int n = gen_tokenize(s->m, text, len, flags, &ids, &err);
+    if (n < 0) return srv_error(SRV_API_OPENAI, 400, "cannot tokenize: %s", err.msg);
+    json_t *arr = json_array();
+    for (int i = 0; arr && i < n; i++) {
+        if (!with_pieces) {
+            json_array_append_new(arr, json_integer(ids[i]));
+            continue;
+        }
+        size_t pl = 0;
+        const char *piece = sl_token_piece(s->m, ids[i], true, &pl);
+        json_t *pv = json_stringn(piece ? piece : "", pl);
+        if (!pv) { /* a fragment of a character: its bytes */
+            pv = json_array();
+            for (size_t b = 0; b < pl; b++)
+                json_array_append_new(pv, json_integer((unsigned char)piece[b]));
+        }
+        json_array_append_new(arr, json_pack("{s:i, s:o}", "id", ids[i], "piece", pv));
+    }
+    free(ids);
+    json_t *o = json_pack("{s:o}", "tokens", arr);
+    return o ? (srv_reply){200, o, NULL} : srv_error(SRV_API_OPENAI, 500, "out of memory");
+}
+
+srv_reply srv_detokenize(srv *s, json_t *body)
+{
+    const json_t *t = json_object_get(body, "tokens");
+    if (!json_is_array(t))
+        return srv_error(SRV_API_OPENAI, 400, "'tokens' (an array of token ids) is required");
+    size_t n = json_array_size(t);
+    if (n > (1u << 24)) return srv_error(SRV_API_OPENAI, 400, "'tokens' holds more than 2^24 ids");
+    int32_t *ids = malloc((n ? n : 1) * sizeof *ids);
+    if (!ids) return srv_error(SRV_API_OPENAI, 500, "out of memory");
+    const int n_tok = sl_model_n_tokens(s->m);
+    for (size_t i = 0; i < n; i++) {
+        const json_t *e = json_array_get(t, i);
+        if (!json_is_integer(e) || json_integer_value(e) < 0 || json_integer_value(e) >= n_tok) {
+            free(ids);
+            return srv_error(SRV_API_OPENAI, 400, "tokens[%zu] must be a token id from 0 to %d",
+                             i, n_tok - 1);
+        }
+        ids[i] = (int32_t)json_integer_value(e);
+    }
+    sl_err err = {0};
+    int len = sl_detokenize(s->m, ids, (int)n, NULL, 0, 0, &err);
+    char *buf = len >= 0 ? malloc((size_t)len + 1) : NULL;
+    if (len < 0 || !buf ||
+        sl_detokenize(s->m, ids, (int)n, buf, (size_t)len + 1, 0, &err) != len) {
+        free(ids);
+        free(buf);
+        return srv_error(SRV_API_OPENAI, len < 0 ? 400 : 500, "cannot detokenize: %s",
+                         len < 0 ? err.msg : "out of memory");
+    }
+    free(ids);
+    json_t *o = json_pack("{s:s%}", "content", buf, (size_t)len);
+    free(buf);
+    return o ? (srv_reply){200, o, NULL} : srv_error(SRV_API_OPENAI, 500, "out of memory");
+}
