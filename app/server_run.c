@@ -130,10 +130,11 @@ static void remember(srv_slot *s, const srv_job *j, const run_ctx *c)
     s->n_held = n_past;
 }
 
-static void finish(srv_job *j, srv_finish f, const char *msg)
+static void finish(srv_slot *s, srv_job *j, srv_finish f, const char *msg)
 {
     j->finish = f;
     if (msg) snprintf(j->error, sizeof j->error, "%s", msg);
+    srv_slot_idle(s); /* before the last bytes: the client may ask again at once */
     j->fmt->end(j);
     pthread_mutex_lock(&j->mu);
     j->done = true;
@@ -154,7 +155,7 @@ void srv_run_job(srv_slot *s, srv_job *j)
     sl_sampling_free(g->smp);
     g->smp = NULL;
     if (sl_sampling_create(&g->smp, &sp, sl_model_n_vocab(g->m), &err)) {
-        finish(j, SRV_FINISH_ERROR, err.msg);
+        finish(s, j, SRV_FINISH_ERROR, err.msg);
         return;
     }
     int p = reuse_prefix(s, j->ids, j->n_ids);
@@ -175,7 +176,7 @@ void srv_run_job(srv_slot *s, srv_job *j)
     cookie_io_functions_t io = {.write = cookie_write};
     FILE *out = fopencookie(&c, "w", io);
     if (!out) {
-        finish(j, SRV_FINISH_ERROR, "out of memory for the output stream");
+        finish(s, j, SRV_FINISH_ERROR, "out of memory for the output stream");
         return;
     }
     setvbuf(out, NULL, _IOFBF, 1 << 16);
@@ -188,22 +189,22 @@ void srv_run_job(srv_slot *s, srv_job *j)
         free(c.gen);
         s->n_held = 0;
         sl_session_truncate(g->s, 0);
-        finish(j, SRV_FINISH_ERROR, "out of memory for the generated tokens");
+        finish(s, j, SRV_FINISH_ERROR, "out of memory for the generated tokens");
         return;
     }
     remember(s, j, &c);
     free(c.gen);
     if (j->cancel) {
-        finish(j, SRV_FINISH_CANCELLED, NULL);
+        finish(s, j, SRV_FINISH_CANCELLED, NULL);
     } else if (rc) {
-        finish(j, SRV_FINISH_ERROR, err.msg);
+        finish(s, j, SRV_FINISH_ERROR, err.msg);
     } else {
-        finish(j, st.stop == GEN_STOP_EOG ? SRV_FINISH_STOP : SRV_FINISH_LENGTH, NULL);
+        finish(s, j, st.stop == GEN_STOP_EOG ? SRV_FINISH_STOP : SRV_FINISH_LENGTH, NULL);
     }
     return;
 engine_error:
     s->n_held = 0;
     sl_session_truncate(g->s, 0);
     free(c.gen);
-    finish(j, SRV_FINISH_ERROR, err.msg);
+    finish(s, j, SRV_FINISH_ERROR, err.msg);
 }

@@ -79,6 +79,14 @@ size_t srv_job_read(srv_job *j, char *buf, size_t max)
     return n;
 }
 
+void srv_slot_idle(srv_slot *s)
+{
+    pthread_mutex_lock(&s->pool->mu);
+    s->busy = false;
+    s->running = NULL;
+    pthread_mutex_unlock(&s->pool->mu);
+}
+
 static void job_finish_unrun(srv_job *j)
 {
     j->finish = SRV_FINISH_CANCELLED;
@@ -105,12 +113,12 @@ static void *worker(void *arg)
         s->busy = true;
         s->running = j;
         pthread_mutex_unlock(&p->mu);
-        if (j->cancel) job_finish_unrun(j);
-        else srv_run_job(s, j);
-        pthread_mutex_lock(&p->mu);
-        s->running = NULL;
-        s->busy = false;
-        pthread_mutex_unlock(&p->mu);
+        if (j->cancel) {
+            srv_slot_idle(s);
+            job_finish_unrun(j);
+        } else {
+            srv_run_job(s, j); /* calls srv_slot_idle before the job is done */
+        }
         srv_job_unref(j);
     }
 }

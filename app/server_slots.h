@@ -132,6 +132,11 @@ void srv_pool_stop(srv_pool *p);
  * of the pool is gone). */
 void srv_pool_free(srv_pool *p);
 
+/* Marks the slot free for the next job; srv_run_job calls it just before
+ * it marks the job done, so that a client who sends its next request as
+ * soon as the answer arrives finds the slot free. */
+void srv_slot_idle(srv_slot *s);
+
 /* Runs one job on a slot: reuses the longest prefix of the prompt the slot
  * holds, evaluates the rest, generates (server_run.c). */
 void srv_run_job(srv_slot *s, srv_job *j);

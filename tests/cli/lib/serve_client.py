@@ -107,7 +107,7 @@ check("streamed completion: finish_reason only on the last text chunk",
       [e["choices"][0]["finish_reason"] for e in evs if e.get("choices")][-1] == "length" and
       all(e["choices"][0]["finish_reason"] is None for e in evs[:-2] if e.get("choices")), evs[-3:])
 check("include_usage: the last chunk has empty choices and the usage",
-      evs and evs[-1]["choices"] == [] and evs[-1]["usage"]["completion_tokens"] == n_pred, evs[-1:])
+      bool(evs) and evs[-1]["choices"] == [] and evs[-1]["usage"]["completion_tokens"] == n_pred, evs[-1:])
 
 # stop text: cut where it first appears
 idx = max(1, len(expected) // 2)
@@ -142,7 +142,7 @@ check("streamed chat: the first delta has role assistant",
       evs and evs[0]["choices"][0]["delta"].get("role") == "assistant", evs[:1])
 content = "".join(e["choices"][0]["delta"].get("content", "") for e in evs if e.get("choices"))
 check("streamed chat: the deltas join to the non-streamed answer", content == answer, (content, answer))
-check("streamed chat: usage in the last chunk", evs[-1]["choices"] == [] and
+check("streamed chat: usage in the last chunk", evs and evs[-1]["choices"] == [] and
       evs[-1]["usage"]["completion_tokens"] == js["usage"]["completion_tokens"], evs[-1])
 st, js, _ = request("POST", "/v1/chat/completions", dict(chat, temperature=0.9, seed=7, top_k=20, top_p=0.9, min_p=0.01,
                                                         presence_penalty=0.5, frequency_penalty=0.5))
