@@ -173,16 +173,16 @@ static void text_array(FILE *f, const sl_gguf_array *a, int depth)
     if (a->n > HEAD_ELEMS && depth <= 2) fputs(", ...", f);
 }
 
-static void json_array(jw_out *j, const sl_gguf_array *a);
+static void jw_gguf_array(jw_out *j, const sl_gguf_array *a);
 
-static void json_value(jw_out *j, const sl_gguf_value *v)
+static void jw_gguf_value(jw_out *j, const sl_gguf_value *v)
 {
     switch (v->type) {
     case SL_GGUF_FLOAT32: jw_f32(j, (float)v->v.f64); break;
     case SL_GGUF_FLOAT64: jw_f64(j, v->v.f64); break;
     case SL_GGUF_BOOL: jw_bool(j, v->v.b); break;
     case SL_GGUF_STRING: jw_strn(j, v->v.str.ptr, (size_t)v->v.str.len); break;
-    case SL_GGUF_ARRAY: json_array(j, &v->v.arr); break;
+    case SL_GGUF_ARRAY: jw_gguf_array(j, &v->v.arr); break;
     default:
         if (is_unsigned(v->type)) jw_u64(j, v->v.u64);
         else jw_i64(j, v->v.i64);
@@ -190,7 +190,7 @@ static void json_value(jw_out *j, const sl_gguf_value *v)
 }
 
 /* Arrays are summarised, never dumped: type, length and the first few. */
-static void json_array(jw_out *j, const sl_gguf_array *a)
+static void jw_gguf_array(jw_out *j, const sl_gguf_array *a)
 {
     jw_obj_begin_inline(j);
     jw_key(j, "type");
@@ -206,7 +206,7 @@ static void json_array(jw_out *j, const sl_gguf_array *a)
             const sl_gguf_str *s = sl_gguf_arr_str(a, i);
             jw_strn(j, s->ptr, (size_t)s->len);
         } else if (a->type == SL_GGUF_ARRAY) {
-            if (j->depth + 4 < JW_MAX_DEPTH) json_array(j, &((const sl_gguf_value *)a->data)[i].v.arr);
+            if (j->depth + 4 < JW_MAX_DEPTH) jw_gguf_array(j, &((const sl_gguf_value *)a->data)[i].v.arr);
             else jw_null(j);
         } else if (a->type == SL_GGUF_FLOAT32 || a->type == SL_GGUF_FLOAT64) {
             double d;
@@ -593,7 +593,7 @@ static void text_layers(FILE *f, const layers_info *li)
                 "as its snapshot)\n", "", li->per_seq, human(hb, sizeof hb, li->per_seq));
 }
 
-static void json_layers(jw_out *j, const layers_info *li)
+static void jw_layers(jw_out *j, const layers_info *li)
 {
     if (!li->m) return;
     jw_key(j, "layers");
@@ -649,14 +649,16 @@ static void print_text(FILE *f, const sl_gguf *g, const sizing *z, const layers_
 
 /* ---- json ---------------------------------------------------------------- */
 
-static void json_opt_u32(jw_out *j, const char *key, bool have, uint32_t v)
+static void jw_opt_u32(jw_out *j, const char *key, bool have, uint32_t v)
 {
     jw_key(j, key);
     if (have) jw_u64(j, v);
     else jw_null(j);
 }
 
-static void print_json(FILE *f, const sl_gguf *g, const sizing *z, const layers_info *li,
+/* Returns false when the document could not be built (out of memory) or
+ * written. */
+static bool print_json(FILE *f, const sl_gguf *g, const sizing *z, const layers_info *li,
                        bool tensors)
 {
     jw_out j;
@@ -691,8 +693,8 @@ static void print_json(FILE *f, const sl_gguf *g, const sizing *z, const layers_
     jw_obj_begin(&j);
     for (uint64_t i = 0; i < sl_gguf_kv_count(g); i++) {
         const sl_gguf_kv *kv = sl_gguf_kv_at(g, i);
-        jw_key(&j, kv->key.ptr);
-        json_value(&j, &kv->value);
+        jw_keyn(&j, kv->key.ptr, (size_t)kv->key.len);
+        jw_gguf_value(&j, &kv->value);
     }
     jw_obj_end(&j);
 
@@ -711,9 +713,9 @@ static void print_json(FILE *f, const sl_gguf *g, const sizing *z, const layers_
     jw_u64(&j, merges);
     uint32_t v;
     bool h = sl_gguf_get_u32(g, "tokenizer.ggml.bos_token_id", &v);
-    json_opt_u32(&j, "bos_id", h, v);
+    jw_opt_u32(&j, "bos_id", h, v);
     h = sl_gguf_get_u32(g, "tokenizer.ggml.eos_token_id", &v);
-    json_opt_u32(&j, "eos_id", h, v);
+    jw_opt_u32(&j, "eos_id", h, v);
     jw_key(&j, "has_chat_template");
     jw_bool(&j, sl_gguf_get_str(g, "tokenizer.chat_template") != NULL);
     jw_obj_end(&j);
@@ -743,7 +745,7 @@ static void print_json(FILE *f, const sl_gguf *g, const sizing *z, const layers_
         jw_arr_end(&j);
     }
 
-    json_layers(&j, li);
+    jw_layers(&j, li);
     jw_key(&j, "sizing");
     jw_obj_begin(&j);
     jw_key(&j, "total_bytes");
@@ -752,8 +754,8 @@ static void print_json(FILE *f, const sl_gguf *g, const sizing *z, const layers_
     jw_u64(&j, z->dense);
     jw_key(&j, "routed_expert_bytes");
     jw_u64(&j, z->routed);
-    json_opt_u32(&j, "expert_count", z->have_count, z->expert_count);
-    json_opt_u32(&j, "expert_used_count", z->have_used, z->expert_used);
+    jw_opt_u32(&j, "expert_count", z->have_count, z->expert_count);
+    jw_opt_u32(&j, "expert_used_count", z->have_used, z->expert_used);
     jw_key(&j, "layers_with_experts");
     jw_u64(&j, z->n_expert_layers);
     jw_key(&j, "layers");
@@ -785,7 +787,7 @@ static void print_json(FILE *f, const sl_gguf *g, const sizing *z, const layers_
     jw_obj_end(&j);
 
     jw_obj_end(&j);
-    jw_done(&j);
+    return jw_done(&j);
 }
 
 int cmd_inspect(int argc, char **argv)
@@ -833,13 +835,15 @@ int cmd_inspect(int argc, char **argv)
     }
     layers_info li;
     describe_layers(path, g, &li);
-    if (json) print_json(stdout, g, &z, &li, tensors);
+    bool built = true;
+    if (json) built = print_json(stdout, g, &z, &li, tensors);
     else print_text(stdout, g, &z, &li, tensors);
     sl_model_free(li.m);
     free(z.layers);
     sl_gguf_close(g);
-    if (fflush(stdout) != 0 || ferror(stdout)) {
-        fprintf(stderr, "sluice inspect: writing the output failed\n");
+    if (!built || fflush(stdout) != 0 || ferror(stdout)) {
+        fprintf(stderr, "sluice inspect: writing the output failed%s\n",
+                built ? "" : " (out of memory building the JSON, or a write error)");
         return 1;
     }
     return 0;

@@ -58,7 +58,7 @@ srv_reply srv_error(srv_api api, int status, const char *fmt, ...)
 
 static enum MHD_Result send_json(struct MHD_Connection *c, int status, json_t *body)
 {
-    char *text = body ? sl_json_dump_compact(body) : NULL;
+    char *text = body ? sl_json_dump_text(body, false) : NULL;
     json_decref(body);
     if (!text) {
         static const char oom[] = "{\"error\":{\"message\":\"out of memory\",\"type\":\"server_error\"}}";

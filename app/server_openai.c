@@ -43,7 +43,7 @@ static json_t *usage_obj(const srv_job *j)
 /* "data: JSON\n\n" (steals v). */
 static void emit_event(srv_job *j, json_t *v)
 {
-    char *t = v ? sl_json_dump_compact(v) : NULL;
+    char *t = v ? sl_json_dump_text(v, false) : NULL;
     json_decref(v);
     if (!t) {
         j->oom = true;

@@ -9,6 +9,7 @@
 #define SL_UTIL_JSON_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "sluice.h"
@@ -28,9 +29,24 @@ int sl_json_parse(const char *text, size_t len, int max_depth, json_t **out, sl_
  * at once outside strings. Does not validate the text. */
 int sl_json_depth(const char *text, size_t len);
 
-/* Serialises v on one line (no spaces after separators, keys in insertion
- * order) into a NUL-terminated string the caller frees with free(); NULL
- * when out of memory or when v holds a string that is not valid UTF-8. */
-char *sl_json_dump_compact(const json_t *v);
+/* A JSON string holding s[0..n) (any bytes, NULs included): each byte that
+ * is not part of well-formed UTF-8 becomes U+FFFD, so a reader cannot tell
+ * which invalid byte it was. NULL when out of memory. */
+json_t *sl_json_string_lossy(const char *s, size_t n);
+
+/* A JSON number for a float that prints as the shortest decimal that reads
+ * back as the same float (0.1f prints 0.1, not 0.100000001); null for NaN
+ * and infinities. NULL when out of memory. */
+json_t *sl_json_real_f32(float v);
+
+/* Serialises v for files and terminals: keys in insertion order; each
+ * number in the shortest form that reads back as the same double (as
+ * jansson formats it at that precision); every character outside printable
+ * ASCII escaped (\uXXXX, control characters, DEL, C1 controls and
+ * non-ASCII alike), so the text is plain ASCII whatever the strings hold.
+ * pretty: two-space indentation, a container of scalars on one line;
+ * otherwise one line without spaces. Returns a NUL-terminated string the
+ * caller frees with free(), NULL when out of memory. */
+char *sl_json_dump_text(const json_t *v, bool pretty);
 
 #endif

@@ -1,4 +1,6 @@
 /* test_json.c - util/json: the limits sluice puts on JSON from outside. */
+#include <math.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -87,10 +89,71 @@ TEST(brackets_in_strings_do_not_count)
 TEST(compact_dump_is_one_line)
 {
     json_t *v = json_pack("{s:i, s:s, s:[b, n]}", "n", 3, "t", "a\"\n", "l", 1);
-    char *s = sl_json_dump_compact(v);
+    char *s = sl_json_dump_text(v, false);
     CHECK(s && !strcmp(s, "{\"n\":3,\"t\":\"a\\\"\\n\",\"l\":[true,null]}"));
     free(s);
     json_decref(v);
+}
+
+static bool dumps_as(json_t *v, bool pretty, const char *want)
+{
+    char *s = sl_json_dump_text(v, pretty);
+    bool ok = s && !strcmp(s, want);
+    if (!ok) fprintf(stderr, "  got '%s', want '%s'\n", s ? s : "(null)", want);
+    free(s);
+    json_decref(v);
+    return ok;
+}
+
+TEST(numbers_are_shortest_round_trip)
+{
+    CHECK(dumps_as(json_real(0.1), false, "0.1"));
+    CHECK(dumps_as(json_real(1.0 / 3.0), false, "0.3333333333333333"));
+    CHECK(dumps_as(json_real(2.5), false, "2.5"));
+    CHECK(dumps_as(json_integer(-12345678901234LL), false, "-12345678901234"));
+    /* a float prints as its shortest float decimal, not the double's */
+    CHECK(dumps_as(sl_json_real_f32(0.1f), false, "0.1"));
+    CHECK(dumps_as(sl_json_real_f32(1e-6f), false, "1e-6"));
+    CHECK(dumps_as(sl_json_real_f32(16777216.0f), false, "16777216.0"));
+    CHECK(dumps_as(sl_json_real_f32(NAN), false, "null"));
+    /* each double reads back exactly */
+    const double vals[] = {1e-300, 123456.789, 5e-324, 1.7976931348623157e308, -0.0};
+    for (size_t i = 0; i < sizeof vals / sizeof vals[0]; i++) {
+        json_t *v = json_real(vals[i]);
+        char *s = sl_json_dump_text(v, false);
+        CHECK_MSG(s && strtod(s, NULL) == vals[i], "%.17g printed as %s", vals[i], s);
+        free(s);
+        json_decref(v);
+    }
+}
+
+TEST(text_is_plain_ascii)
+{
+    /* ESC, DEL, a C1 control (U+009B), CJK and an invalid byte (jansson
+     * writes hex digits in upper case) */
+    json_t *v = sl_json_string_lossy("a\x1b\x7f\xc2\x9b\xe4\xbd\xa0\xff", 9);
+    CHECK(dumps_as(v, false, "\"a\\u001B\\u007F\\u009B\\u4F60\\uFFFD\""));
+    /* NUL bytes are kept (escaped) */
+    CHECK(dumps_as(sl_json_string_lossy("x\0y", 3), false, "\"x\\u0000y\""));
+}
+
+TEST(pretty_layout)
+{
+    json_t *v = json_pack("{s:[i,i], s:{s:[{s:i}], s:{}}, s:s}", "a", 1, 2, "b", "c", "d", 1, "e",
+                          "k", "v");
+    CHECK(dumps_as(v, true,
+                   "{\n"
+                   "  \"a\": [1, 2],\n"
+                   "  \"b\": {\n"
+                   "    \"c\": [\n"
+                   "      {\"d\": 1}\n"
+                   "    ],\n"
+                   "    \"e\": {}\n"
+                   "  },\n"
+                   "  \"k\": \"v\"\n"
+                   "}"));
+    v = json_pack("{s:[i,i], s:{}}", "a", 1, 2, "e");
+    CHECK(dumps_as(v, false, "{\"a\":[1,2],\"e\":{}}"));
 }
 
 int main(void)
@@ -101,5 +164,8 @@ int main(void)
     RUN(depth_limit_is_exact);
     RUN(brackets_in_strings_do_not_count);
     RUN(compact_dump_is_one_line);
+    RUN(numbers_are_shortest_round_trip);
+    RUN(text_is_plain_ascii);
+    RUN(pretty_layout);
     return TEST_REPORT();
 }
