@@ -4,6 +4,7 @@
  * server_http.c   libmicrohttpd glue: request bodies and their limit, the
  *                 Host and API-key checks, routing, JSON and SSE responses
  * server_req.c    reading typed fields of a request body (400 on a bad one)
+ * server_prompt.c a request made a job: chat template, tokens, limits
  * server_openai.c the OpenAI endpoints and /tokenize, /detokenize
  * server_slots.c  slots, the job queue, worker threads (server_slots.h)
  * server_run.c    one job on one slot: prompt reuse and generation
@@ -54,6 +55,20 @@ typedef struct srv_reply {
  * "message"}}. */
 srv_reply srv_error(srv_api api, int status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+
+/* Renders system (NULL/null: none; a string or text parts) and messages
+ * (an array of {role, content}) with the model's chat template into
+ * *prompt (malloc'd). Returns a reply with status 0 on success, else the
+ * error to answer (server_prompt.c). */
+srv_reply srv_render_chat(srv *s, srv_api api, const json_t *system, const json_t *messages,
+                          char **prompt);
+
+/* Tokenizes prompt, checks it against a slot's context, reads sampling,
+ * limits and the stop texts (under stop_key) from body into a new job
+ * (*out, one reference, no formatter yet). Status 0 on success, else the
+ * error to answer. */
+srv_reply srv_prepare_job(srv *s, srv_api api, const json_t *body, const char *prompt, bool chat,
+                          const char *stop_key, srv_job **out);
 
 /* Handlers (server_openai.c). body is the parsed JSON object of a POST. */
 srv_reply srv_health(srv *s);

@@ -134,117 +134,13 @@ srv_reply srv_models(srv *s)
     return (srv_reply){200, json_pack("{s:s, s:[o]}", "object", "list", "data", model), NULL};
 }
 
-/* The text of a message's content: a string, or an array of parts of
- * which the {"type": "text"} ones count. *out is malloc'd. */
-static bool content_text(const json_t *c, int idx, char **out, char *msg)
-{
-    if (!c || json_is_null(c)) {
-        *out = strdup("");
-        return *out != NULL;
-    }
-    if (json_is_string(c)) {
-        if (memchr(json_string_value(c), 0, json_string_length(c))) {
-            snprintf(msg, MSG_CAP, "messages[%d].content holds a NUL character", idx);
-            return false;
-        }
-        *out = strdup(json_string_value(c));
-        return *out != NULL;
-    }
-    if (!json_is_array(c)) {
-        snprintf(msg, MSG_CAP, "messages[%d].content must be a string or an array of parts, "
-                 "got %s", idx, req_type_name(c));
-        return false;
-    }
-    size_t total = 1, i;
-    const json_t *p;
-    json_array_foreach(c, i, p) {
-        const json_t *t = json_object_get(p, "type"), *x = json_object_get(p, "text");
-        if (!json_is_object(p) || !json_is_string(t)) {
-            snprintf(msg, MSG_CAP, "messages[%d].content[%zu] must be an object with a 'type'",
-                     idx, i);
-            return false;
-        }
-        if (strcmp(json_string_value(t), "text")) {
-            snprintf(msg, MSG_CAP, "messages[%d].content[%zu]: parts of type '%.40s' are not "
-                     "supported (only 'text')", idx, i, json_string_value(t));
-            return false;
-        }
-        if (!json_is_string(x) || memchr(json_string_value(x), 0, json_string_length(x))) {
-            snprintf(msg, MSG_CAP, "messages[%d].content[%zu].text must be a string", idx, i);
-            return false;
-        }
-        total += json_string_length(x);
-    }
-    char *buf = malloc(total);
-    if (!buf) return false;
-    size_t n = 0;
-    json_array_foreach(c, i, p) {
-        const json_t *x = json_object_get(p, "text");
-        memcpy(buf + n, json_string_value(x), json_string_length(x));
-        n += json_string_length(x);
-    }
-    buf[n] = '\0';
-    *out = buf;
-    return true;
-}
-
-/* Renders messages with the chat template into *prompt (malloc'd). */
-static srv_reply render_chat(srv *s, const json_t *messages, char **prompt)
-{
-    char msg[MSG_CAP];
-    if (!json_is_array(messages) || json_array_size(messages) == 0)
-        return srv_error(SRV_API_OPENAI, 400, "'messages' must be a non-empty array");
-    size_t n = json_array_size(messages);
-    if (n > 100000) return srv_error(SRV_API_OPENAI, 400, "'messages' holds more than 100000");
-    sl_chat_message *msgs = calloc(n, sizeof *msgs);
-    char **texts = calloc(n, sizeof *texts);
-    srv_reply r = {0, NULL, NULL};
-    if (!msgs || !texts) {
-        r = srv_error(SRV_API_OPENAI, 500, "out of memory");
-        goto out;
-    }
-    for (size_t i = 0; i < n; i++) {
-        const json_t *m = json_array_get(messages, i);
-        const json_t *role = json_object_get(m, "role");
-        if (!json_is_object(m) || !json_is_string(role)) {
-            r = srv_error(SRV_API_OPENAI, 400, "messages[%zu] must be an object with a string "
-                          "'role'", i);
-            goto out;
-        }
-        const char *rs = json_string_value(role);
-        if (strcmp(rs, "system") && strcmp(rs, "user") && strcmp(rs, "assistant") &&
-            strcmp(rs, "developer")) {
-            r = srv_error(SRV_API_OPENAI, 400, "messages[%zu].role '%.40s' is not supported "
-                          "(system, developer, user, assistant)", i, rs);
-            goto out;
-        }
-        if (!content_text(json_object_get(m, "content"), (int)i, &texts[i], msg)) {
-            r = texts[i] || msg[0] ? srv_error(SRV_API_OPENAI, 400, "%s", msg)
-                                   : srv_error(SRV_API_OPENAI, 500, "out of memory");
-            goto out;
-        }
-        msgs[i].role = strcmp(rs, "developer") ? rs : "system";
-        msgs[i].content = texts[i];
-    }
-    sl_err err = {0};
-    if (sl_chat_format(s->chat, msgs, n, true, prompt, &err))
-        r = srv_error(SRV_API_OPENAI, err.code == SL_ENOMEM ? 500 : 400,
-                      "the messages do not fit the chat template %s: %s", sl_chat_name(s->chat),
-                      err.msg);
-out:
-    for (size_t i = 0; texts && i < n; i++) free(texts[i]);
-    free(texts);
-    free(msgs);
-    return r;
-}
-
 static void oai_free(void *p)
 {
     free(p);
 }
 
-/* Tokenizes the prompt, checks it against the context, queues the job
- * and answers (streaming, or waiting for the whole answer). */
+/* Queues the job of an OpenAI request and answers (streaming, or
+ * waiting for the whole answer). */
 static srv_reply generate(srv *s, const json_t *body, const char *prompt, bool chat)
 {
     char msg[MSG_CAP] = "";
@@ -261,46 +157,23 @@ static srv_reply generate(srv *s, const json_t *body, const char *prompt, bool c
     long n_choices = 1;
     if (!req_int(body, "n", 1, 1, &n_choices, msg, sizeof msg))
         return srv_error(SRV_API_OPENAI, 400, "%s (one choice per request)", msg);
-    sl_sampling_params sp = s->sp;
-    if (!req_sampling(body, &sp, msg, sizeof msg)) return srv_error(SRV_API_OPENAI, 400, "%s", msg);
-
-    sl_err err = {0};
-    int32_t *ids = NULL;
-    unsigned flags = SL_TOKENIZE_PARSE_SPECIAL | (sl_model_add_bos(s->m) ? SL_TOKENIZE_ADD_BOS : 0u);
-    int n = gen_tokenize(s->m, prompt, strlen(prompt), flags, &ids, &err);
-    if (n < 0) return srv_error(SRV_API_OPENAI, 400, "cannot tokenize the prompt: %s", err.msg);
-    if (n == 0) {
-        free(ids);
-        return srv_error(SRV_API_OPENAI, 400, "the prompt is empty");
-    }
-    if (n > s->n_ctx) {
-        free(ids);
-        return srv_error(SRV_API_OPENAI, 400, "the prompt has %d tokens but the context of a "
-                         "slot holds %d", n, s->n_ctx);
-    }
-    srv_job *j = srv_job_new(ids, n);
+    srv_job *j;
+    srv_reply r = srv_prepare_job(s, SRV_API_OPENAI, body, prompt, chat, "stop", &j);
+    if (r.status) return r;
     oai_job *a = calloc(1, sizeof *a);
-    if (!j || !a) {
-        if (!j) free(ids);
+    if (!a) {
         srv_job_unref(j);
-        free(a);
         return srv_error(SRV_API_OPENAI, 500, "out of memory");
     }
     j->api = a;
     j->api_free = oai_free;
     j->fmt = &oai_format;
-    j->chat = chat;
-    j->sp = sp;
     a->s = s;
     a->chat = chat;
     a->stream = stream;
     a->include_usage = include_usage;
     snprintf(a->id, sizeof a->id, "%s-%lu", chat ? "chatcmpl" : "cmpl",
              __atomic_add_fetch(&s->next_id, 1, __ATOMIC_RELAXED));
-    if (!req_limits(body, j, s->n_predict, msg, sizeof msg)) {
-        srv_job_unref(j);
-        return srv_error(SRV_API_OPENAI, 400, "%s", msg);
-    }
     if (!srv_pool_submit(&s->pool, j)) {
         srv_job_unref(j);
         return srv_error(SRV_API_OPENAI, 503, "every slot is busy and the queue is full; "
@@ -309,7 +182,6 @@ static srv_reply generate(srv *s, const json_t *body, const char *prompt, bool c
     if (stream) return (srv_reply){200, NULL, j};
 
     srv_job_wait(j);
-    srv_reply r;
     if (j->finish == SRV_FINISH_ERROR) {
         r = srv_error(SRV_API_OPENAI, 500, "generation failed: %s", j->error);
     } else if (j->finish == SRV_FINISH_CANCELLED) {
@@ -335,7 +207,8 @@ static srv_reply generate(srv *s, const json_t *body, const char *prompt, bool c
 srv_reply srv_chat_completions(srv *s, json_t *body)
 {
     char *prompt = NULL;
-    srv_reply r = render_chat(s, json_object_get(body, "messages"), &prompt);
+    srv_reply r = srv_render_chat(s, SRV_API_OPENAI, NULL, json_object_get(body, "messages"),
+                                  &prompt);
     if (r.status) return r;
     r = generate(s, body, prompt, true);
     free(prompt);

@@ -146,28 +146,29 @@ bool req_sampling(const json_t *o, sl_sampling_params *sp, char *msg, size_t cap
     return true;
 }
 
-static bool add_stop(srv_job *j, const json_t *v, char *msg, size_t cap)
+static bool add_stop(srv_job *j, const char *key, const json_t *v, char *msg, size_t cap)
 {
     if (!json_is_string(v)) {
-        snprintf(msg, cap, "'stop' must be a string or an array of strings, got %s",
+        snprintf(msg, cap, "'%s' must be a string or an array of strings, got %s", key,
                  req_type_name(v));
         return false;
     }
     size_t n = json_string_length(v);
     if (n == 0 || n > SRV_MAX_STOP_LEN || memchr(json_string_value(v), 0, n)) {
-        snprintf(msg, cap, "each 'stop' text must have 1 to %d bytes, got %zu", SRV_MAX_STOP_LEN,
-                 n);
+        snprintf(msg, cap, "each '%s' text must have 1 to %d bytes, got %zu", key,
+                 SRV_MAX_STOP_LEN, n);
         return false;
     }
     if (j->n_stops == SRV_MAX_STOPS) {
-        snprintf(msg, cap, "'stop' holds at most %d texts", SRV_MAX_STOPS);
+        snprintf(msg, cap, "'%s' holds at most %d texts", key, SRV_MAX_STOPS);
         return false;
     }
     memcpy(j->stops[j->n_stops++], json_string_value(v), n + 1);
     return true;
 }
 
-bool req_limits(const json_t *o, srv_job *j, int def_max, char *msg, size_t cap)
+bool req_limits(const json_t *o, srv_job *j, int def_max, const char *stop_key, char *msg,
+                size_t cap)
 {
     long l = def_max;
     if (!req_int(o, "n_predict", -1, 1 << 30, &l, msg, cap) ||
@@ -176,13 +177,13 @@ bool req_limits(const json_t *o, srv_job *j, int def_max, char *msg, size_t cap)
         return false;
     j->max_tokens = (int)l;
     if (!req_bool(o, "ignore_eos", &j->ignore_eos, msg, cap)) return false;
-    const json_t *st = get(o, "stop");
+    const json_t *st = get(o, stop_key);
     if (st && json_is_array(st)) {
         size_t i;
         const json_t *e;
         json_array_foreach(st, i, e)
-            if (!add_stop(j, e, msg, cap)) return false;
-    } else if (st && !add_stop(j, st, msg, cap)) {
+            if (!add_stop(j, stop_key, e, msg, cap)) return false;
+    } else if (st && !add_stop(j, stop_key, st, msg, cap)) {
         return false;
     }
     return true;
