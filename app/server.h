@@ -6,6 +6,7 @@
  * server_req.c    reading typed fields of a request body (400 on a bad one)
  * server_prompt.c a request made a job: chat template, tokens, limits
  * server_openai.c the OpenAI endpoints and /tokenize, /detokenize
+ * server_anthropic.c the Anthropic Messages endpoints
  * server_slots.c  slots, the job queue, worker threads (server_slots.h)
  * server_run.c    one job on one slot: prompt reuse and generation
  * cmd_serve.c     flags, model, start-up line, signals */
@@ -77,6 +78,10 @@ srv_reply srv_chat_completions(srv *s, json_t *body);
 srv_reply srv_completions(srv *s, json_t *body);
 srv_reply srv_tokenize(srv *s, json_t *body);
 srv_reply srv_detokenize(srv *s, json_t *body);
+
+/* Handlers (server_anthropic.c). */
+srv_reply srv_messages(srv *s, json_t *body);
+srv_reply srv_count_tokens(srv *s, json_t *body);
 
 /* Starts the HTTP daemon on host:port (port 0: any free port, *bound_port
  * says which) with s answering. Prints why and returns non-zero on

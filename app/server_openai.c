@@ -206,6 +206,9 @@ static srv_reply generate(srv *s, const json_t *body, const char *prompt, bool c
 
 srv_reply srv_chat_completions(srv *s, json_t *body)
 {
+    const json_t *tools = json_object_get(body, "tools");
+    if (json_is_array(tools) && json_array_size(tools) > 0)
+        return srv_error(SRV_API_OPENAI, 400, "'tools' are not supported yet by this server");
     char *prompt = NULL;
     srv_reply r = srv_render_chat(s, SRV_API_OPENAI, NULL, json_object_get(body, "messages"),
                                   &prompt);

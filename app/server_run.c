@@ -24,6 +24,7 @@ typedef struct run_ctx {
     int32_t *gen;            /* tokens sampled (and not stop tokens), in order */
     int n_gen, cap_gen;
     bool oom;
+    bool by_token;           /* an end-of-turn token ended the reply */
 } run_ctx;
 
 /* Appends generated text and hands the complete characters to the
@@ -80,7 +81,10 @@ static bool is_stop(void *ud, int32_t id)
     const srv_job *j = c->j;
     bool stop = !j->ignore_eos && (j->chat && c->s->chat ? sl_chat_is_stop_token(c->s->chat, id)
                                                          : sl_model_token_is_eog(c->s->g.m, id));
-    if (stop) return true;
+    if (stop) {
+        c->by_token = true;
+        return true;
+    }
     if (c->n_gen == c->cap_gen) {
         int nc = c->cap_gen ? c->cap_gen * 2 : 256;
         int32_t *ng = realloc(c->gen, (size_t)nc * sizeof *ng);
@@ -109,6 +113,26 @@ static int reuse_prefix(srv_slot *s, const int32_t *ids, int n)
     }
     s->n_held = p;
     return p;
+}
+
+/* After a reply that a stop text ended: which of the job's stop texts it
+ * was (the generated tokens spell the text sent, then the stop text). */
+static int matched_stop(const srv_slot *s, const srv_job *j, const run_ctx *c)
+{
+    sl_err err = {0};
+    int len = sl_detokenize(s->g.m, c->gen, c->n_gen, NULL, 0, 0, &err);
+    if (len < 0 || (size_t)len < j->text_len) return -1;
+    char *buf = malloc((size_t)len + 1);
+    int found = -1;
+    if (buf && sl_detokenize(s->g.m, c->gen, c->n_gen, buf, (size_t)len + 1, 0, &err) == len) {
+        for (int i = 0; i < j->n_stops && found < 0; i++) {
+            size_t ls = strlen(j->stops[i]);
+            if ((size_t)len - j->text_len >= ls && !memcmp(buf + j->text_len, j->stops[i], ls))
+                found = i;
+        }
+    }
+    free(buf);
+    return found;
 }
 
 /* Records the tokens the session now holds: prompt then generated. */
@@ -192,6 +216,8 @@ void srv_run_job(srv_slot *s, srv_job *j)
         finish(s, j, SRV_FINISH_ERROR, "out of memory for the generated tokens");
         return;
     }
+    if (rc == SL_OK && st.stop == GEN_STOP_EOG && !c.by_token && j->n_stops)
+        j->matched_stop = matched_stop(s, j, &c);
     remember(s, j, &c);
     free(c.gen);
     if (j->cancel) {

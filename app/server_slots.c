@@ -15,6 +15,7 @@ srv_job *srv_job_new(int32_t *ids, int n_ids)
     j->ids = ids;
     j->n_ids = n_ids;
     j->max_tokens = -1;
+    j->matched_stop = -1;
     j->refs = 1;
     return j;
 }

@@ -69,6 +69,7 @@ struct srv_job {
     bool done;
     bool oom;                     /* an output buffer could not grow */
     srv_finish finish;
+    int matched_stop;             /* SRV_FINISH_STOP by stops[i]: i; else -1 */
     int n_prompt, n_cached, n_gen;
     char error[SL_ERR_MSG_MAX];
     int refs;

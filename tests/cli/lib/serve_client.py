@@ -151,6 +151,79 @@ st2, js2, _ = request("POST", "/v1/chat/completions", dict(chat, temperature=0.9
 check("sampled chat with a seed repeats itself", st == 200 and st2 == 200 and
       js["choices"][0]["message"]["content"] == js2["choices"][0]["message"]["content"], (js, js2))
 
+# --- Anthropic Messages ------------------------------------------------------------
+
+
+def sse_named(path, body, headers=None):
+    """POSTs and parses 'event: NAME' / 'data: JSON' pairs: (status, [(name, obj)], well_formed)."""
+    c = http.client.HTTPConnection("127.0.0.1", int(port), timeout=120)
+    h = {"x-api-key": key, "anthropic-version": "2023-06-01", "Content-Type": "application/json"}
+    c.request("POST", path, body=json.dumps(body).encode(), headers=h)
+    r = c.getresponse()
+    if r.status != 200:
+        return r.status, [], False
+    raw = r.read().decode("utf-8")
+    c.close()
+    evs, wf = [], raw.endswith("\n\n")
+    for block in raw.split("\n\n")[:-1]:
+        lines = block.split("\n")
+        if len(lines) != 2 or not lines[0].startswith("event: ") or not lines[1].startswith("data: "):
+            wf = False
+            continue
+        obj = json.loads(lines[1][6:])
+        wf = wf and obj.get("type") == lines[0][7:]
+        evs.append((lines[0][7:], obj))
+    return 200, evs, wf
+
+
+ant = {"system": "You are brief.", "messages": [{"role": "user", "content": "Say something."}],
+       "max_tokens": 12, "temperature": 0}
+ah = {"Authorization": "", "x-api-key": key, "anthropic-version": "2023-06-01"}
+st, js, _ = request("POST", "/v1/messages", ant, headers=ah)
+ok = st == 200 and js["type"] == "message" and js["role"] == "assistant" and js["content"][0]["type"] == "text"
+check("messages: an assistant message with a text block (x-api-key accepted)", ok, (st, js))
+mtext = js["content"][0]["text"] if ok else None
+check("messages: the same text as the chat completion of the same conversation", mtext == answer, (mtext, answer))
+check("messages: stop_reason and usage", ok and js["stop_reason"] in ("max_tokens", "end_turn") and
+      js["usage"]["output_tokens"] <= 12 and js["stop_sequence"] is None, js)
+st2, cnt, _ = request("POST", "/v1/messages/count_tokens", {"system": ant["system"], "messages": ant["messages"]}, headers=ah)
+check("count_tokens equals the message's input plus cached tokens",
+      st2 == 200 and ok and cnt["input_tokens"] == js["usage"]["input_tokens"] + js["usage"]["cache_read_input_tokens"],
+      (cnt, js.get("usage") if js else None))
+st, evs, wf = sse_named("/v1/messages", dict(ant, stream=True))
+names = [n for n, _ in evs]
+check("streamed messages: event/data pairs whose type names the event", st == 200 and wf, (st, names[:4]))
+seq_ok = (names[:2] == ["message_start", "content_block_start"] and names[-3:] == ["content_block_stop", "message_delta", "message_stop"]
+          and all(n == "content_block_delta" for n in names[2:-3]))
+check("streamed messages: message_start, content_block_start, deltas, content_block_stop, message_delta, message_stop",
+      seq_ok, names)
+stext = "".join(o["delta"]["text"] for n, o in evs if n == "content_block_delta")
+check("streamed messages: the text deltas join to the non-streamed text", stext == mtext, (stext, mtext))
+md = [o for n, o in evs if n == "message_delta"]
+check("streamed messages: message_delta has the stop_reason and output_tokens",
+      md and md[0]["delta"]["stop_reason"] == js["stop_reason"] and md[0]["usage"]["output_tokens"] == js["usage"]["output_tokens"], md)
+if mtext and len(mtext) > 3 and mtext[2:4].strip():
+    sq = mtext[2:4]
+    st, js2, _ = request("POST", "/v1/messages", dict(ant, stop_sequences=[sq]), headers=ah)
+    check("messages: stop_sequences end the text and are named",
+          st == 200 and js2["content"][0]["text"] == mtext[:mtext.find(sq)] and js2["stop_reason"] == "stop_sequence"
+          and js2["stop_sequence"] == sq, (sq, js2))
+
+
+def aerr(name, status, body=None, raw=None, path="/v1/messages"):
+    st, js, out = request("POST", path, body, headers=ah, raw=raw)
+    check(name, st == status and js and js.get("type") == "error" and isinstance(js["error"].get("message"), str)
+          and isinstance(js["error"].get("type"), str), (st, out[:300]))
+
+
+aerr("messages without max_tokens: 400 in Anthropic's error shape", 400, {"messages": ant["messages"]})
+aerr("messages: malformed JSON: 400 in Anthropic's error shape", 400, raw=b'{"max_tokens": 3,')
+aerr("messages: a tool_result block: 400 (not supported yet)", 400,
+     dict(ant, messages=[{"role": "user", "content": [{"type": "tool_result", "tool_use_id": "x", "content": "y"}]}]))
+aerr("messages: tools: 400 (not supported yet)", 400, dict(ant, tools=[{"name": "f", "input_schema": {"type": "object"}}]))
+st, js, _ = request("POST", "/v1/messages", ant, headers={"Authorization": ""})
+check("messages without a key: 401 in Anthropic's error shape", st == 401 and js["type"] == "error", (st, js))
+
 # --- tokenize / detokenize ------------------------------------------------------
 st, tok, _ = request("POST", "/tokenize", {"content": "hello world, again", "with_pieces": True})
 pieces_ok = st == 200 and "".join(p["piece"] for p in tok["tokens"]) == "hello world, again"
