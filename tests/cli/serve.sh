@@ -2,10 +2,13 @@
 # `sluice serve` end to end (issue 13): a server on a free loopback port
 # (--port 0; the port is read from its start-up line) with a generated
 # model, driven by tests/cli/lib/serve_client.py (standard library only):
-# every endpoint, SSE parsed event by event, a greedy completion equal to
-# `sluice run` on the same prompt, the error paths (400/401/403/404/405/
-# 413/503), a client that disconnects mid-stream, a bounded fuzz of bodies,
-# and a clean exit on SIGTERM. The server is stopped on any exit.
+# every endpoint (OpenAI and Anthropic), SSE parsed event by event, a greedy
+# completion equal to `sluice run` on the same prompt, the error paths
+# (400/401/403/404/405/413/503), a client that disconnects mid-stream, a
+# bounded fuzz of bodies; then by the official `openai` and
+# `@anthropic-ai/sdk` npm packages (tests/cli/lib/serve_sdk.cjs; installed
+# once into build/npm, or $SLUICE_NPM_DIR; skipped without node/npm or
+# network); a clean exit on SIGTERM. The server is stopped on any exit.
 set -u
 . "$(dirname "$0")/lib/common.sh"
 work=$(mktemp -d "${TMPDIR:-/tmp}/sluice-serve-XXXXXX")
@@ -62,6 +65,29 @@ while IFS= read -r line; do
     *) echo "$line" ;;
     esac
 done < <(timeout 600 python3 tests/cli/lib/serve_client.py "$port" "$KEY" "$work/run.txt" "$PROMPT" $N 2>&1)
+
+# the official clients (npm packages into build/npm, once; skipped offline)
+NPM_DIR=${SLUICE_NPM_DIR:-$PWD/build/npm}
+if command -v node >/dev/null && command -v npm >/dev/null; then
+    if [ ! -d "$NPM_DIR/node_modules/openai" ] || [ ! -d "$NPM_DIR/node_modules/@anthropic-ai/sdk" ]; then
+        mkdir -p "$NPM_DIR"
+        timeout 300 npm install --prefix "$NPM_DIR" --no-audit --no-fund --silent \
+            openai@4.104.0 @anthropic-ai/sdk@1.15.0 >"$work/npm.log" 2>&1 ||
+            echo "note: npm install failed (offline?): the official-client checks are skipped"
+    fi
+    if [ -d "$NPM_DIR/node_modules/openai" ] && [ -d "$NPM_DIR/node_modules/@anthropic-ai/sdk" ]; then
+        while IFS= read -r line; do
+            case $line in
+            "ok   "*) ok "${line#ok   }" ;;
+            "FAIL "*) bad "${line#FAIL }" ;;
+            *) echo "$line" ;;
+            esac
+        done < <(NODE_PATH="$NPM_DIR/node_modules" timeout 300 node tests/cli/lib/serve_sdk.cjs \
+                 "$port" "$KEY" "$work/run.txt" "$PROMPT" $N 2>&1)
+    fi
+else
+    echo "note: node/npm not found: the official-client checks are skipped"
+fi
 
 kill -TERM "$pid"
 wait "$pid"

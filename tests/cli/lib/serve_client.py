@@ -292,7 +292,10 @@ r = c.getresponse()
 t0 = time.time()
 got = b""
 while got.count(b"\n\n") < 20:
-    got += r.read1(65536)
+    more = r.read1(65536)
+    if not more:
+        break
+    got += more
 rate = 20 / max(time.time() - t0, 1e-3)
 st, js, _ = request("POST", "/v1/completions", {"prompt": "x", "max_tokens": 2})
 check("while the only slot is busy and the queue (0) is full: 503 with a JSON error",
