@@ -95,6 +95,33 @@ rc=$?
 pid=
 if [ $rc -eq 0 ] && grep -q "SIGTERM: stopping" "$work/err"; then ok "SIGTERM stops the server cleanly (exit 0)"
 else bad "SIGTERM: exit $rc, stderr: $(tail -c 600 "$work/err")"; fi
+# two slots: concurrent streams equal the same requests alone
+"$SLUICE" serve -m "$M" --port 0 -c 512 -np 2 --max-queue 4 -t 1 >"$work/out2" 2>"$work/err2" &
+pid=$!
+port=
+for _ in $(seq 1 600); do
+    port=$(sed -n 's/^sluice serve: listening on http:\/\/127\.0\.0\.1:\([0-9]*\) .*/\1/p' "$work/err2")
+    [ -n "$port" ] && break
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.1
+done
+if [ -n "$port" ] && grep -q "2 slots x 512 tokens" "$work/err2"; then
+    ok "-np 2: the start-up line says 2 slots x 512 tokens"
+    while IFS= read -r line; do
+        case $line in
+        "ok   "*) ok "${line#ok   }" ;;
+        "FAIL "*) bad "${line#FAIL }" ;;
+        *) echo "$line" ;;
+        esac
+    done < <(timeout 300 python3 tests/cli/lib/serve_parallel.py "$port" 2>&1)
+else
+    bad "-np 2: the server did not start: $(tail -c 600 "$work/err2")"
+fi
+kill -TERM "$pid"
+wait "$pid"
+pid=
+cat "$work/err2" >>"$work/err"
+
 if grep -q "ERROR: \|runtime error" "$work/err"; then bad "sanitizer reports: $(grep -m3 -A5 'ERROR: \|runtime error' "$work/err")"
 else ok "no sanitizer report from the server"; fi
 finish

@@ -1,0 +1,57 @@
+#!/usr/bin/env python3
+"""serve_parallel.py - `sluice serve -np 2` for tests/cli/serve.sh: three
+concurrent streamed greedy completions (two slots, the third queued) each
+give the text the same request gives alone, and the queue serves the third.
+
+Usage: serve_parallel.py PORT"""
+import http.client
+import json
+import sys
+import threading
+
+port = int(sys.argv[1])
+
+
+def check(name, cond, why=""):
+    print(("ok   " if cond else "FAIL ") + name + ("" if cond else ": " + str(why)[:600]), flush=True)
+
+
+def stream_text(prompt, out, idx):
+    try:
+        c = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+        body = {"prompt": prompt, "max_tokens": 40, "temperature": 0, "ignore_eos": True, "stream": True}
+        c.request("POST", "/v1/completions", body=json.dumps(body), headers={"Content-Type": "application/json"})
+        r = c.getresponse()
+        if r.status != 200:
+            out[idx] = ("status", r.status)
+            return
+        text, n = "", 0
+        for ev in r.read().decode().split("\n\n"):
+            if ev.startswith("data: ") and ev != "data: [DONE]":
+                e = json.loads(ev[6:])
+                if e["choices"]:
+                    text += e["choices"][0]["text"]
+                    n += 1
+        out[idx] = text
+    except Exception as e:  # noqa: BLE001
+        out[idx] = ("exception", repr(e))
+
+
+prompts = ["Once upon a time", "The keeper walked along the canal", "In the beginning"]
+together = [None] * 3
+threads = [threading.Thread(target=stream_text, args=(p, together, i)) for i, p in enumerate(prompts)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+alone = [None] * 3
+for i, p in enumerate(prompts):
+    stream_text(p, alone, i)
+check("-np 2: three concurrent streams (one queued) all complete",
+      all(isinstance(t, str) and t for t in together), together)
+check("-np 2: each concurrent stream's text equals the same request alone", together == alone, (together, alone))
+check("-np 2: the three prompts give different texts", len(set(alone)) == 3, alone)
+c = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+c.request("GET", "/v1/models")
+js = json.loads(c.getresponse().read())
+check("-np 2: /v1/models reports 2 slots", js["data"][0]["meta"]["n_slots"] == 2, js)
