@@ -29,8 +29,9 @@ static void usage(FILE *f)
             "usage: sluice serve -m MODEL.gguf [options]\n"
             "\n"
             "Serves the model over HTTP: POST /v1/chat/completions, /v1/completions (OpenAI\n"
-            "style, streaming with stream: true), /tokenize, /detokenize; GET /v1/models,\n"
-            "/health. Stops on SIGINT or SIGTERM.\n"
+            "style, streaming with stream: true), /v1/messages (Anthropic), /tokenize,\n"
+            "/detokenize; GET /v1/models,\n"
+            "/health, /metrics (Prometheus), /slots. Stops on SIGINT or SIGTERM.\n"
             "\n"
             "      --host ADDR         address to listen on (default 127.0.0.1; loopback\n"
             "                          refuses requests whose Host is not a loopback name)\n"
@@ -42,6 +43,8 @@ static void usage(FILE *f)
             "  -a, --alias NAME        the model's name in /v1/models and replies (default:\n"
             "                          the file name)\n"
             "      --max-body BYTES    largest request body (default 8 MiB); more gets 413\n"
+            "      --cors ORIGIN       let pages of ORIGIN (e.g. http://localhost:3000) call the\n"
+            "                          server from a browser (default: no CORS headers)\n"
             "      --chat-template N   chat format instead of the detected one\n"
             "      --no-think          Qwen3: close an empty <think> block in the prompt\n"
             "  -c applies to each slot; -n is the default max_tokens (default: no limit)\n");
@@ -53,7 +56,7 @@ int cmd_serve(int argc, char **argv)
 {
     gen_opts o;
     gen_opts_init(&o, -1);
-    const char *host = "127.0.0.1", *api_key = NULL, *alias = NULL, *tmpl = NULL;
+    const char *host = "127.0.0.1", *api_key = NULL, *alias = NULL, *tmpl = NULL, *cors = NULL;
     long port = 8080, np = 1, max_queue = 16, max_body = 8L << 20;
     bool no_think = false;
     for (int i = 1; i < argc; i++) {
@@ -87,6 +90,12 @@ int cmd_serve(int argc, char **argv)
             }
         } else if (!strcmp(a, "-a") || !strcmp(a, "--alias")) {
             if (!(alias = arg_value(CMD, argc, argv, &i))) return 2;
+        } else if (!strcmp(a, "--cors")) {
+            if (!(cors = arg_value(CMD, argc, argv, &i))) return 2;
+            if (!cors[0] || strpbrk(cors, "\r\n")) {
+                fprintf(stderr, "sluice serve: --cors needs an origin such as http://localhost:3000\n");
+                return 2;
+            }
         } else if (!strcmp(a, "--chat-template")) {
             if (!(tmpl = arg_value(CMD, argc, argv, &i))) return 2;
         } else if (!strcmp(a, "--no-think")) {
@@ -113,6 +122,7 @@ int cmd_serve(int argc, char **argv)
     srv s;
     memset(&s, 0, sizeof s);
     s.api_key = api_key;
+    s.cors_origin = cors;
     s.max_body = (size_t)max_body;
     s.sp = o.sp;
     s.n_predict = o.n_predict;

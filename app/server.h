@@ -7,6 +7,7 @@
  * server_prompt.c a request made a job: chat template, tokens, limits
  * server_openai.c the OpenAI endpoints and /tokenize, /detokenize
  * server_anthropic.c the Anthropic Messages endpoints
+ * server_metrics.c GET /metrics and /slots
  * server_slots.c  slots, the job queue, worker threads (server_slots.h)
  * server_run.c    one job on one slot: prompt reuse and generation
  * cmd_serve.c     flags, model, start-up line, signals */
@@ -15,6 +16,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "server_slots.h"
 #include "util/json.h"
@@ -38,6 +40,8 @@ typedef struct srv {
     long created;             /* start time (Unix seconds) for "created" fields */
     struct MHD_Daemon *daemon;
     unsigned long next_id;    /* for completion ids (atomic increments) */
+    const char *cors_origin;  /* --cors: the Access-Control-Allow-Origin; NULL: off */
+    uint64_t n_requests, n_4xx, n_5xx; /* answered, atomic adds */
 } srv;
 
 /* Error style of the API an endpoint belongs to. */
@@ -73,6 +77,7 @@ srv_reply srv_prepare_job(srv *s, srv_api api, const json_t *body, const char *p
 
 /* Handlers (server_openai.c). body is the parsed JSON object of a POST. */
 srv_reply srv_health(srv *s);
+srv_reply srv_slots(srv *s);
 srv_reply srv_models(srv *s);
 srv_reply srv_chat_completions(srv *s, json_t *body);
 srv_reply srv_completions(srv *s, json_t *body);
@@ -82,6 +87,10 @@ srv_reply srv_detokenize(srv *s, json_t *body);
 /* Handlers (server_anthropic.c). */
 srv_reply srv_messages(srv *s, json_t *body);
 srv_reply srv_count_tokens(srv *s, json_t *body);
+
+/* GET /metrics: Prometheus text (server_metrics.c). *len its length; the
+ * text is malloc'd, NULL when out of memory. */
+char *srv_metrics_text(srv *s, size_t *len);
 
 /* Starts the HTTP daemon on host:port (port 0: any free port, *bound_port
  * says which) with s answering. Prints why and returns non-zero on

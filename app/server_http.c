@@ -7,7 +7,10 @@
  * before anything is read, or once the body grows past it), JSON parsed
  * strictly (util/json.h), then the route's handler. A streamed reply is a
  * reader over its job's output: when the client goes away libmicrohttpd
- * frees the reader, which cancels the job at its next token. */
+ * frees the reader, which cancels the job at its next token. With --cors
+ * ORIGIN every response allows that origin and OPTIONS preflights are
+ * answered; without it no CORS header is sent (browsers keep other
+ * origins' pages out). */
 #include <arpa/inet.h>
 #include <microhttpd.h>
 #include <netdb.h>
@@ -56,7 +59,23 @@ srv_reply srv_error(srv_api api, int status, const char *fmt, ...)
     return (srv_reply){status, body, NULL};
 }
 
-static enum MHD_Result send_json(struct MHD_Connection *c, int status, json_t *body)
+/* Headers every response gets, and the request counters. */
+static enum MHD_Result queue(srv *s, struct MHD_Connection *c, unsigned status,
+                             struct MHD_Response *r)
+{
+    if (s->cors_origin) {
+        MHD_add_response_header(r, "Access-Control-Allow-Origin", s->cors_origin);
+        MHD_add_response_header(r, "Vary", "Origin");
+    }
+    __atomic_add_fetch(&s->n_requests, 1, __ATOMIC_RELAXED);
+    if (status >= 400 && status < 500) __atomic_add_fetch(&s->n_4xx, 1, __ATOMIC_RELAXED);
+    if (status >= 500) __atomic_add_fetch(&s->n_5xx, 1, __ATOMIC_RELAXED);
+    enum MHD_Result res = MHD_queue_response(c, status, r);
+    MHD_destroy_response(r);
+    return res;
+}
+
+static enum MHD_Result send_json(srv *s, struct MHD_Connection *c, int status, json_t *body)
 {
     char *text = body ? sl_json_dump_text(body, false) : NULL;
     json_decref(body);
@@ -65,16 +84,12 @@ static enum MHD_Result send_json(struct MHD_Connection *c, int status, json_t *b
         struct MHD_Response *r = MHD_create_response_from_buffer(sizeof oom - 1, (void *)oom,
                                                                  MHD_RESPMEM_PERSISTENT);
         MHD_add_response_header(r, "Content-Type", "application/json");
-        enum MHD_Result res = MHD_queue_response(c, 500, r);
-        MHD_destroy_response(r);
-        return res;
+        return queue(s, c, 500, r);
     }
     struct MHD_Response *r = MHD_create_response_from_buffer(strlen(text), text,
                                                              MHD_RESPMEM_MUST_FREE);
     MHD_add_response_header(r, "Content-Type", "application/json");
-    enum MHD_Result res = MHD_queue_response(c, (unsigned)status, r);
-    MHD_destroy_response(r);
-    return res;
+    return queue(s, c, (unsigned)status, r);
 }
 
 static ssize_t sse_read(void *cls, uint64_t pos, char *buf, size_t max)
@@ -92,9 +107,9 @@ static void sse_free(void *cls)
     srv_job_unref(j);
 }
 
-static enum MHD_Result send_reply(struct MHD_Connection *c, srv_reply r)
+static enum MHD_Result send_reply(srv *s, struct MHD_Connection *c, srv_reply r)
 {
-    if (!r.job) return send_json(c, r.status, r.body);
+    if (!r.job) return send_json(s, c, r.status, r.body);
     struct MHD_Response *resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096,
                                                                   sse_read, r.job, sse_free);
     if (!resp) {
@@ -104,9 +119,29 @@ static enum MHD_Result send_reply(struct MHD_Connection *c, srv_reply r)
     }
     MHD_add_response_header(resp, "Content-Type", "text/event-stream");
     MHD_add_response_header(resp, "Cache-Control", "no-cache");
-    enum MHD_Result res = MHD_queue_response(c, 200, resp);
-    MHD_destroy_response(resp);
-    return res;
+    return queue(s, c, 200, resp);
+}
+
+static enum MHD_Result send_metrics(srv *s, struct MHD_Connection *c)
+{
+    size_t len = 0;
+    char *t = srv_metrics_text(s, &len);
+    if (!t) return send_reply(s, c, srv_error(SRV_API_OPENAI, 500, "out of memory"));
+    struct MHD_Response *r = MHD_create_response_from_buffer(len, t, MHD_RESPMEM_MUST_FREE);
+    MHD_add_response_header(r, "Content-Type", "text/plain; version=0.0.4");
+    return queue(s, c, 200, r);
+}
+
+/* A CORS preflight: which methods and headers a page of the allowed
+ * origin may use. */
+static enum MHD_Result send_preflight(srv *s, struct MHD_Connection *c)
+{
+    struct MHD_Response *r = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
+    MHD_add_response_header(r, "Access-Control-Allow-Methods", "GET, POST, OPTIONS");
+    MHD_add_response_header(r, "Access-Control-Allow-Headers",
+                            "Authorization, Content-Type, x-api-key, anthropic-version");
+    MHD_add_response_header(r, "Access-Control-Max-Age", "600");
+    return queue(s, c, 204, r);
 }
 
 /* Whether a Host header names this machine's loopback: localhost,
@@ -161,6 +196,8 @@ typedef struct route {
 
 static const route routes[] = {
     {"/health", R_GET, SRV_API_OPENAI, srv_health, NULL},
+    {"/slots", R_GET, SRV_API_OPENAI, srv_slots, NULL},
+    {"/metrics", R_GET, SRV_API_OPENAI, NULL, NULL},
     {"/v1/health", R_GET, SRV_API_OPENAI, srv_health, NULL},
     {"/v1/models", R_GET, SRV_API_OPENAI, srv_models, NULL},
     {"/models", R_GET, SRV_API_OPENAI, srv_models, NULL},
@@ -217,19 +254,21 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         q->answered = true; /* until the checks pass */
         const char *host = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Host");
         if (s->loopback && host && !host_is_loopback(host))
-            return send_reply(c, srv_error(api, 403, "this server listens on loopback only; "
+            return send_reply(s, c, srv_error(api, 403, "this server listens on loopback only; "
                                            "requests for the host '%.100s' are refused", host));
-        if (!authorised(s, c))
-            return send_reply(c, srv_error(api, 401, "a valid API key is needed: send "
+        if (!strcmp(method, "OPTIONS") && s->cors_origin && rt) return send_preflight(s, c);
+        /* /health is public (load balancers ask it without a key) */
+        if (!(rt && rt->get == srv_health) && !authorised(s, c))
+            return send_reply(s, c, srv_error(api, 401, "a valid API key is needed: send "
                                            "'Authorization: Bearer KEY'"));
-        if (!rt) return send_reply(c, srv_error(api, 404, "no endpoint %.200s", url));
+        if (!rt) return send_reply(s, c, srv_error(api, 404, "no endpoint %.200s", url));
         bool post = !strcmp(method, MHD_HTTP_METHOD_POST), get = !strcmp(method, MHD_HTTP_METHOD_GET);
         if ((rt->kind == R_POST && !post) || (rt->kind == R_GET && !get))
-            return send_reply(c, srv_error(api, 405, "%.200s takes %s requests, not %.20s", url,
+            return send_reply(s, c, srv_error(api, 405, "%.200s takes %s requests, not %.20s", url,
                                            rt->kind == R_POST ? "POST" : "GET", method));
         const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
         if (cl && strtoull(cl, NULL, 10) > s->max_body)
-            return send_reply(c, srv_error(api, 413, "the request body (%.30s bytes) is larger "
+            return send_reply(s, c, srv_error(api, 413, "the request body (%.30s bytes) is larger "
                                            "than the limit of %zu bytes", cl, s->max_body));
         q->answered = false;
         return MHD_YES;
@@ -258,7 +297,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         return MHD_YES;
     }
     q->answered = true;
-    return send_reply(c, dispatch(s, rt, method, q));
+    if (!strcmp(url, "/metrics")) return send_metrics(s, c);
+    return send_reply(s, c, dispatch(s, rt, method, q));
 }
 
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,

@@ -17,6 +17,7 @@
 
 #include "server_slots.h"
 #include "util/escape.h"
+#include "util/timer.h"
 
 typedef struct run_ctx {
     srv_slot *s;
@@ -186,7 +187,12 @@ void srv_run_job(srv_slot *s, srv_job *j)
     j->n_cached = p;
     for (int i = 0; i < p; i++)
         if (sl_sampling_accept(g->smp, j->ids[i], &err)) goto engine_error;
+    uint64_t t0 = sl_now_ns();
     if (gen_eval(g, j->ids + p, j->n_ids - p, &err)) goto engine_error;
+    srv_pool *pool = s->pool;
+    __atomic_add_fetch(&pool->prompt_us, (sl_now_ns() - t0) / 1000, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&pool->prompt_tokens, (uint64_t)(j->n_ids - p), __ATOMIC_RELAXED);
+    __atomic_add_fetch(&pool->cached_tokens, (uint64_t)p, __ATOMIC_RELAXED);
 
     const char *stops[SRV_MAX_STOPS + 8 + 1];
     int ns = 0;
@@ -209,6 +215,9 @@ void srv_run_job(srv_slot *s, srv_job *j)
                        &err);
     fclose(out);
     j->n_gen = st.n_gen;
+    __atomic_add_fetch(&pool->gen_tokens, (uint64_t)st.n_gen, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&pool->gen_us, (uint64_t)(1e6 * st.seconds), __ATOMIC_RELAXED);
+    __atomic_add_fetch(&pool->jobs_done, 1, __ATOMIC_RELAXED);
     if (c.oom) {
         free(c.gen);
         s->n_held = 0;

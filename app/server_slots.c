@@ -85,6 +85,7 @@ void srv_slot_idle(srv_slot *s)
     pthread_mutex_lock(&s->pool->mu);
     s->busy = false;
     s->running = NULL;
+    s->shown_held = s->n_held;
     pthread_mutex_unlock(&s->pool->mu);
 }
 
@@ -122,6 +123,17 @@ static void *worker(void *arg)
         }
         srv_job_unref(j);
     }
+}
+
+void srv_pool_view(srv_pool *p, srv_slot_view *views, int *queued)
+{
+    pthread_mutex_lock(&p->mu);
+    for (int i = 0; i < p->n_slots; i++) {
+        views[i].busy = p->slots[i].busy;
+        views[i].n_held = p->slots[i].shown_held;
+    }
+    *queued = p->q_len;
+    pthread_mutex_unlock(&p->mu);
 }
 
 bool srv_pool_submit(srv_pool *p, srv_job *j)

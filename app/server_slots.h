@@ -101,6 +101,7 @@ typedef struct srv_slot {
     int id;
     bool busy;
     srv_job *running;             /* under the pool's mu */
+    int shown_held;               /* n_held when it was last idle, under mu */
 } srv_slot;
 
 typedef struct srv_pool {
@@ -112,7 +113,19 @@ typedef struct srv_pool {
     srv_slot *slots;
     int n_slots, n_started;
     sl_model *m;
+    /* counters for /metrics, updated with atomic adds by the workers */
+    uint64_t jobs_done, prompt_tokens, cached_tokens, gen_tokens;
+    uint64_t prompt_us, gen_us;   /* time evaluating prompts, generating */
 } srv_pool;
+
+/* What /slots and /metrics show of the pool at one moment. */
+typedef struct srv_slot_view {
+    bool busy;
+    int n_held;
+} srv_slot_view;
+
+/* Fills views[0..n_slots) and *queued under the pool's lock. */
+void srv_pool_view(srv_pool *p, srv_slot_view *views, int *queued);
 
 /* Creates n_slots sessions on m (n_ctx tokens each, micro-batch n_batch,
  * kv type kv) and starts their workers. chat is the template for chat

@@ -96,7 +96,7 @@ pid=
 if [ $rc -eq 0 ] && grep -q "SIGTERM: stopping" "$work/err"; then ok "SIGTERM stops the server cleanly (exit 0)"
 else bad "SIGTERM: exit $rc, stderr: $(tail -c 600 "$work/err")"; fi
 # two slots: concurrent streams equal the same requests alone
-"$SLUICE" serve -m "$M" --port 0 -c 512 -np 2 --max-queue 4 -t 1 >"$work/out2" 2>"$work/err2" &
+"$SLUICE" serve -m "$M" --port 0 -c 512 -np 2 --max-queue 4 -t 1 --cors http://ui.example >"$work/out2" 2>"$work/err2" &
 pid=$!
 port=
 for _ in $(seq 1 600); do

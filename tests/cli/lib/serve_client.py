@@ -314,6 +314,44 @@ left = (1800 - 20) / rate
 check("a client that disconnects frees its slot (%.2f s after; the stream had ~%.1f s to go)" %
       (time.time() - t1, left), freed and time.time() - t1 < max(left / 2, 0.5), (freed, time.time() - t1, left))
 
+# --- /health without a key, /metrics, /slots, no CORS by default ---------------------
+st, js, _ = request("GET", "/health", headers={"Authorization": ""})
+check("/health needs no key", st == 200 and js == {"status": "ok"}, (st, js))
+c = http.client.HTTPConnection("127.0.0.1", int(port), timeout=30)
+c.request("GET", "/metrics", headers=AUTH)
+r = c.getresponse()
+mtext = r.read().decode()
+c.close()
+metrics = {}
+for line in mtext.splitlines():
+    if line and not line.startswith("#"):
+        name, val = line.split(" ")
+        metrics[name] = float(val)
+check("/metrics: Prometheus text with request, token and expert-cache figures",
+      r.status == 200 and r.getheader("Content-Type", "").startswith("text/plain") and
+      metrics.get("sluice_requests_total", 0) > 10 and metrics.get("sluice_generated_tokens_total", 0) > 100 and
+      metrics.get("sluice_prompt_tokens_cached_total", 0) > 0 and "sluice_expert_cache_hit_rate" in metrics and
+      metrics.get("sluice_requests_4xx_total", 0) >= 20 and metrics.get("sluice_slots") == 1, mtext[:800])
+st, js, _ = request("GET", "/metrics", headers={"Authorization": ""})
+check("/metrics needs the key", st == 401, st)
+st, js, _ = request("GET", "/slots")
+check("/slots: one idle slot of 2048 tokens holding the last request's tokens",
+      st == 200 and len(js) == 1 and js[0]["n_ctx"] == 2048 and js[0]["is_processing"] is False and
+      js[0]["n_tokens"] > 0, js)
+c = http.client.HTTPConnection("127.0.0.1", int(port), timeout=30)
+c.request("GET", "/v1/models", headers=dict(AUTH, Origin="http://evil.example"))
+r = c.getresponse()
+r.read()
+check("no --cors: no Access-Control-Allow-Origin header", r.getheader("Access-Control-Allow-Origin") is None,
+      r.getheaders())
+c.request("OPTIONS", "/v1/chat/completions", headers={"Origin": "http://evil.example",
+                                                      "Access-Control-Request-Method": "POST"})
+r = c.getresponse()
+r.read()
+c.close()
+check("no --cors: a preflight is refused", r.status in (401, 405) and r.getheader("Access-Control-Allow-Origin") is None,
+      r.status)
+
 # --- bounded fuzz: mutated bodies get 200 or 4xx, never a dead server ------------------
 rng = random.Random(13)
 bases = [json.dumps(greedy | {"max_tokens": 2}).encode(), json.dumps(chat | {"max_tokens": 2}).encode(),

@@ -55,3 +55,16 @@ c = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
 c.request("GET", "/v1/models")
 js = json.loads(c.getresponse().read())
 check("-np 2: /v1/models reports 2 slots", js["data"][0]["meta"]["n_slots"] == 2, js)
+c.request("OPTIONS", "/v1/chat/completions", headers={"Origin": "http://ui.example",
+                                                      "Access-Control-Request-Method": "POST"})
+r = c.getresponse()
+r.read()
+check("--cors: a preflight gets 204 with the origin, methods and headers",
+      r.status == 204 and r.getheader("Access-Control-Allow-Origin") == "http://ui.example" and
+      "POST" in r.getheader("Access-Control-Allow-Methods", "") and
+      "authorization" in r.getheader("Access-Control-Allow-Headers", "").lower(), (r.status, r.getheaders()))
+c.request("GET", "/v1/models", headers={"Origin": "http://ui.example"})
+r = c.getresponse()
+r.read()
+check("--cors: responses carry Access-Control-Allow-Origin", r.getheader("Access-Control-Allow-Origin") == "http://ui.example",
+      r.getheaders())
