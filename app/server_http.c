@@ -103,7 +103,7 @@ static ssize_t sse_read(void *cls, uint64_t pos, char *buf, size_t max)
 static void sse_free(void *cls)
 {
     srv_job *j = cls;
-    j->cancel = 1; /* the client is gone, or the stream ended: nothing more to do */
+    srv_job_cancel(j); /* the client is gone, or the stream ended: nothing more to do */
     srv_job_unref(j);
 }
 
@@ -113,7 +113,7 @@ static enum MHD_Result send_reply(srv *s, struct MHD_Connection *c, srv_reply r)
     struct MHD_Response *resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096,
                                                                   sse_read, r.job, sse_free);
     if (!resp) {
-        r.job->cancel = 1;
+        srv_job_cancel(r.job);
         srv_job_unref(r.job);
         return MHD_NO;
     }

@@ -26,14 +26,21 @@ typedef struct run_ctx {
     int n_gen, cap_gen;
     bool oom;
     bool by_token;           /* an end-of-turn token ended the reply */
+    /* gen_reply's interrupt flag: written by this (the worker) thread only,
+     * when it sees the job cancelled, so no other thread touches it */
+    volatile sig_atomic_t stop_now;
 } run_ctx;
 
 /* Appends generated text and hands the complete characters to the
  * formatter; a character split across writes waits for its last byte. */
 static ssize_t cookie_write(void *cookie, const char *buf, size_t n)
 {
-    srv_job *j = ((run_ctx *)cookie)->j;
-    if (j->cancel) return -1; /* gen_reply stops with "cannot write" */
+    run_ctx *c = cookie;
+    srv_job *j = c->j;
+    if (srv_job_cancelled(j)) {
+        c->stop_now = 1;
+        return -1; /* gen_reply stops with "cannot write" */
+    }
     char tmp[4096 + 8];
     size_t done = 0;
     while (done < n) {
@@ -80,6 +87,7 @@ static bool is_stop(void *ud, int32_t id)
 {
     run_ctx *c = ud;
     const srv_job *j = c->j;
+    if (srv_job_cancelled(j)) c->stop_now = 1; /* seen at gen_reply's next step */
     bool stop = !j->ignore_eos && (j->chat && c->s->chat ? sl_chat_is_stop_token(c->s->chat, id)
                                                          : sl_model_token_is_eog(c->s->g.m, id));
     if (stop) {
@@ -211,7 +219,7 @@ void srv_run_job(srv_slot *s, srv_job *j)
     }
     setvbuf(out, NULL, _IOFBF, 1 << 16);
     gen_reply_stats st;
-    int rc = gen_reply(g, j->max_tokens, is_stop, &c, ns ? stops : NULL, &j->cancel, out, &st,
+    int rc = gen_reply(g, j->max_tokens, is_stop, &c, ns ? stops : NULL, &c.stop_now, out, &st,
                        &err);
     fclose(out);
     j->n_gen = st.n_gen;
@@ -229,7 +237,7 @@ void srv_run_job(srv_slot *s, srv_job *j)
         j->matched_stop = matched_stop(s, j, &c);
     remember(s, j, &c);
     free(c.gen);
-    if (j->cancel) {
+    if (srv_job_cancelled(j)) {
         finish(s, j, SRV_FINISH_CANCELLED, NULL);
     } else if (rc) {
         finish(s, j, SRV_FINISH_ERROR, err.msg);

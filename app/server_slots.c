@@ -48,6 +48,16 @@ static bool grow(char **buf, size_t *cap, size_t need)
     return true;
 }
 
+void srv_job_cancel(srv_job *j)
+{
+    __atomic_store_n(&j->cancel, 1, __ATOMIC_RELAXED);
+}
+
+bool srv_job_cancelled(const srv_job *j)
+{
+    return __atomic_load_n(&j->cancel, __ATOMIC_RELAXED) != 0;
+}
+
 void srv_job_emit(srv_job *j, const char *bytes, size_t n)
 {
     pthread_mutex_lock(&j->mu);
@@ -115,7 +125,7 @@ static void *worker(void *arg)
         s->busy = true;
         s->running = j;
         pthread_mutex_unlock(&p->mu);
-        if (j->cancel) {
+        if (srv_job_cancelled(j)) {
             srv_slot_idle(s);
             job_finish_unrun(j);
         } else {
@@ -221,7 +231,7 @@ void srv_pool_stop(srv_pool *p)
     }
     p->q_len = 0;
     for (int i = 0; i < p->n_slots; i++)
-        if (p->slots[i].running) p->slots[i].running->cancel = 1;
+        if (p->slots[i].running) srv_job_cancel(p->slots[i].running);
     pthread_cond_broadcast(&p->cv);
     pthread_mutex_unlock(&p->mu);
     for (int i = 0; i < p->n_started; i++) pthread_join(p->slots[i].th, NULL);

@@ -55,7 +55,8 @@ struct srv_job {
     const srv_format *fmt;
     void *api;                    /* the formatter's state (owned, freed by api_free) */
     void (*api_free)(void *api);
-    volatile sig_atomic_t cancel; /* set by the HTTP side: stop at the next token */
+    int cancel;                   /* set by the HTTP side (srv_job_cancel): stop at the next
+                                     token; read with srv_job_cancelled */
 
     /* out: written by the worker, read under mu (or after done) */
     pthread_mutex_t mu;
@@ -79,6 +80,10 @@ struct srv_job {
  * memory. ids is taken over (freed with the job). */
 srv_job *srv_job_new(int32_t *ids, int n_ids);
 void srv_job_unref(srv_job *j);
+
+/* Asks the job to stop (any thread), and whether it was asked. */
+void srv_job_cancel(srv_job *j);
+bool srv_job_cancelled(const srv_job *j);
 
 /* Appends bytes to the job's output and wakes a reader. Worker side. */
 void srv_job_emit(srv_job *j, const char *bytes, size_t n);

@@ -122,6 +122,6 @@ wait "$pid"
 pid=
 cat "$work/err2" >>"$work/err"
 
-if grep -q "ERROR: \|runtime error" "$work/err"; then bad "sanitizer reports: $(grep -m3 -A5 'ERROR: \|runtime error' "$work/err")"
+if grep -q "ERROR: \|runtime error\|ThreadSanitizer" "$work/err"; then bad "sanitizer reports: $(grep -m3 -A30 'ERROR: \|runtime error\|ThreadSanitizer' "$work/err")"
 else ok "no sanitizer report from the server"; fi
 finish
