@@ -64,16 +64,28 @@ static void emit_event(srv_job *j, json_t *v)
     free(t);
 }
 
-/* One streamed chunk: delta (chat: steals it) or text (completion). */
-static json_t *chunk(const srv_job *j, json_t *delta, const char *text, size_t len,
-                     const char *finish)
+/* The logprobs of tokens v[from..to) in the API's form, or null when they
+ * were not asked for. text_base: where their text starts (completions). */
+static json_t *logprobs_of(const srv_job *j, int from, int to, size_t text_base)
 {
     const oai_job *a = j->api;
+    if (j->lps.n_top < 0) return json_null();
+    if (a->chat) return json_pack("{s:o}", "content", srv_lps_chat(a->s->m, &j->lps, from, to));
+    return srv_lps_completion(a->s->m, &j->lps, from, to, text_base);
+}
+
+/* One streamed chunk: delta (chat: steals it) or text (completion), with
+ * lp (stolen; NULL: null) as its logprobs. */
+static json_t *chunk(const srv_job *j, json_t *delta, const char *text, size_t len,
+                     const char *finish, json_t *lp)
+{
+    const oai_job *a = j->api;
+    if (!lp) lp = json_null();
     json_t *choice = a->chat
-        ? json_pack("{s:i, s:o, s:o}", "index", 0, "delta", delta, "finish_reason",
-                    finish ? json_string(finish) : json_null())
-        : json_pack("{s:i, s:s%, s:n, s:o}", "index", 0, "text", text ? text : "",
-                    text ? len : 0, "logprobs", "finish_reason",
+        ? json_pack("{s:i, s:o, s:o, s:o}", "index", 0, "delta", delta, "logprobs", lp,
+                    "finish_reason", finish ? json_string(finish) : json_null())
+        : json_pack("{s:i, s:s%, s:o, s:o}", "index", 0, "text", text ? text : "",
+                    text ? len : 0, "logprobs", lp, "finish_reason",
                     finish ? json_string(finish) : json_null());
     return json_pack("{s:s, s:s, s:i, s:s, s:[o]}", "id", a->id, "object",
                      a->chat ? "chat.completion.chunk" : "text_completion", "created",
@@ -85,15 +97,18 @@ static void fmt_begin(srv_job *j)
     const oai_job *a = j->api;
     if (a->stream && a->chat)
         emit_event(j, chunk(j, json_pack("{s:s, s:s}", "role", "assistant", "content", ""), NULL,
-                            0, NULL));
+                            0, NULL, NULL));
 }
 
 static void fmt_piece(srv_job *j, const char *text, size_t len)
 {
     const oai_job *a = j->api;
     if (!a->stream) return;
-    if (a->chat) emit_event(j, chunk(j, json_pack("{s:s%}", "content", text, len), NULL, 0, NULL));
-    else emit_event(j, chunk(j, NULL, text, len, NULL));
+    json_t *lp = logprobs_of(j, j->lps_from, j->lps.n_sent, j->text_len - len);
+    if (a->chat)
+        emit_event(j, chunk(j, json_pack("{s:s%}", "content", text, len), NULL, 0, NULL, lp));
+    else
+        emit_event(j, chunk(j, NULL, text, len, NULL, lp));
 }
 
 static void fmt_end(srv_job *j)
@@ -104,9 +119,10 @@ static void fmt_end(srv_job *j)
         emit_event(j, srv_error(SRV_API_OPENAI, 500, "generation failed: %s", j->error).body);
     } else if (j->finish != SRV_FINISH_CANCELLED) {
         const char *f = finish_name(j->finish);
-        emit_event(j, a->chat ? chunk(j, json_object(), NULL, 0, f) : chunk(j, NULL, "", 0, f));
+        emit_event(j, a->chat ? chunk(j, json_object(), NULL, 0, f, NULL)
+                              : chunk(j, NULL, "", 0, f, NULL));
         if (a->include_usage) {
-            json_t *u = chunk(j, a->chat ? json_object() : NULL, "", 0, NULL);
+            json_t *u = chunk(j, a->chat ? json_object() : NULL, "", 0, NULL, NULL);
             json_array_clear(json_object_get(u, "choices"));
             json_object_set_new(u, "usage", usage_obj(j));
             emit_event(j, u);
@@ -157,9 +173,25 @@ static srv_reply generate(srv *s, const json_t *body, const char *prompt, bool c
     long n_choices = 1;
     if (!req_int(body, "n", 1, 1, &n_choices, msg, sizeof msg))
         return srv_error(SRV_API_OPENAI, 400, "%s (one choice per request)", msg);
+    /* logprobs: chat {logprobs: true, top_logprobs: 0..20}; completions
+     * {logprobs: 0..20} (alternatives per token) */
+    long n_top = -1;
+    if (chat) {
+        bool want = false;
+        long top = -1;
+        if (!req_bool(body, "logprobs", &want, msg, sizeof msg) ||
+            !req_int(body, "top_logprobs", 0, SRV_MAX_TOP_LOGPROBS, &top, msg, sizeof msg))
+            return srv_error(SRV_API_OPENAI, 400, "%s", msg);
+        if (top >= 0 && !want)
+            return srv_error(SRV_API_OPENAI, 400, "'top_logprobs' needs 'logprobs': true");
+        if (want) n_top = top < 0 ? 0 : top;
+    } else if (!req_int(body, "logprobs", 0, SRV_MAX_TOP_LOGPROBS, &n_top, msg, sizeof msg)) {
+        return srv_error(SRV_API_OPENAI, 400, "%s", msg);
+    }
     srv_job *j;
     srv_reply r = srv_prepare_job(s, SRV_API_OPENAI, body, prompt, chat, "stop", &j);
     if (r.status) return r;
+    j->lps.n_top = (int)n_top;
     oai_job *a = calloc(1, sizeof *a);
     if (!a) {
         srv_job_unref(j);
@@ -189,11 +221,13 @@ static srv_reply generate(srv *s, const json_t *body, const char *prompt, bool c
     } else {
         const char *text = j->text ? j->text : "";
         json_t *choice = chat
-            ? json_pack("{s:i, s:{s:s, s:s%}, s:n, s:s}", "index", 0, "message", "role",
-                        "assistant", "content", text, j->text_len, "logprobs", "finish_reason",
+            ? json_pack("{s:i, s:{s:s, s:s%}, s:o, s:s}", "index", 0, "message", "role",
+                        "assistant", "content", text, j->text_len, "logprobs",
+                        logprobs_of(j, 0, j->lps.n_sent, 0), "finish_reason",
                         finish_name(j->finish))
-            : json_pack("{s:i, s:s%, s:n, s:s}", "index", 0, "text", text, j->text_len,
-                        "logprobs", "finish_reason", finish_name(j->finish));
+            : json_pack("{s:i, s:s%, s:o, s:s}", "index", 0, "text", text, j->text_len,
+                        "logprobs", logprobs_of(j, 0, j->lps.n_sent, 0), "finish_reason",
+                        finish_name(j->finish));
         json_t *o = json_pack("{s:s, s:s, s:i, s:s, s:[o], s:o}", "id", a->id, "object",
                               chat ? "chat.completion" : "text_completion", "created",
                               (json_int_t)s->created, "model", s->model_name, "choices", choice,

@@ -76,6 +76,8 @@ static ssize_t cookie_write(void *cookie, const char *buf, size_t n)
             memcpy(j->text + j->text_len, tmp, ok);
             j->text_len += ok;
             j->text[j->text_len] = '\0';
+            j->lps_from = j->lps.n_sent;
+            j->lps.n_sent = j->lps.n;
             j->fmt->piece(j, tmp, ok);
         }
     }
@@ -86,7 +88,7 @@ static ssize_t cookie_write(void *cookie, const char *buf, size_t n)
 static bool is_stop(void *ud, int32_t id)
 {
     run_ctx *c = ud;
-    const srv_job *j = c->j;
+    srv_job *j = c->j;
     if (srv_job_cancelled(j)) c->stop_now = 1; /* seen at gen_reply's next step */
     bool stop = !j->ignore_eos && (j->chat && c->s->chat ? sl_chat_is_stop_token(c->s->chat, id)
                                                          : sl_model_token_is_eog(c->s->g.m, id));
@@ -105,6 +107,12 @@ static bool is_stop(void *ud, int32_t id)
         c->cap_gen = nc;
     }
     c->gen[c->n_gen++] = id;
+    /* the logits the sampler just saw are still the session's */
+    if (j->lps.n_top >= 0 &&
+        !srv_lps_record(&j->lps, sl_session_logits(c->s->g.s), sl_model_n_vocab(c->s->g.m), id)) {
+        c->oom = true;
+        return true;
+    }
     return false;
 }
 

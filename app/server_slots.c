@@ -16,6 +16,7 @@ srv_job *srv_job_new(int32_t *ids, int n_ids)
     j->n_ids = n_ids;
     j->max_tokens = -1;
     j->matched_stop = -1;
+    j->lps.n_top = -1;
     j->refs = 1;
     return j;
 }
@@ -33,6 +34,7 @@ void srv_job_unref(srv_job *j)
     free(j->ids);
     free(j->out);
     free(j->text);
+    free(j->lps.v);
     free(j);
 }
 

@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "gen.h"
+#include "server_logprobs.h"
 
 #define SRV_MAX_STOPS 4
 #define SRV_MAX_STOP_LEN 64
@@ -53,6 +54,8 @@ struct srv_job {
     char stops[SRV_MAX_STOPS][SRV_MAX_STOP_LEN + 1];
     int n_stops;
     const srv_format *fmt;
+    srv_lps lps;                  /* lps.n_top >= 0: record log-probabilities (worker) */
+    int lps_from;                 /* during piece(): its tokens are lps.v[lps_from..n_sent) */
     void *api;                    /* the formatter's state (owned, freed by api_free) */
     void (*api_free)(void *api);
     int cancel;                   /* set by the HTTP side (srv_job_cancel): stop at the next

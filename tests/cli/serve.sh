@@ -58,10 +58,13 @@ else
     bad "start-up line: $(head -c 400 "$work/err")"
 fi
 
+finished=0
+expected_clients=1
 while IFS= read -r line; do
     case $line in
     "ok   "*) ok "${line#ok   }" ;;
     "FAIL "*) bad "${line#FAIL }" ;;
+    client-finished) finished=$((finished + 1)) ;;
     *) echo "$line" ;;
     esac
 done < <(timeout 600 python3 tests/cli/lib/serve_client.py "$port" "$KEY" "$work/run.txt" "$PROMPT" $N 2>&1)
@@ -76,10 +79,12 @@ if command -v node >/dev/null && command -v npm >/dev/null; then
             echo "note: npm install failed (offline?): the official-client checks are skipped"
     fi
     if [ -d "$NPM_DIR/node_modules/openai" ] && [ -d "$NPM_DIR/node_modules/@anthropic-ai/sdk" ]; then
+        expected_clients=$((expected_clients + 1))
         while IFS= read -r line; do
             case $line in
             "ok   "*) ok "${line#ok   }" ;;
             "FAIL "*) bad "${line#FAIL }" ;;
+            client-finished) finished=$((finished + 1)) ;;
             *) echo "$line" ;;
             esac
         done < <(NODE_PATH="$NPM_DIR/node_modules" timeout 300 node tests/cli/lib/serve_sdk.cjs \
@@ -107,10 +112,12 @@ for _ in $(seq 1 600); do
 done
 if [ -n "$port" ] && grep -q "2 slots x 512 tokens" "$work/err2"; then
     ok "-np 2: the start-up line says 2 slots x 512 tokens"
+    expected_clients=$((expected_clients + 1))
     while IFS= read -r line; do
         case $line in
         "ok   "*) ok "${line#ok   }" ;;
         "FAIL "*) bad "${line#FAIL }" ;;
+        client-finished) finished=$((finished + 1)) ;;
         *) echo "$line" ;;
         esac
     done < <(timeout 300 python3 tests/cli/lib/serve_parallel.py "$port" 2>&1)
@@ -121,6 +128,8 @@ kill -TERM "$pid"
 wait "$pid"
 pid=
 cat "$work/err2" >>"$work/err"
+if [ "$finished" -eq "$expected_clients" ]; then ok "every client script ran to its end ($finished)"
+else bad "a client script stopped early ($finished of $expected_clients finished)"; fi
 
 if grep -q "ERROR: \|runtime error\|ThreadSanitizer" "$work/err"; then bad "sanitizer reports: $(grep -m3 -A30 'ERROR: \|runtime error\|ThreadSanitizer' "$work/err")"
 else ok "no sanitizer report from the server"; fi

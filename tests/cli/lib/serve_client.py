@@ -261,6 +261,42 @@ err("a Host that is not loopback: 403", 403, "GET", "/v1/models", headers={"Host
 st, js, _ = request("GET", "/v1/models", headers={"Host": "localhost:" + port})
 check("Host localhost:PORT is accepted", st == 200, st)
 
+# --- logprobs -------------------------------------------------------------------------
+import math  # noqa: E402
+
+st, js, _ = request("POST", "/v1/chat/completions", dict(chat, logprobs=True, top_logprobs=3))
+lp = js["choices"][0]["logprobs"]["content"] if st == 200 and js["choices"][0]["logprobs"] else None
+check("chat logprobs: one entry per generated token", lp is not None and len(lp) == js["usage"]["completion_tokens"], js)
+if lp:
+    greedy_ok = all(e["logprob"] <= 0 and len(e["top_logprobs"]) == 3 and
+                    e["top_logprobs"][0]["token"] == e["token"] and e["top_logprobs"][0]["logprob"] == e["logprob"] and
+                    all(a["logprob"] >= b["logprob"] for a, b in zip(e["top_logprobs"], e["top_logprobs"][1:])) and
+                    sum(math.exp(t["logprob"]) for t in e["top_logprobs"]) <= 1 + 1e-6 for e in lp)
+    check("chat logprobs (greedy): the token is the most likely, alternatives sorted, probabilities <= 1", greedy_ok, lp[:2])
+    raw = b"".join(bytes(e["bytes"]) for e in lp)
+    try:
+        joined = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        joined = None
+    check("chat logprobs: the tokens' bytes spell the answer", joined is None or joined == js["choices"][0]["message"]["content"],
+          (joined, js["choices"][0]["message"]["content"]))
+    st2, js2, _ = request("POST", "/v1/chat/completions", dict(chat, logprobs=True, top_logprobs=3, temperature=1.5,
+                                                              seed=3, top_k=5, presence_penalty=1,
+                                                              ignore_eos=True))
+    check("logprobs are the model's distribution: the first token's alternatives do not depend on sampling",
+          st2 == 200 and js2["choices"][0]["logprobs"]["content"][0]["top_logprobs"] == lp[0]["top_logprobs"], js2)
+    st3, evs, done, wf = sse("/v1/chat/completions", dict(chat, logprobs=True, top_logprobs=3, stream=True))
+    slp = [e2 for e in evs if e.get("choices") and e["choices"][0].get("logprobs") for e2 in e["choices"][0]["logprobs"]["content"]]
+    check("streamed chat logprobs: the chunks' entries are the non-streamed ones", st3 == 200 and slp == lp, (len(slp), len(lp)))
+st, js, _ = request("POST", "/v1/completions", dict(greedy, logprobs=2))
+clp = js["choices"][0]["logprobs"] if st == 200 else None
+check("completion logprobs: tokens, token_logprobs, top_logprobs and rising text_offset per token",
+      clp and len(clp["tokens"]) == n_pred == len(clp["token_logprobs"]) == len(clp["top_logprobs"]) == len(clp["text_offset"]) and
+      clp["text_offset"][0] == 0 and all(a <= b for a, b in zip(clp["text_offset"], clp["text_offset"][1:])) and
+      all(x <= 0 for x in clp["token_logprobs"]) and all(len(t) <= 2 for t in clp["top_logprobs"]), clp)
+err("top_logprobs without logprobs: 400", 400, "POST", "/v1/chat/completions", dict(chat, top_logprobs=2))
+err("top_logprobs 21: 400", 400, "POST", "/v1/chat/completions", dict(chat, logprobs=True, top_logprobs=21))
+
 # chunked body over the limit (no Content-Length)
 s = socket.create_connection(("127.0.0.1", int(port)), timeout=30)
 s.sendall(("POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer %s\r\n"
@@ -380,3 +416,4 @@ for i in range(150):
 check("150 mutated bodies: each answered 200 or 4xx with a JSON error", not bad_status, bad_status[:3])
 st, js, _ = request("GET", "/health")
 check("the server is alive after the bad bodies", st == 200, st)
+print("client-finished", flush=True)

@@ -68,3 +68,4 @@ r = c.getresponse()
 r.read()
 check("--cors: responses carry Access-Control-Allow-Origin", r.getheader("Access-Control-Allow-Origin") == "http://ui.example",
       r.getheaders())
+print("client-finished", flush=True)

@@ -113,4 +113,5 @@ async function step(name, fn) {
         }
         check('anthropic: a bad request raises a 400 error', status === 400, status);
     });
+    console.log('client-finished');
 })();
