@@ -11,6 +11,7 @@
  * server_slots.c  slots, the job queue, worker threads (server_slots.h)
  * server_run.c    one job on one slot: prompt reuse and generation
  * server_logprobs.c log-probabilities of the generated tokens
+ * server_think.c  a thinking model's reasoning apart from its answer
  * cmd_serve.c     flags, model, start-up line, signals */
 #ifndef SL_APP_SERVER_H
 #define SL_APP_SERVER_H

@@ -16,6 +16,7 @@
 
 #include "server.h"
 #include "server_req.h"
+#include "server_think.h"
 #include "util/escape.h"
 
 #define MSG_CAP 512
@@ -26,6 +27,9 @@ typedef struct oai_job {
     bool chat;
     bool stream;
     bool include_usage;
+    srv_think think;        /* chat: reasoning apart from content (stream) */
+    bool think_enabled, think_inside;
+    int lp_next;            /* the first token whose logprobs no chunk carried yet */
 } oai_job;
 
 static const char *finish_name(srv_finish f)
@@ -100,15 +104,29 @@ static void fmt_begin(srv_job *j)
                             0, NULL, NULL));
 }
 
+/* A chat delta of reasoning or content, with the logprobs of the tokens
+ * sent since the last chunk. */
+static void chat_delta(void *ud, bool reasoning, const char *text, size_t len)
+{
+    srv_job *j = ud;
+    oai_job *a = j->api;
+    json_t *lp = logprobs_of(j, a->lp_next, j->lps.n_sent, 0);
+    a->lp_next = j->lps.n_sent;
+    emit_event(j, chunk(j, json_pack("{s:s%}", reasoning ? "reasoning_content" : "content", text,
+                                     len), NULL, 0, NULL, lp));
+}
+
 static void fmt_piece(srv_job *j, const char *text, size_t len)
 {
-    const oai_job *a = j->api;
+    oai_job *a = j->api;
     if (!a->stream) return;
-    json_t *lp = logprobs_of(j, j->lps_from, j->lps.n_sent, j->text_len - len);
-    if (a->chat)
-        emit_event(j, chunk(j, json_pack("{s:s%}", "content", text, len), NULL, 0, NULL, lp));
-    else
-        emit_event(j, chunk(j, NULL, text, len, NULL, lp));
+    if (a->chat) {
+        srv_think_feed(&a->think, text, len, chat_delta, j);
+        return;
+    }
+    json_t *lp = logprobs_of(j, a->lp_next, j->lps.n_sent, j->text_len - len);
+    a->lp_next = j->lps.n_sent;
+    emit_event(j, chunk(j, NULL, text, len, NULL, lp));
 }
 
 static void fmt_end(srv_job *j)
@@ -118,6 +136,7 @@ static void fmt_end(srv_job *j)
     if (j->finish == SRV_FINISH_ERROR) {
         emit_event(j, srv_error(SRV_API_OPENAI, 500, "generation failed: %s", j->error).body);
     } else if (j->finish != SRV_FINISH_CANCELLED) {
+        if (a->chat) srv_think_flush(&((oai_job *)j->api)->think, chat_delta, j);
         const char *f = finish_name(j->finish);
         emit_event(j, a->chat ? chunk(j, json_object(), NULL, 0, f, NULL)
                               : chunk(j, NULL, "", 0, f, NULL));
@@ -132,6 +151,48 @@ static void fmt_end(srv_job *j)
 }
 
 static const srv_format oai_format = {fmt_begin, fmt_piece, fmt_end};
+
+/* The whole answer split into reasoning and content (the same splitter
+ * as the stream's). */
+typedef struct split_buf {
+    char *p[2];      /* [0] content, [1] reasoning */
+    size_t n[2];
+    bool oom;
+} split_buf;
+
+static void collect(void *ud, bool reasoning, const char *text, size_t len)
+{
+    split_buf *b = ud;
+    int k = reasoning ? 1 : 0;
+    char *np = realloc(b->p[k], b->n[k] + len + 1);
+    if (!np) {
+        b->oom = true;
+        return;
+    }
+    memcpy(np + b->n[k], text, len);
+    b->n[k] += len;
+    np[b->n[k]] = '\0';
+    b->p[k] = np;
+}
+
+/* The chat answer's message object: content, and reasoning_content when
+ * there was any. */
+static json_t *chat_message(const srv_job *j)
+{
+    const oai_job *a = j->api;
+    split_buf b = {{NULL, NULL}, {0, 0}, false};
+    srv_think t;
+    srv_think_init(&t, a->think_enabled, a->think_inside);
+    srv_think_feed(&t, j->text ? j->text : "", j->text_len, collect, &b);
+    srv_think_flush(&t, collect, &b);
+    json_t *m = b.oom ? NULL
+                      : json_pack("{s:s, s:s%}", "role", "assistant", "content",
+                                  b.p[0] ? b.p[0] : "", b.n[0]);
+    if (m && b.n[1]) json_object_set_new(m, "reasoning_content", json_stringn(b.p[1], b.n[1]));
+    free(b.p[0]);
+    free(b.p[1]);
+    return m;
+}
 
 srv_reply srv_health(srv *s)
 {
@@ -157,7 +218,8 @@ static void oai_free(void *p)
 
 /* Queues the job of an OpenAI request and answers (streaming, or
  * waiting for the whole answer). */
-static srv_reply generate(srv *s, const json_t *body, const char *prompt, bool chat)
+static srv_reply generate(srv *s, const json_t *body, const char *prompt, bool chat,
+                          bool think_enabled, bool think_inside)
 {
     char msg[MSG_CAP] = "";
     bool stream = false, include_usage = false;
@@ -204,6 +266,9 @@ static srv_reply generate(srv *s, const json_t *body, const char *prompt, bool c
     a->chat = chat;
     a->stream = stream;
     a->include_usage = include_usage;
+    a->think_enabled = think_enabled;
+    a->think_inside = think_inside;
+    srv_think_init(&a->think, think_enabled, think_inside);
     snprintf(a->id, sizeof a->id, "%s-%lu", chat ? "chatcmpl" : "cmpl",
              __atomic_add_fetch(&s->next_id, 1, __ATOMIC_RELAXED));
     if (!srv_pool_submit(&s->pool, j)) {
@@ -221,9 +286,8 @@ static srv_reply generate(srv *s, const json_t *body, const char *prompt, bool c
     } else {
         const char *text = j->text ? j->text : "";
         json_t *choice = chat
-            ? json_pack("{s:i, s:{s:s, s:s%}, s:o, s:s}", "index", 0, "message", "role",
-                        "assistant", "content", text, j->text_len, "logprobs",
-                        logprobs_of(j, 0, j->lps.n_sent, 0), "finish_reason",
+            ? json_pack("{s:i, s:o, s:o, s:s}", "index", 0, "message", chat_message(j),
+                        "logprobs", logprobs_of(j, 0, j->lps.n_sent, 0), "finish_reason",
                         finish_name(j->finish))
             : json_pack("{s:i, s:s%, s:o, s:s}", "index", 0, "text", text, j->text_len,
                         "logprobs", logprobs_of(j, 0, j->lps.n_sent, 0), "finish_reason",
@@ -247,7 +311,21 @@ srv_reply srv_chat_completions(srv *s, json_t *body)
     srv_reply r = srv_render_chat(s, SRV_API_OPENAI, NULL, json_object_get(body, "messages"),
                                   &prompt);
     if (r.status) return r;
-    r = generate(s, body, prompt, true);
+    /* reasoning apart when the template knows thinking, unless
+     * reasoning_format is "none" (llama-server's switch) */
+    const char *rf = NULL;
+    size_t rfl = 0;
+    char msg[MSG_CAP];
+    if (!req_str(body, "reasoning_format", &rf, &rfl, msg, sizeof msg)) {
+        free(prompt);
+        return srv_error(SRV_API_OPENAI, 400, "%s", msg);
+    }
+    size_t pl = strlen(prompt);
+    bool inside = (pl >= 8 && !memcmp(prompt + pl - 8, "<think>\n", 8)) ||
+                  (pl >= 7 && !memcmp(prompt + pl - 7, "<think>", 7));
+    bool enabled = !(rf && !strcmp(rf, "none")) &&
+                   (inside || !strcmp(sl_chat_name(s->chat), "qwen3"));
+    r = generate(s, body, prompt, true, enabled, enabled && inside);
     free(prompt);
     return r;
 }
@@ -260,7 +338,7 @@ srv_reply srv_completions(srv *s, json_t *body)
         return srv_error(SRV_API_OPENAI, 400, "'prompt' must be a string (or an array of one)");
     if (memchr(json_string_value(p), 0, json_string_length(p)))
         return srv_error(SRV_API_OPENAI, 400, "'prompt' holds a NUL character");
-    return generate(s, body, json_string_value(p), false);
+    return generate(s, body, json_string_value(p), false, false, false);
 }
 
 srv_reply srv_tokenize(srv *s, json_t *body)

@@ -100,8 +100,12 @@ rc=$?
 pid=
 if [ $rc -eq 0 ] && grep -q "SIGTERM: stopping" "$work/err"; then ok "SIGTERM stops the server cleanly (exit 0)"
 else bad "SIGTERM: exit $rc, stderr: $(tail -c 600 "$work/err")"; fi
-# two slots: concurrent streams equal the same requests alone
-"$SLUICE" serve -m "$M" --port 0 -c 512 -np 2 --max-queue 4 -t 1 --cors http://ui.example >"$work/out2" 2>"$work/err2" &
+# two slots: concurrent streams equal the same requests alone; a thinking
+# template (the generation prompt opens <think>) on the same weights
+printf '%s' "{%- for message in messages %}{{- '<|im_start|>' + message.role + '\n' + message.content + '<|im_end|>' + '\n' }}{%- endfor %}{%- if add_generation_prompt %}{{- '<|im_start|>assistant\n<think>\n' }}{%- endif %}{# enable_thinking </think> #}" >"$work/think.jinja"
+python3 tests/cli/lib/gguf_set_template.py "$M" "$work/think.gguf" "$work/think.jinja" ||
+    bad "writing a copy of the model with a thinking template"
+"$SLUICE" serve -m "$work/think.gguf" --port 0 -c 512 -np 2 --max-queue 4 -t 1 --cors http://ui.example >"$work/out2" 2>"$work/err2" &
 pid=$!
 port=
 for _ in $(seq 1 600); do
@@ -110,7 +114,7 @@ for _ in $(seq 1 600); do
     kill -0 "$pid" 2>/dev/null || break
     sleep 0.1
 done
-if [ -n "$port" ] && grep -q "2 slots x 512 tokens" "$work/err2"; then
+if [ -n "$port" ] && grep -q "chat template qwen3, 2 slots x 512 tokens" "$work/err2"; then
     ok "-np 2: the start-up line says 2 slots x 512 tokens"
     expected_clients=$((expected_clients + 1))
     while IFS= read -r line; do

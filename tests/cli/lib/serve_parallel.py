@@ -68,4 +68,36 @@ r = c.getresponse()
 r.read()
 check("--cors: responses carry Access-Control-Allow-Origin", r.getheader("Access-Control-Allow-Origin") == "http://ui.example",
       r.getheaders())
+
+
+# --- a thinking template: the reply starts inside <think> -----------------------------
+def post(path, body):
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+    c.request("POST", path, body=json.dumps(body), headers={"Content-Type": "application/json"})
+    r = c.getresponse()
+    return r.status, json.loads(r.read())
+
+
+rendered = "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n<think>\n"
+st, raw = post("/v1/completions", {"prompt": rendered, "max_tokens": 24, "temperature": 0})
+raw_text = raw["choices"][0]["text"] if st == 200 else None
+body = {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 24, "temperature": 0}
+st, js = post("/v1/chat/completions", body)
+msg = js["choices"][0]["message"] if st == 200 else {}
+t = (raw_text or "").lstrip("\n")
+want = (t[:t.index("</think>")], t[t.index("</think>") + 8:].lstrip()) if "</think>" in t else (t, "")
+check("thinking template: the reply's text inside <think> is reasoning_content, the rest content",
+      raw_text is not None and (msg.get("reasoning_content", ""), msg.get("content")) == want, (raw_text, msg))
+c = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+c.request("POST", "/v1/chat/completions", body=json.dumps(dict(body, stream=True)),
+          headers={"Content-Type": "application/json"})
+evs = [json.loads(e[6:]) for e in c.getresponse().read().decode().split("\n\n")
+       if e.startswith("data: ") and e != "data: [DONE]"]
+rs = "".join(e["choices"][0]["delta"].get("reasoning_content", "") for e in evs if e["choices"])
+cs = "".join(e["choices"][0]["delta"].get("content", "") for e in evs if e["choices"])
+check("thinking template, streamed: reasoning_content and content deltas join to the same split",
+      (rs, cs) == (msg.get("reasoning_content", ""), msg.get("content")), (rs, cs, msg))
+st, js = post("/v1/chat/completions", dict(body, reasoning_format="none"))
+check("reasoning_format none: everything is content", st == 200 and js["choices"][0]["message"]["content"] == raw_text and
+      "reasoning_content" not in js["choices"][0]["message"], js)
 print("client-finished", flush=True)
