@@ -84,6 +84,8 @@ srv_reply srv_models(srv *s);
 srv_reply srv_chat_completions(srv *s, json_t *body);
 srv_reply srv_completions(srv *s, json_t *body);
 srv_reply srv_tokenize(srv *s, json_t *body);
+/* POST /apply-template (llama-server's): the rendered chat prompt. */
+srv_reply srv_apply_template(srv *s, json_t *body);
 srv_reply srv_detokenize(srv *s, json_t *body);
 
 /* Handlers (server_anthropic.c). */

@@ -207,6 +207,7 @@ static const route routes[] = {
     {"/completions", R_POST, SRV_API_OPENAI, NULL, srv_completions},
     {"/tokenize", R_POST, SRV_API_OPENAI, NULL, srv_tokenize},
     {"/detokenize", R_POST, SRV_API_OPENAI, NULL, srv_detokenize},
+    {"/apply-template", R_POST, SRV_API_OPENAI, NULL, srv_apply_template},
     {"/v1/messages", R_POST, SRV_API_ANTHROPIC, NULL, srv_messages},
     {"/v1/messages/count_tokens", R_POST, SRV_API_ANTHROPIC, NULL, srv_count_tokens},
 };

@@ -341,6 +341,17 @@ srv_reply srv_completions(srv *s, json_t *body)
     return generate(s, body, json_string_value(p), false, false, false);
 }
 
+srv_reply srv_apply_template(srv *s, json_t *body)
+{
+    char *prompt = NULL;
+    srv_reply r = srv_render_chat(s, SRV_API_OPENAI, NULL, json_object_get(body, "messages"),
+                                  &prompt);
+    if (r.status) return r;
+    json_t *o = json_pack("{s:s}", "prompt", prompt);
+    free(prompt);
+    return o ? (srv_reply){200, o, NULL} : srv_error(SRV_API_OPENAI, 500, "out of memory");
+}
+
 srv_reply srv_tokenize(srv *s, json_t *body)
 {
     char msg[MSG_CAP];

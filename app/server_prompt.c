@@ -143,11 +143,6 @@ srv_reply srv_prepare_job(srv *s, srv_api api, const json_t *body, const char *p
         free(ids);
         return srv_error(api, 400, "the prompt is empty");
     }
-    if (n > s->n_ctx) {
-        free(ids);
-        return srv_error(api, 400, "the prompt has %d tokens but the context of a slot holds %d",
-                         n, s->n_ctx);
-    }
     srv_job *j = srv_job_new(ids, n);
     if (!j) {
         free(ids);
@@ -155,9 +150,29 @@ srv_reply srv_prepare_job(srv *s, srv_api api, const json_t *body, const char *p
     }
     j->chat = chat;
     j->sp = sp;
-    if (!req_limits(body, j, s->n_predict, stop_key, msg, sizeof msg)) {
+    bool truncate = false;
+    if (!req_limits(body, j, s->n_predict, stop_key, msg, sizeof msg) ||
+        !req_bool(body, "truncate", &truncate, msg, sizeof msg)) {
         srv_job_unref(j);
         return srv_error(api, 400, "%s", msg);
+    }
+    if (n > s->n_ctx && !truncate) {
+        srv_job_unref(j);
+        return srv_error(api, 400, "the prompt has %d tokens but the context of a slot holds %d "
+                         "(send \"truncate\": true to keep its last tokens)", n, s->n_ctx);
+    }
+    if (n > s->n_ctx) {
+        /* as `sluice run --truncate`: BOS (if the prompt starts with it) and
+         * the last tokens, leaving min(max tokens, half the context) free */
+        int room = j->max_tokens < 0 || j->max_tokens > s->n_ctx / 2 ? s->n_ctx / 2 : j->max_tokens;
+        int keep = s->n_ctx - room > 0 ? s->n_ctx - room : 1;
+        int32_t bos = sl_model_token_bos(s->m);
+        if ((flags & SL_TOKENIZE_ADD_BOS) && ids[0] == bos && keep >= 2)
+            memmove(ids + 1, ids + n - (keep - 1), (size_t)(keep - 1) * sizeof *ids);
+        else
+            memmove(ids, ids + n - keep, (size_t)keep * sizeof *ids);
+        j->n_ids = keep;
+        j->truncated_from = n;
     }
     *out = j;
     return (srv_reply){0, NULL, NULL};

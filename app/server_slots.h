@@ -75,6 +75,7 @@ struct srv_job {
     srv_finish finish;
     int matched_stop;             /* SRV_FINISH_STOP by stops[i]: i; else -1 */
     int n_prompt, n_cached, n_gen;
+    int truncated_from;           /* the prompt's length before "truncate"; 0: not cut */
     char error[SL_ERR_MSG_MAX];
     int refs;
 };

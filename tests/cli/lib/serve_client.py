@@ -233,6 +233,16 @@ st2, det, _ = request("POST", "/detokenize", {"tokens": tok["tokens"]})
 check("/detokenize(/tokenize(text)) is the text", st2 == 200 and det["content"] == "hello world, again", det)
 
 
+# --- /apply-template, truncate ------------------------------------------------------------
+st, js, _ = request("POST", "/apply-template", {"messages": chat["messages"]})
+check("/apply-template renders the messages with the model's ChatML template",
+      st == 200 and js["prompt"] == "<|im_start|>system\nYou are brief.<|im_end|>\n<|im_start|>user\nSay something."
+      "<|im_end|>\n<|im_start|>assistant\n", js)
+long_prompt = "word " * 5000
+st, js, _ = request("POST", "/v1/completions", {"prompt": long_prompt, "max_tokens": 4, "temperature": 0, "truncate": True})
+check("truncate: a prompt longer than the context keeps its last tokens and is answered",
+      st == 200 and js["usage"]["prompt_tokens"] == 2048 - 4 and js["usage"]["completion_tokens"] <= 4, (st, js))
+
 # --- errors ----------------------------------------------------------------------
 def err(name, status, method, path, body=None, raw=None, headers=None):
     st, js, out = request(method, path, body, headers=headers, raw=raw)
