@@ -224,6 +224,29 @@ aerr("messages: tools: 400 (not supported yet)", 400, dict(ant, tools=[{"name": 
 st, js, _ = request("POST", "/v1/messages", ant, headers={"Authorization": ""})
 check("messages without a key: 401 in Anthropic's error shape", st == 401 and js["type"] == "error", (st, js))
 
+# --- prompt reuse: a long shared system prompt -----------------------------------------
+long_sys = " ".join("rule %d: keep the canal locks closed at night." % i for i in range(40))
+def timed_chat(user):
+    t0 = time.time()
+    st, js, _ = request("POST", "/v1/chat/completions", {"messages": [{"role": "system", "content": long_sys},
+                                                                   {"role": "user", "content": user}],
+                                                      "max_tokens": 4, "temperature": 0})
+    return time.time() - t0, st, js
+
+
+request("POST", "/v1/completions", {"prompt": "something else entirely", "max_tokens": 1})  # the slot forgets
+cold_t, st1, cold = timed_chat("First question?")
+warm_t, st2, warm = timed_chat("Second question?")
+again_t, st3, again = timed_chat("First question?")
+n_sys = cold["usage"]["prompt_tokens"] if st1 == 200 else 0
+check("a long system prompt (%d tokens) is evaluated once: the next request reuses it (cached_tokens %s)" %
+      (n_sys, warm["usage"]["prompt_tokens_details"]["cached_tokens"] if st2 == 200 else "?"),
+      st1 == st2 == 200 and n_sys > 1000 and cold["usage"]["prompt_tokens_details"]["cached_tokens"] < 10 and
+      warm["usage"]["prompt_tokens_details"]["cached_tokens"] > n_sys - 20, (cold, warm))
+check("the reused prompt answers as the cold one did (same text)",
+      st3 == 200 and again["choices"][0]["message"]["content"] == cold["choices"][0]["message"]["content"], (cold, again))
+check("reusing the prompt is faster (cold %.3f s, warm %.3f s)" % (cold_t, warm_t), warm_t < cold_t / 5, (cold_t, warm_t))
+
 # --- tokenize / detokenize ------------------------------------------------------
 st, tok, _ = request("POST", "/tokenize", {"content": "hello world, again", "with_pieces": True})
 pieces_ok = st == 200 and "".join(p["piece"] for p in tok["tokens"]) == "hello world, again"
