@@ -223,7 +223,7 @@ int srv_pool_start(srv_pool *p, sl_model *m, const sl_chat *chat, int n_slots, i
 
 void srv_pool_stop(srv_pool *p)
 {
-    if (!p->slots) return;
+    if (!p->queue || !p->slots) return;
     pthread_mutex_lock(&p->mu);
     p->stopping = true;
     for (int i = 0; i < p->q_len; i++) {
@@ -242,9 +242,9 @@ void srv_pool_stop(srv_pool *p)
 
 void srv_pool_free(srv_pool *p)
 {
-    if (!p->slots) return;
+    if (!p->queue && !p->slots) return; /* never started */
     srv_pool_stop(p);
-    for (int i = 0; i < p->n_slots; i++) slot_free(&p->slots[i]);
+    for (int i = 0; p->slots && i < p->n_slots; i++) slot_free(&p->slots[i]);
     free(p->slots);
     free(p->queue);
     pthread_mutex_destroy(&p->mu);
