@@ -23,7 +23,14 @@ OPT     ?= -O2 -g
 DEPFLAGS = -MMD -MP
 
 HAVE_URING := $(shell pkg-config --exists liburing 2>/dev/null && echo 1)
-LIBS    := -lpcre2-8 -lpthread -lm
+# JSON (jansson) for every JSON sluice reads or writes; HTTP (libmicrohttpd)
+# for `sluice serve`
+JSON_CFLAGS := $(shell pkg-config --cflags jansson 2>/dev/null)
+JSON_LIBS   := $(shell pkg-config --libs jansson 2>/dev/null || echo -ljansson)
+HTTP_CFLAGS := $(shell pkg-config --cflags libmicrohttpd 2>/dev/null)
+HTTP_LIBS   := $(shell pkg-config --libs libmicrohttpd 2>/dev/null || echo -lmicrohttpd)
+INC     += $(JSON_CFLAGS) $(HTTP_CFLAGS)
+LIBS    := -lpcre2-8 $(JSON_LIBS) $(HTTP_LIBS) -lpthread -lm
 ifeq ($(HAVE_URING),1)
   LIBS   += -luring
   CDEFS  += -DSL_HAVE_URING=1

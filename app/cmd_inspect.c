@@ -173,62 +173,62 @@ static void text_array(FILE *f, const sl_gguf_array *a, int depth)
     if (a->n > HEAD_ELEMS && depth <= 2) fputs(", ...", f);
 }
 
-static void json_array(json_out *j, const sl_gguf_array *a);
+static void jw_gguf_array(jw_out *j, const sl_gguf_array *a);
 
-static void json_value(json_out *j, const sl_gguf_value *v)
+static void jw_gguf_value(jw_out *j, const sl_gguf_value *v)
 {
     switch (v->type) {
-    case SL_GGUF_FLOAT32: json_f32(j, (float)v->v.f64); break;
-    case SL_GGUF_FLOAT64: json_f64(j, v->v.f64); break;
-    case SL_GGUF_BOOL: json_bool(j, v->v.b); break;
-    case SL_GGUF_STRING: json_strn(j, v->v.str.ptr, (size_t)v->v.str.len); break;
-    case SL_GGUF_ARRAY: json_array(j, &v->v.arr); break;
+    case SL_GGUF_FLOAT32: jw_f32(j, (float)v->v.f64); break;
+    case SL_GGUF_FLOAT64: jw_f64(j, v->v.f64); break;
+    case SL_GGUF_BOOL: jw_bool(j, v->v.b); break;
+    case SL_GGUF_STRING: jw_strn(j, v->v.str.ptr, (size_t)v->v.str.len); break;
+    case SL_GGUF_ARRAY: jw_gguf_array(j, &v->v.arr); break;
     default:
-        if (is_unsigned(v->type)) json_u64(j, v->v.u64);
-        else json_i64(j, v->v.i64);
+        if (is_unsigned(v->type)) jw_u64(j, v->v.u64);
+        else jw_i64(j, v->v.i64);
     }
 }
 
 /* Arrays are summarised, never dumped: type, length and the first few. */
-static void json_array(json_out *j, const sl_gguf_array *a)
+static void jw_gguf_array(jw_out *j, const sl_gguf_array *a)
 {
-    json_obj_begin_inline(j);
-    json_key(j, "type");
-    json_str(j, "array");
-    json_key(j, "element_type");
-    json_str(j, sl_gguf_vtype_name(a->type));
-    json_key(j, "length");
-    json_u64(j, a->n);
-    json_key(j, "head");
-    json_arr_begin_inline(j);
+    jw_obj_begin_inline(j);
+    jw_key(j, "type");
+    jw_str(j, "array");
+    jw_key(j, "element_type");
+    jw_str(j, sl_gguf_vtype_name(a->type));
+    jw_key(j, "length");
+    jw_u64(j, a->n);
+    jw_key(j, "head");
+    jw_arr_begin_inline(j);
     for (uint64_t i = 0; i < a->n && i < JSON_HEAD_ELEMS; i++) {
         if (a->type == SL_GGUF_STRING) {
             const sl_gguf_str *s = sl_gguf_arr_str(a, i);
-            json_strn(j, s->ptr, (size_t)s->len);
+            jw_strn(j, s->ptr, (size_t)s->len);
         } else if (a->type == SL_GGUF_ARRAY) {
-            if (j->depth + 4 < JSON_MAX_DEPTH) json_array(j, &((const sl_gguf_value *)a->data)[i].v.arr);
-            else json_null(j);
+            if (j->depth + 4 < JW_MAX_DEPTH) jw_gguf_array(j, &((const sl_gguf_value *)a->data)[i].v.arr);
+            else jw_null(j);
         } else if (a->type == SL_GGUF_FLOAT32 || a->type == SL_GGUF_FLOAT64) {
             double d;
             sl_gguf_arr_f64(a, i, &d);
-            if (a->type == SL_GGUF_FLOAT32) json_f32(j, (float)d);
-            else json_f64(j, d);
+            if (a->type == SL_GGUF_FLOAT32) jw_f32(j, (float)d);
+            else jw_f64(j, d);
         } else if (a->type == SL_GGUF_BOOL) {
             int64_t x;
             sl_gguf_arr_i64(a, i, &x);
-            json_bool(j, x != 0);
+            jw_bool(j, x != 0);
         } else if (a->type == SL_GGUF_UINT64) {
             uint64_t x;
             memcpy(&x, (const uint8_t *)a->data + 8 * i, 8);
-            json_u64(j, x);
+            jw_u64(j, x);
         } else {
             int64_t x;
             sl_gguf_arr_i64(a, i, &x);
-            json_i64(j, x);
+            jw_i64(j, x);
         }
     }
-    json_arr_end(j);
-    json_obj_end(j);
+    jw_arr_end(j);
+    jw_obj_end(j);
 }
 
 /* ---- sizing ---------------------------------------------------------------- */
@@ -593,17 +593,17 @@ static void text_layers(FILE *f, const layers_info *li)
                 "as its snapshot)\n", "", li->per_seq, human(hb, sizeof hb, li->per_seq));
 }
 
-static void json_layers(json_out *j, const layers_info *li)
+static void jw_layers(jw_out *j, const layers_info *li)
 {
     if (!li->m) return;
-    json_key(j, "layers");
-    json_arr_begin_inline(j);
-    for (int il = 0; il < sl_model_n_layer(li->m); il++) json_str(j, sl_model_layer_mixer(li->m, il));
-    json_arr_end(j);
-    json_key(j, "state_bytes_per_token");
-    json_u64(j, li->per_token);
-    json_key(j, "state_bytes_per_sequence");
-    json_u64(j, li->per_seq);
+    jw_key(j, "layers");
+    jw_arr_begin_inline(j);
+    for (int il = 0; il < sl_model_n_layer(li->m); il++) jw_str(j, sl_model_layer_mixer(li->m, il));
+    jw_arr_end(j);
+    jw_key(j, "state_bytes_per_token");
+    jw_u64(j, li->per_token);
+    jw_key(j, "state_bytes_per_sequence");
+    jw_u64(j, li->per_seq);
 }
 
 static void print_text(FILE *f, const sl_gguf *g, const sizing *z, const layers_info *li,
@@ -649,143 +649,145 @@ static void print_text(FILE *f, const sl_gguf *g, const sizing *z, const layers_
 
 /* ---- json ---------------------------------------------------------------- */
 
-static void json_opt_u32(json_out *j, const char *key, bool have, uint32_t v)
+static void jw_opt_u32(jw_out *j, const char *key, bool have, uint32_t v)
 {
-    json_key(j, key);
-    if (have) json_u64(j, v);
-    else json_null(j);
+    jw_key(j, key);
+    if (have) jw_u64(j, v);
+    else jw_null(j);
 }
 
-static void print_json(FILE *f, const sl_gguf *g, const sizing *z, const layers_info *li,
+/* Returns false when the document could not be built (out of memory) or
+ * written. */
+static bool print_json(FILE *f, const sl_gguf *g, const sizing *z, const layers_info *li,
                        bool tensors)
 {
-    json_out j;
-    json_init(&j, f);
-    json_obj_begin(&j);
-    json_key(&j, "files");
-    json_arr_begin(&j);
+    jw_out j;
+    jw_init(&j, f);
+    jw_obj_begin(&j);
+    jw_key(&j, "files");
+    jw_arr_begin(&j);
     for (uint32_t i = 0; i < sl_gguf_file_count(g); i++) {
-        json_obj_begin_inline(&j);
-        json_key(&j, "path");
-        json_str(&j, sl_gguf_file_path(g, i));
-        json_key(&j, "size");
-        json_u64(&j, sl_gguf_file_size(g, i));
-        json_key(&j, "data_offset");
-        json_u64(&j, sl_gguf_data_offset(g, i));
-        json_obj_end(&j);
+        jw_obj_begin_inline(&j);
+        jw_key(&j, "path");
+        jw_str(&j, sl_gguf_file_path(g, i));
+        jw_key(&j, "size");
+        jw_u64(&j, sl_gguf_file_size(g, i));
+        jw_key(&j, "data_offset");
+        jw_u64(&j, sl_gguf_data_offset(g, i));
+        jw_obj_end(&j);
     }
-    json_arr_end(&j);
-    json_key(&j, "version");
-    json_u64(&j, sl_gguf_version(g));
-    json_key(&j, "alignment");
-    json_u64(&j, sl_gguf_alignment(g));
-    json_key(&j, "kv_count");
-    json_u64(&j, sl_gguf_kv_count(g));
-    json_key(&j, "tensor_count");
-    json_u64(&j, sl_gguf_tensor_count(g));
+    jw_arr_end(&j);
+    jw_key(&j, "version");
+    jw_u64(&j, sl_gguf_version(g));
+    jw_key(&j, "alignment");
+    jw_u64(&j, sl_gguf_alignment(g));
+    jw_key(&j, "kv_count");
+    jw_u64(&j, sl_gguf_kv_count(g));
+    jw_key(&j, "tensor_count");
+    jw_u64(&j, sl_gguf_tensor_count(g));
     const char *arch = sl_gguf_get_str(g, "general.architecture");
-    json_key(&j, "architecture");
-    json_str(&j, arch);
+    jw_key(&j, "architecture");
+    jw_str(&j, arch);
 
-    json_key(&j, "metadata");
-    json_obj_begin(&j);
+    jw_key(&j, "metadata");
+    jw_obj_begin(&j);
     for (uint64_t i = 0; i < sl_gguf_kv_count(g); i++) {
         const sl_gguf_kv *kv = sl_gguf_kv_at(g, i);
-        json_key(&j, kv->key.ptr);
-        json_value(&j, &kv->value);
+        jw_keyn(&j, kv->key.ptr, (size_t)kv->key.len);
+        jw_gguf_value(&j, &kv->value);
     }
-    json_obj_end(&j);
+    jw_obj_end(&j);
 
-    json_key(&j, "tokenizer");
-    json_obj_begin(&j);
+    jw_key(&j, "tokenizer");
+    jw_obj_begin(&j);
     bool has_tok, has_merges;
     uint64_t vocab = arr_len(g, "tokenizer.ggml.tokens", &has_tok);
     uint64_t merges = arr_len(g, "tokenizer.ggml.merges", &has_merges);
-    json_key(&j, "model");
-    json_str(&j, sl_gguf_get_str(g, "tokenizer.ggml.model"));
-    json_key(&j, "pre");
-    json_str(&j, sl_gguf_get_str(g, "tokenizer.ggml.pre"));
-    json_key(&j, "vocab_size");
-    json_u64(&j, vocab);
-    json_key(&j, "merges");
-    json_u64(&j, merges);
+    jw_key(&j, "model");
+    jw_str(&j, sl_gguf_get_str(g, "tokenizer.ggml.model"));
+    jw_key(&j, "pre");
+    jw_str(&j, sl_gguf_get_str(g, "tokenizer.ggml.pre"));
+    jw_key(&j, "vocab_size");
+    jw_u64(&j, vocab);
+    jw_key(&j, "merges");
+    jw_u64(&j, merges);
     uint32_t v;
     bool h = sl_gguf_get_u32(g, "tokenizer.ggml.bos_token_id", &v);
-    json_opt_u32(&j, "bos_id", h, v);
+    jw_opt_u32(&j, "bos_id", h, v);
     h = sl_gguf_get_u32(g, "tokenizer.ggml.eos_token_id", &v);
-    json_opt_u32(&j, "eos_id", h, v);
-    json_key(&j, "has_chat_template");
-    json_bool(&j, sl_gguf_get_str(g, "tokenizer.chat_template") != NULL);
-    json_obj_end(&j);
+    jw_opt_u32(&j, "eos_id", h, v);
+    jw_key(&j, "has_chat_template");
+    jw_bool(&j, sl_gguf_get_str(g, "tokenizer.chat_template") != NULL);
+    jw_obj_end(&j);
 
     if (tensors) {
-        json_key(&j, "tensors");
-        json_arr_begin(&j);
+        jw_key(&j, "tensors");
+        jw_arr_begin(&j);
         for (uint64_t i = 0; i < sl_gguf_tensor_count(g); i++) {
             const sl_gguf_tensor *t = sl_gguf_tensor_at(g, i);
-            json_obj_begin_inline(&j);
-            json_key(&j, "name");
-            json_strn(&j, t->name.ptr, (size_t)t->name.len);
-            json_key(&j, "type");
-            json_str(&j, sl_type_name((uint32_t)t->type));
-            json_key(&j, "shape");
-            json_arr_begin_inline(&j);
-            for (uint32_t d = 0; d < t->n_dims; d++) json_u64(&j, t->ne[d]);
-            json_arr_end(&j);
-            json_key(&j, "file");
-            json_u64(&j, t->file_index);
-            json_key(&j, "offset");
-            json_u64(&j, t->offset);
-            json_key(&j, "bytes");
-            json_u64(&j, t->nbytes);
-            json_obj_end(&j);
+            jw_obj_begin_inline(&j);
+            jw_key(&j, "name");
+            jw_strn(&j, t->name.ptr, (size_t)t->name.len);
+            jw_key(&j, "type");
+            jw_str(&j, sl_type_name((uint32_t)t->type));
+            jw_key(&j, "shape");
+            jw_arr_begin_inline(&j);
+            for (uint32_t d = 0; d < t->n_dims; d++) jw_u64(&j, t->ne[d]);
+            jw_arr_end(&j);
+            jw_key(&j, "file");
+            jw_u64(&j, t->file_index);
+            jw_key(&j, "offset");
+            jw_u64(&j, t->offset);
+            jw_key(&j, "bytes");
+            jw_u64(&j, t->nbytes);
+            jw_obj_end(&j);
         }
-        json_arr_end(&j);
+        jw_arr_end(&j);
     }
 
-    json_layers(&j, li);
-    json_key(&j, "sizing");
-    json_obj_begin(&j);
-    json_key(&j, "total_bytes");
-    json_u64(&j, z->total);
-    json_key(&j, "dense_bytes");
-    json_u64(&j, z->dense);
-    json_key(&j, "routed_expert_bytes");
-    json_u64(&j, z->routed);
-    json_opt_u32(&j, "expert_count", z->have_count, z->expert_count);
-    json_opt_u32(&j, "expert_used_count", z->have_used, z->expert_used);
-    json_key(&j, "layers_with_experts");
-    json_u64(&j, z->n_expert_layers);
-    json_key(&j, "layers");
-    json_arr_begin(&j);
+    jw_layers(&j, li);
+    jw_key(&j, "sizing");
+    jw_obj_begin(&j);
+    jw_key(&j, "total_bytes");
+    jw_u64(&j, z->total);
+    jw_key(&j, "dense_bytes");
+    jw_u64(&j, z->dense);
+    jw_key(&j, "routed_expert_bytes");
+    jw_u64(&j, z->routed);
+    jw_opt_u32(&j, "expert_count", z->have_count, z->expert_count);
+    jw_opt_u32(&j, "expert_used_count", z->have_used, z->expert_used);
+    jw_key(&j, "layers_with_experts");
+    jw_u64(&j, z->n_expert_layers);
+    jw_key(&j, "layers");
+    jw_arr_begin(&j);
     for (uint32_t l = 0; l < z->n_layers; l++) {
         const layer_sz *ls = &z->layers[l];
         if (!ls->has) continue;
-        json_obj_begin_inline(&j);
-        json_key(&j, "layer");
-        json_u64(&j, l);
-        json_key(&j, "experts");
-        json_u64(&j, ls->experts);
-        json_key(&j, "bytes_per_expert");
-        json_u64(&j, ls->per_expert);
+        jw_obj_begin_inline(&j);
+        jw_key(&j, "layer");
+        jw_u64(&j, l);
+        jw_key(&j, "experts");
+        jw_u64(&j, ls->experts);
+        jw_key(&j, "bytes_per_expert");
+        jw_u64(&j, ls->per_expert);
         for (int p = 0; p < P_COUNT; p++) {
-            json_key(&j, proj_names[p]);
-            json_u64(&j, ls->proj[p]);
+            jw_key(&j, proj_names[p]);
+            jw_u64(&j, ls->proj[p]);
         }
-        json_key(&j, "other");
-        json_u64(&j, ls->other);
-        json_key(&j, "routed_bytes");
-        json_u64(&j, ls->bytes);
-        json_obj_end(&j);
+        jw_key(&j, "other");
+        jw_u64(&j, ls->other);
+        jw_key(&j, "routed_bytes");
+        jw_u64(&j, ls->bytes);
+        jw_obj_end(&j);
     }
-    json_arr_end(&j);
-    json_key(&j, "expert_cycle_bytes");
-    if (z->have_cycle) json_u64(&j, z->cycle);
-    else json_null(&j);
-    json_obj_end(&j);
+    jw_arr_end(&j);
+    jw_key(&j, "expert_cycle_bytes");
+    if (z->have_cycle) jw_u64(&j, z->cycle);
+    else jw_null(&j);
+    jw_obj_end(&j);
 
-    json_obj_end(&j);
-    json_done(&j);
+    jw_obj_end(&j);
+    return jw_done(&j);
 }
 
 int cmd_inspect(int argc, char **argv)
@@ -833,13 +835,15 @@ int cmd_inspect(int argc, char **argv)
     }
     layers_info li;
     describe_layers(path, g, &li);
-    if (json) print_json(stdout, g, &z, &li, tensors);
+    bool built = true;
+    if (json) built = print_json(stdout, g, &z, &li, tensors);
     else print_text(stdout, g, &z, &li, tensors);
     sl_model_free(li.m);
     free(z.layers);
     sl_gguf_close(g);
-    if (fflush(stdout) != 0 || ferror(stdout)) {
-        fprintf(stderr, "sluice inspect: writing the output failed\n");
+    if (!built || fflush(stdout) != 0 || ferror(stdout)) {
+        fprintf(stderr, "sluice inspect: writing the output failed%s\n",
+                built ? "" : " (out of memory building the JSON, or a write error)");
         return 1;
     }
     return 0;

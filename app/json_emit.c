@@ -5,183 +5,112 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "util/escape.h"
 #include "util/status.h"
 
-void json_init(json_out *j, FILE *f)
+void jw_init(jw_out *j, FILE *f)
 {
     memset(j, 0, sizeof *j);
     j->f = f;
 }
 
-static void newline(json_out *j)
+/* Puts v (a new reference, or NULL: out of memory) where the document is. */
+static void add(jw_out *j, json_t *v)
 {
-    fputc('\n', j->f);
-    for (int i = 0; i < j->depth; i++) fputs("  ", j->f);
-}
-
-/* Separator and indentation before a value or a key. */
-static void before_item(json_out *j)
-{
-    if (j->after_key) {
-        j->after_key = false;
+    if (!v) {
+        j->oom = true;
+        free(j->key);
+        j->key = NULL;
         return;
     }
-    if (j->depth == 0) return;
-    bool inl = j->inline_[j->depth];
-    if (!j->first[j->depth]) fputs(inl ? ", " : ",", j->f);
-    j->first[j->depth] = false;
-    if (!inl) newline(j);
+    if (j->depth == 0) {
+        SL_ASSERT(!j->root);
+        j->root = v;
+        return;
+    }
+    json_t *top = j->stack[j->depth - 1];
+    if (json_is_object(top)) {
+        SL_ASSERT(j->key);
+        /* a key that is not valid UTF-8 is shown with U+FFFD, like strings */
+        json_t *ks = sl_json_string_lossy(j->key, j->key_len);
+        if (!ks || json_object_setn_new(top, json_string_value(ks), json_string_length(ks), v))
+            j->oom = true;
+        json_decref(ks);
+        free(j->key);
+        j->key = NULL;
+    } else if (json_array_append_new(top, v)) {
+        j->oom = true;
+    }
 }
 
-static void open_c(json_out *j, char c, bool inl)
+static void open_c(jw_out *j, json_t *c)
 {
-    before_item(j);
-    SL_ASSERT(j->depth + 1 < JSON_MAX_DEPTH);
-    fputc(c, j->f);
-    j->depth++;
-    j->first[j->depth] = true;
-    /* a container inside an inline one stays inline */
-    j->inline_[j->depth] = inl || j->inline_[j->depth - 1];
+    SL_ASSERT(j->depth < JW_MAX_DEPTH);
+    if (!c) {
+        j->oom = true;
+        c = json_array(); /* keep the nesting balanced; dropped at the end */
+        if (!c) abort();
+    }
+    json_incref(c);
+    add(j, c);
+    j->stack[j->depth++] = c;
 }
 
-static void close_c(json_out *j, char c)
+static void close_c(jw_out *j)
 {
     SL_ASSERT(j->depth > 0);
-    bool empty = j->first[j->depth], inl = j->inline_[j->depth];
-    j->depth--;
-    if (!empty && !inl) newline(j);
-    fputc(c, j->f);
+    json_decref(j->stack[--j->depth]);
 }
 
-void json_obj_begin(json_out *j) { open_c(j, '{', false); }
-void json_obj_begin_inline(json_out *j) { open_c(j, '{', true); }
-void json_obj_end(json_out *j) { close_c(j, '}'); }
-void json_arr_begin(json_out *j) { open_c(j, '[', false); }
-void json_arr_begin_inline(json_out *j) { open_c(j, '[', true); }
-void json_arr_end(json_out *j) { close_c(j, ']'); }
+void jw_obj_begin(jw_out *j) { open_c(j, json_object()); }
+void jw_obj_begin_inline(jw_out *j) { open_c(j, json_object()); }
+void jw_obj_end(jw_out *j) { close_c(j); }
+void jw_arr_begin(jw_out *j) { open_c(j, json_array()); }
+void jw_arr_begin_inline(jw_out *j) { open_c(j, json_array()); }
+void jw_arr_end(jw_out *j) { close_c(j); }
 
-/* Writes s[0..n) as a JSON string literal that is valid JSON and safe on a
- * terminal whatever the bytes are: '"' and '\' backslash-escaped; LF, CR
- * and TAB as \n, \r, \t; the other C0 controls, DEL and the C1 controls
- * U+0080..U+009F as \u00XX; each byte that is not part of well-formed UTF-8
- * (util/escape.h's sl_utf8_seq_len) as \ufffd, the replacement character, so
- * a reader cannot tell which invalid byte it was; valid printable UTF-8
- * unchanged. */
-static void put_escaped(FILE *f, const char *s, size_t n)
+void jw_keyn(jw_out *j, const char *key, size_t n)
 {
-    const unsigned char *p = (const unsigned char *)s;
-    fputc('"', f);
-    for (size_t i = 0; i < n;) {
-        unsigned c = p[i];
-        if (c == '"' || c == '\\') {
-            fputc('\\', f);
-            fputc((int)c, f);
-            i++;
-        } else if (c < 0x20 || c == 0x7f) {
-            switch (c) {
-            case '\n': fputs("\\n", f); break;
-            case '\r': fputs("\\r", f); break;
-            case '\t': fputs("\\t", f); break;
-            default: fprintf(f, "\\u%04x", c);
-            }
-            i++;
-        } else {
-            size_t l = sl_utf8_seq_len(p + i, n - i);
-            if (l == 0) {
-                fputs("\\ufffd", f);
-                i++;
-            } else if (l == 2 && c == 0xc2 && p[i + 1] <= 0x9f) {
-                fprintf(f, "\\u%04x", (unsigned)p[i + 1]); /* C1 control */
-                i += 2;
-            } else {
-                fwrite(p + i, 1, l, f);
-                i += l;
-            }
-        }
-    }
-    fputc('"', f);
-}
-
-void json_key(json_out *j, const char *key)
-{
-    before_item(j);
-    put_escaped(j->f, key, strlen(key));
-    fputs(": ", j->f);
-    j->after_key = true;
-}
-
-void json_strn(json_out *j, const char *s, size_t n)
-{
-    before_item(j);
-    put_escaped(j->f, s, n);
-}
-
-void json_str(json_out *j, const char *s)
-{
-    if (!s) {
-        json_null(j);
+    SL_ASSERT(j->depth > 0 && json_is_object(j->stack[j->depth - 1]) && !j->key);
+    j->key = malloc(n + 1);
+    if (!j->key) {
+        j->oom = true;
         return;
     }
-    json_strn(j, s, strlen(s));
+    memcpy(j->key, key, n);
+    j->key[n] = '\0';
+    j->key_len = n;
 }
 
-void json_u64(json_out *j, uint64_t v)
+void jw_key(jw_out *j, const char *key) { jw_keyn(j, key, strlen(key)); }
+
+void jw_strn(jw_out *j, const char *s, size_t n) { add(j, sl_json_string_lossy(s, n)); }
+
+void jw_str(jw_out *j, const char *s)
 {
-    before_item(j);
-    fprintf(j->f, "%llu", (unsigned long long)v);
+    if (!s) add(j, json_null());
+    else jw_strn(j, s, strlen(s));
 }
 
-void json_i64(json_out *j, int64_t v)
+void jw_u64(jw_out *j, uint64_t v)
 {
-    before_item(j);
-    fprintf(j->f, "%lld", (long long)v);
+    /* jansson's integers are signed 64-bit: larger values as reals */
+    add(j, v <= INT64_MAX ? json_integer((json_int_t)v) : json_real((double)v));
 }
 
-void json_f32(json_out *j, float v)
-{
-    if (!isfinite(v)) {
-        json_null(j);
-        return;
-    }
-    char b[48];
-    for (int p = 6; p <= 9; p++) {
-        snprintf(b, sizeof b, "%.*g", p, (double)v);
-        if (strtof(b, NULL) == v) break;
-    }
-    before_item(j);
-    fputs(b, j->f);
-}
+void jw_i64(jw_out *j, int64_t v) { add(j, json_integer((json_int_t)v)); }
+void jw_f32(jw_out *j, float v) { add(j, sl_json_real_f32(v)); }
+void jw_f64(jw_out *j, double v) { add(j, isfinite(v) ? json_real(v) : json_null()); }
+void jw_bool(jw_out *j, bool v) { add(j, json_boolean(v)); }
+void jw_null(jw_out *j) { add(j, json_null()); }
 
-void json_f64(json_out *j, double v)
-{
-    if (!isfinite(v)) {
-        json_null(j);
-        return;
-    }
-    char b[48];
-    for (int p = 6; p <= 17; p++) {
-        snprintf(b, sizeof b, "%.*g", p, v);
-        if (strtod(b, NULL) == v) break;
-    }
-    before_item(j);
-    fputs(b, j->f);
-}
-
-void json_bool(json_out *j, bool v)
-{
-    before_item(j);
-    fputs(v ? "true" : "false", j->f);
-}
-
-void json_null(json_out *j)
-{
-    before_item(j);
-    fputs("null", j->f);
-}
-
-void json_done(json_out *j)
+bool jw_done(jw_out *j)
 {
     SL_ASSERT(j->depth == 0);
-    fputc('\n', j->f);
+    char *text = j->oom || !j->root ? NULL : sl_json_dump_text(j->root, true);
+    json_decref(j->root);
+    j->root = NULL;
+    if (!text) return false;
+    bool ok = fputs(text, j->f) >= 0 && fputc('\n', j->f) != EOF;
+    free(text);
+    return ok;
 }

@@ -1,10 +1,14 @@
-/* json_emit.h - a small streaming JSON writer for app/ (--json outputs).
+/* json_emit.h - writing a JSON document for app/ (inspect --json) in the
+ * order its parts come, on jansson (util/json.h): the calls build a tree,
+ * jw_done serialises it with sl_json_dump_text (indented, shortest
+ * numbers, every non-ASCII or control character escaped, so the output is
+ * terminal-safe) and writes it.
  *
- * Owns: commas, indentation and string escaping, so callers only say what
- * comes next. Strings are emitted as valid JSON whatever bytes they hold:
- * control characters become \uXXXX and invalid UTF-8 becomes U+FFFD.
- * Non-finite numbers become null. Nesting deeper than JSON_MAX_DEPTH is a
- * programming error (asserted). */
+ * Owns: the open containers and the pending key, so callers only say what
+ * comes next. Strings may hold any bytes: invalid UTF-8 becomes U+FFFD.
+ * Non-finite numbers become null. Nesting deeper than JW_MAX_DEPTH, a value
+ * in an object without a key, and unbalanced ends are programming errors
+ * (asserted). Names start with jw_: jansson's are json_*. */
 #ifndef SL_APP_JSON_EMIT_H
 #define SL_APP_JSON_EMIT_H
 
@@ -13,39 +17,47 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#define JSON_MAX_DEPTH 32
+#include "util/json.h"
 
-typedef struct json_out {
+#define JW_MAX_DEPTH 32
+
+typedef struct jw_out {
     FILE *f;
-    int depth;
-    bool first[JSON_MAX_DEPTH];  /* no element yet at this level */
-    bool inline_[JSON_MAX_DEPTH]; /* this container is written on one line */
-    bool after_key;
-} json_out;
+    int depth;                     /* open containers */
+    json_t *stack[JW_MAX_DEPTH];   /* stack[0]: the document once it exists */
+    char *key;                     /* pending key (owned), NULL if none */
+    size_t key_len;
+    json_t *root;
+    bool oom;                      /* a value could not be made: jw_done fails */
+} jw_out;
 
-void json_init(json_out *j, FILE *f);
+void jw_init(jw_out *j, FILE *f);
 
-/* Containers. The _inline variants keep the container on one line (short
- * arrays such as shapes). Call json_key before any value inside objects. */
-void json_obj_begin(json_out *j);
-void json_obj_begin_inline(json_out *j);
-void json_obj_end(json_out *j);
-void json_arr_begin(json_out *j);
-void json_arr_begin_inline(json_out *j);
-void json_arr_end(json_out *j);
-void json_key(json_out *j, const char *key);
+/* Containers. The _inline variants are kept for the callers' sake: the
+ * serialiser puts every container of scalars on one line. Call jw_key
+ * before any value inside objects. */
+void jw_obj_begin(jw_out *j);
+void jw_obj_begin_inline(jw_out *j);
+void jw_obj_end(jw_out *j);
+void jw_arr_begin(jw_out *j);
+void jw_arr_begin_inline(jw_out *j);
+void jw_arr_end(jw_out *j);
+void jw_key(jw_out *j, const char *key);
+void jw_keyn(jw_out *j, const char *key, size_t n);
 
-void json_str(json_out *j, const char *s);
-void json_strn(json_out *j, const char *s, size_t n);
-void json_u64(json_out *j, uint64_t v);
-void json_i64(json_out *j, int64_t v);
+void jw_str(jw_out *j, const char *s);
+void jw_strn(jw_out *j, const char *s, size_t n);
+void jw_u64(jw_out *j, uint64_t v);
+void jw_i64(jw_out *j, int64_t v);
 /* Shortest decimal that reads back as the same float (single) or double. */
-void json_f32(json_out *j, float v);
-void json_f64(json_out *j, double v);
-void json_bool(json_out *j, bool v);
-void json_null(json_out *j);
+void jw_f32(jw_out *j, float v);
+void jw_f64(jw_out *j, double v);
+void jw_bool(jw_out *j, bool v);
+void jw_null(jw_out *j);
 
-/* Finishes the document with a newline. */
-void json_done(json_out *j);
+/* Serialises the document, writes it with a newline and frees the tree.
+ * Returns false when memory ran out on the way (nothing is written) or
+ * the write failed. */
+bool jw_done(jw_out *j);
 
 #endif

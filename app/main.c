@@ -15,6 +15,7 @@ typedef struct command {
 static const command commands[] = {
     {"run", cmd_run, "generate text from a prompt (-p TEXT or -f FILE)"},
     {"chat", cmd_chat, "multi-turn chat on stdin/stdout with the model's chat template"},
+    {"serve", cmd_serve, "an OpenAI-compatible HTTP server (chat, completions, streaming)"},
     {"perplexity", cmd_perplexity, "perplexity of a text; KL-divergence against a reference"},
     {"inspect", cmd_inspect, "show a GGUF model's metadata, tensors and expert sizing"},
     {"mkmodel", cmd_mkmodel, "write a synthetic test model (deterministic from a seed)"},

@@ -8,6 +8,7 @@
 #include "gguf/gguf.h"
 #include "model/model.h"
 #include "util/file.h"
+#include "util/json.h"
 #include "util/mem.h"
 
 void model_flags_init(model_flags *f)
@@ -294,38 +295,51 @@ bool model_flags_report(const model_flags *f, const char *cmd, const sl_model *m
                 (double)rss / MIB, (double)peak / MIB, (unsigned long long)majflt, cpu / toks);
     }
     if (f->stats_json) {
-        char json[4096];
-        int n = snprintf(json, sizeof json,
-                "{\"streaming\":%s,\"budget_bytes\":%llu,\"dense_bytes\":%llu,"
-                "\"expert_bytes\":%llu,\"expert_cycle_bytes\":%llu,\"cache_bytes\":%llu,"
-                "\"cache_experts\":%llu,\"tokens\":%ld,\"generated\":%ld,\"seconds\":%.6f,"
-                "\"compute_s\":%.6f,\"manage_s\":%.6f,\"stall_s\":%.6f,\"hits\":%llu,"
-                "\"misses\":%llu,\"hit_rate\":%.6f,\"evictions\":%llu,\"rereads\":%llu,"
-                "\"reads\":%llu,\"read_bytes\":%llu,\"window_bytes\":%llu,"
-                "\"mib_per_token\":%.6f,\"lat_p50_us\":%.1f,\"lat_p90_us\":%.1f,"
-                "\"lat_p99_us\":%.1f,\"rss_bytes\":%llu,\"peak_rss_bytes\":%llu,"
-                "\"major_faults\":%llu,\"cpu_s_per_token\":%.6f,\"prefetched\":%llu,"
-                "\"prefetch_used\":%llu,\"prefetch_wasted\":%llu,\"guessed\":%llu,"
-                "\"guessed_right\":%llu}\n",
-                st.streaming ? "true" : "false", (unsigned long long)st.budget_bytes,
-                (unsigned long long)st.dense_bytes, (unsigned long long)st.expert_bytes,
-                (unsigned long long)st.expert_cycle_bytes, (unsigned long long)st.cache_bytes,
-                (unsigned long long)st.n_slots, t->tokens, t->generated, t->seconds, compute,
-                st.manage_s, st.stall_s, (unsigned long long)st.hits,
-                (unsigned long long)st.misses, hit_rate, (unsigned long long)st.evictions,
-                (unsigned long long)st.rereads, (unsigned long long)st.reads,
-                (unsigned long long)st.read_bytes, (unsigned long long)st.window_bytes,
-                (double)st.window_bytes / MIB / toks, st.lat_p50_us, st.lat_p90_us,
-                st.lat_p99_us, (unsigned long long)rss, (unsigned long long)peak,
-                (unsigned long long)majflt, cpu / toks, (unsigned long long)st.prefetched,
-                (unsigned long long)st.prefetch_used, (unsigned long long)st.prefetch_wasted,
-                (unsigned long long)st.guessed, (unsigned long long)st.guessed_right);
-        if (n < 0 || (size_t)n >= sizeof json) {
-            fprintf(stderr, "sluice %s: --stats-json: the summary does not fit its buffer\n", cmd);
+        /* one line, on jansson (util/json.h); integers exact, reals shortest */
+#define U(x) (json_int_t)(x)
+        json_t *o = json_object();
+        json_t *more = json_pack(
+            "{s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:f, s:f, s:f, s:f}",
+            "streaming", (int)st.streaming, "budget_bytes", U(st.budget_bytes), "dense_bytes",
+            U(st.dense_bytes), "expert_bytes", U(st.expert_bytes), "expert_cycle_bytes",
+            U(st.expert_cycle_bytes), "cache_bytes", U(st.cache_bytes), "cache_experts",
+            U(st.n_slots), "tokens", U(t->tokens), "generated", U(t->generated), "seconds",
+            t->seconds, "compute_s", compute, "manage_s", st.manage_s, "stall_s", st.stall_s);
+        json_t *io = json_pack(
+            "{s:I, s:I, s:f, s:I, s:I, s:I, s:I, s:I, s:f, s:f, s:f, s:f}",
+            "hits", U(st.hits), "misses", U(st.misses), "hit_rate", hit_rate, "evictions",
+            U(st.evictions), "rereads", U(st.rereads), "reads", U(st.reads), "read_bytes",
+            U(st.read_bytes), "window_bytes", U(st.window_bytes), "mib_per_token",
+            (double)st.window_bytes / MIB / toks, "lat_p50_us", st.lat_p50_us, "lat_p90_us",
+            st.lat_p90_us, "lat_p99_us", st.lat_p99_us);
+        json_t *proc = json_pack(
+            "{s:I, s:I, s:I, s:f, s:I, s:I, s:I, s:I, s:I}",
+            "rss_bytes", U(rss), "peak_rss_bytes", U(peak), "major_faults", U(majflt),
+            "cpu_s_per_token", cpu / toks, "prefetched", U(st.prefetched), "prefetch_used",
+            U(st.prefetch_used), "prefetch_wasted", U(st.prefetch_wasted), "guessed",
+            U(st.guessed), "guessed_right", U(st.guessed_right));
+#undef U
+        /* one flat object, the keys in the order above */
+        char *json = NULL;
+        if (o && more && io && proc && !json_object_update(o, more) &&
+            !json_object_update(o, io) && !json_object_update(o, proc))
+            json = sl_json_dump_text(o, false);
+        json_decref(o);
+        json_decref(more);
+        json_decref(io);
+        json_decref(proc);
+        char *line = json ? realloc(json, strlen(json) + 2) : NULL;
+        if (!line) {
+            free(json);
+            fprintf(stderr, "sluice %s: --stats-json: out of memory\n", cmd);
             return false;
         }
-        if (!outputs_write_file(cmd, "--stats-json", f->stats_json, json, (size_t)n))
-            return false;
+        size_t n = strlen(line);
+        line[n++] = '\n';
+        line[n] = '\0';
+        bool wrote = outputs_write_file(cmd, "--stats-json", f->stats_json, line, n);
+        free(line);
+        if (!wrote) return false;
     }
     return trace;
 }

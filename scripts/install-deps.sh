@@ -13,6 +13,8 @@ command -v pkg-config >/dev/null 2>&1 || need+=(pkg-config)
 command -v clang >/dev/null 2>&1 || need+=(clang)
 have_header pcre2.h || need+=(libpcre2-dev)
 have_header liburing.h || need+=(liburing-dev)
+have_header jansson.h || need+=(libjansson-dev)
+have_header microhttpd.h || need+=(libmicrohttpd-dev)
 [ -n "$(ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-*.a 2>/dev/null)" ] || need+=(libclang-rt-dev)
 command -v python3 >/dev/null 2>&1 || need+=(python3)
 

@@ -1,0 +1,188 @@
+/* cmd_serve.c - `sluice serve`: an OpenAI-compatible HTTP server on one
+ * loaded model (server.h has the map of its files).
+ *
+ * Flags follow llama-server's names where they exist (--host, --port,
+ * -np/--parallel, -c per slot, --api-key, -a/--alias) plus the model,
+ * memory and sampling flags of `run` (the sampling ones are the defaults
+ * of requests that do not say). Loads the model, plans memory for every
+ * slot's context, starts the slots and the HTTP daemon, prints one line
+ * saying where it listens, the model and the memory plan, and serves until
+ * SIGINT or SIGTERM. */
+#include <libgen.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "args.h"
+#include "commands.h"
+#include "gen.h"
+#include "server.h"
+
+#define CMD "serve"
+#define MIB (1024.0 * 1024.0)
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: sluice serve -m MODEL.gguf [options]\n"
+            "\n"
+            "Serves the model over HTTP: POST /v1/chat/completions, /v1/completions (OpenAI\n"
+            "style, streaming with stream: true), /v1/messages (Anthropic), /tokenize,\n"
+            "/detokenize; GET /v1/models,\n"
+            "/health, /metrics (Prometheus), /slots. Stops on SIGINT or SIGTERM.\n"
+            "\n"
+            "      --host ADDR         address to listen on (default 127.0.0.1; loopback\n"
+            "                          refuses requests whose Host is not a loopback name)\n"
+            "      --port N            TCP port (default 8080; 0: any free port, printed)\n"
+            "  -np, --parallel N       slots: requests generated at the same time (default 1)\n"
+            "      --max-queue N       requests that may wait for a slot; more get 503\n"
+            "                          (default 16)\n"
+            "      --api-key KEY       every request needs 'Authorization: Bearer KEY'\n"
+            "  -a, --alias NAME        the model's name in /v1/models and replies (default:\n"
+            "                          the file name)\n"
+            "      --max-body BYTES    largest request body (default 8 MiB); more gets 413\n"
+            "      --cors ORIGIN       let pages of ORIGIN (e.g. http://localhost:3000) call the\n"
+            "                          server from a browser (default: no CORS headers)\n"
+            "      --chat-template N   chat format instead of the detected one\n"
+            "      --no-think          Qwen3: close an empty <think> block in the prompt\n"
+            "  -c applies to each slot; -n is the default max_tokens (default: no limit)\n");
+    gen_opts_usage(f, -1);
+    fprintf(f, "  -h, --help              this text\n");
+}
+
+int cmd_serve(int argc, char **argv)
+{
+    gen_opts o;
+    gen_opts_init(&o, -1);
+    const char *host = "127.0.0.1", *api_key = NULL, *alias = NULL, *tmpl = NULL, *cors = NULL;
+    long port = 8080, np = 1, max_queue = 16, max_body = 8L << 20;
+    bool no_think = false;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v;
+        int r = gen_opts_parse(&o, CMD, argc, argv, &i);
+        if (r < 0) return 2;
+        if (r > 0) continue;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            usage(stdout);
+            return 0;
+        } else if (!strcmp(a, "--host")) {
+            if (!(host = arg_value(CMD, argc, argv, &i))) return 2;
+        } else if (!strcmp(a, "--port")) {
+            if (!(v = arg_value(CMD, argc, argv, &i)) || !arg_int(CMD, a, v, 0, 65535, &port))
+                return 2;
+        } else if (!strcmp(a, "-np") || !strcmp(a, "--parallel")) {
+            if (!(v = arg_value(CMD, argc, argv, &i)) || !arg_int(CMD, a, v, 1, 64, &np))
+                return 2;
+        } else if (!strcmp(a, "--max-queue")) {
+            if (!(v = arg_value(CMD, argc, argv, &i)) || !arg_int(CMD, a, v, 0, 4096, &max_queue))
+                return 2;
+        } else if (!strcmp(a, "--max-body")) {
+            if (!(v = arg_value(CMD, argc, argv, &i)) ||
+                !arg_int(CMD, a, v, 1024, 1L << 30, &max_body))
+                return 2;
+        } else if (!strcmp(a, "--api-key")) {
+            if (!(api_key = arg_value(CMD, argc, argv, &i))) return 2;
+            if (!api_key[0]) {
+                fprintf(stderr, "sluice serve: --api-key needs a non-empty key\n");
+                return 2;
+            }
+        } else if (!strcmp(a, "-a") || !strcmp(a, "--alias")) {
+            if (!(alias = arg_value(CMD, argc, argv, &i))) return 2;
+        } else if (!strcmp(a, "--cors")) {
+            if (!(cors = arg_value(CMD, argc, argv, &i))) return 2;
+            if (!cors[0] || strpbrk(cors, "\r\n")) {
+                fprintf(stderr, "sluice serve: --cors needs an origin such as http://localhost:3000\n");
+                return 2;
+            }
+        } else if (!strcmp(a, "--chat-template")) {
+            if (!(tmpl = arg_value(CMD, argc, argv, &i))) return 2;
+        } else if (!strcmp(a, "--no-think")) {
+            no_think = true;
+        } else {
+            fprintf(stderr, "sluice serve: unknown option '%s' (see sluice serve --help)\n", a);
+            return 2;
+        }
+    }
+    if (!o.model) {
+        fprintf(stderr, "sluice serve: no model given (-m MODEL.gguf)\n");
+        return 2;
+    }
+
+    /* SIGINT/SIGTERM are waited for by this thread only; every thread
+     * started from here on inherits the mask */
+    sigset_t stop_set;
+    sigemptyset(&stop_set);
+    sigaddset(&stop_set, SIGINT);
+    sigaddset(&stop_set, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &stop_set, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    srv s;
+    memset(&s, 0, sizeof s);
+    s.api_key = api_key;
+    s.cors_origin = cors;
+    s.max_body = (size_t)max_body;
+    s.sp = o.sp;
+    s.n_predict = o.n_predict;
+    s.created = (long)time(NULL);
+    char *base_copy = strdup(o.model);
+    s.model_name = alias ? alias : (base_copy ? basename(base_copy) : o.model);
+
+    int rc = 1;
+    sl_err err = {0};
+    model_flags mf = o.mf;
+    /* the plan reserves every slot's context */
+    mf.params.n_ctx_hint = (o.n_ctx > 0 ? o.n_ctx : 4096) * (int)np;
+    s.m = model_flags_load(&mf, CMD, o.model);
+    if (!s.m) goto done;
+    if (sl_model_n_tokens(s.m) == 0) {
+        fprintf(stderr, "sluice serve: '%s' has no tokenizer (tokenizer.ggml.* metadata)\n",
+                o.model);
+        goto done;
+    }
+    if (sl_chat_create(&s.chat, s.m, tmpl, !no_think, &err)) {
+        fprintf(stderr, "sluice serve: %s\n", err.msg);
+        goto done;
+    }
+    if (sl_chat_warning(s.chat)) fprintf(stderr, "sluice serve: warning: %s\n", sl_chat_warning(s.chat));
+    int ctx = o.n_ctx > 0 ? o.n_ctx : sl_model_n_ctx_train(s.m);
+    if (o.n_ctx <= 0 && ctx > 4096) ctx = 4096;
+    if (ctx < 1) ctx = 1;
+    int n_batch = o.n_batch < ctx ? o.n_batch : ctx;
+    if (srv_pool_start(&s.pool, s.m, s.chat, (int)np, ctx, n_batch, o.kv_type, (int)max_queue))
+        goto done;
+    s.n_ctx = sl_session_n_ctx(s.pool.slots[0].g.s);
+    int bound = 0;
+    if (srv_http_start(&s, host, (int)port, &bound)) goto done;
+
+    sl_stream_stats st;
+    sl_model_stream_stats(s.m, &st);
+    const bool v6 = strchr(host, ':') != NULL;
+    fprintf(stderr, "sluice serve: listening on http://%s%s%s:%d (model %s: %s, chat template "
+            "%s, %ld slot%s x %d tokens); memory: budget %.0f MiB, dense %.0f MiB, KV and scratch "
+            "%.0f MiB, experts %.0f MiB %s",
+            v6 ? "[" : "", host, v6 ? "]" : "", bound, s.model_name, sl_model_arch_name(s.m),
+            sl_chat_name(s.chat), np, np == 1 ? "" : "s", s.n_ctx, st.budget_bytes / MIB,
+            st.dense_bytes / MIB, st.reserved_bytes / MIB, st.expert_bytes / MIB,
+            st.streaming ? "streamed" : "resident");
+    if (st.streaming)
+        fprintf(stderr, " (cache %.0f MiB, %llu experts; I/O %s)", st.cache_bytes / MIB,
+                (unsigned long long)st.n_slots, st.io_mode);
+    fprintf(stderr, "\n");
+    fflush(stderr);
+
+    int sig = 0;
+    sigwait(&stop_set, &sig);
+    fprintf(stderr, "sluice serve: %s: stopping\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
+    rc = 0;
+done:
+    srv_pool_stop(&s.pool);   /* running and queued jobs end; connections can finish */
+    srv_http_stop(&s);
+    srv_pool_free(&s.pool);
+    sl_chat_free(s.chat);
+    sl_model_free(s.m);
+    free(base_copy);
+    return rc;
+}

@@ -1,0 +1,105 @@
+/* server.h - `sluice serve`: what the HTTP side, the API handlers and the
+ * command share.
+ *
+ * server_http.c   libmicrohttpd glue: request bodies and their limit, the
+ *                 Host and API-key checks, routing, JSON and SSE responses
+ * server_req.c    reading typed fields of a request body (400 on a bad one)
+ * server_prompt.c a request made a job: chat template, tokens, limits
+ * server_openai.c the OpenAI endpoints and /tokenize, /detokenize
+ * server_anthropic.c the Anthropic Messages endpoints
+ * server_metrics.c GET /metrics and /slots
+ * server_slots.c  slots, the job queue, worker threads (server_slots.h)
+ * server_run.c    one job on one slot: prompt reuse and generation
+ * server_logprobs.c log-probabilities of the generated tokens
+ * server_think.c  a thinking model's reasoning apart from its answer
+ * cmd_serve.c     flags, model, start-up line, signals */
+#ifndef SL_APP_SERVER_H
+#define SL_APP_SERVER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "server_slots.h"
+#include "util/json.h"
+
+struct MHD_Connection;
+struct MHD_Daemon;
+
+typedef struct srv {
+    /* configuration */
+    const char *api_key;      /* NULL: no key needed */
+    bool loopback;            /* bound to a loopback address: Host must be one */
+    size_t max_body;          /* request body limit in bytes */
+    const char *model_name;   /* what /v1/models calls the model */
+    /* state */
+    sl_model *m;
+    sl_chat *chat;
+    srv_pool pool;
+    int n_ctx;                /* per slot */
+    sl_sampling_params sp;    /* the command line's sampling: request defaults */
+    int n_predict;            /* default max tokens (-n); < 0: no limit */
+    long created;             /* start time (Unix seconds) for "created" fields */
+    struct MHD_Daemon *daemon;
+    unsigned long next_id;    /* for completion ids (atomic increments) */
+    const char *cors_origin;  /* --cors: the Access-Control-Allow-Origin; NULL: off */
+    uint64_t n_requests, n_4xx, n_5xx; /* answered, atomic adds */
+} srv;
+
+/* Error style of the API an endpoint belongs to. */
+typedef enum srv_api { SRV_API_OPENAI, SRV_API_ANTHROPIC } srv_api;
+
+/* What a handler answers: a status and a JSON body, or a started job whose
+ * output streams as server-sent events. */
+typedef struct srv_reply {
+    int status;
+    json_t *body;             /* owned; NULL when job is set */
+    srv_job *job;             /* streaming: the reply's reference */
+} srv_reply;
+
+/* An error reply in the API's style: OpenAI {"error": {"message", "type",
+ * "param", "code"}}, Anthropic {"type": "error", "error": {"type",
+ * "message"}}. */
+srv_reply srv_error(srv_api api, int status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Renders system (NULL/null: none; a string or text parts) and messages
+ * (an array of {role, content}) with the model's chat template into
+ * *prompt (malloc'd). Returns a reply with status 0 on success, else the
+ * error to answer (server_prompt.c). */
+srv_reply srv_render_chat(srv *s, srv_api api, const json_t *system, const json_t *messages,
+                          char **prompt);
+
+/* Tokenizes prompt, checks it against a slot's context, reads sampling,
+ * limits and the stop texts (under stop_key) from body into a new job
+ * (*out, one reference, no formatter yet). Status 0 on success, else the
+ * error to answer. */
+srv_reply srv_prepare_job(srv *s, srv_api api, const json_t *body, const char *prompt, bool chat,
+                          const char *stop_key, srv_job **out);
+
+/* Handlers (server_openai.c). body is the parsed JSON object of a POST. */
+srv_reply srv_health(srv *s);
+srv_reply srv_slots(srv *s);
+srv_reply srv_models(srv *s);
+srv_reply srv_chat_completions(srv *s, json_t *body);
+srv_reply srv_completions(srv *s, json_t *body);
+srv_reply srv_tokenize(srv *s, json_t *body);
+/* POST /apply-template (llama-server's): the rendered chat prompt. */
+srv_reply srv_apply_template(srv *s, json_t *body);
+srv_reply srv_detokenize(srv *s, json_t *body);
+
+/* Handlers (server_anthropic.c). */
+srv_reply srv_messages(srv *s, json_t *body);
+srv_reply srv_count_tokens(srv *s, json_t *body);
+
+/* GET /metrics: Prometheus text (server_metrics.c). *len its length; the
+ * text is malloc'd, NULL when out of memory. */
+char *srv_metrics_text(srv *s, size_t *len);
+
+/* Starts the HTTP daemon on host:port (port 0: any free port, *bound_port
+ * says which) with s answering. Prints why and returns non-zero on
+ * failure. */
+int srv_http_start(srv *s, const char *host, int port, int *bound_port);
+void srv_http_stop(srv *s);
+
+#endif

@@ -1,0 +1,261 @@
+/* server_run.c - one generation job on one slot (server_slots.h).
+ *
+ * Prompt reuse: the slot remembers the tokens its session holds; a job
+ * whose prompt starts with some of them keeps that prefix (the session is
+ * cut back to it) and evaluates only the rest; at least the last prompt
+ * token is evaluated again so that its logits are fresh. A model whose
+ * state cannot be cut back there (a recurrent layer) starts from 0. The
+ * sampler is the job's own, created here, so nothing of one request's
+ * sampling reaches the next; it sees every prompt token, reused or not.
+ *
+ * Generation is gen_reply's (app/gen.c), writing into a stdio stream whose
+ * writes come here (fopencookie): each flush, one per token, becomes a
+ * piece for the job's formatter, cut on a UTF-8 character boundary. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "server_slots.h"
+#include "util/escape.h"
+#include "util/timer.h"
+
+typedef struct run_ctx {
+    srv_slot *s;
+    srv_job *j;
+    int32_t *gen;            /* tokens sampled (and not stop tokens), in order */
+    int n_gen, cap_gen;
+    bool oom;
+    bool by_token;           /* an end-of-turn token ended the reply */
+    /* gen_reply's interrupt flag: written by this (the worker) thread only,
+     * when it sees the job cancelled, so no other thread touches it */
+    volatile sig_atomic_t stop_now;
+} run_ctx;
+
+/* Appends generated text and hands the complete characters to the
+ * formatter; a character split across writes waits for its last byte. */
+static ssize_t cookie_write(void *cookie, const char *buf, size_t n)
+{
+    run_ctx *c = cookie;
+    srv_job *j = c->j;
+    if (srv_job_cancelled(j)) {
+        c->stop_now = 1;
+        return -1; /* gen_reply stops with "cannot write" */
+    }
+    char tmp[4096 + 8];
+    size_t done = 0;
+    while (done < n) {
+        size_t take = n - done > 4096 ? 4096 : n - done;
+        size_t len = j->tail_len;
+        memcpy(tmp, j->utf8_tail, len);
+        memcpy(tmp + len, buf + done, take);
+        len += take;
+        done += take;
+        /* the longest prefix of whole characters (invalid bytes count as one) */
+        size_t ok = 0;
+        while (ok < len) {
+            size_t l = sl_utf8_seq_len((const unsigned char *)tmp + ok, len - ok);
+            if (l == 0) {
+                /* incomplete at the end, or invalid: wait if it could still complete */
+                if (len - ok < 4 && (unsigned char)tmp[ok] >= 0xc2) break;
+                l = 1;
+            }
+            ok += l;
+        }
+        j->tail_len = len - ok;
+        memcpy(j->utf8_tail, tmp + ok, j->tail_len);
+        if (ok) {
+            size_t need = j->text_len + ok + 1;
+            if (need > j->text_cap) {
+                size_t nc = j->text_cap ? j->text_cap * 2 : 1024;
+                while (nc < need) nc *= 2;
+                char *nt = realloc(j->text, nc);
+                if (!nt) return -1;
+                j->text = nt;
+                j->text_cap = nc;
+            }
+            memcpy(j->text + j->text_len, tmp, ok);
+            j->text_len += ok;
+            j->text[j->text_len] = '\0';
+            j->lps_from = j->lps.n_sent;
+            j->lps.n_sent = j->lps.n;
+            j->fmt->piece(j, tmp, ok);
+        }
+    }
+    return (ssize_t)n;
+}
+
+/* is_stop for gen_reply: records each token that goes on. */
+static bool is_stop(void *ud, int32_t id)
+{
+    run_ctx *c = ud;
+    srv_job *j = c->j;
+    if (srv_job_cancelled(j)) c->stop_now = 1; /* seen at gen_reply's next step */
+    bool stop = !j->ignore_eos && (j->chat && c->s->chat ? sl_chat_is_stop_token(c->s->chat, id)
+                                                         : sl_model_token_is_eog(c->s->g.m, id));
+    if (stop) {
+        c->by_token = true;
+        return true;
+    }
+    if (c->n_gen == c->cap_gen) {
+        int nc = c->cap_gen ? c->cap_gen * 2 : 256;
+        int32_t *ng = realloc(c->gen, (size_t)nc * sizeof *ng);
+        if (!ng) {
+            c->oom = true;
+            return true;
+        }
+        c->gen = ng;
+        c->cap_gen = nc;
+    }
+    c->gen[c->n_gen++] = id;
+    /* the logits the sampler just saw are still the session's */
+    if (j->lps.n_top >= 0 &&
+        !srv_lps_record(&j->lps, sl_session_logits(c->s->g.s), sl_model_n_vocab(c->s->g.m), id)) {
+        c->oom = true;
+        return true;
+    }
+    return false;
+}
+
+/* Cuts the session back to the longest usable prefix of ids; returns its
+ * length (< n). */
+static int reuse_prefix(srv_slot *s, const int32_t *ids, int n)
+{
+    int p = 0;
+    while (p < s->n_held && p < n && s->held[p] == ids[p]) p++;
+    if (p >= n) p = n - 1;
+    if (p > sl_session_n_past(s->g.s)) p = sl_session_n_past(s->g.s);
+    if (sl_session_truncate(s->g.s, p) != SL_OK || sl_session_n_past(s->g.s) != p) {
+        p = 0;
+        sl_session_truncate(s->g.s, 0);
+    }
+    s->n_held = p;
+    return p;
+}
+
+/* After a reply that a stop text ended: which of the job's stop texts it
+ * was (the generated tokens spell the text sent, then the stop text). */
+static int matched_stop(const srv_slot *s, const srv_job *j, const run_ctx *c)
+{
+    sl_err err = {0};
+    int len = sl_detokenize(s->g.m, c->gen, c->n_gen, NULL, 0, 0, &err);
+    if (len < 0 || (size_t)len < j->text_len) return -1;
+    char *buf = malloc((size_t)len + 1);
+    int found = -1;
+    if (buf && sl_detokenize(s->g.m, c->gen, c->n_gen, buf, (size_t)len + 1, 0, &err) == len) {
+        for (int i = 0; i < j->n_stops && found < 0; i++) {
+            size_t ls = strlen(j->stops[i]);
+            if ((size_t)len - j->text_len >= ls && !memcmp(buf + j->text_len, j->stops[i], ls))
+                found = i;
+        }
+    }
+    free(buf);
+    return found;
+}
+
+/* Records the tokens the session now holds: prompt then generated. */
+static void remember(srv_slot *s, const srv_job *j, const run_ctx *c)
+{
+    int n_past = sl_session_n_past(s->g.s);
+    if (n_past > s->cap_held) {
+        int32_t *nh = realloc(s->held, (size_t)n_past * sizeof *nh);
+        if (!nh) {
+            s->n_held = 0;
+            sl_session_truncate(s->g.s, 0);
+            return;
+        }
+        s->held = nh;
+        s->cap_held = n_past;
+    }
+    for (int i = 0; i < n_past; i++)
+        s->held[i] = i < j->n_ids ? j->ids[i] : c->gen[i - j->n_ids];
+    s->n_held = n_past;
+}
+
+static void finish(srv_slot *s, srv_job *j, srv_finish f, const char *msg)
+{
+    j->finish = f;
+    if (msg) snprintf(j->error, sizeof j->error, "%s", msg);
+    srv_slot_idle(s); /* before the last bytes: the client may ask again at once */
+    j->fmt->end(j);
+    pthread_mutex_lock(&j->mu);
+    j->done = true;
+    pthread_cond_broadcast(&j->cv);
+    pthread_mutex_unlock(&j->mu);
+}
+
+void srv_run_job(srv_slot *s, srv_job *j)
+{
+    gen_ctx *g = &s->g;
+    sl_err err = {0};
+    run_ctx c = {.s = s, .j = j};
+    j->n_prompt = j->n_ids;
+    j->fmt->begin(j);
+
+    sl_sampling_params sp = j->sp;
+    if (sp.penalty_last_n < 0) sp.penalty_last_n = sl_session_n_ctx(g->s);
+    sl_sampling_free(g->smp);
+    g->smp = NULL;
+    if (sl_sampling_create(&g->smp, &sp, sl_model_n_vocab(g->m), &err)) {
+        finish(s, j, SRV_FINISH_ERROR, err.msg);
+        return;
+    }
+    int p = reuse_prefix(s, j->ids, j->n_ids);
+    j->n_cached = p;
+    for (int i = 0; i < p; i++)
+        if (sl_sampling_accept(g->smp, j->ids[i], &err)) goto engine_error;
+    uint64_t t0 = sl_now_ns();
+    if (gen_eval(g, j->ids + p, j->n_ids - p, &err)) goto engine_error;
+    srv_pool *pool = s->pool;
+    __atomic_add_fetch(&pool->prompt_us, (sl_now_ns() - t0) / 1000, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&pool->prompt_tokens, (uint64_t)(j->n_ids - p), __ATOMIC_RELAXED);
+    __atomic_add_fetch(&pool->cached_tokens, (uint64_t)p, __ATOMIC_RELAXED);
+
+    const char *stops[SRV_MAX_STOPS + 8 + 1];
+    int ns = 0;
+    for (int i = 0; i < j->n_stops; i++) stops[ns++] = j->stops[i];
+    if (j->chat && s->chat && !j->ignore_eos) {
+        const char *const *t = sl_chat_stop_texts(s->chat);
+        for (int i = 0; t && t[i] && i < 8; i++) stops[ns++] = t[i];
+    }
+    stops[ns] = NULL;
+
+    cookie_io_functions_t io = {.write = cookie_write};
+    FILE *out = fopencookie(&c, "w", io);
+    if (!out) {
+        finish(s, j, SRV_FINISH_ERROR, "out of memory for the output stream");
+        return;
+    }
+    setvbuf(out, NULL, _IOFBF, 1 << 16);
+    gen_reply_stats st;
+    int rc = gen_reply(g, j->max_tokens, is_stop, &c, ns ? stops : NULL, &c.stop_now, out, &st,
+                       &err);
+    fclose(out);
+    j->n_gen = st.n_gen;
+    __atomic_add_fetch(&pool->gen_tokens, (uint64_t)st.n_gen, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&pool->gen_us, (uint64_t)(1e6 * st.seconds), __ATOMIC_RELAXED);
+    __atomic_add_fetch(&pool->jobs_done, 1, __ATOMIC_RELAXED);
+    if (c.oom) {
+        free(c.gen);
+        s->n_held = 0;
+        sl_session_truncate(g->s, 0);
+        finish(s, j, SRV_FINISH_ERROR, "out of memory for the generated tokens");
+        return;
+    }
+    if (rc == SL_OK && st.stop == GEN_STOP_EOG && !c.by_token && j->n_stops)
+        j->matched_stop = matched_stop(s, j, &c);
+    remember(s, j, &c);
+    free(c.gen);
+    if (srv_job_cancelled(j)) {
+        finish(s, j, SRV_FINISH_CANCELLED, NULL);
+    } else if (rc) {
+        finish(s, j, SRV_FINISH_ERROR, err.msg);
+    } else {
+        finish(s, j, st.stop == GEN_STOP_EOG ? SRV_FINISH_STOP : SRV_FINISH_LENGTH, NULL);
+    }
+    return;
+engine_error:
+    s->n_held = 0;
+    sl_session_truncate(g->s, 0);
+    free(c.gen);
+    finish(s, j, SRV_FINISH_ERROR, err.msg);
+}

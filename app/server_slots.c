@@ -1,0 +1,253 @@
+/* server_slots.c - see server_slots.h: jobs, their output buffer, the
+ * queue and the worker threads. */
+#include "server_slots.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+srv_job *srv_job_new(int32_t *ids, int n_ids)
+{
+    srv_job *j = calloc(1, sizeof *j);
+    if (!j) return NULL;
+    pthread_mutex_init(&j->mu, NULL);
+    pthread_cond_init(&j->cv, NULL);
+    j->ids = ids;
+    j->n_ids = n_ids;
+    j->max_tokens = -1;
+    j->matched_stop = -1;
+    j->lps.n_top = -1;
+    j->refs = 1;
+    return j;
+}
+
+void srv_job_unref(srv_job *j)
+{
+    if (!j) return;
+    pthread_mutex_lock(&j->mu);
+    int left = --j->refs;
+    pthread_mutex_unlock(&j->mu);
+    if (left) return;
+    if (j->api_free) j->api_free(j->api);
+    pthread_mutex_destroy(&j->mu);
+    pthread_cond_destroy(&j->cv);
+    free(j->ids);
+    free(j->out);
+    free(j->text);
+    free(j->lps.v);
+    free(j);
+}
+
+static bool grow(char **buf, size_t *cap, size_t need)
+{
+    if (need <= *cap) return true;
+    size_t nc = *cap ? *cap : 1024;
+    while (nc < need) nc *= 2;
+    char *nb = realloc(*buf, nc);
+    if (!nb) return false;
+    *buf = nb;
+    *cap = nc;
+    return true;
+}
+
+void srv_job_cancel(srv_job *j)
+{
+    __atomic_store_n(&j->cancel, 1, __ATOMIC_RELAXED);
+}
+
+bool srv_job_cancelled(const srv_job *j)
+{
+    return __atomic_load_n(&j->cancel, __ATOMIC_RELAXED) != 0;
+}
+
+void srv_job_emit(srv_job *j, const char *bytes, size_t n)
+{
+    pthread_mutex_lock(&j->mu);
+    if (grow(&j->out, &j->out_cap, j->out_len + n)) {
+        memcpy(j->out + j->out_len, bytes, n);
+        j->out_len += n;
+    } else {
+        j->oom = true;
+    }
+    pthread_cond_broadcast(&j->cv);
+    pthread_mutex_unlock(&j->mu);
+}
+
+void srv_job_wait(srv_job *j)
+{
+    pthread_mutex_lock(&j->mu);
+    while (!j->done) pthread_cond_wait(&j->cv, &j->mu);
+    pthread_mutex_unlock(&j->mu);
+}
+
+size_t srv_job_read(srv_job *j, char *buf, size_t max)
+{
+    pthread_mutex_lock(&j->mu);
+    while (j->out_read == j->out_len && !j->done) pthread_cond_wait(&j->cv, &j->mu);
+    size_t n = j->out_len - j->out_read;
+    if (n > max) n = max;
+    memcpy(buf, j->out + j->out_read, n);
+    j->out_read += n;
+    pthread_mutex_unlock(&j->mu);
+    return n;
+}
+
+void srv_slot_idle(srv_slot *s)
+{
+    pthread_mutex_lock(&s->pool->mu);
+    s->busy = false;
+    s->running = NULL;
+    s->shown_held = s->n_held;
+    pthread_mutex_unlock(&s->pool->mu);
+}
+
+static void job_finish_unrun(srv_job *j)
+{
+    j->finish = SRV_FINISH_CANCELLED;
+    pthread_mutex_lock(&j->mu);
+    j->done = true;
+    pthread_cond_broadcast(&j->cv);
+    pthread_mutex_unlock(&j->mu);
+}
+
+static void *worker(void *arg)
+{
+    srv_slot *s = arg;
+    srv_pool *p = s->pool;
+    for (;;) {
+        pthread_mutex_lock(&p->mu);
+        while (!p->stopping && p->q_len == 0) pthread_cond_wait(&p->cv, &p->mu);
+        if (p->stopping) {
+            pthread_mutex_unlock(&p->mu);
+            return NULL;
+        }
+        srv_job *j = p->queue[p->q_head];
+        p->q_head = (p->q_head + 1) % p->max_queue;
+        p->q_len--;
+        s->busy = true;
+        s->running = j;
+        pthread_mutex_unlock(&p->mu);
+        if (srv_job_cancelled(j)) {
+            srv_slot_idle(s);
+            job_finish_unrun(j);
+        } else {
+            srv_run_job(s, j); /* calls srv_slot_idle before the job is done */
+        }
+        srv_job_unref(j);
+    }
+}
+
+void srv_pool_view(srv_pool *p, srv_slot_view *views, int *queued)
+{
+    pthread_mutex_lock(&p->mu);
+    for (int i = 0; i < p->n_slots; i++) {
+        views[i].busy = p->slots[i].busy;
+        views[i].n_held = p->slots[i].shown_held;
+    }
+    *queued = p->q_len;
+    pthread_mutex_unlock(&p->mu);
+}
+
+bool srv_pool_submit(srv_pool *p, srv_job *j)
+{
+    pthread_mutex_lock(&p->mu);
+    int idle = 0;
+    for (int i = 0; i < p->n_slots; i++) idle += !p->slots[i].busy;
+    /* queued jobs that idle slots are about to take do not wait; of the
+     * others at most max_queue (p->max_queue holds both) */
+    const int wait_bound = p->max_queue - p->n_slots;
+    bool ok = !p->stopping && p->q_len - idle < wait_bound;
+    if (ok) {
+        pthread_mutex_lock(&j->mu);
+        j->refs++;
+        pthread_mutex_unlock(&j->mu);
+        p->queue[(p->q_head + p->q_len) % p->max_queue] = j;
+        p->q_len++;
+        pthread_cond_signal(&p->cv);
+    }
+    pthread_mutex_unlock(&p->mu);
+    return ok;
+}
+
+static void slot_free(srv_slot *s)
+{
+    sl_detok_free(s->g.dt);
+    sl_sampling_free(s->g.smp);
+    sl_session_free(s->g.s);
+    free(s->held);
+}
+
+int srv_pool_start(srv_pool *p, sl_model *m, const sl_chat *chat, int n_slots, int n_ctx,
+                   int n_batch, sl_kv_type kv, int max_queue)
+{
+    memset(p, 0, sizeof *p);
+    pthread_mutex_init(&p->mu, NULL);
+    pthread_cond_init(&p->cv, NULL);
+    p->m = m;
+    p->n_slots = n_slots;
+    /* room for the jobs the slots are about to take, plus the waiting ones */
+    p->max_queue = max_queue + n_slots;
+    p->queue = calloc((size_t)p->max_queue, sizeof *p->queue);
+    p->slots = calloc((size_t)n_slots, sizeof *p->slots);
+    if (!p->queue || !p->slots) {
+        fprintf(stderr, "sluice serve: out of memory for %d slots\n", n_slots);
+        return 1;
+    }
+    sl_err err = {0};
+    for (int i = 0; i < n_slots; i++) {
+        srv_slot *s = &p->slots[i];
+        s->pool = p;
+        s->id = i;
+        s->chat = chat;
+        s->g.m = m;
+        sl_session_params sp = sl_session_default_params();
+        sp.n_ctx = n_ctx;
+        sp.kv_type = kv;
+        sp.n_batch_max = n_batch;
+        s->g.n_batch = n_batch;
+        if (sl_session_create(&s->g.s, m, &sp, &err) ||
+            sl_detok_create(&s->g.dt, m, 0, &err)) {
+            fprintf(stderr, "sluice serve: slot %d: %s\n", i, err.msg);
+            return 1;
+        }
+    }
+    for (int i = 0; i < n_slots; i++) {
+        if (pthread_create(&p->slots[i].th, NULL, worker, &p->slots[i])) {
+            fprintf(stderr, "sluice serve: cannot start the thread of slot %d\n", i);
+            return 1;
+        }
+        p->n_started++;
+    }
+    return 0;
+}
+
+void srv_pool_stop(srv_pool *p)
+{
+    if (!p->queue || !p->slots) return;
+    pthread_mutex_lock(&p->mu);
+    p->stopping = true;
+    for (int i = 0; i < p->q_len; i++) {
+        srv_job *j = p->queue[(p->q_head + i) % p->max_queue];
+        job_finish_unrun(j);
+        srv_job_unref(j);
+    }
+    p->q_len = 0;
+    for (int i = 0; i < p->n_slots; i++)
+        if (p->slots[i].running) srv_job_cancel(p->slots[i].running);
+    pthread_cond_broadcast(&p->cv);
+    pthread_mutex_unlock(&p->mu);
+    for (int i = 0; i < p->n_started; i++) pthread_join(p->slots[i].th, NULL);
+    p->n_started = 0;
+}
+
+void srv_pool_free(srv_pool *p)
+{
+    if (!p->queue && !p->slots) return; /* never started */
+    srv_pool_stop(p);
+    for (int i = 0; p->slots && i < p->n_slots; i++) slot_free(&p->slots[i]);
+    free(p->slots);
+    free(p->queue);
+    pthread_mutex_destroy(&p->mu);
+    pthread_cond_destroy(&p->cv);
+    memset(p, 0, sizeof *p);
+}
