@@ -65,15 +65,53 @@ static void axpy_f32(float *out, float a, const float *v, int n)
     for (; i < n; i++) out[i] += a * v[i];
 }
 
+/* Transposes the 8 x 8 block r[0..8) in place: r[j] lane i <- r[i] lane j. */
+static void transpose8(__m256 r[8])
+{
+    __m256 t[8], u[8];
+    for (int i = 0; i < 8; i += 2) {
+        t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+        t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+    }
+    for (int i = 0; i < 8; i += 4) {
+        u[i] = _mm256_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(1, 0, 1, 0));
+        u[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(3, 2, 3, 2));
+        u[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(1, 0, 1, 0));
+        u[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(3, 2, 3, 2));
+    }
+    for (int i = 0; i < 4; i++) {
+        r[i] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x20);
+        r[i + 4] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x31);
+    }
+}
+
+/* K rows [ic, ic + 8) of an f16 cache, columns [d, d + 8), into the
+ * transposed tile kt[d][t]. */
+static void load_k8x8_f16(const sl_attn_block *b, int ic, int t, int d, float *kt)
+{
+    __m256 r[8];
+    for (int i = 0; i < 8; i++) {
+        const uint16_t *kh = (const uint16_t *)((const uint8_t *)b->k + (size_t)(ic + t + i) * b->k_stride);
+        r[i] = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(kh + d)));
+    }
+    transpose8(r);
+    for (int j = 0; j < 8; j++) _mm256_storeu_ps(kt + (size_t)(d + j) * SL_ATTN_TILE + t, r[j]);
+}
+
 static void load_tile(const sl_attn_block *b, int ic, int kv, int f16, float *kt, float *vt)
 {
     const int T = SL_ATTN_TILE, dk = b->dk, dv = b->dv;
+    /* whole eights of positions and key dims by register transposes */
+    const int t8 = f16 && dk % 8 == 0 ? kv - kv % 8 : 0;
+    for (int t = 0; t < t8; t += 8)
+        for (int d = 0; d < dk; d += 8) load_k8x8_f16(b, ic, t, d, kt);
     for (int t = 0; t < kv; t++) {
         const uint8_t *kr = (const uint8_t *)b->k + (size_t)(ic + t) * b->k_stride;
         const uint8_t *vr = (const uint8_t *)b->v + (size_t)(ic + t) * b->v_stride;
         if (f16) {
             const uint16_t *kh = (const uint16_t *)kr, *vh = (const uint16_t *)vr;
-            for (int d = 0; d < dk; d++) kt[(size_t)d * T + t] = _cvtsh_ss(kh[d]);
+            if (t >= t8)
+                for (int d = 0; d < dk; d++) kt[(size_t)d * T + t] = _cvtsh_ss(kh[d]);
             int d = 0;
             for (; d + 8 <= dv; d += 8)
                 _mm256_storeu_ps(vt + (size_t)t * dv + d,

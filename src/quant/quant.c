@@ -26,10 +26,12 @@
 static sl_type_traits g_traits[SL_TYPE_COUNT] = {
     ROW(SL_TYPE_F32, "f32", 1, 4, false, sl_f32_to_float_row, sl_f32_from_float_row,
         SL_TYPE_F32),
+    /* f16 and bf16 weights meet activations rounded to their own type, as
+     * llama.cpp's CPU backend does (its vec_dot_type) */
     ROW(SL_TYPE_F16, "f16", 1, 2, false, sl_f16_to_float_row, sl_f16_from_float_row,
-        SL_TYPE_F32),
+        SL_TYPE_F16),
     ROW(SL_TYPE_BF16, "bf16", 1, 2, false, sl_bf16_to_float_row, sl_bf16_from_float_row,
-        SL_TYPE_F32),
+        SL_TYPE_BF16),
     ROW(SL_TYPE_Q4_0, "q4_0", 32, 18, true, sl_dequant_q4_0, sl_quant_q4_0, SL_TYPE_Q8_0),
     ROW(SL_TYPE_Q4_1, "q4_1", 32, 20, true, sl_dequant_q4_1, sl_quant_q4_1, SL_TYPE_Q8_0),
     ROW(SL_TYPE_Q5_0, "q5_0", 32, 22, true, sl_dequant_q5_0, sl_quant_q5_0, SL_TYPE_Q8_0),

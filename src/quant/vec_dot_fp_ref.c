@@ -1,9 +1,9 @@
 /* vec_dot_fp_ref.c - scalar reference dot kernels of the float weight types
- * (F32, F16, BF16), all against f32 activations (vec_dot_type F32: the
- * activation vector is used as is, no quantisation).
+ * (F32, F16, BF16); F32 weights take f32 activations, F16 and BF16 weights
+ * activations rounded to their own type (llama.cpp's vec_dot_type).
  *
- * Owns: F32 in the AVX2 kernel's order (bit-identical); F16 and BF16 a
- * plain sequential float sum. Must not know: instruction sets. */
+ * Owns: every kernel in its AVX2 twin's order (bit-identical).
+ * Must not know: instruction sets. */
 #include <math.h>
 
 #include "quant/quant_internal.h"
@@ -25,27 +25,48 @@ static void vec_dot_f32_f32(int64_t n, float *s, const void *vx, const void *vy)
     *s = sum;
 }
 
-static void vec_dot_f16_f32(int64_t n, float *s, const void *vx, const void *vy)
+/* f16 x f16: the f32 kernel's lanes over the converted values. */
+static void vec_dot_f16_f16(int64_t n, float *s, const void *vx, const void *vy)
 {
-    const uint16_t *x = vx;
-    const float *y = vy;
-    float sum = 0.0f;
-    for (int64_t i = 0; i < n; i++) sum += sl_h2f(x[i]) * y[i];
+    const uint16_t *x = vx, *y = vy;
+    float lane[8] = {0};
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int l = 0; l < 8; l++) lane[l] = fmaf(sl_h2f(x[i + l]), sl_h2f(y[i + l]), lane[l]);
+    const float a0 = lane[0] + lane[4], a1 = lane[1] + lane[5];
+    const float a2 = lane[2] + lane[6], a3 = lane[3] + lane[7];
+    float sum = (a0 + a2) + (a1 + a3);
+    for (; i < n; i++) sum = fmaf(sl_h2f(x[i]), sl_h2f(y[i]), sum);
     *s = sum;
 }
 
-static void vec_dot_bf16_f32(int64_t n, float *s, const void *vx, const void *vy)
+/* bf16 x bf16 in the AVX2 kernel's order: four 8-lane sums of rounded
+ * products over steps of 32, (1+3)+(2+4), the lanes summed, then in double
+ * with the tail's products. */
+static void vec_dot_bf16_bf16(int64_t n, float *s, const void *vx, const void *vy)
 {
-    const uint16_t *x = vx;
-    const float *y = vy;
-    float sum = 0.0f;
-    for (int64_t i = 0; i < n; i++) sum += sl_bits2f((uint32_t)x[i] << 16) * y[i];
-    *s = sum;
+    const uint16_t *x = vx, *y = vy;
+    float c[4][8] = {{0}};
+    int64_t i = 0;
+    for (; i + 32 <= n; i += 32)
+        for (int j = 0; j < 4; j++)
+            for (int l = 0; l < 8; l++) {
+                const int64_t e = i + 8 * j + l;
+                const float p = sl_bits2f((uint32_t)x[e] << 16) * sl_bits2f((uint32_t)y[e] << 16);
+                c[j][l] = p + c[j][l];
+            }
+    float t[8];
+    for (int l = 0; l < 8; l++) t[l] = (c[0][l] + c[2][l]) + (c[1][l] + c[3][l]);
+    const float a0 = t[4] + t[0], a1 = t[5] + t[1], a2 = t[6] + t[2], a3 = t[7] + t[3];
+    double sum = (double)((a0 + a2) + (a1 + a3));
+    for (; i < n; i++)
+        sum += (double)(sl_bits2f((uint32_t)x[i] << 16) * sl_bits2f((uint32_t)y[i] << 16));
+    *s = (float)sum;
 }
 
 void sl_vec_dot_fill_fp_ref(sl_quant_kernels *k)
 {
     k->vec_dot[SL_TYPE_F32] = vec_dot_f32_f32;
-    k->vec_dot[SL_TYPE_F16] = vec_dot_f16_f32;
-    k->vec_dot[SL_TYPE_BF16] = vec_dot_bf16_f32;
+    k->vec_dot[SL_TYPE_F16] = vec_dot_f16_f16;
+    k->vec_dot[SL_TYPE_BF16] = vec_dot_bf16_bf16;
 }
