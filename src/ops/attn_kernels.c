@@ -4,6 +4,7 @@
 #include <math.h>
 
 #include "ops/vexp.h"
+#include "util/hsum.h"
 #include "quant/quant.h"
 
 size_t sl_attn_scratch_floats(int dk, int dv, int n_q)
@@ -12,14 +13,6 @@ size_t sl_attn_scratch_floats(int dk, int dv, int n_q)
      * accumulator [dv], maximum and sum */
     return (size_t)SL_ATTN_TILE * ((size_t)dk + (size_t)dv + 1) +
            (size_t)n_q * ((size_t)dv + 2);
-}
-
-/* The sum of eight values in the order of an AVX2 horizontal add:
- * halves, then pairs, then the last two. */
-static float sum8(const float *p)
-{
-    const float a0 = p[0] + p[4], a1 = p[1] + p[5], a2 = p[2] + p[6], a3 = p[3] + p[7];
-    return (a0 + a2) + (a1 + a3);
 }
 
 static float load_elem(const void *row, int i, int f16)
@@ -69,7 +62,7 @@ static void attend_ref(const sl_attn_block *b, int f16)
             double tsum = 0.0;
             for (int g = 0; g < T; g += 8) {
                 for (int t = g; t < g + 8; t++) sc[t] = sl_vexpf(sc[t] - m_new);
-                tsum += (double)sum8(sc + g);
+                tsum += (double)sl_hsum8(sc + g);
             }
             sum[r] = (float)((double)sum[r] + tsum);
             for (int d = 0; d < dv; d++) {

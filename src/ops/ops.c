@@ -1,4 +1,5 @@
-/* ops.c - scalar elementwise operations and rotary embedding. */
+/* ops.c - elementwise operations (norms, softmax, activations) in
+ * llama.cpp's arithmetic, and rotary embedding. */
 #include "ops/ops.h"
 
 #include <math.h>
@@ -7,6 +8,7 @@
 
 #include "ops/vexp.h"
 #include "quant/quant.h"
+#include "util/hsum.h"
 
 void sl_rmsnorm(float *out, const float *x, const float *w, int64_t n, float eps)
 {
@@ -30,8 +32,7 @@ static double softmax_sum_ref(float *x, int64_t n, float max)
     for (; i + 8 <= n; i += 8) {
         float *p = x + i;
         for (int j = 0; j < 8; j++) p[j] = sl_vexpf(p[j] - max);
-        const float a0 = p[4] + p[0], a1 = p[5] + p[1], a2 = p[6] + p[2], a3 = p[7] + p[3];
-        sum += (double)((a0 + a2) + (a1 + a3));
+        sum += (double)sl_hsum8(p);
     }
     for (; i < n; i++) {
         x[i] = expf(x[i] - max);

@@ -7,6 +7,7 @@
 #include <math.h>
 
 #include "quant/quant_internal.h"
+#include "util/hsum.h"
 
 /* The order of the AVX2 kernel (llama.cpp's batched f32 product): eight
  * lane sums, lane l taking elements l, l+8, l+16, ... by FMA, summed as an
@@ -18,9 +19,7 @@ static void vec_dot_f32_f32(int64_t n, float *s, const void *vx, const void *vy)
     int64_t i = 0;
     for (; i + 8 <= n; i += 8)
         for (int l = 0; l < 8; l++) lane[l] = fmaf(x[i + l], y[i + l], lane[l]);
-    const float a0 = lane[0] + lane[4], a1 = lane[1] + lane[5];
-    const float a2 = lane[2] + lane[6], a3 = lane[3] + lane[7];
-    float sum = (a0 + a2) + (a1 + a3);
+    float sum = sl_hsum8(lane);
     for (; i < n; i++) sum = fmaf(x[i], y[i], sum);
     *s = sum;
 }
@@ -33,9 +32,7 @@ static void vec_dot_f16_f16(int64_t n, float *s, const void *vx, const void *vy)
     int64_t i = 0;
     for (; i + 8 <= n; i += 8)
         for (int l = 0; l < 8; l++) lane[l] = fmaf(sl_h2f(x[i + l]), sl_h2f(y[i + l]), lane[l]);
-    const float a0 = lane[0] + lane[4], a1 = lane[1] + lane[5];
-    const float a2 = lane[2] + lane[6], a3 = lane[3] + lane[7];
-    float sum = (a0 + a2) + (a1 + a3);
+    float sum = sl_hsum8(lane);
     for (; i < n; i++) sum = fmaf(sl_h2f(x[i]), sl_h2f(y[i]), sum);
     *s = sum;
 }
@@ -57,8 +54,7 @@ static void vec_dot_bf16_bf16(int64_t n, float *s, const void *vx, const void *v
             }
     float t[8];
     for (int l = 0; l < 8; l++) t[l] = (c[0][l] + c[2][l]) + (c[1][l] + c[3][l]);
-    const float a0 = t[4] + t[0], a1 = t[5] + t[1], a2 = t[6] + t[2], a3 = t[7] + t[3];
-    double sum = (double)((a0 + a2) + (a1 + a3));
+    double sum = (double)sl_hsum8(t);
     for (; i < n; i++)
         sum += (double)(sl_bits2f((uint32_t)x[i] << 16) * sl_bits2f((uint32_t)y[i] << 16));
     *s = (float)sum;
