@@ -4,31 +4,19 @@
  * taken from the activation quants as we go (not from Q8_1's f16 s, which
  * overflows for large activations; see quant_blocks.h).
  *
- * Owns: the textbook integer-sum-per-block form every SIMD twin must match.
+ * Owns: each kernel in its AVX2 twin's order (lanes of exact integer sums,
+ * one FMA chain per lane over the blocks, the lanes summed at the end), so
+ * the scalar build gives the same bits.
  * Must not know: instruction sets, threads, matrices. */
+#include <math.h>
+
 #include "quant/quant_internal.h"
+#include "util/hsum.h"
 
 static uint32_t qh_word(const uint8_t qh[4])
 {
     return (uint32_t)qh[0] | (uint32_t)qh[1] << 8 | (uint32_t)qh[2] << 16 |
            (uint32_t)qh[3] << 24;
-}
-
-/* Each kernel unpacks a block's 32 levels into int8 (the walk of
- * quant_legacy.c), then takes a plain integer dot product: readable, and
- * vectorisable in portable builds. */
-static inline int dot32(const int8_t *q, const int8_t *a)
-{
-    int s = 0;
-    for (int i = 0; i < SL_QK; i++) s += q[i] * a[i];
-    return s;
-}
-
-static inline int sum32(const int8_t *a)
-{
-    int s = 0;
-    for (int i = 0; i < SL_QK; i++) s += a[i];
-    return s;
 }
 
 /* nibbles in the Q4_0 order (low nibbles first) minus off */
@@ -50,70 +38,101 @@ static inline void unpack5(const uint8_t qs[16], const uint8_t qh4[4], int off, 
     }
 }
 
+/* The lanes of the AVX2 kernels (and of llama.cpp's): lane l of a block
+ * is the exact integer sum of the products of its elements 4l..4l+3; each
+ * lane accumulates d * lane over the blocks by FMA, in block order; the
+ * lanes are summed at the end (util/hsum.h). Same bits as the AVX2 twin. */
+static inline void lanes_fma(float lane[8], float d, const int8_t *q, const int8_t *a)
+{
+    for (int l = 0; l < 8; l++) {
+        int p = 0;
+        for (int j = 4 * l; j < 4 * l + 4; j++) p += q[j] * a[j];
+        lane[l] = fmaf(d, (float)p, lane[l]);
+    }
+}
+
+/* The same for the activation sums of the offset types (Q4_1, Q5_1). */
+static inline void lanes_fma_sum(float lane[8], float m, const int8_t *a)
+{
+    for (int l = 0; l < 8; l++) {
+        const int p = a[4 * l] + a[4 * l + 1] + a[4 * l + 2] + a[4 * l + 3];
+        lane[l] = fmaf(m, (float)p, lane[l]);
+    }
+}
+
 static void vec_dot_q4_0_q8_0(int64_t n, float *s, const void *vx, const void *vy)
 {
     const sl_block_q4_0 *x = vx;
     const sl_block_q8_0 *y = vy;
-    float sum = 0.0f;
+    float lane[8] = {0};
     int8_t q[SL_QK];
     for (int64_t i = 0; i < n / SL_QK; i++) {
         unpack4(x[i].qs, 8, q);
-        sum += sl_h2f(x[i].d) * sl_h2f(y[i].d) * (float)dot32(q, y[i].qs);
+        lanes_fma(lane, sl_h2f(x[i].d) * sl_h2f(y[i].d), q, y[i].qs);
     }
-    *s = sum;
+    *s = sl_hsum8(lane);
+}
+
+/* d * sum q a and m * sum a in two sets of lanes, added lane by lane at
+ * the end. */
+static float offset_dot(float acc[8], float accm[8])
+{
+    float t[8];
+    for (int l = 0; l < 8; l++) t[l] = acc[l] + accm[l];
+    return sl_hsum8(t);
 }
 
 static void vec_dot_q4_1_q8_0(int64_t n, float *s, const void *vx, const void *vy)
 {
     const sl_block_q4_1 *x = vx;
     const sl_block_q8_0 *y = vy;
-    float sum = 0.0f;
+    float acc[8] = {0}, accm[8] = {0};
     int8_t q[SL_QK];
     for (int64_t i = 0; i < n / SL_QK; i++) {
         unpack4(x[i].qs, 0, q);
-        float dy = sl_h2f(y[i].d);
-        sum += sl_h2f(x[i].d) * dy * (float)dot32(q, y[i].qs) +
-               sl_h2f(x[i].m) * dy * (float)sum32(y[i].qs);
+        const float dy = sl_h2f(y[i].d);
+        lanes_fma(acc, sl_h2f(x[i].d) * dy, q, y[i].qs);
+        lanes_fma_sum(accm, sl_h2f(x[i].m) * dy, y[i].qs);
     }
-    *s = sum;
+    *s = offset_dot(acc, accm);
 }
 
 static void vec_dot_q5_0_q8_0(int64_t n, float *s, const void *vx, const void *vy)
 {
     const sl_block_q5_0 *x = vx;
     const sl_block_q8_0 *y = vy;
-    float sum = 0.0f;
+    float lane[8] = {0};
     int8_t q[SL_QK];
     for (int64_t i = 0; i < n / SL_QK; i++) {
         unpack5(x[i].qs, x[i].qh, 16, q);
-        sum += sl_h2f(x[i].d) * sl_h2f(y[i].d) * (float)dot32(q, y[i].qs);
+        lanes_fma(lane, sl_h2f(x[i].d) * sl_h2f(y[i].d), q, y[i].qs);
     }
-    *s = sum;
+    *s = sl_hsum8(lane);
 }
 
 static void vec_dot_q5_1_q8_0(int64_t n, float *s, const void *vx, const void *vy)
 {
     const sl_block_q5_1 *x = vx;
     const sl_block_q8_0 *y = vy;
-    float sum = 0.0f;
+    float acc[8] = {0}, accm[8] = {0};
     int8_t q[SL_QK];
     for (int64_t i = 0; i < n / SL_QK; i++) {
         unpack5(x[i].qs, x[i].qh, 0, q);
-        float dy = sl_h2f(y[i].d);
-        sum += sl_h2f(x[i].d) * dy * (float)dot32(q, y[i].qs) +
-               sl_h2f(x[i].m) * dy * (float)sum32(y[i].qs);
+        const float dy = sl_h2f(y[i].d);
+        lanes_fma(acc, sl_h2f(x[i].d) * dy, q, y[i].qs);
+        lanes_fma_sum(accm, sl_h2f(x[i].m) * dy, y[i].qs);
     }
-    *s = sum;
+    *s = offset_dot(acc, accm);
 }
 
 static void vec_dot_q8_0_q8_0(int64_t n, float *s, const void *vx, const void *vy)
 {
     const sl_block_q8_0 *x = vx;
     const sl_block_q8_0 *y = vy;
-    float sum = 0.0f;
+    float lane[8] = {0};
     for (int64_t i = 0; i < n / SL_QK; i++)
-        sum += sl_h2f(x[i].d) * sl_h2f(y[i].d) * (float)dot32(x[i].qs, y[i].qs);
-    *s = sum;
+        lanes_fma(lane, sl_h2f(x[i].d) * sl_h2f(y[i].d), x[i].qs, y[i].qs);
+    *s = sl_hsum8(lane);
 }
 
 void sl_vec_dot_fill_legacy_ref(sl_quant_kernels *k)
