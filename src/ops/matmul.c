@@ -10,21 +10,41 @@
  * tokens of Q8_K: 1.2 MB) come from L1 for all but the first row, not
  * from L3 for each. Each (row, token) value has the bits of the
  * single-token vec_dot (vec_dot_n's contract), so neither batching nor
- * the order of the loops changes a bit. */
+ * the order of the loops changes a bit.
+ *
+ * Kernel per matrix (ops/matmul_order.h): llama.cpp, the reference,
+ * multiplies some Q4_K matrices through its repacked q4_K_8x8 gemm/gemv,
+ * whose float order differs from its plain Q4_K dot kernel; those take the
+ * kernels of quant/vec_dot_rp.h here, the same order for every batch size,
+ * every other matrix the traits' kernels. */
+#include "ops/matmul_order.h"
 #include "ops/ops.h"
+#include "quant/vec_dot_rp.h"
 #include "util/status.h"
 
 /* rows per block: 8 weight rows (9 KB of Q4_K at 2048 columns) and a
  * group of 8 activation rows (19 KB of Q8_K) fit in a 32 KB L1 */
 #define ROW_BLOCK 8
 
+sl_mm_order sl_mm_order_for(sl_type type, int64_t rows, int64_t n_experts)
+{
+    if (type != SL_TYPE_Q4_K || rows % 8 != 0) return SL_MM_PLAIN;
+    if (n_experts == 0) return SL_MM_RP_GEMM; /* a 2-d tensor: MUL_MAT */
+    return n_experts > 1 ? SL_MM_RP_GEMV : SL_MM_PLAIN;
+}
+
 void sl_matmul_rows(const sl_mat *mat, const void *const *acts, int n, float *y, size_t ldy,
                     int64_t r0, int64_t r1, float *row_tmp)
 {
     const sl_type_traits *tr = sl_type_get(mat->type);
     const uint8_t *w = mat->data;
-    if (sl_matvec_has_kernel(mat->type) && tr->vec_dot_n && n > 1) {
-        const int g = tr->vec_dot_n_max;
+    /* sl_mat does not carry its tensor's expert count yet: every matrix
+     * is taken for a 2-d tensor (see ops/matmul_order.h) */
+    const sl_mm_order order = sl_mm_order_for(mat->type, mat->rows, 0);
+    const bool rp = order != SL_MM_PLAIN;
+    if (sl_matvec_has_kernel(mat->type) && ((tr->vec_dot_n && n > 1) || rp)) {
+        const sl_vec_dot_n_fn dot_n = rp ? sl_vec_dot_n_q4_K_rp(order == SL_MM_RP_GEMV ? SL_RP_GEMV : SL_RP_GEMM) : tr->vec_dot_n;
+        const int g = rp ? SL_VEC_DOT_RP_MAX : tr->vec_dot_n_max;
         SL_ASSERT(g >= 1 && g <= SL_VEC_DOT_N_MAX);
         float s[SL_VEC_DOT_N_MAX];
         for (int64_t rb = r0; rb < r1; rb += ROW_BLOCK) {
@@ -32,7 +52,7 @@ void sl_matmul_rows(const sl_mat *mat, const void *const *acts, int n, float *y,
             for (int t0 = 0; t0 < n; t0 += g) {
                 const int nt = n - t0 < g ? n - t0 : g;
                 for (int64_t r = rb; r < re; r++) {
-                    tr->vec_dot_n(mat->cols, s, w + (size_t)r * mat->row_bytes, acts + t0, nt);
+                    dot_n(mat->cols, s, w + (size_t)r * mat->row_bytes, acts + t0, nt);
                     for (int k = 0; k < nt; k++) y[(size_t)(t0 + k) * ldy + r] = s[k];
                 }
             }

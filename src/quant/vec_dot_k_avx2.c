@@ -28,6 +28,14 @@ static inline void k4_unpack(const uint8_t s[12], uint32_t sc[2], uint32_t mn[2]
     mn[1] = ((a2 >> 4) & 0x0F0F0F0Fu) | ((a1 >> 6) & 0x03030303u) << 4;
 }
 
+/* Sum of the four int32 lanes (exact). */
+static inline int hsum4_epi32(__m128i v)
+{
+    v = _mm_add_epi32(v, _mm_shuffle_epi32(v, 0x4E));
+    v = _mm_add_epi32(v, _mm_shuffle_epi32(v, 0xB1));
+    return _mm_cvtsi128_si32(v);
+}
+
 /* Sum over the eight 32-element sub-blocks of min_k * (sum of activation
  * quants in sub-block k), the offset term of Q4_K / Q5_K. */
 static inline __m128i k4_min_dot(const uint32_t mn[2], const int16_t bsums[16])
@@ -109,16 +117,23 @@ static inline __m256i q5k_chunk(const uint8_t *q, __m256i qh, const int8_t *a, _
     return k4_chunk(lo, hi, a + 64 * c, sc256, c);
 }
 
+/* Q5_K: the reference's AVX2 kernel sums the offset term in a scalar
+ * chain, one FMA per super-block of dmin and the (exact) integer sum of
+ * mins . pair-summed bsums, added after the lanes' hsum. */
 static void vec_dot_q5_K_q8_K(int64_t n, float *s, const void *vx, const void *vy)
 {
     const sl_block_q5_K *x = vx;
     const sl_block_q8_K *y = vy;
     __m256 acc = _mm256_setzero_ps();
-    __m128 accm = _mm_setzero_ps();
+    float summs = 0.0f;
     for (int64_t i = 0; i < n / SL_QK_K; i++) {
         float d = y[i].d * sl_avx2_h2f(x[i].d);
         float dmin = -y[i].d * sl_avx2_h2f(x[i].dmin);
-        __m256i sc256 = k4_prologue(x[i].scales, y[i].bsums, dmin, &accm);
+        uint32_t sc[2], mn[2];
+        k4_unpack(x[i].scales, sc, mn);
+        summs = fmaf(dmin, (float)hsum4_epi32(k4_min_dot(mn, y[i].bsums)), summs);
+        __m128i sc16 = _mm_cvtepu8_epi16(_mm_set_epi32(0, 0, (int)sc[1], (int)sc[0]));
+        __m256i sc256 = _mm256_broadcastsi128_si256(sc16);
         const uint8_t *q = x[i].qs;
         const int8_t *a = y[i].qs;
         __m256i qh = sl_avx2_load256(x[i].qh);
@@ -127,7 +142,7 @@ static void vec_dot_q5_K_q8_K(int64_t n, float *s, const void *vx, const void *v
         acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(_mm256_add_epi32(s01, s23)),
                               acc);
     }
-    *s = k4_finish(acc, accm);
+    *s = sl_avx2_hsum_ps(acc) + summs;
 }
 
 /* Q6_K: levels 0..63 unsigned into maddubs; the -32 comes back as
@@ -197,13 +212,16 @@ static inline __m256i q2k_half(const uint8_t *qs, const int8_t *a, __m128i sc, i
     return _mm256_add_epi32(_mm256_add_epi32(s0, s1), _mm256_add_epi32(s2, s3));
 }
 
-/* Q2_K: levels 0..3; scale and min nibbles per 16-element sub-block. */
+/* Q2_K: levels 0..3; scale and min nibbles per 16-element sub-block. As
+ * the reference's AVX2 kernel: one accumulator, per super-block first the
+ * FMA of dmin with the mins . bsums lanes, then that of d with the levels'
+ * lanes. */
 static void vec_dot_q2_K_q8_K(int64_t n, float *s, const void *vx, const void *vy)
 {
     const sl_block_q2_K *x = vx;
     const sl_block_q8_K *y = vy;
     const __m128i m4 = _mm_set1_epi8(0x0F);
-    __m256 acc = _mm256_setzero_ps(), accm = _mm256_setzero_ps();
+    __m256 acc = _mm256_setzero_ps();
     for (int64_t i = 0; i < n / SL_QK_K; i++) {
         float d = y[i].d * sl_avx2_h2f(x[i].d);
         float dmin = -y[i].d * sl_avx2_h2f(x[i].dmin);
@@ -211,24 +229,36 @@ static void vec_dot_q2_K_q8_K(int64_t n, float *s, const void *vx, const void *v
         __m128i sc = _mm_and_si128(raw, m4);
         __m128i mn = _mm_and_si128(_mm_srli_epi16(raw, 4), m4);
         __m256i mdot = _mm256_madd_epi16(_mm256_cvtepu8_epi16(mn), sl_avx2_load256(y[i].bsums));
-        accm = _mm256_fmadd_ps(_mm256_set1_ps(dmin), _mm256_cvtepi32_ps(mdot), accm);
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(dmin), _mm256_cvtepi32_ps(mdot), acc);
         __m256i sumi = _mm256_add_epi32(q2k_half(x[i].qs, y[i].qs, sc, 0),
                                         q2k_half(x[i].qs, y[i].qs, sc, 1));
         acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi), acc);
     }
-    *s = sl_avx2_hsum_ps(_mm256_add_ps(acc, accm));
+    *s = sl_avx2_hsum_ps(acc);
 }
 
 /* Q3_K chunk (h, j): low bits from field j of q, high bit = bit 4h + j of
- * hmask placed at bit 2: level + 4 in 0..7. */
-static inline __m256i q3k_chunk(__m256i q, __m256i hm, const int8_t *a, __m128i sc, int h, int j)
+ * hmask placed at bit 2, minus 4: the signed level (-4..3). Its products
+ * with the activations go through maddubs(|level|, sign(a, level)), so
+ * every int32 lane holds exactly the signed sum of its four elements times
+ * the sub-block scale, the lanes of the reference's AVX2 kernel (which
+ * subtracts the offset inside each lane, not through bsums). */
+static inline __m256i q3k_levels(__m256i q, __m256i hm, int h, int j)
 {
     const __m256i m3 = _mm256_set1_epi8(0x03);
     const __m256i b2 = _mm256_set1_epi8(0x04);
     __m256i lo = _mm256_and_si256(_mm256_srli_epi16(q, 2 * j), m3);
     int bit = 4 * h + j; /* move it to bit 2 */
     __m256i hb = bit >= 2 ? _mm256_srli_epi16(hm, bit - 2) : _mm256_slli_epi16(hm, 2 - bit);
-    return k16_chunk(_mm256_or_si256(lo, _mm256_and_si256(hb, b2)), a + 32 * j, sc, bit);
+    return _mm256_sub_epi8(_mm256_or_si256(lo, _mm256_and_si256(hb, b2)), b2);
+}
+
+static inline __m256i q3k_chunk(__m256i q, __m256i hm, const int8_t *a, __m128i sc, int h, int j)
+{
+    __m256i v = q3k_levels(q, hm, h, j);
+    __m256i p = _mm256_maddubs_epi16(_mm256_sign_epi8(v, v),
+                                     _mm256_sign_epi8(sl_avx2_load256(a + 32 * j), v));
+    return _mm256_madd_epi16(p, sl_avx2_pair_scales_i8(sc, 4 * h + j));
 }
 
 static inline __m256i q3k_half(const uint8_t *qs, __m256i hm, const int8_t *a, __m128i sc, int h)
@@ -240,8 +270,7 @@ static inline __m256i q3k_half(const uint8_t *qs, __m256i hm, const int8_t *a, _
     return _mm256_add_epi32(_mm256_add_epi32(s0, s1), _mm256_add_epi32(s2, s3));
 }
 
-/* Q3_K: level + 4 (0..7, unsigned) feeds maddubs; the -4 returns as
- * 4 * sum_k sc_k * bsums_k. */
+/* Q3_K: signed levels -4..3, lanes as the reference's (see q3k_chunk). */
 static void vec_dot_q3_K_q8_K(int64_t n, float *s, const void *vx, const void *vy)
 {
     const sl_block_q3_K *x = vx;
@@ -262,11 +291,9 @@ static void vec_dot_q3_K_q8_K(int64_t n, float *s, const void *vx, const void *v
         uint32_t w3 = ((B >> 4) & 0x0F0F0F0Fu) | ((C >> 6) & 0x03030303u) << 4;
         __m128i sc = _mm_sub_epi8(_mm_set_epi32((int)w3, (int)w2, (int)w1, (int)w0),
                                   _mm_set1_epi8(32));
-        __m256i corr = _mm256_madd_epi16(_mm256_cvtepi8_epi16(sc), sl_avx2_load256(y[i].bsums));
         __m256i hm = sl_avx2_load256(x[i].hmask);
         __m256i sumi = _mm256_add_epi32(q3k_half(x[i].qs, hm, y[i].qs, sc, 0),
                                         q3k_half(x[i].qs, hm, y[i].qs, sc, 1));
-        sumi = _mm256_sub_epi32(sumi, _mm256_slli_epi32(corr, 2));
         acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi), acc);
     }
     *s = sl_avx2_hsum_ps(acc);

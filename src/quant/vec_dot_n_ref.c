@@ -11,7 +11,10 @@
  * kernel's bits. Keep each per-token expression written as in the single
  * kernel (float contraction is decided per expression).
  * Must not know: instruction sets, threads, matrices. */
+#include <math.h>
+
 #include "quant/quant_internal.h"
+#include "quant/vec_dot_rp.h"
 
 #define NMAX SL_VEC_DOT_N_MAX
 
@@ -251,6 +254,80 @@ static void vec_dot_n_q4_K(int64_t n, float *s, const void *vx, const void *cons
                                     (const sl_block_q8_K *)ys[t] + i);
     }
     for (int t = 0; t < nt; t++) s[t] = sum[t];
+}
+
+/* Q4_K in the reference's repacked orders (vec_dot_rp.h): per 64-element
+ * chunk c (gemm order) or per super-block (gemv order) the exact integer
+ * sums I (levels) and J (offsets), two fmaf chains. The AVX2 twins give the
+ * same bits: integers are exact and fmaf rounds once, as the FMA
+ * instruction does. */
+static inline void q4k_rp(int64_t n, float *s, const void *vx, const void *const *ys, int nt,
+                          int per_chunk)
+{
+    const sl_block_q4_K *x = vx;
+    float A[NMAX] = {0}, M[NMAX] = {0};
+    int8_t q[SL_QK_K];
+    for (int64_t i = 0; i < n / SL_QK_K; i++) {
+        for (int c = 0; c < 4; c++)
+            for (int l = 0; l < 32; l++) {
+                q[64 * c + l] = (int8_t)(x[i].qs[32 * c + l] & 0x0F);
+                q[64 * c + 32 + l] = (int8_t)(x[i].qs[32 * c + l] >> 4);
+            }
+        uint8_t sc[8], m[8];
+        k4_decode_scales(x[i].scales, sc, m);
+        const float xd = sl_h2f(x[i].d), xdmin = sl_h2f(x[i].dmin);
+        for (int t = 0; t < nt; t++) {
+            const sl_block_q8_K *y = (const sl_block_q8_K *)ys[t] + i;
+            const float pd = xd * y->d, pm = xdmin * y->d;
+            int I = 0, J = 0;
+            for (int c = 0; c < 4; c++) {
+                for (int k = 2 * c; k < 2 * c + 2; k++) {
+                    I += sc[k] * dot_i8(q + 32 * k, y->qs + 32 * k, 32);
+                    J += m[k] * (y->bsums[2 * k] + y->bsums[2 * k + 1]);
+                }
+                if (per_chunk) {
+                    A[t] = fmaf((float)I, pd, A[t]);
+                    M[t] = fmaf((float)J, pm, M[t]);
+                    I = J = 0;
+                }
+            }
+            if (!per_chunk) {
+                A[t] = fmaf((float)I, pd, A[t]);
+                M[t] = fmaf((float)J, pm, M[t]);
+            }
+        }
+    }
+    for (int t = 0; t < nt; t++) s[t] = A[t] - M[t];
+}
+
+static void vec_dot_n_q4_K_rp64(int64_t n, float *s, const void *vx, const void *const *ys, int nt)
+{
+    q4k_rp(n, s, vx, ys, nt, 1);
+}
+
+static void vec_dot_n_q4_K_rp256(int64_t n, float *s, const void *vx, const void *const *ys, int nt)
+{
+    q4k_rp(n, s, vx, ys, nt, 0);
+}
+
+sl_vec_dot_n_fn sl_vec_dot_n_q4_K_rp_ref(sl_rp_order order)
+{
+    return order == SL_RP_GEMM ? vec_dot_n_q4_K_rp64 : vec_dot_n_q4_K_rp256;
+}
+
+sl_vec_dot_n_fn sl_vec_dot_n_q4_K_rp_isa(sl_rp_order order, sl_isa isa)
+{
+    if (isa == SL_ISA_SCALAR) return sl_vec_dot_n_q4_K_rp_ref(order);
+    /* the AVX2 set exists and runs here exactly when its Q4_K kernel does */
+    if (isa == SL_ISA_AVX2 && sl_quant_vec_dot_isa(SL_TYPE_Q4_K, SL_ISA_AVX2))
+        return sl_vec_dot_n_q4_K_rp_avx2(order);
+    return NULL;
+}
+
+sl_vec_dot_n_fn sl_vec_dot_n_q4_K_rp(sl_rp_order order)
+{
+    sl_vec_dot_n_fn f = sl_vec_dot_n_q4_K_rp_isa(order, sl_quant_isa());
+    return f ? f : sl_vec_dot_n_q4_K_rp_ref(order);
 }
 
 static void vec_dot_n_q5_K(int64_t n, float *s, const void *vx, const void *const *ys, int nt)
