@@ -238,26 +238,21 @@ static void vec_dot_q2_K_q8_K(int64_t n, float *s, const void *vx, const void *v
 }
 
 /* Q3_K chunk (h, j): low bits from field j of q, high bit = bit 4h + j of
- * hmask placed at bit 2, minus 4: the signed level (-4..3). Its products
- * with the activations go through maddubs(|level|, sign(a, level)), so
- * every int32 lane holds exactly the signed sum of its four elements times
- * the sub-block scale, the lanes of the reference's AVX2 kernel (which
- * subtracts the offset inside each lane, not through bsums). */
-static inline __m256i q3k_levels(__m256i q, __m256i hm, int h, int j)
+ * hmask placed at bit 2: u = level + 4 in 0..7. The reference's AVX2
+ * kernel subtracts the 4 inside each lane (maddubs of the low bits minus
+ * maddubs of 4 * (1 - high bit)), not through bsums; the same i16 pairs
+ * are maddubs(u, a) - maddubs(4, a), so every int32 lane holds exactly the
+ * signed sum of its four elements times the sub-block scale, as there. */
+static inline __m256i q3k_chunk(__m256i q, __m256i hm, const int8_t *a, __m128i sc, int h, int j)
 {
     const __m256i m3 = _mm256_set1_epi8(0x03);
     const __m256i b2 = _mm256_set1_epi8(0x04);
     __m256i lo = _mm256_and_si256(_mm256_srli_epi16(q, 2 * j), m3);
     int bit = 4 * h + j; /* move it to bit 2 */
     __m256i hb = bit >= 2 ? _mm256_srli_epi16(hm, bit - 2) : _mm256_slli_epi16(hm, 2 - bit);
-    return _mm256_sub_epi8(_mm256_or_si256(lo, _mm256_and_si256(hb, b2)), b2);
-}
-
-static inline __m256i q3k_chunk(__m256i q, __m256i hm, const int8_t *a, __m128i sc, int h, int j)
-{
-    __m256i v = q3k_levels(q, hm, h, j);
-    __m256i p = _mm256_maddubs_epi16(_mm256_sign_epi8(v, v),
-                                     _mm256_sign_epi8(sl_avx2_load256(a + 32 * j), v));
+    __m256i u = _mm256_or_si256(lo, _mm256_and_si256(hb, b2));
+    __m256i ya = sl_avx2_load256(a + 32 * j);
+    __m256i p = _mm256_sub_epi16(_mm256_maddubs_epi16(u, ya), _mm256_maddubs_epi16(b2, ya));
     return _mm256_madd_epi16(p, sl_avx2_pair_scales_i8(sc, 4 * h + j));
 }
 
