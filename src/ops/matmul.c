@@ -33,6 +33,36 @@ sl_mm_order sl_mm_order_for(sl_type type, int64_t rows, int64_t n_experts)
     return n_experts > 1 ? SL_MM_RP_GEMV : SL_MM_PLAIN;
 }
 
+/* The repacked-order kernels: whole blocks of 8 rows through the rows8
+ * kernel, tokens in groups of SL_VEC_DOT_ROWS8_MAX (the 8 rows stay in L1
+ * across the groups); a shorter tail through the multi-token kernel. Both
+ * give each (row, token) the same bits (vec_dot_rp.h), so the split never
+ * shows. */
+static void repacked_rows(const sl_mat *mat, sl_rp_order o, const void *const *acts, int n,
+                          float *y, size_t ldy, int64_t r0, int64_t r1)
+{
+    const uint8_t *w = mat->data;
+    const sl_vec_dot_rows8_fn r8 = sl_vec_dot_rows8_q4_K_rp(o);
+    const sl_vec_dot_n_fn dot_n = sl_vec_dot_n_q4_K_rp(o);
+    float s[8 * SL_VEC_DOT_ROWS8_MAX];
+    int64_t rb = r0;
+    for (; rb + 8 <= r1; rb += 8)
+        for (int t0 = 0; t0 < n; t0 += SL_VEC_DOT_ROWS8_MAX) {
+            const int nt = n - t0 < SL_VEC_DOT_ROWS8_MAX ? n - t0 : SL_VEC_DOT_ROWS8_MAX;
+            r8(mat->cols, s, w + (size_t)rb * mat->row_bytes, mat->row_bytes, acts + t0, nt);
+            for (int t = 0; t < nt; t++)
+                for (int k = 0; k < 8; k++)
+                    y[(size_t)(t0 + t) * ldy + (size_t)rb + (size_t)k] = s[8 * t + k];
+        }
+    for (int t0 = 0; t0 < n; t0 += SL_VEC_DOT_RP_MAX) {
+        const int nt = n - t0 < SL_VEC_DOT_RP_MAX ? n - t0 : SL_VEC_DOT_RP_MAX;
+        for (int64_t r = rb; r < r1; r++) {
+            dot_n(mat->cols, s, w + (size_t)r * mat->row_bytes, acts + t0, nt);
+            for (int k = 0; k < nt; k++) y[(size_t)(t0 + k) * ldy + (size_t)r] = s[k];
+        }
+    }
+}
+
 void sl_matmul_rows(const sl_mat *mat, const void *const *acts, int n, float *y, size_t ldy,
                     int64_t r0, int64_t r1, float *row_tmp)
 {
@@ -41,10 +71,12 @@ void sl_matmul_rows(const sl_mat *mat, const void *const *acts, int n, float *y,
     /* sl_mat does not carry its tensor's expert count yet: every matrix
      * is taken for a 2-d tensor (see ops/matmul_order.h) */
     const sl_mm_order order = sl_mm_order_for(mat->type, mat->rows, 0);
-    const bool rp = order != SL_MM_PLAIN;
-    if (sl_matvec_has_kernel(mat->type) && ((tr->vec_dot_n && n > 1) || rp)) {
-        const sl_vec_dot_n_fn dot_n = rp ? sl_vec_dot_n_q4_K_rp(order == SL_MM_RP_GEMV ? SL_RP_GEMV : SL_RP_GEMM) : tr->vec_dot_n;
-        const int g = rp ? SL_VEC_DOT_RP_MAX : tr->vec_dot_n_max;
+    if (order != SL_MM_PLAIN) {
+        repacked_rows(mat, order == SL_MM_RP_GEMV ? SL_RP_GEMV : SL_RP_GEMM, acts, n, y, ldy, r0, r1);
+        return;
+    }
+    if (sl_matvec_has_kernel(mat->type) && tr->vec_dot_n && n > 1) {
+        const int g = tr->vec_dot_n_max;
         SL_ASSERT(g >= 1 && g <= SL_VEC_DOT_N_MAX);
         float s[SL_VEC_DOT_N_MAX];
         for (int64_t rb = r0; rb < r1; rb += ROW_BLOCK) {
@@ -52,7 +84,7 @@ void sl_matmul_rows(const sl_mat *mat, const void *const *acts, int n, float *y,
             for (int t0 = 0; t0 < n; t0 += g) {
                 const int nt = n - t0 < g ? n - t0 : g;
                 for (int64_t r = rb; r < re; r++) {
-                    dot_n(mat->cols, s, w + (size_t)r * mat->row_bytes, acts + t0, nt);
+                    tr->vec_dot_n(mat->cols, s, w + (size_t)r * mat->row_bytes, acts + t0, nt);
                     for (int k = 0; k < nt; k++) y[(size_t)(t0 + k) * ldy + r] = s[k];
                 }
             }

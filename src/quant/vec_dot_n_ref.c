@@ -285,6 +285,42 @@ sl_vec_dot_n_fn sl_vec_dot_n_q4_K_rp_ref(sl_rp_order order)
     return order == SL_RP_GEMM ? vec_dot_n_q4_K_rp64 : vec_dot_n_q4_K_rp256;
 }
 
+static void rows8(int64_t n, float *s, const void *x, size_t row_bytes, const void *const *ys,
+                  int nt, int per_chunk)
+{
+    float v[NMAX];
+    for (int r = 0; r < 8; r++) {
+        q4k_rp(n, v, (const uint8_t *)x + (size_t)r * row_bytes, ys, nt, per_chunk);
+        for (int t = 0; t < nt; t++) s[8 * t + r] = v[t];
+    }
+}
+
+static void rows8_q4_K_rp64(int64_t n, float *s, const void *x, size_t row_bytes,
+                            const void *const *ys, int nt)
+{
+    rows8(n, s, x, row_bytes, ys, nt, 1);
+}
+
+static void rows8_q4_K_rp256(int64_t n, float *s, const void *x, size_t row_bytes,
+                             const void *const *ys, int nt)
+{
+    rows8(n, s, x, row_bytes, ys, nt, 0);
+}
+
+sl_vec_dot_rows8_fn sl_vec_dot_rows8_q4_K_rp_isa(sl_rp_order order, sl_isa isa)
+{
+    if (isa == SL_ISA_SCALAR) return order == SL_RP_GEMM ? rows8_q4_K_rp64 : rows8_q4_K_rp256;
+    if (isa == SL_ISA_AVX2 && sl_quant_vec_dot_isa(SL_TYPE_Q4_K, SL_ISA_AVX2))
+        return sl_vec_dot_rows8_q4_K_rp_avx2(order);
+    return NULL;
+}
+
+sl_vec_dot_rows8_fn sl_vec_dot_rows8_q4_K_rp(sl_rp_order order)
+{
+    sl_vec_dot_rows8_fn f = sl_vec_dot_rows8_q4_K_rp_isa(order, sl_quant_isa());
+    return f ? f : sl_vec_dot_rows8_q4_K_rp_isa(order, SL_ISA_SCALAR);
+}
+
 sl_vec_dot_n_fn sl_vec_dot_n_q4_K_rp_isa(sl_rp_order order, sl_isa isa)
 {
     if (isa == SL_ISA_SCALAR) return sl_vec_dot_n_q4_K_rp_ref(order);

@@ -18,6 +18,8 @@
 #ifndef SL_QUANT_VEC_DOT_RP_H
 #define SL_QUANT_VEC_DOT_RP_H
 
+#include <stddef.h>
+
 #include "quant/quant.h"
 
 typedef enum sl_rp_order {
@@ -36,8 +38,23 @@ sl_vec_dot_n_fn sl_vec_dot_n_q4_K_rp_isa(sl_rp_order order, sl_isa isa);
 /* The one of the set this process uses (sl_quant_isa()). */
 sl_vec_dot_n_fn sl_vec_dot_n_q4_K_rp(sl_rp_order order);
 
+/* Eight consecutive weight rows (x, x + row_bytes, ...) against nt
+ * activation rows ys[0..nt), 1 <= nt <= SL_VEC_DOT_ROWS8_MAX: s[8 t + r]
+ * gets exactly the bits the vec_dot_n kernel of the same order gives for
+ * row r and token t (the AVX2 one runs the chains as vector FMAs across
+ * the rows, far cheaper than eight scalar chains). */
+typedef void (*sl_vec_dot_rows8_fn)(int64_t n, float *s, const void *x, size_t row_bytes,
+                                    const void *const *ys, int nt);
+#define SL_VEC_DOT_ROWS8_MAX 4
+
+/* The rows8 kernel of the order for isa (NULL when isa cannot run here),
+ * and the one of this process's set. */
+sl_vec_dot_rows8_fn sl_vec_dot_rows8_q4_K_rp_isa(sl_rp_order order, sl_isa isa);
+sl_vec_dot_rows8_fn sl_vec_dot_rows8_q4_K_rp(sl_rp_order order);
+
 /* Internal to src/quant: each set's kernel (AVX2: NULL when not built). */
 sl_vec_dot_n_fn sl_vec_dot_n_q4_K_rp_ref(sl_rp_order order);
 sl_vec_dot_n_fn sl_vec_dot_n_q4_K_rp_avx2(sl_rp_order order);
+sl_vec_dot_rows8_fn sl_vec_dot_rows8_q4_K_rp_avx2(sl_rp_order order);
 
 #endif

@@ -9,7 +9,7 @@
  * super-block (gemv), two fmaf chains, A - M. The kernels must give its
  * bits exactly (memcmp), in both kernel sets, for every token count, on
  * random bytes with finite scales, quantised Gaussian rows, zeros, the
- * largest and subnormal f16 scales. One row built by hand checks the
+ * largest and subnormal f16 scales; the eight-row kernels likewise. One row built by hand checks the
  * formula's value itself; and the two orders are shown to be different
  * functions (else the bit tests could not tell them apart). Last, the
  * matmul rule: which matrices take which kernel, batch by batch. */
@@ -185,6 +185,48 @@ TEST(kernels_match_formula)
     CHECK(compared > 0);
 }
 
+/* The eight-row kernels: s[8 t + r] must be the formula's bits for row r
+ * and token t, for both orders, every kernel set and every nt, rows laid
+ * out with a stride that is not the row size (a slice of a wider row). */
+TEST(rows8_match_formula)
+{
+    enum { NB = 3, STRIDE_B = NB + 1, NA = SL_VEC_DOT_ROWS8_MAX };
+    static const int modes[] = {FILL_RANDOM, FILL_GAUSS, FILL_HUGE_SCALE, FILL_DENORMAL_SCALE};
+    int compared = 0;
+    for (size_t mi = 0; mi < sizeof modes / sizeof modes[0]; mi++) {
+        sl_block_q4_K *x = malloc(sizeof *x * STRIDE_B * 8);
+        sl_block_q8_K *y = malloc(sizeof *y * NB * NA);
+        const void *ys[NA];
+        fill_q4k(x, STRIDE_B * 8, modes[mi]);
+        const float act = modes[mi] == FILL_HUGE_SCALE ? 1e-3f : modes[mi] == FILL_DENORMAL_SCALE ? 1e-25f : 1.0f;
+        for (int t = 0; t < NA; t++) {
+            make_act(y + (size_t)t * NB, SL_QK_K * NB, act * (float)(1 + t), t == 2 && mi == 0);
+            ys[t] = y + (size_t)t * NB;
+        }
+        for (int o = 0; o < 2; o++)
+            for (int isa = 0; isa < SL_ISA_COUNT; isa++) {
+                sl_vec_dot_rows8_fn f = sl_vec_dot_rows8_q4_K_rp_isa(orders[o], (sl_isa)isa);
+                if (!f) continue;
+                for (int nt = 1; nt <= NA; nt++) {
+                    float got[8 * NA];
+                    f(SL_QK_K * NB, got, x, sizeof *x * STRIDE_B, ys, nt);
+                    for (int t = 0; t < nt; t++)
+                        for (int r = 0; r < 8; r++) {
+                            float want = oracle(x + r * STRIDE_B, y + (size_t)t * NB, NB, orders[o]);
+                            CHECK_MSG(memcmp(&got[8 * t + r], &want, 4) == 0,
+                                      "rows8 %s %s mode %d nt %d: row %d token %d %.9g, formula %.9g",
+                                      o ? "gemv" : "gemm", sl_isa_name((sl_isa)isa), modes[mi], nt, r,
+                                      t, (double)got[8 * t + r], (double)want);
+                            compared++;
+                        }
+                }
+            }
+        free(x);
+        free(y);
+    }
+    CHECK(compared > 0);
+}
+
 TEST(avx2_present_where_built)
 {
     /* where the Q4_K AVX2 kernel runs, its repacked-order twins must too */
@@ -194,6 +236,9 @@ TEST(avx2_present_where_built)
         CHECK((sl_vec_dot_n_q4_K_rp_isa(orders[o], SL_ISA_AVX2) != NULL) == avx2);
         CHECK(sl_vec_dot_n_q4_K_rp_isa(orders[o], (sl_isa)7) == NULL);
         CHECK(sl_vec_dot_n_q4_K_rp(orders[o]) != NULL);
+        CHECK(sl_vec_dot_rows8_q4_K_rp_isa(orders[o], SL_ISA_SCALAR) != NULL);
+        CHECK((sl_vec_dot_rows8_q4_K_rp_isa(orders[o], SL_ISA_AVX2) != NULL) == avx2);
+        CHECK(sl_vec_dot_rows8_q4_K_rp(orders[o]) != NULL);
     }
 }
 
@@ -275,7 +320,8 @@ TEST(order_rule)
 }
 
 /* sl_matmul_rows: a Q4_K matrix of 16 rows takes the gemm order for every
- * batch size and row range; one of 12 rows the traits' kernel. */
+ * batch size and row range (rows 3..10 through the eight-row kernel, 11..14
+ * through the multi-token one); one of 12 rows the traits' kernel. */
 static void check_matmul(int64_t rows, int n, sl_vec_dot_fn plain, sl_vec_dot_n_fn rp)
 {
     enum { NB = 3 };
@@ -322,6 +368,7 @@ TEST(matmul_follows_rule)
 int main(void)
 {
     RUN(kernels_match_formula);
+    RUN(rows8_match_formula);
     RUN(avx2_present_where_built);
     RUN(hand_built_row);
     RUN(orders_differ);
