@@ -150,7 +150,8 @@ int main(int argc, char **argv)
             free(which);
             continue;
         }
-        sl_mat m = {t->type, rows, cols, row_bytes, wdata + (size_t)e * (size_t)rows * row_bytes};
+        sl_mat m = {.type = t->type, .rows = rows, .cols = cols, .row_bytes = row_bytes,
+                    .data = wdata + (size_t)e * (size_t)rows * row_bytes};
         for (int64_t j = 0; j < nb; j++) {
             const int64_t i = which[j];
             const float *x = in + (size_t)(in_per_slot ? i : i / k) * (size_t)cols;

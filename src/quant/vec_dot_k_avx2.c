@@ -1,11 +1,14 @@
 /* vec_dot_k_avx2.c - AVX2/FMA dot kernels of the K-quants (Q2_K .. Q6_K)
  * against Q8_K activations, and the AVX2 Q8_K activation quantiser.
  *
- * Owns: the arithmetic of vec_dot_k_ref.c in 32-byte vectors. Per
- * super-block the integer part is exact int32 (the sub-block scales enter
- * through madd with 16-bit scale vectors); offsets (mins, the -32 of Q6_K,
- * the -4 of Q3_K) go through the activation's bsums, so the quants can stay
- * unsigned and feed maddubs directly. One float FMA per super-block.
+ * Owns: the float order of llama.cpp's x86 AVX2 kernels (arch/x86/quants.c),
+ * which the scalar twins (vec_dot_k_ref.c) reproduce bit for bit. Per
+ * super-block the integer part is exact int32 in eight lanes (the
+ * sub-block scales enter through madd with 16-bit scale vectors); offsets
+ * (mins, the -32 of Q6_K) go through the activation's bsums, Q3_K's -4
+ * inside each lane, as the reference takes them. One float FMA per lane
+ * and super-block (Q2_K: two, mins first); Q4_K's offset term in a 4-lane
+ * accumulator, Q5_K's in a scalar FMA chain.
  * Must not know: threads, matrices, which CPU we run on. */
 #include <math.h>
 

@@ -231,7 +231,9 @@ INLINE void offset_n(int64_t n, float *s, const void *vx, const void *const *ys,
  * pair-summed bsums) into a 4-lane accumulator, and for each 64-element
  * chunk c, madd(maddubs(lo, a), scale 2c) + madd(maddubs(hi, a + 32),
  * scale 2c + 1) summed into eight int32 lanes, one FMA with d per
- * super-block; the result is hsum(acc) + hsum(accm). */
+ * super-block; the result is hsum(acc) + hsum(accm). Q5_K keeps the offset
+ * term in a scalar chain instead (fma(dmin, sum of the 4 lanes)), added
+ * after hsum(acc). */
 
 /* Sum of four int32 lanes (exact). */
 static inline int hsum4_epi32(__m128i v)

@@ -198,7 +198,9 @@ TEST(rows8_match_formula)
         sl_block_q8_K *y = malloc(sizeof *y * NB * NA);
         const void *ys[NA];
         fill_q4k(x, STRIDE_B * 8, modes[mi]);
-        const float act = modes[mi] == FILL_HUGE_SCALE ? 1e-3f : modes[mi] == FILL_DENORMAL_SCALE ? 1e-25f : 1.0f;
+        const float act = modes[mi] == FILL_HUGE_SCALE       ? 1e-3f
+                          : modes[mi] == FILL_DENORMAL_SCALE ? 1e-25f
+                                                             : 1.0f;
         for (int t = 0; t < NA; t++) {
             make_act(y + (size_t)t * NB, SL_QK_K * NB, act * (float)(1 + t), t == 2 && mi == 0);
             ys[t] = y + (size_t)t * NB;
@@ -319,16 +321,19 @@ TEST(order_rule)
     }
 }
 
-/* sl_matmul_rows: a Q4_K matrix of 16 rows takes the gemm order for every
- * batch size and row range (rows 3..10 through the eight-row kernel, 11..14
- * through the multi-token one); one of 12 rows the traits' kernel. */
+/* sl_matmul_rows: a Q4_K matrix of 16 rows takes one repacked order for
+ * every batch size and row range (rows 3..10 through the eight-row kernel,
+ * 11..14 through the multi-token one): the gemv's while sl_mat does not say
+ * whether it is an expert (ops/matmul.c); one of 12 rows the traits'
+ * kernel. */
 static void check_matmul(int64_t rows, int n, sl_vec_dot_fn plain, sl_vec_dot_n_fn rp)
 {
     enum { NB = 3 };
     const int64_t cols = SL_QK_K * NB;
     sl_block_q4_K *w = malloc(sizeof *w * NB * (size_t)rows);
     fill_q4k(w, NB * (int)rows, FILL_GAUSS);
-    sl_mat m = {SL_TYPE_Q4_K, rows, cols, sizeof *w * NB, w};
+    sl_mat m = {.type = SL_TYPE_Q4_K, .rows = rows, .cols = cols, .row_bytes = sizeof *w * NB,
+                .data = w};
     sl_block_q8_K *y = malloc(sizeof *y * NB * (size_t)n);
     const void **acts = malloc(sizeof(void *) * (size_t)n);
     float *xf = malloc(sizeof(float) * (size_t)cols);
@@ -360,7 +365,7 @@ TEST(matmul_follows_rule)
 {
     static const int ns[] = {1, 2, 3, 4, 7, 8, 9, 13};
     for (size_t j = 0; j < sizeof ns / sizeof ns[0]; j++) {
-        check_matmul(16, ns[j], NULL, sl_vec_dot_n_q4_K_rp(SL_RP_GEMM));
+        check_matmul(16, ns[j], NULL, sl_vec_dot_n_q4_K_rp(SL_RP_GEMV));
         check_matmul(12, ns[j], sl_type_get(SL_TYPE_Q4_K)->vec_dot, NULL);
     }
 }
