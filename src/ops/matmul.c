@@ -10,19 +10,78 @@
  * tokens of Q8_K: 1.2 MB) come from L1 for all but the first row, not
  * from L3 for each. Each (row, token) value has the bits of the
  * single-token vec_dot (vec_dot_n's contract), so neither batching nor
- * the order of the loops changes a bit. */
+ * the order of the loops changes a bit.
+ *
+ * Kernel per matrix (ops/matmul_order.h): llama.cpp, the reference,
+ * multiplies some Q4_K matrices through its repacked q4_K_8x8 gemm/gemv,
+ * whose float order differs from its plain Q4_K dot kernel; those take the
+ * kernels of quant/vec_dot_rp.h here, the same order for every batch size,
+ * every other matrix the traits' kernels. */
+#include "ops/matmul_order.h"
 #include "ops/ops.h"
+#include "quant/vec_dot_rp.h"
 #include "util/status.h"
 
 /* rows per block: 8 weight rows (9 KB of Q4_K at 2048 columns) and a
  * group of 8 activation rows (19 KB of Q8_K) fit in a 32 KB L1 */
 #define ROW_BLOCK 8
 
+/* the expert count assumed for every matrix (above 1: the gemv order) */
+#define MANY_EXPERTS 2
+
+sl_mm_order sl_mm_order_for(sl_type type, int64_t rows, int64_t n_experts)
+{
+    if (type != SL_TYPE_Q4_K || rows % 8 != 0) return SL_MM_PLAIN;
+    if (n_experts == 0) return SL_MM_RP_GEMM; /* a 2-d tensor: MUL_MAT */
+    return n_experts > 1 ? SL_MM_RP_GEMV : SL_MM_PLAIN;
+}
+
+/* The repacked-order kernels: whole blocks of 8 rows through the rows8
+ * kernel, tokens in groups of SL_VEC_DOT_ROWS8_MAX (the 8 rows stay in L1
+ * across the groups); a shorter tail through the multi-token kernel. Both
+ * give each (row, token) the same bits (vec_dot_rp.h), so the split never
+ * shows. */
+static void repacked_rows(const sl_mat *mat, sl_rp_order o, const void *const *acts, int n,
+                          float *y, size_t ldy, int64_t r0, int64_t r1)
+{
+    const uint8_t *w = mat->data;
+    const sl_vec_dot_rows8_fn r8 = sl_vec_dot_rows8_q4_K_rp(o);
+    const sl_vec_dot_n_fn dot_n = sl_vec_dot_n_q4_K_rp(o);
+    float s[8 * SL_VEC_DOT_ROWS8_MAX];
+    int64_t rb = r0;
+    for (; rb + 8 <= r1; rb += 8)
+        for (int t0 = 0; t0 < n; t0 += SL_VEC_DOT_ROWS8_MAX) {
+            const int nt = n - t0 < SL_VEC_DOT_ROWS8_MAX ? n - t0 : SL_VEC_DOT_ROWS8_MAX;
+            r8(mat->cols, s, w + (size_t)rb * mat->row_bytes, mat->row_bytes, acts + t0, nt);
+            for (int t = 0; t < nt; t++)
+                for (int k = 0; k < 8; k++)
+                    y[(size_t)(t0 + t) * ldy + (size_t)rb + (size_t)k] = s[8 * t + k];
+        }
+    for (int t0 = 0; t0 < n; t0 += SL_VEC_DOT_RP_MAX) {
+        const int nt = n - t0 < SL_VEC_DOT_RP_MAX ? n - t0 : SL_VEC_DOT_RP_MAX;
+        for (int64_t r = rb; r < r1; r++) {
+            dot_n(mat->cols, s, w + (size_t)r * mat->row_bytes, acts + t0, nt);
+            for (int k = 0; k < nt; k++) y[(size_t)(t0 + k) * ldy + (size_t)r] = s[k];
+        }
+    }
+}
+
 void sl_matmul_rows(const sl_mat *mat, const void *const *acts, int n, float *y, size_t ldy,
                     int64_t r0, int64_t r1, float *row_tmp)
 {
     const sl_type_traits *tr = sl_type_get(mat->type);
     const uint8_t *w = mat->data;
+    /* sl_mat does not carry its tensor's expert count yet (see
+     * docs/ARCHITECTURE.md): until it does, every matrix is taken for a
+     * slice of an expert tensor with several experts, the layout of the
+     * MoE files sluice is for. That is the reference's order for their
+     * experts and for every single-token product; 2-d Q4_K weights in
+     * batches then differ from its gemm by float rounding. */
+    const sl_mm_order order = sl_mm_order_for(mat->type, mat->rows, MANY_EXPERTS);
+    if (order != SL_MM_PLAIN) {
+        repacked_rows(mat, order == SL_MM_RP_GEMV ? SL_RP_GEMV : SL_RP_GEMM, acts, n, y, ldy, r0, r1);
+        return;
+    }
     if (sl_matvec_has_kernel(mat->type) && tr->vec_dot_n && n > 1) {
         const int g = tr->vec_dot_n_max;
         SL_ASSERT(g >= 1 && g <= SL_VEC_DOT_N_MAX);

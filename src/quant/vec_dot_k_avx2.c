@@ -1,11 +1,14 @@
 /* vec_dot_k_avx2.c - AVX2/FMA dot kernels of the K-quants (Q2_K .. Q6_K)
  * against Q8_K activations, and the AVX2 Q8_K activation quantiser.
  *
- * Owns: the arithmetic of vec_dot_k_ref.c in 32-byte vectors. Per
- * super-block the integer part is exact int32 (the sub-block scales enter
- * through madd with 16-bit scale vectors); offsets (mins, the -32 of Q6_K,
- * the -4 of Q3_K) go through the activation's bsums, so the quants can stay
- * unsigned and feed maddubs directly. One float FMA per super-block.
+ * Owns: the float order of llama.cpp's x86 AVX2 kernels (arch/x86/quants.c),
+ * which the scalar twins (vec_dot_k_ref.c) reproduce bit for bit. Per
+ * super-block the integer part is exact int32 in eight lanes (the
+ * sub-block scales enter through madd with 16-bit scale vectors); offsets
+ * (mins, the -32 of Q6_K) go through the activation's bsums, Q3_K's -4
+ * inside each lane, as the reference takes them. One float FMA per lane
+ * and super-block (Q2_K: two, mins first); Q4_K's offset term in a 4-lane
+ * accumulator, Q5_K's in a scalar FMA chain.
  * Must not know: threads, matrices, which CPU we run on. */
 #include <math.h>
 
@@ -26,6 +29,14 @@ static inline void k4_unpack(const uint8_t s[12], uint32_t sc[2], uint32_t mn[2]
     mn[0] = a1 & 0x3F3F3F3Fu;
     sc[1] = (a2 & 0x0F0F0F0Fu) | ((a0 >> 6) & 0x03030303u) << 4;
     mn[1] = ((a2 >> 4) & 0x0F0F0F0Fu) | ((a1 >> 6) & 0x03030303u) << 4;
+}
+
+/* Sum of the four int32 lanes (exact). */
+static inline int hsum4_epi32(__m128i v)
+{
+    v = _mm_add_epi32(v, _mm_shuffle_epi32(v, 0x4E));
+    v = _mm_add_epi32(v, _mm_shuffle_epi32(v, 0xB1));
+    return _mm_cvtsi128_si32(v);
 }
 
 /* Sum over the eight 32-element sub-blocks of min_k * (sum of activation
@@ -109,16 +120,23 @@ static inline __m256i q5k_chunk(const uint8_t *q, __m256i qh, const int8_t *a, _
     return k4_chunk(lo, hi, a + 64 * c, sc256, c);
 }
 
+/* Q5_K: the reference's AVX2 kernel sums the offset term in a scalar
+ * chain, one FMA per super-block of dmin and the (exact) integer sum of
+ * mins . pair-summed bsums, added after the lanes' hsum. */
 static void vec_dot_q5_K_q8_K(int64_t n, float *s, const void *vx, const void *vy)
 {
     const sl_block_q5_K *x = vx;
     const sl_block_q8_K *y = vy;
     __m256 acc = _mm256_setzero_ps();
-    __m128 accm = _mm_setzero_ps();
+    float summs = 0.0f;
     for (int64_t i = 0; i < n / SL_QK_K; i++) {
         float d = y[i].d * sl_avx2_h2f(x[i].d);
         float dmin = -y[i].d * sl_avx2_h2f(x[i].dmin);
-        __m256i sc256 = k4_prologue(x[i].scales, y[i].bsums, dmin, &accm);
+        uint32_t sc[2], mn[2];
+        k4_unpack(x[i].scales, sc, mn);
+        summs = fmaf(dmin, (float)hsum4_epi32(k4_min_dot(mn, y[i].bsums)), summs);
+        __m128i sc16 = _mm_cvtepu8_epi16(_mm_set_epi32(0, 0, (int)sc[1], (int)sc[0]));
+        __m256i sc256 = _mm256_broadcastsi128_si256(sc16);
         const uint8_t *q = x[i].qs;
         const int8_t *a = y[i].qs;
         __m256i qh = sl_avx2_load256(x[i].qh);
@@ -127,7 +145,7 @@ static void vec_dot_q5_K_q8_K(int64_t n, float *s, const void *vx, const void *v
         acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(_mm256_add_epi32(s01, s23)),
                               acc);
     }
-    *s = k4_finish(acc, accm);
+    *s = sl_avx2_hsum_ps(acc) + summs;
 }
 
 /* Q6_K: levels 0..63 unsigned into maddubs; the -32 comes back as
@@ -197,13 +215,16 @@ static inline __m256i q2k_half(const uint8_t *qs, const int8_t *a, __m128i sc, i
     return _mm256_add_epi32(_mm256_add_epi32(s0, s1), _mm256_add_epi32(s2, s3));
 }
 
-/* Q2_K: levels 0..3; scale and min nibbles per 16-element sub-block. */
+/* Q2_K: levels 0..3; scale and min nibbles per 16-element sub-block. As
+ * the reference's AVX2 kernel: one accumulator, per super-block first the
+ * FMA of dmin with the mins . bsums lanes, then that of d with the levels'
+ * lanes. */
 static void vec_dot_q2_K_q8_K(int64_t n, float *s, const void *vx, const void *vy)
 {
     const sl_block_q2_K *x = vx;
     const sl_block_q8_K *y = vy;
     const __m128i m4 = _mm_set1_epi8(0x0F);
-    __m256 acc = _mm256_setzero_ps(), accm = _mm256_setzero_ps();
+    __m256 acc = _mm256_setzero_ps();
     for (int64_t i = 0; i < n / SL_QK_K; i++) {
         float d = y[i].d * sl_avx2_h2f(x[i].d);
         float dmin = -y[i].d * sl_avx2_h2f(x[i].dmin);
@@ -211,16 +232,20 @@ static void vec_dot_q2_K_q8_K(int64_t n, float *s, const void *vx, const void *v
         __m128i sc = _mm_and_si128(raw, m4);
         __m128i mn = _mm_and_si128(_mm_srli_epi16(raw, 4), m4);
         __m256i mdot = _mm256_madd_epi16(_mm256_cvtepu8_epi16(mn), sl_avx2_load256(y[i].bsums));
-        accm = _mm256_fmadd_ps(_mm256_set1_ps(dmin), _mm256_cvtepi32_ps(mdot), accm);
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(dmin), _mm256_cvtepi32_ps(mdot), acc);
         __m256i sumi = _mm256_add_epi32(q2k_half(x[i].qs, y[i].qs, sc, 0),
                                         q2k_half(x[i].qs, y[i].qs, sc, 1));
         acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi), acc);
     }
-    *s = sl_avx2_hsum_ps(_mm256_add_ps(acc, accm));
+    *s = sl_avx2_hsum_ps(acc);
 }
 
 /* Q3_K chunk (h, j): low bits from field j of q, high bit = bit 4h + j of
- * hmask placed at bit 2: level + 4 in 0..7. */
+ * hmask placed at bit 2: u = level + 4 in 0..7. The reference's AVX2
+ * kernel subtracts the 4 inside each lane (maddubs of the low bits minus
+ * maddubs of 4 * (1 - high bit)), not through bsums; the same i16 pairs
+ * are maddubs(u, a) - maddubs(4, a), so every int32 lane holds exactly the
+ * signed sum of its four elements times the sub-block scale, as there. */
 static inline __m256i q3k_chunk(__m256i q, __m256i hm, const int8_t *a, __m128i sc, int h, int j)
 {
     const __m256i m3 = _mm256_set1_epi8(0x03);
@@ -228,7 +253,10 @@ static inline __m256i q3k_chunk(__m256i q, __m256i hm, const int8_t *a, __m128i 
     __m256i lo = _mm256_and_si256(_mm256_srli_epi16(q, 2 * j), m3);
     int bit = 4 * h + j; /* move it to bit 2 */
     __m256i hb = bit >= 2 ? _mm256_srli_epi16(hm, bit - 2) : _mm256_slli_epi16(hm, 2 - bit);
-    return k16_chunk(_mm256_or_si256(lo, _mm256_and_si256(hb, b2)), a + 32 * j, sc, bit);
+    __m256i u = _mm256_or_si256(lo, _mm256_and_si256(hb, b2));
+    __m256i ya = sl_avx2_load256(a + 32 * j);
+    __m256i p = _mm256_sub_epi16(_mm256_maddubs_epi16(u, ya), _mm256_maddubs_epi16(b2, ya));
+    return _mm256_madd_epi16(p, sl_avx2_pair_scales_i8(sc, 4 * h + j));
 }
 
 static inline __m256i q3k_half(const uint8_t *qs, __m256i hm, const int8_t *a, __m128i sc, int h)
@@ -240,8 +268,7 @@ static inline __m256i q3k_half(const uint8_t *qs, __m256i hm, const int8_t *a, _
     return _mm256_add_epi32(_mm256_add_epi32(s0, s1), _mm256_add_epi32(s2, s3));
 }
 
-/* Q3_K: level + 4 (0..7, unsigned) feeds maddubs; the -4 returns as
- * 4 * sum_k sc_k * bsums_k. */
+/* Q3_K: signed levels -4..3, lanes as the reference's (see q3k_chunk). */
 static void vec_dot_q3_K_q8_K(int64_t n, float *s, const void *vx, const void *vy)
 {
     const sl_block_q3_K *x = vx;
@@ -262,11 +289,9 @@ static void vec_dot_q3_K_q8_K(int64_t n, float *s, const void *vx, const void *v
         uint32_t w3 = ((B >> 4) & 0x0F0F0F0Fu) | ((C >> 6) & 0x03030303u) << 4;
         __m128i sc = _mm_sub_epi8(_mm_set_epi32((int)w3, (int)w2, (int)w1, (int)w0),
                                   _mm_set1_epi8(32));
-        __m256i corr = _mm256_madd_epi16(_mm256_cvtepi8_epi16(sc), sl_avx2_load256(y[i].bsums));
         __m256i hm = sl_avx2_load256(x[i].hmask);
         __m256i sumi = _mm256_add_epi32(q3k_half(x[i].qs, hm, y[i].qs, sc, 0),
                                         q3k_half(x[i].qs, hm, y[i].qs, sc, 1));
-        sumi = _mm256_sub_epi32(sumi, _mm256_slli_epi32(corr, 2));
         acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi), acc);
     }
     *s = sl_avx2_hsum_ps(acc);

@@ -11,7 +11,11 @@
  * kernel's bits. Keep each per-token expression written as in the single
  * kernel (float contraction is decided per expression).
  * Must not know: instruction sets, threads, matrices. */
+#include <math.h>
+
 #include "quant/quant_internal.h"
+#include "quant/vec_dot_k_lanes.h"
+#include "quant/vec_dot_rp.h"
 
 #define NMAX SL_VEC_DOT_N_MAX
 
@@ -169,63 +173,36 @@ static void vec_dot_n_mxfp4(int64_t n, float *s, const void *vx, const void *con
 static void vec_dot_n_q2_K(int64_t n, float *s, const void *vx, const void *const *ys, int nt)
 {
     const sl_block_q2_K *x = vx;
-    float sum[NMAX] = {0};
+    float acc[NMAX][8] = {{0}};
     int8_t q[SL_QK_K];
     for (int64_t i = 0; i < n / SL_QK_K; i++) {
-        for (int h = 0; h < 2; h++)
-            for (int j = 0; j < 4; j++)
-                for (int l = 0; l < 32; l++)
-                    q[128 * h + 32 * j + l] = (int8_t)((x[i].qs[32 * h + l] >> (2 * j)) & 3);
-        for (int t = 0; t < nt; t++) {
-            const sl_block_q8_K *y = (const sl_block_q8_K *)ys[t] + i;
-            int sumi = 0, summ = 0;
-            for (int k = 0; k < 16; k++) {
-                sumi += (x[i].scales[k] & 0x0F) * dot_i8(q + 16 * k, y->qs + 16 * k, 16);
-                summ += (x[i].scales[k] >> 4) * y->bsums[k];
-            }
-            sum[t] += y->d * (sl_h2f(x[i].d) * (float)sumi - sl_h2f(x[i].dmin) * (float)summ);
+        int sc[16], mn[16];
+        for (int k = 0; k < 16; k++) {
+            sc[k] = x[i].scales[k] & 0x0F;
+            mn[k] = x[i].scales[k] >> 4;
         }
+        sl_k_levels_q2_K(&x[i], q);
+        const float xd = sl_h2f(x[i].d), xdmin = sl_h2f(x[i].dmin);
+        for (int t = 0; t < nt; t++)
+            sl_k_step_q2_K(q, sc, mn, xd, xdmin, (const sl_block_q8_K *)ys[t] + i, acc[t]);
     }
-    for (int t = 0; t < nt; t++) s[t] = sum[t];
+    for (int t = 0; t < nt; t++) s[t] = sl_k_hsum8(acc[t]);
 }
 
 static void vec_dot_n_q3_K(int64_t n, float *s, const void *vx, const void *const *ys, int nt)
 {
     const sl_block_q3_K *x = vx;
-    float sum[NMAX] = {0};
+    float acc[NMAX][8] = {{0}};
     int8_t q[SL_QK_K];
     for (int64_t i = 0; i < n / SL_QK_K; i++) {
-        int8_t sc[16];
-        sl_q3k_scales(x[i].scales, sc);
-        for (int h = 0; h < 2; h++)
-            for (int j = 0; j < 4; j++)
-                for (int l = 0; l < 32; l++) {
-                    int v = (x[i].qs[32 * h + l] >> (2 * j)) & 3;
-                    int hb = (x[i].hmask[l] >> (4 * h + j)) & 1;
-                    q[128 * h + 32 * j + l] = (int8_t)(v - 4 + 4 * hb);
-                }
-        for (int t = 0; t < nt; t++) {
-            const sl_block_q8_K *y = (const sl_block_q8_K *)ys[t] + i;
-            int sumi = 0;
-            for (int k = 0; k < 16; k++) sumi += sc[k] * dot_i8(q + 16 * k, y->qs + 16 * k, 16);
-            sum[t] += y->d * sl_h2f(x[i].d) * (float)sumi;
-        }
+        int sc[16];
+        sl_k_scales_q3_K(x[i].scales, sc);
+        sl_k_levels_q3_K(&x[i], q);
+        const float xd = sl_h2f(x[i].d);
+        for (int t = 0; t < nt; t++)
+            sl_k_step_q3_K(q, sc, xd, (const sl_block_q8_K *)ys[t] + i, acc[t]);
     }
-    for (int t = 0; t < nt; t++) s[t] = sum[t];
-}
-
-/* Q4_K and Q5_K: levels q (0..31) unpacked, scales and mins decoded; one
- * super-block's contribution for one token, as vec_dot_k_ref.c's
- * k4_superblock computes it. */
-static inline float k4_superblock(const uint8_t sc[8], const uint8_t m[8], uint16_t d,
-                                  uint16_t dmin, const int8_t *q, const sl_block_q8_K *y)
-{
-    int sumi = 0, summ = 0;
-    for (int k = 0; k < 8; k++) {
-        sumi += sc[k] * dot_i8(q + 32 * k, y->qs + 32 * k, 32);
-        summ += m[k] * (y->bsums[2 * k] + y->bsums[2 * k + 1]);
-    }
-    return y->d * (sl_h2f(d) * (float)sumi - sl_h2f(dmin) * (float)summ);
+    for (int t = 0; t < nt; t++) s[t] = sl_k_hsum8(acc[t]);
 }
 
 static inline void k4_decode_scales(const uint8_t scales[12], uint8_t sc[8], uint8_t m[8])
@@ -236,7 +213,29 @@ static inline void k4_decode_scales(const uint8_t scales[12], uint8_t sc[8], uin
 static void vec_dot_n_q4_K(int64_t n, float *s, const void *vx, const void *const *ys, int nt)
 {
     const sl_block_q4_K *x = vx;
-    float sum[NMAX] = {0};
+    float acc[NMAX][8] = {{0}}, accm[NMAX][4] = {{0}};
+    int8_t q[SL_QK_K];
+    for (int64_t i = 0; i < n / SL_QK_K; i++) {
+        int sc[8], m[8];
+        sl_k_scales_q4_K(x[i].scales, sc, m);
+        sl_k_levels_q4_K(&x[i], q);
+        const float xd = sl_h2f(x[i].d), xdmin = sl_h2f(x[i].dmin);
+        for (int t = 0; t < nt; t++)
+            sl_k_step_q4_K(q, sc, m, xd, xdmin, (const sl_block_q8_K *)ys[t] + i, acc[t], accm[t]);
+    }
+    for (int t = 0; t < nt; t++) s[t] = sl_k_hsum8(acc[t]) + sl_k_hsum4(accm[t]);
+}
+
+/* Q4_K in the reference's repacked orders (vec_dot_rp.h): per 64-element
+ * chunk c (gemm order) or per super-block (gemv order) the exact integer
+ * sums I (levels) and J (offsets), two fmaf chains. The AVX2 twins give the
+ * same bits: integers are exact and fmaf rounds once, as the FMA
+ * instruction does. */
+static inline void q4k_rp(int64_t n, float *s, const void *vx, const void *const *ys, int nt,
+                          int per_chunk)
+{
+    const sl_block_q4_K *x = vx;
+    float A[NMAX] = {0}, M[NMAX] = {0};
     int8_t q[SL_QK_K];
     for (int64_t i = 0; i < n / SL_QK_K; i++) {
         for (int c = 0; c < 4; c++)
@@ -246,59 +245,128 @@ static void vec_dot_n_q4_K(int64_t n, float *s, const void *vx, const void *cons
             }
         uint8_t sc[8], m[8];
         k4_decode_scales(x[i].scales, sc, m);
-        for (int t = 0; t < nt; t++)
-            sum[t] += k4_superblock(sc, m, x[i].d, x[i].dmin, q,
-                                    (const sl_block_q8_K *)ys[t] + i);
+        const float xd = sl_h2f(x[i].d), xdmin = sl_h2f(x[i].dmin);
+        for (int t = 0; t < nt; t++) {
+            const sl_block_q8_K *y = (const sl_block_q8_K *)ys[t] + i;
+            const float pd = xd * y->d, pm = xdmin * y->d;
+            int I = 0, J = 0;
+            for (int c = 0; c < 4; c++) {
+                for (int k = 2 * c; k < 2 * c + 2; k++) {
+                    I += sc[k] * dot_i8(q + 32 * k, y->qs + 32 * k, 32);
+                    J += m[k] * (y->bsums[2 * k] + y->bsums[2 * k + 1]);
+                }
+                if (per_chunk) {
+                    A[t] = fmaf((float)I, pd, A[t]);
+                    M[t] = fmaf((float)J, pm, M[t]);
+                    I = J = 0;
+                }
+            }
+            if (!per_chunk) {
+                A[t] = fmaf((float)I, pd, A[t]);
+                M[t] = fmaf((float)J, pm, M[t]);
+            }
+        }
     }
-    for (int t = 0; t < nt; t++) s[t] = sum[t];
+    for (int t = 0; t < nt; t++) s[t] = A[t] - M[t];
+}
+
+static void vec_dot_n_q4_K_rp64(int64_t n, float *s, const void *vx, const void *const *ys, int nt)
+{
+    q4k_rp(n, s, vx, ys, nt, 1);
+}
+
+static void vec_dot_n_q4_K_rp256(int64_t n, float *s, const void *vx, const void *const *ys, int nt)
+{
+    q4k_rp(n, s, vx, ys, nt, 0);
+}
+
+sl_vec_dot_n_fn sl_vec_dot_n_q4_K_rp_ref(sl_rp_order order)
+{
+    return order == SL_RP_GEMM ? vec_dot_n_q4_K_rp64 : vec_dot_n_q4_K_rp256;
+}
+
+static void rows8(int64_t n, float *s, const void *x, size_t row_bytes, const void *const *ys,
+                  int nt, int per_chunk)
+{
+    float v[NMAX];
+    for (int r = 0; r < 8; r++) {
+        q4k_rp(n, v, (const uint8_t *)x + (size_t)r * row_bytes, ys, nt, per_chunk);
+        for (int t = 0; t < nt; t++) s[8 * t + r] = v[t];
+    }
+}
+
+static void rows8_q4_K_rp64(int64_t n, float *s, const void *x, size_t row_bytes,
+                            const void *const *ys, int nt)
+{
+    rows8(n, s, x, row_bytes, ys, nt, 1);
+}
+
+static void rows8_q4_K_rp256(int64_t n, float *s, const void *x, size_t row_bytes,
+                             const void *const *ys, int nt)
+{
+    rows8(n, s, x, row_bytes, ys, nt, 0);
+}
+
+sl_vec_dot_rows8_fn sl_vec_dot_rows8_q4_K_rp_isa(sl_rp_order order, sl_isa isa)
+{
+    if (isa == SL_ISA_SCALAR) return order == SL_RP_GEMM ? rows8_q4_K_rp64 : rows8_q4_K_rp256;
+    if (isa == SL_ISA_AVX2 && sl_quant_vec_dot_isa(SL_TYPE_Q4_K, SL_ISA_AVX2))
+        return sl_vec_dot_rows8_q4_K_rp_avx2(order);
+    return NULL;
+}
+
+sl_vec_dot_rows8_fn sl_vec_dot_rows8_q4_K_rp(sl_rp_order order)
+{
+    sl_vec_dot_rows8_fn f = sl_vec_dot_rows8_q4_K_rp_isa(order, sl_quant_isa());
+    return f ? f : sl_vec_dot_rows8_q4_K_rp_isa(order, SL_ISA_SCALAR);
+}
+
+sl_vec_dot_n_fn sl_vec_dot_n_q4_K_rp_isa(sl_rp_order order, sl_isa isa)
+{
+    if (isa == SL_ISA_SCALAR) return sl_vec_dot_n_q4_K_rp_ref(order);
+    /* the AVX2 set exists and runs here exactly when its Q4_K kernel does */
+    if (isa == SL_ISA_AVX2 && sl_quant_vec_dot_isa(SL_TYPE_Q4_K, SL_ISA_AVX2))
+        return sl_vec_dot_n_q4_K_rp_avx2(order);
+    return NULL;
+}
+
+sl_vec_dot_n_fn sl_vec_dot_n_q4_K_rp(sl_rp_order order)
+{
+    sl_vec_dot_n_fn f = sl_vec_dot_n_q4_K_rp_isa(order, sl_quant_isa());
+    return f ? f : sl_vec_dot_n_q4_K_rp_ref(order);
 }
 
 static void vec_dot_n_q5_K(int64_t n, float *s, const void *vx, const void *const *ys, int nt)
 {
     const sl_block_q5_K *x = vx;
-    float sum[NMAX] = {0};
+    float acc[NMAX][8] = {{0}}, summs[NMAX] = {0};
     int8_t q[SL_QK_K];
     for (int64_t i = 0; i < n / SL_QK_K; i++) {
-        for (int c = 0; c < 4; c++)
-            for (int l = 0; l < 32; l++) {
-                int h0 = (x[i].qh[l] >> (2 * c)) & 1, h1 = (x[i].qh[l] >> (2 * c + 1)) & 1;
-                q[64 * c + l] = (int8_t)((x[i].qs[32 * c + l] & 0x0F) | h0 << 4);
-                q[64 * c + 32 + l] = (int8_t)((x[i].qs[32 * c + l] >> 4) | h1 << 4);
-            }
-        uint8_t sc[8], m[8];
-        k4_decode_scales(x[i].scales, sc, m);
+        int sc[8], m[8];
+        sl_k_scales_q4_K(x[i].scales, sc, m);
+        sl_k_levels_q5_K(&x[i], q);
+        const float xd = sl_h2f(x[i].d), xdmin = sl_h2f(x[i].dmin);
         for (int t = 0; t < nt; t++)
-            sum[t] += k4_superblock(sc, m, x[i].d, x[i].dmin, q,
-                                    (const sl_block_q8_K *)ys[t] + i);
+            sl_k_step_q5_K(q, sc, m, xd, xdmin, (const sl_block_q8_K *)ys[t] + i, acc[t],
+                           &summs[t]);
     }
-    for (int t = 0; t < nt; t++) s[t] = sum[t];
+    for (int t = 0; t < nt; t++) s[t] = sl_k_hsum8(acc[t]) + summs[t];
 }
 
 static void vec_dot_n_q6_K(int64_t n, float *s, const void *vx, const void *const *ys, int nt)
 {
     const sl_block_q6_K *x = vx;
-    float sum[NMAX] = {0};
+    float acc[NMAX][8] = {{0}};
     int8_t q[SL_QK_K];
     for (int64_t i = 0; i < n / SL_QK_K; i++) {
-        for (int h = 0; h < 2; h++) {
-            const uint8_t *ql = x[i].ql + 64 * h, *qh = x[i].qh + 32 * h;
-            int8_t *o = q + 128 * h;
-            for (int l = 0; l < 32; l++) {
-                o[l] = (int8_t)(((ql[l] & 0x0F) | ((qh[l] >> 0) & 3) << 4) - 32);
-                o[l + 32] = (int8_t)(((ql[l + 32] & 0x0F) | ((qh[l] >> 2) & 3) << 4) - 32);
-                o[l + 64] = (int8_t)(((ql[l] >> 4) | ((qh[l] >> 4) & 3) << 4) - 32);
-                o[l + 96] = (int8_t)(((ql[l + 32] >> 4) | ((qh[l] >> 6) & 3) << 4) - 32);
-            }
-        }
-        for (int t = 0; t < nt; t++) {
-            const sl_block_q8_K *y = (const sl_block_q8_K *)ys[t] + i;
-            int sumi = 0;
-            for (int k = 0; k < 16; k++)
-                sumi += x[i].scales[k] * dot_i8(q + 16 * k, y->qs + 16 * k, 16);
-            sum[t] += y->d * sl_h2f(x[i].d) * (float)sumi;
-        }
+        int sc[16];
+        for (int k = 0; k < 16; k++) sc[k] = x[i].scales[k];
+        sl_k_levels_q6_K(&x[i], q);
+        const float xd = sl_h2f(x[i].d);
+        for (int t = 0; t < nt; t++)
+            sl_k_step_q6_K(q, sc, xd, (const sl_block_q8_K *)ys[t] + i, acc[t]);
     }
-    for (int t = 0; t < nt; t++) s[t] = sum[t];
+    for (int t = 0; t < nt; t++) s[t] = sl_k_hsum8(acc[t]);
 }
 
 static void vec_dot_n_iq4_xs(int64_t n, float *s, const void *vx, const void *const *ys, int nt)

@@ -11,7 +11,7 @@
  * with n <= 1024).
  *
  * SIMD vs reference: same integer sums, different float accumulation
- * order: 1e-5 * S as well. Blocks are random bytes (every bit pattern of
+ * order: 1e-5 * S as well; the K-quant pairs are bit-identical (memcmp). Blocks are random bytes (every bit pattern of
  * quants, scales chosen finite), blocks quantised from Gaussian data,
  * all-zero blocks, extreme f16 scales and denormal-range values.
  * The activation quantisers' SIMD twins must produce identical bytes. */
@@ -223,6 +223,51 @@ TEST(extreme_scales)
     }
 }
 
+/* The K-quant kernels: the scalar twin gives the AVX2 kernel's bits
+ * exactly (same int32 lanes, same FMAs in the same order, same lane sums;
+ * the AVX2 kernels follow llama.cpp's x86 ones), on every fill and
+ * activation magnitude, for 1..5 super-blocks. */
+TEST(k_quants_scalar_bits_equal_avx2)
+{
+    if (!have_avx2()) return;
+    static const sl_type kt[] = {SL_TYPE_Q2_K, SL_TYPE_Q3_K, SL_TYPE_Q4_K, SL_TYPE_Q5_K,
+                                 SL_TYPE_Q6_K};
+    static const struct {
+        int mode;
+        float act;
+    } cases[] = {{FILL_RANDOM, 1.0f},       {FILL_GAUSS, 1.0f},
+                 {FILL_ZERO, 1.0f},         {FILL_HUGE_SCALE, 1e-3f},
+                 {FILL_DENORMAL_SCALE, 1e-25f}, {FILL_RANDOM, 1e4f}};
+    int compared = 0;
+    for (size_t k = 0; k < NW; k++) {
+        bool is_k = false;
+        for (size_t j = 0; j < sizeof kt / sizeof kt[0]; j++) is_k |= wtypes[k].t == kt[j];
+        if (!is_k) continue;
+        const sl_type_traits *tr = sl_type_get(wtypes[k].t);
+        for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
+            for (int rep = 0; rep < 8; rep++) {
+                const int n = 256 * (1 + rep % 5);
+                uint64_t wb = 0, ab = 0;
+                SL_ASSERT(sl_type_nbytes(wtypes[k].t, (uint64_t)n, &wb) &&
+                          sl_type_nbytes(SL_TYPE_Q8_K, (uint64_t)n, &ab));
+                void *wq = malloc(wb), *aq = malloc(ab);
+                float *xf = malloc(sizeof(float) * (size_t)n);
+                fill_weights(&wtypes[k], wq, n, cases[c].mode);
+                make_act(SL_TYPE_Q8_K, cases[c].act, xf, aq, n);
+                float r = 0.0f, v = 1.0f;
+                sl_quant_vec_dot_isa(wtypes[k].t, SL_ISA_SCALAR)(n, &r, wq, aq);
+                sl_quant_vec_dot_isa(wtypes[k].t, SL_ISA_AVX2)(n, &v, wq, aq);
+                CHECK_MSG(memcmp(&r, &v, sizeof r) == 0, "%s case %zu n=%d: scalar %.9g avx2 %.9g",
+                          tr->name, c, n, (double)r, (double)v);
+                compared++;
+                free(wq);
+                free(aq);
+                free(xf);
+            }
+    }
+    CHECK(compared == 5 * 6 * 8);
+}
+
 TEST(float_kernels)
 {
     static const sl_type ft[] = {SL_TYPE_F32, SL_TYPE_F16, SL_TYPE_BF16};
@@ -353,6 +398,7 @@ int main(int argc, char **argv)
     RUN(gaussian_blocks);
     RUN(zero_blocks);
     RUN(extreme_scales);
+    RUN(k_quants_scalar_bits_equal_avx2);
     RUN(float_kernels);
     RUN(activation_quantisers_identical);
     RUN(q8_K_ties_to_even);

@@ -536,7 +536,7 @@ static void check_matmul(sl_type type, int64_t rows, int64_t cols, int n)
         for (int64_t i = 0; i < cols; i++) xf[i] = grand();
         sl_quantize_fast(type, xf, w + rb * (size_t)r, cols);
     }
-    sl_mat m = {type, rows, cols, (size_t)rb, w};
+    sl_mat m = {.type = type, .rows = rows, .cols = cols, .row_bytes = (size_t)rb, .data = w};
     const size_t ab = sl_matvec_act_bytes(type, cols);
     uint8_t *act = malloc(ab * (size_t)n);
     const void **acts = malloc(sizeof(void *) * (size_t)n);

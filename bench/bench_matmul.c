@@ -1,0 +1,79 @@
+/* bench_matmul.c - in-cache speed of sl_matmul_rows per K-quant type and
+ * batch size: the path the engine takes (per-matrix kernel choice of
+ * ops/matmul_order.h included), unlike bench_vecdot which times the traits'
+ * vec_dot alone.
+ *
+ *   make build/rel/bench/bench_matmul && build/rel/bench/bench_matmul
+ *
+ * A 256 x 2048 matrix (288 KiB of Q4_K: it stays in L2), every row against
+ * 1, 8 and 64 activation rows; figures are GB/s of weight bytes per token,
+ * best of 5 runs of 0.15 s in thread CPU time (robust on a busy machine).
+ * One thread. Not a test: nothing is asserted. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "ops/ops.h"
+#include "quant/quant.h"
+
+static double now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+int main(void)
+{
+    static const char *const types[] = {"q4_K", "q5_K", "q6_K", "q3_K", "q2_K"};
+    static const int ns[] = {1, 8, 64};
+    enum { ROWS = 256, COLS = 2048, NMAX = 64 };
+    float *x = malloc(sizeof(float) * COLS);
+    float *y = malloc(sizeof(float) * ROWS * NMAX);
+    if (!x || !y) return 1;
+    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
+        sl_type t;
+        if (!sl_type_from_name(types[ti], &t)) return 1;
+        const sl_type_traits *tr = sl_type_get(t);
+        const size_t rb = COLS / tr->block_size * tr->type_size;
+        uint8_t *w = malloc(rb * ROWS);
+        if (!w) return 1;
+        /* deterministic weights and activations, no randomness needed */
+        for (int r = 0; r < ROWS; r++) {
+            for (int i = 0; i < COLS; i++) x[i] = (float)((r * 7 + i * 13) % 17 - 8) / 8.0f;
+            sl_quantize_fast(t, x, w + rb * (size_t)r, COLS);
+        }
+        sl_mat m = {.type = t, .rows = ROWS, .cols = COLS, .row_bytes = rb, .data = w};
+        const size_t ab = sl_matvec_act_bytes(t, COLS);
+        uint8_t *a = malloc(ab * NMAX);
+        const void *ap[NMAX];
+        if (!a) return 1;
+        for (int k = 0; k < NMAX; k++) {
+            for (int i = 0; i < COLS; i++) x[i] = (float)((k * 5 + i * 3) % 11 - 5) / 5.0f;
+            sl_matvec_prepare(&m, x, a + ab * (size_t)k);
+            ap[k] = a + ab * (size_t)k;
+        }
+        printf("%-5s", types[ti]);
+        for (size_t j = 0; j < sizeof ns / sizeof ns[0]; j++) {
+            const int n = ns[j];
+            double best = 1e9;
+            for (int rep = 0; rep < 5; rep++) {
+                const double t0 = now();
+                int it = 0;
+                while (now() - t0 < 0.15) {
+                    sl_matmul_rows(&m, ap, n, y, ROWS, 0, ROWS, x);
+                    it++;
+                }
+                const double dt = (now() - t0) / it / n;
+                if (dt < best) best = dt;
+            }
+            printf("  n=%-2d %6.2f GB/s", n, (double)(rb * ROWS) / best / 1e9);
+        }
+        printf("\n");
+        free(w);
+        free(a);
+    }
+    free(x);
+    free(y);
+    return 0;
+}

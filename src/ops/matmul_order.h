@@ -1,0 +1,32 @@
+/* matmul_order.h - which dot kernel (and so which float order) a weight
+ * matrix takes, following the reference's (llama.cpp's) AVX2 path.
+ *
+ * ggml's CPU backend repacks a Q4_K weight whose row count is a multiple of
+ * 8 (repack.cpp, q4_K_8x8) when the op using it accepts the repacked form:
+ * MUL_MAT of a 2-d tensor, or MUL_MAT_ID of a 3-d one (ggml_n_dims == 3, so
+ * not an expert tensor of a one-expert file, whose n_dims is 2). A 2-d
+ * weight then goes through the repacked gemm for batches (gemv for single
+ * tokens and for the last nrows % 4 of a batch); an expert weight through
+ * the repacked gemv for every row. The gemm and the gemv differ in float
+ * order (vec_dot_rp.h); sluice takes the gemm's for every batch size of a
+ * 2-d weight, so that batch splits never change a bit. Every other weight
+ * (other types, rows % 8 != 0) uses the plain dot kernel (traits). */
+#ifndef SL_OPS_MATMUL_ORDER_H
+#define SL_OPS_MATMUL_ORDER_H
+
+#include <stdint.h>
+
+#include "quant/quant.h"
+
+typedef enum sl_mm_order {
+    SL_MM_PLAIN = 0,   /* the traits' vec_dot / vec_dot_n */
+    SL_MM_RP_GEMM = 1, /* Q4_K, the repacked gemm's order */
+    SL_MM_RP_GEMV = 2, /* Q4_K, the repacked gemv's order */
+} sl_mm_order;
+
+/* The order for a weight matrix of `type` with `rows` rows, cut from a
+ * tensor of n_experts experts (0: a 2-d tensor, not an expert tensor).
+ * Pure; never fails. */
+sl_mm_order sl_mm_order_for(sl_type type, int64_t rows, int64_t n_experts);
+
+#endif
