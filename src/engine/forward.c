@@ -27,6 +27,7 @@ static sl_mat expert_mat(const sl_tensor *t, int e)
 {
     sl_mat m = sl_fwd_mat(t);
     m.data = (const uint8_t *)t->data + (size_t)e * (size_t)m.rows * m.row_bytes;
+    m.n_experts = (int64_t)t->ne[2];
     return m;
 }
 
@@ -153,6 +154,7 @@ static sl_mat slice_mat(const sl_tensor *t, const void *data)
 {
     sl_mat m = sl_fwd_mat(t);
     m.data = data;
+    m.n_experts = (int64_t)t->ne[2];
     return m;
 }
 

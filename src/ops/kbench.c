@@ -128,7 +128,7 @@ int sl_kbench_matvec_gbs(sl_pool *pool, sl_type t, size_t bytes, int reps, doubl
     /* one quantised row replicated: contents do not change the speed */
     tr->from_float(row, w, cols);
     for (int64_t r = 1; r < rows; r++) memcpy(w + (size_t)r * row_bytes, w, row_bytes);
-    sl_mat mat = {t, rows, cols, row_bytes, w};
+    sl_mat mat = {.type = t, .rows = rows, .cols = cols, .row_bytes = row_bytes, .data = w};
     sl_matvec_prepare(&mat, x, act);
     mv_job j = {&mat, act, y, tmp};
     double best = 0.0;

@@ -26,9 +26,6 @@
  * group of 8 activation rows (19 KB of Q8_K) fit in a 32 KB L1 */
 #define ROW_BLOCK 8
 
-/* the expert count assumed for every matrix (above 1: the gemv order) */
-#define MANY_EXPERTS 2
-
 sl_mm_order sl_mm_order_for(sl_type type, int64_t rows, int64_t n_experts)
 {
     if (type != SL_TYPE_Q4_K || rows % 8 != 0) return SL_MM_PLAIN;
@@ -71,13 +68,10 @@ void sl_matmul_rows(const sl_mat *mat, const void *const *acts, int n, float *y,
 {
     const sl_type_traits *tr = sl_type_get(mat->type);
     const uint8_t *w = mat->data;
-    /* sl_mat does not carry its tensor's expert count yet (see
-     * docs/ARCHITECTURE.md): until it does, every matrix is taken for a
-     * slice of an expert tensor with several experts, the layout of the
-     * MoE files sluice is for. That is the reference's order for their
-     * experts and for every single-token product; 2-d Q4_K weights in
-     * batches then differ from its gemm by float rounding. */
-    const sl_mm_order order = sl_mm_order_for(mat->type, mat->rows, MANY_EXPERTS);
+    /* the reference's order for this matrix: its repacked gemm for a 2-d
+     * Q4_K weight (at every batch size), its gemv for an expert of a
+     * many-expert tensor, else the plain kernel (matmul_order.h) */
+    const sl_mm_order order = sl_mm_order_for(mat->type, mat->rows, mat->n_experts);
     if (order != SL_MM_PLAIN) {
         repacked_rows(mat, order == SL_MM_RP_GEMV ? SL_RP_GEMV : SL_RP_GEMM, acts, n, y, ldy, r0, r1);
         return;

@@ -20,6 +20,9 @@ typedef struct sl_mat {
     int64_t cols;
     size_t row_bytes;
     const void *data;
+    int64_t n_experts;  /* an expert's slice of a stacked tensor of this many
+                           experts (llama.cpp repacks those differently), 0: a
+                           2-d matrix */
 } sl_mat;
 
 /* out[i] = x[i] / rms(x) * w[i], rms over n with eps, in llama.cpp's

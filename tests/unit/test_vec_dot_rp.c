@@ -326,14 +326,15 @@ TEST(order_rule)
  * 11..14 through the multi-token one): the gemv's while sl_mat does not say
  * whether it is an expert (ops/matmul.c); one of 12 rows the traits'
  * kernel. */
-static void check_matmul(int64_t rows, int n, sl_vec_dot_fn plain, sl_vec_dot_n_fn rp)
+static void check_matmul(int64_t rows, int64_t n_experts, int n, sl_vec_dot_fn plain,
+                         sl_vec_dot_n_fn rp)
 {
     enum { NB = 3 };
     const int64_t cols = SL_QK_K * NB;
     sl_block_q4_K *w = malloc(sizeof *w * NB * (size_t)rows);
     fill_q4k(w, NB * (int)rows, FILL_GAUSS);
     sl_mat m = {.type = SL_TYPE_Q4_K, .rows = rows, .cols = cols, .row_bytes = sizeof *w * NB,
-                .data = w};
+                .data = w, .n_experts = n_experts};
     sl_block_q8_K *y = malloc(sizeof *y * NB * (size_t)n);
     const void **acts = malloc(sizeof(void *) * (size_t)n);
     float *xf = malloc(sizeof(float) * (size_t)cols);
@@ -365,8 +366,12 @@ TEST(matmul_follows_rule)
 {
     static const int ns[] = {1, 2, 3, 4, 7, 8, 9, 13};
     for (size_t j = 0; j < sizeof ns / sizeof ns[0]; j++) {
-        check_matmul(16, ns[j], NULL, sl_vec_dot_n_q4_K_rp(SL_RP_GEMV));
-        check_matmul(12, ns[j], sl_type_get(SL_TYPE_Q4_K)->vec_dot, NULL);
+        /* a 2-d weight: the gemm order; an expert of 8: the gemv order; of a
+         * one-expert tensor (2-d to the reference), or rows % 8 != 0: plain */
+        check_matmul(16, 0, ns[j], NULL, sl_vec_dot_n_q4_K_rp(SL_RP_GEMM));
+        check_matmul(16, 8, ns[j], NULL, sl_vec_dot_n_q4_K_rp(SL_RP_GEMV));
+        check_matmul(16, 1, ns[j], sl_type_get(SL_TYPE_Q4_K)->vec_dot, NULL);
+        check_matmul(12, 0, ns[j], sl_type_get(SL_TYPE_Q4_K)->vec_dot, NULL);
     }
 }
 
