@@ -173,9 +173,11 @@ typedef struct type_tol {
 } type_tol;
 
 static const type_tol types[] = {
-    /* measured worst cases (closing note of issue 3): f32/f16 ~1e-6, quantised
-       ~1e-7 typically and 1.6e-2 where one activation rounds the other way */
-    {"f32", 1e-5}, {"f16", 1e-5}, {"q8_0", 5e-2}, {"q4_k", 5e-2}, {"q6_k", 5e-2},
+    /* measured worst cases (closing note of issue 3): f32 ~1e-6, quantised
+       ~1e-7 typically and 1.6e-2 where one activation rounds the other way;
+       f16 weights take f16-rounded activations (llama.cpp's rule, issue 11),
+       so an activation may round the other way there too: 2.2e-3 measured */
+    {"f32", 1e-5}, {"f16", 1e-2}, {"q8_0", 5e-2}, {"q4_k", 5e-2}, {"q6_k", 5e-2},
 };
 
 TEST(engine_matches_reference_every_arch_and_type)
