@@ -36,13 +36,20 @@ static sl_mat expert_mat(const sl_tensor *t, int e)
 /* SwiGLU of the rows of s->hb (gate) and s->hb2 (up), prepared for down:
  * rows idx[0..n) (or 0..n-1) of width down->cols, into s->act_down. */
 static void prepare_down(sl_session *s, const sl_mat *down, const int *idx, int n,
-                         const void **acts)
+                         const void **acts, bool oai)
 {
     const size_t F = (size_t)down->cols;
     sl_prep p = {down, s->hb, F, s->hb2, idx, n,
                  s->act_down, sl_fwd_act_stride(down->type, down->cols),
-                 (size_t)s->layout.bytes[SL_SB_act_down], acts};
+                 (size_t)s->layout.bytes[SL_SB_act_down], acts, oai};
     sl_fwd_prepare(s, &p);
+}
+
+/* rows[r * width + i] += bias[i] for r in [0, n) */
+static void add_rows_bias(float *rows, const float *bias, int n, size_t width)
+{
+    for (int r = 0; r < n; r++)
+        for (size_t i = 0; i < width; i++) rows[(size_t)r * width + i] += bias[i];
 }
 
 /* out(n, E) = down(silu(gate x) * up x) for the n rows of x */
@@ -52,7 +59,7 @@ static void swiglu_ffn(sl_session *s, const sl_mat *gate, const sl_mat *up, cons
     const sl_mat *gu[2] = {gate, up};
     float *gu_out[2] = {s->hb, s->hb2};
     sl_fwd_mm_shared(s, gu, gu_out, 2, x, n);
-    prepare_down(s, down, NULL, n, s->down_acts);
+    prepare_down(s, down, NULL, n, s->down_acts, false);
     const sl_mm_item d = {down, s->down_acts, n, out, (size_t)down->rows};
     sl_fwd_mm_run(s, &d, 1);
 }
@@ -113,7 +120,7 @@ static void prepare_expert_inputs(sl_session *s, const sl_layer *L, int n)
     for (int set = 0; set < (same ? 1 : 2); set++) {
         sl_prep p = {m[set], s->xb, (size_t)g.cols, NULL, NULL, n,
                      s->act + (size_t)set * (size_t)B * s->act_stride, s->act_stride,
-                     (size_t)B * s->act_stride, s->acts + (size_t)set * (size_t)B};
+                     (size_t)B * s->act_stride, s->acts + (size_t)set * (size_t)B, false};
         sl_fwd_prepare(s, &p);
     }
     const void **ag = s->acts, **au = same ? s->acts : s->acts + B;
@@ -140,12 +147,28 @@ static void run_experts(sl_session *s, const sl_layer *L, const sl_expert_w *xs,
         for (int r = 0; r < cnt; r++) s->moe_rows[n_rows++] = first + r;
     }
     sl_fwd_mm_run(s, it, 2 * nx);
-    prepare_down(s, &xs[0].d, s->moe_rows, n_rows, s->down_acts);
+    const bool biases = L->d.ffn.biases;
+    if (biases) /* each expert's gate and up biases on its rows (llama.cpp's add_id) */
+        for (int i = 0; i < nx; i++) {
+            const int first = s->moe_count[xs[i].e], cnt = s->moe_count[xs[i].e + 1] - first;
+            const float *gb = (const float *)L->gate_exps_b.data + (size_t)xs[i].e * F;
+            const float *ub = (const float *)L->up_exps_b.data + (size_t)xs[i].e * F;
+            add_rows_bias(s->hb + first * F, gb, cnt, F);
+            add_rows_bias(s->hb2 + first * F, ub, cnt, F);
+        }
+    prepare_down(s, &xs[0].d, s->moe_rows, n_rows, s->down_acts,
+                 L->d.ffn.act == SL_ACT_SWIGLU_OAI);
     for (int i = 0; i < nx; i++) {
         const int first = s->moe_count[xs[i].e], cnt = s->moe_count[xs[i].e + 1] - first;
         it[i] = (sl_mm_item){&xs[i].d, s->down_acts + first, cnt, s->exp_out + first * E, E};
     }
     sl_fwd_mm_run(s, it, nx);
+    if (biases)
+        for (int i = 0; i < nx; i++) {
+            const int first = s->moe_count[xs[i].e], cnt = s->moe_count[xs[i].e + 1] - first;
+            add_rows_bias(s->exp_out + first * E,
+                          (const float *)L->down_exps_b.data + (size_t)xs[i].e * E, cnt, E);
+        }
 }
 
 /* A streamed expert's weights: the same shapes as the stacked tensor's
@@ -212,6 +235,7 @@ static int predict_experts(sl_session *s, int next)
     const sl_router_desc *r = &N->d.ffn.router;
     sl_rmsnorm(s->pf_x, s->x, N->ffn_norm.data, hp->n_embd, hp->rms_eps);
     sl_fwd_mm_tensor(s, &N->router, s->pf_x, 1, s->pf_logits);
+    if (N->router_b.data) add_rows_bias(s->pf_logits, N->router_b.data, 1, (size_t)r->n_expert);
     /* softmax keeps the order: the top-k of the logits is the top-k */
     router_topk(s->pf_logits, r->n_expert, r->top_k, false, s->pf_ids, s->pf_w);
     return r->top_k;
@@ -223,11 +247,18 @@ static int moe_block(sl_session *s, const sl_layer *L, int il, int n, sl_err *er
     const sl_router_desc *rd = &L->d.ffn.router;
     const int E = hp->n_embd, K = rd->top_k, X = rd->n_expert;
     sl_fwd_mm_tensor(s, &L->router, s->xb, n, s->router);
+    if (L->router_b.data) add_rows_bias(s->router, L->router_b.data, n, (size_t)X);
     for (int t = 0; t < n; t++) {
         float *p = s->router + (size_t)t * X;
-        sl_softmax(p, X);
-        router_topk(p, X, K, rd->renorm, s->topk_ids + (size_t)t * K,
-                    s->topk_w + (size_t)t * K);
+        int *ids = s->topk_ids + (size_t)t * K;
+        float *w = s->topk_w + (size_t)t * K;
+        if (rd->score == SL_SCORE_TOPK_SOFTMAX) { /* the k largest logits, softmax over them */
+            router_topk(p, X, K, false, ids, w);
+            sl_softmax(w, K);
+        } else {
+            sl_softmax(p, X);
+            router_topk(p, X, K, rd->renorm, ids, w);
+        }
     }
     group_by_expert(s, rd, n);
     /* before the expert inputs are prepared: the guess uses the same scratch */

@@ -21,7 +21,8 @@ static void prepare_worker(void *ctx, int chunk, int n_chunks, int tid)
     for (long long t = lo; t < hi; t++) {
         const size_t i = (size_t)(p->idx ? p->idx[t] : t);
         float *x = p->x + i * p->ldx;
-        if (p->gate) sl_swiglu(x, p->gate + i * p->ldx, cols);
+        if (p->gate && p->oai) sl_swiglu_oai(x, p->gate + i * p->ldx, cols);
+        else if (p->gate) sl_swiglu(x, p->gate + i * p->ldx, cols);
         SL_ASSERT((i + 1) * p->stride <= p->cap);
         uint8_t *a = p->act + i * p->stride;
         sl_matvec_prepare(p->mat, x, a);
@@ -120,7 +121,7 @@ void sl_fwd_mm_shared(sl_session *s, const sl_mat *const *mats, float *const *ys
         int64_t cols = mats[first]->cols;
         sl_prep p = {mats[first], (float *)x, (size_t)cols, NULL, NULL, n,
                      s->act, sl_fwd_act_stride(mats[first]->type, cols),
-                     (size_t)s->n_batch_max * s->act_stride, s->acts};
+                     (size_t)s->n_batch_max * s->act_stride, s->acts, false};
         sl_fwd_prepare(s, &p);
         sl_mm_item items[4];
         int k = 0;

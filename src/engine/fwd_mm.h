@@ -54,6 +54,7 @@ typedef struct sl_prep {
     size_t stride;
     size_t cap;
     const void **acts;
+    bool oai;           /* with gate: gpt-oss's clamped SwiGLU instead of SwiGLU */
 } sl_prep;
 
 /* Prepares the rows of p over the pool. */

@@ -62,6 +62,7 @@ typedef struct attn_job {
     const sl_layer_state *st;
     int n;
     int pos0;
+    const float *sinks; /* n_head sink logits, or NULL */
 } attn_job;
 
 /* Work item w = (token, K/V head): the query heads of that group attend
@@ -81,11 +82,14 @@ static void attn_worker(void *ctx, int chunk, int n_chunks, int tid)
         .dk = hd, .dv = hdv, .n_q = group, .scale = a->scale, .out_stride = (size_t)hdv,
         .scratch = s->att + (size_t)tid * s->layout.att_floats,
     };
+    const float *sinks = a->sinks ? j->sinks : NULL;
     long long w0, w1;
     sl_split_range((long long)j->n * HKV, chunk, n_chunks, &w0, &w1);
     for (long long w = w0; w < w1; w++) {
         const int t = (int)(w / HKV), kvh = (int)(w % HKV);
         b.n_pos = j->pos0 + t + 1; /* causal: itself and everything before */
+        b.pos_lo = a->n_swa > 0 && b.n_pos > a->n_swa ? b.n_pos - a->n_swa : 0;
+        b.sinks = sinks ? sinks + (size_t)kvh * group : NULL;
         b.q = s->q + (size_t)t * H * hd + (size_t)kvh * group * hd;
         b.k = j->st->rows[0] + (size_t)kvh * hd * elem;
         b.v = j->st->rows[1] + (size_t)kvh * hdv * elem;
@@ -144,7 +148,7 @@ static void attn_forward(sl_session *s, const sl_layer *L, int il, int n, float 
                  (size_t)v_dim);
     }
 
-    attn_job j = {s, a, st, n, s->n_past};
+    attn_job j = {s, a, st, n, s->n_past, L->sinks.data};
     const int items = n * a->n_head_kv;
     sl_pool_run(s->pool, attn_worker, &j, items < 64 ? items : 64);
     if (a->gated) {
@@ -153,6 +157,7 @@ static void attn_forward(sl_session *s, const sl_layer *L, int il, int n, float 
     }
 
     sl_fwd_mm_tensor(s, &L->wo, s->attn_out, n, out);
+    add_bias(out, &L->bo, n, s->m->hp.n_embd);
 }
 
 const sl_mixer_ops sl_mixer_attn = {

@@ -36,6 +36,12 @@ static const sl_lt_role roles[SL_LT_COUNT] = {
     [SL_LT_SSM_ALPHA] = {"ssm_alpha.weight", SL_READS_INPUT, false},
     [SL_LT_SSM_NORM] = {"ssm_norm.weight", SL_READS_NOTHING, false},
     [SL_LT_SSM_OUT] = {"ssm_out.weight", SL_READS_INPUT, false},
+    [SL_LT_BO] = {"attn_output.bias", SL_READS_NOTHING, false},
+    [SL_LT_SINKS] = {"attn_sinks.weight", SL_READS_NOTHING, false},
+    [SL_LT_ROUTER_B] = {"ffn_gate_inp.bias", SL_READS_NOTHING, false},
+    [SL_LT_GATE_EXPS_B] = {"ffn_gate_exps.bias", SL_READS_NOTHING, false},
+    [SL_LT_UP_EXPS_B] = {"ffn_up_exps.bias", SL_READS_NOTHING, false},
+    [SL_LT_DOWN_EXPS_B] = {"ffn_down_exps.bias", SL_READS_NOTHING, false},
 };
 
 /* The named fields of sl_layer alias t[] in the enum's order. */
@@ -72,6 +78,12 @@ ROLE_AT(ssm_beta, SL_LT_SSM_BETA);
 ROLE_AT(ssm_alpha, SL_LT_SSM_ALPHA);
 ROLE_AT(ssm_norm, SL_LT_SSM_NORM);
 ROLE_AT(ssm_out, SL_LT_SSM_OUT);
+ROLE_AT(bo, SL_LT_BO);
+ROLE_AT(sinks, SL_LT_SINKS);
+ROLE_AT(router_b, SL_LT_ROUTER_B);
+ROLE_AT(gate_exps_b, SL_LT_GATE_EXPS_B);
+ROLE_AT(up_exps_b, SL_LT_UP_EXPS_B);
+ROLE_AT(down_exps_b, SL_LT_DOWN_EXPS_B);
 _Static_assert(offsetof(sl_layer, d) == sizeof(sl_tensor) * SL_LT_COUNT,
                "every named tensor has a role");
 

@@ -74,6 +74,8 @@ typedef enum sl_ltensor {
     /* gated DeltaNet (qwen35moe linear layers) */
     SL_LT_SSM_QKV, SL_LT_SSM_Z, SL_LT_SSM_CONV, SL_LT_SSM_DT, SL_LT_SSM_A,
     SL_LT_SSM_BETA, SL_LT_SSM_ALPHA, SL_LT_SSM_NORM, SL_LT_SSM_OUT,
+    /* gpt-oss: the output bias, attention sinks, router and expert biases */
+    SL_LT_BO, SL_LT_SINKS, SL_LT_ROUTER_B, SL_LT_GATE_EXPS_B, SL_LT_UP_EXPS_B, SL_LT_DOWN_EXPS_B,
     SL_LT_COUNT
 } sl_ltensor;
 
@@ -110,6 +112,10 @@ typedef struct sl_attn_desc {
     sl_rope rope;            /* applied to q and k at each token's position */
     bool gated;              /* each head's q rows are followed by as many gate
                                 rows: the output is o * sigmoid(gate) (qwen35moe) */
+    bool sinks;              /* one logit per head in the softmax's denominator
+                                (the layer's sinks tensor, gpt-oss) */
+    int n_swa;               /* > 0: a sliding window, a token sees itself and the
+                                n_swa - 1 before it; 0: the whole context */
 } sl_attn_desc;
 
 /* Gated DeltaNet (ARCHS.md section 1): nk q/k heads and nv v heads of ds
@@ -129,11 +135,14 @@ typedef enum sl_ffn_kind {
 } sl_ffn_kind;
 
 typedef enum sl_activation {
-    SL_ACT_SWIGLU = 0, /* silu(gate) * up */
+    SL_ACT_SWIGLU = 0,  /* silu(gate) * up */
+    SL_ACT_SWIGLU_OAI,  /* gpt-oss: g = min(gate, 7), u = clamp(up, -7, 7),
+                           g * sigmoid(1.702 g) * (u + 1) */
 } sl_activation;
 
 typedef enum sl_router_score {
     SL_SCORE_SOFTMAX = 0, /* softmax over every expert, then top-k */
+    SL_SCORE_TOPK_SOFTMAX, /* top-k of the raw logits, softmax over those k (gpt-oss) */
 } sl_router_score;
 
 typedef struct sl_router_desc {
@@ -149,6 +158,8 @@ typedef struct sl_ffn_desc {
     sl_router_desc router;   /* routed only */
     int n_ff_shexp;          /* routed: the shared expert's width, 0 for none;
                                 its output is scaled by sigmoid(gate . x) */
+    bool biases;             /* routed: router and per-expert gate/up/down biases
+                                (resident, added after each product) */
 } sl_ffn_desc;
 
 /* Where the RMS norms sit around a layer's two blocks. */
@@ -185,6 +196,9 @@ typedef struct sl_layer {
              * [n_embd, nv], norm [ds], out [vd, n_embd] */
             sl_tensor ssm_qkv, ssm_z, ssm_conv, ssm_dt, ssm_a, ssm_beta, ssm_alpha, ssm_norm,
                 ssm_out;
+            /* gpt-oss: bo [n_embd], sinks [n_head], router bias [n_expert],
+             * expert biases [n_ff, n_expert] (gate, up) and [n_embd, n_expert] */
+            sl_tensor bo, sinks, router_b, gate_exps_b, up_exps_b, down_exps_b;
         };
     };
     sl_layer_desc d;

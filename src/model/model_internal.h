@@ -32,6 +32,9 @@ sl_rope sl_hparams_rope(const sl_hparams *hp, bool neox);
 int sl_bind_named(sl_binder *b, int il, sl_ltensor r, const char *suffix, bool required, int n,
                   uint64_t w0, uint64_t w1, uint64_t w2);
 
+/* The layer function of gpt-oss (family_gptoss.c). */
+int sl_family_gptoss_layer(sl_binder *b, int il);
+
 /* The layer function of qwen35moe (family_qwen35.c). */
 int sl_family_qwen35_layer(sl_binder *b, int il);
 

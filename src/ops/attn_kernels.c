@@ -20,6 +20,28 @@ static float load_elem(const void *row, int i, int f16)
     return f16 ? sl_fp16_to_f32(((const uint16_t *)row)[i]) : ((const float *)row)[i];
 }
 
+/* The sinks, after the last tile, as llama.cpp adds them: the larger of
+ * the running maximum and the sink rescales the other side. */
+static void attend_sinks(const sl_attn_block *b, float *acc, const float *mx, float *sum)
+{
+    for (int r = 0; r < b->n_q; r++) {
+        const float sk = b->sinks[r];
+        float ms = 1.0f, vs = 1.0f;
+        if (sk > mx[r]) {
+            ms = expf(mx[r] - sk);
+            for (int d = 0; d < b->dv; d++) acc[(size_t)r * b->dv + d] *= ms;
+        } else {
+            vs = expf(sk - mx[r]);
+        }
+        sum[r] = fmaf(sum[r], ms, vs);
+    }
+}
+
+void sl_attn_sinks_ref(const sl_attn_block *b, float *acc, const float *mx, float *sum)
+{
+    attend_sinks(b, acc, mx, sum);
+}
+
 static void attend_ref(const sl_attn_block *b, int f16)
 {
     const int T = SL_ATTN_TILE, dk = b->dk, dv = b->dv;
@@ -30,9 +52,11 @@ static void attend_ref(const sl_attn_block *b, int f16)
         sum[r] = 0.0f;
         for (int d = 0; d < dv; d++) acc[(size_t)r * dv + d] = 0.0f;
     }
-    for (int ic = 0; ic < b->n_pos; ic += T) {
+    /* tiles stay aligned to position 0, as the reference's are to its cells */
+    for (int ic = b->pos_lo - b->pos_lo % T; ic < b->n_pos; ic += T) {
         const int kv = b->n_pos - ic < T ? b->n_pos - ic : T;
-        for (int t = 0; t < kv; t++) {
+        const int t_lo = b->pos_lo > ic ? b->pos_lo - ic : 0; /* earlier: outside the window */
+        for (int t = t_lo; t < kv; t++) {
             const uint8_t *kr = (const uint8_t *)b->k + (size_t)(ic + t) * b->k_stride;
             const uint8_t *vr = (const uint8_t *)b->v + (size_t)(ic + t) * b->v_stride;
             for (int d = 0; d < dk; d++) kt[(size_t)d * T + t] = load_elem(kr, d, f16);
@@ -42,7 +66,7 @@ static void attend_ref(const sl_attn_block *b, int f16)
             const float *q = b->q + (size_t)r * b->q_stride;
             float tmax = -INFINITY;
             for (int t = 0; t < T; t++) {
-                if (t >= kv) {
+                if (t >= kv || t < t_lo) {
                     sc[t] = -INFINITY;
                     continue;
                 }
@@ -67,11 +91,12 @@ static void attend_ref(const sl_attn_block *b, int f16)
             sum[r] = (float)((double)sum[r] + tsum);
             for (int d = 0; d < dv; d++) {
                 float v = a[d];
-                for (int t = 0; t < kv; t++) v = fmaf(sc[t], vt[(size_t)t * dv + d], v);
+                for (int t = t_lo; t < kv; t++) v = fmaf(sc[t], vt[(size_t)t * dv + d], v);
                 a[d] = v;
             }
         }
     }
+    if (b->sinks) attend_sinks(b, acc, mx, sum);
     for (int r = 0; r < b->n_q; r++) {
         const float inv = sum[r] == 0.0f ? 0.0f : 1.0f / sum[r];
         float *o = b->out + (size_t)r * b->out_stride;

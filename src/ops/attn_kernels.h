@@ -12,7 +12,8 @@
 
 /* One block of blocked causal attention: n_q query rows that share one K/V
  * head (a grouped-query group of one token), over cache positions
- * [0, n_pos). The caller owns every buffer; scratch holds
+ * [pos_lo, n_pos), with an optional sink logit per row in the softmax's
+ * denominator. The caller owns every buffer; scratch holds
  * sl_attn_scratch_floats(dk, dv, n_q) floats. */
 typedef struct sl_attn_block {
     const float *q;       /* n_q rows of dk values, q_stride floats apart */
@@ -24,7 +25,14 @@ typedef struct sl_attn_block {
     float *out;           /* n_q rows of dv values, out_stride floats apart */
     size_t out_stride;
     float *scratch;
+    int pos_lo;           /* the first position attended (a sliding window), else 0 */
+    const float *sinks;   /* n_q sink logits (one per query row) or NULL */
 } sl_attn_block;
+
+/* Adds the block's sinks to its rows' accumulators acc[n_q][dv], running
+ * maxima mx and sums (the last step before the division; scalar, shared
+ * by both kernel sets). */
+void sl_attn_sinks_ref(const sl_attn_block *b, float *acc, const float *mx, float *sum);
 
 /* Scratch floats sl_attn_block needs for these dimensions. */
 size_t sl_attn_scratch_floats(int dk, int dv, int n_q);

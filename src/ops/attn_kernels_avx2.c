@@ -98,14 +98,18 @@ static void load_k8x8_f16(const sl_attn_block *b, int ic, int t, int d, float *k
     for (int j = 0; j < 8; j++) _mm256_storeu_ps(kt + (size_t)(d + j) * SL_ATTN_TILE + t, r[j]);
 }
 
-static void load_tile(const sl_attn_block *b, int ic, int kv, int f16, float *kt, float *vt)
+static void load_tile(const sl_attn_block *b, int ic, int t_lo, int kv, int f16, float *kt,
+                      float *vt)
 {
     const int T = SL_ATTN_TILE, dk = b->dk, dv = b->dv;
-    /* whole eights of positions and key dims by register transposes */
-    const int t8 = f16 && dk % 8 == 0 ? kv - kv % 8 : 0;
+    /* whole eights of positions and key dims by register transposes (a
+     * window's first tile takes the scalar path) */
+    const int t8 = f16 && dk % 8 == 0 && t_lo == 0 ? kv - kv % 8 : 0;
     for (int t = 0; t < t8; t += 8)
         for (int d = 0; d < dk; d += 8) load_k8x8_f16(b, ic, t, d, kt);
-    for (int t = 0; t < kv; t++) {
+    for (int t = 0; t < t_lo; t++) /* outside the window: zeros, never read as weights */
+        for (int d = 0; d < dk; d++) kt[(size_t)d * T + t] = 0.0f;
+    for (int t = t_lo; t < kv; t++) {
         const uint8_t *kr = (const uint8_t *)b->k + (size_t)(ic + t) * b->k_stride;
         const uint8_t *vr = (const uint8_t *)b->v + (size_t)(ic + t) * b->v_stride;
         if (f16) {
@@ -139,9 +143,11 @@ static void attend(const sl_attn_block *b, int f16)
         memset(acc + (size_t)r * dv, 0, (size_t)dv * sizeof(float));
     }
     const __m256 scale = _mm256_set1_ps(b->scale), ninf = _mm256_set1_ps(-INFINITY);
-    for (int ic = 0; ic < b->n_pos; ic += T) {
+    /* tiles stay aligned to position 0, as the reference's are to its cells */
+    for (int ic = b->pos_lo - b->pos_lo % T; ic < b->n_pos; ic += T) {
         const int kv = b->n_pos - ic < T ? b->n_pos - ic : T;
-        load_tile(b, ic, kv, f16, kt, vt);
+        const int t_lo = b->pos_lo > ic ? b->pos_lo - ic : 0; /* earlier: outside the window */
+        load_tile(b, ic, t_lo, kv, f16, kt, vt);
         for (int r = 0; r < b->n_q; r++) {
             const float *q = b->q + (size_t)r * b->q_stride;
             __m256 s[NV];
@@ -157,8 +163,10 @@ static void attend(const sl_attn_block *b, int f16)
                 /* lanes past the last position take no weight */
                 const __m256 lane = _mm256_add_ps(_mm256_set1_ps((float)(8 * v)),
                                                   _mm256_setr_ps(0, 1, 2, 3, 4, 5, 6, 7));
-                s[v] = _mm256_blendv_ps(s[v], ninf,
-                                        _mm256_cmp_ps(lane, _mm256_set1_ps((float)kv), _CMP_GE_OQ));
+                const __m256 out = _mm256_or_ps(
+                    _mm256_cmp_ps(lane, _mm256_set1_ps((float)kv), _CMP_GE_OQ),
+                    _mm256_cmp_ps(lane, _mm256_set1_ps((float)t_lo), _CMP_LT_OQ));
+                s[v] = _mm256_blendv_ps(s[v], ninf, out);
                 vmax = _mm256_max_ps(vmax, s[v]);
             }
             __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(vmax), _mm256_extractf128_ps(vmax, 1));
@@ -184,17 +192,18 @@ static void attend(const sl_attn_block *b, int f16)
             int d = 0;
             for (; d + 8 <= dv; d += 8) {
                 __m256 o = _mm256_loadu_ps(a + d);
-                for (int t = 0; t < kv; t++)
+                for (int t = t_lo; t < kv; t++)
                     o = _mm256_fmadd_ps(_mm256_set1_ps(sc[t]), _mm256_loadu_ps(vt + (size_t)t * dv + d), o);
                 _mm256_storeu_ps(a + d, o);
             }
             for (; d < dv; d++) {
                 float o = a[d];
-                for (int t = 0; t < kv; t++) o = fmaf(sc[t], vt[(size_t)t * dv + d], o);
+                for (int t = t_lo; t < kv; t++) o = fmaf(sc[t], vt[(size_t)t * dv + d], o);
                 a[d] = o;
             }
         }
     }
+    if (b->sinks) sl_attn_sinks_ref(b, acc, mx, sum);
     for (int r = 0; r < b->n_q; r++) {
         const float inv = sum[r] == 0.0f ? 0.0f : 1.0f / sum[r];
         float *o = b->out + (size_t)r * b->out_stride;

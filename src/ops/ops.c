@@ -89,6 +89,16 @@ void sl_silu(float *x, int64_t n)
     }
 }
 
+void sl_swiglu_oai(float *x, const float *g, int64_t n)
+{
+    const float alpha = 1.702f, limit = 7.0f;
+    for (int64_t i = 0; i < n; i++) {
+        const float a = fminf(x[i], limit);
+        const float u = fminf(fmaxf(g[i], -limit), limit);
+        x[i] = a / (1.0f + expf(alpha * (-a))) * (u + 1.0f);
+    }
+}
+
 void sl_swiglu(float *x, const float *g, int64_t n)
 {
     if (use_avx2()) {
@@ -138,9 +148,11 @@ void sl_rope_apply(const sl_rope *r, float *x, int n_heads, int head_dim, int64_
         float theta = r->freq_scale * theta_extrap;
         float mscale = r->attn_factor;
         if (r->ext_factor != 0.0f) {
+            /* the reference's compiler fuses the first product and the
+             * magnitude's multiply-add */
             const float mix = yarn_ramp(corr_lo, corr_hi, i0) * r->ext_factor;
-            theta = theta * (1.0f - mix) + theta_extrap * mix;
-            mscale *= 1.0f + 0.1f * logf(1.0f / r->freq_scale);
+            theta = fmaf(theta, 1.0f - mix, theta_extrap * mix);
+            mscale *= fmaf(0.1f, logf(1.0f / r->freq_scale), 1.0f);
         }
         const float c = cosf(theta) * mscale, s = sinf(theta) * mscale;
         const int a = r->neox ? i0 / 2 : i0;

@@ -39,6 +39,10 @@ void sl_softmax(float *x, int64_t n);
  * arithmetic (eights with its polynomial exponential, the tail with expf). */
 void sl_swiglu(float *x, const float *g, int64_t n);
 
+/* gpt-oss's clamped SwiGLU (llama.cpp's swiglu_oai): with a = min(x, 7)
+ * and u = clamp(g, -7, 7), x = a / (1 + e^(-1.702 a)) * (u + 1). */
+void sl_swiglu_oai(float *x, const float *g, int64_t n);
+
 /* x = silu(x) = x / (1 + e^-x) elementwise over one row, in llama.cpp's
  * arithmetic (ggml_vec_silu_f32: eights with its polynomial exponential,
  * the tail with expf; the eights count from x[0]). */

@@ -65,15 +65,17 @@ static void attend_double(const sl_attn_block *b, const float *kf, const float *
 {
     for (int r = 0; r < b->n_q; r++) {
         const float *q = b->q + (size_t)r * b->q_stride;
-        double mx = -INFINITY, sum = 0.0;
+        double mx = b->sinks ? b->sinks[r] : -INFINITY, sum = 0.0;
         double *sc = malloc(sizeof(double) * (size_t)b->n_pos);
-        for (int p = 0; p < b->n_pos; p++) {
+        for (int p = 0; p < b->pos_lo; p++) sc[p] = -INFINITY;
+        for (int p = b->pos_lo; p < b->n_pos; p++) {
             double d = 0.0;
             for (int i = 0; i < b->dk; i++) d += (double)q[i] * kf[(size_t)p * b->dk + i];
             sc[p] = d * b->scale;
             if (sc[p] > mx) mx = sc[p];
         }
         for (int p = 0; p < b->n_pos; p++) sum += (sc[p] = exp(sc[p] - mx));
+        if (b->sinks) sum += exp(b->sinks[r] - mx);
         for (int i = 0; i < b->dv; i++) {
             double o = 0.0;
             for (int p = 0; p < b->n_pos; p++) o += sc[p] * vf[(size_t)p * b->dv + i];
@@ -109,7 +111,7 @@ TEST(attend_blocks_match_double_and_each_other)
         double *want = malloc(sizeof(double) * nout);
         float *scratch = malloc(sizeof(float) * sl_attn_scratch_floats(dk, dv, nq));
         sl_attn_block b = {q, (size_t)dk, kh, vh, 2 * (size_t)dk, 2 * (size_t)dv, dk, dv, nq, np,
-                           1.0f / sqrtf((float)dk), o[0], (size_t)dv, scratch};
+                           1.0f / sqrtf((float)dk), o[0], (size_t)dv, scratch, 0, NULL};
         attend_double(&b, kf, vf, want);
         ref->attend_f16(&b);
         sl_attn_block b32 = b;
@@ -128,6 +130,23 @@ TEST(attend_blocks_match_double_and_each_other)
             avx->attend_f32(&b32);
             CHECK_MSG(!memcmp(o[2], o[0], sizeof(float) * nout), "avx2 f16 != ref, shape %zu", si);
             CHECK_MSG(!memcmp(o[3], o[1], sizeof(float) * nout), "avx2 f32 != ref, shape %zu", si);
+        }
+        /* a sliding window (positions before pos_lo unseen) and sink logits */
+        float sinks[8];
+        for (int i = 0; i < nq; i++) sinks[i] = frand(&seed) * 3.0f;
+        b.pos_lo = np > 5 ? np - 5 - (int)si : 0;
+        b.sinks = sinks;
+        b.out = o[0];
+        attend_double(&b, kf, vf, want);
+        ref->attend_f16(&b);
+        for (size_t i = 0; i < nout; i++)
+            CHECK_MSG(fabs(o[0][i] - want[i]) <= 1e-5, "window+sinks shape %zu i=%zu: %g vs %g",
+                      si, i, (double)o[0][i], want[i]);
+        if (have_avx2) {
+            b.out = o[2];
+            avx->attend_f16(&b);
+            CHECK_MSG(!memcmp(o[2], o[0], sizeof(float) * nout), "avx2 window+sinks != ref, "
+                      "shape %zu", si);
         }
         for (int i = 0; i < 4; i++) free(o[i]);
         free(q), free(kh), free(vh), free(kf), free(vf), free(want), free(scratch);
