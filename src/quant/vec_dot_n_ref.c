@@ -28,108 +28,24 @@ static inline int dot_i8(const int8_t *q, const int8_t *a, int n)
 
 /* ---- 32-element types against Q8_0 ------------------------------------ */
 
-static void vec_dot_n_q8_0(int64_t n, float *s, const void *vx, const void *const *ys, int nt)
-{
-    const sl_block_q8_0 *x = vx;
-    float sum[NMAX] = {0};
-    for (int64_t i = 0; i < n / SL_QK; i++) {
-        for (int t = 0; t < nt; t++) {
-            const sl_block_q8_0 *y = (const sl_block_q8_0 *)ys[t] + i;
-            sum[t] += sl_h2f(x[i].d) * sl_h2f(y->d) * (float)dot_i8(x[i].qs, y->qs, SL_QK);
-        }
+/* The scalar Q4_0/Q4_1/Q5_0/Q5_1/Q8_0 kernels accumulate in the AVX2
+ * kernels' lanes (vec_dot_legacy_ref.c); their multi-token forms run those
+ * token by token, so the two are bit-identical by construction. Filled
+ * from the single-token table in sl_vec_dot_n_fill_ref. */
+static sl_vec_dot_fn legacy_one[SL_TYPE_COUNT];
+
+#define LEGACY_N(name, type)                                                                   \
+    static void name(int64_t n, float *s, const void *vx, const void *const *ys, int nt)      \
+    {                                                                                          \
+        for (int t = 0; t < nt; t++) legacy_one[type](n, &s[t], vx, ys[t]);                   \
     }
-    for (int t = 0; t < nt; t++) s[t] = sum[t];
-}
+LEGACY_N(vec_dot_n_q8_0, SL_TYPE_Q8_0)
+LEGACY_N(vec_dot_n_q4_0, SL_TYPE_Q4_0)
+LEGACY_N(vec_dot_n_q5_0, SL_TYPE_Q5_0)
+LEGACY_N(vec_dot_n_q4_1, SL_TYPE_Q4_1)
+LEGACY_N(vec_dot_n_q5_1, SL_TYPE_Q5_1)
+#undef LEGACY_N
 
-static void vec_dot_n_q4_0(int64_t n, float *s, const void *vx, const void *const *ys, int nt)
-{
-    const sl_block_q4_0 *x = vx;
-    float sum[NMAX] = {0};
-    int8_t q[SL_QK];
-    for (int64_t i = 0; i < n / SL_QK; i++) {
-        for (int j = 0; j < 16; j++) {
-            q[j] = (int8_t)((x[i].qs[j] & 0x0F) - 8);
-            q[j + 16] = (int8_t)((x[i].qs[j] >> 4) - 8);
-        }
-        for (int t = 0; t < nt; t++) {
-            const sl_block_q8_0 *y = (const sl_block_q8_0 *)ys[t] + i;
-            sum[t] += sl_h2f(x[i].d) * sl_h2f(y->d) * (float)dot_i8(q, y->qs, SL_QK);
-        }
-    }
-    for (int t = 0; t < nt; t++) s[t] = sum[t];
-}
-
-/* five-bit levels (Q5_0 / Q5_1) minus off */
-static inline void unpack5(const uint8_t qs[16], const uint8_t qh4[4], int off, int8_t q[SL_QK])
-{
-    uint32_t qh = (uint32_t)qh4[0] | (uint32_t)qh4[1] << 8 | (uint32_t)qh4[2] << 16 |
-                  (uint32_t)qh4[3] << 24;
-    for (int j = 0; j < 16; j++) {
-        q[j] = (int8_t)(((qs[j] & 0x0F) | (int)((qh >> j) & 1u) << 4) - off);
-        q[j + 16] = (int8_t)(((qs[j] >> 4) | (int)((qh >> (j + 16)) & 1u) << 4) - off);
-    }
-}
-
-static inline int sum32(const int8_t *a)
-{
-    int s = 0;
-    for (int i = 0; i < SL_QK; i++) s += a[i];
-    return s;
-}
-
-static void vec_dot_n_q5_0(int64_t n, float *s, const void *vx, const void *const *ys, int nt)
-{
-    const sl_block_q5_0 *x = vx;
-    float sum[NMAX] = {0};
-    int8_t q[SL_QK];
-    for (int64_t i = 0; i < n / SL_QK; i++) {
-        unpack5(x[i].qs, x[i].qh, 16, q);
-        for (int t = 0; t < nt; t++) {
-            const sl_block_q8_0 *y = (const sl_block_q8_0 *)ys[t] + i;
-            sum[t] += sl_h2f(x[i].d) * sl_h2f(y->d) * (float)dot_i8(q, y->qs, SL_QK);
-        }
-    }
-    for (int t = 0; t < nt; t++) s[t] = sum[t];
-}
-
-/* Q4_1 and Q5_1 from unpacked levels q: d * dy * sum q a + m * dy * sum a,
- * the single kernels' expression */
-static inline float offset_block(uint16_t d, uint16_t m, const int8_t *q, const sl_block_q8_0 *y)
-{
-    float dy = sl_h2f(y->d);
-    return sl_h2f(d) * dy * (float)dot_i8(q, y->qs, SL_QK) + sl_h2f(m) * dy * (float)sum32(y->qs);
-}
-
-static void vec_dot_n_q4_1(int64_t n, float *s, const void *vx, const void *const *ys, int nt)
-{
-    const sl_block_q4_1 *x = vx;
-    float sum[NMAX] = {0};
-    int8_t q[SL_QK];
-    for (int64_t i = 0; i < n / SL_QK; i++) {
-        for (int j = 0; j < 16; j++) {
-            q[j] = (int8_t)(x[i].qs[j] & 0x0F);
-            q[j + 16] = (int8_t)(x[i].qs[j] >> 4);
-        }
-        for (int t = 0; t < nt; t++)
-            sum[t] += offset_block(x[i].d, x[i].m, q, (const sl_block_q8_0 *)ys[t] + i);
-    }
-    for (int t = 0; t < nt; t++) s[t] = sum[t];
-}
-
-static void vec_dot_n_q5_1(int64_t n, float *s, const void *vx, const void *const *ys, int nt)
-{
-    const sl_block_q5_1 *x = vx;
-    float sum[NMAX] = {0};
-    int8_t q[SL_QK];
-    for (int64_t i = 0; i < n / SL_QK; i++) {
-        unpack5(x[i].qs, x[i].qh, 0, q);
-        for (int t = 0; t < nt; t++)
-            sum[t] += offset_block(x[i].d, x[i].m, q, (const sl_block_q8_0 *)ys[t] + i);
-    }
-    for (int t = 0; t < nt; t++) s[t] = sum[t];
-}
-
-/* table values of 16 packed nibbles, in the Q4_0 element order */
 static inline void lookup32(const int8_t table[16], const uint8_t qs[16], int8_t v[32])
 {
     for (int j = 0; j < 16; j++) {
@@ -394,6 +310,10 @@ static void vec_dot_n_iq4_xs(int64_t n, float *s, const void *vx, const void *co
 
 void sl_vec_dot_n_fill_ref(sl_quant_kernels *k)
 {
+    static const sl_type legacy[] = {SL_TYPE_Q4_0, SL_TYPE_Q4_1, SL_TYPE_Q5_0, SL_TYPE_Q5_1,
+                                     SL_TYPE_Q8_0};
+    for (size_t i = 0; i < sizeof legacy / sizeof legacy[0]; i++)
+        legacy_one[legacy[i]] = k->vec_dot[legacy[i]]; /* filled before (quant.c) */
     k->vec_dot_n[SL_TYPE_Q4_0] = vec_dot_n_q4_0;
     k->vec_dot_n[SL_TYPE_Q8_0] = vec_dot_n_q8_0;
     k->vec_dot_n[SL_TYPE_IQ4_NL] = vec_dot_n_iq4_nl;
