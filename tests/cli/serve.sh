@@ -8,7 +8,10 @@
 # bounded fuzz of bodies; then by the official `openai` and
 # `@anthropic-ai/sdk` npm packages (tests/cli/lib/serve_sdk.cjs; installed
 # once into build/npm, or $SLUICE_NPM_DIR; skipped without node/npm or
-# network); a clean exit on SIGTERM. The server is stopped on any exit.
+# network); a clean exit on SIGTERM; --prompt-cache DIR across restarts
+# (same text, cached_tokens, faster; corrupt and foreign files refused with a
+# log line) and /slots/ID?action=save|restore in --slot-save-path (round
+# trip, path traversal refused). The server is stopped on any exit.
 set -u
 . "$(dirname "$0")/lib/common.sh"
 work=$(mktemp -d "${TMPDIR:-/tmp}/sluice-serve-XXXXXX")
@@ -142,8 +145,8 @@ else bad "a client script stopped early ($finished of $expected_clients finished
 # disk (same text, cached_tokens, faster); a corrupt file is refused with a
 # log line and the request answered cold with the same text
 mkdir -p "$work/pc" "$work/slots"
-start_pc() { # start_pc LOG: a server with the prompt cache; sets pid and port
-    "$SLUICE" serve -m "$M" --port 0 -c 2048 -t 2 --prompt-cache "$work/pc" \
+start_pc() { # start_pc LOG [MODEL]: a server with the prompt cache; sets pid and port
+    "$SLUICE" serve -m "${2:-$M}" --port 0 -c 2048 -t 2 --prompt-cache "$work/pc" \
         --slot-save-path "$work/slots" >/dev/null 2>"$1" &
     pid=$!
     port=
@@ -256,7 +259,21 @@ check "prompt cache: a corrupt file is refused with a log line" \
     grep -q "prompt cache: session file .* refused: corrupt" "$work/pc3.err"
 check "prompt cache: after the refusal, the same text as the cold request" [ "$(field "$bad_run" 1)" = "$(field "$cold" 1)" ]
 check "prompt cache: nothing was taken from the corrupt files (cached $(field "$bad_run" 2))" [ "$(field "$bad_run" 2)" = 0 ]
-cat "$work"/pc[123].err >>"$work/err"
+# a foreign file: another model of the same file name and size (another seed)
+# finds the files by name, and each is refused as made for another model
+mkdir -p "$work/other"
+if "$SLUICE" mkmodel --arch qwen3moe --preset tiny-k --layers 12 --seed 6 -q -o "$work/other/m.gguf"; then
+    start_pc "$work/pc4.err" "$work/other/m.gguf"
+    foreign_run=$(pc_client same)
+    stop_pc
+    check "prompt cache: a file made for another model is refused with a log line" \
+        grep -q "prompt cache: session file .* refused: made for another model" "$work/pc4.err"
+    check "prompt cache: nothing was taken from the foreign file (cached $(field "$foreign_run" 2))" \
+        [ "$(field "$foreign_run" 2)" = 0 ]
+else
+    bad "mkmodel of the other model"
+fi
+cat "$work"/pc[1234].err >>"$work/err"
 
 if grep -q "ERROR: \|runtime error\|ThreadSanitizer" "$work/err"; then bad "sanitizer reports: $(grep -m3 -A30 'ERROR: \|runtime error\|ThreadSanitizer' "$work/err")"
 else ok "no sanitizer report from the server"; fi
