@@ -50,6 +50,10 @@ static void usage(FILE *f)
             "      --chat-template NAME  override the template found in the model: chatml,\n"
             "                          qwen3, llama3, mistral, mistral-v3, tulu, plain\n"
             "      --no-think          Qwen3: answer without a thinking block\n"
+            "      --prompt-cache FILE restore the first turn's prompt (system message and\n"
+            "                          first message) from FILE as far as it matches, and\n"
+            "                          save it there; a foreign, truncated or corrupt file\n"
+            "                          is refused with a warning\n"
             "                          (-n is the limit per answer)\n");
     gen_opts_usage(f, -1);
     fprintf(f,
@@ -120,7 +124,7 @@ int cmd_chat(int argc, char **argv)
 {
     gen_opts o;
     gen_opts_init(&o, -1);
-    const char *system = NULL, *tmpl_name = NULL;
+    const char *system = NULL, *tmpl_name = NULL, *cache = NULL;
     bool no_think = false;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -136,6 +140,8 @@ int cmd_chat(int argc, char **argv)
             if (!(tmpl_name = arg_value(CMD, argc, argv, &i))) return 2;
         } else if (!strcmp(a, "--no-think")) {
             no_think = true;
+        } else if (!strcmp(a, "--prompt-cache")) {
+            if (!(cache = arg_value(CMD, argc, argv, &i))) return 2;
         } else {
             fprintf(stderr, "sluice chat: unknown option '%s' (see sluice chat --help)\n", a);
             return 2;
@@ -220,12 +226,16 @@ int cmd_chat(int argc, char **argv)
             goto done;
         }
         const uint64_t te0 = sl_now_ns();
-        if (gen_eval(&g, ids, n, &err)) {
+        int n_reused = 0;
+        if (gen_eval_cached(&g, CMD, n_before == 0 ? cache : NULL, ids, n, &n_reused, &err)) {
             fprintf(stderr, "sluice chat: %s\n", err.msg);
             goto done;
         }
         totals.seconds += sl_ns_to_s(sl_now_ns() - te0);
-        totals.tokens += n;
+        totals.tokens += n - n_reused;
+        if (cache && n_before == 0)
+            fprintf(stderr, "prompt cache: %d of %d prompt tokens restored from '%s'\n",
+                    n_reused, n, cache);
         free(ids);
         ids = NULL;
         if (o.verbose)

@@ -34,7 +34,12 @@ static void usage(FILE *f)
             "                          up to 8 of them)\n"
             "      --truncate          a prompt longer than the context keeps BOS and its\n"
             "                          last tokens, leaving room for min(-n, ctx/2) new ones\n"
-            "                          (default: such a prompt is an error)\n");
+            "                          (default: such a prompt is an error)\n"
+            "      --prompt-cache FILE restore the prompt's state from FILE when FILE holds\n"
+            "                          a prefix of its tokens (only the rest is evaluated),\n"
+            "                          and save the evaluated prompt's state to FILE; a file\n"
+            "                          made for another model, truncated or corrupt is\n"
+            "                          refused with a warning\n");
     gen_opts_usage(f, 128);
     fprintf(f, "  -h, --help              this text\n");
 }
@@ -87,7 +92,7 @@ int cmd_run(int argc, char **argv)
 {
     gen_opts o;
     gen_opts_init(&o, 128);
-    const char *prompt = NULL, *file = NULL;
+    const char *prompt = NULL, *file = NULL, *cache = NULL;
     bool no_bos = false, truncate = false;
     const char *stops[MAX_STOPS + 1] = {0};
     int n_stops = 0;
@@ -114,6 +119,8 @@ int cmd_run(int argc, char **argv)
                 return 2;
             }
             stops[n_stops++] = argv[++i];
+        } else if (!strcmp(a, "--prompt-cache")) {
+            if (!(cache = arg_value(CMD, argc, argv, &i))) return 2;
         } else if (!strcmp(a, "--no-bos")) {
             no_bos = true;
         } else if (!strcmp(a, "--truncate")) {
@@ -181,11 +188,13 @@ int cmd_run(int argc, char **argv)
                 (double)o.sp.top_p, (double)o.sp.min_p, (unsigned long long)o.sp.seed);
 
     double t0 = now_s();
-    if (gen_eval(&g, ids, n, &err)) {
+    int n_reused = 0;
+    if (gen_eval_cached(&g, CMD, cache, ids, n, &n_reused, &err)) {
         fprintf(stderr, "sluice run: evaluating the prompt: %s\n", err.msg);
         goto done;
     }
     double t_prompt = now_s() - t0;
+    const int n_eval = n - n_reused; /* prompt tokens evaluated here */
 
     stop_ctx sc = {g.m, o.ignore_eos};
     gen_reply_stats st;
@@ -198,14 +207,17 @@ int cmd_run(int argc, char **argv)
     if (st.stop == GEN_STOP_CTX && o.n_predict != 0)
         fprintf(stderr, "sluice run: stopped: the context of %d tokens is full\n", n_ctx);
     fprintf(stderr, "load:      %8.3f s\n", g.load_s);
-    fprintf(stderr, "prompt:    %6d tokens in %8.3f s (%9.2f tok/s)\n", n, t_prompt,
-            t_prompt > 0 ? n / t_prompt : 0.0);
+    if (cache)
+        fprintf(stderr, "prompt cache: %d of %d prompt tokens restored from '%s'\n", n_reused,
+                n, cache);
+    fprintf(stderr, "prompt:    %6d tokens in %8.3f s (%9.2f tok/s)\n", n_eval, t_prompt,
+            t_prompt > 0 ? n_eval / t_prompt : 0.0);
     fprintf(stderr, "generated: %6d tokens in %8.3f s (%9.2f tok/s)\n", st.n_gen, st.seconds,
             st.seconds > 0 ? st.n_gen / st.seconds : 0.0);
     if (o.verbose)
         fprintf(stderr, "stop:      %s; %d tokens in the context\n", stop_name(st.stop),
                 sl_session_n_past(g.s));
-    run_totals totals = {t_prompt + st.seconds, (long)n + st.n_gen, st.n_gen};
+    run_totals totals = {t_prompt + st.seconds, (long)n_eval + st.n_gen, st.n_gen};
     rc = model_flags_report(&o.mf, CMD, g.m, &totals) ? 0 : 1;
 done:
     free(ids);

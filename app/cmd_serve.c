@@ -9,6 +9,7 @@
  * saying where it listens, the model and the memory plan, and serves until
  * SIGINT or SIGTERM. */
 #include <libgen.h>
+#include <sys/stat.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,6 +48,12 @@ static void usage(FILE *f)
             "                          server from a browser (default: no CORS headers)\n"
             "      --chat-template N   chat format instead of the detected one\n"
             "      --no-think          Qwen3: close an empty <think> block in the prompt\n"
+            "      --prompt-cache DIR  save evaluated prompts (each first turn, e.g. the system\n"
+            "                          prompt, and each whole prompt) in DIR, keyed by the model\n"
+            "                          and the tokens, and start later requests, also after a\n"
+            "                          restart, from the longest saved prefix\n"
+            "      --slot-save-path DIR  POST /slots/ID?action=save|restore {\"filename\": F}\n"
+            "                          writes / reads a slot's state as DIR/F\n"
             "  -c applies to each slot; -n is the default max_tokens (default: no limit)\n");
     gen_opts_usage(f, -1);
     fprintf(f, "  -h, --help              this text\n");
@@ -57,6 +64,7 @@ int cmd_serve(int argc, char **argv)
     gen_opts o;
     gen_opts_init(&o, -1);
     const char *host = "127.0.0.1", *api_key = NULL, *alias = NULL, *tmpl = NULL, *cors = NULL;
+    const char *pcache_dir = NULL, *slot_dir = NULL;
     long port = 8080, np = 1, max_queue = 16, max_body = 8L << 20;
     bool no_think = false;
     for (int i = 1; i < argc; i++) {
@@ -100,6 +108,10 @@ int cmd_serve(int argc, char **argv)
             if (!(tmpl = arg_value(CMD, argc, argv, &i))) return 2;
         } else if (!strcmp(a, "--no-think")) {
             no_think = true;
+        } else if (!strcmp(a, "--prompt-cache")) {
+            if (!(pcache_dir = arg_value(CMD, argc, argv, &i))) return 2;
+        } else if (!strcmp(a, "--slot-save-path")) {
+            if (!(slot_dir = arg_value(CMD, argc, argv, &i))) return 2;
         } else {
             fprintf(stderr, "sluice serve: unknown option '%s' (see sluice serve --help)\n", a);
             return 2;
@@ -154,6 +166,18 @@ int cmd_serve(int argc, char **argv)
     if (srv_pool_start(&s.pool, s.m, s.chat, (int)np, ctx, n_batch, o.kv_type, (int)max_queue))
         goto done;
     s.n_ctx = sl_session_n_ctx(s.pool.slots[0].g.s);
+    if (pcache_dir) {
+        if (srv_pcache_open(&s.pcache, pcache_dir, o.model)) goto done;
+        s.pool.pcache = &s.pcache;
+    }
+    if (slot_dir) {
+        struct stat sd;
+        if (stat(slot_dir, &sd) != 0 || !S_ISDIR(sd.st_mode)) {
+            fprintf(stderr, "sluice serve: --slot-save-path '%s' is not a directory\n", slot_dir);
+            goto done;
+        }
+        s.slot_dir = slot_dir;
+    }
     int bound = 0;
     if (srv_http_start(&s, host, (int)port, &bound)) goto done;
 
@@ -181,6 +205,7 @@ done:
     srv_pool_stop(&s.pool);   /* running and queued jobs end; connections can finish */
     srv_http_stop(&s);
     srv_pool_free(&s.pool);
+    srv_pcache_close(&s.pcache);
     sl_chat_free(s.chat);
     sl_model_free(s.m);
     free(base_copy);

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "args.h"
 #include "outputs.h"
@@ -220,6 +221,57 @@ int gen_eval(gen_ctx *g, const int32_t *ids, int n, sl_err *err)
         for (int j = 0; j < nb; j++)
             if ((rc = sl_sampling_accept(g->smp, ids[i + j], err))) return rc;
     }
+    return SL_OK;
+}
+
+/* Restores path into g's session and keeps the longest prefix shared with
+ * ids[0..n) that the session can return to and that leaves logits to
+ * sample from. Returns the tokens kept (0: a cold start, the session
+ * empty). */
+static int restore_prefix(gen_ctx *g, const char *cmd, const char *path, const int32_t *ids,
+                          int n)
+{
+    if (access(path, F_OK) != 0) return 0; /* the first run: nothing saved yet */
+    sl_err e = {0};
+    int k = sl_session_load(g->s, path, NULL, 0, &e);
+    int32_t *saved = k > 0 ? malloc((size_t)k * sizeof *saved) : NULL;
+    if (k > 0 && saved) k = sl_session_load(g->s, path, saved, k, &e);
+    if (k < 0) {
+        fprintf(stderr, "sluice %s: warning: prompt cache: %s; evaluating the prompt from "
+                "the start\n", cmd, e.msg);
+        free(saved);
+        sl_session_truncate(g->s, 0);
+        return 0;
+    }
+    int common = 0;
+    while (common < k && common < n && saved[common] == ids[common]) common++;
+    free(saved);
+    int keep = common;
+    /* the whole prompt: its logits are there only if the file ends with it */
+    if (keep == n && !(k == n && sl_session_logits(g->s))) keep = n - 1;
+    if (keep <= 0 || sl_session_truncate(g->s, keep) != SL_OK) keep = 0;
+    if (keep == 0) sl_session_truncate(g->s, 0);
+    return keep;
+}
+
+int gen_eval_cached(gen_ctx *g, const char *cmd, const char *path, const int32_t *ids, int n,
+                    int *n_reused, sl_err *err)
+{
+    *n_reused = 0;
+    if (!path || sl_session_n_past(g->s) != 0) return gen_eval(g, ids, n, err);
+    const int keep = restore_prefix(g, cmd, path, ids, n);
+    for (int i = 0; i < keep; i++) {
+        int rc = sl_sampling_accept(g->smp, ids[i], err);
+        if (rc) return rc;
+    }
+    *n_reused = keep;
+    if (keep == n) return SL_OK;
+    int rc = gen_eval(g, ids + keep, n - keep, err);
+    if (rc) return rc;
+    sl_err e = {0};
+    if (sl_session_save(g->s, path, ids, n, &e))
+        fprintf(stderr, "sluice %s: warning: prompt cache: cannot save the prompt: %s\n", cmd,
+                e.msg);
     return SL_OK;
 }
 

@@ -58,6 +58,17 @@ void gen_close(gen_ctx *g);
  * sampler's penalty history. */
 int gen_eval(gen_ctx *g, const int32_t *ids, int n, sl_err *err);
 
+/* --prompt-cache FILE (run, chat): evaluates ids[0..n) like gen_eval, but
+ * first restores the state saved in path when its tokens begin like ids,
+ * and evaluates only the rest (at least the last token, unless the file
+ * also kept its logits); then saves the state of all n tokens to path
+ * (crash-safe) when it evaluated anything. A missing file is a cold start;
+ * a refused one (truncated, corrupt, another model) or a failed save prints
+ * one warning line prefixed by cmd and goes on. *n_reused receives the
+ * tokens not evaluated. Returns non-zero only on an evaluation error. */
+int gen_eval_cached(gen_ctx *g, const char *cmd, const char *path, const int32_t *ids, int n,
+                    int *n_reused, sl_err *err);
+
 typedef enum gen_stop {
     GEN_STOP_EOG = 0,    /* an end-of-generation / end-of-turn token was sampled */
     GEN_STOP_LIMIT,      /* max tokens produced */

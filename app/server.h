@@ -44,6 +44,8 @@ typedef struct srv {
     unsigned long next_id;    /* for completion ids (atomic increments) */
     const char *cors_origin;  /* --cors: the Access-Control-Allow-Origin; NULL: off */
     uint64_t n_requests, n_4xx, n_5xx; /* answered, atomic adds */
+    srv_pcache pcache;        /* --prompt-cache (dir NULL: off) */
+    const char *slot_dir;     /* --slot-save-path, or NULL: slot actions refused */
 } srv;
 
 /* Error style of the API an endpoint belongs to. */
@@ -87,6 +89,12 @@ srv_reply srv_tokenize(srv *s, json_t *body);
 /* POST /apply-template (llama-server's): the rendered chat prompt. */
 srv_reply srv_apply_template(srv *s, json_t *body);
 srv_reply srv_detokenize(srv *s, json_t *body);
+
+/* POST /slots/{id}?action=save|restore (server_metrics.c): id_text is what
+ * follows "/slots/", action the query's value (NULL: absent), body holds
+ * "filename": a plain name inside --slot-save-path (no slash, not "." or
+ * "..", else 400). */
+srv_reply srv_slot_action(srv *s, const char *id_text, const char *action, json_t *body);
 
 /* Handlers (server_anthropic.c). */
 srv_reply srv_messages(srv *s, json_t *body);

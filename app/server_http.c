@@ -29,6 +29,8 @@ typedef struct http_req {
     size_t len, cap;
     bool too_large;
     bool answered;    /* an error was queued before the body: ignore the rest */
+    char *slot_id;    /* POST /slots/{id}: the id text and ?action= (owned) */
+    char *action;
 } http_req;
 
 srv_reply srv_error(srv_api api, int status, const char *fmt, ...)
@@ -212,8 +214,12 @@ static const route routes[] = {
     {"/v1/messages/count_tokens", R_POST, SRV_API_ANTHROPIC, NULL, srv_count_tokens},
 };
 
+/* POST /slots/{id}?action=save|restore */
+static const route slot_action_route = {"/slots/", R_POST, SRV_API_OPENAI, NULL, NULL};
+
 static const route *find_route(const char *url)
 {
+    if (!strncmp(url, "/slots/", 7)) return &slot_action_route;
     for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++)
         if (!strcmp(url, routes[i].path)) return &routes[i];
     return NULL;
@@ -233,7 +239,8 @@ static srv_reply dispatch(srv *s, const route *rt, const char *method, const htt
         json_decref(body);
         return srv_error(rt->api, 400, "the request body must be a JSON object");
     }
-    srv_reply r = rt->post(s, body);
+    srv_reply r = rt == &slot_action_route ? srv_slot_action(s, q->slot_id, q->action, body)
+                                           : rt->post(s, body);
     json_decref(body);
     (void)method;
     return r;
@@ -271,6 +278,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         if (cl && strtoull(cl, NULL, 10) > s->max_body)
             return send_reply(s, c, srv_error(api, 413, "the request body (%.30s bytes) is larger "
                                            "than the limit of %zu bytes", cl, s->max_body));
+        if (rt == &slot_action_route) {
+            const char *act = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "action");
+            q->slot_id = strdup(url + 7);
+            q->action = act ? strdup(act) : NULL;
+            if (!q->slot_id || (act && !q->action)) return MHD_NO;
+        }
         q->answered = false;
         return MHD_YES;
     }
@@ -311,6 +324,8 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
     http_req *q = *con_cls;
     if (!q) return;
     free(q->body);
+    free(q->slot_id);
+    free(q->action);
     free(q);
     *con_cls = NULL;
 }

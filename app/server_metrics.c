@@ -6,8 +6,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "server.h"
+#include "util/timer.h"
 
 typedef struct text {
     char *p;
@@ -117,4 +119,54 @@ srv_reply srv_slots(srv *s)
                                              v[i].n_held));
     free(v);
     return arr ? (srv_reply){200, arr, NULL} : srv_error(SRV_API_OPENAI, 500, "out of memory");
+}
+
+/* Whether name is a plain file name: not empty, no slash or backslash, not
+ * "." or "..", no control character, at most 200 bytes. */
+static bool plain_name(const char *name)
+{
+    size_t n = strlen(name);
+    if (n == 0 || n > 200 || !strcmp(name, ".") || !strcmp(name, "..")) return false;
+    for (size_t i = 0; i < n; i++)
+        if (name[i] == '/' || name[i] == '\\' || (unsigned char)name[i] < 0x20) return false;
+    return !strstr(name, "..");
+}
+
+srv_reply srv_slot_action(srv *s, const char *id_text, const char *action, json_t *body)
+{
+    const srv_api api = SRV_API_OPENAI;
+    char *end = NULL;
+    long id = id_text && *id_text ? strtol(id_text, &end, 10) : -1;
+    if (!end || *end || id < 0 || id >= s->pool.n_slots)
+        return srv_error(api, 404, "no slot '%.40s' (slots are 0 to %d)", id_text ? id_text : "",
+                         s->pool.n_slots - 1);
+    const bool save = action && !strcmp(action, "save");
+    if (!save && !(action && !strcmp(action, "restore")))
+        return srv_error(api, 400, "action must be 'save' or 'restore' (?action=save)");
+    if (!s->slot_dir)
+        return srv_error(api, 501, "slot save and restore need --slot-save-path DIR");
+    const json_t *fn = json_object_get(body, "filename");
+    if (!json_is_string(fn) || memchr(json_string_value(fn), 0, json_string_length(fn)) ||
+        !plain_name(json_string_value(fn)))
+        return srv_error(api, 400, "'filename' must be a plain file name inside the slot save "
+                         "directory (no '/', no '..')");
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", s->slot_dir, json_string_value(fn));
+    if (!save && access(path, F_OK) != 0)
+        return srv_error(api, 404, "no saved slot '%s' in the slot save directory",
+                         json_string_value(fn));
+    sl_err err = {0};
+    int n = 0;
+    srv_slot *slot = &s->pool.slots[id];
+    const uint64_t t0 = sl_now_ns();
+    int rc = save ? srv_slot_save(slot, path, &n, &err) : srv_slot_restore(slot, path, &n, &err);
+    const double ms = (double)(sl_now_ns() - t0) / 1e6;
+    if (rc) {
+        if (!save) fprintf(stderr, "sluice serve: slot %ld restore: %s\n", id, err.msg);
+        return srv_error(api, rc == SL_EFORMAT || rc == SL_EINVAL ? 400 : 500, "%s", err.msg);
+    }
+    json_t *r = json_pack("{s:i, s:s, s:i, s:{s:f}}", "id_slot", (int)id, "filename",
+                          json_string_value(fn), save ? "n_saved" : "n_restored", n, "timings",
+                          save ? "save_ms" : "restore_ms", ms);
+    return r ? (srv_reply){200, r, NULL} : srv_error(api, 500, "out of memory");
 }

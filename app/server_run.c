@@ -8,6 +8,10 @@
  * sampler is the job's own, created here, so nothing of one request's
  * sampling reaches the next; it sees every prompt token, reused or not.
  *
+ * With --prompt-cache (server_pcache.h), a prefix saved on disk that is
+ * longer than what the slot holds is restored instead, and the prompt's
+ * first turn and the whole prompt are saved once evaluated.
+ *
  * Generation is gen_reply's (app/gen.c), writing into a stdio stream whose
  * writes come here (fopencookie): each flush, one per token, becomes a
  * piece for the job's formatter, cut on a UTF-8 character boundary. */
@@ -132,6 +136,16 @@ static int reuse_prefix(srv_slot *s, const int32_t *ids, int n)
     return p;
 }
 
+/* Where the prompt's first chat turn ends: just after its first end-of-turn
+ * token (e.g. <|im_end|>); 0 for a prompt that is not a chat or has none. */
+static int first_turn_end(const srv_slot *s, const srv_job *j)
+{
+    if (!j->chat || !s->chat) return 0;
+    for (int i = 0; i < j->n_ids; i++)
+        if (sl_chat_is_stop_token(s->chat, j->ids[i])) return i + 1;
+    return 0;
+}
+
 /* After a reply that a stop text ended: which of the job's stop texts it
  * was (the generated tokens spell the text sent, then the stop text). */
 static int matched_stop(const srv_slot *s, const srv_job *j, const run_ctx *c)
@@ -199,13 +213,30 @@ void srv_run_job(srv_slot *s, srv_job *j)
         finish(s, j, SRV_FINISH_ERROR, err.msg);
         return;
     }
+    srv_pool *pool = s->pool;
     int p = reuse_prefix(s, j->ids, j->n_ids);
+    if (pool->pcache) {
+        const int have = p;
+        p = srv_pcache_restore(pool->pcache, g->s, j->ids, j->n_ids, p);
+        if (p != have) s->n_held = 0; /* remember() records the tokens held after the job */
+    }
     j->n_cached = p;
     for (int i = 0; i < p; i++)
         if (sl_sampling_accept(g->smp, j->ids[i], &err)) goto engine_error;
     uint64_t t0 = sl_now_ns();
+    if (pool->pcache) {
+        /* the first turn (the system prompt when there is one) is saved on
+         * its own, so that requests that differ after it find it */
+        const int cut = first_turn_end(s, j);
+        if (cut > p && cut < j->n_ids) {
+            if (gen_eval(g, j->ids + p, cut - p, &err)) goto engine_error;
+            srv_pcache_save(pool->pcache, g->s, j->ids, cut);
+            p = cut;
+        }
+    }
     if (gen_eval(g, j->ids + p, j->n_ids - p, &err)) goto engine_error;
-    srv_pool *pool = s->pool;
+    if (pool->pcache && p < j->n_ids) srv_pcache_save(pool->pcache, g->s, j->ids, j->n_ids);
+    p = j->n_cached;
     __atomic_add_fetch(&pool->prompt_us, (sl_now_ns() - t0) / 1000, __ATOMIC_RELAXED);
     __atomic_add_fetch(&pool->prompt_tokens, (uint64_t)(j->n_ids - p), __ATOMIC_RELAXED);
     __atomic_add_fetch(&pool->cached_tokens, (uint64_t)p, __ATOMIC_RELAXED);

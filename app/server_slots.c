@@ -1,6 +1,7 @@
 /* server_slots.c - see server_slots.h: jobs, their output buffer, the
  * queue and the worker threads. */
 #include "server_slots.h"
+#include "util/status.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -131,10 +132,47 @@ static void *worker(void *arg)
             srv_slot_idle(s);
             job_finish_unrun(j);
         } else {
+            pthread_mutex_lock(&s->use_mu);
             srv_run_job(s, j); /* calls srv_slot_idle before the job is done */
+            pthread_mutex_unlock(&s->use_mu);
         }
         srv_job_unref(j);
     }
+}
+
+int srv_slot_save(srv_slot *s, const char *path, int *n_tokens, sl_err *err)
+{
+    pthread_mutex_lock(&s->use_mu);
+    const int n = s->n_held < sl_session_n_past(s->g.s) ? s->n_held : sl_session_n_past(s->g.s);
+    int rc = n > 0 ? sl_session_save(s->g.s, path, s->held, n, err)
+                   : sl_err_set(err, SL_EINVAL, "slot %d holds no tokens to save", s->id);
+    pthread_mutex_unlock(&s->use_mu);
+    *n_tokens = rc ? 0 : n;
+    return rc;
+}
+
+int srv_slot_restore(srv_slot *s, const char *path, int *n_tokens, sl_err *err)
+{
+    pthread_mutex_lock(&s->use_mu);
+    const int cap = sl_session_n_ctx(s->g.s);
+    int rc = SL_OK;
+    if (s->cap_held < cap) {
+        int32_t *nh = realloc(s->held, (size_t)cap * sizeof *nh);
+        if (!nh) rc = sl_err_set(err, SL_ENOMEM, "out of memory");
+        else {
+            s->held = nh;
+            s->cap_held = cap;
+        }
+    }
+    /* on a refusal the session and its tokens stay as they were */
+    int n = rc ? rc : sl_session_load(s->g.s, path, s->held, s->cap_held, err);
+    if (n >= 0) s->n_held = n;
+    pthread_mutex_lock(&s->pool->mu);
+    s->shown_held = s->n_held;
+    pthread_mutex_unlock(&s->pool->mu);
+    pthread_mutex_unlock(&s->use_mu);
+    *n_tokens = n > 0 ? n : 0;
+    return n < 0 ? n : SL_OK;
 }
 
 void srv_pool_view(srv_pool *p, srv_slot_view *views, int *queued)
@@ -198,6 +236,7 @@ int srv_pool_start(srv_pool *p, sl_model *m, const sl_chat *chat, int n_slots, i
         srv_slot *s = &p->slots[i];
         s->pool = p;
         s->id = i;
+        pthread_mutex_init(&s->use_mu, NULL);
         s->chat = chat;
         s->g.m = m;
         sl_session_params sp = sl_session_default_params();

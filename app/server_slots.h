@@ -20,6 +20,7 @@
 
 #include "gen.h"
 #include "server_logprobs.h"
+#include "server_pcache.h"
 
 #define SRV_MAX_STOPS 4
 #define SRV_MAX_STOP_LEN 64
@@ -110,6 +111,8 @@ typedef struct srv_slot {
     int id;
     bool busy;
     srv_job *running;             /* under the pool's mu */
+    pthread_mutex_t use_mu;       /* held while a job or a slot action (save,
+                                     restore) uses the session */
     int shown_held;               /* n_held when it was last idle, under mu */
 } srv_slot;
 
@@ -122,6 +125,7 @@ typedef struct srv_pool {
     srv_slot *slots;
     int n_slots, n_started;
     sl_model *m;
+    srv_pcache *pcache;           /* --prompt-cache, or NULL; set before any job */
     /* counters for /metrics, updated with atomic adds by the workers */
     uint64_t jobs_done, prompt_tokens, cached_tokens, gen_tokens;
     uint64_t prompt_us, gen_us;   /* time evaluating prompts, generating */
@@ -159,6 +163,13 @@ void srv_pool_free(srv_pool *p);
  * it marks the job done, so that a client who sends its next request as
  * soon as the answer arrives finds the slot free. */
 void srv_slot_idle(srv_slot *s);
+
+/* POST /slots/{id}?action=save|restore: writes the slot's state (the
+ * tokens it holds) to path, or replaces it by the state saved there; waits
+ * for the slot's running job. Returns 0 with *n_tokens, or a negative SL_E*
+ * with err filled (SL_EINVAL: nothing to save). */
+int srv_slot_save(srv_slot *s, const char *path, int *n_tokens, sl_err *err);
+int srv_slot_restore(srv_slot *s, const char *path, int *n_tokens, sl_err *err);
 
 /* Runs one job on a slot: reuses the longest prefix of the prompt the slot
  * holds, evaluates the rest, generates (server_run.c). */

@@ -196,6 +196,46 @@ int sl_session_n_past(const sl_session *s);
 int sl_session_n_ctx(const sl_session *s);
 int sl_session_truncate(sl_session *s, int n);
 
+/* ---- saved session state (prompt cache) ---------------------------------- */
+
+/* A session's state written to a file and read back later, by this process
+ * or another, so that an evaluated prompt need not be evaluated again.
+ * The file holds, after a header (magic "SLSTATE1", version, the model's
+ * identity, the cache value type, the token count), the tokens, a table of
+ * every layer's state kind and sizes (row streams per position, sequence
+ * state), each layer's rows for the saved positions and its sequence
+ * state, the recurrent snapshot when there is one, and the logits of the
+ * last token when they are current; a 64-bit checksum covers the header
+ * and another everything after it. The model's identity is a hash of each
+ * model file's size, its GGUF header (metadata and tensor table) and the
+ * first and last 64 KiB of its tensor data, so that another model of the
+ * same shapes is told apart too. */
+
+/* Writes the state of the first n positions of s, which hold tokens[0..n),
+ * to path, crash-safe: a temporary file beside it, fsync, then a rename
+ * over path (an old file of that name survives any failure). n must be
+ * <= sl_session_n_past(s); on a model with recurrent layers n must be the
+ * session's position or its snapshot's (see sl_session_truncate). The
+ * last logits are saved when n is the session's position and they are
+ * current. The session is not changed. SL_EINVAL (bad n, a token out of
+ * the vocabulary), SL_EIO (naming the file and the OS reason), SL_ENOMEM. */
+int sl_session_save(sl_session *s, const char *path, const int32_t *tokens, int n,
+                    sl_err *err);
+
+/* Replaces the state of s by the one saved in path. Returns the number of
+ * saved tokens (>= 0) and writes them to tokens[0..) when that number is
+ * <= n_max; if it is larger, nothing is restored and the number is
+ * returned for a retry (tokens may be NULL when n_max is 0: a peek).
+ * Afterwards sl_session_n_past(s) is that number and sl_session_logits
+ * gives the saved logits (NULL when none were saved: evaluate at least one
+ * token before sampling). A file that is truncated, corrupt (a checksum
+ * differs), of another version, made for another model, or that does not
+ * fit the session (another cache value type, more tokens than its
+ * context) is refused with SL_EFORMAT (or SL_EIO when it cannot be read)
+ * and one sentence naming the file and the reason; s is then unchanged. */
+int sl_session_load(sl_session *s, const char *path, int32_t *tokens, int n_max,
+                    sl_err *err);
+
 /* ---- tokens ------------------------------------------------------------- */
 
 /* The tokenizer comes from the model file's tokenizer.ggml.* metadata and is

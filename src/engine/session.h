@@ -86,6 +86,11 @@ struct sl_session {
     int n_logits;        /* rows of logits valid after the last eval */
     uint64_t scratch_bytes; /* the arena but the KV cache (what the memory
                                plan reserves for a session) */
+    /* The model's identity in saved state files (session_save.c), computed
+     * at the first save or load. */
+    bool model_id_set;
+    uint64_t model_id;
+    uint64_t model_bytes;
 };
 
 /* Runs the model on tokens[0..n) (n <= n_batch_max) at positions

@@ -1,0 +1,477 @@
+/* session_save.c - a session's state to a file and back (sl_session_save,
+ * sl_session_load): the prompt cache's storage.
+ *
+ * File layout (little-endian), all of it covered by checksums:
+ *   header (SAVE_HEADER_BYTES): magic "SLSTATE1", version, header size, the
+ *     model's identity (hash, total file bytes, n_layer, n_vocab), the
+ *     cache value size, token count, snapshot position, whether logits
+ *     follow, the body's size and checksum, the total sequence state, and
+ *     last a checksum of the header's preceding bytes;
+ *   body: the tokens (int32), a table of every layer's state (mixer kind,
+ *     bytes per position of each row stream, bytes of sequence state), each
+ *     layer's row streams for the saved positions and its sequence state,
+ *     the recurrent snapshot (every layer's sequence state at the snapshot
+ *     position) when there is one, and the last logits (n_vocab floats).
+ * A load reads and checks everything before it touches the session, so a
+ * refused file leaves the session as it was. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/session.h"
+#include "util/checked.h"
+#include "util/file.h"
+
+#define SAVE_MAGIC "SLSTATE1"
+#define SAVE_VERSION 1u
+#define SAVE_HEADER_BYTES 96u
+#define SAVE_LAYER_BYTES 32u
+#define ID_SAMPLE_BYTES (64u << 10) /* of tensor data hashed at each end of a file */
+#define ID_HEADER_MAX (256ull << 20) /* GGUF headers hashed up to this size */
+
+/* ---- hashing: four independent 64-bit lanes over 8-byte words ---------- */
+
+#define P1 0x9E3779B185EBCA87ull
+#define P2 0xC2B2AE3D27D4EB4Full
+#define P3 0x165667B19E3779F9ull
+
+static uint64_t rotl64(uint64_t x, int r) { return (x << r) | (x >> (64 - r)); }
+
+static uint64_t mix_word(uint64_t acc, uint64_t w) { return rotl64(acc ^ (w * P2), 31) * P1; }
+
+static uint64_t load_le64(const uint8_t *p)
+{
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; i--) v = (v << 8) | p[i];
+    return v;
+}
+
+/* Hash of len bytes at p, chained onto h (every chunk of a file is hashed
+ * this way in the same order when it is written and when it is read). */
+static uint64_t hash_chunk(uint64_t h, const void *p, size_t len)
+{
+    const uint8_t *b = p;
+    uint64_t l[4] = {h + P1, h ^ P2, h + P3, h - P1};
+    size_t i = 0;
+    for (; i + 32 <= len; i += 32)
+        for (int k = 0; k < 4; k++) l[k] = mix_word(l[k], load_le64(b + i + 8 * (size_t)k));
+    uint64_t t = rotl64(l[0], 1) + rotl64(l[1], 7) + rotl64(l[2], 12) + rotl64(l[3], 18);
+    for (; i + 8 <= len; i += 8) t = mix_word(t, load_le64(b + i));
+    for (; i < len; i++) t = (t ^ b[i]) * P3;
+    t = mix_word(t, (uint64_t)len);
+    t ^= t >> 33;
+    t *= P2;
+    t ^= t >> 29;
+    return t;
+}
+
+/* ---- little-endian fields ------------------------------------------------ */
+
+static void put32(uint8_t *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static void put64(uint8_t *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++) p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static uint32_t get32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static uint64_t get64(const uint8_t *p) { return load_le64(p); }
+
+/* ---- the model's identity ------------------------------------------------ */
+
+static int hash_range(const sl_file *f, uint64_t from, uint64_t len, uint8_t *buf, size_t cap,
+                      uint64_t *h, sl_err *err)
+{
+    while (len > 0) {
+        size_t n = len < cap ? (size_t)len : cap;
+        int rc = sl_file_pread_full(f, buf, n, from, err);
+        if (rc) return rc;
+        *h = hash_chunk(*h, buf, n);
+        from += n;
+        len -= n;
+    }
+    return SL_OK;
+}
+
+/* Hashes every file of s's model: its size, its GGUF header (up to the
+ * tensor data) and the first and last ID_SAMPLE_BYTES of the data. Cached
+ * in the session after the first call. */
+static int model_identity(sl_session *s, sl_err *err)
+{
+    if (s->model_id_set) return SL_OK;
+    const sl_gguf *g = s->m->gguf;
+    const size_t cap = 1u << 20;
+    uint8_t *buf = malloc(cap);
+    if (!buf) return sl_err_set(err, SL_ENOMEM, "out of memory");
+    uint64_t h = 0, total = 0;
+    int rc = SL_OK;
+    for (uint32_t i = 0; i < sl_gguf_file_count(g) && !rc; i++) {
+        sl_file f;
+        rc = sl_file_open_read(&f, sl_gguf_file_path(g, i), err);
+        if (rc) break;
+        const uint64_t size = f.size, data = sl_gguf_data_offset(g, i);
+        uint8_t sz[8];
+        put64(sz, size);
+        h = hash_chunk(h, sz, sizeof sz);
+        if (!sl_add_u64(total, size, &total)) total = UINT64_MAX;
+        uint64_t head = data < size ? data : size;
+        if (head > ID_HEADER_MAX) head = ID_HEADER_MAX;
+        rc = hash_range(&f, 0, head, buf, cap, &h, err);
+        if (!rc && data < size) {
+            const uint64_t rest = size - data;
+            const uint64_t n = rest < ID_SAMPLE_BYTES ? rest : ID_SAMPLE_BYTES;
+            rc = hash_range(&f, data, n, buf, cap, &h, err);
+            if (!rc) rc = hash_range(&f, size - n, n, buf, cap, &h, err);
+        }
+        sl_file_close(&f);
+    }
+    free(buf);
+    if (rc) return rc;
+    s->model_id = h;
+    s->model_bytes = total;
+    s->model_id_set = true;
+    return SL_OK;
+}
+
+/* ---- what a file of n tokens holds ---------------------------------------- */
+
+typedef struct save_plan {
+    uint32_t n_tokens;
+    int32_t snap_pos;       /* -1: no snapshot saved */
+    bool has_logits;
+    const float *seq_src;   /* the sequence state saved (seq_state or seq_snap) */
+    uint64_t seq_total;     /* bytes of every layer's sequence state */
+    uint64_t body_bytes;
+} save_plan;
+
+/* Bytes of the body for n tokens of s with the given extras; false on
+ * overflow. */
+static bool body_size(const sl_session *s, uint64_t n, bool snap, bool logits, uint64_t *out)
+{
+    const sl_model *m = s->m;
+    uint64_t b = 0, t;
+    if (!sl_mul_u64(n, 4, &t) || !sl_add_u64(b, t, &b)) return false;
+    if (!sl_mul_u64((uint64_t)m->hp.n_layer, SAVE_LAYER_BYTES, &t) || !sl_add_u64(b, t, &b))
+        return false;
+    const uint64_t seq = s->layout.bytes[SL_SB_seq_state];
+    for (int il = 0; il < m->hp.n_layer; il++)
+        for (int r = 0; r < 2; r++)
+            if (!sl_mul_u64(n, s->layer_state[il].row_bytes[r], &t) || !sl_add_u64(b, t, &b))
+                return false;
+    if (!sl_add_u64(b, seq, &b)) return false;
+    if (snap && !sl_add_u64(b, seq, &b)) return false;
+    if (logits && !sl_add_u64(b, (uint64_t)m->hp.n_vocab * 4, &b)) return false;
+    *out = b;
+    return true;
+}
+
+/* The body's chunks, in file order, each given to fn: how the writer
+ * writes and both sides hash. tokens is the token array as stored (LE). */
+typedef int (*chunk_fn)(void *ud, const void *p, size_t len, sl_err *err);
+
+static void layer_record(const sl_session *s, int il, uint8_t rec[SAVE_LAYER_BYTES])
+{
+    memset(rec, 0, SAVE_LAYER_BYTES);
+    put32(rec, (uint32_t)s->m->layers[il].d.mixer);
+    put64(rec + 8, s->layer_state[il].row_bytes[0]);
+    put64(rec + 16, s->layer_state[il].row_bytes[1]);
+    put64(rec + 24, s->layer_state[il].seq_bytes);
+}
+
+static int body_chunks(const sl_session *s, const save_plan *pl, const uint8_t *tokens_le,
+                       chunk_fn fn, void *ud, sl_err *err)
+{
+    const int nl = s->m->hp.n_layer;
+    int rc = fn(ud, tokens_le, (size_t)pl->n_tokens * 4, err);
+    for (int il = 0; il < nl && !rc; il++) {
+        uint8_t rec[SAVE_LAYER_BYTES];
+        layer_record(s, il, rec);
+        rc = fn(ud, rec, sizeof rec, err);
+    }
+    const uint8_t *seq_base = (const uint8_t *)s->seq_state;
+    for (int il = 0; il < nl && !rc; il++) {
+        const sl_layer_state *ls = &s->layer_state[il];
+        for (int r = 0; r < 2 && !rc; r++)
+            if (ls->row_bytes[r])
+                rc = fn(ud, ls->rows[r], ls->row_bytes[r] * pl->n_tokens, err);
+        if (!rc && ls->seq_bytes) {
+            const size_t off = (size_t)((const uint8_t *)ls->seq - seq_base);
+            rc = fn(ud, (const uint8_t *)pl->seq_src + off, ls->seq_bytes, err);
+        }
+    }
+    if (!rc && pl->snap_pos >= 0) rc = fn(ud, s->seq_snap, (size_t)pl->seq_total, err);
+    if (!rc && pl->has_logits)
+        rc = fn(ud, sl_session_logits(s), (size_t)s->m->hp.n_vocab * sizeof(float), err);
+    return rc;
+}
+
+static int hash_fn(void *ud, const void *p, size_t len, sl_err *err)
+{
+    (void)err;
+    uint64_t *h = ud;
+    *h = hash_chunk(*h, p, len);
+    return SL_OK;
+}
+
+static int write_fn(void *ud, const void *p, size_t len, sl_err *err)
+{
+    return len ? sl_file_write_full(ud, p, len, err) : SL_OK;
+}
+
+static void header_make(const sl_session *s, const save_plan *pl, uint64_t body_hash,
+                        uint8_t h[SAVE_HEADER_BYTES])
+{
+    memset(h, 0, SAVE_HEADER_BYTES);
+    memcpy(h, SAVE_MAGIC, 8);
+    put32(h + 8, SAVE_VERSION);
+    put32(h + 12, SAVE_HEADER_BYTES);
+    put64(h + 16, s->model_id);
+    put64(h + 24, s->model_bytes);
+    put32(h + 32, (uint32_t)s->m->hp.n_layer);
+    put32(h + 36, (uint32_t)s->m->hp.n_vocab);
+    put32(h + 40, (uint32_t)s->kv_elem);
+    put32(h + 44, pl->n_tokens);
+    put32(h + 48, (uint32_t)pl->snap_pos);
+    put32(h + 52, pl->has_logits ? 1u : 0u);
+    put64(h + 56, pl->body_bytes);
+    put64(h + 64, body_hash);
+    put64(h + 72, pl->seq_total);
+    put64(h + 88, hash_chunk(0, h, 88));
+}
+
+int sl_session_save(sl_session *s, const char *path, const int32_t *tokens, int n, sl_err *err)
+{
+    if (!path || !tokens || n <= 0 || n > s->n_past)
+        return sl_err_set(err, SL_EINVAL, "cannot save %d tokens of a session holding %d "
+                          "(give 1 to %d tokens)", n, s->n_past, s->n_past);
+    const uint64_t seq_total = s->layout.bytes[SL_SB_seq_state];
+    save_plan pl = {.n_tokens = (uint32_t)n, .snap_pos = -1, .seq_src = s->seq_state,
+                    .seq_total = seq_total};
+    if (seq_total > 0) {
+        if (n == s->n_past) {
+            pl.snap_pos = s->snap_pos;
+        } else if (n == s->snap_pos) {
+            pl.seq_src = s->seq_snap; /* the state at n is the snapshot */
+            pl.snap_pos = n;
+        } else {
+            return sl_err_set(err, SL_EINVAL, "cannot save the first %d of %d tokens: the "
+                              "model's recurrent layers keep only the state at %d and at its "
+                              "snapshot (%d)", n, s->n_past, s->n_past, s->snap_pos);
+        }
+    }
+    pl.has_logits = n == s->n_past && s->n_logits > 0;
+    for (int i = 0; i < n; i++)
+        if (tokens[i] < 0 || tokens[i] >= s->m->hp.n_vocab)
+            return sl_err_set(err, SL_EINVAL, "cannot save: token %d is %d, outside the "
+                              "vocabulary [0, %d)", i, tokens[i], s->m->hp.n_vocab);
+    if (!body_size(s, (uint64_t)n, pl.snap_pos >= 0, pl.has_logits, &pl.body_bytes))
+        return sl_err_set(err, SL_ENOMEM, "the session's state is too large to save");
+    int rc = model_identity(s, err);
+    if (rc) return rc;
+    uint8_t *tok_le = malloc((size_t)n * 4);
+    if (!tok_le) return sl_err_set(err, SL_ENOMEM, "out of memory");
+    for (int i = 0; i < n; i++) put32(tok_le + 4 * (size_t)i, (uint32_t)tokens[i]);
+
+    uint64_t body_hash = 0;
+    body_chunks(s, &pl, tok_le, hash_fn, &body_hash, err);
+    uint8_t hdr[SAVE_HEADER_BYTES];
+    header_make(s, &pl, body_hash, hdr);
+
+    char *tmp = NULL, *dest = NULL;
+    sl_file f = {.fd = -1};
+    rc = sl_file_temp_beside(path, &tmp, &dest, err);
+    if (!rc) rc = sl_file_open_write(&f, tmp, err);
+    if (!rc) rc = sl_file_write_full(&f, hdr, sizeof hdr, err);
+    if (!rc) rc = body_chunks(s, &pl, tok_le, write_fn, &f, err);
+    if (!rc) rc = sl_file_sync(&f, err);
+    if (f.fd >= 0) {
+        int rc2 = sl_file_close_checked(&f, rc ? NULL : err);
+        if (!rc) rc = rc2;
+    }
+    if (!rc) rc = sl_file_rename(tmp, dest, err);
+    if (rc && tmp) sl_file_remove(tmp);
+    free(tmp);
+    free(dest);
+    free(tok_le);
+    return rc;
+}
+
+/* ---- loading ---------------------------------------------------------------- */
+
+static int refuse(sl_err *err, const char *path, const char *why)
+{
+    return sl_err_set(err, SL_EFORMAT, "session file '%s' refused: %s; it was not loaded",
+                      path, why);
+}
+
+int sl_session_load(sl_session *s, const char *path, int32_t *tokens, int n_max, sl_err *err)
+{
+    if (!path || n_max < 0 || (n_max > 0 && !tokens))
+        return sl_err_set(err, SL_EINVAL, "sl_session_load: bad arguments");
+    int rc = model_identity(s, err);
+    if (rc) return rc;
+    sl_file f;
+    rc = sl_file_open_read(&f, path, err);
+    if (rc) return rc;
+    char why[256];
+    uint8_t h[SAVE_HEADER_BYTES];
+    if (f.size < SAVE_HEADER_BYTES) {
+        snprintf(why, sizeof why, "truncated: %llu bytes, shorter than its %u-byte header",
+                 (unsigned long long)f.size, SAVE_HEADER_BYTES);
+        goto refused;
+    }
+    if ((rc = sl_file_pread_full(&f, h, sizeof h, 0, err))) goto out;
+    if (memcmp(h, SAVE_MAGIC, 8) != 0) {
+        snprintf(why, sizeof why, "not a sluice session file (no \"%s\" magic)", SAVE_MAGIC);
+        goto refused;
+    }
+    if (get32(h + 8) != SAVE_VERSION || get32(h + 12) != SAVE_HEADER_BYTES) {
+        snprintf(why, sizeof why, "format version %u, this sluice reads version %u",
+                 get32(h + 8), SAVE_VERSION);
+        goto refused;
+    }
+    if (get64(h + 88) != hash_chunk(0, h, 88)) {
+        snprintf(why, sizeof why, "corrupt header (checksum mismatch)");
+        goto refused;
+    }
+    if (get64(h + 16) != s->model_id || get64(h + 24) != s->model_bytes ||
+        get32(h + 32) != (uint32_t)s->m->hp.n_layer || get32(h + 36) != (uint32_t)s->m->hp.n_vocab) {
+        snprintf(why, sizeof why, "made for another model (identity %016llx, %llu bytes; this "
+                 "model is %016llx, %llu bytes)", (unsigned long long)get64(h + 16),
+                 (unsigned long long)get64(h + 24), (unsigned long long)s->model_id,
+                 (unsigned long long)s->model_bytes);
+        goto refused;
+    }
+    if (get32(h + 40) != (uint32_t)s->kv_elem) {
+        snprintf(why, sizeof why, "its cache holds %s values, this session %s (use the same "
+                 "--kv-type)", get32(h + 40) == 4 ? "f32" : "f16", s->kv_elem == 4 ? "f32" : "f16");
+        goto refused;
+    }
+    const uint32_t n = get32(h + 44);
+    const int32_t snap = (int32_t)get32(h + 48);
+    const bool has_logits = get32(h + 52) == 1;
+    const uint64_t seq_total = s->layout.bytes[SL_SB_seq_state];
+    if (n == 0 || n > (uint32_t)s->n_ctx) {
+        snprintf(why, sizeof why, "it holds %u tokens, the session's context is %d", n, s->n_ctx);
+        goto refused;
+    }
+    if (get64(h + 72) != seq_total || get32(h + 52) > 1 || snap < -1 || (snap >= 0 && seq_total == 0) ||
+        snap > (int32_t)n) {
+        snprintf(why, sizeof why, "its state does not fit this model's layers");
+        goto refused;
+    }
+    uint64_t want;
+    if (!body_size(s, n, snap >= 0, has_logits, &want) || want != get64(h + 56)) {
+        snprintf(why, sizeof why, "its state does not fit this model's layers (%llu bytes "
+                 "after the header, %llu expected)", (unsigned long long)get64(h + 56),
+                 (unsigned long long)want);
+        goto refused;
+    }
+    if (f.size != SAVE_HEADER_BYTES + want) {
+        snprintf(why, sizeof why, "%s: %llu bytes, the header says %llu",
+                 f.size < SAVE_HEADER_BYTES + want ? "truncated" : "trailing bytes",
+                 (unsigned long long)f.size, (unsigned long long)(SAVE_HEADER_BYTES + want));
+        goto refused;
+    }
+    if (n > (uint32_t)n_max) {
+        rc = (int)n; /* a peek, or the caller's buffer is too small */
+        goto out;
+    }
+    uint8_t *body = malloc((size_t)want);
+    if (!body) {
+        rc = sl_err_set(err, SL_ENOMEM, "out of memory reading session file '%s' (%.1f MiB)",
+                        path, (double)want / (1 << 20));
+        goto out;
+    }
+    if ((rc = sl_file_pread_full(&f, body, (size_t)want, SAVE_HEADER_BYTES, err))) {
+        free(body);
+        goto out;
+    }
+    /* the chunks in file order, as the writer hashed them */
+    const int nl = s->m->hp.n_layer;
+    const uint8_t *p = body;
+    uint64_t bh = hash_chunk(0, p, (size_t)n * 4);
+    const uint8_t *tok_le = p, *table = p + (size_t)n * 4;
+    p = table;
+    for (int il = 0; il < nl; il++, p += SAVE_LAYER_BYTES) bh = hash_chunk(bh, p, SAVE_LAYER_BYTES);
+    const uint8_t *data = p;
+    for (int il = 0; il < nl; il++) {
+        const sl_layer_state *ls = &s->layer_state[il];
+        for (int r = 0; r < 2; r++)
+            if (ls->row_bytes[r]) {
+                bh = hash_chunk(bh, p, ls->row_bytes[r] * n);
+                p += ls->row_bytes[r] * n;
+            }
+        if (ls->seq_bytes) {
+            bh = hash_chunk(bh, p, ls->seq_bytes);
+            p += ls->seq_bytes;
+        }
+    }
+    if (snap >= 0) {
+        bh = hash_chunk(bh, p, (size_t)seq_total);
+        p += seq_total;
+    }
+    if (has_logits) bh = hash_chunk(bh, p, (size_t)s->m->hp.n_vocab * 4);
+    bool ok = bh == get64(h + 64);
+    if (!ok) snprintf(why, sizeof why, "corrupt (the checksum of its state differs)");
+    for (int il = 0; ok && il < nl; il++) {
+        uint8_t rec[SAVE_LAYER_BYTES];
+        layer_record(s, il, rec);
+        if (memcmp(rec, table + (size_t)il * SAVE_LAYER_BYTES, SAVE_LAYER_BYTES) != 0) {
+            snprintf(why, sizeof why, "layer %d's state kind or size differs from this model's", il);
+            ok = false;
+        }
+    }
+    for (uint32_t i = 0; ok && i < n; i++) {
+        const int32_t id = (int32_t)get32(tok_le + 4 * (size_t)i);
+        if (id < 0 || id >= s->m->hp.n_vocab) {
+            snprintf(why, sizeof why, "token %u is %d, outside the vocabulary", i, id);
+            ok = false;
+        }
+    }
+    if (!ok) {
+        free(body);
+        goto refused;
+    }
+    /* everything checked: now the session changes */
+    for (uint32_t i = 0; i < n; i++) tokens[i] = (int32_t)get32(tok_le + 4 * (size_t)i);
+    p = data;
+    for (int il = 0; il < nl; il++) {
+        const sl_layer_state *ls = &s->layer_state[il];
+        for (int r = 0; r < 2; r++)
+            if (ls->row_bytes[r]) {
+                memcpy(ls->rows[r], p, ls->row_bytes[r] * n);
+                p += ls->row_bytes[r] * n;
+            }
+        if (ls->seq_bytes) {
+            memcpy(ls->seq, p, ls->seq_bytes);
+            p += ls->seq_bytes;
+        }
+    }
+    s->snap_pos = -1;
+    if (snap >= 0) {
+        memcpy(s->seq_snap, p, (size_t)seq_total);
+        p += seq_total;
+        s->snap_pos = snap;
+    }
+    s->n_logits = 0;
+    if (has_logits) {
+        memcpy(s->logits, p, (size_t)s->m->hp.n_vocab * sizeof(float));
+        s->n_logits = 1;
+    }
+    s->n_past = (int)n;
+    free(body);
+    rc = (int)n;
+    goto out;
+refused:
+    rc = refuse(err, path, why);
+out:
+    sl_file_close(&f);
+    return rc;
+}
