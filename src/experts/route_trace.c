@@ -20,7 +20,6 @@ enum {
 struct sl_route_trace {
     int n_layer, n_expert, top_k;
     int n_steps, n_prompt, n_filled;
-    int cap_steps;
     int32_t *ids;      /* [step][layer][slot] */
     float *w;          /* same shape */
     uint8_t *have;     /* same shape: the row was read */
@@ -71,11 +70,15 @@ static bool parse_real(const char *s, size_t n, double *out)
     return true;
 }
 
+typedef struct row row;
+
 typedef struct parser {
     sl_route_trace *t;
     const char *name;
     int lineno;
     sl_err *err;
+    row *rows;
+    size_t n_rows, cap_rows;
 } parser;
 
 static int bad(parser *p, const char *fmt, const char *a, const char *b)
@@ -127,33 +130,16 @@ static int model_header(parser *p, const char *s, size_t n)
 /* Entries of one step: layers x top-k. */
 static size_t step_size(const sl_route_trace *t) { return (size_t)t->n_layer * (size_t)t->top_k; }
 
-/* Makes room for step s (s <= n_steps: steps come in order). */
-static int add_step(parser *p, int s)
-{
-    sl_route_trace *t = p->t;
-    if (s < t->n_steps) return SL_OK;
-    if (s >= MAX_STEPS) return bad(p, "more steps than sluice replays (1048576)", NULL, NULL);
-    if (s >= t->cap_steps) {
-        const int cap = t->cap_steps ? 2 * t->cap_steps : 64;
-        const size_t per = step_size(t), n = per * (size_t)cap;
-        int32_t *ids = realloc(t->ids, n * sizeof *ids);
-        if (ids) t->ids = ids;
-        float *w = realloc(t->w, n * sizeof *w);
-        if (w) t->w = w;
-        uint8_t *have = realloc(t->have, n);
-        if (have) t->have = have;
-        int32_t *line = realloc(t->line, (size_t)cap * (size_t)t->n_layer * sizeof *line);
-        if (line) t->line = line;
-        if (!ids || !w || !have || !line)
-            return sl_err_set(p->err, SL_ENOMEM, "out of memory reading route trace '%s'",
-                              p->name);
-        t->cap_steps = cap;
-    }
-    memset(t->have + (size_t)s * step_size(t), 0, step_size(t));
-    memset(t->line + (size_t)s * (size_t)t->n_layer, 0, sizeof(int32_t) * (size_t)t->n_layer);
-    t->n_steps = s + 1;
-    return SL_OK;
-}
+/* One data row as read, before the table is built (rows may come in any
+ * order: the recorder writes a prompt layer by layer, then a generated
+ * token at a time). */
+struct row {
+    int32_t step, line;
+    int16_t layer, slot;
+    int32_t expert;
+    float w;
+    uint8_t phase;
+};
 
 static int data_row(parser *p, const char *s, size_t n)
 {
@@ -169,8 +155,8 @@ static int data_row(parser *p, const char *s, size_t n)
         start = i + 1;
     }
     if (nf != 9) return bad(p, "fewer than 9 fields (expected ", COLUMNS, ")");
-    const int64_t max[9] = {0, 1, MAX_STEPS, t->n_layer - 1, t->top_k - 1, t->n_expert - 1, 0,
-                            1, (int64_t)1 << 40};
+    const int64_t max[9] = {0, 1, MAX_STEPS - 1, t->n_layer - 1, t->top_k - 1, t->n_expert - 1,
+                            0, 1, (int64_t)1 << 40};
     int64_t v[9];
     double weight = 0;
     for (int i = 0; i < 9; i++) {
@@ -196,38 +182,103 @@ static int data_row(parser *p, const char *s, size_t n)
                               (int)fl[i], f[i], (long long)max[i], tail);
         }
     }
-    const int phase = (int)v[1], step = (int)v[2], layer = (int)v[3], slot = (int)v[4];
-    /* steps in order, none skipped; prompt steps first */
-    if (step < t->n_steps - 1 || step > t->n_steps)
-        return sl_err_set(p->err, SL_EFORMAT, "route trace '%s' line %d field 'step': step %d "
-                          "after step %d (rows go in step order, no step missing)", p->name,
-                          p->lineno, step, t->n_steps - 1);
-    if (phase == 0 && t->n_prompt < t->n_steps && step >= t->n_prompt)
-        return sl_err_set(p->err, SL_EFORMAT, "route trace '%s' line %d field 'phase': a prompt "
-                          "row (phase 0) after generation rows began at step %d", p->name,
-                          p->lineno, t->n_prompt);
-    int rc = add_step(p, step);
-    if (rc) return rc;
-    if (phase == 0) t->n_prompt = step + 1;
-    else if (t->n_prompt > step)
-        return sl_err_set(p->err, SL_EFORMAT, "route trace '%s' line %d field 'phase': step %d "
-                          "has prompt and generation rows", p->name, p->lineno, step);
-    const size_t at = (size_t)step * step_size(t) + (size_t)layer * (size_t)t->top_k + (size_t)slot;
-    if (t->have[at])
-        return sl_err_set(p->err, SL_EFORMAT, "route trace '%s' line %d: a second row for step "
-                          "%d layer %d slot %d", p->name, p->lineno, step, layer, slot);
-    const size_t first = at - (size_t)slot;
-    for (int j = 0; j < t->top_k; j++)
-        if (t->have[first + (size_t)j] && t->ids[first + (size_t)j] == (int32_t)v[5])
-            return sl_err_set(p->err, SL_EFORMAT, "route trace '%s' line %d field 'expert': "
-                              "expert %lld is already in slot %d of step %d layer %d", p->name,
-                              p->lineno, (long long)v[5], j, step, layer);
-    t->have[at] = 1;
-    t->ids[at] = (int32_t)v[5];
-    t->w[at] = (float)weight;
-    int32_t *ln = &t->line[(size_t)step * (size_t)t->n_layer + (size_t)layer];
-    if (!*ln) *ln = p->lineno;
+    if (p->n_rows == p->cap_rows) {
+        const size_t cap = p->cap_rows ? 2 * p->cap_rows : 1024;
+        row *r = realloc(p->rows, cap * sizeof *r);
+        if (!r) return sl_err_set(p->err, SL_ENOMEM, "out of memory reading route trace '%s'",
+                                  p->name);
+        p->rows = r;
+        p->cap_rows = cap;
+    }
+    p->rows[p->n_rows++] = (row){(int32_t)v[2], p->lineno, (int16_t)v[3], (int16_t)v[4],
+                                 (int32_t)v[5], (float)weight, (uint8_t)v[1]};
     return SL_OK;
+}
+
+/* The table from the rows: no (step, layer, slot) twice, no expert twice
+ * in a (step, layer), one phase per step, prompt steps first. */
+static int build(parser *p)
+{
+    sl_route_trace *t = p->t;
+    int max_step = -1;
+    for (size_t i = 0; i < p->n_rows; i++)
+        if (p->rows[i].step > max_step) max_step = p->rows[i].step;
+    if (max_step < 0)
+        return sl_err_set(p->err, SL_EFORMAT, "route trace '%s': no rows after the header "
+                          "(the file ends at line %d)", p->name, p->lineno);
+    /* every step needs at least top-k rows: a larger step number is damage,
+     * and would only make the table huge */
+    if ((uint64_t)(max_step + 1) * (uint64_t)t->top_k > (uint64_t)p->n_rows) {
+        for (size_t i = 0; i < p->n_rows; i++)
+            if (p->rows[i].step == max_step) {
+                p->lineno = p->rows[i].line;
+                break;
+            }
+        return sl_err_set(p->err, SL_EFORMAT, "route trace '%s' line %d field 'step': step %d, "
+                          "but the file's %zu rows hold at most %zu steps", p->name, p->lineno,
+                          max_step, p->n_rows, p->n_rows / (size_t)t->top_k);
+    }
+    t->n_steps = max_step + 1;
+    const size_t n = (size_t)t->n_steps * step_size(t);
+    t->ids = malloc(n * sizeof *t->ids);
+    t->w = malloc(n * sizeof *t->w);
+    t->have = calloc(n, 1);
+    t->line = calloc((size_t)t->n_steps * (size_t)t->n_layer, sizeof *t->line);
+    int8_t *phase = malloc((size_t)t->n_steps);
+    int32_t *phase_line = malloc(sizeof(int32_t) * (size_t)t->n_steps);
+    if (!t->ids || !t->w || !t->have || !t->line || !phase || !phase_line) {
+        free(phase);
+        free(phase_line);
+        return sl_err_set(p->err, SL_ENOMEM, "out of memory reading route trace '%s'", p->name);
+    }
+    memset(phase, -1, (size_t)t->n_steps);
+    int rc = SL_OK;
+    for (size_t i = 0; i < p->n_rows && !rc; i++) {
+        const row *r = &p->rows[i];
+        const size_t first = (size_t)r->step * step_size(t) + (size_t)r->layer * (size_t)t->top_k;
+        const size_t at = first + (size_t)r->slot;
+        if (phase[r->step] < 0) {
+            phase[r->step] = (int8_t)r->phase;
+            phase_line[r->step] = r->line;
+        } else if (phase[r->step] != r->phase) {
+            rc = sl_err_set(p->err, SL_EFORMAT, "route trace '%s' line %d field 'phase': step %d "
+                            "is phase %d here but phase %d on line %d", p->name, r->line,
+                            r->step, r->phase, phase[r->step], phase_line[r->step]);
+            break;
+        }
+        if (t->have[at]) {
+            rc = sl_err_set(p->err, SL_EFORMAT, "route trace '%s' line %d: a second row for step "
+                            "%d layer %d slot %d", p->name, r->line, r->step, r->layer, r->slot);
+            break;
+        }
+        for (int j = 0; j < t->top_k; j++)
+            if (t->have[first + (size_t)j] && t->ids[first + (size_t)j] == r->expert) {
+                rc = sl_err_set(p->err, SL_EFORMAT, "route trace '%s' line %d field 'expert': "
+                                "expert %d is already in slot %d of step %d layer %d", p->name,
+                                r->line, r->expert, j, r->step, r->layer);
+                break;
+            }
+        t->have[at] = 1;
+        t->ids[at] = r->expert;
+        t->w[at] = r->w;
+        int32_t *ln = &t->line[(size_t)r->step * (size_t)t->n_layer + (size_t)r->layer];
+        if (!*ln || r->line < *ln) *ln = r->line;
+    }
+    /* prompt steps 0..P-1, then generation steps */
+    for (int s = 0; s < t->n_steps && !rc; s++) {
+        if (phase[s] < 0)
+            rc = sl_err_set(p->err, SL_EFORMAT, "route trace '%s': step %d has no rows (steps "
+                            "0..%d appear)", p->name, s, max_step);
+        else if (phase[s] == 0 && s > 0 && phase[s - 1] == 1)
+            rc = sl_err_set(p->err, SL_EFORMAT, "route trace '%s' line %d field 'phase': prompt "
+                            "step %d after generation step %d (prompt steps come first)",
+                            p->name, phase_line[s], s, s - 1);
+        else if (phase[s] == 0)
+            t->n_prompt = s + 1;
+    }
+    free(phase);
+    free(phase_line);
+    return rc;
 }
 
 /* Every (step, layer) complete (or filled by the last-layer rule), its
@@ -236,9 +287,6 @@ static int finish(parser *p)
 {
     sl_route_trace *t = p->t;
     const int K = t->top_k, L = t->n_layer;
-    if (t->n_steps == 0)
-        return sl_err_set(p->err, SL_EFORMAT, "route trace '%s': no rows after the header "
-                          "(the file ends at line %d)", p->name, p->lineno);
     const size_t last_prompt = t->n_prompt > 0 ? (size_t)(t->n_prompt - 1) : 0;
     for (int s = 0; s < t->n_steps; s++)
         for (int l = 0; l < L; l++) {
@@ -340,6 +388,7 @@ static int parse_lines(parser *p, const char *text, size_t len)
     if (state != ROWS)
         return sl_err_set(p->err, SL_EFORMAT, "route trace '%s': ends at line %d before its "
                           "column line and rows", p->name, p->lineno);
+    if ((rc = build(p))) return rc;
     return finish(p);
 }
 
@@ -349,8 +398,9 @@ int sl_route_trace_parse(sl_route_trace **out, const char *text, size_t len, con
     *out = NULL;
     sl_route_trace *t = calloc(1, sizeof *t);
     if (!t) return sl_err_set(err, SL_ENOMEM, "out of memory reading route trace '%s'", name);
-    parser p = {t, name, 0, err};
+    parser p = {t, name, 0, err, NULL, 0, 0};
     int rc = parse_lines(&p, text, len);
+    free(p.rows);
     if (rc) {
         sl_route_trace_free(t);
         return rc;

@@ -10,7 +10,8 @@
  *     0,0,0,0,0,49,0.221297,0,3059712                 (one row per slot)
  *
  * Steps are the tokens in evaluation order: phase 0 (prompt) steps 0..P-1,
- * then phase 1 (generation) steps P..N-1. Every (step, layer) must have its
+ * then phase 1 (generation) steps P..N-1; rows may come in any order (the
+ * recorder writes the prompt layer by layer). Every (step, layer) must have its
  * K slots, distinct experts, weights in [0, 1] not increasing with the slot
  * and summing to 1. One gap is accepted, the recording engine's: a prompt
  * step other than the last one may lack the last layer (llama.cpp computes

@@ -107,6 +107,36 @@ TEST(good_trace_replays_as_written)
     sl_route_trace_free(t);
 }
 
+/* The recorder writes a prompt layer by layer (all its tokens at layer 0,
+ * then at layer 1 ...): any row order is accepted. */
+TEST(rows_in_any_order_are_accepted)
+{
+    static const char text[] = HEAD
+        "0,0,1,0,0,0,0.5,0,10\n"
+        "0,0,0,0,0,3,0.75,0,10\n"
+        "0,0,0,0,1,1,0.25,0,10\n"
+        "0,0,1,0,1,2,0.5,1,10\n"
+        "0,0,1,1,1,3,0.4,0,10\n"
+        "0,0,1,1,0,2,0.6,0,10\n"
+        "0,1,2,1,0,0,0.7,0,10\n"
+        "0,1,2,1,1,1,0.3,0,10\n"
+        "0,1,2,0,0,1,0.9,1,0\n"
+        "0,1,2,0,1,0,0.1,1,0\n";
+    sl_err err = {0};
+    int rc, ids[2];
+    float w[2];
+    sl_route_trace *t = parse(text, &err, &rc);
+    CHECK_MSG(rc == 0, "%s", err.msg);
+    if (!t) return;
+    CHECK_EQ_INT(sl_route_trace_n_steps(t), 3);
+    CHECK_EQ_INT(sl_route_trace_n_prompt(t), 2);
+    sl_route_trace_choice(t, 1, 1, ids, w);
+    CHECK(ids[0] == 2 && ids[1] == 3 && w[0] == 0.6f);
+    sl_route_trace_choice(t, 2, 0, ids, w);
+    CHECK(ids[0] == 1 && ids[1] == 0 && w[1] == 0.1f);
+    sl_route_trace_free(t);
+}
+
 TEST(crlf_lines_are_accepted)
 {
     char buf[sizeof GOOD * 2];
@@ -176,9 +206,12 @@ TEST(damaged_rows_are_refused)
 
 TEST(missing_and_misordered_steps_are_refused)
 {
-    /* a whole step gone: step 3 follows step 1 */
+    /* a whole step gone */
     refused("0,1,2,0,0,1,0.9,1,0\n0,1,2,0,1,0,0.1,1,0\n0,1,2,1,0,0,0.7,0,10\n"
-            "0,1,2,1,1,1,0.3,0,10\n", "", "line 12 field 'step'", "step 3 after step 1");
+            "0,1,2,1,1,1,0.3,0,10\n", "", "step 2 has no rows", "steps 0..3 appear");
+    /* a step number far beyond what the rows can hold (no huge table) */
+    refused("0,1,3,1,1,2,0.45", "0,1,999999,1,1,2,0.45", "line 19 field 'step'",
+            "step 999999, but the file's 14 rows hold at most 7 steps");
     /* one slot gone */
     refused("0,1,3,1,1,2,0.45,1,0\n", "", "step 3 layer 1 has 1 of its 2 slots", "slot 1");
     /* a layer gone in a generation step (the last-layer rule is for the prompt) */
@@ -191,9 +224,9 @@ TEST(missing_and_misordered_steps_are_refused)
     refused("0,1,3,0,0,2,0.8,0,10\n0,1,3,0,1,3,0.2,0,10\n0,1,3,1,0,3,0.55,1,0\n"
             "0,1,3,1,1,2,0.45,1,0\n",
             "0,0,3,0,0,2,0.8,0,10\n0,0,3,0,1,3,0.2,0,10\n0,0,3,1,0,3,0.55,1,0\n"
-            "0,0,3,1,1,2,0.45,1,0\n", "line 16 field 'phase'", "prompt row");
+            "0,0,3,1,1,2,0.45,1,0\n", "line 16 field 'phase'", "prompt step 3 after generation");
     refused("0,1,2,0,0,1,0.9,1,0\n", "0,1,1,0,0,1,0.9,1,0\n", "line 12 field 'phase'",
-            "prompt and generation");
+            "step 1 is phase 1 here but phase 0 on line 8");
 }
 
 TEST(binary_and_odd_text_is_refused)
@@ -230,6 +263,7 @@ TEST(missing_file_is_an_io_error)
 int main(void)
 {
     RUN(good_trace_replays_as_written);
+    RUN(rows_in_any_order_are_accepted);
     RUN(crlf_lines_are_accepted);
     RUN(model_shape_is_checked);
     RUN(damaged_headers_are_refused);
