@@ -3,7 +3,8 @@
 # Qwen3-30B-A3B route trace (--route-trace) on a generated model of its shape
 # (48 layers, 128 experts, top-6) and reports, per policy and cache size,
 # the hit rate and decode tok/s of the first pass over the trace (156
-# evaluated tokens: the prompt, then generated ones) on its own, and of
+# evaluated tokens: a prompt of the trace's 28 prompt tokens in one batch,
+# then 128 generated ones) on its own, and of
 # passes 2-4 (the trace repeats, which flatters any cache).
 #
 #   bench/replay.sh                      # tiny-dimension 48-layer model: hit rates
@@ -30,15 +31,27 @@ if [ -z "$MODEL" ]; then
     "$SLUICE" mkmodel --arch qwen3moe --preset tiny --layers 48 --experts 128 --top-k 6 -q \
         -o "$MODEL" || exit 1
 fi
-PROMPT="Explain how a mixture-of-experts model decides which experts handle each token."
 STEPS=$(awk -F, '/^[0-9]/ { if ($3 + 1 > n) n = $3 + 1 } END { print n }' "$T")
+NPROMPT=$(awk -F, '/^[0-9]/ && $2 == 0 { if ($3 + 1 > n) n = $3 + 1 } END { print n }' "$T")
+ntok() { "$SLUICE" tokenize -m "$MODEL" -p "$1" 2>/dev/null | grep -c -- '->'; }
+# a prompt of exactly the trace's prompt length in this model's tokens, so
+# that the replay evaluates the recorded prompt as one batch and every
+# generated step alone, as the recording did
+PROMPT=""
+for w in Explain how a mixture-of-experts model decides which experts handle each token.; do
+    [ "$(ntok "$PROMPT $w")" -le "$NPROMPT" ] || break
+    PROMPT="$PROMPT $w"
+done
+while [ "$(ntok "$PROMPT")" -lt "$NPROMPT" ]; do PROMPT="$PROMPT ."; done
+if [ "$(ntok "$PROMPT")" -ne "$NPROMPT" ]; then
+    echo "cannot make a prompt of $NPROMPT tokens for $MODEL" >&2
+    exit 1
+fi
 
 # run N POLICY SIZE: N evaluated tokens in all; prints "hits misses gen gen_s"
 run() {
     local total=$1 pol=$2 size=$3
-    local p
-    p=$("$SLUICE" tokenize -m "$MODEL" -p "$PROMPT" 2>/dev/null | grep -c -- '->')
-    "$SLUICE" run -m "$MODEL" -p "$PROMPT" -n $((total - p)) -c $((total + 8)) --temp 0 \
+    "$SLUICE" run -m "$MODEL" -p "$PROMPT" -n $((total - NPROMPT)) -c $((total + 8)) --temp 0 \
         --ignore-eos -t "$THREADS" --moe-stream --no-prefetch --cache-experts "$size" \
         --cache-policy "$pol" --route-trace "$T" --stats-json "$work/s.json" \
         >"$work/out.txt" 2>"$work/err.txt" || { cat "$work/err.txt" >&2; exit 1; }
@@ -49,7 +62,8 @@ run() {
     echo "$h $m $g"
 }
 
-echo "model: $MODEL ($(du -h "$MODEL" | cut -f1)); trace: $T ($STEPS steps); threads $THREADS"
+echo "model: $MODEL ($(du -h "$MODEL" | cut -f1)); trace: $T ($STEPS steps, $NPROMPT prompt);" \
+    "threads $THREADS; prompt:$PROMPT"
 echo
 later="passes 2-$PASSES"
 [ "$PASSES" -gt 1 ] || later="later passes (not run)"
