@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "args.h"
+#include "experts/streamer.h"
 #include "gguf/gguf.h"
 #include "model/model.h"
 #include "util/file.h"
@@ -37,6 +38,11 @@ void model_flags_help(FILE *out)
             "      --dense-weights M  anon (read into RAM, default) or mmap\n"
             "      --io-trace FILE    log every expert read (created empty when no expert\n"
             "                         is streamed)\n"
+            "      --cache-policy P   expert cache eviction: lru (default), slru, lfu or\n"
+            "                         layer (an equal share per layer); only hit rates change\n"
+            "      --route-trace FILE replay a recorded expert choice (route_trace v1) instead\n"
+            "                         of the router, token by token, wrapping at its end: the\n"
+            "                         cache and I/O see real routing (needs streamed experts)\n"
             "      --stats            print where the time and memory went, at the end\n"
             "      --stats-json FILE  write the same as JSON\n"
             "      --progress         a live status line on stderr\n");
@@ -114,6 +120,12 @@ int model_flags_parse(model_flags *f, const char *cmd, int argc, char **argv, in
     } else if (!strcmp(a, "--io-trace")) {
         VALUE();
         p->io_trace_path = v;
+    } else if (!strcmp(a, "--route-trace")) {
+        VALUE();
+        f->route_trace = v;
+    } else if (!strcmp(a, "--cache-policy")) {
+        VALUE();
+        f->cache_policy = v;
     } else if (!strcmp(a, "--stats")) {
         f->stats = true;
     } else if (!strcmp(a, "--stats-json")) {
@@ -152,9 +164,10 @@ static size_t all_outputs(const model_flags *f, file_role *out)
 
 bool model_flags_check_outputs(const model_flags *f, const char *cmd, const char *path)
 {
-    file_role in[8], out[8];
+    file_role in[9], out[8];
     size_t n_in = 0;
     in[n_in++] = (file_role){"the model (-m)", path};
+    if (f->route_trace) in[n_in++] = (file_role){"--route-trace", f->route_trace};
     for (int i = 0; i < f->n_inputs; i++) in[n_in++] = f->inputs[i];
     return outputs_check(cmd, in, n_in, out, all_outputs(f, out));
 }
@@ -169,6 +182,43 @@ static bool check_parts(const model_flags *f, const char *cmd, const sl_model *m
         file_role part = {"a part of the model (-m)", sl_gguf_file_path(m->gguf, i)};
         if (!outputs_check(cmd, &part, 1, out, n_out)) return false;
     }
+    return true;
+}
+
+/* --cache-policy and --route-trace, on the loaded model's streamer: the
+ * trace must fit the model (layers, experts, every routed layer's top-k). */
+static bool replay_setup(const model_flags *f, const char *cmd, sl_model *m)
+{
+    sl_err err;
+    const char *flag = f->route_trace ? "--route-trace" : "--cache-policy";
+    if (!m->streamer) {
+        fprintf(stderr, "sluice %s: %s works on streamed experts, and this model is fully "
+                "resident: add --moe-stream (and --cache-experts N or --cache-mb N for the "
+                "cache size)\n", cmd, flag);
+        return false;
+    }
+    if (f->cache_policy && sl_streamer_set_policy(m->streamer, f->cache_policy, &err)) {
+        fprintf(stderr, "sluice %s: --cache-policy: %s\n", cmd, err.msg);
+        return false;
+    }
+    if (!f->route_trace) return true;
+    sl_route_trace *t;
+    if (sl_route_trace_load(&t, f->route_trace, &err)) {
+        fprintf(stderr, "sluice %s: --route-trace: %s\n", cmd, err.msg);
+        return false;
+    }
+    for (int il = 0; il < m->hp.n_layer; il++) {
+        const sl_layer_desc *d = &m->layers[il].d;
+        if (d->ffn.kind != SL_FFN_ROUTED) continue;
+        if (sl_route_trace_check(t, m->hp.n_layer, d->ffn.router.n_expert, d->ffn.router.top_k,
+                                 &err)) {
+            fprintf(stderr, "sluice %s: --route-trace '%s' does not fit the model: %s\n", cmd,
+                    f->route_trace, err.msg);
+            sl_route_trace_free(t);
+            return false;
+        }
+    }
+    sl_streamer_set_route_trace(m->streamer, t);
     return true;
 }
 
@@ -189,6 +239,10 @@ sl_model *model_flags_load(const model_flags *f, const char *cmd, const char *pa
     sl_model_stream_stats(m, &st);
     if (f->params.io_trace_path && !st.streaming &&
         !outputs_write_file(cmd, "--io-trace", f->params.io_trace_path, "", 0)) {
+        sl_model_free(m);
+        return NULL;
+    }
+    if ((f->route_trace || f->cache_policy) && !replay_setup(f, cmd, m)) {
         sl_model_free(m);
         return NULL;
     }
@@ -285,6 +339,22 @@ bool model_flags_report(const model_flags *f, const char *cmd, const sl_model *m
                         100.0 * (double)st.guessed_right / (double)st.guessed,
                         (unsigned long long)st.prefetched, (unsigned long long)st.prefetch_used,
                         (unsigned long long)st.prefetch_wasted);
+            const sl_route_trace *rt = sl_streamer_route_trace(m->streamer);
+            fprintf(stderr, "cache policy    %s\n", sl_streamer_policy_name(m->streamer));
+            if (rt) {
+                const int64_t done = sl_route_trace_cursor(rt), wraps = sl_route_trace_wraps(rt);
+                fprintf(stderr, "route replay    %s: %d steps (%d prompt, %d generated); "
+                        "%lld replayed, ", f->route_trace, sl_route_trace_n_steps(rt),
+                        sl_route_trace_n_prompt(rt),
+                        sl_route_trace_n_steps(rt) - sl_route_trace_n_prompt(rt),
+                        (long long)done);
+                if (wraps)
+                    fprintf(stderr, "wrapped %lld time%s: past step %d the trace repeats, "
+                            "which flatters the cache\n", (long long)wraps, wraps > 1 ? "s" : "",
+                            sl_route_trace_n_steps(rt));
+                else
+                    fprintf(stderr, "within the first pass\n");
+            }
             fprintf(stderr, "flash           %.2f MiB/token (%.0f MiB read in %llu reads), "
                     "latency p50 %.0f us, p90 %.0f us, p99 %.0f us\n",
                     (double)st.window_bytes / MIB / toks, (double)st.window_bytes / MIB,

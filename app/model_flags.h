@@ -15,6 +15,8 @@ typedef struct model_flags {
     bool stats;              /* --stats: summary on stderr at the end */
     const char *stats_json;  /* --stats-json FILE */
     bool progress;           /* --progress: a live line on stderr */
+    const char *route_trace; /* --route-trace FILE: replay recorded expert choices */
+    const char *cache_policy; /* --cache-policy NAME (streamed experts) */
     /* the command's other files, for the output-is-an-input check of
      * model_flags_load (the model, --stats-json and --io-trace are known) */
     file_role inputs[4];     /* e.g. -f TEXT, a KLD base being read */

@@ -260,6 +260,12 @@ static int moe_block(sl_session *s, const sl_layer *L, int il, int n, sl_err *er
             router_topk(p, X, K, rd->renorm, ids, w);
         }
     }
+    /* --route-trace: the recorded choice replaces the router's (which still
+     * ran, so the compute is the real one) */
+    sl_route_trace *rt = s->m->streamer ? sl_streamer_route_trace(s->m->streamer) : NULL;
+    for (int t = 0; rt && t < n; t++)
+        sl_route_trace_choice(rt, sl_route_trace_cursor(rt) + t, il, s->topk_ids + (size_t)t * K,
+                              s->topk_w + (size_t)t * K);
     group_by_expert(s, rd, n);
     /* before the expert inputs are prepared: the guess uses the same scratch */
     bool guess = s->m->streamer && n == 1 && il + 1 < hp->n_layer &&
@@ -365,6 +371,9 @@ int sl_forward_batch(sl_session *s, const int32_t *tokens, int n, sl_err *err)
         if (!rc) rc = check_finite(s, s->x, n, E, 0, "hidden state", il, err);
         if (rc) return rc;
     }
+    /* the next batch replays the trace's next steps */
+    if (m->streamer && sl_streamer_route_trace(m->streamer))
+        sl_route_trace_advance(sl_streamer_route_trace(m->streamer), n);
     /* logits: every token's, or only the last one's */
     const int first = s->all_logits ? 0 : n - 1;
     const int cnt = n - first;

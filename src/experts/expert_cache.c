@@ -139,7 +139,7 @@ int sl_cache_claim(sl_expert_cache *c, int layer, int expert)
         }
     if (s < 0) {
         c->free_hint = c->n_slots;
-        s = c->policy.victim(c->policy.ctx, evictable, c);
+        s = c->policy.victim(c->policy.ctx, layer, expert, evictable, c);
         if (s < 0) return -1;
         make_free(c, s);
         c->stats.evictions++;
@@ -154,7 +154,7 @@ int sl_cache_claim(sl_expert_cache *c, int layer, int expert)
     c->stats.misses++;
     if (c->seen[k]) c->stats.rereads++;
     c->seen[k] = 1;
-    c->policy.touch(c->policy.ctx, s);
+    c->policy.admit(c->policy.ctx, s, layer, expert);
     return s;
 }
 
@@ -193,3 +193,18 @@ void sl_cache_slot_owner(const sl_expert_cache *c, int s, int *layer, int *exper
 }
 
 void sl_cache_get_stats(const sl_expert_cache *c, sl_cache_stats *st) { *st = c->stats; }
+
+int sl_cache_set_policy(sl_expert_cache *c, sl_cache_policy policy, sl_err *err)
+{
+    for (int s = 0; s < c->n_slots; s++)
+        if (c->slots[s].state != SL_SLOT_FREE || c->slots[s].pins) {
+            if (policy.destroy) policy.destroy(policy.ctx);
+            return sl_err_set(err, SL_EINVAL, "the cache policy can only change while the "
+                              "expert cache is empty");
+        }
+    if (c->policy.destroy) c->policy.destroy(c->policy.ctx);
+    c->policy = policy;
+    return SL_OK;
+}
+
+const char *sl_cache_policy_name(const sl_expert_cache *c) { return c->policy.name; }

@@ -11,7 +11,8 @@
  *    sl_cache_unpin. A pointer into a slot is valid only while pinned.
  *  - States: FREE -> (claim) LOADING -> (mark_ready) READY -> (evict) FREE.
  *    A LOADING slot whose read failed goes back to FREE (mark_failed).
- *  - Eviction picks among READY unpinned slots by the policy (LRU now).
+ *  - Eviction picks among READY unpinned slots by the policy (LRU unless
+ *    sl_cache_set_policy chose another).
  * Not thread-safe: one compute thread drives it. */
 #ifndef SL_EXPERTS_EXPERT_CACHE_H
 #define SL_EXPERTS_EXPERT_CACHE_H
@@ -36,23 +37,45 @@ typedef struct sl_cache_stats {
 } sl_cache_stats;
 
 /* The eviction policy, a plug-in: the cache tells it about uses and asks it
- * for a victim. LRU is the default; later policies (frequency-gated
- * admission, pinned hot sets) implement the same calls. */
+ * for a victim. It only decides which expert leaves: what is computed never
+ * depends on it, only hit rates do. sl_policy_create names the policies. */
 typedef struct sl_cache_policy sl_cache_policy;
 struct sl_cache_policy {
     void *ctx;
-    /* the slot was used (hit or newly filled) */
+    const char *name;
+    /* the slot was used again (a hit) */
     void (*touch)(void *ctx, int slot);
+    /* the slot was just claimed for expert (layer, expert) */
+    void (*admit)(void *ctx, int slot, int layer, int expert);
     /* the slot became FREE */
     void (*forget)(void *ctx, int slot);
-    /* choose a READY, unpinned slot to evict (evictable(slot) says which
-     * qualify); -1 if none */
-    int (*victim)(void *ctx, bool (*evictable)(void *cache, int slot), void *cache);
+    /* choose a READY, unpinned slot to evict (evictable(cache, slot) says
+     * which qualify) to make room for (layer, expert); -1 if none */
+    int (*victim)(void *ctx, int layer, int expert, bool (*evictable)(void *cache, int slot),
+                  void *cache);
     void (*destroy)(void *ctx);
 };
 
-/* An LRU policy over n_slots slots. */
+/* The policies one by one (see sl_policy_create); each fails only with
+ * SL_ENOMEM. */
 int sl_policy_lru_create(sl_cache_policy *p, int n_slots, sl_err *err);
+int sl_policy_slru_create(sl_cache_policy *p, int n_slots, sl_err *err);
+int sl_policy_lfu_create(sl_cache_policy *p, int n_slots, int n_layer, int n_expert,
+                         sl_err *err);
+int sl_policy_layer_create(sl_cache_policy *p, int n_slots, int n_layer, sl_err *err);
+
+/* The policy called name over n_slots slots for n_layer x n_expert
+ * experts: "lru" (least recently used), "slru" (segmented LRU: an expert
+ * used once waits in a probation segment, one used again is protected),
+ * "lfu" (least frequently used, counts halved now and then so that old
+ * fame fades; ties: least recent) or "layer" (each layer an equal share of
+ * the pool, LRU within it). Fails (SL_EINVAL) for another name, naming the
+ * known ones; SL_ENOMEM. */
+int sl_policy_create(sl_cache_policy *p, const char *name, int n_slots, int n_layer,
+                     int n_expert, sl_err *err);
+
+/* "lru, slru, lfu, layer": the names sl_policy_create knows. */
+const char *sl_policy_names(void);
 
 typedef struct sl_expert_cache sl_expert_cache;
 
@@ -97,5 +120,12 @@ uint8_t *sl_cache_slot_data(sl_expert_cache *c, int slot);
 void sl_cache_slot_owner(const sl_expert_cache *c, int slot, int *layer, int *expert);
 
 void sl_cache_get_stats(const sl_expert_cache *c, sl_cache_stats *st);
+
+/* Replaces the policy, which is adopted (destroyed with the cache, or at
+ * once if this fails). Only while no slot holds an expert (SL_EINVAL). */
+int sl_cache_set_policy(sl_expert_cache *c, sl_cache_policy policy, sl_err *err);
+
+/* The policy's name. */
+const char *sl_cache_policy_name(const sl_expert_cache *c);
 
 #endif

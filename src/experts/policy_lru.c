@@ -34,9 +34,12 @@ static void lru_touch(void *ctx, int s)
     l->linked[s] = true;
 }
 
+static void lru_admit(void *ctx, int s, int layer, int expert) { lru_touch(ctx, s); }
+
 static void lru_forget(void *ctx, int s) { unlink_slot(ctx, s); }
 
-static int lru_victim(void *ctx, bool (*evictable)(void *cache, int slot), void *cache)
+static int lru_victim(void *ctx, int layer, int expert, bool (*evictable)(void *cache, int slot),
+                      void *cache)
 {
     lru *l = ctx;
     for (int s = l->tail; s >= 0; s = l->prev[s])
@@ -68,7 +71,9 @@ int sl_policy_lru_create(sl_cache_policy *p, int n_slots, sl_err *err)
         return sl_err_set(err, SL_ENOMEM, "out of memory");
     }
     p->ctx = l;
+    p->name = "lru";
     p->touch = lru_touch;
+    p->admit = lru_admit;
     p->forget = lru_forget;
     p->victim = lru_victim;
     p->destroy = lru_destroy;

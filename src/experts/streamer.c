@@ -82,6 +82,7 @@ struct sl_streamer {
 
     sl_streamer_stats st;
     uint32_t lat_hist[LAT_BINS];
+    sl_route_trace *route; /* --route-trace, owned; NULL: the router decides */
 };
 
 static uint64_t align_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
@@ -170,6 +171,7 @@ void sl_streamer_free(sl_streamer *st)
     if (!st) return;
     sl_io_close(st->io); /* before the cache: lanes may still write into slots */
     sl_cache_free(st->cache);
+    sl_route_trace_free(st->route);
     free(st->layers);
     free(st->set);
     free(st->entry_of_slot);
@@ -539,3 +541,25 @@ void sl_streamer_get_stats(const sl_streamer *st, sl_streamer_stats *out)
     out->lat_p90_us = quantile(st->lat_hist, total, 0.90);
     out->lat_p99_us = quantile(st->lat_hist, total, 0.99);
 }
+
+int sl_streamer_set_policy(sl_streamer *st, const char *name, sl_err *err)
+{
+    sl_cache_policy p;
+    int rc = sl_policy_create(&p, name, sl_cache_n_slots(st->cache), st->n_layer, st->n_expert,
+                              err);
+    if (rc) return rc;
+    return sl_cache_set_policy(st->cache, p, err);
+}
+
+const char *sl_streamer_policy_name(const sl_streamer *st)
+{
+    return sl_cache_policy_name(st->cache);
+}
+
+void sl_streamer_set_route_trace(sl_streamer *st, sl_route_trace *t)
+{
+    sl_route_trace_free(st->route);
+    st->route = t;
+}
+
+sl_route_trace *sl_streamer_route_trace(const sl_streamer *st) { return st->route; }

@@ -28,6 +28,7 @@
 #include <stdio.h>
 
 #include "experts/expert_cache.h"
+#include "experts/route_trace.h"
 #include "io/io.h"
 #include "util/status.h"
 
@@ -127,5 +128,18 @@ void sl_streamer_release(sl_streamer *st, int expert);
 void sl_streamer_abort(sl_streamer *st);
 
 void sl_streamer_get_stats(const sl_streamer *st, sl_streamer_stats *out);
+
+/* Replaces the cache's eviction policy by the one called name
+ * (sl_policy_create). Only before the first expert is read (SL_EINVAL);
+ * SL_EINVAL for an unknown name. */
+int sl_streamer_set_policy(sl_streamer *st, const char *name, sl_err *err);
+const char *sl_streamer_policy_name(const sl_streamer *st);
+
+/* Route replay: the forward pass takes each layer's expert choice from t
+ * instead of the router. The streamer adopts t (freed with it; a previous
+ * one is freed) and only holds it for the forward pass to find. */
+void sl_streamer_set_route_trace(sl_streamer *st, sl_route_trace *t);
+/* The trace being replayed, or NULL. */
+sl_route_trace *sl_streamer_route_trace(const sl_streamer *st);
 
 #endif
