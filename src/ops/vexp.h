@@ -10,21 +10,8 @@
 
 #include <math.h>
 #include <stdint.h>
-#include <string.h>
 
-static inline uint32_t sl_vexp_bits(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    return u;
-}
-
-static inline float sl_vexp_float(uint32_t u)
-{
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
-}
+#include "util/bits.h"
 
 static inline float sl_vexpf(float x)
 {
@@ -32,16 +19,16 @@ static inline float sl_vexpf(float x)
     const float z = fmaf(x, 0x1.715476p+0f, r);
     const float n = z - r;
     const float b = fmaf(-n, 0x1.7f7d1cp-20f, fmaf(-n, 0x1.62e4p-1f, x));
-    const uint32_t e = sl_vexp_bits(z) << 23;
-    const float k = sl_vexp_float(e + sl_vexp_bits(1.0f));
+    const uint32_t e = sl_f2bits(z) << 23;
+    const float k = sl_bits2f(e + sl_f2bits(1.0f));
     const float u = b * b;
     const float j = fmaf(fmaf(fmaf(0x1.0e4020p-7f, b, 0x1.573e2ep-5f), u,
                               fmaf(0x1.555e66p-3f, b, 0x1.fffdb6p-2f)),
                          u, 0x1.ffffecp-1f * b);
     if (!(fabsf(n) > 126.0f)) return fmaf(k, j, k);
     const uint32_t g = n <= 0.0f ? 0x82000000u : 0u;
-    const float s1 = sl_vexp_float(g + 0x7f000000u);
-    const float s2 = sl_vexp_float(e - g);
+    const float s1 = sl_bits2f(g + 0x7f000000u);
+    const float s2 = sl_bits2f(e - g);
     if (fabsf(n) > 192.0f) return s1 * s1;
     return fmaf(s2, j, s2) * s1;
 }

@@ -12,6 +12,7 @@
 
 #include "quant/quant.h"
 #include "quant/quant_blocks.h"
+#include "util/bits.h"
 
 /* IEEE half -> float, exact for every input (zeros, subnormals, inf, NaN).
  * Inline because dot kernels convert one scale per block. */
@@ -36,19 +37,6 @@ static inline float sl_h2f(uint16_t h)
     return out;
 }
 
-static inline uint32_t sl_f2bits(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    return u;
-}
-
-static inline float sl_bits2f(uint32_t u)
-{
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
-}
 
 /* Round to nearest, ties to even, for |x| < 2^22: adding 1.5 * 2^23 leaves
  * the integer in the low mantissa bits with the FPU's default rounding. Used
