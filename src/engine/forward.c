@@ -45,13 +45,6 @@ static void prepare_down(sl_session *s, const sl_mat *down, const int *idx, int 
     sl_fwd_prepare(s, &p);
 }
 
-/* rows[r * width + i] += bias[i] for r in [0, n) */
-static void add_rows_bias(float *rows, const float *bias, int n, size_t width)
-{
-    for (int r = 0; r < n; r++)
-        for (size_t i = 0; i < width; i++) rows[(size_t)r * width + i] += bias[i];
-}
-
 /* out(n, E) = down(silu(gate x) * up x) for the n rows of x */
 static void swiglu_ffn(sl_session *s, const sl_mat *gate, const sl_mat *up, const sl_mat *down,
                        const float *x, int n, float *out)
@@ -153,8 +146,8 @@ static void run_experts(sl_session *s, const sl_layer *L, const sl_expert_w *xs,
             const int first = s->moe_count[xs[i].e], cnt = s->moe_count[xs[i].e + 1] - first;
             const float *gb = (const float *)L->gate_exps_b.data + (size_t)xs[i].e * F;
             const float *ub = (const float *)L->up_exps_b.data + (size_t)xs[i].e * F;
-            add_rows_bias(s->hb + first * F, gb, cnt, F);
-            add_rows_bias(s->hb2 + first * F, ub, cnt, F);
+            sl_add_rows_bias(s->hb + first * F, gb, cnt, F);
+            sl_add_rows_bias(s->hb2 + first * F, ub, cnt, F);
         }
     prepare_down(s, &xs[0].d, s->moe_rows, n_rows, s->down_acts,
                  L->d.ffn.act == SL_ACT_SWIGLU_OAI);
@@ -166,7 +159,7 @@ static void run_experts(sl_session *s, const sl_layer *L, const sl_expert_w *xs,
     if (biases)
         for (int i = 0; i < nx; i++) {
             const int first = s->moe_count[xs[i].e], cnt = s->moe_count[xs[i].e + 1] - first;
-            add_rows_bias(s->exp_out + first * E,
+            sl_add_rows_bias(s->exp_out + first * E,
                           (const float *)L->down_exps_b.data + (size_t)xs[i].e * E, cnt, E);
         }
 }
@@ -235,7 +228,7 @@ static int predict_experts(sl_session *s, int next)
     const sl_router_desc *r = &N->d.ffn.router;
     sl_rmsnorm(s->pf_x, s->x, N->ffn_norm.data, hp->n_embd, hp->rms_eps);
     sl_fwd_mm_tensor(s, &N->router, s->pf_x, 1, s->pf_logits);
-    if (N->router_b.data) add_rows_bias(s->pf_logits, N->router_b.data, 1, (size_t)r->n_expert);
+    sl_add_rows_bias(s->pf_logits, N->router_b.data, 1, (size_t)r->n_expert);
     /* softmax keeps the order: the top-k of the logits is the top-k */
     router_topk(s->pf_logits, r->n_expert, r->top_k, false, s->pf_ids, s->pf_w);
     return r->top_k;
@@ -247,7 +240,7 @@ static int moe_block(sl_session *s, const sl_layer *L, int il, int n, sl_err *er
     const sl_router_desc *rd = &L->d.ffn.router;
     const int E = hp->n_embd, K = rd->top_k, X = rd->n_expert;
     sl_fwd_mm_tensor(s, &L->router, s->xb, n, s->router);
-    if (L->router_b.data) add_rows_bias(s->router, L->router_b.data, n, (size_t)X);
+    sl_add_rows_bias(s->router, L->router_b.data, n, (size_t)X);
     for (int t = 0; t < n; t++) {
         float *p = s->router + (size_t)t * X;
         int *ids = s->topk_ids + (size_t)t * K;

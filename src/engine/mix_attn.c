@@ -48,14 +48,6 @@ static void split_gate(sl_session *s, const sl_attn_desc *a, int n)
         }
 }
 
-static void add_bias(float *y, const sl_tensor *b, int n, int64_t dim)
-{
-    if (!b->data) return;
-    const float *bv = b->data;
-    for (int t = 0; t < n; t++)
-        for (int64_t i = 0; i < dim; i++) y[(size_t)t * dim + i] += bv[i];
-}
-
 typedef struct attn_job {
     sl_session *s;
     const sl_attn_desc *a;
@@ -127,9 +119,9 @@ static void attn_forward(sl_session *s, const sl_layer *L, int il, int n, float 
     float *qkv_out[3] = {s->q, s->k, s->v};
     sl_fwd_mm_shared(s, qkv, qkv_out, 3, s->xb, n);
     if (a->gated) split_gate(s, a, n);
-    add_bias(s->q, &L->bq, n, q_dim);
-    add_bias(s->k, &L->bk, n, k_dim);
-    add_bias(s->v, &L->bv, n, v_dim);
+    sl_add_rows_bias(s->q, L->bq.data, n, (size_t)q_dim);
+    sl_add_rows_bias(s->k, L->bk.data, n, (size_t)k_dim);
+    sl_add_rows_bias(s->v, L->bv.data, n, (size_t)v_dim);
 
     for (int t = 0; t < n; t++) {
         float *q = s->q + (size_t)t * q_dim, *k = s->k + (size_t)t * k_dim;
@@ -157,7 +149,7 @@ static void attn_forward(sl_session *s, const sl_layer *L, int il, int n, float 
     }
 
     sl_fwd_mm_tensor(s, &L->wo, s->attn_out, n, out);
-    add_bias(out, &L->bo, n, s->m->hp.n_embd);
+    sl_add_rows_bias(out, L->bo.data, n, (size_t)s->m->hp.n_embd);
 }
 
 const sl_mixer_ops sl_mixer_attn = {

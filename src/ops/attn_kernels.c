@@ -22,7 +22,7 @@ static float load_elem(const void *row, int i, int f16)
 
 /* The sinks, after the last tile, as llama.cpp adds them: the larger of
  * the running maximum and the sink rescales the other side. */
-static void attend_sinks(const sl_attn_block *b, float *acc, const float *mx, float *sum)
+void sl_attn_sinks_ref(const sl_attn_block *b, float *acc, const float *mx, float *sum)
 {
     for (int r = 0; r < b->n_q; r++) {
         const float sk = b->sinks[r];
@@ -35,11 +35,6 @@ static void attend_sinks(const sl_attn_block *b, float *acc, const float *mx, fl
         }
         sum[r] = fmaf(sum[r], ms, vs);
     }
-}
-
-void sl_attn_sinks_ref(const sl_attn_block *b, float *acc, const float *mx, float *sum)
-{
-    attend_sinks(b, acc, mx, sum);
 }
 
 static void attend_ref(const sl_attn_block *b, int f16)
@@ -96,7 +91,7 @@ static void attend_ref(const sl_attn_block *b, int f16)
             }
         }
     }
-    if (b->sinks) attend_sinks(b, acc, mx, sum);
+    if (b->sinks) sl_attn_sinks_ref(b, acc, mx, sum);
     for (int r = 0; r < b->n_q; r++) {
         const float inv = sum[r] == 0.0f ? 0.0f : 1.0f / sum[r];
         float *o = b->out + (size_t)r * b->out_stride;

@@ -148,6 +148,14 @@ static void attend(const sl_attn_block *b, int f16)
         const int kv = b->n_pos - ic < T ? b->n_pos - ic : T;
         const int t_lo = b->pos_lo > ic ? b->pos_lo - ic : 0; /* earlier: outside the window */
         load_tile(b, ic, t_lo, kv, f16, kt, vt);
+        /* the tile's lanes outside [t_lo, kv) take no weight */
+        __m256 outside[NV];
+        for (int v = 0; v < NV; v++) {
+            const __m256 lane = _mm256_add_ps(_mm256_set1_ps((float)(8 * v)),
+                                              _mm256_setr_ps(0, 1, 2, 3, 4, 5, 6, 7));
+            outside[v] = _mm256_or_ps(_mm256_cmp_ps(lane, _mm256_set1_ps((float)kv), _CMP_GE_OQ),
+                                      _mm256_cmp_ps(lane, _mm256_set1_ps((float)t_lo), _CMP_LT_OQ));
+        }
         for (int r = 0; r < b->n_q; r++) {
             const float *q = b->q + (size_t)r * b->q_stride;
             __m256 s[NV];
@@ -159,14 +167,7 @@ static void attend(const sl_attn_block *b, int f16)
             }
             __m256 vmax = ninf;
             for (int v = 0; v < NV; v++) {
-                s[v] = _mm256_mul_ps(s[v], scale);
-                /* lanes past the last position take no weight */
-                const __m256 lane = _mm256_add_ps(_mm256_set1_ps((float)(8 * v)),
-                                                  _mm256_setr_ps(0, 1, 2, 3, 4, 5, 6, 7));
-                const __m256 out = _mm256_or_ps(
-                    _mm256_cmp_ps(lane, _mm256_set1_ps((float)kv), _CMP_GE_OQ),
-                    _mm256_cmp_ps(lane, _mm256_set1_ps((float)t_lo), _CMP_LT_OQ));
-                s[v] = _mm256_blendv_ps(s[v], ninf, out);
+                s[v] = _mm256_blendv_ps(_mm256_mul_ps(s[v], scale), ninf, outside[v]);
                 vmax = _mm256_max_ps(vmax, s[v]);
             }
             __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(vmax), _mm256_extractf128_ps(vmax, 1));

@@ -50,6 +50,13 @@ static bool use_avx2(void)
 #endif
 }
 
+void sl_add_rows_bias(float *rows, const float *bias, int64_t n, size_t width)
+{
+    if (!bias) return;
+    for (int64_t r = 0; r < n; r++)
+        for (size_t i = 0; i < width; i++) rows[(size_t)r * width + i] += bias[i];
+}
+
 void sl_softmax(float *x, int64_t n)
 {
     float mx = x[0];

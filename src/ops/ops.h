@@ -30,6 +30,10 @@ typedef struct sl_mat {
  * out may alias x. */
 void sl_rmsnorm(float *out, const float *x, const float *w, int64_t n, float eps);
 
+/* rows[r * width + i] += bias[i] for each of the n rows (a bias after a
+ * matrix product); nothing when bias is NULL. */
+void sl_add_rows_bias(float *rows, const float *bias, int64_t n, size_t width);
+
 /* In-place softmax over n values, in llama.cpp's arithmetic (its
  * ggml_soft_max on AVX2: the exponentials of eights by its polynomial, the
  * tail by expf, summed per eight then in double, scaled by 1/sum). */
