@@ -21,6 +21,7 @@
 
 #include "engine/fwd_mm.h"
 #include "engine/mixer.h"
+#include "engine/router.h"
 
 /* Expert e of a stacked [cols, rows, n_expert] tensor. */
 static sl_mat expert_mat(const sl_tensor *t, int e)
@@ -55,30 +56,6 @@ static void swiglu_ffn(sl_session *s, const sl_mat *gate, const sl_mat *up, cons
     prepare_down(s, down, NULL, n, s->down_acts, false);
     const sl_mm_item d = {down, s->down_acts, n, out, (size_t)down->rows};
     sl_fwd_mm_run(s, &d, 1);
-}
-
-/* Picks the k largest probabilities (ties: lower expert id first), in rank
- * order, and renormalises them to sum to 1 if asked. */
-static void router_topk(const float *p, int n, int k, bool renorm, int *ids, float *w)
-{
-    for (int r = 0; r < k; r++) {
-        int best = -1;
-        for (int e = 0; e < n; e++) {
-            bool taken = false;
-            for (int q = 0; q < r; q++)
-                if (ids[q] == e) taken = true;
-            if (taken) continue;
-            if (best < 0 || p[e] > p[best]) best = e;
-        }
-        ids[r] = best;
-        w[r] = p[best];
-    }
-    if (renorm) { /* as llama.cpp: summed in double, clamped to 2^-14, divided */
-        double sum = 0.0;
-        for (int r = 0; r < k; r++) sum += (double)w[r];
-        const float s = fmaxf((float)sum, 6.103515625e-5f);
-        for (int r = 0; r < k; r++) w[r] /= s;
-    }
 }
 
 /* Groups the batch's (token, rank) slots by expert: afterwards the rows of
@@ -230,7 +207,7 @@ static int predict_experts(sl_session *s, int next)
     sl_fwd_mm_tensor(s, &N->router, s->pf_x, 1, s->pf_logits);
     sl_add_rows_bias(s->pf_logits, N->router_b.data, 1, (size_t)r->n_expert);
     /* softmax keeps the order: the top-k of the logits is the top-k */
-    router_topk(s->pf_logits, r->n_expert, r->top_k, false, s->pf_ids, s->pf_w);
+    sl_router_topk(s->pf_logits, r->n_expert, r->top_k, false, s->pf_ids, s->pf_w);
     return r->top_k;
 }
 
@@ -239,20 +216,7 @@ static int moe_block(sl_session *s, const sl_layer *L, int il, int n, sl_err *er
     const sl_hparams *hp = &s->m->hp;
     const sl_router_desc *rd = &L->d.ffn.router;
     const int E = hp->n_embd, K = rd->top_k, X = rd->n_expert;
-    sl_fwd_mm_tensor(s, &L->router, s->xb, n, s->router);
-    sl_add_rows_bias(s->router, L->router_b.data, n, (size_t)X);
-    for (int t = 0; t < n; t++) {
-        float *p = s->router + (size_t)t * X;
-        int *ids = s->topk_ids + (size_t)t * K;
-        float *w = s->topk_w + (size_t)t * K;
-        if (rd->score == SL_SCORE_TOPK_SOFTMAX) { /* the k largest logits, softmax over them */
-            router_topk(p, X, K, false, ids, w);
-            sl_softmax(w, K);
-        } else {
-            sl_softmax(p, X);
-            router_topk(p, X, K, rd->renorm, ids, w);
-        }
-    }
+    sl_route_batch(s, L, n);
     /* --route-trace: the recorded choice replaces the router's (which still
      * ran, so the compute is the real one) */
     sl_route_trace *rt = s->m->streamer ? sl_streamer_route_trace(s->m->streamer) : NULL;
