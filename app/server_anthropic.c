@@ -124,7 +124,7 @@ static srv_reply render(srv *s, const json_t *body, char **prompt)
     if (json_is_array(tools) && json_array_size(tools) > 0)
         return srv_error(SRV_API_ANTHROPIC, 400, "'tools' are not supported yet by this server");
     return srv_render_chat(s, SRV_API_ANTHROPIC, json_object_get(body, "system"),
-                           json_object_get(body, "messages"), prompt);
+                           json_object_get(body, "messages"), NULL, NULL, prompt);
 }
 
 srv_reply srv_messages(srv *s, json_t *body)

@@ -402,7 +402,7 @@ done:
 static int render_msgs(const sl_chat_template *t, const sl_chat_msg *msgs, size_t n, bool gen,
                        bool cont, char **out, sl_err *err)
 {
-    sl_chat_turn stack[16];
+    sl_chat_turn stack[16] = {{0}};
     sl_chat_turn *tu = n <= 16 ? stack : calloc(n, sizeof *tu);
     if (!tu) return sl_err_set(err, SL_ENOMEM, "chat: out of memory for %zu messages", n);
     for (size_t i = 0; i < n; i++) {

@@ -60,6 +60,8 @@ static int marker_state(const char *hold, size_t n)
     return 0; /* not a marker */
 }
 
+static void feed_char(sl_harmony_stream *s, char ch, sl_harmony_cb cb, void *ud);
+
 static void feed_char(sl_harmony_stream *s, char ch, sl_harmony_cb cb, void *ud)
 {
     switch (s->state) {
@@ -79,7 +81,19 @@ static void feed_char(sl_harmony_stream *s, char ch, sl_harmony_cb cb, void *ud)
         }
         return;
     case ST_HEADER:
-        if (s->n_header + 1 < sizeof s->header) s->header[s->n_header++] = ch;
+        if (s->n_header + 1 >= sizeof s->header) {
+            /* no header is this long: the text is not in the format (a model
+             * that does not write headers); let it through as final content */
+            s->channel = SL_HARMONY_FINAL;
+            s->recipient[0] = '\0';
+            s->state = ST_CONTENT;
+            emit(s, SL_HARMONY_MSG_START, "", 0, cb, ud);
+            emit(s, SL_HARMONY_TEXT, s->header, s->n_header, cb, ud);
+            s->n_header = 0;
+            feed_char(s, ch, cb, ud);
+            return;
+        }
+        s->header[s->n_header++] = ch;
         s->header[s->n_header] = '\0';
         if (s->n_header >= sizeof MSG - 1 &&
             !memcmp(s->header + s->n_header - (sizeof MSG - 1), MSG, sizeof MSG - 1)) {
@@ -137,6 +151,15 @@ void sl_harmony_stream_feed(sl_harmony_stream *s, const char *text, size_t len, 
 
 void sl_harmony_stream_finish(sl_harmony_stream *s, sl_harmony_cb cb, void *ud)
 {
+    if (s->state == ST_HEADER && s->n_header > 0 && !strstr(s->header, "<|channel|>")) {
+        /* a reply that never wrote a header: its text is the answer */
+        s->channel = SL_HARMONY_FINAL;
+        s->recipient[0] = '\0';
+        s->state = ST_CONTENT;
+        emit(s, SL_HARMONY_MSG_START, "", 0, cb, ud);
+        emit(s, SL_HARMONY_TEXT, s->header, s->n_header, cb, ud);
+        s->n_header = 0;
+    }
     if (s->state == ST_CONTENT) {
         size_t h = s->n_hold;
         s->n_hold = 0;

@@ -9,7 +9,9 @@
  * channel) and "<|constrain|>TYPE". The text fed is the decoded reply with
  * the special tokens written as their text (decode with specials); a
  * content that only looks like the start of a marker is held back until it
- * is known. Events: the start of a message's content (channel and
+ * is known. A reply that writes no header (no "<|message|>" within 255
+ * bytes, or none before its end) is passed through as final content.
+ * Events: the start of a message's content (channel and
  * recipient known), content text, the end of a message.
  *
  * Knows nothing about tokenizers or output; never allocates. */

@@ -250,6 +250,20 @@ TEST(stream_spec_outputs)
     sl_harmony_stream_finish(&hs, on_event, &c);
     CHECK_STR_EQ(c.recipient, "functions.f");
     CHECK_STR_EQ(c.call_args, "{}");
+    /* text without any header (not a harmony model's) is the answer */
+    memset(&c, 0, sizeof c);
+    sl_harmony_stream_init(&hs);
+    sl_harmony_stream_feed(&hs, "just text", 9, on_event, &c);
+    sl_harmony_stream_finish(&hs, on_event, &c);
+    CHECK_STR_EQ(c.final, "just text");
+    char longt[400];
+    memset(longt, 'x', sizeof longt - 1);
+    longt[sizeof longt - 1] = '\0';
+    memset(&c, 0, sizeof c);
+    sl_harmony_stream_init(&hs);
+    sl_harmony_stream_feed(&hs, longt, strlen(longt), on_event, &c);
+    sl_harmony_stream_finish(&hs, on_event, &c);
+    CHECK_EQ_INT((int)strlen(c.final), 399);
 }
 
 int main(void)
