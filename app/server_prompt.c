@@ -235,7 +235,7 @@ srv_reply srv_render_chat(srv *s, srv_api api, const json_t *system, const json_
         const char *rs = json_string_value(role);
         bool is_tool = !strcmp(rs, "tool");
         if (strcmp(rs, "system") && strcmp(rs, "user") && strcmp(rs, "assistant") &&
-            strcmp(rs, "developer") && (!is_tool || api != SRV_API_OPENAI)) {
+            strcmp(rs, "developer") && !is_tool) {
             r = srv_error(api, 400, "messages[%zu].role '%.40s' is not supported "
                           "(system, developer, user, assistant, tool)", i - n_sys, rs);
             goto out;

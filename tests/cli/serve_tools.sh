@@ -4,8 +4,9 @@
 # and "tool" messages rendered in Qwen3's form (checked through
 # /apply-template against strings written from Qwen3's template), requests
 # with tools answered (plain and streamed), malformed tools and efforts
-# refused with 400, and the official `openai` client (build/npm, as
-# serve.sh installs it) sending tools and a tool round trip. The model's
+# refused with 400; Anthropic tools / tool_use / tool_result blocks; and the
+# official `openai` and `@anthropic-ai/sdk` clients (build/npm, as serve.sh
+# installs them) sending tools and a tool round trip. The model's
 # random weights do not choose to call tools; parsing calls out of an answer
 # is tested in tests/unit/test_chat_tools.c and test_chat_harmony.c.
 set -u
@@ -124,11 +125,40 @@ bad_call = [msgs[1], {"role": "assistant", "content": "", "tool_calls": [{"id": 
             "function": {"name": "f"}}]}]
 st, body = post("/v1/chat/completions", {"messages": bad_call, "max_tokens": 2})
 check("400 for a tool call without arguments", st == 400, (st, body))
+
+# Anthropic: tools, tool_use and tool_result blocks become the same prompt
+ant = {"max_tokens": 4, "temperature": 0, "system": "Be brief.",
+       "tools": [{"name": "get_weather", "input_schema": {"type": "object", "properties":
+                  {"city": {"type": "string"}}}}],
+       "messages": [{"role": "user", "content": "Weather in Paris?"},
+                    {"role": "assistant", "content": [{"type": "tool_use", "id": "c1",
+                     "name": "get_weather", "input": {"city": "Paris"}}]},
+                    {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "c1",
+                     "content": "{\"temp\": 21}"}]}]}
+st, body = post("/v1/messages", ant)
+ok = st == 200
+try:
+    js = json.loads(body)
+    ok = ok and js["type"] == "message" and js["stop_reason"] in ("end_turn", "max_tokens", "tool_use")
+except Exception:
+    ok = False
+check("messages: tools and a tool_use / tool_result round trip are answered", ok, body)
+st, body = post("/v1/messages/count_tokens", ant)
+st2, body2 = post("/v1/messages/count_tokens", dict(ant, tools=[]))
+check("messages: the tools count as prompt tokens", st == 200 and st2 == 200 and
+      json.loads(body)["input_tokens"] > json.loads(body2)["input_tokens"] + 40, (body, body2))
+for name, extra in [("a tool_use without input", {"messages": [{"role": "user", "content": "x"},
+                     {"role": "assistant", "content": [{"type": "tool_use", "id": "a", "name": "f"}]}]}),
+                    ("an unknown tool_choice", {"tool_choice": {"type": "sometimes"}}),
+                    ("tools not an array", {"tools": {"name": "f"}})]:
+    st, body = post("/v1/messages", dict(ant, **extra))
+    check("messages: 400 for " + name, st == 400 and json.loads(body)["type"] == "error", (st, body))
 PY
 )
 
 NPM_DIR=${SLUICE_NPM_DIR:-$PWD/build/npm}
-if command -v node >/dev/null && [ -d "$NPM_DIR/node_modules/openai" ]; then
+if command -v node >/dev/null && [ -d "$NPM_DIR/node_modules/openai" ] &&
+    [ -d "$NPM_DIR/node_modules/@anthropic-ai/sdk" ]; then
     cat >"$work/sdk.cjs" <<'JS'
 const OpenAI = require("openai");
 const port = process.argv[2];
@@ -150,6 +180,15 @@ const tools = [{ type: "function", function: { name: "get_weather", parameters: 
         let n = 0;
         for await (const ch of s) n++;
         console.log(n > 0 ? "ok   openai client: a stream with tools" : "FAIL openai client: empty stream");
+        const Anthropic = require("@anthropic-ai/sdk");
+        const an = new Anthropic({ baseURL: `http://127.0.0.1:${port}`, apiKey: "none" });
+        const am = await an.messages.create({ model: "m", max_tokens: 4, temperature: 0,
+            tools: [{ name: "get_weather", input_schema: { type: "object", properties: { city: { type: "string" } } } }],
+            messages: [{ role: "user", content: "Weather in Paris?" },
+                { role: "assistant", content: [{ type: "tool_use", id: "c1", name: "get_weather", input: { city: "Paris" } }] },
+                { role: "user", content: [{ type: "tool_result", tool_use_id: "c1", content: "21 C" }] }] });
+        console.log(am.type === "message" ? "ok   anthropic client: tools and a tool round trip"
+                                          : "FAIL anthropic client: " + JSON.stringify(am));
     } catch (e) {
         console.log("FAIL openai client: " + e);
     }
