@@ -55,13 +55,14 @@
 /* o200k (tokenizer.ggml.pre "gpt-4o": gpt-oss, GPT-4o, Llama 4): words are
  * an optional non-letter, upper-case-like letters, then lower-case-like
  * ones (or the reverse emphasis), with marks (\p{M}) inside words and an
- * optional contraction matched case-insensitively ((?i:...) as the
- * official tokenizer.json has it: Unicode case folding, so 'ſ counts as
- * 's); numbers in runs of at most three digits; punctuation runs keep the
- * newlines and slashes after them. */
+ * optional contraction; the file's (?i:'s|...) is spelled out for ASCII, as
+ * llama.cpp and the JS tokenizer of the official files read it (so "'ſ" or
+ * "'K" with the Kelvin sign is no contraction: PCRE2's caseless matching
+ * would fold them); numbers in runs of at most three digits; punctuation
+ * runs keep the newlines and slashes after them. */
 #define O200K_UP "[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]"
 #define O200K_LO "[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]"
-#define O200K_CONTR "(?i:'s|'t|'re|'ve|'m|'ll|'d)?"
+#define O200K_CONTR RE_CONTRACTIONS "?"
 #define RE_O200K                                                               \
     "[^\\r\\n\\p{L}\\p{N}]?" O200K_UP "*" O200K_LO "+" O200K_CONTR             \
     "|[^\\r\\n\\p{L}\\p{N}]?" O200K_UP "+" O200K_LO "*" O200K_CONTR            \
