@@ -4,6 +4,7 @@
  * subsequent sampling"); the spec shows messages on separate lines for
  * reading in its chat examples and back to back in its complete input, which
  * is what the model sees. */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -266,6 +267,68 @@ TEST(stream_spec_outputs)
     CHECK_EQ_INT((int)strlen(c.final), 399);
 }
 
+/* xorshift: a fixed stream of test inputs */
+static uint64_t g_rng = 0x243F6A8885A308D3ull;
+static uint32_t rnd(uint32_t n)
+{
+    g_rng ^= g_rng << 13;
+    g_rng ^= g_rng >> 7;
+    g_rng ^= g_rng << 17;
+    return (uint32_t)(g_rng % n);
+}
+
+static void feed_all(const char *t, size_t n, bool chunked, collect *c)
+{
+    sl_harmony_stream hs;
+    sl_harmony_stream_init(&hs);
+    memset(c, 0, sizeof *c);
+    for (size_t i = 0; i < n;) {
+        size_t k = chunked ? 1 + rnd(7) : n;
+        if (k > n - i) k = n - i;
+        sl_harmony_stream_feed(&hs, t + i, k, on_event, c);
+        i += k;
+    }
+    sl_harmony_stream_finish(&hs, on_event, c);
+}
+
+/* Random replies built from markers, fragments of markers and text: the
+ * split does not depend on how the text is cut into pieces; marker-free
+ * text in a final message comes out as it went in. */
+TEST(stream_chunking_invariance)
+{
+    static const char *const parts[] = {
+        "<|channel|>", "analysis", "final", "commentary", " to=functions.f", "<|message|>",
+        "<|end|>", "<|start|>", "assistant", "<|constrain|>", "json", "<|return|>", "<|call|>",
+        "<|", "|>", "<", "hello ", "{\"a\": 1}", "\n", "<|en", "<|sta",
+    };
+    for (int r = 0; r < 300; r++) {
+        char text[400];
+        size_t n = 0;
+        for (int k = rnd(14); k > 0; k--) {
+            const char *p = parts[rnd(sizeof parts / sizeof *parts)];
+            size_t l = strlen(p);
+            if (n + l >= sizeof text) break;
+            memcpy(text + n, p, l);
+            n += l;
+        }
+        collect a, b;
+        feed_all(text, n, false, &a);
+        feed_all(text, n, true, &b);
+        CHECK_MSG(!strcmp(a.final, b.final) && !strcmp(a.analysis, b.analysis) &&
+                      !strcmp(a.call_args, b.call_args) && a.n_msgs == b.n_msgs,
+                  "text %d splits differently in pieces: %.*s", r, (int)n, text);
+        /* a well-formed final message comes out exactly */
+        char one[512];
+        int m = snprintf(one, sizeof one, "<|channel|>final<|message|>%.*s<|return|>", (int)n,
+                         text);
+        bool plain = !memchr(text, '<', n);
+        if (plain) {
+            feed_all(one, (size_t)m, true, &b);
+            CHECK_MSG(strlen(b.final) == n && !memcmp(b.final, text, n), "text %d", r);
+        }
+    }
+}
+
 int main(void)
 {
     RUN(spec_tools_prompt);
@@ -273,5 +336,6 @@ int main(void)
     RUN(spec_second_turn);
     RUN(effort_and_detection);
     RUN(stream_spec_outputs);
+    RUN(stream_chunking_invariance);
     return TEST_REPORT();
 }
