@@ -48,8 +48,13 @@ static void usage(FILE *f)
             "\n"
             "      --system TEXT       system message for the conversation\n"
             "      --chat-template NAME  override the template found in the model: chatml,\n"
-            "                          qwen3, llama3, mistral, mistral-v3, tulu, plain\n"
+            "                          qwen3, llama3, mistral, mistral-v3, tulu, harmony,\n"
+            "                          plain\n"
             "      --no-think          Qwen3: answer without a thinking block\n"
+            "      --reasoning LEVEL   gpt-oss (harmony): reasoning effort low, medium\n"
+            "                          (default) or high; only the final channel is printed\n"
+            "      --show-reasoning    harmony: also print the analysis channel and tool\n"
+            "                          calls, after an [analysis] or [call NAME] tag\n"
             "      --prompt-cache FILE restore the first turn's prompt (system message and\n"
             "                          first message) from FILE as far as it matches, and\n"
             "                          save it there; a foreign, truncated or corrupt file\n"
@@ -125,7 +130,8 @@ int cmd_chat(int argc, char **argv)
     gen_opts o;
     gen_opts_init(&o, -1);
     const char *system = NULL, *tmpl_name = NULL, *cache = NULL;
-    bool no_think = false;
+    bool no_think = false, show_reasoning = false;
+    const char *reasoning = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         int r = gen_opts_parse(&o, CMD, argc, argv, &i);
@@ -140,6 +146,10 @@ int cmd_chat(int argc, char **argv)
             if (!(tmpl_name = arg_value(CMD, argc, argv, &i))) return 2;
         } else if (!strcmp(a, "--no-think")) {
             no_think = true;
+        } else if (!strcmp(a, "--reasoning")) {
+            if (!(reasoning = arg_value(CMD, argc, argv, &i))) return 2;
+        } else if (!strcmp(a, "--show-reasoning")) {
+            show_reasoning = true;
         } else if (!strcmp(a, "--prompt-cache")) {
             if (!(cache = arg_value(CMD, argc, argv, &i))) return 2;
         } else {
@@ -159,11 +169,16 @@ int cmd_chat(int argc, char **argv)
     size_t line_cap = 0;
     int32_t *ids = NULL;
     int rc = 1;
+    sl_chat_template ht; /* harmony renders through src/chat (the reasoning effort) */
+    memset(&ht, 0, sizeof ht);
     if (gen_open(&g, &o, CMD)) return 1;
-    if (sl_chat_create(&chat, g.m, tmpl_name, !no_think, &err)) {
+    if (sl_chat_create(&chat, g.m, tmpl_name, !no_think, &err) ||
+        gen_chat_template(g.m, tmpl_name, !no_think, reasoning, &ht, &err)) {
         fprintf(stderr, "sluice chat: %s\n", err.msg);
         goto done;
     }
+    const bool harmony = ht.family == SL_CHAT_HARMONY;
+    if (harmony && gen_decode_specials(&g, CMD)) goto done;
 
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
@@ -203,7 +218,13 @@ int cmd_chat(int argc, char **argv)
         msgs[nm++] = (sl_chat_message){"user", line};
         unsigned flags = SL_TOKENIZE_PARSE_SPECIAL;
         int frc;
-        if (n_before == 0) {
+        if (harmony) {
+            sl_chat_turn tu[2] = {{.role = msgs[0].role, .content = msgs[0].content},
+                                  {.role = nm > 1 ? msgs[1].role : NULL,
+                                   .content = nm > 1 ? msgs[1].content : NULL}};
+            frc = sl_chat_render_turns(&ht, tu, nm, NULL, true, n_before != 0, &rendered, &err);
+            if (n_before == 0 && sl_model_add_bos(g.m)) flags |= SL_TOKENIZE_ADD_BOS;
+        } else if (n_before == 0) {
             frc = sl_chat_format(chat, msgs, nm, true, &rendered, &err);
             if (sl_model_add_bos(g.m)) flags |= SL_TOKENIZE_ADD_BOS;
         } else {
@@ -243,7 +264,15 @@ int cmd_chat(int argc, char **argv)
                     n_before);
 
         gen_reply_stats st;
-        if (gen_reply(&g, o.n_predict, is_stop, &sc, stops, &g_interrupt, stdout, &st, &err)) {
+        gen_harmony_out ho;
+        FILE *out = stdout;
+        if (harmony && !(out = gen_harmony_open(&ho, stdout, show_reasoning))) {
+            fprintf(stderr, "sluice chat: cannot open the output filter\n");
+            goto done;
+        }
+        int grc = gen_reply(&g, o.n_predict, is_stop, &sc, stops, &g_interrupt, out, &st, &err);
+        if (harmony) gen_harmony_close(&ho);
+        if (grc) {
             fprintf(stderr, "\nsluice chat: %s\n", err.msg);
             goto done;
         }
@@ -273,6 +302,7 @@ done:
     free(rendered);
     free(line);
     sl_chat_free(chat);
+    sl_chat_template_free(&ht);
     gen_close(&g);
     return rc;
 }

@@ -5,6 +5,7 @@
  * evaluates one token at a time until -n tokens, an end-of-generation token
  * or a full context. Generated text goes to stdout as it is produced (only
  * complete UTF-8 characters); timings go to stderr. Public API only. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,7 +40,13 @@ static void usage(FILE *f)
             "                          a prefix of its tokens (only the rest is evaluated),\n"
             "                          and save the evaluated prompt's state to FILE; a file\n"
             "                          made for another model, truncated or corrupt is\n"
-            "                          refused with a warning\n");
+            "                          refused with a warning\n"
+            "gpt-oss (the harmony chat format): the prompt is sent as a user message and\n"
+            "only the answer's final channel is printed:\n"
+            "      --reasoning LEVEL   reasoning effort: low, medium (default) or high\n"
+            "      --show-reasoning    also print the analysis channel and tool calls,\n"
+            "                          each after an [analysis] or [call NAME] tag\n"
+            "      --raw               send the prompt as it is (no harmony wrapping)\n");
     gen_opts_usage(f, 128);
     fprintf(f, "  -h, --help              this text\n");
 }
@@ -93,7 +100,8 @@ int cmd_run(int argc, char **argv)
     gen_opts o;
     gen_opts_init(&o, 128);
     const char *prompt = NULL, *file = NULL, *cache = NULL;
-    bool no_bos = false, truncate = false;
+    bool no_bos = false, truncate = false, show_reasoning = false, raw = false;
+    const char *reasoning = NULL;
     const char *stops[MAX_STOPS + 1] = {0};
     int n_stops = 0;
     for (int i = 1; i < argc; i++) {
@@ -125,6 +133,12 @@ int cmd_run(int argc, char **argv)
             no_bos = true;
         } else if (!strcmp(a, "--truncate")) {
             truncate = true;
+        } else if (!strcmp(a, "--reasoning")) {
+            if (!(reasoning = arg_value(CMD, argc, argv, &i))) return 2;
+        } else if (!strcmp(a, "--show-reasoning")) {
+            show_reasoning = true;
+        } else if (!strcmp(a, "--raw")) {
+            raw = true;
         } else {
             fprintf(stderr, "sluice run: unknown option '%s' (see sluice run --help)\n", a);
             return 2;
@@ -143,6 +157,10 @@ int cmd_run(int argc, char **argv)
     char *text = NULL;
     int32_t *ids = NULL;
     size_t text_len = 0;
+    char *wrapped = NULL;
+    sl_chat_template ht;
+    memset(&ht, 0, sizeof ht);
+    bool harmony = false;
     gen_ctx g;
     sl_err err = {0};
     model_flags_add_input(&o.mf, "the prompt file (-f)", file);
@@ -157,7 +175,23 @@ int cmd_run(int argc, char **argv)
     }
     const bool add_bos = !no_bos && sl_model_add_bos(g.m);
     unsigned flags = SL_TOKENIZE_PARSE_SPECIAL | (add_bos ? SL_TOKENIZE_ADD_BOS : 0u);
-    int n = gen_tokenize(g.m, file ? text : prompt, text_len, flags, &ids, &err);
+    const char *ptext = file ? text : prompt;
+    if (gen_chat_template(g.m, NULL, true, reasoning, &ht, &err)) {
+        fprintf(stderr, "sluice run: %s\n", err.msg);
+        goto done;
+    }
+    harmony = ht.family == SL_CHAT_HARMONY;
+    if (harmony && !raw) {
+        sl_chat_turn u = {.role = "user", .content = ptext};
+        if (sl_chat_render_turns(&ht, &u, 1, NULL, true, false, &wrapped, &err)) {
+            fprintf(stderr, "sluice run: %s\n", err.msg);
+            goto done;
+        }
+        ptext = wrapped;
+        text_len = strlen(wrapped);
+    }
+    if (harmony && gen_decode_specials(&g, CMD)) goto done;
+    int n = gen_tokenize(g.m, ptext, text_len, flags, &ids, &err);
     if (n < 0) {
         fprintf(stderr, "sluice run: cannot tokenize the prompt: %s\n", err.msg);
         goto done;
@@ -198,7 +232,18 @@ int cmd_run(int argc, char **argv)
 
     stop_ctx sc = {g.m, o.ignore_eos};
     gen_reply_stats st;
-    if (gen_reply(&g, o.n_predict, is_stop, &sc, stops, NULL, stdout, &st, &err)) {
+    gen_harmony_out ho;
+    FILE *out = stdout;
+    if (harmony && !(out = gen_harmony_open(&ho, stdout, show_reasoning))) {
+        fprintf(stderr, "sluice run: cannot open the output filter: %s\n", strerror(errno));
+        goto done;
+    }
+    int grc = gen_reply(&g, o.n_predict, is_stop, &sc, stops, NULL, out, &st, &err);
+    if (harmony && gen_harmony_close(&ho) && !grc) {
+        fprintf(stderr, "\nsluice run: cannot write the output: %s\n", strerror(errno));
+        goto done;
+    }
+    if (grc) {
         fprintf(stderr, "\nsluice run: generating: %s\n", err.msg);
         goto done;
     }
@@ -222,6 +267,8 @@ int cmd_run(int argc, char **argv)
 done:
     free(ids);
     free(text);
+    free(wrapped);
+    sl_chat_template_free(&ht);
     gen_close(&g);
     return rc;
 }

@@ -48,6 +48,9 @@ static void usage(FILE *f)
             "                          server from a browser (default: no CORS headers)\n"
             "      --chat-template N   chat format instead of the detected one\n"
             "      --no-think          Qwen3: close an empty <think> block in the prompt\n"
+            "      --reasoning LEVEL   gpt-oss (harmony): default reasoning effort, low,\n"
+            "                          medium (default) or high; requests may set\n"
+            "                          \"reasoning_effort\"\n"
             "      --prompt-cache DIR  save evaluated prompts (each first turn, e.g. the system\n"
             "                          prompt, and each whole prompt) in DIR, keyed by the model\n"
             "                          and the tokens, and start later requests, also after a\n"
@@ -67,6 +70,7 @@ int cmd_serve(int argc, char **argv)
     const char *pcache_dir = NULL, *slot_dir = NULL;
     long port = 8080, np = 1, max_queue = 16, max_body = 8L << 20;
     bool no_think = false;
+    const char *reasoning = NULL; /* --reasoning: harmony's default effort */
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v;
         int r = gen_opts_parse(&o, CMD, argc, argv, &i);
@@ -108,6 +112,12 @@ int cmd_serve(int argc, char **argv)
             if (!(tmpl = arg_value(CMD, argc, argv, &i))) return 2;
         } else if (!strcmp(a, "--no-think")) {
             no_think = true;
+        } else if (!strcmp(a, "--reasoning")) {
+            if (i + 1 >= argc) {
+                fprintf(stderr, "sluice serve: --reasoning needs low, medium or high\n");
+                return 1;
+            }
+            reasoning = argv[++i];
         } else if (!strcmp(a, "--prompt-cache")) {
             if (!(pcache_dir = arg_value(CMD, argc, argv, &i))) return 2;
         } else if (!strcmp(a, "--slot-save-path")) {
@@ -159,6 +169,11 @@ int cmd_serve(int argc, char **argv)
         goto done;
     }
     if (sl_chat_warning(s.chat)) fprintf(stderr, "sluice serve: warning: %s\n", sl_chat_warning(s.chat));
+    if (gen_chat_template(s.m, tmpl, !no_think, reasoning, &s.tmpl, &err)) {
+        fprintf(stderr, "sluice serve: %s\n", err.msg);
+        goto done;
+    }
+    s.harmony = s.tmpl.family == SL_CHAT_HARMONY;
     int ctx = o.n_ctx > 0 ? o.n_ctx : sl_model_n_ctx_train(s.m);
     if (o.n_ctx <= 0 && ctx > 4096) ctx = 4096;
     if (ctx < 1) ctx = 1;
@@ -207,6 +222,7 @@ done:
     srv_pool_free(&s.pool);
     srv_pcache_close(&s.pcache);
     sl_chat_free(s.chat);
+    sl_chat_template_free(&s.tmpl);
     sl_model_free(s.m);
     free(base_copy);
     return rc;

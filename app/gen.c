@@ -1,7 +1,10 @@
 /* gen.c - see gen.h. */
 #include "gen.h"
+#include "gguf/gguf.h"
+#include "model/model.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -423,4 +426,91 @@ int gen_tokenize(const sl_model *m, const char *text, size_t len, unsigned flags
     err->code = SL_EINVAL;
     snprintf(err->msg, sizeof err->msg, "the tokenizer gave two different token counts");
     return SL_EINVAL;
+}
+
+int gen_chat_template(const sl_model *m, const char *name, bool thinking, const char *effort,
+                      sl_chat_template *t, sl_err *err)
+{
+    char bos[64] = "", eos[64] = "";
+    size_t n = 0;
+    const char *p;
+    /* BOS as text only when the tokenizer will not add it (as sl_chat_create) */
+    if (!sl_model_add_bos(m) && (p = sl_token_piece(m, sl_model_token_bos(m), true, &n)) &&
+        n < sizeof bos)
+        memcpy(bos, p, n), bos[n] = '\0';
+    if ((p = sl_token_piece(m, sl_model_token_eos(m), true, &n)) && n < sizeof eos)
+        memcpy(eos, p, n), eos[n] = '\0';
+    sl_chat_opts o = sl_chat_opts_default();
+    o.name = name;
+    o.bos_text = bos[0] ? bos : NULL;
+    o.eos_text = eos[0] ? eos : NULL;
+    o.enable_thinking = thinking;
+    o.reasoning_effort = effort;
+    const char *jinja = m->gguf ? sl_gguf_get_str(m->gguf, "tokenizer.chat_template") : NULL;
+    return sl_chat_template_init(t, jinja, &o, err);
+}
+
+static void harmony_event(void *ud, const sl_harmony_event *ev)
+{
+    gen_harmony_out *h = ud;
+    bool hidden = ev->channel == SL_HARMONY_ANALYSIS || ev->recipient[0];
+    switch (ev->kind) {
+    case SL_HARMONY_MSG_START:
+        h->hidden_msg = hidden;
+        if (hidden && h->show_reasoning) {
+            if (ev->recipient[0]) fprintf(h->dst, "[call %s] ", ev->recipient);
+            else fputs("[analysis] ", h->dst);
+            h->tagged = true;
+        }
+        break;
+    case SL_HARMONY_TEXT:
+        if (!h->hidden_msg || h->show_reasoning) fwrite(ev->text, 1, ev->len, h->dst);
+        break;
+    case SL_HARMONY_MSG_END:
+        if (h->hidden_msg && h->show_reasoning) fputc('\n', h->dst);
+        h->hidden_msg = false;
+        break;
+    }
+}
+
+static ssize_t harmony_write(void *cookie, const char *buf, size_t n)
+{
+    gen_harmony_out *h = cookie;
+    sl_harmony_stream_feed(&h->hs, buf, n, harmony_event, h);
+    if (fflush(h->dst) != 0 || ferror(h->dst)) return -1;
+    return (ssize_t)n;
+}
+
+FILE *gen_harmony_open(gen_harmony_out *h, FILE *dst, bool show_reasoning)
+{
+    memset(h, 0, sizeof *h);
+    h->dst = dst;
+    h->show_reasoning = show_reasoning;
+    sl_harmony_stream_init(&h->hs);
+    cookie_io_functions_t io = {NULL, harmony_write, NULL, NULL};
+    h->f = fopencookie(h, "w", io);
+    if (h->f) setvbuf(h->f, NULL, _IONBF, 0);
+    return h->f;
+}
+
+int gen_harmony_close(gen_harmony_out *h)
+{
+    int rc = h->f ? fclose(h->f) : 0;
+    h->f = NULL;
+    sl_harmony_stream_finish(&h->hs, harmony_event, h);
+    if (fflush(h->dst) != 0) rc = EOF;
+    return rc;
+}
+
+int gen_decode_specials(gen_ctx *g, const char *cmd)
+{
+    sl_err err = {0};
+    sl_detok *d = NULL;
+    if (sl_detok_create(&d, g->m, SL_DETOK_SPECIAL, &err)) {
+        fprintf(stderr, "sluice %s: %s\n", cmd, err.msg);
+        return 1;
+    }
+    sl_detok_free(g->dt);
+    g->dt = d;
+    return 0;
 }

@@ -10,6 +10,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "chat/chat.h"
+#include "chat/harmony_stream.h"
 #include "model_flags.h"
 #include "sluice.h"
 
@@ -99,6 +101,38 @@ int gen_reply(gen_ctx *g, int max, bool (*is_stop)(void *ud, int32_t id), void *
  * buffer: a regular file of at most 1 GiB (outputs_read_text); prints the
  * error (with cmd) and returns NULL on failure. */
 char *gen_read_file(const char *cmd, const char *path, size_t *len);
+
+/* The model's chat template as src/chat's renderer (for turns with
+ * reasoning and tool calls, and the harmony reasoning effort, which the
+ * public sl_chat does not take yet): the same detection, BOS and EOS texts
+ * as sl_chat_create. name: override or NULL; effort: NULL = medium. The one
+ * place app code reads the model's metadata directly (model/model.h).
+ * Free with sl_chat_template_free. */
+int gen_chat_template(const sl_model *m, const char *name, bool thinking, const char *effort,
+                      sl_chat_template *t, sl_err *err);
+
+/* A harmony answer printed by channel (gpt-oss): a stdio stream whose text
+ * (decoded with special tokens) is split into messages; the final channel
+ * and preambles go to dst, the analysis channel and tool calls only with
+ * show_reasoning, each such message on lines of its own after a
+ * "[analysis]" or "[call NAME]" tag. Zero-initialise. */
+typedef struct gen_harmony_out {
+    FILE *f;                 /* write the answer here */
+    FILE *dst;
+    bool show_reasoning;
+    bool hidden_msg, tagged;
+    sl_harmony_stream hs;
+} gen_harmony_out;
+
+/* Opens h->f; NULL (errno set) on failure. */
+FILE *gen_harmony_open(gen_harmony_out *h, FILE *dst, bool show_reasoning);
+/* Ends the answer (held text goes out) and closes h->f; 0 or EOF. */
+int gen_harmony_close(gen_harmony_out *h);
+
+/* Switches g's decoder to writing special tokens as their text (the
+ * harmony markers must reach gen_harmony_out). Prints and returns non-zero
+ * on failure. */
+int gen_decode_specials(gen_ctx *g, const char *cmd);
 
 /* Tokenizes text with the given SL_TOKENIZE_* flags into a new array;
  * returns the count, or a negative SL_E* with err filled. */

@@ -20,6 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "chat/chat.h"
 #include "server_slots.h"
 #include "util/json.h"
 
@@ -46,6 +47,9 @@ typedef struct srv {
     uint64_t n_requests, n_4xx, n_5xx; /* answered, atomic adds */
     srv_pcache pcache;        /* --prompt-cache (dir NULL: off) */
     const char *slot_dir;     /* --slot-save-path, or NULL: slot actions refused */
+    sl_chat_template tmpl;    /* the same template, rendered with tools and turns
+                                 (src/chat: sl_chat_render_turns) */
+    bool harmony;             /* tmpl is harmony: answers split by channel */
 } srv;
 
 /* Error style of the API an endpoint belongs to. */
@@ -66,11 +70,15 @@ srv_reply srv_error(srv_api api, int status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
 /* Renders system (NULL/null: none; a string or text parts) and messages
- * (an array of {role, content}) with the model's chat template into
- * *prompt (malloc'd). Returns a reply with status 0 on success, else the
- * error to answer (server_prompt.c). */
+ * (an array of {role, content}; OpenAI's assistant tool_calls and
+ * reasoning_content, tool messages with tool_call_id) with the model's chat
+ * template into *prompt (malloc'd). body (NULL: none) gives OpenAI's
+ * "tools", "tool_choice" ("none" leaves the tools out) and
+ * "reasoning_effort" (harmony). *has_tools (may be NULL) says whether tools
+ * were rendered. Returns a reply with status 0 on success, else the error
+ * to answer (server_prompt.c). */
 srv_reply srv_render_chat(srv *s, srv_api api, const json_t *system, const json_t *messages,
-                          char **prompt);
+                          const json_t *body, bool *has_tools, char **prompt);
 
 /* Tokenizes prompt, checks it against a slot's context, reads sampling,
  * limits and the stop texts (under stop_key) from body into a new job

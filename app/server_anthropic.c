@@ -3,8 +3,10 @@
  *
  * A request: max_tokens (required), system (a string or text blocks),
  * messages of user/assistant turns whose content is a string or text
- * blocks, stop_sequences, temperature, top_p, top_k, stream. Tool blocks
- * are refused (400) in this increment. The answer is one message object,
+ * blocks, stop_sequences, temperature, top_p, top_k, stream; tools
+ * ({name, description, input_schema}), tool_choice, and tool_use /
+ * tool_result blocks, converted to OpenAI's form for srv_render_chat
+ * (assistant tool_calls, tool messages). The answer is one message object,
  * or, streamed, the events message_start, content_block_start,
  * content_block_delta (text_delta) per piece, content_block_stop,
  * message_delta (stop_reason, usage), message_stop; each as
@@ -15,6 +17,7 @@
 #include <string.h>
 
 #include "server.h"
+#include "server_answer.h"
 #include "server_req.h"
 
 #define MSG_CAP 512
@@ -23,10 +26,22 @@ typedef struct ant_job {
     srv *s;
     char id[64];
     bool stream;
+    bool tools;        /* the request declared tools: calls are parsed out */
+    srv_answer ans;    /* stream: text apart from calls */
+    bool calls;        /* the answer held tool calls */
 } ant_job;
+
+static void ant_free(void *p)
+{
+    ant_job *a = p;
+    if (a) srv_answer_free(&a->ans);
+    free(p);
+}
 
 static const char *stop_reason(const srv_job *j)
 {
+    const ant_job *a = j->api;
+    if (a->calls) return "tool_use";
     if (j->finish == SRV_FINISH_LENGTH) return "max_tokens";
     return j->matched_stop >= 0 ? "stop_sequence" : "end_turn";
 }
@@ -90,13 +105,42 @@ static void fmt_begin(srv_job *j)
                                              "type", "text", "text", ""));
 }
 
-static void fmt_piece(srv_job *j, const char *text, size_t len)
+static void text_delta(srv_job *j, const char *text, size_t len)
 {
-    const ant_job *a = j->api;
-    if (!a->stream) return;
     emit(j, "content_block_delta", json_pack("{s:s, s:i, s:{s:s, s:s%}}", "type",
                                              "content_block_delta", "index", 0, "delta", "type",
                                              "text_delta", "text", text, len));
+}
+
+/* srv_answer's output while streaming: reasoning is not shown here */
+static void answer_out(void *ud, bool reasoning, const char *text, size_t len)
+{
+    if (!reasoning && len) text_delta(ud, text, len);
+}
+
+static void fmt_piece(srv_job *j, const char *text, size_t len)
+{
+    ant_job *a = j->api;
+    if (!a->stream) return;
+    if (a->tools || a->s->harmony) srv_answer_feed(&a->ans, text, len);
+    else text_delta(j, text, len);
+}
+
+/* A call's arguments as a JSON object (an unparsable text becomes {}). */
+static json_t *call_input(const sl_tc_call *c)
+{
+    json_t *v = NULL;
+    sl_err err = {0};
+    if (sl_json_parse(c->arguments, strlen(c->arguments), 64, &v, &err) || !json_is_object(v)) {
+        json_decref(v);
+        return json_object();
+    }
+    return v;
+}
+
+static void call_id(const ant_job *a, int i, char *id, size_t cap)
+{
+    snprintf(id, cap, "toolu_%s_%d", a->id, i);
 }
 
 static void fmt_end(srv_job *j)
@@ -108,7 +152,25 @@ static void fmt_end(srv_job *j)
         return;
     }
     if (j->finish == SRV_FINISH_CANCELLED) return;
+    ant_job *w = j->api;
+    if (w->tools || w->s->harmony) srv_answer_finish(&w->ans);
     emit(j, "content_block_stop", json_pack("{s:s, s:i}", "type", "content_block_stop", "index", 0));
+    for (int i = 0; i < w->ans.tc.n_calls; i++) {
+        const sl_tc_call *c = &w->ans.tc.calls[i];
+        char id[96];
+        call_id(w, i, id, sizeof id);
+        w->calls = true;
+        emit(j, "content_block_start", json_pack("{s:s, s:i, s:{s:s, s:s, s:s, s:{}}}", "type",
+                                                 "content_block_start", "index", i + 1,
+                                                 "content_block", "type", "tool_use", "id", id,
+                                                 "name", c->name, "input"));
+        emit(j, "content_block_delta", json_pack("{s:s, s:i, s:{s:s, s:s}}", "type",
+                                                 "content_block_delta", "index", i + 1, "delta",
+                                                 "type", "input_json_delta", "partial_json",
+                                                 c->arguments));
+        emit(j, "content_block_stop", json_pack("{s:s, s:i}", "type", "content_block_stop",
+                                                "index", i + 1));
+    }
     emit(j, "message_delta", json_pack("{s:s, s:{s:s, s:o}, s:o}", "type", "message_delta",
                                        "delta", "stop_reason", stop_reason(j), "stop_sequence",
                                        stop_sequence(j), "usage", usage_obj(j, false)));
@@ -117,14 +179,153 @@ static void fmt_end(srv_job *j)
 
 static const srv_format ant_format = {fmt_begin, fmt_piece, fmt_end};
 
-/* Renders the request's system and messages into *prompt. */
-static srv_reply render(srv *s, const json_t *body, char **prompt)
+/* The text of a tool_result block's content: a string or text blocks. */
+static json_t *result_text(const json_t *c)
 {
+    if (json_is_string(c)) return json_copy((json_t *)c);
+    json_t *parts = json_array();
+    size_t i;
+    const json_t *p;
+    json_array_foreach(c, i, p) {
+        const json_t *t = json_object_get(p, "text");
+        if (json_is_string(t)) json_array_append_new(parts, json_pack("{s:s, s:O}", "type", "text",
+                                                                       "text", t));
+    }
+    return parts;
+}
+
+/* Anthropic messages and tools in OpenAI's form (new references in *msgs
+ * and *oai_body), or a 400. Blocks of types text, tool_use (assistant) and
+ * tool_result (user) are taken; a tool_result becomes a tool message. */
+static srv_reply convert(const json_t *body, json_t **msgs, json_t **oai_body)
+{
+    *msgs = json_array();
+    *oai_body = json_object();
+    const json_t *in = json_object_get(body, "messages");
+    if (!json_is_array(in)) return (srv_reply){0, NULL, NULL}; /* srv_render_chat says why */
+    size_t i;
+    const json_t *m;
+    json_array_foreach(in, i, m) {
+        const json_t *role = json_object_get(m, "role"), *c = json_object_get(m, "content");
+        if (!json_is_object(m) || !json_is_string(role) || !json_is_array(c)) {
+            json_array_append(*msgs, (json_t *)m); /* checked there */
+            continue;
+        }
+        bool assistant = !strcmp(json_string_value(role), "assistant");
+        json_t *text = json_array(), *calls = json_array();
+        size_t k;
+        const json_t *blk;
+        json_array_foreach(c, k, blk) {
+            const json_t *ty = json_object_get(blk, "type");
+            const char *t = json_is_string(ty) ? json_string_value(ty) : "";
+            if (!strcmp(t, "tool_use") && assistant) {
+                const json_t *id = json_object_get(blk, "id"), *name = json_object_get(blk, "name");
+                const json_t *input = json_object_get(blk, "input");
+                if (!json_is_string(id) || !json_is_string(name) || !json_is_object(input)) {
+                    json_decref(text);
+                    json_decref(calls);
+                    return srv_error(SRV_API_ANTHROPIC, 400, "messages[%zu].content[%zu]: a "
+                                     "tool_use block needs a string id and name and an object "
+                                     "input", i, k);
+                }
+                json_array_append_new(calls, json_pack("{s:O, s:s, s:{s:O, s:O}}", "id", id,
+                                                       "type", "function", "function", "name",
+                                                       name, "arguments", input));
+            } else if (!strcmp(t, "tool_result") && !assistant) {
+                const json_t *id = json_object_get(blk, "tool_use_id");
+                const json_t *rc = json_object_get(blk, "content");
+                if (!json_is_string(id) || (rc && !json_is_string(rc) && !json_is_array(rc))) {
+                    json_decref(text);
+                    json_decref(calls);
+                    return srv_error(SRV_API_ANTHROPIC, 400, "messages[%zu].content[%zu]: a "
+                                     "tool_result block needs a string tool_use_id and a "
+                                     "string or text-block content", i, k);
+                }
+                json_array_append_new(*msgs, json_pack("{s:s, s:O, s:o}", "role", "tool",
+                                                       "tool_call_id", id, "content",
+                                                       rc ? result_text(rc) : json_string("")));
+            } else {
+                json_array_append(text, (json_t *)blk); /* text, or refused there */
+            }
+        }
+        if (json_array_size(text) || json_array_size(calls) || !json_array_size(c)) {
+            json_t *om = json_pack("{s:O, s:o}", "role", role, "content", text);
+            if (json_array_size(calls)) json_object_set(om, "tool_calls", calls);
+            json_array_append_new(*msgs, om);
+        } else {
+            json_decref(text);
+        }
+        json_decref(calls);
+    }
     const json_t *tools = json_object_get(body, "tools");
-    if (json_is_array(tools) && json_array_size(tools) > 0)
-        return srv_error(SRV_API_ANTHROPIC, 400, "'tools' are not supported yet by this server");
-    return srv_render_chat(s, SRV_API_ANTHROPIC, json_object_get(body, "system"),
-                           json_object_get(body, "messages"), prompt);
+    if (tools && !json_is_null(tools)) {
+        if (!json_is_array(tools))
+            return srv_error(SRV_API_ANTHROPIC, 400, "'tools' must be an array");
+        json_t *ot = json_array();
+        const json_t *t;
+        json_array_foreach(tools, i, t) {
+            const json_t *name = json_object_get(t, "name"), *sch = json_object_get(t, "input_schema");
+            const json_t *d = json_object_get(t, "description");
+            if (!json_is_object(t) || !json_is_string(name) || (sch && !json_is_object(sch))) {
+                json_decref(ot);
+                return srv_error(SRV_API_ANTHROPIC, 400, "tools[%zu] must be an object with a "
+                                 "string 'name' and an object 'input_schema'", i);
+            }
+            json_t *f = json_pack("{s:O}", "name", name);
+            if (json_is_string(d)) json_object_set(f, "description", (json_t *)d);
+            if (sch) json_object_set(f, "parameters", (json_t *)sch);
+            json_array_append_new(ot, json_pack("{s:s, s:o}", "type", "function", "function", f));
+        }
+        json_object_set_new(*oai_body, "tools", ot);
+    }
+    const json_t *tc = json_object_get(body, "tool_choice");
+    if (tc && !json_is_null(tc)) {
+        const json_t *ty = json_object_get(tc, "type");
+        if (!json_is_object(tc) || !json_is_string(ty))
+            return srv_error(SRV_API_ANTHROPIC, 400, "'tool_choice' must be an object with a "
+                             "'type'");
+        const char *t = json_string_value(ty);
+        if (strcmp(t, "auto") && strcmp(t, "any") && strcmp(t, "tool") && strcmp(t, "none"))
+            return srv_error(SRV_API_ANTHROPIC, 400, "tool_choice.type '%.20s' is not auto, any, "
+                             "tool or none", t);
+        json_object_set_new(*oai_body, "tool_choice", json_string(strcmp(t, "none") ? "auto"
+                                                                                    : "none"));
+    }
+    return (srv_reply){0, NULL, NULL};
+}
+
+/* Renders the request's system and messages into *prompt. */
+static srv_reply render(srv *s, const json_t *body, bool *has_tools, char **prompt)
+{
+    json_t *msgs = NULL, *ob = NULL;
+    srv_reply r = convert(body, &msgs, &ob);
+    if (!r.status)
+        r = srv_render_chat(s, SRV_API_ANTHROPIC, json_object_get(body, "system"),
+                            json_is_array(json_object_get(body, "messages")) ? msgs
+                                                                              : json_object_get(body, "messages"),
+                            ob, has_tools, prompt);
+    json_decref(msgs);
+    json_decref(ob);
+    return r;
+}
+
+/* The visible text of a whole answer (reasoning dropped), trailing
+ * blank space cut when calls follow. */
+typedef struct split_text {
+    char *p;
+    size_t n;
+} split_text;
+
+static void collect_text(void *ud, bool reasoning, const char *text, size_t len)
+{
+    split_text *b = ud;
+    if (reasoning || !len) return;
+    char *np = realloc(b->p, b->n + len + 1);
+    if (!np) return;
+    memcpy(np + b->n, text, len);
+    b->n += len;
+    np[b->n] = '\0';
+    b->p = np;
 }
 
 srv_reply srv_messages(srv *s, json_t *body)
@@ -137,7 +338,8 @@ srv_reply srv_messages(srv *s, json_t *body)
     if (!json_is_integer(mt) || json_integer_value(mt) < 1)
         return srv_error(SRV_API_ANTHROPIC, 400, "'max_tokens' (an integer >= 1) is required");
     char *prompt = NULL;
-    srv_reply r = render(s, body, &prompt);
+    bool tools = false;
+    srv_reply r = render(s, body, &tools, &prompt);
     if (r.status) return r;
     srv_job *j;
     r = srv_prepare_job(s, SRV_API_ANTHROPIC, body, prompt, true, "stop_sequences", &j);
@@ -149,10 +351,12 @@ srv_reply srv_messages(srv *s, json_t *body)
         return srv_error(SRV_API_ANTHROPIC, 500, "out of memory");
     }
     j->api = a;
-    j->api_free = free;
+    j->api_free = ant_free;
     j->fmt = &ant_format;
     a->s = s;
     a->stream = stream;
+    a->tools = tools;
+    srv_answer_init(&a->ans, s->harmony, false, false, tools, answer_out, j);
     snprintf(a->id, sizeof a->id, "msg_%lu", __atomic_add_fetch(&s->next_id, 1, __ATOMIC_RELAXED));
     if (!srv_pool_submit(&s->pool, j)) {
         srv_job_unref(j);
@@ -166,8 +370,31 @@ srv_reply srv_messages(srv *s, json_t *body)
     } else if (j->finish == SRV_FINISH_CANCELLED) {
         r = srv_error(SRV_API_ANTHROPIC, 503, "the server is stopping");
     } else {
-        json_t *content = json_pack("[{s:s, s:s%}]", "type", "text", "text",
-                                    j->text ? j->text : "", j->text_len);
+        json_t *content = json_array();
+        if (a->tools || s->harmony) {
+            split_text b = {NULL, 0};
+            srv_answer t;
+            srv_answer_init(&t, s->harmony, false, false, a->tools, collect_text, &b);
+            srv_answer_feed(&t, j->text ? j->text : "", j->text_len);
+            srv_answer_finish(&t);
+            if (b.n || t.tc.n_calls == 0)
+                json_array_append_new(content, json_pack("{s:s, s:s%}", "type", "text", "text",
+                                                         b.p ? b.p : "", b.n));
+            for (int i = 0; i < t.tc.n_calls; i++) {
+                char id[96];
+                call_id(a, i, id, sizeof id);
+                json_array_append_new(content, json_pack("{s:s, s:s, s:s, s:o}", "type",
+                                                         "tool_use", "id", id, "name",
+                                                         t.tc.calls[i].name, "input",
+                                                         call_input(&t.tc.calls[i])));
+            }
+            a->calls = t.tc.n_calls > 0;
+            srv_answer_free(&t);
+            free(b.p);
+        } else {
+            json_array_append_new(content, json_pack("{s:s, s:s%}", "type", "text", "text",
+                                                     j->text ? j->text : "", j->text_len));
+        }
         json_t *o = message_obj(j, content, false);
         r = o ? (srv_reply){200, o, NULL} : srv_error(SRV_API_ANTHROPIC, 500, "out of memory");
     }
@@ -178,7 +405,7 @@ srv_reply srv_messages(srv *s, json_t *body)
 srv_reply srv_count_tokens(srv *s, json_t *body)
 {
     char *prompt = NULL;
-    srv_reply r = render(s, body, &prompt);
+    srv_reply r = render(s, body, NULL, &prompt);
     if (r.status) return r;
     sl_err err = {0};
     int32_t *ids = NULL;

@@ -16,7 +16,7 @@
 
 #include "server.h"
 #include "server_req.h"
-#include "server_think.h"
+#include "server_answer.h"
 #include "util/escape.h"
 
 #define MSG_CAP 512
@@ -27,14 +27,30 @@ typedef struct oai_job {
     bool chat;
     bool stream;
     bool include_usage;
-    srv_think think;        /* chat: reasoning apart from content (stream) */
-    bool think_enabled, think_inside;
+    srv_answer ans;         /* chat: reasoning and tool calls apart from content (stream) */
+    bool think_enabled, think_inside, tools;
     int lp_next;            /* the first token whose logprobs no chunk carried yet */
 } oai_job;
 
 static const char *finish_name(srv_finish f)
 {
     return f == SRV_FINISH_LENGTH ? "length" : "stop";
+}
+
+/* OpenAI's tool_calls array of the calls found (stream: with indexes). */
+static json_t *tool_calls_json(const oai_job *a, const sl_tc_stream *tc, bool stream)
+{
+    json_t *arr = json_array();
+    for (int i = 0; arr && i < tc->n_calls; i++) {
+        char id[96];
+        snprintf(id, sizeof id, "call_%s_%d", a->id, i);
+        json_t *c = json_pack("{s:s, s:s, s:{s:s, s:s}}", "id", id, "type", "function",
+                              "function", "name", tc->calls[i].name, "arguments",
+                              tc->calls[i].arguments);
+        if (c && stream) json_object_set_new(c, "index", json_integer(i));
+        json_array_append_new(arr, c);
+    }
+    return arr;
 }
 
 static json_t *usage_obj(const srv_job *j)
@@ -121,7 +137,7 @@ static void fmt_piece(srv_job *j, const char *text, size_t len)
     oai_job *a = j->api;
     if (!a->stream) return;
     if (a->chat) {
-        srv_think_feed(&a->think, text, len, chat_delta, j);
+        srv_answer_feed(&a->ans, text, len);
         return;
     }
     json_t *lp = logprobs_of(j, a->lp_next, j->lps.n_sent, j->text_len - len);
@@ -136,8 +152,17 @@ static void fmt_end(srv_job *j)
     if (j->finish == SRV_FINISH_ERROR) {
         emit_event(j, srv_error(SRV_API_OPENAI, 500, "generation failed: %s", j->error).body);
     } else if (j->finish != SRV_FINISH_CANCELLED) {
-        if (a->chat) srv_think_flush(&((oai_job *)j->api)->think, chat_delta, j);
         const char *f = finish_name(j->finish);
+        if (a->chat) {
+            oai_job *w = j->api;
+            srv_answer_finish(&w->ans);
+            if (w->ans.tc.n_calls) {
+                emit_event(j, chunk(j, json_pack("{s:o}", "tool_calls",
+                                                 tool_calls_json(w, &w->ans.tc, true)),
+                                    NULL, 0, NULL, NULL));
+                f = "tool_calls";
+            }
+        }
         emit_event(j, a->chat ? chunk(j, json_object(), NULL, 0, f, NULL)
                               : chunk(j, NULL, "", 0, f, NULL));
         if (a->include_usage) {
@@ -181,14 +206,20 @@ static json_t *chat_message(const srv_job *j)
 {
     const oai_job *a = j->api;
     split_buf b = {{NULL, NULL}, {0, 0}, false};
-    srv_think t;
-    srv_think_init(&t, a->think_enabled, a->think_inside);
-    srv_think_feed(&t, j->text ? j->text : "", j->text_len, collect, &b);
-    srv_think_flush(&t, collect, &b);
+    srv_answer t;
+    srv_answer_init(&t, a->s->harmony, a->think_enabled, a->think_inside, a->tools, collect, &b);
+    srv_answer_feed(&t, j->text ? j->text : "", j->text_len);
+    srv_answer_finish(&t);
+    bool calls = t.tc.n_calls > 0;
+    if (calls) /* the text around calls: trailing blank space dropped */
+        while (b.n[0] && strchr(" \t\r\n", b.p[0][b.n[0] - 1])) b.n[0]--;
     json_t *m = b.oom ? NULL
-                      : json_pack("{s:s, s:s%}", "role", "assistant", "content",
-                                  b.p[0] ? b.p[0] : "", b.n[0]);
+                      : json_pack("{s:s, s:o}", "role", "assistant", "content",
+                                  calls && !b.n[0] ? json_null()
+                                                   : json_stringn(b.p[0] ? b.p[0] : "", b.n[0]));
     if (m && b.n[1]) json_object_set_new(m, "reasoning_content", json_stringn(b.p[1], b.n[1]));
+    if (m && calls) json_object_set_new(m, "tool_calls", tool_calls_json(a, &t.tc, false));
+    srv_answer_free(&t);
     free(b.p[0]);
     free(b.p[1]);
     return m;
@@ -213,13 +244,32 @@ srv_reply srv_models(srv *s)
 
 static void oai_free(void *p)
 {
+    oai_job *a = p;
+    if (a) srv_answer_free(&a->ans);
     free(p);
+}
+
+/* Whether the chat answer (non-stream) holds tool calls: its finish reason. */
+static bool answer_has_calls(const srv_job *j)
+{
+    const oai_job *a = j->api;
+    if (!a->tools && !a->s->harmony) return false;
+    srv_answer t;
+    split_buf b = {{NULL, NULL}, {0, 0}, false};
+    srv_answer_init(&t, a->s->harmony, a->think_enabled, a->think_inside, a->tools, collect, &b);
+    srv_answer_feed(&t, j->text ? j->text : "", j->text_len);
+    srv_answer_finish(&t);
+    bool calls = t.tc.n_calls > 0;
+    srv_answer_free(&t);
+    free(b.p[0]);
+    free(b.p[1]);
+    return calls;
 }
 
 /* Queues the job of an OpenAI request and answers (streaming, or
  * waiting for the whole answer). */
 static srv_reply generate(srv *s, const json_t *body, const char *prompt, bool chat,
-                          bool think_enabled, bool think_inside)
+                          bool think_enabled, bool think_inside, bool tools)
 {
     char msg[MSG_CAP] = "";
     bool stream = false, include_usage = false;
@@ -268,7 +318,8 @@ static srv_reply generate(srv *s, const json_t *body, const char *prompt, bool c
     a->include_usage = include_usage;
     a->think_enabled = think_enabled;
     a->think_inside = think_inside;
-    srv_think_init(&a->think, think_enabled, think_inside);
+    a->tools = tools;
+    srv_answer_init(&a->ans, s->harmony, think_enabled, think_inside, tools, chat_delta, j);
     snprintf(a->id, sizeof a->id, "%s-%lu", chat ? "chatcmpl" : "cmpl",
              __atomic_add_fetch(&s->next_id, 1, __ATOMIC_RELAXED));
     if (!srv_pool_submit(&s->pool, j)) {
@@ -288,7 +339,7 @@ static srv_reply generate(srv *s, const json_t *body, const char *prompt, bool c
         json_t *choice = chat
             ? json_pack("{s:i, s:o, s:o, s:s}", "index", 0, "message", chat_message(j),
                         "logprobs", logprobs_of(j, 0, j->lps.n_sent, 0), "finish_reason",
-                        finish_name(j->finish))
+                        answer_has_calls(j) ? "tool_calls" : finish_name(j->finish))
             : json_pack("{s:i, s:s%, s:o, s:s}", "index", 0, "text", text, j->text_len,
                         "logprobs", logprobs_of(j, 0, j->lps.n_sent, 0), "finish_reason",
                         finish_name(j->finish));
@@ -304,12 +355,10 @@ static srv_reply generate(srv *s, const json_t *body, const char *prompt, bool c
 
 srv_reply srv_chat_completions(srv *s, json_t *body)
 {
-    const json_t *tools = json_object_get(body, "tools");
-    if (json_is_array(tools) && json_array_size(tools) > 0)
-        return srv_error(SRV_API_OPENAI, 400, "'tools' are not supported yet by this server");
     char *prompt = NULL;
+    bool tools = false;
     srv_reply r = srv_render_chat(s, SRV_API_OPENAI, NULL, json_object_get(body, "messages"),
-                                  &prompt);
+                                  body, &tools, &prompt);
     if (r.status) return r;
     /* reasoning apart when the template knows thinking, unless
      * reasoning_format is "none" (llama-server's switch) */
@@ -325,7 +374,7 @@ srv_reply srv_chat_completions(srv *s, json_t *body)
                   (pl >= 7 && !memcmp(prompt + pl - 7, "<think>", 7));
     bool enabled = !(rf && !strcmp(rf, "none")) &&
                    (inside || !strcmp(sl_chat_name(s->chat), "qwen3"));
-    r = generate(s, body, prompt, true, enabled, enabled && inside);
+    r = generate(s, body, prompt, true, enabled, enabled && inside, tools);
     free(prompt);
     return r;
 }
@@ -338,14 +387,14 @@ srv_reply srv_completions(srv *s, json_t *body)
         return srv_error(SRV_API_OPENAI, 400, "'prompt' must be a string (or an array of one)");
     if (memchr(json_string_value(p), 0, json_string_length(p)))
         return srv_error(SRV_API_OPENAI, 400, "'prompt' holds a NUL character");
-    return generate(s, body, json_string_value(p), false, false, false);
+    return generate(s, body, json_string_value(p), false, false, false, false);
 }
 
 srv_reply srv_apply_template(srv *s, json_t *body)
 {
     char *prompt = NULL;
     srv_reply r = srv_render_chat(s, SRV_API_OPENAI, NULL, json_object_get(body, "messages"),
-                                  &prompt);
+                                  body, NULL, &prompt);
     if (r.status) return r;
     json_t *o = json_pack("{s:s}", "prompt", prompt);
     free(prompt);

@@ -67,21 +67,153 @@ static bool content_text(const json_t *c, int idx, char **out, char *msg)
     return true;
 }
 
-srv_reply srv_render_chat(srv *s, srv_api api, const json_t *system, const json_t *messages,
-                          char **prompt)
+/* An assistant message's tool_calls (OpenAI: [{id, type, function: {name,
+ * arguments}}], arguments a JSON string or object) into calls[]; the
+ * argument texts of objects are dumped into *owned (freed by the caller). */
+static bool read_calls(const json_t *tc, size_t idx, sl_chat_tool_call **calls, size_t *n,
+                       char ***owned, size_t *n_owned, char *msg)
 {
-    char msg[MSG_CAP];
+    *calls = NULL;
+    *n = 0;
+    if (!tc || json_is_null(tc)) return true;
+    if (!json_is_array(tc) || json_array_size(tc) > 64) {
+        snprintf(msg, MSG_CAP, "messages[%zu].tool_calls must be an array (of at most 64)", idx);
+        return false;
+    }
+    if (json_array_size(tc) == 0) return true;
+    *calls = calloc(json_array_size(tc), sizeof **calls);
+    char **o = realloc(*owned, (*n_owned + json_array_size(tc)) * sizeof *o);
+    if (!*calls || !o) {
+        if (o) *owned = o;
+        snprintf(msg, MSG_CAP, "out of memory");
+        return false;
+    }
+    *owned = o;
+    size_t i;
+    const json_t *c;
+    json_array_foreach(tc, i, c) {
+        const json_t *f = json_object_get(c, "function");
+        const json_t *name = json_object_get(f, "name"), *args = json_object_get(f, "arguments");
+        const json_t *id = json_object_get(c, "id");
+        if (!json_is_object(f) || !json_is_string(name) ||
+            !(json_is_string(args) || json_is_object(args))) {
+            snprintf(msg, MSG_CAP, "messages[%zu].tool_calls[%zu] must have a function with a "
+                     "string 'name' and 'arguments' (a JSON string or an object)", idx, i);
+            return false;
+        }
+        (*calls)[i].id = json_is_string(id) ? json_string_value(id) : NULL;
+        (*calls)[i].name = json_string_value(name);
+        if (json_is_string(args)) {
+            (*calls)[i].arguments = json_string_value(args);
+        } else {
+            char *t = json_dumps(args, JSON_COMPACT | JSON_REAL_PRECISION(15));
+            if (!t) {
+                snprintf(msg, MSG_CAP, "out of memory");
+                return false;
+            }
+            (*owned)[(*n_owned)++] = t;
+            (*calls)[i].arguments = t;
+        }
+        (*n)++;
+    }
+    return true;
+}
+
+/* The tools of body as JSON text for the template (NULL: none), after
+ * checking their shape. */
+static bool read_tools(const json_t *body, char **out, char *msg)
+{
+    *out = NULL;
+    const json_t *tools = json_object_get(body, "tools");
+    if (!tools || json_is_null(tools)) return true;
+    if (!json_is_array(tools)) {
+        snprintf(msg, MSG_CAP, "'tools' must be an array, got %s", req_type_name(tools));
+        return false;
+    }
+    size_t i;
+    const json_t *t;
+    json_array_foreach(tools, i, t) {
+        const json_t *f = json_object_get(t, "function");
+        const json_t *ty = json_object_get(t, "type");
+        if (!json_is_object(t) || !json_is_string(ty) || strcmp(json_string_value(ty), "function") ||
+            !json_is_object(f) || !json_is_string(json_object_get(f, "name"))) {
+            snprintf(msg, MSG_CAP, "tools[%zu] must be {\"type\": \"function\", \"function\": "
+                     "{\"name\": ...}}", i);
+            return false;
+        }
+        const json_t *params = json_object_get(f, "parameters");
+        if (params && !json_is_null(params) && !json_is_object(params)) {
+            snprintf(msg, MSG_CAP, "tools[%zu].function.parameters must be an object", i);
+            return false;
+        }
+    }
+    const json_t *choice = json_object_get(body, "tool_choice");
+    if (choice && !json_is_null(choice)) {
+        if (json_is_string(choice)) {
+            const char *c = json_string_value(choice);
+            if (!strcmp(c, "none")) return true;
+            if (strcmp(c, "auto") && strcmp(c, "required")) {
+                snprintf(msg, MSG_CAP, "'tool_choice' '%.20s' is not none, auto, required or "
+                         "a function", c);
+                return false;
+            }
+        } else if (!json_is_object(choice)) {
+            snprintf(msg, MSG_CAP, "'tool_choice' must be a string or an object");
+            return false;
+        }
+    }
+    if (json_array_size(tools) == 0) return true;
+    *out = sl_json_dump_text(tools, false);
+    if (!*out) {
+        snprintf(msg, MSG_CAP, "out of memory");
+        return false;
+    }
+    return true;
+}
+
+srv_reply srv_render_chat(srv *s, srv_api api, const json_t *system, const json_t *messages,
+                          const json_t *body, bool *has_tools, char **prompt)
+{
+    char msg[MSG_CAP] = "";
+    if (has_tools) *has_tools = false;
     if (!json_is_array(messages) || json_array_size(messages) == 0)
         return srv_error(api, 400, "'messages' must be a non-empty array");
     const size_t n_sys = system && !json_is_null(system) ? 1 : 0;
     size_t n = json_array_size(messages) + n_sys;
     if (n > 100000) return srv_error(api, 400, "'messages' holds more than 100000");
-    sl_chat_message *msgs = calloc(n, sizeof *msgs);
+    sl_chat_turn *msgs = calloc(n, sizeof *msgs);
     char **texts = calloc(n, sizeof *texts);
+    char **owned = NULL, *tools = NULL;
+    size_t n_owned = 0;
     srv_reply r = {0, NULL, NULL};
+    sl_chat_template t = s->tmpl; /* a shallow copy: only the effort may differ */
     if (!msgs || !texts) {
         r = srv_error(api, 500, "out of memory");
         goto out;
+    }
+    if (body) {
+        const char *eff = NULL;
+        size_t el = 0;
+        if (!req_str(body, "reasoning_effort", &eff, &el, msg, sizeof msg)) {
+            r = srv_error(api, 400, "%s", msg);
+            goto out;
+        }
+        if (eff) {
+            if (strcmp(eff, "low") && strcmp(eff, "medium") && strcmp(eff, "high")) {
+                r = srv_error(api, 400, "'reasoning_effort' must be low, medium or high");
+                goto out;
+            }
+            snprintf(t.effort, sizeof t.effort, "%s", eff);
+        }
+        if (!read_tools(body, &tools, msg)) {
+            r = srv_error(api, 400, "%s", msg);
+            goto out;
+        }
+        if (tools && !sl_chat_has_tools(&t)) {
+            r = srv_error(api, 400, "the chat template %s has no form for tools",
+                          sl_chat_family_name(t.family));
+            goto out;
+        }
     }
     if (n_sys) {
         if (!content_text(system, -1, &texts[0], msg)) {
@@ -101,10 +233,11 @@ srv_reply srv_render_chat(srv *s, srv_api api, const json_t *system, const json_
             goto out;
         }
         const char *rs = json_string_value(role);
+        bool is_tool = !strcmp(rs, "tool");
         if (strcmp(rs, "system") && strcmp(rs, "user") && strcmp(rs, "assistant") &&
-            strcmp(rs, "developer")) {
+            strcmp(rs, "developer") && !is_tool) {
             r = srv_error(api, 400, "messages[%zu].role '%.40s' is not supported "
-                          "(system, developer, user, assistant)", i - n_sys, rs);
+                          "(system, developer, user, assistant, tool)", i - n_sys, rs);
             goto out;
         }
         if (!content_text(json_object_get(m, "content"), (int)(i - n_sys), &texts[i], msg)) {
@@ -112,16 +245,44 @@ srv_reply srv_render_chat(srv *s, srv_api api, const json_t *system, const json_
                                    : srv_error(api, 500, "out of memory");
             goto out;
         }
-        msgs[i].role = strcmp(rs, "developer") ? rs : "system";
+        msgs[i].role = rs;
         msgs[i].content = texts[i];
+        if (!strcmp(rs, "assistant")) {
+            const json_t *rc = json_object_get(m, "reasoning_content");
+            if (json_is_string(rc)) msgs[i].reasoning = json_string_value(rc);
+            sl_chat_tool_call *calls = NULL;
+            if (!read_calls(json_object_get(m, "tool_calls"), i - n_sys, &calls,
+                            &msgs[i].n_tool_calls, &owned, &n_owned, msg)) {
+                free(calls);
+                r = srv_error(api, strcmp(msg, "out of memory") ? 400 : 500, "%s", msg);
+                goto out;
+            }
+            msgs[i].tool_calls = calls;
+        }
+        if (is_tool) {
+            /* the function's name: the earlier call with this id, or the name field */
+            const json_t *id = json_object_get(m, "tool_call_id"), *nm = json_object_get(m, "name");
+            if (json_is_string(nm)) msgs[i].name = json_string_value(nm);
+            for (size_t k = i; k-- > n_sys && json_is_string(id) && !msgs[i].name;)
+                for (size_t c = 0; c < msgs[k].n_tool_calls; c++)
+                    if (msgs[k].tool_calls[c].id &&
+                        !strcmp(msgs[k].tool_calls[c].id, json_string_value(id)))
+                        msgs[i].name = msgs[k].tool_calls[c].name;
+        }
     }
     sl_err err = {0};
-    if (sl_chat_format(s->chat, msgs, n, true, prompt, &err))
+    if (sl_chat_render_turns(&t, msgs, n, tools, true, false, prompt, &err))
         r = srv_error(api, err.code == SL_ENOMEM ? 500 : 400,
-                      "the messages do not fit the chat template %s: %s", sl_chat_name(s->chat),
-                      err.msg);
+                      "the messages do not fit the chat template %s: %s",
+                      sl_chat_family_name(t.family), err.msg);
+    else if (has_tools)
+        *has_tools = tools != NULL;
 out:
     for (size_t i = 0; texts && i < n; i++) free(texts[i]);
+    for (size_t i = 0; msgs && i < n; i++) free((void *)msgs[i].tool_calls);
+    for (size_t i = 0; i < n_owned; i++) free(owned[i]);
+    free(owned);
+    free(tools);
     free(texts);
     free(msgs);
     return r;

@@ -245,7 +245,10 @@ int srv_pool_start(srv_pool *p, sl_model *m, const sl_chat *chat, int n_slots, i
         sp.n_batch_max = n_batch;
         s->g.n_batch = n_batch;
         if (sl_session_create(&s->g.s, m, &sp, &err) ||
-            sl_detok_create(&s->g.dt, m, 0, &err)) {
+            /* harmony answers are split by their channel markers: keep them */
+            sl_detok_create(&s->g.dt, m,
+                            chat && !strcmp(sl_chat_name(chat), "harmony") ? SL_DETOK_SPECIAL : 0,
+                            &err)) {
             fprintf(stderr, "sluice serve: slot %d: %s\n", i, err.msg);
             return 1;
         }

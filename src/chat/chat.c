@@ -15,7 +15,7 @@ static const struct {
     {SL_CHAT_CHATML, "chatml"},   {SL_CHAT_QWEN3, "qwen3"},
     {SL_CHAT_LLAMA3, "llama3"},   {SL_CHAT_MISTRAL, "mistral"},
     {SL_CHAT_MISTRAL_V3, "mistral-v3"}, {SL_CHAT_TULU, "tulu"},
-    {SL_CHAT_PLAIN, "plain"},
+    {SL_CHAT_HARMONY, "harmony"}, {SL_CHAT_PLAIN, "plain"},
 };
 
 #define N_NAMES (sizeof k_names / sizeof k_names[0])
@@ -36,7 +36,7 @@ int sl_chat_family_from_name(const char *name, sl_chat_family *out, sl_err *err)
         }
     return sl_err_set(err, SL_EINVAL,
                       "unknown chat template '%s' (known: chatml, qwen3, llama3, mistral, "
-                      "mistral-v3, tulu, plain)",
+                      "mistral-v3, tulu, harmony, plain)",
                       name);
 }
 
@@ -48,6 +48,7 @@ static bool has(const char *s, const char *needle)
 sl_chat_family sl_chat_detect(const char *j)
 {
     if (!j || !*j) return SL_CHAT_PLAIN;
+    if (has(j, "<|channel|>") && has(j, "<|start|>")) return SL_CHAT_HARMONY;
     if (has(j, "<|im_start|>"))
         return has(j, "enable_thinking") || has(j, "</think>") ? SL_CHAT_QWEN3 : SL_CHAT_CHATML;
     if (has(j, "<|start_header_id|>")) return SL_CHAT_LLAMA3;
@@ -148,6 +149,7 @@ sl_chat_opts sl_chat_opts_default(void)
     o.eos_text = NULL;
     o.enable_thinking = true;
     o.date = NULL;
+    o.reasoning_effort = NULL;
     return o;
 }
 
@@ -180,6 +182,13 @@ int sl_chat_template_init(sl_chat_template *t, const char *jinja, const sl_chat_
         oom = !t->warning;
     }
     t->enable_thinking = o.enable_thinking;
+    const char *effort = o.reasoning_effort ? o.reasoning_effort : "medium";
+    if (strcmp(effort, "low") && strcmp(effort, "medium") && strcmp(effort, "high")) {
+        sl_chat_template_free(t);
+        return sl_err_set(err, SL_EINVAL, "reasoning effort '%.20s' is not low, medium or high",
+                          effort);
+    }
+    snprintf(t->effort, sizeof t->effort, "%s", effort);
     const char *eos = o.eos_text;
     if (!eos) eos = t->family == SL_CHAT_TULU ? "<|endoftext|>" : "</s>";
     t->bos_text = dup_or_empty(o.bos_text);
@@ -189,6 +198,10 @@ int sl_chat_template_init(sl_chat_template *t, const char *jinja, const sl_chat_
         /* thinking-only models open the think block in the template */
         t->think_prefix = has(jinja, "<|im_start|>assistant\\n<think>\\n'") ||
                           has(jinja, "<|im_start|>assistant\n<think>\n'");
+    }
+    if (t->family == SL_CHAT_HARMONY && o.date) {
+        t->date = dup_or_empty(o.date);
+        oom = oom || !t->date;
     }
     if (t->family == SL_CHAT_LLAMA3 && (o.date || (jinja && has(jinja, "Cutting Knowledge Date")))) {
         t->date = dup_or_empty(o.date ? o.date : "26 Jul 2024");
@@ -218,6 +231,12 @@ int sl_chat_template_init(sl_chat_template *t, const char *jinja, const sl_chat_
         te = NULL; /* EOS + "\n" */
         t->stops[0] = t->eos_text;
         t->stops[1] = "<|user|>";
+        break;
+    case SL_CHAT_HARMONY:
+        /* the cache ends before the stop token; history ends messages with <|end|> */
+        te = "<|end|>";
+        t->stops[0] = "<|return|>";
+        t->stops[1] = "<|call|>";
         break;
     case SL_CHAT_PLAIN:
         te = "\n";

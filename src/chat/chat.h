@@ -48,6 +48,20 @@
  *                 {bos}<|system|>\n{s}\n<|user|>\n{u}\n<|assistant|>\n{a}{eos}\n ...
  *                 (the final assistant turn has no "\n" after eos)
  *                 generation prompt: <|assistant|>\n
+ *   harmony     gpt-oss (OpenAI's harmony response format; template mentions
+ *               "<|channel|>"), messages without separators between them:
+ *                 <|start|>system<|message|>You are ChatGPT, a large language model
+ *                 trained by OpenAI.\nKnowledge cutoff: 2024-06\nCurrent date: {date}
+ *                 \n\nReasoning: {effort}\n\n# Valid channels: analysis, commentary,
+ *                 final. Channel must be included for every message.<|end|>
+ *                 [<|start|>developer<|message|># Instructions\n\n{s}<|end|>]
+ *                 <|start|>user<|message|>{u}<|end|>
+ *                 <|start|>assistant<|channel|>final<|message|>{a}<|end|> ...
+ *                 generation prompt: <|start|>assistant
+ *               (with tools: chat_harmony.c). The reply is a sequence of messages
+ *               on channels (analysis, commentary, final), ended by <|return|>
+ *               or <|call|>; <|end|> ends one message, not the reply
+ *               (harmony_stream.h splits it).
  *   plain       fallback for templates we do not recognise:
  *                 System: {s}\nUser: {u}\nAssistant: {a}\n ... Assistant:
  *
@@ -81,6 +95,7 @@ typedef enum sl_chat_family {
     SL_CHAT_MISTRAL,
     SL_CHAT_MISTRAL_V3,
     SL_CHAT_TULU,
+    SL_CHAT_HARMONY,
 } sl_chat_family;
 
 /* One message; role is "system", "user" or "assistant". Both strings are
@@ -98,7 +113,9 @@ typedef struct sl_chat_opts {
                              mistral and tulu; NULL = "</s>" for mistral,
                              "<|endoftext|>" for tulu */
     bool enable_thinking; /* qwen3 switch; default true */
-    const char *date;     /* llama3 "Today Date" text; NULL = "26 Jul 2024" */
+    const char *date;     /* llama3 "Today Date" text; NULL = "26 Jul 2024";
+                             harmony "Current date" (YYYY-MM-DD); NULL = today (UTC) */
+    const char *reasoning_effort; /* harmony "Reasoning:" low, medium or high; NULL = medium */
 } sl_chat_opts;
 
 typedef struct sl_chat_template {
@@ -112,7 +129,28 @@ typedef struct sl_chat_template {
     bool think_prefix;    /* generation prompt continues with "<think>\n" */
     const char *stops[4]; /* NULL-terminated; point into static strings or eos_text */
     char *warning;        /* owned; see sl_chat_template_warning, or NULL */
+    char effort[8];       /* harmony reasoning effort */
 } sl_chat_template;
+
+/* One message with everything a template may render: the role ("system",
+ * "developer", "user", "assistant" or "tool"), its text, and optionally an
+ * assistant's reasoning and tool calls, or the name of the function whose
+ * result a tool message carries. Strings are borrowed for the call;
+ * absent ones are NULL (content "" for none). */
+typedef struct sl_chat_tool_call {
+    const char *id;        /* may be NULL */
+    const char *name;
+    const char *arguments; /* JSON text of the arguments object */
+} sl_chat_tool_call;
+
+typedef struct sl_chat_turn {
+    const char *role;
+    const char *content;
+    const char *reasoning;                /* assistant; NULL: none */
+    const sl_chat_tool_call *tool_calls;  /* assistant */
+    size_t n_tool_calls;
+    const char *name;                     /* tool: the function's name */
+} sl_chat_turn;
 
 /* The defaults: detect, no BOS text, family EOS, thinking on. */
 sl_chat_opts sl_chat_opts_default(void);
@@ -163,6 +201,24 @@ int sl_chat_render(const sl_chat_template *t, const sl_chat_msg *msgs, size_t n,
  * refused by mistral families here too). */
 int sl_chat_render_continue(const sl_chat_template *t, const sl_chat_msg *msgs, size_t n,
                             bool add_generation_prompt, char **out, sl_err *err);
+
+/* Renders turns (see sl_chat_turn) as sl_chat_render does (cont: as
+ * sl_chat_render_continue), with the function tools of tools_json (NULL: none;
+ * else the JSON text of an OpenAI "tools" array: {"type": "function",
+ * "function": {"name", "description", "parameters"}} objects) declared the
+ * way the family declares them: chatml/qwen3 as Qwen3's <tools> system
+ * block, harmony as its TypeScript-like "functions" namespace in the
+ * developer message. Assistant tool calls and tool results are written in
+ * the family's form (chatml/qwen3: <tool_call> JSON, tool results as
+ * <tool_response> in a user turn; harmony: commentary messages to
+ * functions.NAME). SL_EINVAL for tools or tool messages in a family that has
+ * no form for them, or for a tools text that is not such an array; SL_ENOMEM. */
+int sl_chat_render_turns(const sl_chat_template *t, const sl_chat_turn *turns, size_t n,
+                         const char *tools_json, bool add_generation_prompt, bool cont,
+                         char **out, sl_err *err);
+
+/* Whether the family can declare tools and render tool calls. */
+bool sl_chat_has_tools(const sl_chat_template *t);
 
 /* Text that closes an assistant turn in this family: "<|im_end|>\n",
  * "<|eot_id|>", the EOS text (mistral), EOS + "\n" (tulu), "\n" (plain).

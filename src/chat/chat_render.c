@@ -1,19 +1,18 @@
 /* chat_render.c - the hand-written renderers of each chat family (formats in
  * chat.h). One function renders both a whole conversation and a
  * continuation; the continuation differs only in its start (turn end
- * instead of BOS / default system) and in what counts as "first". */
-#include "chat/chat.h"
+ * instead of BOS / default system) and in what counts as "first". Harmony
+ * lives in chat_harmony.c, Qwen3's tool blocks in chat_tools.c. */
+#include "chat/chat_internal.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct sbuf {
-    char *p;
-    size_t len, cap;
-    bool oom;
-} sbuf;
+#include "util/json.h"
 
-static void put_n(sbuf *b, const char *s, size_t n)
+typedef sl_sbuf sbuf;
+
+void sl_sbuf_put_n(sbuf *b, const char *s, size_t n)
 {
     if (b->oom) return;
     if (b->len + n + 1 > b->cap) {
@@ -32,10 +31,13 @@ static void put_n(sbuf *b, const char *s, size_t n)
     b->p[b->len] = '\0';
 }
 
-static void put(sbuf *b, const char *s)
+void sl_sbuf_put(sbuf *b, const char *s)
 {
-    put_n(b, s, strlen(s));
+    sl_sbuf_put_n(b, s, strlen(s));
 }
+
+#define put_n sl_sbuf_put_n
+#define put sl_sbuf_put
 
 /* Jinja's |trim and Python's str.strip(): ASCII whitespace both ends. */
 static void put_trimmed(sbuf *b, const char *s)
@@ -100,57 +102,125 @@ static void put_qwen3_assistant(sbuf *b, const char *content, bool after_last_us
     }
 }
 
-typedef enum role { R_SYSTEM, R_USER, R_ASSISTANT } role;
+typedef sl_chat_role role;
+#define R_SYSTEM SL_ROLE_SYSTEM
+#define R_USER SL_ROLE_USER
+#define R_ASSISTANT SL_ROLE_ASSISTANT
+#define R_DEVELOPER SL_ROLE_DEVELOPER
+#define R_TOOL SL_ROLE_TOOL
 
-static int parse_roles(const sl_chat_msg *msgs, size_t n, role *roles, sl_err *err)
+static bool family_has_tools(sl_chat_family f)
+{
+    return f == SL_CHAT_CHATML || f == SL_CHAT_QWEN3 || f == SL_CHAT_HARMONY;
+}
+
+bool sl_chat_has_tools(const sl_chat_template *t)
+{
+    return family_has_tools(t->family);
+}
+
+/* Roles of the messages; families without a developer role read it as
+ * system (harmony keeps it), tool messages only where the family has them. */
+static int parse_roles(const sl_chat_template *t, const sl_chat_turn *msgs, size_t n,
+                       role *roles, sl_err *err)
 {
     for (size_t i = 0; i < n; i++) {
         const char *r = msgs[i].role ? msgs[i].role : "(null)";
         if (!strcmp(r, "system")) roles[i] = R_SYSTEM;
         else if (!strcmp(r, "user")) roles[i] = R_USER;
         else if (!strcmp(r, "assistant")) roles[i] = R_ASSISTANT;
+        else if (!strcmp(r, "developer"))
+            roles[i] = t->family == SL_CHAT_HARMONY ? R_DEVELOPER : R_SYSTEM;
+        else if (!strcmp(r, "tool") && family_has_tools(t->family)) roles[i] = R_TOOL;
+        else if (!strcmp(r, "tool"))
+            return sl_err_set(err, SL_EINVAL,
+                              "chat message %zu is a tool result, but the chat template %s "
+                              "has no form for tool messages",
+                              i, sl_chat_family_name(t->family));
         else
             return sl_err_set(err, SL_EINVAL,
-                              "chat message %zu has role '%s'; expected system, user or "
-                              "assistant",
+                              "chat message %zu has role '%s'; expected system, developer, "
+                              "user, assistant or tool",
                               i, r);
         if (!msgs[i].content)
             return sl_err_set(err, SL_EINVAL, "chat message %zu (%s) has no content", i, r);
+        if (msgs[i].n_tool_calls && !family_has_tools(t->family))
+            return sl_err_set(err, SL_EINVAL,
+                              "chat message %zu has tool calls, but the chat template %s has "
+                              "no form for them",
+                              i, sl_chat_family_name(t->family));
+        for (size_t k = 0; k < msgs[i].n_tool_calls; k++)
+            if (!msgs[i].tool_calls[k].name || !msgs[i].tool_calls[k].arguments)
+                return sl_err_set(err, SL_EINVAL,
+                                  "chat message %zu: tool call %zu has no name or arguments", i,
+                                  k);
     }
     return SL_OK;
 }
 
 static const char *role_name(role r)
 {
-    return r == R_SYSTEM ? "system" : r == R_USER ? "user" : "assistant";
+    return r == R_SYSTEM || r == R_DEVELOPER ? "system" : r == R_USER ? "user" : "assistant";
 }
 
-static void render_chatml(sbuf *b, const sl_chat_template *t, const sl_chat_msg *m,
-                          const role *ro, size_t n, bool cont)
+static int render_chatml(sbuf *b, const sl_chat_template *t, const sl_chat_turn *m,
+                         const role *ro, size_t n, bool cont, const json_t *tools, sl_err *err)
 {
     const bool qwen3 = t->family == SL_CHAT_QWEN3;
-    if (!cont && t->default_system && (n == 0 || ro[0] != R_SYSTEM)) {
+    size_t i = 0;
+    if (!cont && tools) {
+        /* Qwen3: the system text goes into the tools block */
+        const char *sys = n > 0 && ro[0] == R_SYSTEM ? m[i++].content : NULL;
+        int rc = sl_chat_put_qwen3_tools(b, sys, tools, err);
+        if (rc) return rc;
+    } else if (!cont && t->default_system && (n == 0 || ro[0] != R_SYSTEM)) {
         put(b, "<|im_start|>system\n");
         put(b, t->default_system);
         put(b, "<|im_end|>\n");
     }
     size_t last_user = (size_t)-1;
-    for (size_t i = 0; i < n; i++)
-        if (ro[i] == R_USER) last_user = i;
-    for (size_t i = 0; i < n; i++) {
+    for (size_t k = 0; k < n; k++)
+        if (ro[k] == R_USER) last_user = k;
+    for (; i < n; i++) {
+        if (ro[i] == R_TOOL) {
+            /* consecutive tool results share one user turn */
+            if (i == 0 || ro[i - 1] != R_TOOL) put(b, "<|im_start|>user");
+            put(b, "\n<tool_response>\n");
+            put(b, m[i].content);
+            put(b, "\n</tool_response>");
+            if (i + 1 == n || ro[i + 1] != R_TOOL) put(b, "<|im_end|>\n");
+            continue;
+        }
         put(b, "<|im_start|>");
         put(b, role_name(ro[i]));
         put(b, "\n");
-        if (qwen3 && ro[i] == R_ASSISTANT)
+        if (qwen3 && ro[i] == R_ASSISTANT && m[i].reasoning) {
+            /* an explicit reasoning field stands for the think block */
+            bool after = last_user == (size_t)-1 || i > last_user;
+            if (after) {
+                put(b, "<think>\n");
+                put_strip_nl(b, m[i].reasoning, strlen(m[i].reasoning), true, true);
+                put(b, "\n</think>\n\n");
+                put_strip_nl(b, m[i].content, strlen(m[i].content), true, false);
+            } else {
+                put(b, m[i].content);
+            }
+        } else if (qwen3 && ro[i] == R_ASSISTANT) {
             put_qwen3_assistant(b, m[i].content, last_user == (size_t)-1 || i > last_user,
                                 i + 1 == n);
-        else
+        } else {
             put(b, m[i].content);
+        }
+        for (size_t k = 0; k < m[i].n_tool_calls; k++) {
+            if (k > 0 || m[i].content[0]) put(b, "\n");
+            sl_chat_put_qwen3_call(b, &m[i].tool_calls[k]);
+        }
         put(b, "<|im_end|>\n");
     }
+    return SL_OK;
 }
 
-static void render_llama3(sbuf *b, const sl_chat_template *t, const sl_chat_msg *m,
+static void render_llama3(sbuf *b, const sl_chat_template *t, const sl_chat_turn *m,
                           const role *ro, size_t n, bool cont)
 {
     size_t i = 0;
@@ -172,13 +242,15 @@ static void render_llama3(sbuf *b, const sl_chat_template *t, const sl_chat_msg 
     }
 }
 
-static int render_mistral(sbuf *b, const sl_chat_template *t, const sl_chat_msg *m,
+static int render_mistral(sbuf *b, const sl_chat_template *t, const sl_chat_turn *m,
                           const role *ro, size_t n, bool cont, sl_err *err)
 {
     const bool v1 = t->family == SL_CHAT_MISTRAL;
     const char *system = NULL;
     for (size_t i = 0; i < n; i++) {
         switch (ro[i]) {
+        case R_DEVELOPER: /* read as system (parse_roles) */
+        case R_TOOL:      /* refused (parse_roles) */
         case R_SYSTEM:
             if (cont || i != 0)
                 return sl_err_set(err, SL_EINVAL,
@@ -209,11 +281,13 @@ static int render_mistral(sbuf *b, const sl_chat_template *t, const sl_chat_msg 
     return SL_OK;
 }
 
-static void render_tulu(sbuf *b, const sl_chat_template *t, const sl_chat_msg *m,
+static void render_tulu(sbuf *b, const sl_chat_template *t, const sl_chat_turn *m,
                         const role *ro, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
         switch (ro[i]) {
+        case R_DEVELOPER:
+        case R_TOOL:
         case R_SYSTEM: put(b, "<|system|>\n"); break;
         case R_USER: put(b, "<|user|>\n"); break;
         case R_ASSISTANT: put(b, "<|assistant|>\n"); break;
@@ -228,7 +302,7 @@ static void render_tulu(sbuf *b, const sl_chat_template *t, const sl_chat_msg *m
     }
 }
 
-static void render_plain(sbuf *b, const sl_chat_msg *m, const role *ro, size_t n)
+static void render_plain(sbuf *b, const sl_chat_turn *m, const role *ro, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
         put(b, ro[i] == R_SYSTEM ? "System: " : ro[i] == R_USER ? "User: " : "Assistant: ");
@@ -243,14 +317,33 @@ static bool family_has_bos(sl_chat_family f)
            f == SL_CHAT_TULU;
 }
 
-static int render(const sl_chat_template *t, const sl_chat_msg *msgs, size_t n, bool gen,
-                  bool cont, char **out, sl_err *err)
+static int render(const sl_chat_template *t, const sl_chat_turn *msgs, size_t n,
+                  const char *tools_json, bool gen, bool cont, char **out, sl_err *err)
 {
     *out = NULL;
+    json_t *tools = NULL;
+    if (tools_json) {
+        if (!family_has_tools(t->family))
+            return sl_err_set(err, SL_EINVAL, "the chat template %s has no form for tools",
+                              sl_chat_family_name(t->family));
+        int prc = sl_json_parse(tools_json, strlen(tools_json), 64, &tools, err);
+        if (prc) return prc;
+        if (!json_is_array(tools)) {
+            json_decref(tools);
+            return sl_err_set(err, SL_EINVAL, "the tools are not a JSON array");
+        }
+        if (json_array_size(tools) == 0) {
+            json_decref(tools);
+            tools = NULL;
+        }
+    }
     role stack_roles[16];
     role *ro = n <= 16 ? stack_roles : malloc(n * sizeof *ro);
-    if (!ro) return sl_err_set(err, SL_ENOMEM, "chat: out of memory for %zu messages", n);
-    int rc = parse_roles(msgs, n, ro, err);
+    if (!ro) {
+        json_decref(tools);
+        return sl_err_set(err, SL_ENOMEM, "chat: out of memory for %zu messages", n);
+    }
+    int rc = parse_roles(t, msgs, n, ro, err);
     sbuf b = {0};
     if (rc) goto done;
 
@@ -260,7 +353,7 @@ static int render(const sl_chat_template *t, const sl_chat_msg *msgs, size_t n, 
     switch (t->family) {
     case SL_CHAT_CHATML:
     case SL_CHAT_QWEN3:
-        render_chatml(&b, t, msgs, ro, n, cont);
+        rc = render_chatml(&b, t, msgs, ro, n, cont, tools, err);
         if (gen) {
             put(&b, "<|im_start|>assistant\n");
             if (t->family == SL_CHAT_QWEN3 && !t->enable_thinking)
@@ -268,6 +361,10 @@ static int render(const sl_chat_template *t, const sl_chat_msg *msgs, size_t n, 
             else if (t->think_prefix)
                 put(&b, "<think>\n");
         }
+        break;
+    case SL_CHAT_HARMONY:
+        rc = sl_chat_render_harmony(&b, t, msgs, ro, n, cont, tools, err);
+        if (gen) put(&b, "<|start|>assistant");
         break;
     case SL_CHAT_LLAMA3:
         render_llama3(&b, t, msgs, ro, n, cont);
@@ -292,6 +389,7 @@ static int render(const sl_chat_template *t, const sl_chat_msg *msgs, size_t n, 
     if (!rc && !b.p) put(&b, ""); /* an empty render is still a string */
     if (!rc && b.oom) rc = sl_err_set(err, SL_ENOMEM, "chat: out of memory rendering the prompt");
 done:
+    json_decref(tools);
     if (ro != stack_roles) free(ro);
     if (rc) {
         free(b.p);
@@ -301,14 +399,38 @@ done:
     return SL_OK;
 }
 
+static int render_msgs(const sl_chat_template *t, const sl_chat_msg *msgs, size_t n, bool gen,
+                       bool cont, char **out, sl_err *err)
+{
+    sl_chat_turn stack[16] = {{0}};
+    sl_chat_turn *tu = n <= 16 ? stack : calloc(n, sizeof *tu);
+    if (!tu) return sl_err_set(err, SL_ENOMEM, "chat: out of memory for %zu messages", n);
+    for (size_t i = 0; i < n; i++) {
+        memset(&tu[i], 0, sizeof tu[i]);
+        tu[i].role = msgs[i].role;
+        tu[i].content = msgs[i].content;
+    }
+    int rc = render(t, tu, n, NULL, gen, cont, out, err);
+    if (tu != stack) free(tu);
+    return rc;
+}
+
 int sl_chat_render(const sl_chat_template *t, const sl_chat_msg *msgs, size_t n,
                    bool add_generation_prompt, char **out, sl_err *err)
 {
-    return render(t, msgs, n, add_generation_prompt, false, out, err);
+    return render_msgs(t, msgs, n, add_generation_prompt, false, out, err);
 }
 
 int sl_chat_render_continue(const sl_chat_template *t, const sl_chat_msg *msgs, size_t n,
                             bool add_generation_prompt, char **out, sl_err *err)
 {
-    return render(t, msgs, n, add_generation_prompt, true, out, err);
+    return render_msgs(t, msgs, n, add_generation_prompt, true, out, err);
+}
+
+int sl_chat_render_turns(const sl_chat_template *t, const sl_chat_turn *turns, size_t n,
+                         const char *tools_json, bool add_generation_prompt, bool cont,
+                         char **out, sl_err *err)
+{
+    if (!turns && n) return sl_err_set(err, SL_EINVAL, "chat: NULL messages");
+    return render(t, turns, n, tools_json, add_generation_prompt, cont, out, err);
 }

@@ -52,6 +52,23 @@
     RE_CONTRACTIONS "|[^\\r\\n\\p{L}\\p{N}]?[\\p{L}\\p{M}]+|\\p{N}| ?[^" WS     \
     "\\p{L}\\p{M}\\p{N}]+[\\r\\n]*|" SP "*[\\r\\n]+|" SP "+(?!" NSP ")|" SP "+"
 
+/* o200k (tokenizer.ggml.pre "gpt-4o": gpt-oss, GPT-4o, Llama 4): words are
+ * an optional non-letter, upper-case-like letters, then lower-case-like
+ * ones (or the reverse emphasis), with marks (\p{M}) inside words and an
+ * optional contraction; the file's (?i:'s|...) is spelled out for ASCII, as
+ * llama.cpp and the JS tokenizer of the official files read it (so "'ſ" or
+ * "'K" with the Kelvin sign is no contraction: PCRE2's caseless matching
+ * would fold them); numbers in runs of at most three digits; punctuation
+ * runs keep the newlines and slashes after them. */
+#define O200K_UP "[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]"
+#define O200K_LO "[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]"
+#define O200K_CONTR RE_CONTRACTIONS "?"
+#define RE_O200K                                                               \
+    "[^\\r\\n\\p{L}\\p{N}]?" O200K_UP "*" O200K_LO "+" O200K_CONTR             \
+    "|[^\\r\\n\\p{L}\\p{N}]?" O200K_UP "+" O200K_LO "*" O200K_CONTR            \
+    "|\\p{N}{1,3}| ?[^" WS "\\p{L}\\p{N}]+[\\r\\n/]*|" SP "*[\\r\\n]+|" SP      \
+    "+(?!" NSP ")|" SP "+"
+
 /* DeepSeek LLM: its letters are the cased letters (Lu/Ll/Lt) listed as
  * literal ranges in its tokenizer.json. */
 #define DS_CASED                                                               \
@@ -96,6 +113,7 @@ enum {
     SET_DEEPSEEK_CODER,
     SET_STARCODER,
     SET_FALCON,
+    SET_O200K,
     SET_COUNT
 };
 
@@ -119,6 +137,7 @@ static const pattern_set g_sets[SET_COUNT] = {
     [SET_STARCODER] = {"starcoder", {"\\p{N}", RE_GPT2, NULL}},
     [SET_FALCON] = {"falcon",
                     {"[\\p{P}\\$\\+<=>\\^~\\|`]+", RE_GPT2, "[0-9][0-9][0-9]", NULL}},
+    [SET_O200K] = {"gpt-4o", {RE_O200K, NULL}},
 };
 
 /* tokenizer.ggml.pre names -> pattern set, as llama.cpp groups them. The
@@ -164,6 +183,10 @@ static const pre_name g_names[] = {
     {"exaone", SET_STARCODER, false, false},
     {"minerva-7b", SET_STARCODER, false, false},
     {"falcon", SET_FALCON, false, false},
+    /* the official tokenizer.json sets ignore_merges (tiktoken looks a
+     * whole piece up first) */
+    {"gpt-4o", SET_O200K, true, false},
+    {"llama4", SET_O200K, true, false},
 };
 
 const char *sl_tok_pre_lookup(const char *name, int *set_id, bool *ignore_merges, bool *add_bos)

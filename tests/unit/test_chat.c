@@ -346,10 +346,10 @@ TEST(name_override_and_errors)
     CHECK_STR_CONTAINS(err.msg, "qwen3");
 
     init_named(&t, "chatml", NULL);
-    sl_chat_msg bad[1] = {{"tool", "x"}};
+    sl_chat_msg bad[1] = {{"robot", "x"}};
     char *out = NULL;
     CHECK_EQ_INT(sl_chat_render(&t, bad, 1, true, &out, &err), SL_EINVAL);
-    CHECK_STR_CONTAINS(err.msg, "message 0 has role 'tool'");
+    CHECK_STR_CONTAINS(err.msg, "message 0 has role 'robot'");
     sl_chat_msg nul[1] = {{"user", NULL}};
     CHECK_EQ_INT(sl_chat_render(&t, nul, 1, true, &out, &err), SL_EINVAL);
     CHECK_STR_CONTAINS(err.msg, "no content");

@@ -16,7 +16,7 @@
 
 
 static const char *const g_sets[] = {"default", "gpt-2", "llama3", "qwen2", "qwen35", "deepseek-llm",
-                                     "deepseek-coder", "starcoder", "falcon"};
+                                     "deepseek-coder", "starcoder", "falcon", "gpt-4o"};
 
 static bool init_set(const char *name, sl_tok_pretok *p)
 {

@@ -218,9 +218,9 @@ def aerr(name, status, body=None, raw=None, path="/v1/messages"):
 
 aerr("messages without max_tokens: 400 in Anthropic's error shape", 400, {"messages": ant["messages"]})
 aerr("messages: malformed JSON: 400 in Anthropic's error shape", 400, raw=b'{"max_tokens": 3,')
-aerr("messages: a tool_result block: 400 (not supported yet)", 400,
-     dict(ant, messages=[{"role": "user", "content": [{"type": "tool_result", "tool_use_id": "x", "content": "y"}]}]))
-aerr("messages: tools: 400 (not supported yet)", 400, dict(ant, tools=[{"name": "f", "input_schema": {"type": "object"}}]))
+aerr("messages: a tool_result block without tool_use_id: 400", 400,
+     dict(ant, messages=[{"role": "user", "content": [{"type": "tool_result", "content": "y"}]}]))
+aerr("messages: a tool without a name: 400", 400, dict(ant, tools=[{"input_schema": {"type": "object"}}]))
 st, js, _ = request("POST", "/v1/messages", ant, headers={"Authorization": ""})
 check("messages without a key: 401 in Anthropic's error shape", st == 401 and js["type"] == "error", (st, js))
 

