@@ -266,8 +266,12 @@ static int moe_block(sl_session *s, const sl_layer *L, int il, int n, sl_err *er
         const float *gw = L->shexp_gate.data;
         for (int t = 0; t < n; t++) {
             const float *xb = s->xb + (size_t)t * E, *sh = s->tmp + (size_t)t * E;
-            const float gate = 1.0f / (1.0f + expf(-sl_dot_f32_untiled(gw, xb, E)));
             float *out = s->ffn_out + (size_t)t * E;
+            if (L->d.ffn.shexp_ungated) { /* deepseek2, glm4moe: added as it is */
+                for (int i = 0; i < E; i++) out[i] += sh[i];
+                continue;
+            }
+            const float gate = 1.0f / (1.0f + expf(-sl_dot_f32_untiled(gw, xb, E)));
             for (int i = 0; i < E; i++) out[i] += gate * sh[i];
         }
     }
