@@ -15,6 +15,7 @@
 #include "common/testutil.h"
 #include "sluice.h"
 #include "synth/synth_ds.h"
+#include "tok/tok_internal.h"
 #include "test.h"
 
 #define N_TOK 20
@@ -328,8 +329,51 @@ TEST(published_latent_and_mtp_block)
     free(a);
 }
 
+/* The pieces pre-tokenizer `pre` cuts text into equal want[0..n). */
+static bool splits_as(const char *pre, const char *text, const char *const *want, size_t n)
+{
+    int set;
+    bool im, ab;
+    if (!sl_tok_pre_lookup(pre, &set, &im, &ab)) return false;
+    sl_tok_pretok p;
+    sl_err err = {0};
+    if (sl_tok_pretok_init(&p, set, &err)) return false;
+    sl_tok_spans sp = {0};
+    bool same = sl_tok_pretok_split(&p, text, strlen(text), &sp, &err) == 0 && sp.n == n;
+    for (size_t i = 0; same && i < n; i++)
+        same = sp.v[i].len == strlen(want[i]) && !memcmp(text + sp.v[i].off, want[i], sp.v[i].len);
+    if (!same) {
+        fprintf(stderr, "  %s: got", pre);
+        for (size_t i = 0; i < sp.n; i++)
+            fprintf(stderr, " [%.*s]", (int)sp.v[i].len, text + sp.v[i].off);
+        fprintf(stderr, "\n");
+    }
+    sl_tok_spans_free(&sp);
+    sl_tok_pretok_free(&p);
+    return same;
+}
+
+/* deepseek-v3 (three patterns in sequence: \p{N}{1,3}; kana and CJK; the
+ * main one) and glm4 (Llama 3's pattern), worked out by hand: digits in
+ * threes first, the CJK and katakana run cut out whole, an ASCII
+ * punctuation mark leads the ASCII letters after it (".Net"), a space
+ * joins the word after it, "!\n" is one punctuation run with its newline. */
+TEST(pre_tokenizers)
+{
+    static const char *const ds[] = {"Hello", ",", " world", " ", "123", "45", " ",
+                                     "\xE6\x97\xA5\xE6\x9C\xAC\xE3\x83\x86\xE3\x82\xB9",
+                                     "!\n", "x", ".Net"};
+    CHECK(splits_as("deepseek-v3",
+                    "Hello, world 12345 \xE6\x97\xA5\xE6\x9C\xAC\xE3\x83\x86\xE3\x82\xB9!\nx.Net",
+                    ds, sizeof ds / sizeof *ds));
+    /* glm4: [^\r\n\p{L}\p{N}]?\p{L}+ lets the "." lead "Net" too */
+    static const char *const glm[] = {"Hello", " ", "123", "45", " x", ".Net"};
+    CHECK(splits_as("glm4", "Hello 12345 x.Net", glm, sizeof glm / sizeof *glm));
+}
+
 int main(void)
 {
+    RUN(pre_tokenizers);
     RUN(router_bias_groups_renorm_scale);
     RUN(engine_matches_the_reference_in_every_variant);
     RUN(batches_threads_and_streaming_do_not_change_bits);
