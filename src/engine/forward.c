@@ -206,8 +206,7 @@ static int predict_experts(sl_session *s, int next)
     sl_rmsnorm(s->pf_x, s->x, N->ffn_norm.data, hp->n_embd, hp->rms_eps);
     sl_fwd_mm_tensor(s, &N->router, s->pf_x, 1, s->pf_logits);
     sl_add_rows_bias(s->pf_logits, N->router_b.data, 1, (size_t)r->n_expert);
-    /* softmax keeps the order: the top-k of the logits is the top-k */
-    sl_router_topk(s->pf_logits, r->n_expert, r->top_k, false, s->pf_ids, s->pf_w);
+    sl_router_guess(N, s->pf_logits, s->pf_ids, s->pf_w);
     return r->top_k;
 }
 

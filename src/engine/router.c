@@ -94,3 +94,15 @@ void sl_route_batch(sl_session *s, const sl_layer *L, int n)
         }
     }
 }
+
+void sl_router_guess(const sl_layer *L, float *logits, int *ids, float *w)
+{
+    const sl_router_desc *rd = &L->d.ffn.router;
+    if (rd->score == SL_SCORE_SIGMOID) { /* the selection the layer will make */
+        for (int e = 0; e < rd->n_expert; e++) logits[e] = 1.0f / (1.0f + expf(-logits[e]));
+        sl_router_select(rd, logits, rd->sel_bias ? L->exp_probs_b.data : NULL, ids, w);
+        return;
+    }
+    /* softmax keeps the order: the top-k of the logits is the top-k */
+    sl_router_topk(logits, rd->n_expert, rd->top_k, false, ids, w);
+}

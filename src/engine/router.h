@@ -38,6 +38,13 @@ void sl_router_group_limit(float *sel, int n, int n_group, int n_group_used);
 void sl_router_select(const sl_router_desc *rd, const float *p, const float *bias, int *ids,
                       float *w);
 
+/* A guess of the experts layer L picks for one token from its router
+ * logits (logits[0..n_expert), overwritten): the same selection as
+ * sl_route_batch for sigmoid scores (bias and groups included), the top-k
+ * of the logits otherwise (a softmax keeps their order). For read-ahead
+ * only. Cannot fail. */
+void sl_router_guess(const sl_layer *L, float *logits, int *ids, float *w);
+
 /* Routes the n tokens of the batch through layer L's router: the logits of
  * s->xb (the FFN's normalised input) into s->router (with the router's bias
  * if the layer has one), then for each token t its top_k experts into
