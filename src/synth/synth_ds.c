@@ -33,7 +33,8 @@ static const ds_preset presets[] = {
       .n_group = 8, .n_group_used = 4, .gating = 2, .w_scale = 2.5f, .w_norm = true,
       .sel_bias = true, .q_lora = 1536, .kv_lora = 512, .nope = 128, .rope = 64,
       .v_head = 128, .yarn_factor = 40.0f, .yarn_orig_ctx = 4096, .yarn_log_mul = 0.1f,
-      .n_vocab = 129280, .n_ctx = 163840, .rope_base = 10000.0f, .rms_eps = 1e-6f}},
+      .n_vocab = 129280, .n_ctx = 163840, .rope_base = 10000.0f, .rms_eps = 1e-6f,
+      .pre = "deepseek-v3"}},
     {"kimi-k2", "deepseek2",
      {.n_layer = 61, .n_embd = 7168, .n_head = 64, .n_ff = 18432, .n_ff_exp = 2048,
       .n_expert = 384, .n_expert_used = 8, .n_expert_shared = 1, .n_dense_lead = 1,
@@ -53,7 +54,7 @@ static const ds_preset presets[] = {
       .n_expert_used = 8, .n_expert_shared = 1, .n_dense_lead = 3, .n_group = 1,
       .n_group_used = 1, .gating = 2, .w_scale = 2.5f, .w_norm = true, .sel_bias = true,
       .qkv_bias = true, .qk_norm = true, .n_vocab = 151552, .n_ctx = 202752,
-      .rope_base = 1000000.0f, .rms_eps = 1e-5f}},
+      .rope_base = 1000000.0f, .rms_eps = 1e-5f, .pre = "glm4"}},
 };
 #define N_PRESETS (sizeof presets / sizeof presets[0])
 
@@ -361,7 +362,8 @@ static int write_metadata(sl_gguf_writer *w, const sl_synth_ds *c, const sl_synt
     if (!k.rc) k.rc = sl_gguf_writer_set_u32(w, "general.alignment", SL_GGUF_DEFAULT_ALIGNMENT);
     arch_keys(&k, c);
     if (!k.rc) k.rc = sl_gguf_writer_set_str(w, "tokenizer.ggml.model", "gpt2");
-    if (!k.rc) k.rc = sl_gguf_writer_set_str(w, "tokenizer.ggml.pre", SL_SYNTH_PRE_NAME);
+    if (!k.rc)
+        k.rc = sl_gguf_writer_set_str(w, "tokenizer.ggml.pre", c->pre[0] ? c->pre : SL_SYNTH_PRE_NAME);
     if (!k.rc)
         k.rc = sl_gguf_writer_set_arr_str(w, "tokenizer.ggml.tokens",
                                           (const char *const *)v->tokens, v->n_tokens);

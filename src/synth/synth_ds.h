@@ -44,6 +44,8 @@ typedef struct sl_synth_ds {
     float rope_base, rms_eps;
     sl_synth_type type;
     uint64_t seed;
+    char pre[24];          /* tokenizer.ggml.pre written ("" : the generic
+                              generator's qwen2; its vocabulary either way) */
 } sl_synth_ds;
 
 /* True if arch is one this file writes (deepseek2, glm4moe). */
