@@ -3,9 +3,11 @@
  * tests/common/ref_mla.c (its MLA computed in the expanded form, so the
  * absorption is checked too), for q-lora and not, leading dense layers,
  * expert groups or none, selection bias or none, softmax or sigmoid
- * scores; results identical for any batch split, thread count and with
- * streamed experts; the latent cache's bytes per position. (Agreement with
- * llama.cpp on its own files is test_reference_kld's.) */
+ * scores; the router's rules on hand-worked scores; results identical for
+ * any batch split, thread count and with streamed experts; the latent
+ * cache's bytes per position, its rewind, save and restore; an MTP block
+ * loaded, not run; the deepseek-v3 and glm4 pre-tokenizers' splits.
+ * (Agreement with llama.cpp on its own files is test_reference_kld's.) */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -329,6 +331,52 @@ TEST(published_latent_and_mtp_block)
     free(a);
 }
 
+/* The latent cache rewinds anywhere and survives save and restore: the
+ * next tokens' logits after truncating to 6 and re-evaluating, or after
+ * loading a file saved at 10 into a fresh session, equal those of one
+ * uninterrupted run. */
+TEST(latent_cache_truncates_saves_and_restores)
+{
+    char path[512], saved[512];
+    CHECK(make_variant(&variants[4], path, sizeof path) == 0); /* deepseek2 q8_0 */
+    t_path(saved, sizeof saved, "mla-session.bin");
+    sl_model *m;
+    sl_err err;
+    CHECK(sl_model_load(&m, path, NULL, &err) == 0);
+    if (!m) return;
+    sl_session_params sp = sl_session_default_params();
+    sp.n_ctx = 64;
+    sp.n_batch_max = 16;
+    sl_session *a, *b;
+    CHECK(sl_session_create(&a, m, &sp, &err) == 0);
+    CHECK(sl_session_create(&b, m, &sp, &err) == 0);
+    const size_t V = (size_t)sl_model_n_vocab(m);
+    float *want = malloc(V * sizeof(float)), *got = malloc(V * sizeof(float));
+    int32_t ids[14];
+    for (int i = 0; i < 14; i++) ids[i] = tok(i);
+    CHECK(sl_session_eval(a, ids, 10, &err) == 0);
+    CHECK(sl_session_save(a, saved, ids, 10, &err) == 0);
+    CHECK(sl_session_eval(a, ids + 10, 4, &err) == 0);
+    memcpy(want, sl_session_logits(a), V * sizeof(float));
+    /* rewind to 6 and evaluate the rest again */
+    CHECK_EQ_INT(sl_session_truncate(a, 6), SL_OK);
+    CHECK(sl_session_eval(a, ids + 6, 8, &err) == 0);
+    memcpy(got, sl_session_logits(a), V * sizeof(float));
+    CHECK(memcmp(want, got, V * sizeof(float)) == 0);
+    /* a fresh session from the file saved at 10 */
+    int32_t back[16];
+    CHECK_EQ_INT(sl_session_load(b, saved, back, 16, &err), 10);
+    CHECK(memcmp(back, ids, 10 * sizeof(int32_t)) == 0);
+    CHECK(sl_session_eval(b, ids + 10, 4, &err) == 0);
+    memcpy(got, sl_session_logits(b), V * sizeof(float));
+    CHECK(memcmp(want, got, V * sizeof(float)) == 0);
+    free(want);
+    free(got);
+    sl_session_free(a);
+    sl_session_free(b);
+    sl_model_free(m);
+}
+
 /* The pieces pre-tokenizer `pre` cuts text into equal want[0..n). */
 static bool splits_as(const char *pre, const char *text, const char *const *want, size_t n)
 {
@@ -378,6 +426,7 @@ int main(void)
     RUN(engine_matches_the_reference_in_every_variant);
     RUN(batches_threads_and_streaming_do_not_change_bits);
     RUN(state_bytes_and_layer_kinds);
+    RUN(latent_cache_truncates_saves_and_restores);
     RUN(published_latent_and_mtp_block);
     return TEST_REPORT();
 }
