@@ -56,7 +56,7 @@ static int read_issue17_keys(sl_hparams *hp, const sl_gguf *g, const char *a, sl
     if ((rc = opt_int(g, a, "expert_shared_count", 4096, &hp->n_expert_shared, err))) return rc;
     if ((rc = opt_int(g, a, "expert_group_count", 4096, &hp->n_group, err))) return rc;
     if ((rc = opt_int(g, a, "expert_group_used_count", 4096, &hp->n_group_used, err))) return rc;
-    if ((rc = opt_int(g, a, "expert_gating_func", 4, &hp->gating_func, err))) return rc;
+    if ((rc = opt_int(g, a, "expert_gating_func", 1 << 16, &hp->gating_func, err))) return rc;
     if ((rc = opt_int(g, a, "attention.q_lora_rank", 1 << 20, &hp->q_lora, err))) return rc;
     if ((rc = opt_int(g, a, "attention.kv_lora_rank", 1 << 20, &hp->kv_lora, err))) return rc;
     if ((rc = opt_int(g, a, "attention.key_length_mla", 65536, &hp->head_dim_mla, err)))
