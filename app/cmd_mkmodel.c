@@ -12,6 +12,7 @@
 #include "commands.h"
 #include "util/file.h"
 #include "synth/synth.h"
+#include "synth/synth_ds.h"
 #include "util/timer.h"
 
 static const char *const CMD = "mkmodel";
@@ -28,13 +29,14 @@ static void usage(FILE *out)
             "does not push other files out of the page cache.\n"
             "The same seed gives the same underlying weights at every --type.\n"
             "\n"
-            "  --arch A        %s\n"
+            "  --arch A        %s, deepseek2 (MLA), glm4moe\n"
             "                  (llama is dense; --experts N or 'mixtral' makes it Mixtral-style)\n"
             "  --preset P      model dimensions (default tiny):\n",
             sl_synth_arch_list());
     for (size_t i = 0; i < sl_synth_preset_count(); i++)
         fprintf(out, "                    %-13s %s\n", sl_synth_preset_name(i),
                 sl_synth_preset_summary(i));
+    fprintf(out, "                  deepseek2 / glm4moe: %s\n", sl_synth_ds_presets());
     fprintf(out,
             "  --type T        f32 (default), f16, q8_0, q4_0, q4_k_m, q4_k, q5_k, q6_k\n"
             "                  q4_k_m: output q6_k; attn_v and ffn_down(_exps/_shexp) q6_k on\n"
@@ -88,6 +90,46 @@ static bool parse_u64(const char *flag, const char *s, uint64_t *out)
     }
     *out = v;
     return true;
+}
+
+/* deepseek2 / glm4moe (synth_ds.h): their own presets and writer. */
+static int mkmodel_ds(const char *arch, const char *preset, const char *type, long layers,
+                      long experts, long top_k, long vocab, long ctx, uint64_t seed, bool quiet,
+                      const char *out)
+{
+    sl_err err = {0};
+    sl_synth_ds c;
+    if (sl_synth_ds_init(&c, arch, preset, &err)) {
+        fprintf(stderr, "sluice %s: %s\n", CMD, err.msg);
+        return 2;
+    }
+    if (type && !sl_synth_type_from_name(type, &c.type)) {
+        fprintf(stderr, "sluice %s: unknown type '%s'\n", CMD, type);
+        return 2;
+    }
+    if (layers > 0) {
+        c.n_layer = (uint32_t)layers;
+        if (c.n_dense_lead > c.n_layer) c.n_dense_lead = c.n_layer;
+    }
+    if (experts > 0) c.n_expert = (uint32_t)experts;
+    if (top_k > 0) c.n_expert_used = (uint32_t)top_k;
+    if (vocab > 0) c.n_vocab = (uint32_t)vocab;
+    if (ctx > 0) c.n_ctx = (uint32_t)ctx;
+    c.seed = seed;
+    uint64_t bytes = 0;
+    const uint64_t t0 = sl_now_ns();
+    if (sl_synth_ds_validate(&c, &err) || sl_synth_ds_write(&c, out, &bytes, &err)) {
+        fprintf(stderr, "sluice %s: %s\n", CMD, err.msg);
+        return 1;
+    }
+    if (!quiet)
+        printf("wrote %s: %s, preset %s, type %s, %u layers (%u dense) + %u MTP, %u experts "
+               "top-%u, vocab %u, seed %llu\n  %llu tensor bytes (%.1f MiB) in %.2f s\n", out,
+               c.arch, c.preset, sl_synth_type_name(c.type), c.n_layer, c.n_dense_lead,
+               c.n_nextn, c.n_expert, c.n_expert_used, c.n_vocab, (unsigned long long)c.seed,
+               (unsigned long long)bytes, (double)bytes / 1048576.0,
+               (double)(sl_now_ns() - t0) / 1e9);
+    return 0;
 }
 
 int cmd_mkmodel(int argc, char **argv)
@@ -159,6 +201,9 @@ int cmd_mkmodel(int argc, char **argv)
                 CMD, out, oid.kind);
         return 1;
     }
+    if (sl_synth_ds_arch(arch))
+        return mkmodel_ds(arch, preset, type, layers, experts, top_k, vocab, ctx, seed, quiet,
+                          out);
     sl_synth_config c;
     if (sl_synth_config_init(&c, arch, preset, &err)) {
         fprintf(stderr, "sluice %s: %s\n", CMD, err.msg);

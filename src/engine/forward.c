@@ -206,8 +206,7 @@ static int predict_experts(sl_session *s, int next)
     sl_rmsnorm(s->pf_x, s->x, N->ffn_norm.data, hp->n_embd, hp->rms_eps);
     sl_fwd_mm_tensor(s, &N->router, s->pf_x, 1, s->pf_logits);
     sl_add_rows_bias(s->pf_logits, N->router_b.data, 1, (size_t)r->n_expert);
-    /* softmax keeps the order: the top-k of the logits is the top-k */
-    sl_router_topk(s->pf_logits, r->n_expert, r->top_k, false, s->pf_ids, s->pf_w);
+    sl_router_guess(N, s->pf_logits, s->pf_ids, s->pf_w);
     return r->top_k;
 }
 
@@ -266,8 +265,12 @@ static int moe_block(sl_session *s, const sl_layer *L, int il, int n, sl_err *er
         const float *gw = L->shexp_gate.data;
         for (int t = 0; t < n; t++) {
             const float *xb = s->xb + (size_t)t * E, *sh = s->tmp + (size_t)t * E;
-            const float gate = 1.0f / (1.0f + expf(-sl_dot_f32_untiled(gw, xb, E)));
             float *out = s->ffn_out + (size_t)t * E;
+            if (L->d.ffn.shexp_ungated) { /* deepseek2, glm4moe: added as it is */
+                for (int i = 0; i < E; i++) out[i] += sh[i];
+                continue;
+            }
+            const float gate = 1.0f / (1.0f + expf(-sl_dot_f32_untiled(gw, xb, E)));
             for (int i = 0; i < E; i++) out[i] += gate * sh[i];
         }
     }

@@ -52,5 +52,7 @@ const sl_mixer_ops *sl_mixer_of(sl_mixer_kind k);
 /* The attention mixer (mix_attn.c) and gated DeltaNet (mix_gdn.c). */
 extern const sl_mixer_ops sl_mixer_attn;
 extern const sl_mixer_ops sl_mixer_gdn;
+/* Multi-head latent attention (mix_mla.c, deepseek2). */
+extern const sl_mixer_ops sl_mixer_mla;
 
 #endif

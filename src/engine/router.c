@@ -5,6 +5,16 @@
 
 #include "engine/fwd_mm.h"
 
+/* w[0..k) /= max(their sum, 2^-14), the sum taken in double (llama.cpp's
+ * sum_rows, clamp and div). */
+static void renorm_weights(float *w, int k)
+{
+    double sum = 0.0;
+    for (int r = 0; r < k; r++) sum += (double)w[r];
+    const float s = fmaxf((float)sum, 6.103515625e-5f);
+    for (int r = 0; r < k; r++) w[r] /= s;
+}
+
 void sl_router_topk(const float *p, int n, int k, bool renorm, int *ids, float *w)
 {
     for (int r = 0; r < k; r++) {
@@ -19,12 +29,42 @@ void sl_router_topk(const float *p, int n, int k, bool renorm, int *ids, float *
         ids[r] = best;
         w[r] = p[best];
     }
-    if (renorm) { /* as llama.cpp: summed in double, clamped to 2^-14, divided */
-        double sum = 0.0;
-        for (int r = 0; r < k; r++) sum += (double)w[r];
-        const float s = fmaxf((float)sum, 6.103515625e-5f);
-        for (int r = 0; r < k; r++) w[r] /= s;
+    if (renorm) renorm_weights(w, k);
+}
+
+void sl_router_group_limit(float *sel, int n, int n_group, int n_group_used)
+{
+    const int per = n / n_group;
+    float score[SL_ROUTER_MAX_GROUPS] = {0};
+    int top[2], keep[SL_ROUTER_MAX_GROUPS];
+    float tw[2];
+    for (int g = 0; g < n_group; g++) {
+        /* the group's two best, summed as llama.cpp's sum_rows (in double) */
+        sl_router_topk(sel + (size_t)g * per, per, 2, false, top, tw);
+        score[g] = (float)((double)tw[0] + (double)tw[1]);
     }
+    float kw[SL_ROUTER_MAX_GROUPS];
+    sl_router_topk(score, n_group, n_group_used, false, keep, kw);
+    for (int g = 0; g < n_group; g++) {
+        bool kept = false;
+        for (int j = 0; j < n_group_used; j++) kept |= keep[j] == g;
+        if (kept) continue;
+        for (int e = 0; e < per; e++) sel[(size_t)g * per + e] = -INFINITY;
+    }
+}
+
+void sl_router_select(const sl_router_desc *rd, const float *p, const float *bias, int *ids,
+                      float *w)
+{
+    const int X = rd->n_expert, K = rd->top_k;
+    float sel[SL_ROUTER_MAX_EXPERTS];
+    for (int e = 0; e < X; e++) sel[e] = bias ? p[e] + bias[e] : p[e];
+    if (rd->n_group > 1) sl_router_group_limit(sel, X, rd->n_group, rd->n_group_used);
+    sl_router_topk(sel, X, K, false, ids, w);
+    for (int r = 0; r < K; r++) w[r] = p[ids[r]]; /* the unbiased scores */
+    if (rd->renorm) renorm_weights(w, K);
+    if (rd->w_scale != 0.0f && rd->w_scale != 1.0f)
+        for (int r = 0; r < K; r++) w[r] *= rd->w_scale;
 }
 
 void sl_route_batch(sl_session *s, const sl_layer *L, int n)
@@ -37,7 +77,15 @@ void sl_route_batch(sl_session *s, const sl_layer *L, int n)
         float *p = s->router + (size_t)t * X;
         int *ids = s->topk_ids + (size_t)t * K;
         float *w = s->topk_w + (size_t)t * K;
-        if (rd->score == SL_SCORE_TOPK_SOFTMAX) { /* the k largest logits, softmax over them */
+        const float *bias = rd->sel_bias ? L->exp_probs_b.data : NULL;
+        if (rd->score == SL_SCORE_SIGMOID) { /* deepseek2, glm4moe: as ggml_sigmoid */
+            for (int e = 0; e < X; e++) p[e] = 1.0f / (1.0f + expf(-p[e]));
+            sl_router_select(rd, p, bias, ids, w);
+        } else if (rd->score == SL_SCORE_SOFTMAX &&
+                   (bias || rd->n_group > 1 || (rd->w_scale != 0.0f && rd->w_scale != 1.0f))) {
+            sl_softmax(p, X); /* DeepSeek-V2: softmax scores, groups, scaling */
+            sl_router_select(rd, p, bias, ids, w);
+        } else if (rd->score == SL_SCORE_TOPK_SOFTMAX) { /* the k largest logits, softmax over them */
             sl_router_topk(p, X, K, false, ids, w);
             sl_softmax(w, K);
         } else {
@@ -45,4 +93,16 @@ void sl_route_batch(sl_session *s, const sl_layer *L, int n)
             sl_router_topk(p, X, K, rd->renorm, ids, w);
         }
     }
+}
+
+void sl_router_guess(const sl_layer *L, float *logits, int *ids, float *w)
+{
+    const sl_router_desc *rd = &L->d.ffn.router;
+    if (rd->score == SL_SCORE_SIGMOID) { /* the selection the layer will make */
+        for (int e = 0; e < rd->n_expert; e++) logits[e] = 1.0f / (1.0f + expf(-logits[e]));
+        sl_router_select(rd, logits, rd->sel_bias ? L->exp_probs_b.data : NULL, ids, w);
+        return;
+    }
+    /* softmax keeps the order: the top-k of the logits is the top-k */
+    sl_router_topk(logits, rd->n_expert, rd->top_k, false, ids, w);
 }

@@ -17,6 +17,34 @@
  * Needs k <= n; cannot fail. */
 void sl_router_topk(const float *p, int n, int k, bool renorm, int *ids, float *w);
 
+/* The most experts a router scores (hparams.c's expert_count bound). */
+#define SL_ROUTER_MAX_EXPERTS 4096
+/* The most expert groups of a group-limited router. */
+#define SL_ROUTER_MAX_GROUPS 256
+
+/* Group-limited selection (DeepSeek-V3): sel[0..n) in n_group equal groups;
+ * each group scores the sum of its two largest values; all but the
+ * n_group_used best groups (ties: lower group) are set to -infinity. Needs
+ * n % n_group == 0, n / n_group >= 2, n_group_used <= n_group <=
+ * SL_ROUTER_MAX_GROUPS (the family files check). Cannot fail. */
+void sl_router_group_limit(float *sel, int n, int n_group, int n_group_used);
+
+/* One token's choice from its expert scores p[0..n_expert) (sigmoids or a
+ * softmax; ARCHS.md section 0, MoE block): the selection scores are p +
+ * bias (bias may be NULL), group-limited when rd->n_group > 1; the top_k
+ * by selection score go to ids in rank order, with the unbiased p as
+ * weights, renormalised when rd->renorm and multiplied by rd->w_scale when
+ * it is neither 0 nor 1. Cannot fail. */
+void sl_router_select(const sl_router_desc *rd, const float *p, const float *bias, int *ids,
+                      float *w);
+
+/* A guess of the experts layer L picks for one token from its router
+ * logits (logits[0..n_expert), overwritten): the same selection as
+ * sl_route_batch for sigmoid scores (bias and groups included), the top-k
+ * of the logits otherwise (a softmax keeps their order). For read-ahead
+ * only. Cannot fail. */
+void sl_router_guess(const sl_layer *L, float *logits, int *ids, float *w);
+
 /* Routes the n tokens of the batch through layer L's router: the logits of
  * s->xb (the FFN's normalised input) into s->router (with the router's bias
  * if the layer has one), then for each token t its top_k experts into

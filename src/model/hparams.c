@@ -45,6 +45,41 @@ static int opt_int(const sl_gguf *g, const char *arch, const char *suffix, int m
     return SL_OK;
 }
 
+/* The routing keys of deepseek2 / glm4moe / glm-dsa and MLA's dimensions
+ * (ARCHS.md sections 0, 3, 4): all optional here; the family files say
+ * which they need. */
+static int read_issue17_keys(sl_hparams *hp, const sl_gguf *g, const char *a, sl_err *err)
+{
+    int rc;
+    if ((rc = opt_int(g, a, "leading_dense_block_count", hp->n_layer, &hp->n_dense_lead, err)))
+        return rc;
+    if ((rc = opt_int(g, a, "expert_shared_count", 4096, &hp->n_expert_shared, err))) return rc;
+    if ((rc = opt_int(g, a, "expert_group_count", 4096, &hp->n_group, err))) return rc;
+    if ((rc = opt_int(g, a, "expert_group_used_count", 4096, &hp->n_group_used, err))) return rc;
+    if ((rc = opt_int(g, a, "expert_gating_func", 1 << 16, &hp->gating_func, err))) return rc;
+    if ((rc = opt_int(g, a, "attention.q_lora_rank", 1 << 20, &hp->q_lora, err))) return rc;
+    if ((rc = opt_int(g, a, "attention.kv_lora_rank", 1 << 20, &hp->kv_lora, err))) return rc;
+    if ((rc = opt_int(g, a, "attention.key_length_mla", 65536, &hp->head_dim_mla, err)))
+        return rc;
+    if ((rc = opt_int(g, a, "attention.value_length_mla", 65536, &hp->head_dim_v_mla, err)))
+        return rc;
+    float v;
+    if (get_f32(g, a, "expert_weights_scale", &v)) {
+        if (!(v >= 0.0f && v < 1e6f))
+            return sl_err_set(err, SL_EFORMAT, "metadata '%s.expert_weights_scale' = %g is out "
+                              "of range [0, 1e6)", a, (double)v);
+        hp->expert_weights_scale = v;
+    }
+    /* the converter stores 0.1 x mscale_all_dim; llama.cpp divides it out */
+    if (get_f32(g, a, "rope.scaling.yarn_log_multiplier", &v)) {
+        if (!(v >= 0.0f && v < 100.0f))
+            return sl_err_set(err, SL_EFORMAT, "metadata '%s.rope.scaling.yarn_log_multiplier' "
+                              "= %g is out of range [0, 100)", a, (double)v);
+        hp->yarn_log_mul = v / 0.1f;
+    }
+    return SL_OK;
+}
+
 int sl_hparams_read(sl_hparams *hp, const sl_gguf *g, const sl_arch *arch, sl_err *err)
 {
     const char *a = arch->name;
@@ -134,7 +169,7 @@ int sl_hparams_read(sl_hparams *hp, const sl_gguf *g, const sl_arch *arch, sl_er
     bool norm;
     if (sl_gguf_get_bool(g, sl_arch_key(key, sizeof key, a, SL_KEY_EXPERT_WEIGHTS_NORM), &norm))
         hp->expert_weights_norm = norm;
-    return SL_OK;
+    return read_issue17_keys(hp, g, a, err);
 }
 
 sl_rope sl_hparams_rope(const sl_hparams *hp, bool neox)

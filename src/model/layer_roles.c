@@ -42,6 +42,14 @@ static const sl_lt_role roles[SL_LT_COUNT] = {
     [SL_LT_GATE_EXPS_B] = {"ffn_gate_exps.bias", SL_READS_NOTHING, false},
     [SL_LT_UP_EXPS_B] = {"ffn_up_exps.bias", SL_READS_NOTHING, false},
     [SL_LT_DOWN_EXPS_B] = {"ffn_down_exps.bias", SL_READS_NOTHING, false},
+    [SL_LT_EXP_PROBS_B] = {"exp_probs_b.bias", SL_READS_NOTHING, false},
+    [SL_LT_WQ_A] = {"attn_q_a.weight", SL_READS_INPUT, false},
+    [SL_LT_Q_A_NORM] = {"attn_q_a_norm.weight", SL_READS_NOTHING, false},
+    [SL_LT_WQ_B] = {"attn_q_b.weight", SL_READS_INPUT, false},   /* the normalised q latent */
+    [SL_LT_WKV_A] = {"attn_kv_a_mqa.weight", SL_READS_INPUT, false},
+    [SL_LT_KV_A_NORM] = {"attn_kv_a_norm.weight", SL_READS_NOTHING, false},
+    [SL_LT_WK_B] = {"attn_k_b.weight", SL_READS_INPUT, false},   /* each head's q_nope */
+    [SL_LT_WV_B] = {"attn_v_b.weight", SL_READS_INPUT, false},   /* each head's latent output */
 };
 
 /* The named fields of sl_layer alias t[] in the enum's order. */
@@ -84,6 +92,14 @@ ROLE_AT(router_b, SL_LT_ROUTER_B);
 ROLE_AT(gate_exps_b, SL_LT_GATE_EXPS_B);
 ROLE_AT(up_exps_b, SL_LT_UP_EXPS_B);
 ROLE_AT(down_exps_b, SL_LT_DOWN_EXPS_B);
+ROLE_AT(exp_probs_b, SL_LT_EXP_PROBS_B);
+ROLE_AT(wq_a, SL_LT_WQ_A);
+ROLE_AT(q_a_norm, SL_LT_Q_A_NORM);
+ROLE_AT(wq_b, SL_LT_WQ_B);
+ROLE_AT(wkv_a, SL_LT_WKV_A);
+ROLE_AT(kv_a_norm, SL_LT_KV_A_NORM);
+ROLE_AT(wk_b, SL_LT_WK_B);
+ROLE_AT(wv_b, SL_LT_WV_B);
 _Static_assert(offsetof(sl_layer, d) == sizeof(sl_tensor) * SL_LT_COUNT,
                "every named tensor has a role");
 

@@ -45,6 +45,18 @@ typedef struct sl_hparams {
     float rope_freq_scale; /* 1/factor for linear and yarn */
     int rope_yarn_orig_ctx;
     bool expert_weights_norm; /* renormalise the top-k router weights */
+    /* issue 17: routing keys (deepseek2, glm4moe) and MLA dimensions */
+    int n_dense_lead;    /* leading_dense_block_count: the first layers are dense */
+    int n_expert_shared; /* expert_shared_count: the shared expert is this many experts wide */
+    int n_group;         /* expert_group_count (0 or 1: no group limit) */
+    int n_group_used;    /* expert_group_used_count */
+    int gating_func;     /* expert_gating_func as written (0: absent, 1 softmax, 2 sigmoid) */
+    float expert_weights_scale; /* routed scaling factor (0: none) */
+    int q_lora;          /* MLA: attention.q_lora_rank (0: q is one matrix) */
+    int kv_lora;         /* MLA: attention.kv_lora_rank */
+    int head_dim_mla;    /* MLA: key_length_mla, q/k head size nope + rope */
+    int head_dim_v_mla;  /* MLA: value_length_mla */
+    float yarn_log_mul;  /* rope.scaling.yarn_log_multiplier / 0.1 (0: absent) */
 } sl_hparams;
 
 /* A resident tensor: shape, type and a pointer into the model's memory. */
@@ -76,6 +88,10 @@ typedef enum sl_ltensor {
     SL_LT_SSM_BETA, SL_LT_SSM_ALPHA, SL_LT_SSM_NORM, SL_LT_SSM_OUT,
     /* gpt-oss: the output bias, attention sinks, router and expert biases */
     SL_LT_BO, SL_LT_SINKS, SL_LT_ROUTER_B, SL_LT_GATE_EXPS_B, SL_LT_UP_EXPS_B, SL_LT_DOWN_EXPS_B,
+    /* issue 17: the router's selection bias; MLA's low-rank q, the
+     * compressed KV latent and its norm, the per-head k/v up-projections */
+    SL_LT_EXP_PROBS_B,
+    SL_LT_WQ_A, SL_LT_Q_A_NORM, SL_LT_WQ_B, SL_LT_WKV_A, SL_LT_KV_A_NORM, SL_LT_WK_B, SL_LT_WV_B,
     SL_LT_COUNT
 } sl_ltensor;
 
@@ -101,6 +117,7 @@ const sl_lt_role *sl_layer_role(sl_ltensor r);
 typedef enum sl_mixer_kind {
     SL_MIXER_ATTN = 0, /* causal softmax attention over a K/V cache */
     SL_MIXER_GDN,      /* gated DeltaNet: a causal conv and a delta-rule state */
+    SL_MIXER_MLA,      /* multi-head latent attention over a compressed KV cache */
     SL_MIXER_COUNT
 } sl_mixer_kind;
 
@@ -117,6 +134,23 @@ typedef struct sl_attn_desc {
     int n_swa;               /* > 0: a sliding window, a token sees itself and the
                                 n_swa - 1 before it; 0: the whole context */
 } sl_attn_desc;
+
+/* Multi-head latent attention (deepseek2, ARCHS.md section 3) in its
+ * absorbed form: the cache holds per position the normalised KV latent
+ * (kv_lora values) and the roped shared key (n_rot values); each head's
+ * query is [q_nope | q_pe] (head_dim = nope + n_rot), its nope part turned
+ * into latent space by attn_k_b, and the attention's output (a latent
+ * vector) into head_dim_v values by attn_v_b. */
+typedef struct sl_mla_desc {
+    int n_head;
+    int q_lora;      /* rank of the low-rank q (attn_q_a, attn_q_b); 0: attn_q */
+    int kv_lora;     /* r: the latent width */
+    int head_dim;    /* q/k head size: nope + n_rot */
+    int n_rot;       /* the roped part (rope.dimension_count) */
+    int head_dim_v;  /* value head size after attn_v_b */
+    float scale;     /* of the scores: mscale^2 / sqrt(head_dim) */
+    sl_rope rope;    /* NORM-style, on the n_rot part of q and k */
+} sl_mla_desc;
 
 /* Gated DeltaNet (ARCHS.md section 1): nk q/k heads and nv v heads of ds
  * values, a causal depthwise conv of conv_k taps over the 2 nk ds + nv ds
@@ -143,12 +177,21 @@ typedef enum sl_activation {
 typedef enum sl_router_score {
     SL_SCORE_SOFTMAX = 0, /* softmax over every expert, then top-k */
     SL_SCORE_TOPK_SOFTMAX, /* top-k of the raw logits, softmax over those k (gpt-oss) */
+    SL_SCORE_SIGMOID,      /* sigmoid of each logit (deepseek2, glm4moe) */
 } sl_router_score;
 
 typedef struct sl_router_desc {
     sl_router_score score;
     int n_expert, top_k;
     bool renorm;             /* the top-k weights rescaled to sum to 1 */
+    /* issue 17 */
+    bool sel_bias;           /* exp_probs_b is added to the scores for the
+                                selection only, never to the weights */
+    int n_group, n_group_used; /* n_group > 1: experts in n_group equal groups,
+                                  each scored by its two best; only the
+                                  n_group_used best groups are eligible */
+    float w_scale;           /* the weights multiplied by it after renorm
+                                (0 or 1: not) */
 } sl_router_desc;
 
 typedef struct sl_ffn_desc {
@@ -160,6 +203,8 @@ typedef struct sl_ffn_desc {
                                 its output is scaled by sigmoid(gate . x) */
     bool biases;             /* routed: router and per-expert gate/up/down biases
                                 (resident, added after each product) */
+    bool shexp_ungated;      /* the shared expert's output is added as it is
+                                (deepseek2, glm4moe): no sigmoid gate tensor */
 } sl_ffn_desc;
 
 /* Where the RMS norms sit around a layer's two blocks. */
@@ -173,6 +218,7 @@ typedef struct sl_layer_desc {
     sl_gdn_desc gdn;         /* SL_MIXER_GDN */
     sl_ffn_desc ffn;
     sl_norm_place norm;
+    sl_mla_desc mla;         /* SL_MIXER_MLA */
 } sl_layer_desc;
 
 /* A layer's tensors, by role (t[SL_LT_WQ]) or by name (wq): the same
@@ -199,6 +245,10 @@ typedef struct sl_layer {
             /* gpt-oss: bo [n_embd], sinks [n_head], router bias [n_expert],
              * expert biases [n_ff, n_expert] (gate, up) and [n_embd, n_expert] */
             sl_tensor bo, sinks, router_b, gate_exps_b, up_exps_b, down_exps_b;
+            /* issue 17: selection bias [n_expert]; MLA: q_a [n_embd, q_lora],
+             * q_a_norm [q_lora], q_b [q_lora, n_head*hd], kv_a [n_embd, r + rope],
+             * kv_a_norm [r], k_b [nope, r, n_head], v_b [r, hdv, n_head] */
+            sl_tensor exp_probs_b, wq_a, q_a_norm, wq_b, wkv_a, kv_a_norm, wk_b, wv_b;
         };
     };
     sl_layer_desc d;

@@ -32,6 +32,22 @@ sl_rope sl_hparams_rope(const sl_hparams *hp, bool neox);
 int sl_bind_named(sl_binder *b, int il, sl_ltensor r, const char *suffix, bool required, int n,
                   uint64_t w0, uint64_t w1, uint64_t w2);
 
+/* The layer functions of deepseek2 (family_deepseek2.c) and glm4moe
+ * (family_glm4moe.c). */
+int sl_family_deepseek2_layer(sl_binder *b, int il);
+int sl_family_glm4moe_layer(sl_binder *b, int il);
+
+/* The FFN of a deepseek2-style layer (deepseek2, glm4moe): its pre-norm
+ * (stored as norm_name), then dense SwiGLU for il < leading_dense_block_count,
+ * else routed experts with the file's routing (expert_gating_func, absent:
+ * default_score; the exp_probs_b selection bias, required when bias_required;
+ * expert groups, renorm, scaling) beside an ungated shared expert of
+ * expert_shared_count x expert_feed_forward_length. Binds the tensors and
+ * fills L->d.ffn; fails naming a missing or inconsistent key or tensor.
+ * (family_deepseek2.c) */
+int sl_bind_ds_ffn(sl_binder *b, int il, const char *norm_name, bool bias_required,
+                   sl_router_score default_score);
+
 /* The layer function of gpt-oss (family_gptoss.c). */
 int sl_family_gptoss_layer(sl_binder *b, int il);
 

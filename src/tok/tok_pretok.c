@@ -103,6 +103,14 @@
     "[!-/:-~\\x{FF01}-\\x{FF0F}\\x{FF1A}-\\x{FF5E}\\x{2018}-\\x{201F}"           \
     "\\x{3001}-\\x{3002}]+"
 
+/* DeepSeek-V3 / R1 (tokenizer.json, as llama.cpp's DEEPSEEK3_LLM applies
+ * it), third of its three patterns: an ASCII punctuation mark leading ASCII
+ * letters, words with their marks, punctuation and symbol runs, newlines
+ * and spaces. (issue 17) */
+#define RE_DEEPSEEK3                                                           \
+    "[!\"#$%&'()*+,\\-./:;<=>?@\\[\\\\\\]^_`{|}~][A-Za-z]+|[^\\r\\n\\p{L}\\p{P}\\p{S}]?" \
+    "[\\p{L}\\p{M}]+| ?[\\p{P}\\p{S}]+[\\r\\n]*|" SP "*[\\r\\n]+|" SP "+(?!" NSP ")|" SP "+"
+
 enum {
     SET_DEFAULT,
     SET_GPT2,
@@ -114,6 +122,7 @@ enum {
     SET_STARCODER,
     SET_FALCON,
     SET_O200K,
+    SET_DEEPSEEK3, /* issue 17 */
     SET_COUNT
 };
 
@@ -138,6 +147,11 @@ static const pattern_set g_sets[SET_COUNT] = {
     [SET_FALCON] = {"falcon",
                     {"[\\p{P}\\$\\+<=>\\^~\\|`]+", RE_GPT2, "[0-9][0-9][0-9]", NULL}},
     [SET_O200K] = {"gpt-4o", {RE_O200K, NULL}},
+    /* issue 17: digits in threes, then kana and the CJK range U+4E00-U+9FA5
+     * (no whitespace inside these ranges), then the main pattern */
+    [SET_DEEPSEEK3] = {"deepseek-v3",
+                       {"\\p{N}{1,3}", "[\\x{4E00}-\\x{9FA5}\\x{3040}-\\x{309F}\\x{30A0}-\\x{30FF}]+",
+                        RE_DEEPSEEK3, NULL}},
 };
 
 /* tokenizer.ggml.pre names -> pattern set, as llama.cpp groups them. The
@@ -187,6 +201,10 @@ static const pre_name g_names[] = {
      * whole piece up first) */
     {"gpt-4o", SET_O200K, true, false},
     {"llama4", SET_O200K, true, false},
+    /* issue 17: DeepSeek-V3 / R1; GLM-4.x's split is Llama 3's pattern */
+    {"deepseek-v3", SET_DEEPSEEK3, false, false},
+    {"glm4", SET_LLAMA3, false, false},
+    {"chatglm-bpe", SET_LLAMA3, false, false},
 };
 
 const char *sl_tok_pre_lookup(const char *name, int *set_id, bool *ignore_merges, bool *add_bos)

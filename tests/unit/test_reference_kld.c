@@ -47,9 +47,14 @@ static const bound k_bounds[] = {
     /* issue 15: 3.4e-6 / 99.60 % (first 8 chunks), all chunks 2.0e-5 / 99.56 %;
      * what is left is llama.cpp's repacked MXFP4 expert order (mxfp4_8x8) */
     {"gpt-oss-MXFP4_MOE", 1e-4, 0.99, 5e-6, 0.995},
+    /* issue 17: all chunks 0.000000 (max 7e-6) / 100 % (deepseek2, MLA) and
+     * 99.97 % (glm4moe) */
+    {"deepseek2-Q8_0", 1e-4, 0.99, 1e-6, 0.995},
+    {"glm4moe-Q8_0", 1e-4, 0.99, 1e-6, 0.995},
 };
 
-static const char *k_supported[] = {"llama", "qwen3moe", "qwen35moe", "gpt-oss"};
+static const char *k_supported[] = {"llama", "qwen3moe", "qwen35moe", "gpt-oss", "deepseek2",
+                                    "glm4moe"};
 
 static const char *fixture_dir(void)
 {

@@ -1,0 +1,463 @@
+/* synth_ds.c - synthetic deepseek2 and glm4moe models (see synth_ds.h). */
+#include "synth/synth_ds.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "gguf/gguf_writer.h"
+#include "model/arch.h"
+#include "synth/synth_vocab.h"
+
+typedef struct ds_preset {
+    const char *name, *arch;
+    sl_synth_ds c;
+} ds_preset;
+
+/* The published shapes are the models' configs (config.json of
+ * deepseek-ai/DeepSeek-V3, moonshotai/Kimi-K2-Instruct, zai-org/GLM-4.6);
+ * the tiny ones keep every row a multiple of 32 (q8_0) and the MLA
+ * scratch rules (key_length_mla <= kv_lora_rank, q_lora_rank <= n_embd). */
+static const ds_preset presets[] = {
+    {"tiny", "deepseek2",
+     {.n_layer = 3, .n_embd = 64, .n_head = 4, .n_ff = 128, .n_ff_exp = 32, .n_expert = 8,
+      .n_expert_used = 2, .n_expert_shared = 1, .n_dense_lead = 1, .n_group = 4,
+      .n_group_used = 2, .gating = 2, .w_scale = 2.5f, .w_norm = true, .sel_bias = true,
+      .q_lora = 64, .kv_lora = 64, .nope = 32, .rope = 16, .v_head = 32, .yarn_factor = 40.0f,
+      .yarn_orig_ctx = 4096, .yarn_log_mul = 0.1f, .n_vocab = 512, .n_ctx = 4096,
+      .rope_base = 10000.0f, .rms_eps = 1e-6f}},
+    {"deepseek-v3", "deepseek2",
+     {.n_layer = 61, .n_embd = 7168, .n_head = 128, .n_ff = 18432, .n_ff_exp = 2048,
+      .n_expert = 256, .n_expert_used = 8, .n_expert_shared = 1, .n_dense_lead = 3,
+      .n_group = 8, .n_group_used = 4, .gating = 2, .w_scale = 2.5f, .w_norm = true,
+      .sel_bias = true, .q_lora = 1536, .kv_lora = 512, .nope = 128, .rope = 64,
+      .v_head = 128, .yarn_factor = 40.0f, .yarn_orig_ctx = 4096, .yarn_log_mul = 0.1f,
+      .n_vocab = 129280, .n_ctx = 163840, .rope_base = 10000.0f, .rms_eps = 1e-6f,
+      .pre = "deepseek-v3"}},
+    {"kimi-k2", "deepseek2",
+     {.n_layer = 61, .n_embd = 7168, .n_head = 64, .n_ff = 18432, .n_ff_exp = 2048,
+      .n_expert = 384, .n_expert_used = 8, .n_expert_shared = 1, .n_dense_lead = 1,
+      .n_group = 1, .n_group_used = 1, .gating = 2, .w_scale = 2.827f, .w_norm = true,
+      .sel_bias = true, .q_lora = 1536, .kv_lora = 512, .nope = 128, .rope = 64,
+      .v_head = 128, .yarn_factor = 32.0f, .yarn_orig_ctx = 4096, .yarn_log_mul = 0.1f,
+      .n_vocab = 163840, .n_ctx = 131072, .rope_base = 50000.0f, .rms_eps = 1e-6f}},
+    {"tiny", "glm4moe",
+     {.n_layer = 3, .n_embd = 64, .n_head = 4, .n_head_kv = 2, .head_dim = 32, .rope_dim = 16,
+      .n_ff = 128, .n_ff_exp = 32, .n_expert = 8, .n_expert_used = 2, .n_expert_shared = 1,
+      .n_dense_lead = 1, .n_group = 1, .n_group_used = 1, .gating = 2, .w_scale = 2.5f,
+      .w_norm = true, .sel_bias = true, .qkv_bias = true, .qk_norm = true, .n_vocab = 512,
+      .n_ctx = 4096, .rope_base = 1000000.0f, .rms_eps = 1e-5f}},
+    {"glm-4.6", "glm4moe",
+     {.n_layer = 92, .n_nextn = 1, .n_embd = 5120, .n_head = 96, .n_head_kv = 8,
+      .head_dim = 128, .rope_dim = 64, .n_ff = 12288, .n_ff_exp = 1536, .n_expert = 160,
+      .n_expert_used = 8, .n_expert_shared = 1, .n_dense_lead = 3, .n_group = 1,
+      .n_group_used = 1, .gating = 2, .w_scale = 2.5f, .w_norm = true, .sel_bias = true,
+      .qkv_bias = true, .qk_norm = true, .n_vocab = 151552, .n_ctx = 202752,
+      .rope_base = 1000000.0f, .rms_eps = 1e-5f, .pre = "glm4"}},
+};
+#define N_PRESETS (sizeof presets / sizeof presets[0])
+
+bool sl_synth_ds_arch(const char *arch)
+{
+    return arch && (!strcmp(arch, "deepseek2") || !strcmp(arch, "glm4moe"));
+}
+
+const char *sl_synth_ds_presets(void)
+{
+    return "tiny (deepseek2 and glm4moe: n_embd 64, 3 layers, 8 experts top-2), deepseek-v3, "
+           "kimi-k2 (deepseek2), glm-4.6 (glm4moe) with the published dimensions "
+           "(use --layers for a few)";
+}
+
+int sl_synth_ds_init(sl_synth_ds *c, const char *arch, const char *preset, sl_err *err)
+{
+    memset(c, 0, sizeof *c);
+    if (!sl_synth_ds_arch(arch))
+        return sl_err_set(err, SL_EINVAL, "'%s' is not deepseek2 or glm4moe",
+                          arch ? arch : "(none)");
+    for (size_t i = 0; i < N_PRESETS; i++)
+        if (preset && !strcmp(preset, presets[i].name) && !strcmp(arch, presets[i].arch)) {
+            *c = presets[i].c;
+            snprintf(c->arch, sizeof c->arch, "%s", arch);
+            snprintf(c->preset, sizeof c->preset, "%s", preset);
+            c->type = SL_SYNTH_F32;
+            c->seed = 1;
+            return SL_OK;
+        }
+    return sl_err_set(err, SL_EINVAL, "unknown preset '%s' for %s (known: %s)",
+                      preset ? preset : "(none)", arch, sl_synth_ds_presets());
+}
+
+#define MAX_DIM 65536u
+
+int sl_synth_ds_validate(const sl_synth_ds *c, sl_err *err)
+{
+    const bool mla = !strcmp(c->arch, "deepseek2");
+    if (!sl_synth_ds_arch(c->arch))
+        return sl_err_set(err, SL_EINVAL, "unknown architecture '%s'", c->arch);
+    if (c->n_layer < 1 || c->n_layer > 1024 || c->n_nextn > 4)
+        return sl_err_set(err, SL_EINVAL, "layer count %u (MTP %u) out of range 1..1024",
+                          c->n_layer, c->n_nextn);
+    if (c->n_embd < 32 || c->n_embd > MAX_DIM || c->n_head < 1 || c->n_head > 1024)
+        return sl_err_set(err, SL_EINVAL, "n_embd %u or head count %u out of range", c->n_embd,
+                          c->n_head);
+    if (c->n_dense_lead > c->n_layer || c->n_ff < 1 || c->n_ff > MAX_DIM || c->n_ff_exp < 1 ||
+        c->n_ff_exp > MAX_DIM)
+        return sl_err_set(err, SL_EINVAL, "dense layers %u (of %u) or widths %u / %u out of "
+                          "range", c->n_dense_lead, c->n_layer, c->n_ff, c->n_ff_exp);
+    if (c->n_expert < 1 || c->n_expert > 4096 || c->n_expert_used < 1 ||
+        c->n_expert_used > c->n_expert || c->n_expert_shared > 16)
+        return sl_err_set(err, SL_EINVAL, "experts %u top-%u (shared %u) out of range",
+                          c->n_expert, c->n_expert_used, c->n_expert_shared);
+    if (c->n_group > 1 &&
+        (c->n_expert % c->n_group || c->n_expert / c->n_group < 2 || c->n_group_used < 1 ||
+         c->n_group_used > c->n_group ||
+         c->n_expert_used > c->n_group_used * (c->n_expert / c->n_group)))
+        return sl_err_set(err, SL_EINVAL, "%u groups keeping %u do not fit %u experts top-%u",
+                          c->n_group, c->n_group_used, c->n_expert, c->n_expert_used);
+    if (c->gating != 1 && c->gating != 2)
+        return sl_err_set(err, SL_EINVAL, "gating function %u is not 1 (softmax) or 2 (sigmoid)",
+                          c->gating);
+    if (mla) {
+        if (c->kv_lora < 2 || c->rope < 2 || c->rope % 2 || c->nope < 1 || c->v_head < 1 ||
+            c->nope + c->rope > c->kv_lora || c->v_head > c->kv_lora + c->rope ||
+            c->q_lora > c->n_embd || c->kv_lora > MAX_DIM)
+            return sl_err_set(err, SL_EINVAL, "MLA dimensions (q_lora %u, kv_lora %u, nope %u, "
+                              "rope %u, v %u) out of range", c->q_lora, c->kv_lora, c->nope,
+                              c->rope, c->v_head);
+    } else {
+        if (c->n_head_kv < 1 || c->n_head % c->n_head_kv || c->head_dim < 2 ||
+            c->head_dim % 2 || c->rope_dim > c->head_dim || c->rope_dim % 2 || !c->sel_bias)
+            return sl_err_set(err, SL_EINVAL, "glm4moe heads %u/%u of %u (rope %u) out of range "
+                              "(its selection bias is required)", c->n_head, c->n_head_kv,
+                              c->head_dim, c->rope_dim);
+    }
+    if (c->n_vocab < SL_SYNTH_VOCAB_MIN || c->n_vocab > (1u << 22) || c->n_ctx < 1)
+        return sl_err_set(err, SL_EINVAL, "vocabulary %u or context %u out of range",
+                          c->n_vocab, c->n_ctx);
+    if (!(c->rope_base > 1.0f) || !(c->rms_eps > 0.0f) || (unsigned)c->type >= SL_SYNTH_TYPE_COUNT)
+        return sl_err_set(err, SL_EINVAL, "rope base, rms epsilon or file type out of range");
+    return SL_OK;
+}
+
+/* ---- the tensor list ----------------------------------------------------- */
+
+typedef struct plan {
+    sl_synth_tensor *t;
+    size_t n, cap;
+    int rc;
+} plan;
+
+static void add(plan *p, int layer, const char *suffix, sl_synth_role role, uint32_t n_dims,
+                uint64_t ne0, uint64_t ne1, uint64_t ne2)
+{
+    if (p->rc) return;
+    if (p->n == p->cap) {
+        size_t cap = p->cap ? p->cap * 2 : 128;
+        sl_synth_tensor *nt = realloc(p->t, cap * sizeof *nt);
+        if (!nt) {
+            p->rc = SL_ENOMEM;
+            return;
+        }
+        p->t = nt;
+        p->cap = cap;
+    }
+    sl_synth_tensor *t = &p->t[p->n++];
+    memset(t, 0, sizeof *t);
+    if (layer < 0)
+        snprintf(t->name, sizeof t->name, "%s", suffix);
+    else
+        sl_tensor_name(t->name, sizeof t->name, layer, suffix);
+    t->role = role;
+    t->layer = layer;
+    t->n_dims = n_dims;
+    t->ne[0] = ne0;
+    t->ne[1] = n_dims > 1 ? ne1 : 1;
+    t->ne[2] = n_dims > 2 ? ne2 : 1;
+    t->ne[3] = 1;
+}
+
+static void add_attention(plan *p, const sl_synth_ds *c, int l)
+{
+    const uint64_t E = c->n_embd, H = c->n_head;
+    add(p, l, SL_T_ATTN_NORM, SL_SYNTH_R_NORM, 1, E, 0, 0);
+    if (!strcmp(c->arch, "deepseek2")) {
+        const uint64_t hd = c->nope + c->rope;
+        if (c->q_lora) {
+            add(p, l, "attn_q_a.weight", SL_SYNTH_R_ATTN_Q, 2, E, c->q_lora, 0);
+            add(p, l, "attn_q_a_norm.weight", SL_SYNTH_R_NORM, 1, c->q_lora, 0, 0);
+            add(p, l, "attn_q_b.weight", SL_SYNTH_R_ATTN_Q, 2, c->q_lora, H * hd, 0);
+        } else {
+            add(p, l, SL_T_ATTN_Q, SL_SYNTH_R_ATTN_Q, 2, E, H * hd, 0);
+        }
+        add(p, l, "attn_kv_a_mqa.weight", SL_SYNTH_R_ATTN_K, 2, E, c->kv_lora + c->rope, 0);
+        add(p, l, "attn_kv_a_norm.weight", SL_SYNTH_R_NORM, 1, c->kv_lora, 0, 0);
+        add(p, l, "attn_k_b.weight", SL_SYNTH_R_ATTN_K, 3, c->nope, c->kv_lora, H);
+        add(p, l, "attn_v_b.weight", SL_SYNTH_R_ATTN_V, 3, c->kv_lora, c->v_head, H);
+        add(p, l, SL_T_ATTN_OUT, SL_SYNTH_R_ATTN_OUT, 2, H * c->v_head, E, 0);
+        return;
+    }
+    const uint64_t q = H * c->head_dim, kv = (uint64_t)c->n_head_kv * c->head_dim;
+    add(p, l, SL_T_ATTN_Q, SL_SYNTH_R_ATTN_Q, 2, E, q, 0);
+    add(p, l, SL_T_ATTN_K, SL_SYNTH_R_ATTN_K, 2, E, kv, 0);
+    add(p, l, SL_T_ATTN_V, SL_SYNTH_R_ATTN_V, 2, E, kv, 0);
+    add(p, l, SL_T_ATTN_OUT, SL_SYNTH_R_ATTN_OUT, 2, q, E, 0);
+    if (c->qkv_bias) {
+        add(p, l, SL_T_ATTN_Q_BIAS, SL_SYNTH_R_BIAS, 1, q, 0, 0);
+        add(p, l, SL_T_ATTN_K_BIAS, SL_SYNTH_R_BIAS, 1, kv, 0, 0);
+        add(p, l, SL_T_ATTN_V_BIAS, SL_SYNTH_R_BIAS, 1, kv, 0, 0);
+    }
+    if (c->qk_norm) {
+        add(p, l, SL_T_ATTN_Q_NORM, SL_SYNTH_R_NORM, 1, c->head_dim, 0, 0);
+        add(p, l, SL_T_ATTN_K_NORM, SL_SYNTH_R_NORM, 1, c->head_dim, 0, 0);
+    }
+}
+
+static void add_ffn(plan *p, const sl_synth_ds *c, int l)
+{
+    const uint64_t E = c->n_embd, X = c->n_expert, F = c->n_ff_exp;
+    add(p, l, !strcmp(c->arch, "glm4moe") ? "post_attention_norm.weight" : SL_T_FFN_NORM,
+        SL_SYNTH_R_NORM, 1, E, 0, 0);
+    if ((uint32_t)l < c->n_dense_lead) {
+        add(p, l, SL_T_FFN_GATE, SL_SYNTH_R_FFN_GATE, 2, E, c->n_ff, 0);
+        add(p, l, SL_T_FFN_UP, SL_SYNTH_R_FFN_UP, 2, E, c->n_ff, 0);
+        add(p, l, SL_T_FFN_DOWN, SL_SYNTH_R_FFN_DOWN, 2, c->n_ff, E, 0);
+        return;
+    }
+    add(p, l, SL_T_FFN_ROUTER, SL_SYNTH_R_ROUTER, 2, E, X, 0);
+    if (c->sel_bias) add(p, l, "exp_probs_b.bias", SL_SYNTH_R_BIAS, 1, X, 0, 0);
+    add(p, l, SL_T_FFN_GATE_EXPS, SL_SYNTH_R_EXP_GATE, 3, E, F, X);
+    add(p, l, SL_T_FFN_UP_EXPS, SL_SYNTH_R_EXP_UP, 3, E, F, X);
+    add(p, l, SL_T_FFN_DOWN_EXPS, SL_SYNTH_R_EXP_DOWN, 3, F, E, X);
+    if (c->n_expert_shared) {
+        const uint64_t S = F * c->n_expert_shared;
+        add(p, l, SL_T_FFN_GATE_SHEXP, SL_SYNTH_R_SH_GATE, 2, E, S, 0);
+        add(p, l, SL_T_FFN_UP_SHEXP, SL_SYNTH_R_SH_UP, 2, E, S, 0);
+        add(p, l, SL_T_FFN_DOWN_SHEXP, SL_SYNTH_R_SH_DOWN, 2, S, E, 0);
+    }
+}
+
+/* The generic generator's view of c: its seed, file type and layer count
+ * decide values and types exactly as for the other architectures. */
+static sl_synth_config generic_view(const sl_synth_ds *c)
+{
+    sl_synth_config g;
+    memset(&g, 0, sizeof g);
+    snprintf(g.arch, sizeof g.arch, "%s", c->arch);
+    g.n_layer = c->n_layer + c->n_nextn;
+    g.type = c->type;
+    g.seed = c->seed;
+    return g;
+}
+
+static int build_plan(const sl_synth_ds *c, plan *p)
+{
+    memset(p, 0, sizeof *p);
+    const uint64_t E = c->n_embd, V = c->n_vocab;
+    add(p, -1, SL_T_TOKEN_EMBD, SL_SYNTH_R_TOKEN_EMBD, 2, E, V, 0);
+    add(p, -1, SL_T_OUTPUT_NORM, SL_SYNTH_R_NORM, 1, E, 0, 0);
+    add(p, -1, SL_T_OUTPUT, SL_SYNTH_R_OUTPUT, 2, E, V, 0);
+    for (uint32_t l = 0; l < c->n_layer + c->n_nextn; l++) {
+        add_attention(p, c, (int)l);
+        add_ffn(p, c, (int)l);
+        if (l >= c->n_layer) { /* an MTP block: loaded as weights, never run */
+            add(p, (int)l, "nextn.eh_proj.weight", SL_SYNTH_R_ATTN_OUT, 2, 2 * E, E, 0);
+            add(p, (int)l, "nextn.enorm.weight", SL_SYNTH_R_NORM, 1, E, 0, 0);
+            add(p, (int)l, "nextn.hnorm.weight", SL_SYNTH_R_NORM, 1, E, 0, 0);
+        }
+    }
+    const sl_synth_config g = generic_view(c);
+    for (size_t i = 0; i < p->n && !p->rc; i++)
+        p->t[i].type = sl_synth_pick_type(&g, p->t[i].role, p->t[i].layer, p->t[i].ne[0],
+                                          &p->t[i].fell_back);
+    return p->rc;
+}
+
+/* ---- metadata ------------------------------------------------------------ */
+
+typedef struct kw {
+    sl_gguf_writer *w;
+    const char *arch;
+    int rc;
+} kw;
+
+static void ku(kw *k, const char *suffix, uint32_t v)
+{
+    char key[128];
+    if (!k->rc) k->rc = sl_gguf_writer_set_u32(k->w, sl_arch_key(key, sizeof key, k->arch, suffix), v);
+}
+
+static void kf(kw *k, const char *suffix, float v)
+{
+    char key[128];
+    if (!k->rc) k->rc = sl_gguf_writer_set_f32(k->w, sl_arch_key(key, sizeof key, k->arch, suffix), v);
+}
+
+static void kb(kw *k, const char *suffix, bool v)
+{
+    char key[128];
+    if (!k->rc) k->rc = sl_gguf_writer_set_bool(k->w, sl_arch_key(key, sizeof key, k->arch, suffix), v);
+}
+
+/* The keys llama.cpp's converter writes (ARCHS.md sections 3 and 4). */
+static void arch_keys(kw *k, const sl_synth_ds *c)
+{
+    const bool mla = !strcmp(c->arch, "deepseek2");
+    ku(k, SL_KEY_BLOCK_COUNT, c->n_layer + c->n_nextn);
+    if (c->n_nextn) ku(k, "nextn_predict_layers", c->n_nextn);
+    ku(k, SL_KEY_CONTEXT_LENGTH, c->n_ctx);
+    ku(k, SL_KEY_EMBEDDING_LENGTH, c->n_embd);
+    ku(k, SL_KEY_FEED_FORWARD_LENGTH, c->n_ff);
+    ku(k, SL_KEY_HEAD_COUNT, c->n_head);
+    kf(k, SL_KEY_RMS_EPS, c->rms_eps);
+    kf(k, SL_KEY_ROPE_FREQ_BASE, c->rope_base);
+    ku(k, SL_KEY_EXPERT_COUNT, c->n_expert);
+    ku(k, SL_KEY_EXPERT_USED_COUNT, c->n_expert_used);
+    ku(k, SL_KEY_EXPERT_FF_LENGTH, c->n_ff_exp);
+    ku(k, "expert_shared_count", c->n_expert_shared);
+    ku(k, "leading_dense_block_count", c->n_dense_lead);
+    ku(k, "expert_group_count", c->n_group);
+    ku(k, "expert_group_used_count", c->n_group_used);
+    ku(k, "expert_gating_func", c->gating);
+    kf(k, "expert_weights_scale", c->w_scale);
+    kb(k, SL_KEY_EXPERT_WEIGHTS_NORM, c->w_norm);
+    if (mla) {
+        ku(k, SL_KEY_HEAD_COUNT_KV, 1);
+        ku(k, "vocab_size", c->n_vocab);
+        if (c->q_lora) ku(k, "attention.q_lora_rank", c->q_lora);
+        ku(k, "attention.kv_lora_rank", c->kv_lora);
+        ku(k, SL_KEY_KEY_LENGTH, c->kv_lora + c->rope);
+        ku(k, SL_KEY_VALUE_LENGTH, c->kv_lora);
+        ku(k, "attention.key_length_mla", c->nope + c->rope);
+        ku(k, "attention.value_length_mla", c->v_head);
+        ku(k, SL_KEY_ROPE_DIM, c->rope);
+        if (c->yarn_factor > 0.0f) {
+            char key[128];
+            if (!k->rc)
+                k->rc = sl_gguf_writer_set_str(
+                    k->w, sl_arch_key(key, sizeof key, k->arch, SL_KEY_ROPE_SCALING_TYPE), "yarn");
+            kf(k, SL_KEY_ROPE_SCALING_FACTOR, c->yarn_factor);
+            ku(k, SL_KEY_ROPE_SCALING_ORIG_CTX, c->yarn_orig_ctx);
+            kf(k, "rope.scaling.yarn_log_multiplier", c->yarn_log_mul);
+        }
+    } else {
+        ku(k, SL_KEY_HEAD_COUNT_KV, c->n_head_kv);
+        ku(k, SL_KEY_KEY_LENGTH, c->head_dim);
+        ku(k, SL_KEY_VALUE_LENGTH, c->head_dim);
+        ku(k, SL_KEY_ROPE_DIM, c->rope_dim);
+    }
+}
+
+static int write_metadata(sl_gguf_writer *w, const sl_synth_ds *c, const sl_synth_vocab *v)
+{
+    kw k = {w, c->arch, SL_OK};
+    char name[128];
+    snprintf(name, sizeof name, "sluice synthetic %s %s (seed %llu)", c->arch, c->preset,
+             (unsigned long long)c->seed);
+    if (!k.rc) k.rc = sl_gguf_writer_set_str(w, "general.architecture", c->arch);
+    if (!k.rc) k.rc = sl_gguf_writer_set_str(w, "general.name", name);
+    if (!k.rc) k.rc = sl_gguf_writer_set_u32(w, "general.file_type", sl_synth_file_type(c->type));
+    if (!k.rc) k.rc = sl_gguf_writer_set_u32(w, "general.quantization_version", 2);
+    if (!k.rc) k.rc = sl_gguf_writer_set_u32(w, "general.alignment", SL_GGUF_DEFAULT_ALIGNMENT);
+    arch_keys(&k, c);
+    if (!k.rc) k.rc = sl_gguf_writer_set_str(w, "tokenizer.ggml.model", "gpt2");
+    if (!k.rc)
+        k.rc = sl_gguf_writer_set_str(w, "tokenizer.ggml.pre", c->pre[0] ? c->pre : SL_SYNTH_PRE_NAME);
+    if (!k.rc)
+        k.rc = sl_gguf_writer_set_arr_str(w, "tokenizer.ggml.tokens",
+                                          (const char *const *)v->tokens, v->n_tokens);
+    if (!k.rc)
+        k.rc = sl_gguf_writer_set_arr_i32(w, "tokenizer.ggml.token_type", v->types, v->n_tokens);
+    if (!k.rc)
+        k.rc = sl_gguf_writer_set_arr_str(w, "tokenizer.ggml.merges",
+                                          (const char *const *)v->merges, v->n_merges);
+    if (!k.rc) k.rc = sl_gguf_writer_set_u32(w, "tokenizer.ggml.bos_token_id", (uint32_t)v->bos_id);
+    if (!k.rc) k.rc = sl_gguf_writer_set_u32(w, "tokenizer.ggml.eos_token_id", (uint32_t)v->eos_id);
+    if (!k.rc) k.rc = sl_gguf_writer_set_bool(w, "tokenizer.ggml.add_bos_token", false);
+    if (!k.rc) k.rc = sl_gguf_writer_set_str(w, "tokenizer.chat_template", sl_synth_chat_template());
+    if (!k.rc) k.rc = sl_gguf_writer_set_u64(w, "sluice.synth.seed", c->seed);
+    if (!k.rc) k.rc = sl_gguf_writer_set_str(w, "sluice.synth.preset", c->preset);
+    return k.rc;
+}
+
+/* ---- data ------------------------------------------------------------------ */
+
+/* Writes tensor t's rows in chunks of about 4 MiB of floats. */
+static int write_tensor(sl_gguf_writer *w, const sl_synth_config *g, const sl_synth_tensor *t,
+                        float *fbuf, void *qbuf, uint64_t chunk_rows, sl_err *err)
+{
+    const sl_type_traits *tr = sl_type_get(t->type);
+    const uint64_t ne0 = t->ne[0], rows = sl_synth_tensor_rows(t);
+    const uint64_t rb = ne0 / tr->block_size * tr->type_size;
+    for (uint64_t r0 = 0; r0 < rows; r0 += chunk_rows) {
+        const uint64_t nr = rows - r0 < chunk_rows ? rows - r0 : chunk_rows;
+        sl_synth_gen_rows(g, t, r0, nr, fbuf);
+        const void *src = fbuf;
+        if (t->type != SL_TYPE_F32) {
+            for (uint64_t r = 0; r < nr; r++)
+                if (!sl_quantize_fast(t->type, fbuf + r * ne0, (uint8_t *)qbuf + r * rb,
+                                      (int64_t)ne0))
+                    return sl_err_set(err, SL_EUNSUPPORTED, "no quantiser for %s (tensor %s)",
+                                      sl_type_name(t->type), t->name);
+            src = qbuf;
+        }
+        int rc = sl_gguf_writer_write(w, src, (size_t)(nr * rb), err);
+        if (rc) return rc;
+    }
+    return SL_OK;
+}
+
+int sl_synth_ds_write(const sl_synth_ds *c, const char *path, uint64_t *bytes, sl_err *err)
+{
+    plan p;
+    if (build_plan(c, &p)) {
+        free(p.t);
+        return sl_err_set(err, SL_ENOMEM, "out of memory listing tensors");
+    }
+    sl_synth_vocab v;
+    int rc = sl_synth_vocab_build(&v, c->n_vocab, err);
+    if (rc) {
+        free(p.t);
+        return rc;
+    }
+    sl_gguf_writer *w = NULL;
+    float *fbuf = NULL;
+    void *qbuf = NULL;
+    uint64_t total = 0, widest = 0;
+    if ((rc = sl_gguf_writer_open(&w, path, err))) goto done;
+    if ((rc = write_metadata(w, c, &v))) {
+        rc = sl_err_set(err, rc, "cannot set model metadata (out of memory?)");
+        goto done;
+    }
+    for (size_t i = 0; i < p.n; i++) {
+        if ((rc = sl_gguf_writer_add_tensor(w, p.t[i].name, p.t[i].type, p.t[i].n_dims,
+                                            p.t[i].ne, err)))
+            goto done;
+        if (p.t[i].ne[0] > widest) widest = p.t[i].ne[0];
+    }
+    const uint64_t chunk_rows = widest >= (1u << 20) ? 1 : (1u << 20) / widest;
+    fbuf = malloc((size_t)(chunk_rows * widest) * sizeof(float));
+    qbuf = malloc((size_t)(chunk_rows * widest) * sizeof(float));
+    if (!fbuf || !qbuf) {
+        rc = sl_err_set(err, SL_ENOMEM, "out of memory for the generator's rows");
+        goto done;
+    }
+    const sl_synth_config g = generic_view(c);
+    for (size_t i = 0; i < p.n; i++) {
+        if ((rc = write_tensor(w, &g, &p.t[i], fbuf, qbuf, chunk_rows, err))) goto done;
+        const sl_type_traits *tr = sl_type_get(p.t[i].type);
+        total += sl_synth_tensor_rows(&p.t[i]) * (p.t[i].ne[0] / tr->block_size * tr->type_size);
+    }
+    rc = sl_gguf_writer_close(w, err);
+    w = NULL;
+done:
+    if (w) sl_gguf_writer_abort(w);
+    if (rc) unlink(path);
+    if (!rc && bytes) *bytes = total;
+    free(fbuf);
+    free(qbuf);
+    free(p.t);
+    sl_synth_vocab_free(&v);
+    return rc;
+}
