@@ -47,9 +47,11 @@ static const bound k_bounds[] = {
     /* issue 15: 3.4e-6 / 99.60 % (first 8 chunks), all chunks 2.0e-5 / 99.56 %;
      * what is left is llama.cpp's repacked MXFP4 expert order (mxfp4_8x8) */
     {"gpt-oss-MXFP4_MOE", 1e-4, 0.99, 5e-6, 0.995},
+    /* issue 18: first 8 chunks 0.000000 / 100 %; all 58: 0.000000 / 99.97 % */
+    {"gemma4-Q8_0", 1e-4, 0.99, 1e-6, 0.999},
 };
 
-static const char *k_supported[] = {"llama", "qwen3moe", "qwen35moe", "gpt-oss"};
+static const char *k_supported[] = {"llama", "qwen3moe", "qwen35moe", "gpt-oss", "gemma4"};
 
 static const char *fixture_dir(void)
 {
