@@ -15,6 +15,8 @@
 #include <unistd.h>
 
 #include "common/ref_gemma4.h"
+#include "ops/ops.h"
+#include "quant/quant.h"
 #include "sluice.h"
 #include "test.h"
 
@@ -167,8 +169,47 @@ TEST(layer_kinds_and_state_bytes)
     sl_model_free(m);
 }
 
+/* GELU through llama.cpp's f16 table: entries read from the reference
+ * library's ggml_table_gelu_f16 (libggml-cpu-haswell.so of node-llama-cpp
+ * 3.22.1). 0xbfff is the one entry of the table where its compiler's fused
+ * 1 + a x x gives another f16 than the unfused form (0xa9d2). */
+TEST(gelu_is_llama_cpp_f16_table)
+{
+    static const uint16_t in[] = {0xbfff, 0x3c00, 0xbc00, 0x4100};
+    static const uint16_t want[] = {0xa9d3, 0x3abb, 0xb115, 0x40f8};
+    for (int i = 0; i < 4; i++)
+        CHECK_EQ_INT(sl_f32_to_fp16(sl_gelu_f16(sl_fp16_to_f32(in[i]))), want[i]);
+    CHECK(sl_gelu_f16(-10.0f) == 0.0f);   /* the table is bypassed at |x| >= 10 */
+    CHECK(sl_gelu_f16(10.0f) == 10.0f);
+    CHECK(sl_gelu_f16(12.345f) == 12.345f);
+    float x[3] = {12.5f, -11.0f, 0.0f}, g[3] = {2.0f, 3.0f, 5.0f};
+    sl_geglu(x, g, 3);
+    CHECK(x[0] == 25.0f && x[1] == 0.0f && x[2] == 0.0f);
+}
+
+TEST(softcap_and_proportional_rope)
+{
+    float l[3] = {0.0f, 3000.0f, -3000.0f};
+    sl_softcap(l, 3, 30.0f);
+    CHECK(l[0] == 0.0f && l[1] == 30.0f && l[2] == -30.0f);
+    /* pairs with factor 1 rotate as plain rope; pairs with 1e30 stay put */
+    sl_rope r = {.n_dims = 8, .neox = 1, .freq_base = 10000.0f, .freq_scale = 1.0f,
+                 .attn_factor = 1.0f};
+    const float ff[4] = {1.0f, 1.0f, 1e30f, 1e30f};
+    float a[8], b[8];
+    for (int i = 0; i < 8; i++) a[i] = b[i] = (float)(i + 1);
+    sl_rope_apply_ff(&r, ff, a, 1, 8, 7);
+    sl_rope_apply(&r, b, 1, 8, 7);
+    CHECK(a[0] == b[0] && a[4] == b[4] && a[1] == b[1] && a[5] == b[5]);
+    CHECK_NEAR(a[2], 3.0f, 1e-6);
+    CHECK_NEAR(a[6], 7.0f, 1e-6);
+    CHECK(a[2] != b[2]);
+}
+
 int main(void)
 {
+    RUN(gelu_is_llama_cpp_f16_table);
+    RUN(softcap_and_proportional_rope);
     fixture = find_fixture();
     if (!fixture) {
         printf("  (skipping: ../shared/fixtures/reference/gemma4-Q8_0.gguf not found)\n");
