@@ -23,6 +23,8 @@ check "inspect shows the window pattern" grep -q "sliding_window_pattern.*true, 
 # f16 K and V; sliding layers 2 KV heads of 8, full layers 2 of 16:
 # 2 x (2 x 2 x 8 x 2) + 2 x (2 x 2 x 16 x 2) = 384
 check "inspect shows the state bytes" grep -q "384 bytes per token" "$work/inspect"
+check "inspect names the sliding layers" grep -Eq "^  sliding +0,2 \(window 4" "$work/inspect"
+check "inspect names the full layers" grep -Eq "^  full +1,3$" "$work/inspect"
 
 P="The miller's daughter kept a notebook of the river and its moods."
 run() { # run OUT ARGS...
