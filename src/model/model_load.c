@@ -183,6 +183,23 @@ int sl_bind_global(sl_binder *b, sl_tensor *t, const char *name, bool required, 
     return bind(b, t, name, required, n, w0, w1, w2);
 }
 
+/* Per-expert scales ([n_expert] each: llama.cpp's generic
+ * ffn_{gate,up,down}_exps.scale, which any architecture's file may carry)
+ * for a routed layer whose family did not bind them; the forward pass
+ * multiplies each expert's product rows by them when present. */
+static int bind_expert_scales(binder *b, int il)
+{
+    const sl_layer *L = &b->m->layers[il];
+    if (L->d.ffn.kind != SL_FFN_ROUTED) return SL_OK;
+    static const sl_ltensor roles[] = {SL_LT_GATE_EXPS_S, SL_LT_UP_EXPS_S, SL_LT_DOWN_EXPS_S};
+    for (size_t i = 0; i < sizeof roles / sizeof roles[0]; i++) {
+        if (L->t[roles[i]].info) continue;
+        int rc = sl_bind_role(b, il, roles[i], false, 1, (uint64_t)L->d.ffn.router.n_expert, 0, 0);
+        if (rc) return rc;
+    }
+    return SL_OK;
+}
+
 sl_model_params sl_model_default_params(void)
 {
     sl_model_params p = {.n_threads = 0, .stream = SL_STREAM_AUTO, .dense = SL_DENSE_ANON};
@@ -245,7 +262,7 @@ int sl_model_load(sl_model **out, const char *path, const sl_model_params *param
         goto fail;
     }
     for (int il = 0; il < m->hp.n_layer; il++)
-        if ((rc = m->arch->layer(&b, il))) goto fail;
+        if ((rc = m->arch->layer(&b, il)) || (rc = bind_expert_scales(&b, il))) goto fail;
     if (params && params->describe_only) {
         m->described_only = true;
         *out = m;
