@@ -36,8 +36,9 @@ static sl_mat expert_mat(const sl_tensor *t, int e)
 
 /* ---- feed-forward ----------------------------------------------------- */
 
-/* SwiGLU of the rows of s->hb (gate) and s->hb2 (up), prepared for down:
- * rows idx[0..n) (or 0..n-1) of width down->cols, into s->act_down. */
+/* The activation act (SwiGLU, gpt-oss's clamped SwiGLU or GeGLU) of the
+ * rows of s->hb (gate) and s->hb2 (up), prepared for down: rows idx[0..n)
+ * (or 0..n-1) of width down->cols, into s->act_down. */
 static void prepare_down(sl_session *s, const sl_mat *down, const int *idx, int n,
                          const void **acts, sl_activation act)
 {
