@@ -565,6 +565,26 @@ static void describe_layers(const char *path, const sl_gguf *g, layers_info *li)
     sl_model_state_bytes(li->m, &li->per_token, &li->per_seq);
 }
 
+/* gemma4's layer kinds, from its per-layer window pattern: which layers
+ * slide (and over how many positions) and which attend to everything. */
+static void text_gemma4_kinds(FILE *f, const sl_gguf *g)
+{
+    const sl_gguf_array *a = sl_gguf_get_arr(g, "gemma4.attention.sliding_window_pattern");
+    uint32_t w = 0;
+    sl_gguf_get_u32(g, "gemma4.attention.sliding_window", &w);
+    if (!a || a->type != SL_GGUF_BOOL) return;
+    for (int kind = 1; kind >= 0; kind--) {
+        fprintf(f, "  %-14s", kind ? "sliding" : "full");
+        int shown_n = 0;
+        for (uint64_t i = 0; i < a->n && i < 4096; i++)
+            if ((((const uint8_t *)a->data)[i] != 0) == kind)
+                fprintf(f, "%s%llu", shown_n++ ? "," : "", (unsigned long long)i);
+        if (!shown_n) fprintf(f, "none");
+        if (kind) fprintf(f, " (window %u: their K/V need only the last %u positions)", w, w);
+        fprintf(f, "\n");
+    }
+}
+
 static void text_layers(FILE *f, const layers_info *li)
 {
     if (!li->m && !li->why[0]) return;
@@ -643,6 +663,7 @@ static void print_text(FILE *f, const sl_gguf *g, const sizing *z, const layers_
         text_section(f, g, SEC_OTHER, arch, 2, width);
     }
     text_layers(f, li);
+    if (li->m && arch && !strcmp(arch, "gemma4")) text_gemma4_kinds(f, g);
     if (tensors) text_tensors(f, g);
     text_sizing(f, z);
 }

@@ -19,6 +19,7 @@
 #include "engine/session.h"
 #include "experts/streamer.h"
 
+#include "engine/block.h"
 #include "engine/fwd_mm.h"
 #include "engine/mixer.h"
 #include "engine/router.h"
@@ -27,23 +28,39 @@
 static sl_mat expert_mat(const sl_tensor *t, int e)
 {
     sl_mat m = sl_fwd_mat(t);
-    m.data = (const uint8_t *)t->data + (size_t)e * (size_t)m.rows * m.row_bytes;
+    const size_t stride = t->expert_bytes ? (size_t)t->expert_bytes : (size_t)m.rows * m.row_bytes;
+    m.data = (const uint8_t *)t->data + (size_t)e * stride;
     m.n_experts = (int64_t)t->ne[2];
     return m;
 }
 
 /* ---- feed-forward ----------------------------------------------------- */
 
-/* SwiGLU of the rows of s->hb (gate) and s->hb2 (up), prepared for down:
- * rows idx[0..n) (or 0..n-1) of width down->cols, into s->act_down. */
+/* The activation act (SwiGLU, gpt-oss's clamped SwiGLU or GeGLU) of the
+ * rows of s->hb (gate) and s->hb2 (up), prepared for down: rows idx[0..n)
+ * (or 0..n-1) of width down->cols, into s->act_down. */
 static void prepare_down(sl_session *s, const sl_mat *down, const int *idx, int n,
-                         const void **acts, bool oai)
+                         const void **acts, sl_activation act)
 {
     const size_t F = (size_t)down->cols;
-    sl_prep p = {down, s->hb, F, s->hb2, idx, n,
+    if (act == SL_ACT_GEGLU) /* combined here, then prepared as plain rows */
+        for (int t = 0; t < n; t++) {
+            const size_t row = (size_t)(idx ? idx[t] : t);
+            sl_geglu(s->hb + row * F, s->hb2 + row * F, (int64_t)F);
+        }
+    sl_prep p = {down, s->hb, F, act == SL_ACT_GEGLU ? NULL : s->hb2, idx, n,
                  s->act_down, sl_fwd_act_stride(down->type, down->cols),
-                 (size_t)s->layout.bytes[SL_SB_act_down], acts, oai};
+                 (size_t)s->layout.bytes[SL_SB_act_down], acts, act == SL_ACT_SWIGLU_OAI};
     sl_fwd_prepare(s, &p);
+}
+
+/* Rows [first, first + cnt) of y (width w) times expert e's scale, when
+ * the layer has per-expert scales (the tensor sc, [n_expert]). */
+static void scale_rows(float *y, const sl_tensor *sc, int e, int first, int cnt, size_t w)
+{
+    if (!sc->data) return;
+    const float f = ((const float *)sc->data)[e];
+    for (size_t i = (size_t)first * w; i < (size_t)(first + cnt) * w; i++) y[i] *= f;
 }
 
 /* out(n, E) = down(silu(gate x) * up x) for the n rows of x */
@@ -53,7 +70,7 @@ static void swiglu_ffn(sl_session *s, const sl_mat *gate, const sl_mat *up, cons
     const sl_mat *gu[2] = {gate, up};
     float *gu_out[2] = {s->hb, s->hb2};
     sl_fwd_mm_shared(s, gu, gu_out, 2, x, n);
-    prepare_down(s, down, NULL, n, s->down_acts, false);
+    prepare_down(s, down, NULL, n, s->down_acts, SL_ACT_SWIGLU);
     const sl_mm_item d = {down, s->down_acts, n, out, (size_t)down->rows};
     sl_fwd_mm_run(s, &d, 1);
 }
@@ -126,8 +143,12 @@ static void run_experts(sl_session *s, const sl_layer *L, const sl_expert_w *xs,
             sl_add_rows_bias(s->hb + first * F, gb, cnt, F);
             sl_add_rows_bias(s->hb2 + first * F, ub, cnt, F);
         }
-    prepare_down(s, &xs[0].d, s->moe_rows, n_rows, s->down_acts,
-                 L->d.ffn.act == SL_ACT_SWIGLU_OAI);
+    for (int i = 0; i < nx; i++) { /* per-expert scales of gate and up (any architecture) */
+        const int first = s->moe_count[xs[i].e], cnt = s->moe_count[xs[i].e + 1] - first;
+        scale_rows(s->hb, &L->gate_exps_s, xs[i].e, first, cnt, F);
+        scale_rows(s->hb2, &L->up_exps_s, xs[i].e, first, cnt, F);
+    }
+    prepare_down(s, &xs[0].d, s->moe_rows, n_rows, s->down_acts, L->d.ffn.act);
     for (int i = 0; i < nx; i++) {
         const int first = s->moe_count[xs[i].e], cnt = s->moe_count[xs[i].e + 1] - first;
         it[i] = (sl_mm_item){&xs[i].d, s->down_acts + first, cnt, s->exp_out + first * E, E};
@@ -139,6 +160,10 @@ static void run_experts(sl_session *s, const sl_layer *L, const sl_expert_w *xs,
             sl_add_rows_bias(s->exp_out + first * E,
                           (const float *)L->down_exps_b.data + (size_t)xs[i].e * E, cnt, E);
         }
+    for (int i = 0; i < nx; i++) { /* each expert's output scale (gemma4, NVFP4 files) */
+        const int first = s->moe_count[xs[i].e], cnt = s->moe_count[xs[i].e + 1] - first;
+        scale_rows(s->exp_out, &L->down_exps_s, xs[i].e, first, cnt, E);
+    }
 }
 
 /* A streamed expert's weights: the same shapes as the stacked tensor's
@@ -146,7 +171,7 @@ static void run_experts(sl_session *s, const sl_layer *L, const sl_expert_w *xs,
 static sl_mat slice_mat(const sl_tensor *t, const void *data)
 {
     sl_mat m = sl_fwd_mat(t);
-    m.data = data;
+    m.data = (const uint8_t *)data + t->view_offset; /* a view starts inside the slice */
     m.n_experts = (int64_t)t->ne[2];
     return m;
 }
@@ -203,14 +228,17 @@ static int predict_experts(sl_session *s, int next)
     const sl_hparams *hp = &s->m->hp;
     const sl_layer *N = &s->m->layers[next];
     const sl_router_desc *r = &N->d.ffn.router;
-    sl_rmsnorm(s->pf_x, s->x, N->ffn_norm.data, hp->n_embd, hp->rms_eps);
+    if (r->own_norm)
+        sl_router_own_input(N, s->x, 1, hp->n_embd, hp->rms_eps, s->pf_x);
+    else
+        sl_rmsnorm(s->pf_x, s->x, N->ffn_norm.data, hp->n_embd, hp->rms_eps);
     sl_fwd_mm_tensor(s, &N->router, s->pf_x, 1, s->pf_logits);
     sl_add_rows_bias(s->pf_logits, N->router_b.data, 1, (size_t)r->n_expert);
     sl_router_guess(N, s->pf_logits, s->pf_ids, s->pf_w);
     return r->top_k;
 }
 
-static int moe_block(sl_session *s, const sl_layer *L, int il, int n, sl_err *err)
+int sl_moe_block(sl_session *s, const sl_layer *L, int il, int n, sl_err *err)
 {
     const sl_hparams *hp = &s->m->hp;
     const sl_router_desc *rd = &L->d.ffn.router;
@@ -284,7 +312,7 @@ static int ffn_block(sl_session *s, const sl_layer *L, int il, int n, sl_err *er
     for (int t = 0; t < n; t++)
         sl_rmsnorm(s->xb + (size_t)t * E, s->x + (size_t)t * E, L->ffn_norm.data, E, hp->rms_eps);
     if (L->d.ffn.kind == SL_FFN_ROUTED) {
-        int rc = moe_block(s, L, il, n, err);
+        int rc = sl_moe_block(s, L, il, n, err);
         if (rc) return rc;
     } else {
         sl_mat g = sl_fwd_mat(&L->ffn_gate), u = sl_fwd_mat(&L->ffn_up), d = sl_fwd_mat(&L->ffn_down);
@@ -319,8 +347,16 @@ int sl_forward_batch(sl_session *s, const int32_t *tokens, int n, sl_err *err)
     const int E = m->hp.n_embd;
     sl_mat emb = sl_fwd_mat(&m->tok_embd);
     for (int t = 0; t < n; t++) sl_mat_row_to_float(&emb, tokens[t], s->x + (size_t)t * E);
+    if (m->embd_scale != 0.0f) /* gemma4: the rows times sqrt(n_embd) */
+        for (size_t i = 0; i < (size_t)n * E; i++) s->x[i] *= m->embd_scale;
     for (int il = 0; il < m->hp.n_layer; il++) {
         const sl_layer *L = &m->layers[il];
+        if (L->d.norm == SL_NORM_SANDWICH) { /* gemma4 (block_gemma4.c) */
+            int rc = sl_block_sandwich(s, L, il, n, err);
+            if (!rc) rc = check_finite(s, s->x, n, E, 0, "hidden state", il, err);
+            if (rc) return rc;
+            continue;
+        }
         /* pre-norm: x += mixer(norm(x)) */
         for (int t = 0; t < n; t++)
             sl_rmsnorm(s->xb + (size_t)t * E, s->x + (size_t)t * E, L->attn_norm.data, E,
@@ -341,6 +377,8 @@ int sl_forward_batch(sl_session *s, const int32_t *tokens, int n, sl_err *err)
         sl_rmsnorm(s->xb + (size_t)t * E, s->x + (size_t)(first + t) * E, m->output_norm.data, E,
                    m->hp.rms_eps);
     sl_fwd_mm_tensor(s, &m->output, s->xb, cnt, s->logits);
+    if (m->logit_softcap > 0.0f)
+        sl_softcap(s->logits, (int64_t)cnt * m->hp.n_vocab, m->logit_softcap);
     int rc = check_finite(s, s->logits, cnt, m->hp.n_vocab, first, "logits", -1, err);
     if (rc) return rc;
     s->n_logits = cnt;

@@ -117,7 +117,9 @@ static void attn_forward(sl_session *s, const sl_layer *L, int il, int n, float 
     const sl_mat wq = sl_fwd_mat(&L->wq), wk = sl_fwd_mat(&L->wk), wv = sl_fwd_mat(&L->wv);
     const sl_mat *qkv[3] = {&wq, &wk, &wv};
     float *qkv_out[3] = {s->q, s->k, s->v};
-    sl_fwd_mm_shared(s, qkv, qkv_out, 3, s->xb, n);
+    /* gemma4's full layers have no v projection: v is k's (before its norm) */
+    sl_fwd_mm_shared(s, qkv, qkv_out, a->v_from_k ? 2 : 3, s->xb, n);
+    if (a->v_from_k) memcpy(s->v, s->k, sizeof(float) * (size_t)n * (size_t)k_dim);
     if (a->gated) split_gate(s, a, n);
     sl_add_rows_bias(s->q, L->bq.data, n, (size_t)q_dim);
     sl_add_rows_bias(s->k, L->bk.data, n, (size_t)k_dim);
@@ -134,8 +136,19 @@ static void attn_forward(sl_session *s, const sl_layer *L, int il, int n, float 
             sl_rmsnorm(q, q, L->q_norm.data, q_dim, hp->rms_eps);
             sl_rmsnorm(k, k, L->k_norm.data, k_dim, hp->rms_eps);
         }
-        sl_rope_apply(&a->rope, q, a->n_head, hd, s->n_past + t);
-        sl_rope_apply(&a->rope, k, a->n_head_kv, hd, s->n_past + t);
+        if (a->v_norm) /* gemma4: each v head RMS-normed, no weight */
+            for (int h = 0; h < a->n_head_kv; h++) {
+                float *v = s->v + (size_t)t * v_dim + (size_t)h * a->head_dim_v;
+                sl_rmsnorm_unit(v, v, a->head_dim_v, hp->rms_eps);
+            }
+        if (a->rope_ff) { /* gemma4's full layers: frequencies divided by rope_freqs */
+            const float *ff = s->m->rope_freqs.data;
+            sl_rope_apply_ff(&a->rope, ff, q, a->n_head, hd, s->n_past + t);
+            sl_rope_apply_ff(&a->rope, ff, k, a->n_head_kv, hd, s->n_past + t);
+        } else {
+            sl_rope_apply(&a->rope, q, a->n_head, hd, s->n_past + t);
+            sl_rope_apply(&a->rope, k, a->n_head_kv, hd, s->n_past + t);
+        }
         kv_store(s, st, s->n_past + t, k, (size_t)k_dim, s->v + (size_t)t * v_dim,
                  (size_t)v_dim);
     }

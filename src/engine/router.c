@@ -67,11 +67,29 @@ void sl_router_select(const sl_router_desc *rd, const float *p, const float *bia
         for (int r = 0; r < K; r++) w[r] *= rd->w_scale;
 }
 
+void sl_router_own_input(const sl_layer *L, const float *x, int n, int n_embd, float eps,
+                         float *out)
+{
+    const float inv = 1.0f / sqrtf((float)n_embd);
+    const float *sc = L->router_s.data;
+    for (int t = 0; t < n; t++) {
+        float *o = out + (size_t)t * (size_t)n_embd;
+        sl_rmsnorm_unit(o, x + (size_t)t * (size_t)n_embd, n_embd, eps);
+        for (int i = 0; i < n_embd; i++) o[i] *= inv;
+        for (int i = 0; i < n_embd; i++) o[i] *= sc[i];
+    }
+}
+
 void sl_route_batch(sl_session *s, const sl_layer *L, int n)
 {
     const sl_router_desc *rd = &L->d.ffn.router;
     const int K = rd->top_k, X = rd->n_expert;
-    sl_fwd_mm_tensor(s, &L->router, s->xb, n, s->router);
+    const float *in = s->xb;
+    if (rd->own_norm) { /* gemma4: built in ffn_out, free until the experts' sum */
+        sl_router_own_input(L, s->x, n, s->m->hp.n_embd, s->m->hp.rms_eps, s->ffn_out);
+        in = s->ffn_out;
+    }
+    sl_fwd_mm_tensor(s, &L->router, in, n, s->router);
     sl_add_rows_bias(s->router, L->router_b.data, n, (size_t)X);
     for (int t = 0; t < n; t++) {
         float *p = s->router + (size_t)t * X;

@@ -44,9 +44,15 @@ void sl_router_select(const sl_router_desc *rd, const float *p, const float *bia
  * of the logits otherwise (a softmax keeps their order). For read-ahead
  * only. Cannot fail. */
 void sl_router_guess(const sl_layer *L, float *logits, int *ids, float *w);
+/* gemma4's router input (sl_router_desc.own_norm) for the n rows of x
+ * (n, n_embd): each row's unweighted RMS norm, times 1/sqrt(n_embd), times
+ * L's per-channel router scale, into out (n, n_embd). Cannot fail. */
+void sl_router_own_input(const sl_layer *L, const float *x, int n, int n_embd, float eps,
+                         float *out);
 
 /* Routes the n tokens of the batch through layer L's router: the logits of
- * s->xb (the FFN's normalised input) into s->router (with the router's bias
+ * s->xb (the FFN's normalised input; with own_norm, sl_router_own_input of
+ * the residual stream s->x, built in s->ffn_out) into s->router (with the router's bias
  * if the layer has one), then for each token t its top_k experts into
  * s->topk_ids[t * top_k ...] and their weights into s->topk_w. Cannot fail. */
 void sl_route_batch(sl_session *s, const sl_layer *L, int n);

@@ -15,6 +15,7 @@ static const sl_arch archs[] = {
     {"olmoe",      sl_family_llama_layer, SL_ROPE_NEOX,   SL_QK_NORM_FULL, false, true,  false, false, false},
     {"qwen35moe",  sl_family_qwen35_layer, SL_ROPE_NEOX,  SL_QK_NORM_HEAD, false, true,  false, true,  true},
     {"gpt-oss",    sl_family_gptoss_layer, SL_ROPE_NEOX,  SL_QK_NORM_NONE, true,  true,  false, false, false},
+    {"gemma4",     sl_family_gemma4_layer, SL_ROPE_NEOX,  SL_QK_NORM_HEAD, false, true,  true,  false, true},
     {"deepseek2",  sl_family_deepseek2_layer, SL_ROPE_NORMAL, SL_QK_NORM_NONE, false, true, false, true, false},
     {"glm4moe",    sl_family_glm4moe_layer, SL_ROPE_NEOX, SL_QK_NORM_HEAD, true,  true,  false, true,  false},
 };
@@ -29,7 +30,7 @@ const sl_arch *sl_arch_find(const char *name)
 
 const char *sl_arch_supported_list(void)
 {
-    return "llama, qwen2, qwen3, qwen2moe, qwen3moe, olmoe, qwen35moe, gpt-oss, deepseek2, glm4moe";
+    return "llama, qwen2, qwen3, qwen2moe, qwen3moe, olmoe, qwen35moe, gpt-oss, gemma4, deepseek2, glm4moe";
 }
 
 char *sl_arch_key(char *buf, size_t cap, const char *arch, const char *suffix)

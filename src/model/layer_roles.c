@@ -42,6 +42,17 @@ static const sl_lt_role roles[SL_LT_COUNT] = {
     [SL_LT_GATE_EXPS_B] = {"ffn_gate_exps.bias", SL_READS_NOTHING, false},
     [SL_LT_UP_EXPS_B] = {"ffn_up_exps.bias", SL_READS_NOTHING, false},
     [SL_LT_DOWN_EXPS_B] = {"ffn_down_exps.bias", SL_READS_NOTHING, false},
+    [SL_LT_GATE_EXPS_S] = {"ffn_gate_exps.scale", SL_READS_NOTHING, false},
+    [SL_LT_UP_EXPS_S] = {"ffn_up_exps.scale", SL_READS_NOTHING, false},
+    [SL_LT_DOWN_EXPS_S] = {"ffn_down_exps.scale", SL_READS_NOTHING, false},
+    [SL_LT_POST_ATTN_NORM] = {"post_attention_norm.weight", SL_READS_NOTHING, false},
+    [SL_LT_POST_FFW_NORM] = {"post_ffw_norm.weight", SL_READS_NOTHING, false},
+    [SL_LT_PRE_FFW_NORM_2] = {"pre_ffw_norm_2.weight", SL_READS_NOTHING, false},
+    [SL_LT_POST_FFW_NORM_1] = {"post_ffw_norm_1.weight", SL_READS_NOTHING, false},
+    [SL_LT_POST_FFW_NORM_2] = {"post_ffw_norm_2.weight", SL_READS_NOTHING, false},
+    [SL_LT_ROUTER_S] = {"ffn_gate_inp.scale", SL_READS_NOTHING, false},
+    [SL_LT_OUT_SCALE] = {"layer_output_scale.weight", SL_READS_NOTHING, false},
+    [SL_LT_GATE_UP_EXPS] = {"ffn_gate_up_exps.weight", SL_READS_INPUT, true},
     [SL_LT_EXP_PROBS_B] = {"exp_probs_b.bias", SL_READS_NOTHING, false},
     [SL_LT_WQ_A] = {"attn_q_a.weight", SL_READS_INPUT, false},
     [SL_LT_Q_A_NORM] = {"attn_q_a_norm.weight", SL_READS_NOTHING, false},
@@ -92,6 +103,17 @@ ROLE_AT(router_b, SL_LT_ROUTER_B);
 ROLE_AT(gate_exps_b, SL_LT_GATE_EXPS_B);
 ROLE_AT(up_exps_b, SL_LT_UP_EXPS_B);
 ROLE_AT(down_exps_b, SL_LT_DOWN_EXPS_B);
+ROLE_AT(gate_exps_s, SL_LT_GATE_EXPS_S);
+ROLE_AT(up_exps_s, SL_LT_UP_EXPS_S);
+ROLE_AT(down_exps_s, SL_LT_DOWN_EXPS_S);
+ROLE_AT(post_attn_norm, SL_LT_POST_ATTN_NORM);
+ROLE_AT(post_ffw_norm, SL_LT_POST_FFW_NORM);
+ROLE_AT(pre_ffw_norm_2, SL_LT_PRE_FFW_NORM_2);
+ROLE_AT(post_ffw_norm_1, SL_LT_POST_FFW_NORM_1);
+ROLE_AT(post_ffw_norm_2, SL_LT_POST_FFW_NORM_2);
+ROLE_AT(router_s, SL_LT_ROUTER_S);
+ROLE_AT(out_scale, SL_LT_OUT_SCALE);
+ROLE_AT(gate_up_exps, SL_LT_GATE_UP_EXPS);
 ROLE_AT(exp_probs_b, SL_LT_EXP_PROBS_B);
 ROLE_AT(wq_a, SL_LT_WQ_A);
 ROLE_AT(q_a_norm, SL_LT_Q_A_NORM);

@@ -68,6 +68,15 @@ typedef struct sl_tensor {
     uint64_t nbytes;
     uint64_t row_bytes;  /* bytes of one row of ne[0] elements */
     const void *data;    /* NULL when the tensor is absent */
+    /* A view into another tensor of the layer (gemma4's fused
+     * ffn_gate_up_exps seen as gate and up): view_of is that tensor's role
+     * + 1 (0: not a view); its bytes are the viewed tensor's, from
+     * view_offset within each expert's slice, experts expert_bytes apart
+     * (0: rows * row_bytes, the plain stacked layout). A view is neither
+     * counted nor read on its own. */
+    int view_of;
+    uint64_t view_offset;
+    uint64_t expert_bytes;
 } sl_tensor;
 
 /* The tensors of a layer by role: the index into sl_layer.t. The role
@@ -88,6 +97,12 @@ typedef enum sl_ltensor {
     SL_LT_SSM_BETA, SL_LT_SSM_ALPHA, SL_LT_SSM_NORM, SL_LT_SSM_OUT,
     /* gpt-oss: the output bias, attention sinks, router and expert biases */
     SL_LT_BO, SL_LT_SINKS, SL_LT_ROUTER_B, SL_LT_GATE_EXPS_B, SL_LT_UP_EXPS_B, SL_LT_DOWN_EXPS_B,
+    /* per-expert output scales (any architecture: llama.cpp's generic
+     * *_exps.scale), gemma4's sandwich norms, router scale, layer scalar
+     * and fused gate/up experts */
+    SL_LT_GATE_EXPS_S, SL_LT_UP_EXPS_S, SL_LT_DOWN_EXPS_S,
+    SL_LT_POST_ATTN_NORM, SL_LT_POST_FFW_NORM, SL_LT_PRE_FFW_NORM_2, SL_LT_POST_FFW_NORM_1,
+    SL_LT_POST_FFW_NORM_2, SL_LT_ROUTER_S, SL_LT_OUT_SCALE, SL_LT_GATE_UP_EXPS,
     /* issue 17: the router's selection bias; MLA's low-rank q, the
      * compressed KV latent and its norm, the per-head k/v up-projections */
     SL_LT_EXP_PROBS_B,
@@ -133,6 +148,11 @@ typedef struct sl_attn_desc {
                                 (the layer's sinks tensor, gpt-oss) */
     int n_swa;               /* > 0: a sliding window, a token sees itself and the
                                 n_swa - 1 before it; 0: the whole context */
+    bool v_from_k;           /* no v projection: v is k's projection (gemma4's
+                                full layers), taken before k's norm and rope */
+    bool v_norm;             /* v RMS-normed per head without a weight (gemma4) */
+    bool rope_ff;            /* rope frequencies divided by the model's
+                                rope_freqs (gemma4's proportional rope) */
 } sl_attn_desc;
 
 /* Multi-head latent attention (deepseek2, ARCHS.md section 3) in its
@@ -172,6 +192,7 @@ typedef enum sl_activation {
     SL_ACT_SWIGLU = 0,  /* silu(gate) * up */
     SL_ACT_SWIGLU_OAI,  /* gpt-oss: g = min(gate, 7), u = clamp(up, -7, 7),
                            g * sigmoid(1.702 g) * (u + 1) */
+    SL_ACT_GEGLU,       /* gelu_tanh(gate) * up, gelu through llama.cpp's f16 table */
 } sl_activation;
 
 typedef enum sl_router_score {
@@ -184,6 +205,10 @@ typedef struct sl_router_desc {
     sl_router_score score;
     int n_expert, top_k;
     bool renorm;             /* the top-k weights rescaled to sum to 1 */
+    bool own_norm;           /* gemma4: the router reads the residual stream's
+                                unweighted RMS norm / sqrt(n_embd) times the
+                                per-channel scale (ffn_gate_inp.scale), not the
+                                FFN's input */
     /* issue 17 */
     bool sel_bias;           /* exp_probs_b is added to the scores for the
                                 selection only, never to the weights */
@@ -203,6 +228,8 @@ typedef struct sl_ffn_desc {
                                 its output is scaled by sigmoid(gate . x) */
     bool biases;             /* routed: router and per-expert gate/up/down biases
                                 (resident, added after each product) */
+    int n_ff_dense;          /* gemma4: the width of the dense GeGLU MLP that runs
+                                beside the routed experts (0: none) */
     bool shexp_ungated;      /* the shared expert's output is added as it is
                                 (deepseek2, glm4moe): no sigmoid gate tensor */
 } sl_ffn_desc;
@@ -210,6 +237,8 @@ typedef struct sl_ffn_desc {
 /* Where the RMS norms sit around a layer's two blocks. */
 typedef enum sl_norm_place {
     SL_NORM_PRE = 0, /* x += mixer(norm(x)); x += ffn(norm(x)) */
+    SL_NORM_SANDWICH, /* gemma4: x += post(mixer(norm(x))); x += post(ffn(...)),
+                         then x *= the layer's scalar (engine/block_gemma4.c) */
 } sl_norm_place;
 
 typedef struct sl_layer_desc {
@@ -245,6 +274,12 @@ typedef struct sl_layer {
             /* gpt-oss: bo [n_embd], sinks [n_head], router bias [n_expert],
              * expert biases [n_ff, n_expert] (gate, up) and [n_embd, n_expert] */
             sl_tensor bo, sinks, router_b, gate_exps_b, up_exps_b, down_exps_b;
+            /* per-expert scales [n_expert]; gemma4: sandwich norms [n_embd],
+             * router scale [n_embd], layer scalar [1], fused gate/up
+             * experts [n_embd, 2 n_ff_exp, n_expert] */
+            sl_tensor gate_exps_s, up_exps_s, down_exps_s;
+            sl_tensor post_attn_norm, post_ffw_norm, pre_ffw_norm_2, post_ffw_norm_1,
+                post_ffw_norm_2, router_s, out_scale, gate_up_exps;
             /* issue 17: selection bias [n_expert]; MLA: q_a [n_embd, q_lora],
              * q_a_norm [q_lora], q_b [q_lora, n_head*hd], kv_a [n_embd, r + rope],
              * kv_a_norm [r], k_b [nope, r, n_head], v_b [r, hdv, n_head] */
@@ -283,6 +318,11 @@ struct sl_model {
     FILE *trace;            /* --io-trace output, owned */
     char warning[256];      /* set by planning, shown by front-ends */
     struct sl_tokenizer *tok; /* from tokenizer.ggml.*; NULL if the file has none */
+    /* gemma4: rope_freqs [head_dim_full / 2] (absent: NULL data), the
+     * embedding rows' scale (0: none) and the final logit softcap (0: none) */
+    sl_tensor rope_freqs;
+    float embd_scale;
+    float logit_softcap;
 };
 
 /* Decides residency from params and the measured sizes (dense_bytes,

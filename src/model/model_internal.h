@@ -32,6 +32,14 @@ sl_rope sl_hparams_rope(const sl_hparams *hp, bool neox);
 int sl_bind_named(sl_binder *b, int il, sl_ltensor r, const char *suffix, bool required, int n,
                   uint64_t w0, uint64_t w1, uint64_t w2);
 
+/* Binds a model-wide tensor (not blk.N.*) by its full GGUF name into t, as
+ * sl_bind_role does (counted as dense; placed by the loader when t is one
+ * it places: m->rope_freqs). */
+int sl_bind_global(sl_binder *b, sl_tensor *t, const char *name, bool required, int n,
+                   uint64_t w0, uint64_t w1, uint64_t w2);
+
+/* The layer function of gemma4 (family_gemma4.c). */
+int sl_family_gemma4_layer(sl_binder *b, int il);
 /* The layer functions of deepseek2 (family_deepseek2.c) and glm4moe
  * (family_glm4moe.c). */
 int sl_family_deepseek2_layer(sl_binder *b, int il);

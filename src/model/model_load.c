@@ -100,7 +100,7 @@ int sl_bind_role(sl_binder *b, int il, sl_ltensor r, bool required, int n, uint6
 static int place(sl_model *m, sl_tensor *t, uint8_t **cursor, sl_err *err)
 {
     const sl_gguf_tensor *info = t->info;
-    if (!info) return SL_OK;
+    if (!info || t->view_of) return SL_OK; /* a view: set after its tensor */
     if (m->maps) {
         t->data = (const uint8_t *)m->maps[info->file_index] + info->offset;
         return SL_OK;
@@ -165,6 +165,37 @@ static int place_weights(sl_model *m, const sl_model_params *p, sl_err *err)
             if (m->streaming && sl_layer_role((sl_ltensor)r)->routed) continue;
             if ((rc = place(m, &L->t[r], &cur, err))) return rc;
         }
+        /* views (gemma4's gate and up in ffn_gate_up_exps) start inside
+         * the tensor they view */
+        for (int r = 0; r < SL_LT_COUNT; r++) {
+            sl_tensor *t = &L->t[r];
+            const void *base = t->view_of ? L->t[t->view_of - 1].data : NULL;
+            if (base) t->data = (const uint8_t *)base + t->view_offset;
+        }
+    }
+    if ((rc = place(m, &m->rope_freqs, &cur, err))) return rc;
+    return SL_OK;
+}
+
+int sl_bind_global(sl_binder *b, sl_tensor *t, const char *name, bool required, int n,
+                   uint64_t w0, uint64_t w1, uint64_t w2)
+{
+    return bind(b, t, name, required, n, w0, w1, w2);
+}
+
+/* Per-expert scales ([n_expert] each: llama.cpp's generic
+ * ffn_{gate,up,down}_exps.scale, which any architecture's file may carry)
+ * for a routed layer whose family did not bind them; the forward pass
+ * multiplies each expert's product rows by them when present. */
+static int bind_expert_scales(binder *b, int il)
+{
+    const sl_layer *L = &b->m->layers[il];
+    if (L->d.ffn.kind != SL_FFN_ROUTED) return SL_OK;
+    static const sl_ltensor roles[] = {SL_LT_GATE_EXPS_S, SL_LT_UP_EXPS_S, SL_LT_DOWN_EXPS_S};
+    for (size_t i = 0; i < sizeof roles / sizeof roles[0]; i++) {
+        if (L->t[roles[i]].info) continue;
+        int rc = sl_bind_role(b, il, roles[i], false, 1, (uint64_t)L->d.ffn.router.n_expert, 0, 0);
+        if (rc) return rc;
     }
     return SL_OK;
 }
@@ -231,7 +262,7 @@ int sl_model_load(sl_model **out, const char *path, const sl_model_params *param
         goto fail;
     }
     for (int il = 0; il < m->hp.n_layer; il++)
-        if ((rc = m->arch->layer(&b, il))) goto fail;
+        if ((rc = m->arch->layer(&b, il)) || (rc = bind_expert_scales(&b, il))) goto fail;
     if (params && params->describe_only) {
         m->described_only = true;
         *out = m;

@@ -120,4 +120,26 @@ void sl_matmul_rows(const sl_mat *mat, const void *const *acts, int n, float *y,
 /* Dequantises row r of mat into out (mat->cols floats). */
 void sl_mat_row_to_float(const sl_mat *mat, int64_t r, float *out);
 
+/* ---- gemma4's operations (act_gelu.c, norm_unit.c, softcap.c, rope_ff.c) */
+
+/* GELU (tanh form) of x as llama.cpp's CPU backend computes it: through an
+ * f16 table (x rounded to f16, the result rounded to f16), 0 for
+ * x <= -10, x for x >= 10. */
+float sl_gelu_f16(float x);
+
+/* x = gelu(x) * g elementwise (GeGLU's combine), gelu as sl_gelu_f16. */
+void sl_geglu(float *x, const float *g, int64_t n);
+
+/* out[i] = x[i] / rms(x): the RMS norm without a weight, in sl_rmsnorm's
+ * arithmetic. out may alias x. */
+void sl_rmsnorm_unit(float *out, const float *x, int64_t n, float eps);
+
+/* x = cap * tanh(x / cap) elementwise (a final logit softcap), cap > 0. */
+void sl_softcap(float *x, int64_t n, float cap);
+
+/* sl_rope_apply with pair i's frequency divided by ff[i] (i < n_dims / 2)
+ * and no YaRN (r's ext_factor is ignored). */
+void sl_rope_apply_ff(const sl_rope *r, const float *ff, float *x, int n_heads, int head_dim,
+                      int64_t pos);
+
 #endif

@@ -69,6 +69,12 @@ typedef struct sl_synth_config {
     sl_synth_type type;
     uint64_t seed;
     unsigned threads;       /* generator threads; 0 or 1 = all in the caller */
+    /* gemma4 only (zero elsewhere; synth_gemma4.c): sliding layers' head
+     * size and K/V heads (head_dim / n_head_kv are the full layers'), the
+     * window, and the pattern: layer l is full attention iff
+     * (l + 1) % swa_period == 0; a dense GeGLU MLP of n_ff beside the
+     * experts in every layer */
+    uint32_t head_dim_swa, n_head_kv_swa, n_swa, swa_period;
 } sl_synth_config;
 
 /* Fills c from an architecture and a preset. arch is a general.architecture
@@ -96,6 +102,14 @@ void sl_synth_rope_sections(const sl_synth_config *c, int32_t out[4]);
  * qwen35moe and (l+1) % full_attn_interval != 0, as llama.cpp's loader
  * decides without attention.recurrent_layers. */
 bool sl_synth_layer_is_linear(const sl_synth_config *c, uint32_t l);
+
+/* gemma4: true if layer l of c is a sliding-window layer. (synth_gemma4.c) */
+bool sl_synth_gemma4_slides(const sl_synth_config *c, uint32_t l);
+
+/* gemma4: fills c's gemma4 fields for preset p (tiny, 26b-a4b, or any other
+ * preset with a 5:1 pattern and a quarter of the head size on sliding layers).
+ * (synth_gemma4.c) */
+int sl_synth_gemma4_init(sl_synth_config *c, sl_err *err);
 
 /* Presets, for --help: count, name and one-line summary of preset i. */
 size_t sl_synth_preset_count(void);
@@ -140,6 +154,8 @@ typedef enum sl_synth_role {
     SL_SYNTH_R_SSM_BETA,    /* ssm_beta {E, nv} */
     SL_SYNTH_R_SSM_ALPHA,   /* ssm_alpha {E, nv} */
     SL_SYNTH_R_SSM_OUT,     /* ssm_out {nv ds, E} */
+    SL_SYNTH_R_ROPE_FREQS,  /* gemma4 rope_freqs {D/2}: 1 on the first quarter of
+                               the pairs, 1e30 after (proportional rope), F32 */
 } sl_synth_role;
 
 typedef struct sl_synth_tensor {

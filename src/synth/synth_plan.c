@@ -64,6 +64,7 @@ sl_type sl_synth_pick_type(const sl_synth_config *c, sl_synth_role role, int lay
     case SL_SYNTH_R_SSM_CONV:
     case SL_SYNTH_R_SSM_DT:
     case SL_SYNTH_R_SSM_A:
+    case SL_SYNTH_R_ROPE_FREQS:
         return SL_TYPE_F32;
     default:
         break;
@@ -132,6 +133,8 @@ void sl_synth_gen_rows_simd(const sl_synth_config *c, const sl_synth_tensor *t, 
     }
     if (t->role == SL_SYNTH_R_SSM_A)
         for (uint64_t i = 0; i < nrows * ne0; i++) dst[i] = -expf(dst[i]);
+    if (t->role == SL_SYNTH_R_ROPE_FREQS) /* gemma4's proportional rope */
+        for (uint64_t i = 0; i < nrows * ne0; i++) dst[i] = i % ne0 < ne0 / 4 ? 1.0f : 1e30f;
 }
 
 void sl_synth_gen_rows(const sl_synth_config *c, const sl_synth_tensor *t, uint64_t row0,
@@ -235,6 +238,43 @@ static void add_hybrid_mixer(plan *p, int l)
     add(p, l, SYN_T_SSM_OUT, SL_SYNTH_R_SSM_OUT, 2, vd, E, 1);
 }
 
+/* A gemma4 layer (ARCHS.md section 6, llama.cpp llama_model_gemma4's
+ * tensors): attention with q/k norms (K = V on full layers: no attn_v),
+ * sandwich norms, the dense MLP, the router with its scale, split gate/up
+ * experts with per-expert down scales, and the layer scalar. */
+static void add_gemma4_layer(plan *p, int l)
+{
+    const sl_synth_config *c = p->c;
+    const bool swa = sl_synth_gemma4_slides(c, (uint32_t)l);
+    const uint64_t E = c->n_embd, D = swa ? c->head_dim_swa : c->head_dim;
+    const uint64_t QD = (uint64_t)c->n_head * D;
+    const uint64_t KD = (uint64_t)(swa ? c->n_head_kv_swa : c->n_head_kv) * D;
+    const uint64_t F = c->n_ff, Fx = c->n_ff_exp, X = c->n_expert;
+    add(p, l, SL_T_ATTN_NORM, SL_SYNTH_R_NORM, 1, E, 1, 1);
+    add(p, l, SL_T_ATTN_Q, SL_SYNTH_R_ATTN_Q, 2, E, QD, 1);
+    add(p, l, SL_T_ATTN_K, SL_SYNTH_R_ATTN_K, 2, E, KD, 1);
+    if (swa) add(p, l, SL_T_ATTN_V, SL_SYNTH_R_ATTN_V, 2, E, KD, 1);
+    add(p, l, SL_T_ATTN_OUT, SL_SYNTH_R_ATTN_OUT, 2, QD, E, 1);
+    add(p, l, SL_T_ATTN_Q_NORM, SL_SYNTH_R_NORM, 1, D, 1, 1);
+    add(p, l, SL_T_ATTN_K_NORM, SL_SYNTH_R_NORM, 1, D, 1, 1);
+    add(p, l, SYN_T_POST_ATTN_NORM, SL_SYNTH_R_NORM, 1, E, 1, 1);
+    add(p, l, SL_T_FFN_NORM, SL_SYNTH_R_NORM, 1, E, 1, 1);
+    add(p, l, SL_T_FFN_GATE, SL_SYNTH_R_FFN_GATE, 2, E, F, 1);
+    add(p, l, SL_T_FFN_UP, SL_SYNTH_R_FFN_UP, 2, E, F, 1);
+    add(p, l, SL_T_FFN_DOWN, SL_SYNTH_R_FFN_DOWN, 2, F, E, 1);
+    add(p, l, "post_ffw_norm.weight", SL_SYNTH_R_NORM, 1, E, 1, 1);
+    add(p, l, SL_T_FFN_ROUTER, SL_SYNTH_R_ROUTER, 2, E, X, 1);
+    add(p, l, "ffn_gate_inp.scale", SL_SYNTH_R_NORM, 1, E, 1, 1);
+    add(p, l, "pre_ffw_norm_2.weight", SL_SYNTH_R_NORM, 1, E, 1, 1);
+    add(p, l, "post_ffw_norm_1.weight", SL_SYNTH_R_NORM, 1, E, 1, 1);
+    add(p, l, "post_ffw_norm_2.weight", SL_SYNTH_R_NORM, 1, E, 1, 1);
+    add(p, l, SL_T_FFN_GATE_EXPS, SL_SYNTH_R_EXP_GATE, 3, E, Fx, X);
+    add(p, l, SL_T_FFN_UP_EXPS, SL_SYNTH_R_EXP_UP, 3, E, Fx, X);
+    add(p, l, SL_T_FFN_DOWN_EXPS, SL_SYNTH_R_EXP_DOWN, 3, Fx, E, X);
+    add(p, l, "ffn_down_exps.scale", SL_SYNTH_R_NORM, 1, X, 1, 1);
+    add(p, l, "layer_output_scale.weight", SL_SYNTH_R_NORM, 1, 1, 1, 1);
+}
+
 int sl_synth_plan_build(const sl_synth_config *c, sl_synth_tensor **out, size_t *n_out,
                         sl_err *err)
 {
@@ -243,10 +283,16 @@ int sl_synth_plan_build(const sl_synth_config *c, sl_synth_tensor **out, size_t 
     const uint64_t QD = (uint64_t)c->n_head * c->head_dim;   /* q width */
     const uint64_t KD = (uint64_t)c->n_head_kv * c->head_dim; /* k, v width */
     const bool hybrid = !strcmp(c->arch, "qwen35moe");
+    const bool gemma4 = !strcmp(c->arch, "gemma4");
 
     /* Data-flow order: embedding, layers, output. */
     add(&p, -1, SL_T_TOKEN_EMBD, SL_SYNTH_R_TOKEN_EMBD, 2, E, V, 1);
+    if (gemma4) add(&p, -1, "rope_freqs.weight", SL_SYNTH_R_ROPE_FREQS, 1, c->head_dim / 2, 1, 1);
     for (int l = 0; l < (int)c->n_layer; l++) {
+        if (gemma4) {
+            add_gemma4_layer(&p, l);
+            continue;
+        }
         if (hybrid) add_hybrid_mixer(&p, l);
         else add_attention(&p, l, QD, KD);
         add(&p, l, hybrid ? SYN_T_POST_ATTN_NORM : SL_T_FFN_NORM, SL_SYNTH_R_NORM, 1, E, 1, 1);

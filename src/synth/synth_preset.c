@@ -58,6 +58,11 @@ static const preset presets[] = {
      4096, 94, 64, 4, 128, 12288, 1536, 6144, 128, 8, 151936, 40960, 1000000.0f, 1e-6f},
     {"35b-a3b", "Qwen3.6-35B-A3B (qwen35moe): n_embd 2048, 40 layers, 256 experts (ff 512) top-8 + shared, vocab 248320",
      2048, 40, 16, 2, 256, 512, 512, 512, 256, 8, 248320, 262144, 10000000.0f, 1e-6f},
+    /* Gemma-4-26B-A4B's published config (gemma4; synth_gemma4.c adds the
+     * sliding layers: 8 K/V heads of 256, window 1024, 5 of every 6); here
+     * the full layers' 2 K/V heads of 512 */
+    {"26b-a4b", "Gemma-4-26B-A4B (gemma4): n_embd 2816, 30 layers, 128 experts (ff 704) top-8 + dense MLP 2112, vocab 262144",
+     2816, 30, 16, 2, 512, 2112, 704, 0, 128, 8, 262144, 262144, 1000000.0f, 1e-6f},
 };
 #define N_PRESETS (sizeof presets / sizeof presets[0])
 
@@ -110,12 +115,13 @@ static const arch_entry archs[] = {
     {"qwen3", "qwen3", false, false},
     {"qwen2", "qwen2", false, false},
     {"qwen35moe", "qwen35moe", true, true},
+    {"gemma4", "gemma4", true, false},
 };
 
 const char *sl_synth_arch_list(void)
 {
     return "qwen3moe, qwen2moe, mixtral (llama with experts), olmoe, llama, qwen3, qwen2, "
-           "qwen35moe (hybrid gated DeltaNet + gated attention)";
+           "qwen35moe (hybrid gated DeltaNet + gated attention), gemma4 (Gemma 4 MoE)";
 }
 
 static const char *const type_names[SL_SYNTH_TYPE_COUNT] = {
@@ -216,6 +222,7 @@ int sl_synth_config_init(sl_synth_config *c, const char *arch, const char *prese
         c->ssm_v_heads = h->v_heads;
         c->rope_dim = p->head_dim / 4; /* partial_rotary_factor 0.25 */
     }
+    if (!strcmp(a->arch, "gemma4")) return sl_synth_gemma4_init(c, err);
     return SL_OK;
 }
 

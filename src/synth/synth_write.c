@@ -103,6 +103,36 @@ static void write_hybrid_keys(kw *k, const sl_synth_config *c)
     key_u32(k, "full_attention_interval", c->full_attn_interval);
 }
 
+/* gemma4's own keys (llama.cpp llama_model_gemma4::load_arch_hparams, as
+ * its converter writes them): per-layer K/V heads and the window pattern as
+ * arrays, the sliding layers' head size and rope, the softcap. */
+static void write_gemma4_keys(kw *k, const sl_synth_config *c)
+{
+    char key[128];
+    int32_t kv[1024];
+    uint8_t swa[1024];
+    for (uint32_t l = 0; l < c->n_layer && l < 1024; l++) {
+        swa[l] = sl_synth_gemma4_slides(c, l);
+        kv[l] = (int32_t)(swa[l] ? c->n_head_kv_swa : c->n_head_kv);
+    }
+    if (!k->rc)
+        k->rc = sl_gguf_writer_set_arr_i32(
+            k->w, sl_arch_key(key, sizeof key, k->arch, SL_KEY_HEAD_COUNT_KV), kv, c->n_layer);
+    sl_gguf_value pat = {.type = SL_GGUF_ARRAY};
+    pat.v.arr = (sl_gguf_array){SL_GGUF_BOOL, c->n_layer, swa};
+    if (!k->rc)
+        k->rc = sl_gguf_writer_set_value(
+            k->w, sl_arch_key(key, sizeof key, k->arch, "attention.sliding_window_pattern"), &pat);
+    key_u32(k, "attention.key_length_swa", c->head_dim_swa);
+    key_u32(k, "attention.value_length_swa", c->head_dim_swa);
+    key_u32(k, "rope.dimension_count_swa", c->head_dim_swa);
+    key_f32(k, "rope.freq_base_swa", 10000.0f);
+    key_u32(k, "attention.sliding_window", c->n_swa);
+    key_u32(k, "attention.shared_kv_layers", 0);
+    key_u32(k, "embedding_length_per_layer_input", 0);
+    key_f32(k, "final_logit_softcapping", 30.0f);
+}
+
 static int write_metadata(sl_gguf_writer *w, const sl_synth_config *c, const sl_synth_vocab *v,
                           sl_err *err)
 {
@@ -127,7 +157,9 @@ static int write_metadata(sl_gguf_writer *w, const sl_synth_config *c, const sl_
     key_u32(&k, SL_KEY_EMBEDDING_LENGTH, c->n_embd);
     key_u32(&k, SL_KEY_FEED_FORWARD_LENGTH, ff_is_expert ? c->n_ff_exp : c->n_ff);
     key_u32(&k, SL_KEY_HEAD_COUNT, c->n_head);
-    key_u32(&k, SL_KEY_HEAD_COUNT_KV, c->n_head_kv);
+    const bool gemma4 = !strcmp(c->arch, "gemma4");
+    if (gemma4) write_gemma4_keys(&k, c);
+    else key_u32(&k, SL_KEY_HEAD_COUNT_KV, c->n_head_kv);
     key_u32(&k, SL_KEY_KEY_LENGTH, c->head_dim);
     key_u32(&k, SL_KEY_VALUE_LENGTH, c->head_dim);
     key_f32(&k, SL_KEY_RMS_EPS, c->rms_eps);

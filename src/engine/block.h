@@ -1,0 +1,22 @@
+/* block.h - a layer's blocks that architectures' block files share with
+ * the forward pass (forward.c). */
+#ifndef SL_ENGINE_BLOCK_H
+#define SL_ENGINE_BLOCK_H
+
+#include "engine/session.h"
+
+/* The routed experts of layer L for the batch's n tokens: routes them
+ * (engine/router.c), runs each chosen expert on s->xb (resident or
+ * streamed) and writes each token's weighted sum (top-k rank order) plus
+ * any shared expert into s->ffn_out (n, n_embd). Fails only when a
+ * streamed expert cannot be read. (forward.c) */
+int sl_moe_block(sl_session *s, const sl_layer *L, int il, int n, sl_err *err);
+
+/* One gemma4 layer (SL_NORM_SANDWICH) on the batch's residual stream s->x:
+ * attention between attn_norm and post_attention_norm, the dense GeGLU MLP
+ * and (on routed layers) the experts with their own pre/post norms, their
+ * sum post-normed and added, then the layer scalar. Fails only when a
+ * streamed expert cannot be read. (block_gemma4.c) */
+int sl_block_sandwich(sl_session *s, const sl_layer *L, int il, int n, sl_err *err);
+
+#endif
