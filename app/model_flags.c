@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "args.h"
+#include "engine/route_knobs.h"
 #include "experts/streamer.h"
 #include "gguf/gguf.h"
 #include "model/model.h"
@@ -43,6 +44,12 @@ void model_flags_help(FILE *out)
             "      --route-trace FILE replay a recorded expert choice (route_trace v1) instead\n"
             "                         of the router, token by token, wrapping at its end: the\n"
             "                         cache and I/O see real routing (needs streamed experts)\n"
+            "      --n-expert-used K  lossy: route each token to K experts, fewer than the\n"
+            "                         file's top-k (the cost is printed at the end)\n"
+            "      --cache-route J,M  lossy: keep the router's top J experts and fill the\n"
+            "                         other slots with the best-ranked of its top M already\n"
+            "                         in the expert cache (streamed experts only; on a\n"
+            "                         resident model it changes nothing)\n"
             "      --stats            print where the time and memory went, at the end\n"
             "      --stats-json FILE  write the same as JSON\n"
             "      --progress         a live status line on stderr\n");
@@ -126,6 +133,21 @@ int model_flags_parse(model_flags *f, const char *cmd, int argc, char **argv, in
     } else if (!strcmp(a, "--cache-policy")) {
         VALUE();
         f->cache_policy = v;
+    } else if (!strcmp(a, "--n-expert-used")) {
+        VALUE();
+        if (!arg_int(cmd, a, v, 1, 4096, &n)) return -1;
+        p->n_expert_used = (int)n;
+    } else if (!strcmp(a, "--cache-route")) {
+        VALUE();
+        int j, mm, used = 0;
+        if (sscanf(v, "%d,%d%n", &j, &mm, &used) != 2 || v[used] != '\0' || j < 0 ||
+            mm < 1 || mm > 4096) {
+            fprintf(stderr, "sluice %s: --cache-route expects J,M (keep the router's top J, "
+                    "fill from its top M; 0 <= J < experts used < M), got '%s'\n", cmd, v);
+            return -1;
+        }
+        p->cache_route_keep = j;
+        p->cache_route_from = mm;
     } else if (!strcmp(a, "--stats")) {
         f->stats = true;
     } else if (!strcmp(a, "--stats-json")) {
@@ -210,13 +232,22 @@ static bool replay_setup(const model_flags *f, const char *cmd, sl_model *m)
     for (int il = 0; il < m->hp.n_layer; il++) {
         const sl_layer_desc *d = &m->layers[il].d;
         if (d->ffn.kind != SL_FFN_ROUTED) continue;
-        if (sl_route_trace_check(t, m->hp.n_layer, d->ffn.router.n_expert, d->ffn.router.top_k,
-                                 &err)) {
+        if (sl_route_trace_check(t, m->hp.n_layer, d->ffn.router.n_expert,
+                                 sl_model_file_top_k(m, il), &err)) {
             fprintf(stderr, "sluice %s: --route-trace '%s' does not fit the model: %s\n", cmd,
                     f->route_trace, err.msg);
             sl_route_trace_free(t);
             return false;
         }
+    }
+    if (f->params.cache_route_from > sl_route_trace_top_k(t)) {
+        fprintf(stderr, "sluice %s: --cache-route %d,%d: the trace records only %d experts per "
+                "token and layer, so M can be at most %d under --route-trace (lower the experts "
+                "used with --n-expert-used to leave room to choose)\n", cmd,
+                f->params.cache_route_keep, f->params.cache_route_from, sl_route_trace_top_k(t),
+                sl_route_trace_top_k(t));
+        sl_route_trace_free(t);
+        return false;
     }
     sl_streamer_set_route_trace(m->streamer, t);
     return true;
@@ -246,6 +277,10 @@ sl_model *model_flags_load(const model_flags *f, const char *cmd, const char *pa
         sl_model_free(m);
         return NULL;
     }
+    if (f->params.cache_route_from && !st.streaming)
+        fprintf(stderr, "sluice %s: note: --cache-route changes nothing here: every expert is "
+                "resident (the model is not streamed), so each candidate counts as cached and "
+                "the router's own choice is kept; add --moe-stream to route by the cache\n", cmd);
     if (st.warning[0]) fprintf(stderr, "sluice %s: warning: %s\n", cmd, st.warning);
     for (int i = 0; sl_model_warning(m, i); i++)
         fprintf(stderr, "sluice %s: warning: %s\n", cmd, sl_model_warning(m, i));
@@ -295,10 +330,30 @@ static bool trace_ok(const model_flags *f, const char *cmd, const sl_model *m)
     return false;
 }
 
+/* What the lossy knobs cost, one line (without a newline). */
+static void knob_cost(FILE *out, const sl_knob_stats *k)
+{
+    fprintf(out, "experts used %d of the file's %d", k->n_expert_used, k->file_top_k);
+    if (k->cache_route_from)
+        fprintf(out, ", cache-route %d,%d", k->cache_route_keep, k->cache_route_from);
+    fprintf(out, ": %.2f%% of the routing weight kept, %.2f%% of the router's choices changed",
+            100.0 * k->weight_kept,
+            k->choices ? 100.0 * (double)k->changed / (double)k->choices : 0.0);
+    if (k->cache_route_from)
+        fprintf(out, " (%llu experts taken for being cached)", (unsigned long long)k->substituted);
+}
+
 bool model_flags_report(const model_flags *f, const char *cmd, const sl_model *m,
                         const run_totals *t)
 {
     const bool trace = trace_ok(f, cmd, m);
+    sl_knob_stats ks;
+    sl_model_knob_stats(m, &ks);
+    if (ks.active && !f->stats) { /* every run with a lossy knob says what it cost */
+        fprintf(stderr, "sluice %s: lossy routing: ", cmd);
+        knob_cost(stderr, &ks);
+        fputc('\n', stderr);
+    }
     if (!f->stats && !f->stats_json) return trace;
     sl_stream_stats st;
     sl_model_stream_stats(m, &st);
@@ -360,6 +415,11 @@ bool model_flags_report(const model_flags *f, const char *cmd, const sl_model *m
                     (double)st.window_bytes / MIB / toks, (double)st.window_bytes / MIB,
                     (unsigned long long)st.reads, st.lat_p50_us, st.lat_p90_us, st.lat_p99_us);
         }
+        if (ks.active) {
+            fprintf(stderr, "lossy routing   ");
+            knob_cost(stderr, &ks);
+            fputc('\n', stderr);
+        }
         fprintf(stderr, "process         RSS %.0f MiB (peak %.0f MiB), %llu major faults, "
                 "%.3f CPU s/token\n",
                 (double)rss / MIB, (double)peak / MIB, (unsigned long long)majflt, cpu / toks);
@@ -391,6 +451,15 @@ bool model_flags_report(const model_flags *f, const char *cmd, const sl_model *m
 #undef U
         /* one flat object, the keys in the order above */
         char *json = NULL;
+        if (ks.active && proc) {
+            json_object_set_new(proc, "knob_experts_used", json_integer(ks.n_expert_used));
+            json_object_set_new(proc, "knob_cache_route_keep", json_integer(ks.cache_route_keep));
+            json_object_set_new(proc, "knob_cache_route_from", json_integer(ks.cache_route_from));
+            json_object_set_new(proc, "knob_weight_kept", json_real(ks.weight_kept));
+            json_object_set_new(proc, "knob_choices", json_integer((json_int_t)ks.choices));
+            json_object_set_new(proc, "knob_changed", json_integer((json_int_t)ks.changed));
+            json_object_set_new(proc, "knob_substituted", json_integer((json_int_t)ks.substituted));
+        }
         if (o && more && io && proc && !json_object_update(o, more) &&
             !json_object_update(o, io) && !json_object_update(o, proc))
             json = sl_json_dump_text(o, false);

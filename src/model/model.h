@@ -233,6 +233,8 @@ struct sl_model {
     FILE *trace;            /* --io-trace output, owned */
     char warning[256];      /* set by planning, shown by front-ends */
     struct sl_tokenizer *tok; /* from tokenizer.ggml.*; NULL if the file has none */
+    struct sl_route_knobs *knobs; /* lossy routing knobs, owned; NULL: exact routing
+                                     (engine/route_knobs.h) */
 };
 
 /* Decides residency from params and the measured sizes (dense_bytes,

@@ -13,6 +13,7 @@
 #include "tok/tokenizer.h"
 #include "util/checked.h"
 #include "util/mem.h"
+#include "engine/route_knobs.h"
 #include "experts/streamer.h"
 #include "util/file.h"
 #include "util/status.h"
@@ -238,6 +239,9 @@ int sl_model_load(sl_model **out, const char *path, const sl_model_params *param
         return SL_OK;
     }
 
+    /* --n-expert-used lowers the layers' top-k: before the plan counts it */
+    if ((rc = sl_route_knobs_create(&m->knobs, m->layers, m->hp.n_layer, params, err)))
+        goto fail;
     if ((rc = sl_model_plan(m, params, err))) goto fail;
     if ((rc = place_weights(m, params, err))) goto fail;
     if (m->streaming && (rc = sl_model_start_streamer(m, params, err))) goto fail;
@@ -254,6 +258,7 @@ void sl_model_free(sl_model *m)
     if (!m) return;
     if (m->streamer) pthread_mutex_destroy(&m->stream_mu);
     sl_streamer_free(m->streamer);
+    sl_route_knobs_free(m->knobs);
     if (m->trace) fclose(m->trace);
     if (m->maps)
         for (uint32_t i = 0; i < sl_gguf_file_count(m->gguf); i++)
