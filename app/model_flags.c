@@ -9,6 +9,7 @@
 #include "experts/streamer.h"
 #include "gguf/gguf.h"
 #include "model/model.h"
+#include "stats_csv.h"
 #include "util/file.h"
 #include "util/json.h"
 #include "util/mem.h"
@@ -52,6 +53,8 @@ void model_flags_help(FILE *out)
             "                         resident model it changes nothing)\n"
             "      --stats            print where the time and memory went, at the end\n"
             "      --stats-json FILE  write the same as JSON\n"
+            "      --stats-csv FILE   one CSV row per decoded token (run, chat, bench): time\n"
+            "                         split, hits, misses, bytes read, read-ahead, faults, RSS\n"
             "      --progress         a live status line on stderr\n");
 }
 
@@ -153,6 +156,9 @@ int model_flags_parse(model_flags *f, const char *cmd, int argc, char **argv, in
     } else if (!strcmp(a, "--stats-json")) {
         VALUE();
         f->stats_json = v;
+    } else if (!strcmp(a, "--stats-csv")) {
+        VALUE();
+        f->stats_csv = v;
     } else if (!strcmp(a, "--progress")) {
         f->progress = true;
     } else {
@@ -180,13 +186,14 @@ static size_t all_outputs(const model_flags *f, file_role *out)
     size_t n = 0;
     out[n++] = (file_role){"--stats-json", f->stats_json};
     out[n++] = (file_role){"--io-trace", f->params.io_trace_path};
+    out[n++] = (file_role){"--stats-csv", f->stats_csv};
     for (int i = 0; i < f->n_outputs; i++) out[n++] = f->outputs[i];
     return n;
 }
 
 bool model_flags_check_outputs(const model_flags *f, const char *cmd, const char *path)
 {
-    file_role in[9], out[8];
+    file_role in[9], out[9];
     size_t n_in = 0;
     in[n_in++] = (file_role){"the model (-m)", path};
     if (f->route_trace) in[n_in++] = (file_role){"--route-trace", f->route_trace};
@@ -197,7 +204,7 @@ bool model_flags_check_outputs(const model_flags *f, const char *cmd, const char
 /* After loading: every part of a split model against the outputs. */
 static bool check_parts(const model_flags *f, const char *cmd, const sl_model *m)
 {
-    file_role out[8];
+    file_role out[9];
     const size_t n_out = all_outputs(f, out);
     const uint32_t nf = sl_gguf_file_count(m->gguf);
     for (uint32_t i = 1; i < nf; i++) {
@@ -281,6 +288,10 @@ sl_model *model_flags_load(const model_flags *f, const char *cmd, const char *pa
         fprintf(stderr, "sluice %s: note: --cache-route changes nothing here: every expert is "
                 "resident (the model is not streamed), so each candidate counts as cached and "
                 "the router's own choice is kept; add --moe-stream to route by the cache\n", cmd);
+    if (f->stats_csv && !stats_csv_open(cmd, f->stats_csv, m)) {
+        sl_model_free(m);
+        return NULL;
+    }
     if (st.warning[0]) fprintf(stderr, "sluice %s: warning: %s\n", cmd, st.warning);
     for (int i = 0; sl_model_warning(m, i); i++)
         fprintf(stderr, "sluice %s: warning: %s\n", cmd, sl_model_warning(m, i));
@@ -296,6 +307,8 @@ static double last_progress = -1.0;
 
 void model_flags_progress(const model_flags *f, const sl_model *m, long done, double seconds)
 {
+    if (f->stats_csv) stats_csv_row(m, done);
+    if (done == 0) return; /* the prompt is done: a mark for --stats-csv */
     if (!f->progress || (last_progress >= 0 && seconds - last_progress < 0.5)) return;
     last_progress = seconds;
     sl_stream_stats st;
@@ -346,7 +359,8 @@ static void knob_cost(FILE *out, const sl_knob_stats *k)
 bool model_flags_report(const model_flags *f, const char *cmd, const sl_model *m,
                         const run_totals *t)
 {
-    const bool trace = trace_ok(f, cmd, m);
+    const bool csv_ok = stats_csv_close(cmd);
+    const bool trace = trace_ok(f, cmd, m) && csv_ok;
     sl_knob_stats ks;
     sl_model_knob_stats(m, &ks);
     if (ks.active && !f->stats) { /* every run with a lossy knob says what it cost */
