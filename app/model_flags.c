@@ -13,6 +13,7 @@
 #include "util/file.h"
 #include "util/json.h"
 #include "util/mem.h"
+#include "util/timer.h"
 
 void model_flags_init(model_flags *f)
 {
@@ -38,6 +39,9 @@ void model_flags_help(FILE *out)
             "                         and read them while this layer computes: always /\n"
             "                         never (default: while >= 80 %% of guesses are right)\n"
             "      --dense-weights M  anon (read into RAM, default) or mmap\n"
+            "      --load-plain       read the weights at load tensor by tensor, buffered\n"
+            "                         (the old path, for comparisons; default: direct reads\n"
+            "                         on every I/O lane into huge pages)\n"
             "      --io-trace FILE    log every expert read (created empty when no expert\n"
             "                         is streamed)\n"
             "      --cache-policy P   expert cache eviction: lru (default), slru, lfu or\n"
@@ -127,6 +131,8 @@ int model_flags_parse(model_flags *f, const char *cmd, int argc, char **argv, in
             fprintf(stderr, "sluice %s: --dense-weights expects anon or mmap, got '%s'\n", cmd, v);
             return -1;
         }
+    } else if (!strcmp(a, "--load-plain")) {
+        p->load_plain = true;
     } else if (!strcmp(a, "--io-trace")) {
         VALUE();
         p->io_trace_path = v;
@@ -260,12 +266,39 @@ static bool replay_setup(const model_flags *f, const char *cmd, sl_model *m)
     return true;
 }
 
+/* --progress while the weights are read: at most 4 lines a second. */
+typedef struct load_line {
+    uint64_t t0, last;
+    bool drawn;
+} load_line;
+
+static void load_progress(void *ud, uint64_t done, uint64_t total)
+{
+    load_line *l = ud;
+    const uint64_t now = sl_now_ns();
+    if (done < total && now - l->last < 250000000u) return;
+    l->last = now;
+    const double s = sl_ns_to_s(now - l->t0);
+    fprintf(stderr, "\r[loading the weights: %.0f of %.0f MiB, %.0f MiB/s]  ",
+            (double)done / (1024.0 * 1024.0), (double)total / (1024.0 * 1024.0),
+            s > 0 ? (double)done / (1024.0 * 1024.0) / s : 0.0);
+    l->drawn = true;
+}
+
 sl_model *model_flags_load(const model_flags *f, const char *cmd, const char *path)
 {
     sl_model *m;
     sl_err err;
     if (!model_flags_check_outputs(f, cmd, path)) return NULL;
-    if (sl_model_load(&m, path, &f->params, &err)) {
+    sl_model_params params = f->params;
+    load_line line = {sl_now_ns(), 0, false};
+    if (f->progress) {
+        params.load_progress = load_progress;
+        params.load_progress_ud = &line;
+    }
+    const int lrc = sl_model_load(&m, path, &params, &err);
+    if (line.drawn) fputc('\n', stderr);
+    if (lrc) {
         fprintf(stderr, "sluice %s: cannot load '%s': %s\n", cmd, path, err.msg);
         return NULL;
     }
@@ -388,6 +421,12 @@ bool model_flags_report(const model_flags *f, const char *cmd, const sl_model *m
                 (double)st.budget_bytes / MIB, (double)st.dense_bytes / MIB,
                 (double)st.reserved_bytes / MIB, (double)st.expert_bytes / MIB,
                 (double)st.expert_cycle_bytes / MIB);
+        sl_load_stats ls;
+        sl_model_load_stats(m, &ls);
+        if (ls.seconds > 0)
+            fprintf(stderr, "load            %.0f MiB of weights in %.3f s: %.0f MiB/s (%s)\n",
+                    (double)ls.bytes / MIB, ls.seconds, (double)ls.bytes / MIB / ls.seconds,
+                    ls.mode);
         if (st.streaming)
             fprintf(stderr, "expert cache    %llu experts, %.0f MiB; I/O %s\n",
                     (unsigned long long)st.n_slots, (double)st.cache_bytes / MIB, st.io_mode);
@@ -465,6 +504,12 @@ bool model_flags_report(const model_flags *f, const char *cmd, const sl_model *m
 #undef U
         /* one flat object, the keys in the order above */
         char *json = NULL;
+        sl_load_stats lj;
+        sl_model_load_stats(m, &lj);
+        if (proc) {
+            json_object_set_new(proc, "load_bytes", json_integer((json_int_t)lj.bytes));
+            json_object_set_new(proc, "load_s", json_real(lj.seconds));
+        }
         if (ks.active && proc) {
             json_object_set_new(proc, "knob_experts_used", json_integer(ks.n_expert_used));
             json_object_set_new(proc, "knob_cache_route_keep", json_integer(ks.cache_route_keep));

@@ -98,6 +98,13 @@ typedef struct sl_model_params {
                                fill the other slots with the best-ranked of its top
                                cache_route_from (M) already in the expert cache */
     int cache_route_from;   /* M; 0 = --cache-route off */
+    /* Reading the resident weights at load (sl_model_load_stats). */
+    bool load_plain;        /* one buffered read per tensor (the path before
+                               issue 14, for comparisons) instead of direct,
+                               multi-lane reads laid out as the file is */
+    void (*load_progress)(void *ud, uint64_t done, uint64_t total); /* bytes read
+                               so far of total, after each read; NULL: none */
+    void *load_progress_ud;
 } sl_model_params;
 
 /* Defaults for sl_model_params. */
@@ -447,6 +454,17 @@ typedef struct sl_knob_stats {
 } sl_knob_stats;
 
 void sl_model_knob_stats(const sl_model *m, sl_knob_stats *out);
+
+/* ---- load ---------------------------------------------------------------- */
+
+/* How the resident weights were read at load. */
+typedef struct sl_load_stats {
+    uint64_t bytes;           /* bytes read from the files (whole windows) */
+    double seconds;           /* wall time of the reads */
+    char mode[96];            /* e.g. "direct, pread x4, huge pages" */
+} sl_load_stats;
+
+void sl_model_load_stats(const sl_model *m, sl_load_stats *out);
 
 #ifdef __cplusplus
 }

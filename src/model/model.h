@@ -235,6 +235,7 @@ struct sl_model {
     struct sl_tokenizer *tok; /* from tokenizer.ggml.*; NULL if the file has none */
     struct sl_route_knobs *knobs; /* lossy routing knobs, owned; NULL: exact routing
                                      (engine/route_knobs.h) */
+    sl_load_stats load;     /* how the resident weights were read */
 };
 
 /* Decides residency from params and the measured sizes (dense_bytes,
