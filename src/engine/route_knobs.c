@@ -61,10 +61,10 @@ int sl_route_knobs_create(sl_route_knobs **out, sl_layer *layers, int n_layer,
             return sl_err_set(err, SL_EINVAL, "cache-route %d,%d needs 0 <= J < K < M <= "
                               "experts, here K = %d experts used and %d experts (layer %d)",
                               J, M, used, X, il);
-        if (fk > SL_KNOB_MAX_CAND || M > SL_KNOB_MAX_CAND)
+        if (fk > SL_KNOB_MAX_CAND || M > SL_KNOB_MAX_CAND || X > SL_KNOB_MAX_EXPERTS)
             return sl_err_set(err, SL_EUNSUPPORTED, "the lossy routing knobs choose among at "
-                              "most %d experts (layer %d: top-k %d, M %d)", SL_KNOB_MAX_CAND, il,
-                              fk, M);
+                              "most %d of at most %d experts (layer %d: top-k %d, M %d, %d "
+                              "experts)", SL_KNOB_MAX_CAND, SL_KNOB_MAX_EXPERTS, il, fk, M, X);
     }
     if (first < 0)
         return sl_err_set(err, SL_EINVAL, "the lossy routing knobs need routed experts, and "
@@ -126,7 +126,7 @@ void sl_route_knobs_apply(sl_route_knobs *k, sl_session *s, const sl_layer *L, i
     int cand[SL_KNOB_MAX_CAND], pick[SL_KNOB_MAX_CAND];
     float base[SL_KNOB_MAX_CAND];
     bool cached[SL_KNOB_MAX_CAND];
-    uint64_t wanted[(4096 + 63) / 64] = {0}; /* experts this batch chose so far */
+    uint64_t wanted[(SL_KNOB_MAX_EXPERTS + 63) / 64] = {0}; /* experts the batch chose so far */
     uint64_t changed = 0, subst_total = 0;
     double kept_sum = 0.0;
     if (st) pthread_mutex_lock(&s->m->stream_mu);

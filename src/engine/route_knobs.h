@@ -35,6 +35,8 @@
 /* Candidates a layer's choice is made from at most (the larger of the
  * file's top-k and M). */
 #define SL_KNOB_MAX_CAND 256
+/* Experts a layer may have for the knobs (the hyperparameters' own limit). */
+#define SL_KNOB_MAX_EXPERTS 4096
 
 typedef struct sl_route_knobs sl_route_knobs;
 
