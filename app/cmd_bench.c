@@ -104,6 +104,7 @@ static int run_test(sl_model *m, const model_flags *mf, int n_prompt, int n_gen,
             }
             tps[r] = n_prompt / sl_ns_to_s(sl_now_ns() - t0);
         } else {
+            model_flags_progress(mf, m, 0, 0.0); /* a --stats-csv row for what came before */
             for (int i = 0; i < n_gen && !rc; i++) {
                 rc = sl_session_eval(s, toks + i, 1, err);
                 model_flags_progress(mf, m, i + 1, sl_ns_to_s(sl_now_ns() - t0));

@@ -339,6 +339,7 @@ int gen_reply(gen_ctx *g, int max, bool (*is_stop)(void *ud, int32_t id), void *
     bool text_stop = false;
     double t0 = now_s();
     st->n_gen = 0;
+    if (g->mf) model_flags_progress(g->mf, g->m, 0, 0.0); /* the prompt's --stats-csv row */
     for (;;) {
         if (interrupt && *interrupt) {
             st->stop = GEN_STOP_INTERRUPT;

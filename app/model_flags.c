@@ -5,12 +5,15 @@
 #include <string.h>
 
 #include "args.h"
+#include "engine/route_knobs.h"
 #include "experts/streamer.h"
 #include "gguf/gguf.h"
 #include "model/model.h"
+#include "stats_csv.h"
 #include "util/file.h"
 #include "util/json.h"
 #include "util/mem.h"
+#include "util/timer.h"
 
 void model_flags_init(model_flags *f)
 {
@@ -36,6 +39,9 @@ void model_flags_help(FILE *out)
             "                         and read them while this layer computes: always /\n"
             "                         never (default: while >= 80 %% of guesses are right)\n"
             "      --dense-weights M  anon (read into RAM, default) or mmap\n"
+            "      --load-plain       read the weights at load tensor by tensor, buffered\n"
+            "                         (the old path, for comparisons; default: direct reads\n"
+            "                         on every I/O lane into huge pages)\n"
             "      --io-trace FILE    log every expert read (created empty when no expert\n"
             "                         is streamed)\n"
             "      --cache-policy P   expert cache eviction: lru (default), slru, lfu or\n"
@@ -43,8 +49,16 @@ void model_flags_help(FILE *out)
             "      --route-trace FILE replay a recorded expert choice (route_trace v1) instead\n"
             "                         of the router, token by token, wrapping at its end: the\n"
             "                         cache and I/O see real routing (needs streamed experts)\n"
+            "      --n-expert-used K  lossy: route each token to K experts, fewer than the\n"
+            "                         file's top-k (the cost is printed at the end)\n"
+            "      --cache-route J,M  lossy: keep the router's top J experts and fill the\n"
+            "                         other slots with the best-ranked of its top M already\n"
+            "                         in the expert cache (streamed experts only; on a\n"
+            "                         resident model it changes nothing)\n"
             "      --stats            print where the time and memory went, at the end\n"
             "      --stats-json FILE  write the same as JSON\n"
+            "      --stats-csv FILE   one CSV row per decoded token (run, chat, bench): time\n"
+            "                         split, hits, misses, bytes read, read-ahead, faults, RSS\n"
             "      --progress         a live status line on stderr\n");
 }
 
@@ -117,6 +131,8 @@ int model_flags_parse(model_flags *f, const char *cmd, int argc, char **argv, in
             fprintf(stderr, "sluice %s: --dense-weights expects anon or mmap, got '%s'\n", cmd, v);
             return -1;
         }
+    } else if (!strcmp(a, "--load-plain")) {
+        p->load_plain = true;
     } else if (!strcmp(a, "--io-trace")) {
         VALUE();
         p->io_trace_path = v;
@@ -126,11 +142,29 @@ int model_flags_parse(model_flags *f, const char *cmd, int argc, char **argv, in
     } else if (!strcmp(a, "--cache-policy")) {
         VALUE();
         f->cache_policy = v;
+    } else if (!strcmp(a, "--n-expert-used")) {
+        VALUE();
+        if (!arg_int(cmd, a, v, 1, 4096, &n)) return -1;
+        p->n_expert_used = (int)n;
+    } else if (!strcmp(a, "--cache-route")) {
+        VALUE();
+        int j, mm, used = 0;
+        if (sscanf(v, "%d,%d%n", &j, &mm, &used) != 2 || v[used] != '\0' || j < 0 ||
+            mm < 1 || mm > 4096) {
+            fprintf(stderr, "sluice %s: --cache-route expects J,M (keep the router's top J, "
+                    "fill from its top M; 0 <= J < experts used < M), got '%s'\n", cmd, v);
+            return -1;
+        }
+        p->cache_route_keep = j;
+        p->cache_route_from = mm;
     } else if (!strcmp(a, "--stats")) {
         f->stats = true;
     } else if (!strcmp(a, "--stats-json")) {
         VALUE();
         f->stats_json = v;
+    } else if (!strcmp(a, "--stats-csv")) {
+        VALUE();
+        f->stats_csv = v;
     } else if (!strcmp(a, "--progress")) {
         f->progress = true;
     } else {
@@ -158,13 +192,14 @@ static size_t all_outputs(const model_flags *f, file_role *out)
     size_t n = 0;
     out[n++] = (file_role){"--stats-json", f->stats_json};
     out[n++] = (file_role){"--io-trace", f->params.io_trace_path};
+    out[n++] = (file_role){"--stats-csv", f->stats_csv};
     for (int i = 0; i < f->n_outputs; i++) out[n++] = f->outputs[i];
     return n;
 }
 
 bool model_flags_check_outputs(const model_flags *f, const char *cmd, const char *path)
 {
-    file_role in[9], out[8];
+    file_role in[9], out[9];
     size_t n_in = 0;
     in[n_in++] = (file_role){"the model (-m)", path};
     if (f->route_trace) in[n_in++] = (file_role){"--route-trace", f->route_trace};
@@ -175,7 +210,7 @@ bool model_flags_check_outputs(const model_flags *f, const char *cmd, const char
 /* After loading: every part of a split model against the outputs. */
 static bool check_parts(const model_flags *f, const char *cmd, const sl_model *m)
 {
-    file_role out[8];
+    file_role out[9];
     const size_t n_out = all_outputs(f, out);
     const uint32_t nf = sl_gguf_file_count(m->gguf);
     for (uint32_t i = 1; i < nf; i++) {
@@ -210,16 +245,44 @@ static bool replay_setup(const model_flags *f, const char *cmd, sl_model *m)
     for (int il = 0; il < m->hp.n_layer; il++) {
         const sl_layer_desc *d = &m->layers[il].d;
         if (d->ffn.kind != SL_FFN_ROUTED) continue;
-        if (sl_route_trace_check(t, m->hp.n_layer, d->ffn.router.n_expert, d->ffn.router.top_k,
-                                 &err)) {
+        if (sl_route_trace_check(t, m->hp.n_layer, d->ffn.router.n_expert,
+                                 sl_model_file_top_k(m, il), &err)) {
             fprintf(stderr, "sluice %s: --route-trace '%s' does not fit the model: %s\n", cmd,
                     f->route_trace, err.msg);
             sl_route_trace_free(t);
             return false;
         }
     }
+    if (f->params.cache_route_from > sl_route_trace_top_k(t)) {
+        fprintf(stderr, "sluice %s: --cache-route %d,%d: the trace records only %d experts per "
+                "token and layer, so M can be at most %d under --route-trace (lower the experts "
+                "used with --n-expert-used to leave room to choose)\n", cmd,
+                f->params.cache_route_keep, f->params.cache_route_from, sl_route_trace_top_k(t),
+                sl_route_trace_top_k(t));
+        sl_route_trace_free(t);
+        return false;
+    }
     sl_streamer_set_route_trace(m->streamer, t);
     return true;
+}
+
+/* --progress while the weights are read: at most 4 lines a second. */
+typedef struct load_line {
+    uint64_t t0, last;
+    bool drawn;
+} load_line;
+
+static void load_progress(void *ud, uint64_t done, uint64_t total)
+{
+    load_line *l = ud;
+    const uint64_t now = sl_now_ns();
+    if (done < total && now - l->last < 250000000u) return;
+    l->last = now;
+    const double s = sl_ns_to_s(now - l->t0);
+    fprintf(stderr, "\r[loading the weights: %.0f of %.0f MiB, %.0f MiB/s]  ",
+            (double)done / (1024.0 * 1024.0), (double)total / (1024.0 * 1024.0),
+            s > 0 ? (double)done / (1024.0 * 1024.0) / s : 0.0);
+    l->drawn = true;
 }
 
 sl_model *model_flags_load(const model_flags *f, const char *cmd, const char *path)
@@ -227,7 +290,15 @@ sl_model *model_flags_load(const model_flags *f, const char *cmd, const char *pa
     sl_model *m;
     sl_err err;
     if (!model_flags_check_outputs(f, cmd, path)) return NULL;
-    if (sl_model_load(&m, path, &f->params, &err)) {
+    sl_model_params params = f->params;
+    load_line line = {sl_now_ns(), 0, false};
+    if (f->progress) {
+        params.load_progress = load_progress;
+        params.load_progress_ud = &line;
+    }
+    const int lrc = sl_model_load(&m, path, &params, &err);
+    if (line.drawn) fputc('\n', stderr);
+    if (lrc) {
         fprintf(stderr, "sluice %s: cannot load '%s': %s\n", cmd, path, err.msg);
         return NULL;
     }
@@ -246,6 +317,14 @@ sl_model *model_flags_load(const model_flags *f, const char *cmd, const char *pa
         sl_model_free(m);
         return NULL;
     }
+    if (f->params.cache_route_from && !st.streaming)
+        fprintf(stderr, "sluice %s: note: --cache-route changes nothing here: every expert is "
+                "resident (the model is not streamed), so each candidate counts as cached and "
+                "the router's own choice is kept; add --moe-stream to route by the cache\n", cmd);
+    if (f->stats_csv && !stats_csv_open(cmd, f->stats_csv, m)) {
+        sl_model_free(m);
+        return NULL;
+    }
     if (st.warning[0]) fprintf(stderr, "sluice %s: warning: %s\n", cmd, st.warning);
     for (int i = 0; sl_model_warning(m, i); i++)
         fprintf(stderr, "sluice %s: warning: %s\n", cmd, sl_model_warning(m, i));
@@ -261,6 +340,8 @@ static double last_progress = -1.0;
 
 void model_flags_progress(const model_flags *f, const sl_model *m, long done, double seconds)
 {
+    if (f->stats_csv) stats_csv_row(m, done);
+    if (done == 0) return; /* the prompt is done: a mark for --stats-csv */
     if (!f->progress || (last_progress >= 0 && seconds - last_progress < 0.5)) return;
     last_progress = seconds;
     sl_stream_stats st;
@@ -295,10 +376,31 @@ static bool trace_ok(const model_flags *f, const char *cmd, const sl_model *m)
     return false;
 }
 
+/* What the lossy knobs cost, one line (without a newline). */
+static void knob_cost(FILE *out, const sl_knob_stats *k)
+{
+    fprintf(out, "experts used %d of the file's %d", k->n_expert_used, k->file_top_k);
+    if (k->cache_route_from)
+        fprintf(out, ", cache-route %d,%d", k->cache_route_keep, k->cache_route_from);
+    fprintf(out, ": %.2f%% of the routing weight kept, %.2f%% of the router's choices changed",
+            100.0 * k->weight_kept,
+            k->choices ? 100.0 * (double)k->changed / (double)k->choices : 0.0);
+    if (k->cache_route_from)
+        fprintf(out, " (%llu experts taken for being cached)", (unsigned long long)k->substituted);
+}
+
 bool model_flags_report(const model_flags *f, const char *cmd, const sl_model *m,
                         const run_totals *t)
 {
-    const bool trace = trace_ok(f, cmd, m);
+    const bool csv_ok = stats_csv_close(cmd);
+    const bool trace = trace_ok(f, cmd, m) && csv_ok;
+    sl_knob_stats ks;
+    sl_model_knob_stats(m, &ks);
+    if (ks.active && !f->stats) { /* every run with a lossy knob says what it cost */
+        fprintf(stderr, "sluice %s: lossy routing: ", cmd);
+        knob_cost(stderr, &ks);
+        fputc('\n', stderr);
+    }
     if (!f->stats && !f->stats_json) return trace;
     sl_stream_stats st;
     sl_model_stream_stats(m, &st);
@@ -319,6 +421,12 @@ bool model_flags_report(const model_flags *f, const char *cmd, const sl_model *m
                 (double)st.budget_bytes / MIB, (double)st.dense_bytes / MIB,
                 (double)st.reserved_bytes / MIB, (double)st.expert_bytes / MIB,
                 (double)st.expert_cycle_bytes / MIB);
+        sl_load_stats ls;
+        sl_model_load_stats(m, &ls);
+        if (ls.seconds > 0)
+            fprintf(stderr, "load            %.0f MiB of weights in %.3f s: %.0f MiB/s (%s)\n",
+                    (double)ls.bytes / MIB, ls.seconds, (double)ls.bytes / MIB / ls.seconds,
+                    ls.mode);
         if (st.streaming)
             fprintf(stderr, "expert cache    %llu experts, %.0f MiB; I/O %s\n",
                     (unsigned long long)st.n_slots, (double)st.cache_bytes / MIB, st.io_mode);
@@ -360,6 +468,11 @@ bool model_flags_report(const model_flags *f, const char *cmd, const sl_model *m
                     (double)st.window_bytes / MIB / toks, (double)st.window_bytes / MIB,
                     (unsigned long long)st.reads, st.lat_p50_us, st.lat_p90_us, st.lat_p99_us);
         }
+        if (ks.active) {
+            fprintf(stderr, "lossy routing   ");
+            knob_cost(stderr, &ks);
+            fputc('\n', stderr);
+        }
         fprintf(stderr, "process         RSS %.0f MiB (peak %.0f MiB), %llu major faults, "
                 "%.3f CPU s/token\n",
                 (double)rss / MIB, (double)peak / MIB, (unsigned long long)majflt, cpu / toks);
@@ -391,6 +504,21 @@ bool model_flags_report(const model_flags *f, const char *cmd, const sl_model *m
 #undef U
         /* one flat object, the keys in the order above */
         char *json = NULL;
+        sl_load_stats lj;
+        sl_model_load_stats(m, &lj);
+        if (proc) {
+            json_object_set_new(proc, "load_bytes", json_integer((json_int_t)lj.bytes));
+            json_object_set_new(proc, "load_s", json_real(lj.seconds));
+        }
+        if (ks.active && proc) {
+            json_object_set_new(proc, "knob_experts_used", json_integer(ks.n_expert_used));
+            json_object_set_new(proc, "knob_cache_route_keep", json_integer(ks.cache_route_keep));
+            json_object_set_new(proc, "knob_cache_route_from", json_integer(ks.cache_route_from));
+            json_object_set_new(proc, "knob_weight_kept", json_real(ks.weight_kept));
+            json_object_set_new(proc, "knob_choices", json_integer((json_int_t)ks.choices));
+            json_object_set_new(proc, "knob_changed", json_integer((json_int_t)ks.changed));
+            json_object_set_new(proc, "knob_substituted", json_integer((json_int_t)ks.substituted));
+        }
         if (o && more && io && proc && !json_object_update(o, more) &&
             !json_object_update(o, io) && !json_object_update(o, proc))
             json = sl_json_dump_text(o, false);

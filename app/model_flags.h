@@ -17,6 +17,7 @@ typedef struct model_flags {
     bool progress;           /* --progress: a live line on stderr */
     const char *route_trace; /* --route-trace FILE: replay recorded expert choices */
     const char *cache_policy; /* --cache-policy NAME (streamed experts) */
+    const char *stats_csv;   /* --stats-csv FILE: one row per decoded token */
     /* the command's other files, for the output-is-an-input check of
      * model_flags_load (the model, --stats-json and --io-trace are known) */
     file_role inputs[4];     /* e.g. -f TEXT, a KLD base being read */
@@ -60,7 +61,9 @@ typedef struct run_totals {
 
 /* --progress: at most twice a second, rewrites one status line on stderr
  * (tokens, tok/s, hit rate, stall per token, RSS). A no-op without the
- * flag. done: tokens so far; seconds: since the measured part began. */
+ * flag. done: tokens so far; seconds: since the measured part began.
+ * Also writes the --stats-csv row of decoded token `done`; done == 0 marks
+ * the end of the prompt (its row) and draws nothing. */
 void model_flags_progress(const model_flags *f, const sl_model *m, long done, double seconds);
 
 /* Ends the --progress line (a newline) if one was drawn. */

@@ -90,6 +90,21 @@ typedef struct sl_model_params {
     bool describe_only;     /* bind every tensor and describe each layer, but read
                                no weight and plan nothing (sluice inspect); such a
                                model cannot run: sessions on it are refused */
+    /* Lossy routing knobs (opt-in, never default; sl_model_knob_stats says
+     * what they cost). */
+    int n_expert_used;      /* route each token to this many experts, fewer than
+                               the file's top-k; 0 = the file's */
+    int cache_route_keep;   /* J of --cache-route J,M: keep the router's top J and
+                               fill the other slots with the best-ranked of its top
+                               cache_route_from (M) already in the expert cache */
+    int cache_route_from;   /* M; 0 = --cache-route off */
+    /* Reading the resident weights at load (sl_model_load_stats). */
+    bool load_plain;        /* one buffered read per tensor (the path before
+                               issue 14, for comparisons) instead of direct,
+                               multi-lane reads laid out as the file is */
+    void (*load_progress)(void *ud, uint64_t done, uint64_t total); /* bytes read
+                               so far of total, after each read; NULL: none */
+    void *load_progress_ud;
 } sl_model_params;
 
 /* Defaults for sl_model_params. */
@@ -418,6 +433,38 @@ bool sl_chat_is_stop_token(const sl_chat *c, int32_t id);
  * can only be caught in the decoded text: a front-end holds back output
  * that could be the start of one and ends the answer when one appears. */
 const char *const *sl_chat_stop_texts(const sl_chat *c);
+
+/* ---- lossy routing knobs ------------------------------------------------ */
+
+/* What the lossy knobs (sl_model_params.n_expert_used, cache_route_*) cost
+ * since load, against the choice the exact run would have made from the
+ * same router output (or replayed trace). */
+typedef struct sl_knob_stats {
+    bool active;              /* a knob is set */
+    int n_expert_used;        /* experts per token now (the file's when not lowered) */
+    int file_top_k;           /* the file's top-k (first routed layer) */
+    int cache_route_keep, cache_route_from; /* J, M; M == 0: off */
+    uint64_t routings;        /* (token, layer) choices made */
+    uint64_t choices;         /* (token, layer, rank) choices of the exact run */
+    uint64_t changed;         /* of those, not made (dropped or replaced) */
+    uint64_t substituted;     /* experts taken instead of a better-ranked one
+                                 because they were cached */
+    double weight_kept;       /* mean share of the exact run's routing weight
+                                 carried by the chosen experts (1 when nothing ran) */
+} sl_knob_stats;
+
+void sl_model_knob_stats(const sl_model *m, sl_knob_stats *out);
+
+/* ---- load ---------------------------------------------------------------- */
+
+/* How the resident weights were read at load. */
+typedef struct sl_load_stats {
+    uint64_t bytes;           /* bytes read from the files (whole windows) */
+    double seconds;           /* wall time of the reads */
+    char mode[96];            /* e.g. "direct, pread x4, huge pages" */
+} sl_load_stats;
+
+void sl_model_load_stats(const sl_model *m, sl_load_stats *out);
 
 #ifdef __cplusplus
 }

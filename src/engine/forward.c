@@ -22,6 +22,7 @@
 #include "engine/block.h"
 #include "engine/fwd_mm.h"
 #include "engine/mixer.h"
+#include "engine/route_knobs.h"
 #include "engine/router.h"
 
 /* Expert e of a stacked [cols, rows, n_expert] tensor. */
@@ -247,7 +248,9 @@ int sl_moe_block(sl_session *s, const sl_layer *L, int il, int n, sl_err *err)
     /* --route-trace: the recorded choice replaces the router's (which still
      * ran, so the compute is the real one) */
     sl_route_trace *rt = s->m->streamer ? sl_streamer_route_trace(s->m->streamer) : NULL;
-    for (int t = 0; rt && t < n; t++)
+    if (s->m->knobs) /* --n-expert-used, --cache-route: they take the trace's choice too */
+        sl_route_knobs_apply(s->m->knobs, s, L, il, n, rt);
+    for (int t = 0; rt && !s->m->knobs && t < n; t++)
         sl_route_trace_choice(rt, sl_route_trace_cursor(rt) + t, il, s->topk_ids + (size_t)t * K,
                               s->topk_w + (size_t)t * K);
     group_by_expert(s, rd, n);

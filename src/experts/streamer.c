@@ -563,3 +563,8 @@ void sl_streamer_set_route_trace(sl_streamer *st, sl_route_trace *t)
 }
 
 sl_route_trace *sl_streamer_route_trace(const sl_streamer *st) { return st->route; }
+
+bool sl_streamer_has(const sl_streamer *st, int layer, int expert)
+{
+    return sl_cache_find(st->cache, layer, expert) >= 0;
+}

@@ -142,4 +142,10 @@ void sl_streamer_set_route_trace(sl_streamer *st, sl_route_trace *t);
 /* The trace being replayed, or NULL. */
 sl_route_trace *sl_streamer_route_trace(const sl_streamer *st);
 
+/* Whether expert (layer, expert) is in the cache or on its way there (READY
+ * or LOADING): a look, not a use (no pin, no counting, no policy touch).
+ * For --cache-route; the caller holds whatever lock serialises the
+ * streamer's users. */
+bool sl_streamer_has(const sl_streamer *st, int layer, int expert);
+
 #endif

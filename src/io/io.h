@@ -213,4 +213,45 @@ int sl_io_reopen(sl_io *io, sl_err *err);
 
 const char *sl_io_backend_name(sl_io_backend b);
 
+/* ---- bulk reads (io_bulk.c): many file ranges into one buffer, in place --
+
+ * Loading a model's resident weights: the ranges (tensors) are laid out in
+ * the buffer as they lie in the file, a run of neighbouring ranges sharing
+ * one aligned stretch, so direct reads land where the bytes are used and
+ * nothing is copied. Plan first (where each range lands, the buffer size),
+ * allocate (2 MiB-aligned huge pages: each read stays inside one 2 MiB
+ * page), then read with every lane busy. */
+typedef struct sl_io_range {
+    uint32_t file;     /* index into the io handle's paths */
+    uint64_t offset;   /* first byte in the file */
+    uint64_t len;      /* bytes (0 allowed: lands nowhere in particular) */
+    uint64_t at;       /* set by sl_io_bulk_plan: where the first byte lands
+                          in the buffer */
+} sl_io_range;
+
+/* Ranges closer than this in a file share one run (the gap is read too). */
+#define SL_IO_BULK_GAP (64u * 1024u)
+
+/* Sets r[i].at for the n ranges (any order) with direct-I/O alignment
+ * `align` (a power of two, e.g. sl_io_get_info()->align) and the buffer
+ * bytes they need in *bytes. Runs start at aligned buffer offsets and hold
+ * whole aligned windows, so every read is aligned at both ends. Fails with
+ * SL_ENOMEM on overflow or when scratch memory is short. */
+int sl_io_bulk_plan(sl_io_range *r, size_t n, uint32_t align, uint64_t *bytes, sl_err *err);
+
+/* Called after each completed read with the bytes read so far and the
+ * bytes to read in all. */
+typedef void (*sl_io_bulk_progress)(void *ud, uint64_t done, uint64_t total);
+
+/* Reads the n planned ranges into buf (bytes long, aligned to
+ * sl_io_get_info(io)->mem_align, at least the planned size) in reads of at
+ * most 2 MiB that never cross a 2 MiB boundary of buf, keeping every lane
+ * busy. Bytes of buf between runs are left as they were. *read_bytes (may
+ * be NULL) receives the bytes read from the files (whole windows). Fails
+ * with the first failed read's error (SL_EIO naming the file and offset)
+ * after the reads in flight have finished, or SL_EINVAL / SL_ENOMEM. The
+ * handle must have nothing outstanding. */
+int sl_io_bulk_read(sl_io *io, const sl_io_range *r, size_t n, void *buf, uint64_t bytes,
+                    sl_io_bulk_progress progress, void *ud, uint64_t *read_bytes, sl_err *err);
+
 #endif

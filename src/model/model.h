@@ -323,6 +323,9 @@ struct sl_model {
     sl_tensor rope_freqs;
     float embd_scale;
     float logit_softcap;
+    struct sl_route_knobs *knobs; /* lossy routing knobs, owned; NULL: exact routing
+                                     (engine/route_knobs.h) */
+    sl_load_stats load;     /* how the resident weights were read */
 };
 
 /* Decides residency from params and the measured sizes (dense_bytes,

@@ -13,11 +13,15 @@
 #include "tok/tokenizer.h"
 #include "util/checked.h"
 #include "util/mem.h"
+#include "engine/route_knobs.h"
 #include "experts/streamer.h"
+#include "io/io.h"
 #include "util/file.h"
+#include "util/timer.h"
 #include "util/status.h"
 
 #define WEIGHT_ALIGN 64
+#define LOAD_LANES 8
 
 typedef sl_binder binder;
 
@@ -129,9 +133,98 @@ static int map_files(sl_model *m, sl_err *err)
     return SL_OK;
 }
 
+/* The tensors that are resident (routed experts only when not streaming),
+ * in placing order, into ts (room for 3 + n_layer * SL_LT_COUNT); returns
+ * how many. */
+static size_t resident_tensors(sl_model *m, sl_tensor **ts)
+{
+    size_t n = 0;
+    ts[n++] = &m->tok_embd;
+    ts[n++] = &m->output_norm;
+    if (!m->output_tied) ts[n++] = &m->output;
+    for (int il = 0; il < m->hp.n_layer; il++)
+        for (int r = 0; r < SL_LT_COUNT; r++)
+            if (!(m->streaming && sl_layer_role((sl_ltensor)r)->routed) && m->layers[il].t[r].info)
+                ts[n++] = &m->layers[il].t[r];
+    return n;
+}
+
+/* Reads the resident tensors as the streamer reads experts: direct I/O on
+ * every lane, into one huge-page allocation laid out as the file is (each
+ * run of neighbouring tensors one aligned stretch, io_bulk.c), so the reads
+ * land in place and nothing is copied. Returns 1 when this path does not
+ * apply (a model in memory), so the caller reads tensor by tensor. */
+static int read_direct(sl_model *m, const sl_model_params *p, sl_err *err)
+{
+    const uint32_t nf = sl_gguf_file_count(m->gguf);
+    const char **paths = calloc(nf ? nf : 1, sizeof *paths);
+    const size_t cap = 3 + (size_t)m->hp.n_layer * SL_LT_COUNT;
+    sl_tensor **ts = malloc(sizeof *ts * cap);
+    sl_io_range *rg = malloc(sizeof *rg * cap);
+    sl_io *io = NULL;
+    int rc = SL_OK;
+    if (!paths || !ts || !rg) {
+        rc = sl_err_set(err, SL_ENOMEM, "out of memory");
+        goto done;
+    }
+    for (uint32_t i = 0; i < nf; i++)
+        if (!(paths[i] = sl_gguf_file_path(m->gguf, i))) rc = 1;
+    if (nf == 0 || rc == 1) {
+        rc = 1;
+        goto done;
+    }
+    const size_t n = resident_tensors(m, ts);
+    for (size_t i = 0; i < n; i++)
+        rg[i] = (sl_io_range){ts[i]->info->file_index, ts[i]->info->offset, ts[i]->nbytes, 0};
+    sl_io_config cfg = {0};
+    cfg.backend = p && p->io_backend == SL_IO_KIND_URING ? SL_IO_URING : SL_IO_PREAD;
+    /* 8 lanes unless told: the reads are independent, and the lanes also
+     * fault the fresh pages in, which on a busy VM ran slower than the drive
+     * (docs/perf.md, issue 14 session 4: 8 lanes loaded 1.3-3.4x faster than 4) */
+    cfg.lanes = (unsigned)(p && p->io_threads > 0 ? p->io_threads : LOAD_LANES);
+    cfg.queue_depth = (unsigned)(p && p->io_queue_depth > 0 ? p->io_queue_depth : 4);
+    if ((rc = sl_io_open(&io, &cfg, paths, nf, err))) goto done;
+    const sl_io_info *info = sl_io_get_info(io);
+    uint64_t bytes;
+    if ((rc = sl_io_bulk_plan(rg, n, info->align, &bytes, err))) goto done;
+    if (bytes > SIZE_MAX) {
+        rc = sl_err_set(err, SL_ENOMEM, "model needs %llu bytes, more than this process can "
+                        "address", (unsigned long long)bytes);
+        goto done;
+    }
+    m->weights_bytes = bytes ? bytes : WEIGHT_ALIGN;
+    m->weights = sl_mem_alloc_huge((size_t)m->weights_bytes);
+    if (!m->weights) {
+        rc = sl_err_set(err, SL_ENOMEM, "cannot allocate %.1f MiB for the model weights",
+                        (double)bytes / (1 << 20));
+        goto done;
+    }
+    const uint64_t t0 = sl_now_ns();
+    rc = sl_io_bulk_read(io, rg, n, m->weights, bytes, p ? p->load_progress : NULL,
+                         p ? p->load_progress_ud : NULL, &m->load.bytes, err);
+    m->load.seconds = sl_ns_to_s(sl_now_ns() - t0);
+    if (rc) {
+        sl_err_prefix(err, "reading the model weights");
+        goto done;
+    }
+    for (size_t i = 0; i < n; i++) ts[i]->data = (const uint8_t *)m->weights + rg[i].at;
+    if (m->output_tied) m->output = m->tok_embd;
+    snprintf(m->load.mode, sizeof m->load.mode, "%s, %s x%u, huge pages",
+             info->direct ? "direct" : "buffered (O_DIRECT refused)",
+             sl_io_backend_name(info->backend), info->lanes);
+done:
+    sl_io_close(io);
+    free(paths);
+    free(ts);
+    free(rg);
+    return rc;
+}
+
 /* Makes every bound tensor's data point at resident bytes: read into one
- * private allocation, or into the file mappings. Routed experts are skipped
- * when streaming (the streamer fetches them). */
+ * private allocation (direct reads laid out as the file is, or, for a model
+ * in memory or with load_plain, tensor by tensor), or into the file
+ * mappings. Routed experts are skipped when streaming (the streamer fetches
+ * them). */
 static int place_weights(sl_model *m, const sl_model_params *p, sl_err *err)
 {
     int rc;
@@ -140,6 +233,9 @@ static int place_weights(sl_model *m, const sl_model_params *p, sl_err *err)
         return sl_err_set(err, SL_ENOMEM, "model size overflows");
     if (p && p->dense == SL_DENSE_MMAP) {
         if ((rc = map_files(m, err))) return rc;
+        snprintf(m->load.mode, sizeof m->load.mode, "mapped (read on first use)");
+    } else if (!(p && p->load_plain) && (rc = read_direct(m, p, err)) != 1) {
+        return rc;
     } else {
         if (total > SIZE_MAX)
             return sl_err_set(err, SL_ENOMEM, "model needs %llu bytes, more than this process "
@@ -152,6 +248,7 @@ static int place_weights(sl_model *m, const sl_model_params *p, sl_err *err)
             return sl_err_set(err, SL_ENOMEM, "cannot allocate %.1f MiB for the model weights",
                               (double)total / (1 << 20));
     }
+    const uint64_t t0 = sl_now_ns();
     uint8_t *cur = m->weights;
     if ((rc = place(m, &m->tok_embd, &cur, err))) return rc;
     if ((rc = place(m, &m->output_norm, &cur, err))) return rc;
@@ -197,8 +294,15 @@ static int bind_expert_scales(binder *b, int il)
         int rc = sl_bind_role(b, il, roles[i], false, 1, (uint64_t)L->d.ffn.router.n_expert, 0, 0);
         if (rc) return rc;
     }
+    if (!m->maps) {
+        m->load.bytes = (uint64_t)(cur - (uint8_t *)m->weights);
+        m->load.seconds = sl_ns_to_s(sl_now_ns() - t0);
+        snprintf(m->load.mode, sizeof m->load.mode, "buffered, one read per tensor");
+    }
     return SL_OK;
 }
+
+void sl_model_load_stats(const sl_model *m, sl_load_stats *out) { *out = m->load; }
 
 sl_model_params sl_model_default_params(void)
 {
@@ -269,6 +373,9 @@ int sl_model_load(sl_model **out, const char *path, const sl_model_params *param
         return SL_OK;
     }
 
+    /* --n-expert-used lowers the layers' top-k: before the plan counts it */
+    if ((rc = sl_route_knobs_create(&m->knobs, m->layers, m->hp.n_layer, params, err)))
+        goto fail;
     if ((rc = sl_model_plan(m, params, err))) goto fail;
     if ((rc = place_weights(m, params, err))) goto fail;
     if (m->streaming && (rc = sl_model_start_streamer(m, params, err))) goto fail;
@@ -285,6 +392,7 @@ void sl_model_free(sl_model *m)
     if (!m) return;
     if (m->streamer) pthread_mutex_destroy(&m->stream_mu);
     sl_streamer_free(m->streamer);
+    sl_route_knobs_free(m->knobs);
     if (m->trace) fclose(m->trace);
     if (m->maps)
         for (uint32_t i = 0; i < sl_gguf_file_count(m->gguf); i++)
