@@ -134,7 +134,7 @@ static int map_files(sl_model *m, sl_err *err)
 }
 
 /* The tensors that are resident (routed experts only when not streaming),
- * in placing order, into ts (room for 3 + n_layer * SL_LT_COUNT); returns
+ * in placing order, into ts (room for 4 + n_layer * SL_LT_COUNT); returns
  * how many. */
 static size_t resident_tensors(sl_model *m, sl_tensor **ts)
 {
@@ -144,9 +144,25 @@ static size_t resident_tensors(sl_model *m, sl_tensor **ts)
     if (!m->output_tied) ts[n++] = &m->output;
     for (int il = 0; il < m->hp.n_layer; il++)
         for (int r = 0; r < SL_LT_COUNT; r++)
-            if (!(m->streaming && sl_layer_role((sl_ltensor)r)->routed) && m->layers[il].t[r].info)
+            if (!(m->streaming && sl_layer_role((sl_ltensor)r)->routed) &&
+                m->layers[il].t[r].info && !m->layers[il].t[r].view_of)
                 ts[n++] = &m->layers[il].t[r];
+    if (m->rope_freqs.info) ts[n++] = &m->rope_freqs;
     return n;
+}
+
+/* Points the views (gemma4's gate and up inside ffn_gate_up_exps) into the
+ * tensor they view, once that tensor has its data. */
+static void set_views(sl_model *m)
+{
+    for (int il = 0; il < m->hp.n_layer; il++) {
+        sl_layer *L = &m->layers[il];
+        for (int r = 0; r < SL_LT_COUNT; r++) {
+            sl_tensor *t = &L->t[r];
+            const void *base = t->view_of ? L->t[t->view_of - 1].data : NULL;
+            if (base) t->data = (const uint8_t *)base + t->view_offset;
+        }
+    }
 }
 
 /* Reads the resident tensors as the streamer reads experts: direct I/O on
@@ -158,7 +174,7 @@ static int read_direct(sl_model *m, const sl_model_params *p, sl_err *err)
 {
     const uint32_t nf = sl_gguf_file_count(m->gguf);
     const char **paths = calloc(nf ? nf : 1, sizeof *paths);
-    const size_t cap = 3 + (size_t)m->hp.n_layer * SL_LT_COUNT;
+    const size_t cap = 4 + (size_t)m->hp.n_layer * SL_LT_COUNT;
     sl_tensor **ts = malloc(sizeof *ts * cap);
     sl_io_range *rg = malloc(sizeof *rg * cap);
     sl_io *io = NULL;
@@ -235,6 +251,7 @@ static int place_weights(sl_model *m, const sl_model_params *p, sl_err *err)
         if ((rc = map_files(m, err))) return rc;
         snprintf(m->load.mode, sizeof m->load.mode, "mapped (read on first use)");
     } else if (!(p && p->load_plain) && (rc = read_direct(m, p, err)) != 1) {
+        if (rc == SL_OK) set_views(m);
         return rc;
     } else {
         if (total > SIZE_MAX)
@@ -262,15 +279,14 @@ static int place_weights(sl_model *m, const sl_model_params *p, sl_err *err)
             if (m->streaming && sl_layer_role((sl_ltensor)r)->routed) continue;
             if ((rc = place(m, &L->t[r], &cur, err))) return rc;
         }
-        /* views (gemma4's gate and up in ffn_gate_up_exps) start inside
-         * the tensor they view */
-        for (int r = 0; r < SL_LT_COUNT; r++) {
-            sl_tensor *t = &L->t[r];
-            const void *base = t->view_of ? L->t[t->view_of - 1].data : NULL;
-            if (base) t->data = (const uint8_t *)base + t->view_offset;
-        }
     }
     if ((rc = place(m, &m->rope_freqs, &cur, err))) return rc;
+    set_views(m);
+    if (!m->maps) {
+        m->load.bytes = (uint64_t)(cur - (uint8_t *)m->weights);
+        m->load.seconds = sl_ns_to_s(sl_now_ns() - t0);
+        snprintf(m->load.mode, sizeof m->load.mode, "buffered, one read per tensor");
+    }
     return SL_OK;
 }
 
@@ -293,11 +309,6 @@ static int bind_expert_scales(binder *b, int il)
         if (L->t[roles[i]].info) continue;
         int rc = sl_bind_role(b, il, roles[i], false, 1, (uint64_t)L->d.ffn.router.n_expert, 0, 0);
         if (rc) return rc;
-    }
-    if (!m->maps) {
-        m->load.bytes = (uint64_t)(cur - (uint8_t *)m->weights);
-        m->load.seconds = sl_ns_to_s(sl_now_ns() - t0);
-        snprintf(m->load.mode, sizeof m->load.mode, "buffered, one read per tensor");
     }
     return SL_OK;
 }
