@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "args.h"
+#include "engine/kv_rows.h"
 #include "experts/streamer.h"
 #include "gguf/gguf.h"
 #include "model/model.h"
@@ -43,6 +44,9 @@ void model_flags_help(FILE *out)
             "      --route-trace FILE replay a recorded expert choice (route_trace v1) instead\n"
             "                         of the router, token by token, wrapping at its end: the\n"
             "                         cache and I/O see real routing (needs streamed experts)\n"
+            "  -ctk, --cache-type-k T attention K cache: f16 (default), f32, q8_0 or q4_0\n"
+            "  -ctv, --cache-type-v T attention V cache: the same types (quantised types\n"
+            "                         need head sizes that are multiples of 32)\n"
             "      --stats            print where the time and memory went, at the end\n"
             "      --stats-json FILE  write the same as JSON\n"
             "      --progress         a live status line on stderr\n");
@@ -126,6 +130,14 @@ int model_flags_parse(model_flags *f, const char *cmd, int argc, char **argv, in
     } else if (!strcmp(a, "--cache-policy")) {
         VALUE();
         f->cache_policy = v;
+    } else if (!strcmp(a, "-ctk") || !strcmp(a, "--cache-type-k") || !strcmp(a, "-ctv") ||
+               !strcmp(a, "--cache-type-v")) {
+        VALUE();
+        const bool is_k = !strcmp(a, "-ctk") || !strcmp(a, "--cache-type-k");
+        if (!sl_kv_type_parse(v, is_k ? &p->cache_type_k : &p->cache_type_v)) {
+            fprintf(stderr, "sluice %s: %s expects f16, f32, q8_0 or q4_0, got '%s'\n", cmd, a, v);
+            return -1;
+        }
     } else if (!strcmp(a, "--stats")) {
         f->stats = true;
     } else if (!strcmp(a, "--stats-json")) {

@@ -48,6 +48,8 @@ typedef struct sl_session sl_session;
 typedef enum sl_kv_type {
     SL_KV_F16 = 0, /* default: half the memory, exact enough for inference */
     SL_KV_F32 = 1,
+    SL_KV_Q8_0 = 2, /* blocks of 32 values, one f16 scale each (8.5 bits a value) */
+    SL_KV_Q4_0 = 3, /* blocks of 32 values, 4-bit levels and an f16 scale (4.5 bits) */
 } sl_kv_type;
 
 typedef enum sl_stream_mode {
@@ -90,6 +92,11 @@ typedef struct sl_model_params {
     bool describe_only;     /* bind every tensor and describe each layer, but read
                                no weight and plan nothing (sluice inspect); such a
                                model cannot run: sessions on it are refused */
+    /* What attention layers' K and V caches hold in sessions that do not
+     * choose (-ctk / -ctv; default f16); the memory plan sizes the KV cache
+     * with them. Quantised types need head sizes that are multiples of 32. */
+    sl_kv_type cache_type_k;
+    sl_kv_type cache_type_v;
 } sl_model_params;
 
 /* Defaults for sl_model_params. */
@@ -162,6 +169,10 @@ typedef struct sl_session_params {
     sl_kv_type kv_type;
     bool all_logits;    /* keep logits of every evaluated token (perplexity) */
     int n_batch_max;    /* largest batch passed to sl_session_eval; <= 0: 512 */
+    int type_k, type_v; /* sl_kv_type of attention layers' K and V; -1 (the default):
+                           kv_type when it is not f16, else the model's
+                           cache_type_k / cache_type_v. Other layer kinds keep
+                           f16 (f32 when kv_type is f32) */
 } sl_session_params;
 
 sl_session_params sl_session_default_params(void);

@@ -116,6 +116,9 @@ typedef struct sl_attn_desc {
                                 (the layer's sinks tensor, gpt-oss) */
     int n_swa;               /* > 0: a sliding window, a token sees itself and the
                                 n_swa - 1 before it; 0: the whole context */
+    sl_kv_type cache_k, cache_v; /* what sessions store K and V in when they do not
+                                choose: the load's sl_model_params.cache_type_k/v
+                                (set by sl_model_plan; f16 for a described model) */
 } sl_attn_desc;
 
 /* Gated DeltaNet (ARCHS.md section 1): nk q/k heads and nv v heads of ds
