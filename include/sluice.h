@@ -154,6 +154,11 @@ const char *sl_model_layer_mixer(const sl_model *m, int il);
  * snapshot). */
 void sl_model_state_bytes(const sl_model *m, uint64_t *per_token, uint64_t *per_seq);
 
+/* Bytes per token of context of every layer's row streams with attention
+ * layers' K and V cached as type_k and type_v (-ctk / -ctv); 0 when a
+ * quantised type does not fit the model's head sizes (multiples of 32). */
+uint64_t sl_model_kv_bytes_per_token(const sl_model *m, sl_kv_type type_k, sl_kv_type type_v);
+
 /* The i-th warning about the model's file (i from 0: an unknown
  * pre-tokenizer, special token ids outside the vocabulary ...), escaped for
  * a terminal, or NULL past the last. Owned by m. */

@@ -156,6 +156,16 @@ bool sl_session_state_bytes_typed(const sl_model *m, size_t elem, sl_kv_type tk,
     return ok;
 }
 
+uint64_t sl_model_kv_bytes_per_token(const sl_model *m, sl_kv_type type_k, sl_kv_type type_v)
+{
+    uint64_t rows[2], seq;
+    if (!sl_kv_type_ok((int)type_k) || !sl_kv_type_ok((int)type_v) ||
+        sl_session_kv_misfit(m, type_k, type_v) >= 0 ||
+        !sl_session_state_bytes_typed(m, 2, type_k, type_v, rows, &seq))
+        return 0;
+    return rows[0] + rows[1];
+}
+
 /* The widest attention of any layer: the scratch of q, k, v and the
  * attention output is shared by all layers. */
 typedef struct mixer_widths {

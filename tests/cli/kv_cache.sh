@@ -55,6 +55,14 @@ if [ -n "$fits" ]; then
     check "... and fits with a q8_0 cache" [ $? -eq 0 ]
 fi
 
+# 2 layers x 2 KV heads x 64 values, K and V: 1024 bytes in f16, (64/32) x 34 x 8 in q8_0,
+# (64/32) x 18 x 8 in q4_0
+"$SLUICE" inspect "$M" >"$work/inspect" 2>&1
+check "inspect shows the f16 state per token" grep -q "1024 bytes per token of context" "$work/inspect"
+check "... and with q8_0 and q4_0 caches" grep -q "544 with -ctk/-ctv q8_0, 288 with q4_0" "$work/inspect"
+"$SLUICE" inspect "$M" --json >"$work/inspect.json" 2>&1
+check "inspect --json has the q8_0 figure" grep -q '"state_bytes_per_token_q8_0": *544' "$work/inspect.json"
+
 "$SLUICE" bench -m "$M" -p 16 -n 4 -r 1 -d 24 -t 1 >"$work/bench" 2>&1
 check "bench -d runs" [ $? -eq 0 ]
 check "bench -d names its tests at the depth" grep -q "pp16 @ d24 .*tg4 @ d24\|tg4 @ d24" "$work/bench"
