@@ -28,6 +28,8 @@ static void usage(FILE *f)
             "  -p, --n-prompt N   prompt tokens per pp test (default 512; 0 skips pp)\n"
             "  -n, --n-gen N      generated tokens per tg test (default 128; 0 skips tg)\n"
             "  -r, --repetitions N  runs of each test (default 3)\n"
+            "  -d, --n-depth N    tokens of existing context before each test, evaluated\n"
+            "                     untimed (llama-bench's depth; default 0)\n"
             "  -b, --ubatch N     prompt micro-batch: tokens evaluated together, each\n"
             "                     expert's weights read once per micro-batch (default 512)\n"
             "      --json         one JSON object per test instead of the table\n"
@@ -74,11 +76,22 @@ static const char *dominant_type(const sl_model *m)
     return sl_type_name((uint32_t)best);
 }
 
-static int run_test(sl_model *m, const model_flags *mf, int n_prompt, int n_gen, int batch,
-                    int reps, double *tps, sl_err *err)
+/* Evaluates toks[0..n) in micro-batches of batch tokens. */
+static int eval_all(sl_session *s, const int32_t *toks, int n, int batch, sl_err *err)
+{
+    int rc = 0;
+    for (int i = 0; i < n && !rc; i += batch)
+        rc = sl_session_eval(s, toks + i, n - i < batch ? n - i : batch, err);
+    return rc;
+}
+
+/* One test (pp n_prompt or tg n_gen) reps times, each after depth tokens
+ * of context evaluated untimed; tps[r] the rate of run r. */
+static int run_test(sl_model *m, const model_flags *mf, int depth, int n_prompt, int n_gen,
+                    int batch, int reps, double *tps, sl_err *err)
 {
     const int n_vocab = sl_model_n_vocab(m);
-    const int total = n_prompt + n_gen + 1;
+    const int total = depth + n_prompt + n_gen + 1;
     sl_session_params sp = sl_session_default_params();
     sp.n_ctx = total;
     sp.n_batch_max = batch;
@@ -96,17 +109,16 @@ static int run_test(sl_model *m, const model_flags *mf, int n_prompt, int n_gen,
     for (int r = 0; r < reps && !rc; r++) {
         sl_session_truncate(s, 0);
         fill_tokens(toks, total, n_vocab, 1000 + (uint64_t)r);
+        if (depth > 0 && (rc = eval_all(s, toks, depth, batch, err))) break;
+        const int32_t *t = toks + depth;
         uint64_t t0 = sl_now_ns();
         if (n_prompt > 0) {
-            for (int i = 0; i < n_prompt && !rc; i += batch) {
-                int n = n_prompt - i < batch ? n_prompt - i : batch;
-                rc = sl_session_eval(s, toks + i, n, err);
-            }
+            rc = eval_all(s, t, n_prompt, batch, err);
             tps[r] = n_prompt / sl_ns_to_s(sl_now_ns() - t0);
         } else {
             model_flags_progress(mf, m, 0, 0.0); /* a --stats-csv row for what came before */
             for (int i = 0; i < n_gen && !rc; i++) {
-                rc = sl_session_eval(s, toks + i, 1, err);
+                rc = sl_session_eval(s, t + i, 1, err);
                 model_flags_progress(mf, m, i + 1, sl_ns_to_s(sl_now_ns() - t0));
             }
             model_flags_progress_end(mf);
@@ -118,7 +130,7 @@ static int run_test(sl_model *m, const model_flags *mf, int n_prompt, int n_gen,
     return rc;
 }
 
-static int bench_model(const char *path, int n_prompt, int n_gen, int reps,
+static int bench_model(const char *path, int depth, int n_prompt, int n_gen, int reps,
                        const model_flags *mf, int batch, bool json)
 {
     sl_model *m = model_flags_load(mf, "bench", path);
@@ -129,11 +141,14 @@ static int bench_model(const char *path, int n_prompt, int n_gen, int reps,
     run_totals totals = {0, 0, 0};
     const uint64_t model_bytes = m->dense_bytes + m->expert_bytes; /* resident or not */
     const double gib = (double)model_bytes / (1u << 30);
+    const int tw = depth ? 14 : 8;
     if (!json) {
-        printf("| %-10s | %10s | %-6s | %7s | %8s | %20s |\n", "model", "size", "type",
-               "threads", "test", "t/s");
-        printf("| %-10s | %10s | %-6s | %7s | %8s | %20s |\n", "----------", "---------:",
-               "------", "------:", "-------:", "-------------------:");
+        /* the test column widens for names with a depth ("pp512 @ d4096") */
+        printf("| %-10s | %10s | %-6s | %7s | %*s | %20s |\n", "model", "size", "type",
+               "threads", tw, "test", "t/s");
+        printf("| %-10s | %10s | %-6s | %7s | %*s | %20s |\n", "----------", "---------:",
+               "------", "------:", tw, depth ? "-------------:" : "-------:",
+               "-------------------:");
     }
     int rc = 0;
     for (int which = 0; which < 2 && !rc; which++) {
@@ -141,9 +156,9 @@ static int bench_model(const char *path, int n_prompt, int n_gen, int reps,
         if (np == 0 && ng == 0) continue;
         double *tps = calloc((size_t)reps, sizeof *tps);
         uint64_t t0 = sl_now_ns();
-        rc = run_test(m, mf, np, ng, batch, reps, tps, &err);
+        rc = run_test(m, mf, depth, np, ng, batch, reps, tps, &err);
         totals.seconds += sl_ns_to_s(sl_now_ns() - t0);
-        totals.tokens += (long)reps * (np + ng) + 1;
+        totals.tokens += (long)reps * (depth + np + ng) + 1;
         totals.generated += (long)reps * ng;
         if (rc) {
             fprintf(stderr, "sluice bench: %s\n", err.msg);
@@ -152,16 +167,19 @@ static int bench_model(const char *path, int n_prompt, int n_gen, int reps,
         }
         stats st = summarise(tps, reps);
         char test[32];
-        snprintf(test, sizeof test, "%s%d", np ? "pp" : "tg", np ? np : ng);
+        if (depth > 0) /* llama-bench's name for a test at depth */
+            snprintf(test, sizeof test, "%s%d @ d%d", np ? "pp" : "tg", np ? np : ng, depth);
+        else
+            snprintf(test, sizeof test, "%s%d", np ? "pp" : "tg", np ? np : ng);
         if (json)
             printf("{\"model\":\"%s\",\"arch\":\"%s\",\"size_bytes\":%llu,\"type\":\"%s\","
                    "\"threads\":%d,\"test\":\"%s\",\"n_prompt\":%d,\"n_gen\":%d,"
-                   "\"repetitions\":%d,\"tps_mean\":%.4f,\"tps_sd\":%.4f}\n",
+                   "\"n_depth\":%d,\"repetitions\":%d,\"tps_mean\":%.4f,\"tps_sd\":%.4f}\n",
                    path, sl_model_arch_name(m), (unsigned long long)model_bytes,
-                   dominant_type(m), nth, test, np, ng, reps, st.mean, st.sd);
+                   dominant_type(m), nth, test, np, ng, depth, reps, st.mean, st.sd);
         else
-            printf("| %-10s | %6.2f GiB | %-6s | %7d | %8s | %11.2f ± %6.2f |\n",
-                   sl_model_arch_name(m), gib, dominant_type(m), nth, test, st.mean, st.sd);
+            printf("| %-10s | %6.2f GiB | %-6s | %7d | %*s | %11.2f ± %6.2f |\n",
+                   sl_model_arch_name(m), gib, dominant_type(m), nth, tw, test, st.mean, st.sd);
         free(tps);
         errno = 0;
         if (fflush(stdout) != 0 || ferror(stdout)) {
@@ -180,7 +198,7 @@ int bench_kernels(int threads, int mb); /* bench_kernels.c */
 int cmd_bench(int argc, char **argv)
 {
     const char *model = NULL;
-    long n_prompt = 512, n_gen = 128, reps = 3, batch = 512, mb = 256;
+    long n_prompt = 512, n_gen = 128, reps = 3, batch = 512, mb = 256, depth = 0;
     model_flags mf;
     model_flags_init(&mf);
     bool json = false, kernels = false;
@@ -206,6 +224,10 @@ int cmd_bench(int argc, char **argv)
             if (!(v = arg_value("bench", argc, argv, &i)) ||
                 !arg_int("bench", a, v, 0, 1 << 20, &n_gen))
                 return 2;
+        } else if (!strcmp(a, "-d") || !strcmp(a, "--n-depth")) {
+            if (!(v = arg_value("bench", argc, argv, &i)) ||
+                !arg_int("bench", a, v, 0, 1 << 22, &depth))
+                return 2;
         } else if (!strcmp(a, "-r") || !strcmp(a, "--repetitions")) {
             if (!(v = arg_value("bench", argc, argv, &i)) || !arg_int("bench", a, v, 1, 1000, &reps))
                 return 2;
@@ -229,6 +251,7 @@ int cmd_bench(int argc, char **argv)
         fprintf(stderr, "sluice bench: nothing to do: -p and -n are both 0\n");
         return 2;
     }
-    mf.params.n_ctx_hint = (int)(n_prompt + n_gen + 1);
-    return bench_model(model, (int)n_prompt, (int)n_gen, (int)reps, &mf, (int)batch, json);
+    mf.params.n_ctx_hint = (int)(depth + n_prompt + n_gen + 1);
+    return bench_model(model, (int)depth, (int)n_prompt, (int)n_gen, (int)reps, &mf, (int)batch,
+                       json);
 }

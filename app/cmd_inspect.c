@@ -547,6 +547,7 @@ typedef struct layers_info {
     sl_model *m;        /* NULL: not described (see why) */
     char why[SL_ERR_MSG_MAX];
     uint64_t per_token, per_seq;
+    uint64_t per_token_q8, per_token_q4; /* with q8_0 / q4_0 K and V (0: not possible) */
 } layers_info;
 
 static void describe_layers(const char *path, const sl_gguf *g, layers_info *li)
@@ -563,6 +564,8 @@ static void describe_layers(const char *path, const sl_gguf *g, layers_info *li)
         return;
     }
     sl_model_state_bytes(li->m, &li->per_token, &li->per_seq);
+    li->per_token_q8 = sl_model_kv_bytes_per_token(li->m, SL_KV_Q8_0, SL_KV_Q8_0);
+    li->per_token_q4 = sl_model_kv_bytes_per_token(li->m, SL_KV_Q4_0, SL_KV_Q4_0);
 }
 
 /* gemma4's layer kinds, from its per-layer window pattern: which layers
@@ -608,6 +611,9 @@ static void text_layers(FILE *f, const layers_info *li)
     char hb[32];
     fprintf(f, "\n  %-14s%" PRIu64 " bytes per token of context (%s, f16 K/V)\n", "state",
             li->per_token, human(hb, sizeof hb, li->per_token));
+    if (li->per_token_q8 && li->per_token != li->per_token_q8)
+        fprintf(f, "  %-14s%" PRIu64 " with -ctk/-ctv q8_0, %" PRIu64 " with q4_0\n", "",
+                li->per_token_q8, li->per_token_q4);
     if (li->per_seq)
         fprintf(f, "  %-14s%" PRIu64 " bytes per sequence (%s; a session keeps a second copy "
                 "as its snapshot)\n", "", li->per_seq, human(hb, sizeof hb, li->per_seq));
@@ -624,6 +630,12 @@ static void jw_layers(jw_out *j, const layers_info *li)
     jw_u64(j, li->per_token);
     jw_key(j, "state_bytes_per_sequence");
     jw_u64(j, li->per_seq);
+    if (li->per_token_q8) { /* the KV cache in q8_0 / q4_0 (-ctk/-ctv), when possible */
+        jw_key(j, "state_bytes_per_token_q8_0");
+        jw_u64(j, li->per_token_q8);
+        jw_key(j, "state_bytes_per_token_q4_0");
+        jw_u64(j, li->per_token_q4);
+    }
 }
 
 static void print_text(FILE *f, const sl_gguf *g, const sizing *z, const layers_info *li,

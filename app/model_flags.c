@@ -6,6 +6,7 @@
 
 #include "args.h"
 #include "engine/route_knobs.h"
+#include "engine/kv_rows.h"
 #include "experts/streamer.h"
 #include "gguf/gguf.h"
 #include "model/model.h"
@@ -55,6 +56,9 @@ void model_flags_help(FILE *out)
             "                         other slots with the best-ranked of its top M already\n"
             "                         in the expert cache (streamed experts only; on a\n"
             "                         resident model it changes nothing)\n"
+            "  -ctk, --cache-type-k T attention K cache: f16 (default), f32, q8_0 or q4_0\n"
+            "  -ctv, --cache-type-v T attention V cache: the same types (quantised types\n"
+            "                         need head sizes that are multiples of 32)\n"
             "      --stats            print where the time and memory went, at the end\n"
             "      --stats-json FILE  write the same as JSON\n"
             "      --stats-csv FILE   one CSV row per decoded token (run, chat, bench): time\n"
@@ -157,6 +161,14 @@ int model_flags_parse(model_flags *f, const char *cmd, int argc, char **argv, in
         }
         p->cache_route_keep = j;
         p->cache_route_from = mm;
+    } else if (!strcmp(a, "-ctk") || !strcmp(a, "--cache-type-k") || !strcmp(a, "-ctv") ||
+               !strcmp(a, "--cache-type-v")) {
+        VALUE();
+        const bool is_k = !strcmp(a, "-ctk") || !strcmp(a, "--cache-type-k");
+        if (!sl_kv_type_parse(v, is_k ? &p->cache_type_k : &p->cache_type_v)) {
+            fprintf(stderr, "sluice %s: %s expects f16, f32, q8_0 or q4_0, got '%s'\n", cmd, a, v);
+            return -1;
+        }
     } else if (!strcmp(a, "--stats")) {
         f->stats = true;
     } else if (!strcmp(a, "--stats-json")) {

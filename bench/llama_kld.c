@@ -16,6 +16,21 @@
 #include "ggml-backend.h"
 #include "llama.h"
 
+/* The ggml type of a cache type name from the environment variable var. */
+static int cache_type(const char *var, enum ggml_type *out)
+{
+    const char *v = getenv(var);
+    if (!v || !*v || !strcmp(v, "f16")) *out = GGML_TYPE_F16;
+    else if (!strcmp(v, "f32")) *out = GGML_TYPE_F32;
+    else if (!strcmp(v, "q8_0")) *out = GGML_TYPE_Q8_0;
+    else if (!strcmp(v, "q4_0")) *out = GGML_TYPE_Q4_0;
+    else {
+        fprintf(stderr, "llama_kld: %s must be f16, f32, q8_0 or q4_0, not '%s'\n", var, v);
+        return -1;
+    }
+    return 0;
+}
+
 static void quiet(enum ggml_log_level level, const char *text, void *ud)
 {
     (void)ud;
@@ -68,6 +83,8 @@ int main(int argc, char **argv)
     cp.n_ctx = (uint32_t)n_ctx;
     cp.n_batch = cp.n_ubatch = (uint32_t)n_ctx;
     cp.n_threads = cp.n_threads_batch = n_threads;
+    if (cache_type("LLAMA_CACHE_TYPE_K", &cp.type_k) || cache_type("LLAMA_CACHE_TYPE_V", &cp.type_v))
+        return 2;
     struct llama_context *ctx = llama_init_from_model(model, cp);
     if (!ctx) return 1;
     sl_kld_writer w;

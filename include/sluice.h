@@ -48,6 +48,8 @@ typedef struct sl_session sl_session;
 typedef enum sl_kv_type {
     SL_KV_F16 = 0, /* default: half the memory, exact enough for inference */
     SL_KV_F32 = 1,
+    SL_KV_Q8_0 = 2, /* blocks of 32 values, one f16 scale each (8.5 bits a value) */
+    SL_KV_Q4_0 = 3, /* blocks of 32 values, 4-bit levels and an f16 scale (4.5 bits) */
 } sl_kv_type;
 
 typedef enum sl_stream_mode {
@@ -105,6 +107,11 @@ typedef struct sl_model_params {
     void (*load_progress)(void *ud, uint64_t done, uint64_t total); /* bytes read
                                so far of total, after each read; NULL: none */
     void *load_progress_ud;
+    /* What attention layers' K and V caches hold in sessions that do not
+     * choose (-ctk / -ctv; default f16); the memory plan sizes the KV cache
+     * with them. Quantised types need head sizes that are multiples of 32. */
+    sl_kv_type cache_type_k;
+    sl_kv_type cache_type_v;
 } sl_model_params;
 
 /* Defaults for sl_model_params. */
@@ -162,6 +169,11 @@ const char *sl_model_layer_mixer(const sl_model *m, int il);
  * snapshot). */
 void sl_model_state_bytes(const sl_model *m, uint64_t *per_token, uint64_t *per_seq);
 
+/* Bytes per token of context of every layer's row streams with attention
+ * layers' K and V cached as type_k and type_v (-ctk / -ctv); 0 when a
+ * quantised type does not fit the model's head sizes (multiples of 32). */
+uint64_t sl_model_kv_bytes_per_token(const sl_model *m, sl_kv_type type_k, sl_kv_type type_v);
+
 /* The i-th warning about the model's file (i from 0: an unknown
  * pre-tokenizer, special token ids outside the vocabulary ...), escaped for
  * a terminal, or NULL past the last. Owned by m. */
@@ -177,6 +189,10 @@ typedef struct sl_session_params {
     sl_kv_type kv_type;
     bool all_logits;    /* keep logits of every evaluated token (perplexity) */
     int n_batch_max;    /* largest batch passed to sl_session_eval; <= 0: 512 */
+    int type_k, type_v; /* sl_kv_type of attention layers' K and V; -1 (the default):
+                           kv_type when it is not f16, else the model's
+                           cache_type_k / cache_type_v. Other layer kinds keep
+                           f16 (f32 when kv_type is f32) */
 } sl_session_params;
 
 sl_session_params sl_session_default_params(void);

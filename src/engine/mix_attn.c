@@ -5,7 +5,8 @@
  * projection (qwen35moe: o * sigmoid(gate) per element before Wo).
  *
  *   q, k, v = xb Wq, xb Wk, xb Wv (+ biases) -> q/k norm -> rope
- *   -> append k, v to the cache (f16 or f32) at each token's position
+ *   -> append k, v to the cache (f16, f32, q8_0 or q4_0: kv_rows.h) at each
+ *      token's position
  *   -> per (token, head): softmax(q . K[0..pos] * scale) . V -> attn_out
  *   -> out = attn_out Wo
  *
@@ -15,6 +16,7 @@
 #include <string.h>
 
 #include "engine/fwd_mm.h"
+#include "engine/kv_rows.h"
 #include "engine/mixer.h"
 #include "engine/session.h"
 
@@ -58,7 +60,9 @@ typedef struct attn_job {
 } attn_job;
 
 /* Work item w = (token, K/V head): the query heads of that group attend
- * together, so each K/V row is converted once for all of them. */
+ * together, so each K/V row is converted once for all of them. An f16 or
+ * f32 cache of one type takes the tiled kernels; a quantised or mixed one
+ * the position-by-position form (llama.cpp's paths for the same caches). */
 static void attn_worker(void *ctx, int chunk, int n_chunks, int tid)
 {
     attn_job *j = ctx;
@@ -66,14 +70,19 @@ static void attn_worker(void *ctx, int chunk, int n_chunks, int tid)
     const sl_attn_desc *a = j->a;
     const int hd = a->head_dim, hdv = a->head_dim_v, H = a->n_head, HKV = a->n_head_kv;
     const int group = H / HKV;
-    const size_t elem = s->kv_elem;
     const sl_attn_kernels *kr = s->attn_k;
-    void (*attend)(const sl_attn_block *) = elem == 2 ? kr->attend_f16 : kr->attend_f32;
+    const bool tiled = s->type_k == s->type_v && !sl_kv_type_quantized(s->type_k);
+    void (*attend)(const sl_attn_block *) =
+        s->type_k == SL_KV_F32 ? kr->attend_f32 : kr->attend_f16;
+    /* bytes of one K/V head within a position's row */
+    const size_t k_head = j->st->row_bytes[0] / (size_t)HKV;
+    const size_t v_head = j->st->row_bytes[1] / (size_t)HKV;
     sl_attn_block b = {
         .q_stride = (size_t)hd, .k_stride = j->st->row_bytes[0], .v_stride = j->st->row_bytes[1],
         .dk = hd, .dv = hdv, .n_q = group, .scale = a->scale, .out_stride = (size_t)hdv,
         .scratch = s->att + (size_t)tid * s->layout.att_floats,
     };
+    const int k_type = (int)sl_kv_quant_type(s->type_k), v_type = (int)sl_kv_quant_type(s->type_v);
     const float *sinks = a->sinks ? j->sinks : NULL;
     long long w0, w1;
     sl_split_range((long long)j->n * HKV, chunk, n_chunks, &w0, &w1);
@@ -83,26 +92,21 @@ static void attn_worker(void *ctx, int chunk, int n_chunks, int tid)
         b.pos_lo = a->n_swa > 0 && b.n_pos > a->n_swa ? b.n_pos - a->n_swa : 0;
         b.sinks = sinks ? sinks + (size_t)kvh * group : NULL;
         b.q = s->q + (size_t)t * H * hd + (size_t)kvh * group * hd;
-        b.k = j->st->rows[0] + (size_t)kvh * hd * elem;
-        b.v = j->st->rows[1] + (size_t)kvh * hdv * elem;
+        b.k = j->st->rows[0] + (size_t)kvh * k_head;
+        b.v = j->st->rows[1] + (size_t)kvh * v_head;
         b.out = s->attn_out + (size_t)t * H * hdv + (size_t)kvh * group * hdv;
-        attend(&b);
+        if (tiled) attend(&b);
+        else sl_attn_attend_seq(kr, &b, k_type, v_type);
     }
 }
 
-/* Appends one token's k (k_dim values) and v (v_dim) at position pos. */
+/* Appends one token's k (k_dim values) and v (v_dim) at position pos, in
+ * the session's K and V types. */
 static void kv_store(const sl_session *s, const sl_layer_state *st, int pos, const float *k,
                      size_t k_dim, const float *v, size_t v_dim)
 {
-    uint8_t *kc = st->rows[0] + (size_t)pos * st->row_bytes[0];
-    uint8_t *vc = st->rows[1] + (size_t)pos * st->row_bytes[1];
-    if (s->kv_elem == 2) {
-        for (size_t i = 0; i < k_dim; i++) ((uint16_t *)kc)[i] = sl_f32_to_fp16(k[i]);
-        for (size_t i = 0; i < v_dim; i++) ((uint16_t *)vc)[i] = sl_f32_to_fp16(v[i]);
-    } else {
-        memcpy(kc, k, k_dim * sizeof(float));
-        memcpy(vc, v, v_dim * sizeof(float));
-    }
+    sl_kv_row_store(s->type_k, k, st->rows[0] + (size_t)pos * st->row_bytes[0], (int)k_dim);
+    sl_kv_row_store(s->type_v, v, st->rows[1] + (size_t)pos * st->row_bytes[1], (int)v_dim);
 }
 
 static void attn_forward(sl_session *s, const sl_layer *L, int il, int n, float *out)

@@ -9,16 +9,38 @@
 sl_session_params sl_session_default_params(void)
 {
     sl_session_params p = {.n_ctx = 0, .kv_type = SL_KV_F16, .all_logits = false,
-                           .n_batch_max = 0};
+                           .n_batch_max = 0, .type_k = -1, .type_v = -1};
     return p;
 }
 
+/* The model's default cache type for K (v = 0) or V (v = 1): the first
+ * attention layer's (every layer gets the same from the plan). */
+static sl_kv_type model_cache_type(const sl_model *m, int v)
+{
+    for (int il = 0; il < m->hp.n_layer; il++) {
+        const sl_layer_desc *d = &m->layers[il].d;
+        if (d->mixer == SL_MIXER_ATTN) return v ? d->attn.cache_v : d->attn.cache_k;
+    }
+    return SL_KV_F16;
+}
+
+/* A session's K or V type: asked for, else kv_type when it is not the
+ * default, else the model's. */
+static sl_kv_type resolve_type(const sl_model *m, const sl_session_params *p, int asked, int v)
+{
+    if (asked >= 0) return (sl_kv_type)asked;
+    if (p->kv_type != SL_KV_F16) return p->kv_type;
+    return model_cache_type(m, v);
+}
+
 /* The dimensions a session of params p is laid out for. */
-static sl_session_dims session_dims(const sl_session_params *p, int nth)
+static sl_session_dims session_dims(const sl_model *m, const sl_session_params *p, int nth)
 {
     sl_session_dims d = {.n_batch = p->n_batch_max, .n_ctx = p->n_ctx, .n_threads = nth,
                          .n_logit_rows = p->all_logits ? p->n_batch_max : 1,
-                         .kv_type = p->kv_type};
+                         .kv_type = p->kv_type == SL_KV_F32 ? SL_KV_F32 : SL_KV_F16,
+                         .type_k = resolve_type(m, p, p->type_k, 0),
+                         .type_v = resolve_type(m, p, p->type_v, 1)};
     return d;
 }
 
@@ -40,7 +62,7 @@ int sl_session_create(sl_session **out, sl_model *m, const sl_session_params *pp
                           p.n_batch_max, SL_SESSION_MAX_BATCH);
 
     const int nth = m->n_threads > 0 ? m->n_threads : sl_cpu_core_count();
-    const sl_session_dims dims = session_dims(&p, nth);
+    const sl_session_dims dims = session_dims(m, &p, nth);
     sl_session_layout lay;
     int rc = sl_session_layout_make(&lay, m, &dims, err);
     if (rc) return rc;
@@ -50,7 +72,9 @@ int sl_session_create(sl_session **out, sl_model *m, const sl_session_params *pp
     s->m = m;
     s->n_ctx = p.n_ctx;
     s->n_batch_max = p.n_batch_max;
-    s->kv_type = p.kv_type;
+    s->kv_type = dims.kv_type;
+    s->type_k = dims.type_k;
+    s->type_v = dims.type_v;
     s->all_logits = p.all_logits;
     s->layout = lay;
     s->kv_elem = lay.kv_elem;
@@ -80,7 +104,7 @@ int sl_session_create(sl_session **out, sl_model *m, const sl_session_params *pp
         s->layer_state[il].seq_bytes = (size_t)sl_mixer_of(d->mixer)->state_seq(d);
         seq += s->layer_state[il].seq_bytes / sizeof(float);
         uint64_t bytes[2];
-        sl_session_layer_rows(m, il, lay.kv_elem, bytes);
+        sl_session_layer_rows(m, il, lay.kv_elem, dims.type_k, dims.type_v, bytes);
         for (int r = 0; r < 2; r++) {
             s->layer_state[il].rows[r] = rows[r];
             s->layer_state[il].row_bytes[r] = (size_t)bytes[r];

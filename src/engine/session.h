@@ -23,7 +23,8 @@ struct sl_session {
     int n_batch_max;
     sl_kv_type kv_type;
     bool all_logits;
-    size_t kv_elem;      /* bytes per cached value: 2 (f16) or 4 (f32) */
+    size_t kv_elem;      /* bytes per cached value of non-attention mixers: 2 (f16) or 4 (f32) */
+    sl_kv_type type_k, type_v; /* what attention layers' K and V rows hold (kv_rows.h) */
     /* Every buffer below lives in one arena sized by session_layout.c,
      * each followed by a guard zone checked after every batch. */
     sl_session_layout layout;

@@ -6,6 +6,7 @@
 
 #include "engine/session_layout.h"
 #include "engine/fwd_mm.h"
+#include "engine/kv_rows.h"
 #include "engine/mixer.h"
 #include "ops/attn_kernels.h"
 #include "ops/ops.h"
@@ -106,25 +107,63 @@ static act_needs model_act_needs(const sl_model *m, uint64_t K, sizer *z)
     return an;
 }
 
-void sl_session_layer_rows(const sl_model *m, int il, size_t elem, uint64_t rows[2])
+void sl_session_layer_rows(const sl_model *m, int il, size_t elem, sl_kv_type tk,
+                           sl_kv_type tv, uint64_t rows[2])
 {
     const sl_layer_desc *d = &m->layers[il].d;
-    sl_mixer_of(d->mixer)->state_rows(d, elem, rows);
+    const sl_mixer_ops *mx = sl_mixer_of(d->mixer);
+    if (d->mixer != SL_MIXER_ATTN) {
+        mx->state_rows(d, elem, rows);
+        return;
+    }
+    uint64_t f32[2];
+    mx->state_rows(d, 4, f32);
+    rows[0] = sl_kv_row_bytes(tk, f32[0] / 4);
+    rows[1] = sl_kv_row_bytes(tv, f32[1] / 4);
+}
+
+int sl_session_kv_misfit(const sl_model *m, sl_kv_type tk, sl_kv_type tv)
+{
+    for (int il = 0; il < m->hp.n_layer; il++) {
+        const sl_layer_desc *d = &m->layers[il].d;
+        if (d->mixer != SL_MIXER_ATTN) continue;
+        if ((sl_kv_type_quantized(tk) && d->attn.head_dim % SL_KV_BLOCK) ||
+            (sl_kv_type_quantized(tv) && d->attn.head_dim_v % SL_KV_BLOCK))
+            return il;
+    }
+    return -1;
 }
 
 bool sl_session_state_bytes(const sl_model *m, size_t elem, uint64_t per_token[2],
                             uint64_t *per_seq)
+{
+    const sl_kv_type t = elem == 4 ? SL_KV_F32 : SL_KV_F16;
+    return sl_session_state_bytes_typed(m, elem, t, t, per_token, per_seq);
+}
+
+bool sl_session_state_bytes_typed(const sl_model *m, size_t elem, sl_kv_type tk,
+                                  sl_kv_type tv, uint64_t per_token[2], uint64_t *per_seq)
 {
     bool ok = true;
     per_token[0] = per_token[1] = *per_seq = 0;
     for (int il = 0; il < m->hp.n_layer; il++) {
         const sl_layer_desc *d = &m->layers[il].d;
         uint64_t rows[2];
-        sl_session_layer_rows(m, il, elem, rows);
+        sl_session_layer_rows(m, il, elem, tk, tv, rows);
         for (int r = 0; r < 2; r++) ok &= sl_add_u64(per_token[r], rows[r], &per_token[r]);
         ok &= sl_add_u64(*per_seq, sl_mixer_of(d->mixer)->state_seq(d), per_seq);
     }
     return ok;
+}
+
+uint64_t sl_model_kv_bytes_per_token(const sl_model *m, sl_kv_type type_k, sl_kv_type type_v)
+{
+    uint64_t rows[2], seq;
+    if (!sl_kv_type_ok((int)type_k) || !sl_kv_type_ok((int)type_v) ||
+        sl_session_kv_misfit(m, type_k, type_v) >= 0 ||
+        !sl_session_state_bytes_typed(m, 2, type_k, type_v, rows, &seq))
+        return 0;
+    return rows[0] + rows[1];
 }
 
 /* The widest attention of any layer: the scratch of q, k, v and the
@@ -160,6 +199,9 @@ static mixer_widths widest_mixers(const sl_model *m, sizer *z)
         const uint64_t group = (uint64_t)(a->n_head / a->n_head_kv);
         const uint64_t tile = mul(z, SL_ATTN_TILE, (uint64_t)a->head_dim + (uint64_t)a->head_dim_v + 1);
         w.tile = umax(w.tile, tile + mul(z, group, (uint64_t)a->head_dim_v + 2));
+        /* ... or the position-by-position form's, when larger */
+        const uint64_t seq = mul(z, group, (uint64_t)a->head_dim + (uint64_t)a->head_dim_v + 2);
+        w.tile = umax(w.tile, seq + (uint64_t)a->head_dim_v);
     }
     return w;
 }
@@ -174,6 +216,16 @@ int sl_session_layout_make(sl_session_layout *lay, const sl_model *m, const sl_s
         return sl_err_set(err, SL_EINVAL, "session dimensions out of range (batch %d, context "
                           "%d, threads %d, logit rows %d)", d->n_batch, d->n_ctx, d->n_threads,
                           d->n_logit_rows);
+    if (!sl_kv_type_ok((int)d->type_k) || !sl_kv_type_ok((int)d->type_v))
+        return sl_err_set(err, SL_EINVAL, "unknown KV cache type (K %d, V %d)", (int)d->type_k,
+                          (int)d->type_v);
+    const int misfit = sl_session_kv_misfit(m, d->type_k, d->type_v);
+    if (misfit >= 0)
+        return sl_err_set(err, SL_EINVAL, "a %s K / %s V cache stores blocks of %d values per "
+                          "head, and layer %d's heads have %d (K) and %d (V) values: use f16 or "
+                          "f32 for this model", sl_kv_type_name(d->type_k),
+                          sl_kv_type_name(d->type_v), SL_KV_BLOCK, misfit,
+                          m->layers[misfit].d.attn.head_dim, m->layers[misfit].d.attn.head_dim_v);
     sizer z = {false};
     const uint64_t B = (uint64_t)d->n_batch, ctx = (uint64_t)d->n_ctx;
     const uint64_t T = (uint64_t)d->n_threads, layers = (uint64_t)hp->n_layer;
@@ -187,7 +239,9 @@ int sl_session_layout_make(sl_session_layout *lay, const sl_model *m, const sl_s
     const act_needs an = model_act_needs(m, K, &z);
     const uint64_t kv_elem = d->kv_type == SL_KV_F32 ? 4 : 2;
     uint64_t state_tok[2], state_seq; /* every layer's state: per position, per sequence */
-    if (!sl_session_state_bytes(m, (size_t)kv_elem, state_tok, &state_seq)) z.overflow = true;
+    if (!sl_session_state_bytes_typed(m, (size_t)kv_elem, d->type_k, d->type_v, state_tok,
+                                      &state_seq))
+        z.overflow = true;
     const uint64_t mm_cap = 2 * X + 4;
     const uint64_t f = sizeof(float), i = sizeof(int), p = sizeof(void *);
     const uint64_t BK = mul(&z, B, K);

@@ -51,7 +51,8 @@ typedef struct sl_session_dims {
     int n_ctx;         /* context length in tokens, >= 1 */
     int n_threads;     /* compute threads (per-thread scratch), >= 1 */
     int n_logit_rows;  /* rows of logits kept: 1, or n_batch for every token's */
-    sl_kv_type kv_type;
+    sl_kv_type kv_type; /* f16 or f32: the value size of other mixers' row streams */
+    sl_kv_type type_k, type_v; /* what attention layers' K and V rows hold */
 } sl_session_dims;
 
 typedef struct sl_session_layout {
@@ -80,10 +81,22 @@ typedef struct sl_session_layout {
 int sl_session_layout_make(sl_session_layout *lay, const sl_model *m, const sl_session_dims *d,
                            sl_err *err);
 
-/* Bytes per position of layer il's two state row streams (its mixer's
- * state_rows) for cached values of elem bytes. The session's k_cache and
- * v_cache hold every layer's streams back to back, in layer order. */
-void sl_session_layer_rows(const sl_model *m, int il, size_t elem, uint64_t rows[2]);
+/* Bytes per position of layer il's two state row streams: an attention
+ * layer's K and V rows in types tk and tv (its mixer's row of f32 values
+ * converted, sl_kv_row_bytes), another mixer's state_rows for values of
+ * elem bytes (2: f16, 4: f32). The session's k_cache and v_cache hold
+ * every layer's streams back to back, in layer order. */
+void sl_session_layer_rows(const sl_model *m, int il, size_t elem, sl_kv_type tk,
+                           sl_kv_type tv, uint64_t rows[2]);
+
+/* The first attention layer (or -1) whose head sizes a quantised K (tk)
+ * or V (tv) cache cannot hold: block types need multiples of 32. */
+int sl_session_kv_misfit(const sl_model *m, sl_kv_type tk, sl_kv_type tv);
+
+/* Every layer's state summed as sl_session_state_bytes, with attention
+ * layers' K and V in types tk and tv. */
+bool sl_session_state_bytes_typed(const sl_model *m, size_t elem, sl_kv_type tk,
+                                  sl_kv_type tv, uint64_t per_token[2], uint64_t *per_seq);
 
 /* Every layer's state summed: bytes per position of each row stream
  * (per_token[0]: K, per_token[1]: V, for cached values of elem bytes) and

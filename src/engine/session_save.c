@@ -4,7 +4,8 @@
  * File layout (little-endian), all of it covered by checksums:
  *   header (SAVE_HEADER_BYTES): magic "SLSTATE1", version, header size, the
  *     model's identity (hash, total file bytes, n_layer, n_vocab), the
- *     cache value size, token count, snapshot position, whether logits
+ *     cache value size (2 or 4; with the attention K and V types in the
+ *     bits above 8 when they are not that size's plain type), token count, snapshot position, whether logits
  *     follow, the body's size and checksum, the total sequence state, and
  *     last a checksum of the header's preceding bytes;
  *   body: the tokens (int32), a table of every layer's state (mixer kind,
@@ -17,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/kv_rows.h"
 #include "engine/session.h"
 #include "util/checked.h"
 #include "util/file.h"
@@ -224,6 +226,28 @@ static int write_fn(void *ud, const void *p, size_t len, sl_err *err)
     return len ? sl_file_write_full(ud, p, len, err) : SL_OK;
 }
 
+/* The cache types as the header's field holds them: the value size of
+ * the session's plain rows, and when the attention K and V types are not
+ * that size's plain type, 1 + K + 4 V above bit 8 (so files of the plain
+ * f16 and f32 caches keep the field they always had). */
+static uint32_t kv_field(const sl_session *s)
+{
+    const sl_kv_type plain = s->kv_elem == 4 ? SL_KV_F32 : SL_KV_F16;
+    if (s->type_k == plain && s->type_v == plain) return (uint32_t)s->kv_elem;
+    return (uint32_t)s->kv_elem | (1u + (uint32_t)s->type_k + 4u * (uint32_t)s->type_v) << 8;
+}
+
+/* "K q8_0, V f16" for a header field, as kv_field writes it. */
+static void kv_field_text(uint32_t f, char *buf, size_t cap)
+{
+    const uint32_t elem = f & 0xFF, code = f >> 8;
+    const sl_kv_type plain = elem == 4 ? SL_KV_F32 : SL_KV_F16;
+    const int k = code ? (int)((code - 1) % 4) : (int)plain;
+    const int v = code ? (int)((code - 1) / 4) : (int)plain;
+    snprintf(buf, cap, "K %s, V %s", sl_kv_type_ok(k) ? sl_kv_type_name((sl_kv_type)k) : "?",
+             sl_kv_type_ok(v) ? sl_kv_type_name((sl_kv_type)v) : "?");
+}
+
 static void header_make(const sl_session *s, const save_plan *pl, uint64_t body_hash,
                         uint8_t h[SAVE_HEADER_BYTES])
 {
@@ -235,7 +259,7 @@ static void header_make(const sl_session *s, const save_plan *pl, uint64_t body_
     put64(h + 24, s->model_bytes);
     put32(h + 32, (uint32_t)s->m->hp.n_layer);
     put32(h + 36, (uint32_t)s->m->hp.n_vocab);
-    put32(h + 40, (uint32_t)s->kv_elem);
+    put32(h + 40, kv_field(s));
     put32(h + 44, pl->n_tokens);
     put32(h + 48, (uint32_t)pl->snap_pos);
     put32(h + 52, pl->has_logits ? 1u : 0u);
@@ -348,9 +372,12 @@ int sl_session_load(sl_session *s, const char *path, int32_t *tokens, int n_max,
                  (unsigned long long)s->model_bytes);
         goto refused;
     }
-    if (get32(h + 40) != (uint32_t)s->kv_elem) {
+    if (get32(h + 40) != kv_field(s)) {
+        char theirs[64], ours[64];
+        kv_field_text(get32(h + 40), theirs, sizeof theirs);
+        kv_field_text(kv_field(s), ours, sizeof ours);
         snprintf(why, sizeof why, "its cache holds %s values, this session %s (use the same "
-                 "--kv-type)", get32(h + 40) == 4 ? "f32" : "f16", s->kv_elem == 4 ? "f32" : "f16");
+                 "--cache-type-k / --cache-type-v)", theirs, ours);
         goto refused;
     }
     const uint32_t n = get32(h + 44);

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/kv_rows.h"
 #include "engine/session_layout.h"
 #include "experts/streamer.h"
 #include "model/model.h"
@@ -59,6 +60,48 @@ static uint64_t cycle_bytes(const sl_model *m)
     return total;
 }
 
+/* The smallest expert cache a streamed model runs with: one layer's top-k
+ * in slots (0 when nothing would stream). */
+static uint64_t min_cache_bytes(const sl_model *m, const sl_model_params *p, int moe_layers)
+{
+    if (moe_layers == 0 || p->stream == SL_STREAM_OFF) return 0;
+    sl_expert_layout *lay = malloc(sizeof *lay * (size_t)m->hp.n_layer);
+    if (!lay) return 0;
+    build_layouts(m, lay);
+    const uint64_t slot = sl_streamer_slot_bytes(lay, m->hp.n_layer, PLAN_ALIGN);
+    free(lay);
+    return slot * (uint64_t)m->hp.n_expert_used;
+}
+
+/* Refuses, up front, a context whose KV cache the budget cannot hold
+ * beside the dense weights, the session's scratch and the smallest expert
+ * cache, with the numbers and the largest context that fits. When even a
+ * one-token context does not fit, the budget is the problem: the checks
+ * after this one say so. */
+static int check_context(const sl_model *m, const sl_model_params *p,
+                         const sl_session_layout *sess, int ctx, int moe_layers, sl_err *err)
+{
+    const uint64_t budget = m->budget_bytes;
+    if (budget == UINT64_MAX || ctx <= 0) return SL_OK;
+    const uint64_t per_token = sess->kv_bytes / (uint64_t)ctx;
+    const uint64_t base = m->dense_bytes + sess->scratch_bytes + OTHER_BYTES +
+                          min_cache_bytes(m, p, moe_layers);
+    if (base + sess->kv_bytes <= budget || base + per_token > budget || per_token == 0)
+        return SL_OK;
+    const uint64_t fits = (budget - base) / per_token;
+    return sl_err_set(err, SL_ENOMEM,
+                      "a context of %d tokens needs %.0f MiB of KV cache (%llu bytes per token: "
+                      "K %s, V %s), and with the dense weights (%.0f MiB), scratch (%.0f MiB)%s, "
+                      "that exceeds the memory budget of %.0f MiB: the largest -c that fits is "
+                      "%llu (or quantise the cache with -ctk q8_0 -ctv q8_0, or raise "
+                      "--mem-budget)", ctx, (double)sess->kv_bytes / MIB,
+                      (unsigned long long)per_token, sl_kv_type_name(p->cache_type_k),
+                      sl_kv_type_name(p->cache_type_v), (double)m->dense_bytes / MIB,
+                      (double)(sess->scratch_bytes + OTHER_BYTES) / MIB,
+                      min_cache_bytes(m, p, moe_layers) ? " and the smallest expert cache" : "",
+                      (double)budget / MIB, (unsigned long long)fits);
+}
+
 int sl_model_plan(sl_model *m, const sl_model_params *pp, sl_err *err)
 {
     sl_model_params p = pp ? *pp : sl_model_default_params();
@@ -76,6 +119,11 @@ int sl_model_plan(sl_model *m, const sl_model_params *pp, sl_err *err)
         }
     }
     m->budget_bytes = budget;
+    /* sessions that do not choose their cache types take the load's */
+    for (int il = 0; il < hp->n_layer; il++) {
+        m->layers[il].d.attn.cache_k = p.cache_type_k;
+        m->layers[il].d.attn.cache_v = p.cache_type_v;
+    }
     const int ctx = p.n_ctx_hint > 0 ? p.n_ctx_hint : 4096;
     /* a session of the default micro-batch, keeping every token's logits
      * if the caller says so (perplexity): laid out exactly as
@@ -84,7 +132,8 @@ int sl_model_plan(sl_model *m, const sl_model_params *pp, sl_err *err)
     const int logit_rows = p.n_logits_hint > 1 ? p.n_logits_hint : 1;
     const sl_session_dims dims = {.n_batch = logit_rows > PLAN_BATCH ? logit_rows : PLAN_BATCH,
                                   .n_ctx = ctx, .n_threads = threads,
-                                  .n_logit_rows = logit_rows, .kv_type = SL_KV_F16};
+                                  .n_logit_rows = logit_rows, .kv_type = SL_KV_F16,
+                                  .type_k = p.cache_type_k, .type_v = p.cache_type_v};
     sl_session_layout sess;
     int rc = sl_session_layout_make(&sess, m, &dims, err);
     if (rc) return rc;
@@ -95,6 +144,7 @@ int sl_model_plan(sl_model *m, const sl_model_params *pp, sl_err *err)
 
     m->streaming = false;
     m->warning[0] = 0;
+    if ((rc = check_context(m, &p, &sess, ctx, moe_layers, err))) return rc;
     if (moe_layers == 0 || p.stream == SL_STREAM_OFF) return SL_OK;
     if (p.stream == SL_STREAM_AUTO && whole <= budget) return SL_OK;
     m->streaming = true;

@@ -2,17 +2,23 @@
 #include "ops/attn_kernels.h"
 
 #include <math.h>
+#include <string.h>
 
+#include "ops/ops.h"
 #include "ops/vexp.h"
 #include "util/hsum.h"
 #include "quant/quant.h"
 
 size_t sl_attn_scratch_floats(int dk, int dv, int n_q)
 {
-    /* K tile [dk][TILE], V tile [TILE][dv], scores [TILE], and per row its
-     * accumulator [dv], maximum and sum */
-    return (size_t)SL_ATTN_TILE * ((size_t)dk + (size_t)dv + 1) +
-           (size_t)n_q * ((size_t)dv + 2);
+    /* tiled: K tile [dk][TILE], V tile [TILE][dv], scores [TILE], and per
+     * row its accumulator [dv], maximum and sum; by position: per row its
+     * converted query [dk], accumulator [dv], maximum and sum, and one
+     * dequantised value row [dv] */
+    const size_t tiled = (size_t)SL_ATTN_TILE * ((size_t)dk + (size_t)dv + 1) +
+                         (size_t)n_q * ((size_t)dv + 2);
+    const size_t seq = (size_t)n_q * ((size_t)dk + (size_t)dv + 2) + (size_t)dv;
+    return tiled > seq ? tiled : seq;
 }
 
 static float load_elem(const void *row, int i, int f16)
@@ -126,8 +132,121 @@ static void axpy_f32_ref(float *out, float a, const float *v, int n)
     for (int i = 0; i < n; i++) out[i] += a * v[i];
 }
 
-static const sl_attn_kernels ref = {dot_f16_ref,    axpy_f16_ref,   dot_f32_ref,
-                                    axpy_f32_ref,   attend_f16_ref, attend_f32_ref};
+static void mad_f32_ref(float *y, const float *x, float v, int n)
+{
+    for (int i = 0; i < n; i++) y[i] = fmaf(x[i], v, y[i]);
+}
+
+static void scale_f32_ref(float *y, float v, int n)
+{
+    for (int i = 0; i < n; i++) y[i] *= v;
+}
+
+static void mad_f16_ref(uint16_t *y, const uint16_t *x, float v, int n)
+{
+    for (int i = 0; i < n; i++)
+        y[i] = sl_f32_to_fp16(fmaf(sl_fp16_to_f32(x[i]), v, sl_fp16_to_f32(y[i])));
+}
+
+static void scale_f16_ref(uint16_t *y, float v, int n)
+{
+    for (int i = 0; i < n; i++) y[i] = sl_f32_to_fp16(sl_fp16_to_f32(y[i]) * v);
+}
+
+static float dot_f16f16_ref(const uint16_t *x, const uint16_t *y, int n)
+{
+    float acc[4][8] = {{0}};
+    const int np = n - n % 32;
+    for (int i = 0; i < np; i += 32)
+        for (int j = 0; j < 4; j++)
+            for (int l = 0; l < 8; l++) {
+                const int e = i + 8 * j + l;
+                acc[j][l] = fmaf(sl_fp16_to_f32(x[e]), sl_fp16_to_f32(y[e]), acc[j][l]);
+            }
+    float h[4];
+    for (int l = 0; l < 8; l++) {
+        acc[0][l] += acc[2][l];
+        acc[1][l] += acc[3][l];
+    }
+    for (int l = 0; l < 8; l++) acc[0][l] += acc[1][l];
+    for (int l = 0; l < 4; l++) h[l] = acc[0][l] + acc[0][l + 4];
+    double sum = (double)((h[0] + h[1]) + (h[2] + h[3]));
+    for (int i = np; i < n; i++) sum += (double)(sl_fp16_to_f32(x[i]) * sl_fp16_to_f32(y[i]));
+    return (float)sum;
+}
+
+static const sl_attn_kernels ref = {
+    dot_f16_ref,  axpy_f16_ref,  dot_f32_ref, axpy_f32_ref,  attend_f16_ref, attend_f32_ref,
+    mad_f32_ref,  scale_f32_ref, mad_f16_ref, scale_f16_ref, dot_f16f16_ref,
+};
+
+/* The score of one query row (converted as K's dot product takes it)
+ * against one cached key row. */
+static float seq_score(const sl_attn_kernels *kr, const sl_type_traits *kt, int k_type,
+                       const void *krow, const void *qc, int dk)
+{
+    float s;
+    if (k_type == SL_TYPE_F32) return sl_dot_f32_untiled(krow, qc, dk);
+    if (k_type == SL_TYPE_F16) return kr->dot_f16f16(krow, qc, dk);
+    kt->vec_dot(dk, &s, krow, qc);
+    return s;
+}
+
+void sl_attn_attend_seq(const sl_attn_kernels *kr, const sl_attn_block *b, int k_type,
+                        int v_type)
+{
+    const int dk = b->dk, dv = b->dv, nq = b->n_q;
+    const bool v16 = v_type == SL_TYPE_F16, v32 = v_type == SL_TYPE_F32;
+    const sl_type_traits *kt = sl_type_get((uint32_t)k_type);
+    const sl_type_traits *vt = sl_type_get((uint32_t)v_type);
+    float *qc = b->scratch, *acc = qc + (size_t)nq * dk, *mx = acc + (size_t)nq * dv;
+    float *sum = mx + nq, *vrow = sum + nq;
+    for (int r = 0; r < nq; r++) {
+        const float *q = b->q + (size_t)r * b->q_stride;
+        float *c = qc + (size_t)r * dk;
+        if (k_type == SL_TYPE_F32) memcpy(c, q, (size_t)dk * sizeof(float));
+        else if (k_type == SL_TYPE_F16)
+            for (int d = 0; d < dk; d++) ((uint16_t *)c)[d] = sl_f32_to_fp16(q[d]);
+        else sl_type_get(kt->vec_dot_type)->from_float(q, c, dk);
+        mx[r] = -INFINITY;
+        sum[r] = 0.0f;
+        memset(acc + (size_t)r * dv, 0, (size_t)dv * sizeof(float)); /* f16 zeros too */
+    }
+    for (int ic = b->pos_lo; ic < b->n_pos; ic++) {
+        const uint8_t *kp = (const uint8_t *)b->k + (size_t)ic * b->k_stride;
+        const uint8_t *vp = (const uint8_t *)b->v + (size_t)ic * b->v_stride;
+        const float *vf = v32 ? (const float *)vp : vrow;
+        if (!v16 && !v32) vt->to_float(vp, vrow, dv);
+        for (int r = 0; r < nq; r++) {
+            const float s = seq_score(kr, kt, k_type, kp, qc + (size_t)r * dk, dk) * b->scale;
+            float *a = acc + (size_t)r * dv;
+            float ms = 1.0f, vs = 1.0f;
+            if (s > mx[r]) {
+                ms = expf(mx[r] - s);
+                mx[r] = s;
+                if (v16) kr->scale_f16((uint16_t *)a, ms, dv);
+                else kr->scale_f32(a, ms, dv);
+            } else {
+                vs = expf(s - mx[r]);
+            }
+            if (v16) kr->mad_f16((uint16_t *)a, (const uint16_t *)vp, vs, dv);
+            else kr->mad_f32(a, vf, vs, dv);
+            sum[r] = fmaf(sum[r], ms, vs);
+        }
+    }
+    if (v16) /* the f16 accumulators to f32, through the value row's room */
+        for (int r = 0; r < nq; r++) {
+            float *a = acc + (size_t)r * dv;
+            for (int d = 0; d < dv; d++) vrow[d] = sl_fp16_to_f32(((const uint16_t *)a)[d]);
+            memcpy(a, vrow, (size_t)dv * sizeof(float));
+        }
+    if (b->sinks) sl_attn_sinks_ref(b, acc, mx, sum);
+    for (int r = 0; r < nq; r++) {
+        const float inv = sum[r] == 0.0f ? 0.0f : 1.0f / sum[r];
+        float *o = b->out + (size_t)r * b->out_stride;
+        for (int d = 0; d < dv; d++) o[d] = acc[(size_t)r * dv + d] * inv;
+    }
+}
 
 const sl_attn_kernels *sl_attn_kernels_ref(void) { return &ref; }
 

@@ -34,7 +34,8 @@ typedef struct sl_attn_block {
  * by both kernel sets). */
 void sl_attn_sinks_ref(const sl_attn_block *b, float *acc, const float *mx, float *sum);
 
-/* Scratch floats sl_attn_block needs for these dimensions. */
+/* Scratch floats sl_attn_block needs for these dimensions (enough for
+ * the tiled kernels and for sl_attn_attend_seq). */
 size_t sl_attn_scratch_floats(int dk, int dv, int n_q);
 
 typedef struct sl_attn_kernels {
@@ -52,7 +53,34 @@ typedef struct sl_attn_kernels {
      * for bit. f16 or f32 cache. */
     void (*attend_f16)(const sl_attn_block *b);
     void (*attend_f32)(const sl_attn_block *b);
+    /* The element loops of sl_attn_attend_seq, in ggml's vec.h arithmetic:
+     * y[i] = fma(x[i], v, y[i]); y[i] *= v; the same with an f16 y (each
+     * result rounded to f16); and ggml_vec_dot_f16's order for two f16
+     * rows (four 8-lane FMA chains over steps of 32, combined pairwise,
+     * the halves added, two horizontal adds, the tail in double). */
+    void (*mad_f32)(float *y, const float *x, float v, int n);
+    void (*scale_f32)(float *y, float v, int n);
+    void (*mad_f16)(uint16_t *y, const uint16_t *x, float v, int n);
+    void (*scale_f16)(uint16_t *y, float v, int n);
+    float (*dot_f16f16)(const uint16_t *x, const uint16_t *y, int n);
 } sl_attn_kernels;
+
+/* softmax(q . K * scale) . V for each query row of the block over a cache
+ * of any K and V types (k_type, v_type: SL_TYPE_F32, F16, Q8_0 or Q4_0), as
+ * llama.cpp's one-chunk flash attention computes it, the path it takes
+ * for quantised or mixed caches: each query row converted to the type K's
+ * dot product takes (Q8_0 for quantised K, f16 for f16 K), then position
+ * by position from pos_lo: the score by that dot product, scaled; a new
+ * maximum rescales the accumulator and sum by expf(old - new), otherwise
+ * the weight is expf(s - max); the value row (dequantised to f32 unless
+ * it is f16 or f32) added with that weight, into an f16 accumulator when
+ * V is f16, else f32; the sum as fma(sum, ms, w). Then the sinks and one
+ * division. Each row's result depends on its own inputs only, so the
+ * rows of a group may be computed together (each K row and dequantised V
+ * row read once for the group). Head sizes of quantised types are
+ * multiples of 32. kr gives the element loops. */
+void sl_attn_attend_seq(const sl_attn_kernels *kr, const sl_attn_block *b, int k_type,
+                        int v_type);
 
 /* The kernels for this CPU (AVX2+F16C when the quant dispatch chose AVX2,
  * else scalar). Static; never NULL. */

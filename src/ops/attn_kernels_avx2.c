@@ -215,7 +215,69 @@ static void attend(const sl_attn_block *b, int f16)
 static void attend_f16(const sl_attn_block *b) { attend(b, 1); }
 static void attend_f32(const sl_attn_block *b) { attend(b, 0); }
 
-static const sl_attn_kernels avx2 = {dot_f16, axpy_f16, dot_f32, axpy_f32, attend_f16, attend_f32};
+static void mad_f32(float *y, const float *x, float v, int n)
+{
+    const __m256 vv = _mm256_set1_ps(v);
+    int i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(y + i, _mm256_fmadd_ps(_mm256_loadu_ps(x + i), vv, _mm256_loadu_ps(y + i)));
+    for (; i < n; i++) y[i] = fmaf(x[i], v, y[i]);
+}
+
+static void scale_f32(float *y, float v, int n)
+{
+    const __m256 vv = _mm256_set1_ps(v);
+    int i = 0;
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, _mm256_mul_ps(_mm256_loadu_ps(y + i), vv));
+    for (; i < n; i++) y[i] *= v;
+}
+
+static __m256 load_h8(const uint16_t *p)
+{
+    return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p));
+}
+
+static void store_h8(uint16_t *p, __m256 x)
+{
+    _mm_storeu_si128((__m128i *)p, _mm256_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT));
+}
+
+static void mad_f16(uint16_t *y, const uint16_t *x, float v, int n)
+{
+    const __m256 vv = _mm256_set1_ps(v);
+    int i = 0;
+    for (; i + 8 <= n; i += 8) store_h8(y + i, _mm256_fmadd_ps(load_h8(x + i), vv, load_h8(y + i)));
+    for (; i < n; i++) y[i] = _cvtss_sh(fmaf(_cvtsh_ss(x[i]), v, _cvtsh_ss(y[i])), 0);
+}
+
+static void scale_f16(uint16_t *y, float v, int n)
+{
+    const __m256 vv = _mm256_set1_ps(v);
+    int i = 0;
+    for (; i + 8 <= n; i += 8) store_h8(y + i, _mm256_mul_ps(load_h8(y + i), vv));
+    for (; i < n; i++) y[i] = _cvtss_sh(_cvtsh_ss(y[i]) * v, 0);
+}
+
+static float dot_f16f16(const uint16_t *x, const uint16_t *y, int n)
+{
+    __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(),
+                     _mm256_setzero_ps()};
+    const int np = n - n % 32;
+    for (int i = 0; i < np; i += 32)
+        for (int j = 0; j < 4; j++)
+            acc[j] = _mm256_fmadd_ps(load_h8(x + i + 8 * j), load_h8(y + i + 8 * j), acc[j]);
+    acc[0] = _mm256_add_ps(acc[0], acc[2]);
+    acc[1] = _mm256_add_ps(acc[1], acc[3]);
+    acc[0] = _mm256_add_ps(acc[0], acc[1]);
+    const __m128 t0 = _mm_add_ps(_mm256_castps256_ps128(acc[0]), _mm256_extractf128_ps(acc[0], 1));
+    const __m128 t1 = _mm_hadd_ps(t0, t0);
+    double sum = (double)_mm_cvtss_f32(_mm_hadd_ps(t1, t1));
+    for (int i = np; i < n; i++) sum += (double)(_cvtsh_ss(x[i]) * _cvtsh_ss(y[i]));
+    return (float)sum;
+}
+
+static const sl_attn_kernels avx2 = {dot_f16, axpy_f16, dot_f32,   axpy_f32,  attend_f16, attend_f32,
+                                     mad_f32, scale_f32, mad_f16, scale_f16, dot_f16f16};
 
 const sl_attn_kernels *sl_attn_kernels_avx2(void) { return &avx2; }
 #endif

@@ -1,0 +1,369 @@
+/* test_kvquant.c - quantised KV caches (-ctk / -ctv: q8_0, q4_0, mixed
+ * with f16): every token's logits are bit-identical for any thread count
+ * and batch split; the distributions stay close to the f16 cache's (mean
+ * KL divergence bounds) but are not identical to them; the
+ * position-by-position attention over quantised rows agrees with a plain
+ * double-precision softmax over the same (dequantised) values; a session
+ * saved with a quantised cache comes back bit-identical and is refused by
+ * a session of another cache type; head sizes that are not multiples of
+ * 32 are refused with a message. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/testutil.h"
+#include "engine/kv_rows.h"
+#include "ops/attn_kernels.h"
+#include "quant/quant.h"
+#include "sluice.h"
+#include "synth/synth.h"
+#include "test.h"
+
+#define N_TOK 40
+
+static int32_t prompt[N_TOK];
+static char model_k[512];   /* qwen3moe tiny-k: head size 64 */
+static char model_tiny[512]; /* qwen3moe tiny: head size 16 */
+
+static int generate(const char *preset, const char *name, char *path, size_t cap)
+{
+    sl_synth_config c;
+    sl_err err;
+    if (sl_synth_config_init(&c, "qwen3moe", preset, &err)) return -1;
+    c.type = SL_SYNTH_Q8_0;
+    c.seed = 11;
+    t_path(path, cap, name);
+    if (sl_synth_config_validate(&c, &err) || sl_synth_write(&c, path, NULL, NULL, NULL, &err)) {
+        fprintf(stderr, "  mkmodel: %s\n", err.msg);
+        return -1;
+    }
+    return 0;
+}
+
+static sl_model *load(const char *path, int threads)
+{
+    sl_model_params mp = sl_model_default_params();
+    mp.n_threads = threads;
+    sl_model *m = NULL;
+    sl_err err;
+    if (sl_model_load(&m, path, &mp, &err)) fprintf(stderr, "  load: %s\n", err.msg);
+    return m;
+}
+
+static sl_session *session(sl_model *m, int tk, int tv, int batch, bool all)
+{
+    sl_session_params sp = sl_session_default_params();
+    sp.n_ctx = 64;
+    sp.n_batch_max = batch;
+    sp.all_logits = all;
+    sp.type_k = tk;
+    sp.type_v = tv;
+    sl_session *s = NULL;
+    sl_err err;
+    if (sl_session_create(&s, m, &sp, &err)) fprintf(stderr, "  session: %s\n", err.msg);
+    return s;
+}
+
+/* Every token's logits of the prompt, in batches of `batch` tokens. */
+static float *logits(int threads, int tk, int tv, int batch)
+{
+    sl_model *m = load(model_k, threads);
+    if (!m) return NULL;
+    sl_session *s = session(m, tk, tv, batch, true);
+    const int V = sl_model_n_vocab(m);
+    float *out = s ? malloc(sizeof(float) * (size_t)V * N_TOK) : NULL;
+    sl_err err;
+    for (int i = 0; out && i < N_TOK; i += batch) {
+        const int n = N_TOK - i < batch ? N_TOK - i : batch;
+        if (sl_session_eval(s, prompt + i, n, &err)) {
+            fprintf(stderr, "  eval: %s\n", err.msg);
+            free(out);
+            out = NULL;
+            break;
+        }
+        for (int j = 0; j < n; j++)
+            memcpy(out + (size_t)(i + j) * V, sl_session_logits_at(s, j), sizeof(float) * V);
+    }
+    sl_session_free(s);
+    sl_model_free(m);
+    return out;
+}
+
+static int n_vocab(void)
+{
+    sl_model_params mp = sl_model_default_params();
+    mp.describe_only = true;
+    sl_model *m = NULL;
+    sl_err err;
+    if (sl_model_load(&m, model_k, &mp, &err)) return 0;
+    const int v = sl_model_n_vocab(m);
+    sl_model_free(m);
+    return v;
+}
+
+/* Mean over tokens of KL(p || q), p and q the softmax of each row. */
+static double mean_kld(const float *p, const float *q, int V)
+{
+    double total = 0.0;
+    for (int t = 0; t < N_TOK; t++) {
+        const float *a = p + (size_t)t * V, *b = q + (size_t)t * V;
+        double ma = a[0], mb = b[0], za = 0.0, zb = 0.0, kl = 0.0;
+        for (int i = 1; i < V; i++) {
+            ma = fmax(ma, a[i]);
+            mb = fmax(mb, b[i]);
+        }
+        for (int i = 0; i < V; i++) {
+            za += exp(a[i] - ma);
+            zb += exp(b[i] - mb);
+        }
+        for (int i = 0; i < V; i++) {
+            const double la = a[i] - ma - log(za), lb = b[i] - mb - log(zb);
+            kl += exp(la) * (la - lb);
+        }
+        total += kl;
+    }
+    return total / N_TOK;
+}
+
+static const int combos[][2] = {{SL_KV_Q8_0, SL_KV_Q8_0}, {SL_KV_Q4_0, SL_KV_Q4_0},
+                                {SL_KV_Q8_0, SL_KV_F16},  {SL_KV_F16, SL_KV_Q4_0}};
+
+TEST(bits_across_threads_and_batches)
+{
+    const int V = n_vocab();
+    CHECK(V > 0);
+    for (size_t c = 0; c < sizeof combos / sizeof combos[0]; c++) {
+        const int tk = combos[c][0], tv = combos[c][1];
+        float *one = logits(1, tk, tv, N_TOK), *two = logits(2, tk, tv, N_TOK);
+        float *split = logits(2, tk, tv, 7), *single = logits(1, tk, tv, 1);
+        CHECK(one && two && split && single);
+        if (one && two && split && single) {
+            const size_t bytes = sizeof(float) * (size_t)V * N_TOK;
+            CHECK_MSG(!memcmp(one, two, bytes), "K %s V %s: 1 vs 2 threads",
+                      sl_kv_type_name(tk), sl_kv_type_name(tv));
+            CHECK_MSG(!memcmp(one, split, bytes), "K %s V %s: one batch vs batches of 7",
+                      sl_kv_type_name(tk), sl_kv_type_name(tv));
+            CHECK_MSG(!memcmp(one, single, bytes), "K %s V %s: one batch vs token by token",
+                      sl_kv_type_name(tk), sl_kv_type_name(tv));
+        }
+        free(one);
+        free(two);
+        free(split);
+        free(single);
+    }
+}
+
+TEST(kld_against_f16)
+{
+    const int V = n_vocab();
+    float *f16 = logits(2, SL_KV_F16, SL_KV_F16, N_TOK);
+    float *q8 = logits(2, SL_KV_Q8_0, SL_KV_Q8_0, N_TOK);
+    float *q4 = logits(2, SL_KV_Q4_0, SL_KV_Q4_0, N_TOK);
+    CHECK(V > 0 && f16 && q8 && q4);
+    if (V > 0 && f16 && q8 && q4) {
+        const double k8 = mean_kld(f16, q8, V), k4 = mean_kld(f16, q4, V);
+        printf("  mean KLD against the f16 cache: q8_0 %.3g, q4_0 %.3g\n", k8, k4);
+        /* the cache is really quantised, and costs what its bits say */
+        CHECK(memcmp(f16, q8, sizeof(float) * (size_t)V * N_TOK) != 0);
+        CHECK_MSG(k8 <= 1e-3, "q8_0 mean KLD %g", k8); /* measured 3.5e-4 here */
+        CHECK_MSG(k4 <= 1e-1, "q4_0 mean KLD %g", k4); /* measured 0.041 here */
+        CHECK_MSG(k4 > k8, "q4_0 (%g) should cost more than q8_0 (%g)", k4, k8);
+    }
+    free(f16);
+    free(q8);
+    free(q4);
+}
+
+/* softmax(q.k * scale) . v in double over given float rows (the
+ * expectation written independently of the kernel). */
+static void naive(const float *q, const float *k, const float *v, int n_pos, int dk, int dv,
+                  float scale, double *out)
+{
+    double *s = malloc(sizeof(double) * (size_t)n_pos), mx = -INFINITY, z = 0.0;
+    for (int p = 0; p < n_pos; p++) {
+        double d = 0.0;
+        for (int i = 0; i < dk; i++) d += (double)q[i] * k[(size_t)p * dk + i];
+        s[p] = d * scale;
+        mx = fmax(mx, s[p]);
+    }
+    for (int i = 0; i < dv; i++) out[i] = 0.0;
+    for (int p = 0; p < n_pos; p++) {
+        const double w = exp(s[p] - mx);
+        z += w;
+        for (int i = 0; i < dv; i++) out[i] += w * v[(size_t)p * dv + i];
+    }
+    for (int i = 0; i < dv; i++) out[i] /= z;
+    free(s);
+}
+
+TEST(seq_kernel_matches_naive)
+{
+    enum { D = 64, P = 75, NQ = 3 };
+    const sl_kv_type types[] = {SL_KV_Q8_0, SL_KV_Q4_0, SL_KV_F16, SL_KV_F32};
+    float *kf = malloc(sizeof(float) * P * D), *vf = malloc(sizeof(float) * P * D);
+    float q[NQ * D], qr[D];
+    uint8_t *kb = malloc(P * D * 4), *vb = malloc(P * D * 4);
+    for (int i = 0; i < P * D; i++) {
+        kf[i] = sinf(0.37f * (float)i) * 1.5f;
+        vf[i] = cosf(0.11f * (float)i + 0.3f);
+    }
+    for (int i = 0; i < NQ * D; i++) q[i] = sinf(0.05f * (float)i + 1.0f);
+    const sl_attn_kernels *sets[2] = {sl_attn_kernels_ref(), sl_attn_kernels_avx2()};
+    for (size_t ti = 0; ti < 4; ti++) {
+        const sl_kv_type t = types[ti];
+        const uint64_t rb = sl_kv_row_bytes(t, D);
+        for (int p = 0; p < P; p++) {
+            sl_kv_row_store(t, kf + p * D, kb + p * rb, D);
+            sl_kv_row_store(t, vf + p * D, vb + p * rb, D);
+        }
+        /* the rows as the cache holds them, back in f32 */
+        float *kd = malloc(sizeof(float) * P * D), *vd = malloc(sizeof(float) * P * D);
+        const sl_type_traits *tr = sl_type_get(sl_kv_quant_type(t));
+        for (int p = 0; p < P; p++) {
+            tr->to_float(kb + p * rb, kd + p * D, D);
+            tr->to_float(vb + p * rb, vd + p * D, D);
+        }
+        float out[2][NQ * D];
+        for (int k = 0; k < 2; k++) {
+            if (!sets[k]) continue;
+            float *scratch = malloc(sizeof(float) * sl_attn_scratch_floats(D, D, NQ));
+            sl_attn_block b = {.q = q, .q_stride = D, .k = kb, .v = vb, .k_stride = rb,
+                               .v_stride = rb, .dk = D, .dv = D, .n_q = NQ, .n_pos = P,
+                               .scale = 0.125f, .out = out[k], .out_stride = D,
+                               .scratch = scratch, .pos_lo = 5};
+            sl_attn_attend_seq(sets[k], &b, (int)sl_kv_quant_type(t), (int)sl_kv_quant_type(t));
+            free(scratch);
+        }
+        if (sets[1]) CHECK_MSG(!memcmp(out[0], out[1], sizeof out[0]), "%s: ref vs avx2 bits",
+                               sl_kv_type_name(t));
+        for (int r = 0; r < NQ; r++) {
+            /* the query as K's dot product sees it */
+            memcpy(qr, q + r * D, sizeof qr);
+            if (sl_kv_type_quantized(t)) {
+                uint8_t qq[D * 2];
+                sl_type_get(SL_TYPE_Q8_0)->from_float(q + r * D, qq, D);
+                sl_type_get(SL_TYPE_Q8_0)->to_float(qq, qr, D);
+            } else if (t == SL_KV_F16) {
+                for (int i = 0; i < D; i++) qr[i] = sl_fp16_to_f32(sl_f32_to_fp16(qr[i]));
+            }
+            double want[D];
+            naive(qr, kd + 5 * D, vd + 5 * D, P - 5, D, D, 0.125f, want);
+            double err = 0.0;
+            for (int i = 0; i < D; i++) err = fmax(err, fabs(want[i] - out[0][r * D + i]));
+            /* an f16 V accumulates in f16 (as the reference does) */
+            CHECK_MSG(err < (t == SL_KV_F16 ? 2e-3 : 2e-5), "%s row %d: max error %g",
+                      sl_kv_type_name(t), r, err);
+        }
+        free(kd);
+        free(vd);
+    }
+    free(kf);
+    free(vf);
+    free(kb);
+    free(vb);
+}
+
+TEST(save_load_carries_the_type)
+{
+    sl_model *m = load(model_k, 2);
+    CHECK(m);
+    if (!m) return;
+    const int V = sl_model_n_vocab(m);
+    char file[512];
+    t_path(file, sizeof file, "state-q8.bin");
+    sl_err err;
+    sl_session *a = session(m, SL_KV_Q8_0, SL_KV_Q4_0, 32, false);
+    CHECK(a && sl_session_eval(a, prompt, 20, &err) == 0);
+    CHECK_MSG(sl_session_save(a, file, prompt, 20, &err) == 0, "%s", err.msg);
+    int32_t next = 77;
+    CHECK(sl_session_eval(a, &next, 1, &err) == 0);
+    float *want = malloc(sizeof(float) * (size_t)V);
+    memcpy(want, sl_session_logits(a), sizeof(float) * (size_t)V);
+
+    sl_session *b = session(m, SL_KV_Q8_0, SL_KV_Q4_0, 32, false);
+    int32_t got[64];
+    CHECK_EQ_INT(sl_session_load(b, file, got, 64, &err), 20);
+    CHECK(sl_session_eval(b, &next, 1, &err) == 0);
+    CHECK(!memcmp(sl_session_logits(b), want, sizeof(float) * (size_t)V));
+
+    /* a session of other cache types refuses the file and stays empty */
+    const int others[][2] = {{SL_KV_F16, SL_KV_F16}, {SL_KV_Q8_0, SL_KV_Q8_0}};
+    for (int o = 0; o < 2; o++) {
+        sl_session *c = session(m, others[o][0], others[o][1], 32, false);
+        CHECK(c);
+        if (!c) continue;
+        CHECK_EQ_INT(sl_session_load(c, file, got, 64, &err), SL_EFORMAT);
+        CHECK_STR_CONTAINS(err.msg, "K q8_0, V q4_0");
+        CHECK_EQ_INT(sl_session_n_past(c), 0);
+        sl_session_free(c);
+    }
+    free(want);
+    sl_session_free(a);
+    sl_session_free(b);
+    sl_model_free(m);
+}
+
+TEST(head_size_not_a_block_multiple_is_refused)
+{
+    sl_model *m = load(model_tiny, 1);
+    CHECK(m);
+    if (!m) return;
+    sl_session_params sp = sl_session_default_params();
+    sp.n_ctx = 16;
+    sp.type_k = SL_KV_Q8_0;
+    sl_session *s = NULL;
+    sl_err err;
+    CHECK_EQ_INT(sl_session_create(&s, m, &sp, &err), SL_EINVAL);
+    CHECK_STR_CONTAINS(err.msg, "blocks of 32");
+    CHECK(s == NULL);
+    sp.type_k = SL_KV_F16; /* f16 works */
+    CHECK(sl_session_create(&s, m, &sp, &err) == 0);
+    sl_session_free(s);
+    sl_model_free(m);
+
+    /* the model's default (-ctk) is refused at load, before anything is planned */
+    sl_model_params mp = sl_model_default_params();
+    mp.cache_type_v = SL_KV_Q4_0;
+    CHECK(sl_model_load(&m, model_tiny, &mp, &err) != 0);
+    CHECK_STR_CONTAINS(err.msg, "blocks of 32");
+}
+
+TEST(model_default_types_reach_sessions)
+{
+    sl_model_params mp = sl_model_default_params();
+    mp.n_threads = 1;
+    mp.cache_type_k = SL_KV_Q8_0;
+    mp.cache_type_v = SL_KV_Q8_0;
+    sl_model *m = NULL;
+    sl_err err;
+    CHECK(sl_model_load(&m, model_k, &mp, &err) == 0);
+    if (!m) return;
+    /* a session that does not choose takes the load's types: same bits as
+     * a session that asks for them on a model loaded without them */
+    sl_session *s = session(m, -1, -1, N_TOK, false);
+    CHECK(s && sl_session_eval(s, prompt, N_TOK, &err) == 0);
+    const int V = sl_model_n_vocab(m);
+    float *dflt = malloc(sizeof(float) * (size_t)V);
+    memcpy(dflt, sl_session_logits(s), sizeof(float) * (size_t)V);
+    float *asked = logits(1, SL_KV_Q8_0, SL_KV_Q8_0, N_TOK);
+    CHECK(asked && !memcmp(dflt, asked + (size_t)(N_TOK - 1) * V, sizeof(float) * (size_t)V));
+    free(asked);
+    free(dflt);
+    sl_session_free(s);
+    sl_model_free(m);
+}
+
+int main(void)
+{
+    for (int i = 0; i < N_TOK; i++) prompt[i] = (int32_t)(3 + (i * 37) % 500);
+    if (generate("tiny-k", "kvq-k.gguf", model_k, sizeof model_k) ||
+        generate("tiny", "kvq-tiny.gguf", model_tiny, sizeof model_tiny))
+        return 1;
+    RUN(bits_across_threads_and_batches);
+    RUN(kld_against_f16);
+    RUN(seq_kernel_matches_naive);
+    RUN(save_load_carries_the_type);
+    RUN(head_size_not_a_block_multiple_is_refused);
+    RUN(model_default_types_reach_sessions);
+    return TEST_REPORT();
+}
