@@ -1,0 +1,250 @@
+/* test_neon_bits.c - the NEON kernel set (aarch64) gives its scalar twins'
+ * bits: every dot kernel the set has (K-quants, Q8_0, F32, F16, BF16) on
+ * random rows of several lengths and magnitudes and on edge-case blocks
+ * (random bytes with sane scales: every level pattern, extreme levels,
+ * zero scales, the largest activations), and the activation quantisers
+ * Q8_K and Q8_0 byte for byte on random rows and on zeros, tiny and huge
+ * values, infinities and NaNs. The expected values are the scalar
+ * kernels' (the reference order every kernel set follows); the dots are
+ * also checked against a double-precision dot of the dequantised rows.
+ * Elsewhere (x86) the NEON set does not exist: the tests check that the
+ * dispatch says so, and that the kernel-set name matches the ISA. */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "quant/quant.h"
+#include "test.h"
+
+static uint32_t rnd(uint32_t *s)
+{
+    *s ^= *s << 13;
+    *s ^= *s >> 17;
+    *s ^= *s << 5;
+    return *s;
+}
+
+static float frand(uint32_t *s) { return (float)(rnd(s) & 0xffffff) / 8388608.0f - 1.0f; }
+
+static const sl_type k_types[] = {SL_TYPE_Q2_K, SL_TYPE_Q3_K, SL_TYPE_Q4_K, SL_TYPE_Q5_K,
+                                  SL_TYPE_Q6_K, SL_TYPE_Q8_0, SL_TYPE_F32,  SL_TYPE_F16,
+                                  SL_TYPE_BF16};
+#define N_TYPES (sizeof k_types / sizeof k_types[0])
+
+static bool have_neon(void) { return sl_quant_vec_dot_isa(SL_TYPE_Q4_K, SL_ISA_NEON) != NULL; }
+
+static bool same_bits(float a, float b) { return memcmp(&a, &b, sizeof a) == 0; }
+
+/* the dot of the two kernels on the quantised rows; both must agree bit
+ * for bit, and with a double dot of the dequantised rows */
+static void compare_dot(sl_type t, const void *wq, const void *aq, int n, const char *what)
+{
+    float want, got;
+    sl_quant_vec_dot_isa(t, SL_ISA_SCALAR)(n, &want, wq, aq);
+    sl_quant_vec_dot_isa(t, SL_ISA_NEON)(n, &got, wq, aq);
+    CHECK_MSG(same_bits(got, want), "%s n=%d %s: neon %.9g, scalar %.9g", sl_type_name(t), n,
+              what, (double)got, (double)want);
+    const sl_type_traits *tr = sl_type_get(t), *at = sl_type_get(tr->vec_dot_type);
+    float *wd = malloc(sizeof(float) * (size_t)n), *ad = malloc(sizeof(float) * (size_t)n);
+    tr->to_float(wq, wd, n);
+    at->to_float(aq, ad, n);
+    double d = 0.0, mag = 0.0;
+    for (int i = 0; i < n; i++) {
+        d += (double)wd[i] * ad[i];
+        mag += fabs((double)wd[i] * ad[i]);
+    }
+    CHECK_MSG(fabs(want - d) <= 1e-4 * mag + 1e-6, "%s n=%d %s: %.9g vs double %.9g",
+              sl_type_name(t), n, what, (double)want, d);
+    free(wd);
+    free(ad);
+}
+
+TEST(neon_presence_matches_platform)
+{
+#if defined(__aarch64__)
+    CHECK(have_neon());
+    CHECK(sl_quant_isa() == SL_ISA_NEON || getenv("SLUICE_NO_SIMD"));
+    const char *ks = sl_quant_kernel_set();
+    CHECK(strcmp(ks, "neon") == 0 || strcmp(ks, "neon+dotprod") == 0 ||
+          (getenv("SLUICE_NO_SIMD") && strcmp(ks, "ref") == 0));
+    printf("   kernel set: %s\n", ks);
+#else
+    CHECK(!have_neon());
+    CHECK(sl_quant_vec_dot_isa(SL_TYPE_F32, SL_ISA_NEON) == NULL);
+    CHECK(strcmp(sl_quant_kernel_set(), "neon") != 0);
+#endif
+}
+
+TEST(neon_dots_equal_scalar_on_random_rows)
+{
+    if (!have_neon()) {
+        printf("   (no NEON kernels here: skipped)\n");
+        return;
+    }
+    static const int lens[] = {256, 512, 1024, 4096, 264, 7};
+    uint32_t seed = 0x5eed1234u;
+    for (size_t ti = 0; ti < N_TYPES; ti++) {
+        const sl_type_traits *tr = sl_type_get(k_types[ti]);
+        const sl_type_traits *at = sl_type_get(tr->vec_dot_type);
+        for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++) {
+            const int n = lens[li];
+            if (n % tr->block_size) continue; /* 264, 7: the float tails */
+            for (int rep = 0; rep < 4; rep++) {
+                const float scale = rep == 3 ? 3000.0f : rep == 2 ? 1e-3f : 1.0f;
+                float *w = malloc(sizeof(float) * (size_t)n), *a = malloc(sizeof(float) * (size_t)n);
+                for (int i = 0; i < n; i++) {
+                    w[i] = frand(&seed) * scale;
+                    a[i] = frand(&seed) * (i % 7 == 0 ? 9.0f : 1.0f);
+                }
+                uint8_t *wq = malloc((size_t)n * 4 + 64), *aq = malloc((size_t)n * 4 + 64);
+                CHECK(sl_quantize_fast(k_types[ti], w, wq, n));
+                sl_quant_from_float_isa(tr->vec_dot_type, SL_ISA_SCALAR)
+                    ? sl_quant_from_float_isa(tr->vec_dot_type, SL_ISA_SCALAR)(a, aq, n)
+                    : at->from_float(a, aq, n);
+                compare_dot(k_types[ti], wq, aq, n, "random");
+                free(w);
+                free(a);
+                free(wq);
+                free(aq);
+            }
+        }
+    }
+}
+
+/* Random bytes as weight blocks (every level and scale pattern), with the
+ * f16 scales replaced by finite values; activations at the extremes. */
+TEST(neon_dots_equal_scalar_on_edge_blocks)
+{
+    if (!have_neon()) {
+        printf("   (no NEON kernels here: skipped)\n");
+        return;
+    }
+    uint32_t seed = 99;
+    const int n = 1024;
+    for (size_t ti = 0; ti < 6; ti++) { /* the quantised types */
+        const sl_type t = k_types[ti];
+        const sl_type_traits *tr = sl_type_get(t);
+        const size_t nb = (size_t)n / tr->block_size;
+        uint8_t *wq = malloc(nb * tr->type_size), *aq = malloc(nb * 292 + 64);
+        for (int rep = 0; rep < 6; rep++) {
+            for (size_t i = 0; i < nb * tr->type_size; i++)
+                wq[i] = rep == 1 ? 0xFF : rep == 2 ? 0x00 : (uint8_t)rnd(&seed);
+            /* the f16 d (and dmin) of every block: finite, some zero */
+            for (size_t b = 0; b < nb; b++) {
+                uint8_t *blk = wq + b * tr->type_size;
+                const uint16_t h = rep == 4 ? 0 : (uint16_t)(0x2000 + (rnd(&seed) & 0x1FFF));
+                const uint16_t hm = rep == 5 ? 0x7BFF : (uint16_t)(0x2000 + (rnd(&seed) & 0x1FFF));
+                switch (t) {
+                case SL_TYPE_Q4_K:
+                case SL_TYPE_Q5_K:
+                case SL_TYPE_Q8_0:
+                    memcpy(blk, &h, 2);
+                    if (t != SL_TYPE_Q8_0) memcpy(blk + 2, &hm, 2);
+                    break;
+                case SL_TYPE_Q2_K:
+                    memcpy(blk + 80, &h, 2);
+                    memcpy(blk + 82, &hm, 2);
+                    break;
+                default: /* Q3_K, Q6_K: d last */
+                    memcpy(blk + tr->type_size - 2, &h, 2);
+                    break;
+                }
+            }
+            float *a = malloc(sizeof(float) * (size_t)n);
+            for (int i = 0; i < n; i++)
+                a[i] = rep == 1 ? (i % 2 ? -1e30f : 1e30f) : rep == 2 ? 0.0f : frand(&seed) * 50.0f;
+            sl_quant_from_float_isa(tr->vec_dot_type, SL_ISA_SCALAR)(a, aq, n);
+            float want, got;
+            sl_quant_vec_dot_isa(t, SL_ISA_SCALAR)(n, &want, wq, aq);
+            sl_quant_vec_dot_isa(t, SL_ISA_NEON)(n, &got, wq, aq);
+            CHECK_MSG(same_bits(got, want), "%s edge rep %d: neon %.9g, scalar %.9g", tr->name,
+                      rep, (double)got, (double)want);
+            free(a);
+        }
+        free(wq);
+        free(aq);
+    }
+    /* float types: infinities, NaN, subnormal halves, the f16 extremes */
+    static const uint16_t h16[] = {0x0000, 0x8000, 0x0001, 0x03FF, 0x7BFF, 0xFBFF, 0x7C00,
+                                   0x3C00, 0x7E00, 0x0400};
+    uint16_t x[40], y[40];
+    float fx[40], fy[40];
+    for (int rep = 0; rep < 20; rep++) {
+        for (int i = 0; i < 40; i++) {
+            x[i] = h16[rnd(&seed) % 10];
+            y[i] = (uint16_t)rnd(&seed);
+            fx[i] = sl_fp16_to_f32(x[i]);
+            fy[i] = frand(&seed) * (rep % 3 == 0 ? 1e38f : 1.0f);
+        }
+        static const sl_type ft[] = {SL_TYPE_F32, SL_TYPE_F16, SL_TYPE_BF16};
+        for (int k = 0; k < 3; k++) {
+            const void *px = ft[k] == SL_TYPE_F32 ? (const void *)fx : x;
+            const void *py = ft[k] == SL_TYPE_F32 ? (const void *)fy : y;
+            for (int len = 1; len <= 40; len += 13) {
+                float want, got;
+                sl_quant_vec_dot_isa(ft[k], SL_ISA_SCALAR)(len, &want, px, py);
+                sl_quant_vec_dot_isa(ft[k], SL_ISA_NEON)(len, &got, px, py);
+                CHECK_MSG(same_bits(got, want) || (isnan(got) && isnan(want)),
+                          "%s len %d rep %d: neon %.9g, scalar %.9g", sl_type_name(ft[k]), len,
+                          rep, (double)got, (double)want);
+            }
+        }
+    }
+}
+
+TEST(neon_activation_quantisers_equal_scalar)
+{
+    if (!have_neon()) {
+        printf("   (no NEON kernels here: skipped)\n");
+        return;
+    }
+    static const sl_type at[] = {SL_TYPE_Q8_K, SL_TYPE_Q8_0};
+    const int n = 1024;
+    float *a = malloc(sizeof(float) * (size_t)n);
+    uint8_t *want = malloc(2048), *got = malloc(2048);
+    uint32_t seed = 7;
+    for (int rep = 0; rep < 12; rep++) {
+        for (int i = 0; i < n; i++) {
+            float v = frand(&seed);
+            switch (rep) {
+            case 0: v *= 1.0f; break;
+            case 1: v = 0.0f; break;
+            case 2: v *= 1e-35f; break;                       /* below Q8_K's 1e-30 */
+            case 3: v *= 3e38f; break;                        /* huge */
+            case 4: v = (i % 37 == 0) ? INFINITY : v; break;  /* an infinity per block */
+            case 5: v = (i % 41 == 0) ? NAN : v; break;       /* NaNs */
+            case 6: v = (i % 2) ? -0.0f : 0.0f; break;
+            case 7: v = (float)((int)(v * 127.0f)) + 0.5f; break; /* ties */
+            case 8: v = (i % 64 == 5) ? -7.0f : v * 1e-3f; break; /* one large negative */
+            default: v *= (float)(rep * 100); break;
+            }
+            a[i] = v;
+        }
+        for (int k = 0; k < 2; k++) {
+            const sl_type_traits *tr = sl_type_get(at[k]);
+            const size_t bytes = (size_t)n / tr->block_size * tr->type_size;
+            memset(want, 0xA5, 2048);
+            memset(got, 0xA5, 2048);
+            sl_quant_from_float_isa(at[k], SL_ISA_SCALAR)(a, want, n);
+            sl_from_float_fn f = sl_quant_from_float_isa(at[k], SL_ISA_NEON);
+            CHECK(f != NULL);
+            if (!f) continue;
+            f(a, got, n);
+            CHECK_MSG(memcmp(want, got, bytes) == 0, "%s rep %d: bytes differ", tr->name, rep);
+            CHECK(memcmp(want + bytes, got + bytes, 16) == 0); /* nothing written past */
+        }
+    }
+    free(a);
+    free(want);
+    free(got);
+}
+
+int main(void)
+{
+    RUN(neon_presence_matches_platform);
+    RUN(neon_dots_equal_scalar_on_random_rows);
+    RUN(neon_dots_equal_scalar_on_edge_blocks);
+    RUN(neon_activation_quantisers_equal_scalar);
+    return TEST_REPORT();
+}
