@@ -2,7 +2,8 @@
  *
  * The *_neon.c files fill the NEON kernel set of the dispatch (quant.c):
  * the K-quants (Q2_K .. Q6_K) with the Q8_K activation quantiser, Q8_0 with
- * its quantiser, and the f32 / f16 / bf16 dots. Every kernel computes its
+ * its quantiser (both single- and multi-token), and the f32 / f16 / bf16
+ * dots. Every kernel computes its
  * scalar twin's integers and float steps in the twin's order, so its bits
  * are the twin's (and the AVX2 kernel's). With dotprod the integer inner
  * loops use SDOT (*_dotprod.c, built with -march=armv8.2-a+dotprod and only

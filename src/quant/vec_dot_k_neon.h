@@ -258,6 +258,169 @@ static void SL_NEON_NAME(q8_0)(int64_t n, float *s, const void *vx, const void *
     *s = sl_neon_hsum8(acc_lo, acc_hi);
 }
 
+/* ---- multi-token forms (one weight row, up to SL_VEC_DOT_N_MAX tokens) ----
+ * The scalar multi-token kernels (vec_dot_n_ref.c) unpack a super-block's
+ * levels once (sl_k_levels_*) and run the single kernel's step per token;
+ * here the same unpacking, then per token the NEON lanes and the step's
+ * float operations in its order, so s[t] has the single kernel's bits. */
+
+#define SL_NEON_NMAX SL_VEC_DOT_N_MAX
+
+/* the eight lanes of sl_k_lanes added to *lo / *hi: levels q (256), the
+ * token's activations a, scales sc of sub-blocks of sb elements */
+static inline void SL_NEON_NAME(lanes)(const int8_t *q, const int8_t *a, const int *sc, int sb,
+                                       int32x4_t *lo, int32x4_t *hi)
+{
+    int32x4_t l = *lo, h = *hi;
+    for (int e = 0; e < SL_QK_K; e += 32) {
+        l = vmlaq_n_s32(l, SL_NEON_DOT4(vld1q_s8(q + e), vld1q_s8(a + e)), sc[e / sb]);
+        h = vmlaq_n_s32(h, SL_NEON_DOT4(vld1q_s8(q + e + 16), vld1q_s8(a + e + 16)),
+                        sc[(e + 16) / sb]);
+    }
+    *lo = l;
+    *hi = h;
+}
+
+static void SL_NEON_NAME(n_q4_K)(int64_t n, float *s, const void *vx, const void *const *ys, int nt)
+{
+    const sl_block_q4_K *x = vx;
+    float32x4_t lo[SL_NEON_NMAX], hi[SL_NEON_NMAX], am[SL_NEON_NMAX];
+    for (int t = 0; t < nt; t++) lo[t] = hi[t] = am[t] = vdupq_n_f32(0);
+    int8_t q[SL_QK_K];
+    for (int64_t i = 0; i < n / SL_QK_K; i++) {
+        int sc[8], m[8];
+        sl_k_scales_q4_K(x[i].scales, sc, m);
+        sl_k_levels_q4_K(&x[i], q);
+        const float xd = sl_h2f(x[i].d), xdmin = sl_h2f(x[i].dmin);
+        for (int t = 0; t < nt; t++) {
+            const sl_block_q8_K *y = (const sl_block_q8_K *)ys[t] + i;
+            const float d = y->d * xd, dmin = -y->d * xdmin;
+            int32_t md[4];
+            sl_k4_min_lanes(m, y->bsums, md);
+            am[t] = sl_neon_fma_lanes(am[t], dmin, vld1q_s32(md));
+            int32x4_t l = vdupq_n_s32(0), h = vdupq_n_s32(0);
+            SL_NEON_NAME(lanes)(q, y->qs, sc, 32, &l, &h);
+            lo[t] = sl_neon_fma_lanes(lo[t], d, l);
+            hi[t] = sl_neon_fma_lanes(hi[t], d, h);
+        }
+    }
+    for (int t = 0; t < nt; t++) s[t] = sl_neon_hsum8(lo[t], hi[t]) + sl_neon_hsum4(am[t]);
+}
+
+static void SL_NEON_NAME(n_q5_K)(int64_t n, float *s, const void *vx, const void *const *ys, int nt)
+{
+    const sl_block_q5_K *x = vx;
+    float32x4_t lo[SL_NEON_NMAX], hi[SL_NEON_NMAX];
+    float summs[SL_NEON_NMAX];
+    for (int t = 0; t < nt; t++) {
+        lo[t] = hi[t] = vdupq_n_f32(0);
+        summs[t] = 0.0f;
+    }
+    int8_t q[SL_QK_K];
+    for (int64_t i = 0; i < n / SL_QK_K; i++) {
+        int sc[8], m[8];
+        sl_k_scales_q4_K(x[i].scales, sc, m);
+        sl_k_levels_q5_K(&x[i], q);
+        const float xd = sl_h2f(x[i].d), xdmin = sl_h2f(x[i].dmin);
+        for (int t = 0; t < nt; t++) {
+            const sl_block_q8_K *y = (const sl_block_q8_K *)ys[t] + i;
+            const float d = y->d * xd, dmin = -y->d * xdmin;
+            int32_t md[4];
+            sl_k4_min_lanes(m, y->bsums, md);
+            summs[t] = fmaf(dmin, (float)(md[0] + md[1] + md[2] + md[3]), summs[t]);
+            int32x4_t l = vdupq_n_s32(0), h = vdupq_n_s32(0);
+            SL_NEON_NAME(lanes)(q, y->qs, sc, 32, &l, &h);
+            lo[t] = sl_neon_fma_lanes(lo[t], d, l);
+            hi[t] = sl_neon_fma_lanes(hi[t], d, h);
+        }
+    }
+    for (int t = 0; t < nt; t++) s[t] = sl_neon_hsum8(lo[t], hi[t]) + summs[t];
+}
+
+static void SL_NEON_NAME(n_q6_K)(int64_t n, float *s, const void *vx, const void *const *ys, int nt)
+{
+    const sl_block_q6_K *x = vx;
+    float32x4_t lo[SL_NEON_NMAX], hi[SL_NEON_NMAX];
+    for (int t = 0; t < nt; t++) lo[t] = hi[t] = vdupq_n_f32(0);
+    int8_t q[SL_QK_K];
+    for (int64_t i = 0; i < n / SL_QK_K; i++) {
+        int sc[16];
+        for (int k = 0; k < 16; k++) sc[k] = x[i].scales[k];
+        sl_k_levels_q6_K(&x[i], q);
+        const float xd = sl_h2f(x[i].d);
+        for (int t = 0; t < nt; t++) {
+            const sl_block_q8_K *y = (const sl_block_q8_K *)ys[t] + i;
+            int32_t corr[8];
+            sl_k16_bsum_lanes(sc, y->bsums, corr);
+            int32x4_t l = vmulq_n_s32(vld1q_s32(corr), -32), h = vmulq_n_s32(vld1q_s32(corr + 4), -32);
+            SL_NEON_NAME(lanes)(q, y->qs, sc, 16, &l, &h);
+            const float d = y->d * xd;
+            lo[t] = sl_neon_fma_lanes(lo[t], d, l);
+            hi[t] = sl_neon_fma_lanes(hi[t], d, h);
+        }
+    }
+    for (int t = 0; t < nt; t++) s[t] = sl_neon_hsum8(lo[t], hi[t]);
+}
+
+static void SL_NEON_NAME(n_q2_K)(int64_t n, float *s, const void *vx, const void *const *ys, int nt)
+{
+    const sl_block_q2_K *x = vx;
+    float32x4_t lo[SL_NEON_NMAX], hi[SL_NEON_NMAX];
+    for (int t = 0; t < nt; t++) lo[t] = hi[t] = vdupq_n_f32(0);
+    int8_t q[SL_QK_K];
+    for (int64_t i = 0; i < n / SL_QK_K; i++) {
+        int sc[16], mn[16];
+        for (int k = 0; k < 16; k++) {
+            sc[k] = x[i].scales[k] & 0x0F;
+            mn[k] = x[i].scales[k] >> 4;
+        }
+        sl_k_levels_q2_K(&x[i], q);
+        const float xd = sl_h2f(x[i].d), xdmin = sl_h2f(x[i].dmin);
+        for (int t = 0; t < nt; t++) {
+            const sl_block_q8_K *y = (const sl_block_q8_K *)ys[t] + i;
+            int32_t md[8];
+            sl_k16_bsum_lanes(mn, y->bsums, md);
+            const float dm = -y->d * xdmin, d = y->d * xd;
+            lo[t] = sl_neon_fma_lanes(lo[t], dm, vld1q_s32(md));
+            hi[t] = sl_neon_fma_lanes(hi[t], dm, vld1q_s32(md + 4));
+            int32x4_t l = vdupq_n_s32(0), h = vdupq_n_s32(0);
+            SL_NEON_NAME(lanes)(q, y->qs, sc, 16, &l, &h);
+            lo[t] = sl_neon_fma_lanes(lo[t], d, l);
+            hi[t] = sl_neon_fma_lanes(hi[t], d, h);
+        }
+    }
+    for (int t = 0; t < nt; t++) s[t] = sl_neon_hsum8(lo[t], hi[t]);
+}
+
+static void SL_NEON_NAME(n_q3_K)(int64_t n, float *s, const void *vx, const void *const *ys, int nt)
+{
+    const sl_block_q3_K *x = vx;
+    float32x4_t lo[SL_NEON_NMAX], hi[SL_NEON_NMAX];
+    for (int t = 0; t < nt; t++) lo[t] = hi[t] = vdupq_n_f32(0);
+    int8_t q[SL_QK_K];
+    for (int64_t i = 0; i < n / SL_QK_K; i++) {
+        int sc[16];
+        sl_k_scales_q3_K(x[i].scales, sc);
+        sl_k_levels_q3_K(&x[i], q);
+        const float xd = sl_h2f(x[i].d);
+        for (int t = 0; t < nt; t++) {
+            const sl_block_q8_K *y = (const sl_block_q8_K *)ys[t] + i;
+            int32x4_t l = vdupq_n_s32(0), h = vdupq_n_s32(0);
+            SL_NEON_NAME(lanes)(q, y->qs, sc, 16, &l, &h);
+            const float d = y->d * xd;
+            lo[t] = sl_neon_fma_lanes(lo[t], d, l);
+            hi[t] = sl_neon_fma_lanes(hi[t], d, h);
+        }
+    }
+    for (int t = 0; t < nt; t++) s[t] = sl_neon_hsum8(lo[t], hi[t]);
+}
+
+/* Q8_0: the single kernel token by token (as the scalar multi-token form) */
+static void SL_NEON_NAME(n_q8_0)(int64_t n, float *s, const void *vx, const void *const *ys, int nt)
+{
+    for (int t = 0; t < nt; t++) SL_NEON_NAME(q8_0)(n, &s[t], vx, ys[t]);
+}
+
 /* fills the kernels of this inner product into k */
 static void SL_NEON_NAME(fill)(sl_quant_kernels *k)
 {
@@ -267,4 +430,14 @@ static void SL_NEON_NAME(fill)(sl_quant_kernels *k)
     k->vec_dot[SL_TYPE_Q5_K] = SL_NEON_NAME(q5_K);
     k->vec_dot[SL_TYPE_Q6_K] = SL_NEON_NAME(q6_K);
     k->vec_dot[SL_TYPE_Q8_0] = SL_NEON_NAME(q8_0);
+    k->vec_dot_n[SL_TYPE_Q2_K] = SL_NEON_NAME(n_q2_K);
+    k->vec_dot_n[SL_TYPE_Q3_K] = SL_NEON_NAME(n_q3_K);
+    k->vec_dot_n[SL_TYPE_Q4_K] = SL_NEON_NAME(n_q4_K);
+    k->vec_dot_n[SL_TYPE_Q5_K] = SL_NEON_NAME(n_q5_K);
+    k->vec_dot_n[SL_TYPE_Q6_K] = SL_NEON_NAME(n_q6_K);
+    k->vec_dot_n[SL_TYPE_Q8_0] = SL_NEON_NAME(n_q8_0);
+    static const sl_type multi[] = {SL_TYPE_Q2_K, SL_TYPE_Q3_K, SL_TYPE_Q4_K,
+                                    SL_TYPE_Q5_K, SL_TYPE_Q6_K, SL_TYPE_Q8_0};
+    for (size_t j = 0; j < sizeof multi / sizeof multi[0]; j++)
+        k->vec_dot_n_max[multi[j]] = SL_NEON_NMAX;
 }

@@ -6,7 +6,8 @@
  * Q8_K and Q8_0 byte for byte on random rows and on zeros, tiny and huge
  * values, infinities and NaNs. The expected values are the scalar
  * kernels' (the reference order every kernel set follows); the dots are
- * also checked against a double-precision dot of the dequantised rows.
+ * also checked against a double-precision dot of the dequantised rows;
+ * the multi-token kernels give the scalar single kernel's bits per token.
  * Elsewhere (x86) the NEON set does not exist: the tests check that the
  * dispatch says so, and that the kernel-set name matches the ISA. */
 #include <math.h>
@@ -193,6 +194,48 @@ TEST(neon_dots_equal_scalar_on_edge_blocks)
     }
 }
 
+/* The multi-token kernels: s[t] for nt = 1..8 tokens equals the scalar
+ * single-token kernel's dot of the row with token t, bit for bit. */
+TEST(neon_multi_token_equals_scalar_single)
+{
+    if (!have_neon()) {
+        printf("   (no NEON kernels here: skipped)\n");
+        return;
+    }
+    static const sl_type mt[] = {SL_TYPE_Q2_K, SL_TYPE_Q3_K, SL_TYPE_Q4_K,
+                                 SL_TYPE_Q5_K, SL_TYPE_Q6_K, SL_TYPE_Q8_0};
+    const int n = 768;
+    uint32_t seed = 4242;
+    for (size_t ti = 0; ti < sizeof mt / sizeof mt[0]; ti++) {
+        const sl_type_traits *tr = sl_type_get(mt[ti]);
+        int max = 0;
+        sl_vec_dot_n_fn fn = sl_quant_vec_dot_n_isa(mt[ti], SL_ISA_NEON, &max);
+        CHECK_MSG(fn != NULL && max == SL_VEC_DOT_N_MAX, "%s: no NEON multi-token kernel",
+                  tr->name);
+        if (!fn) continue;
+        float w[768], a[768];
+        uint8_t wq[768 * 2], aq[SL_VEC_DOT_N_MAX][768 * 2];
+        const void *ys[SL_VEC_DOT_N_MAX];
+        for (int i = 0; i < n; i++) w[i] = frand(&seed) * 2.0f;
+        CHECK(sl_quantize_fast(mt[ti], w, wq, n));
+        for (int t = 0; t < max; t++) {
+            for (int i = 0; i < n; i++) a[i] = frand(&seed) * (t == 3 ? 1e4f : 1.0f);
+            sl_quant_from_float_isa(tr->vec_dot_type, SL_ISA_SCALAR)(a, aq[t], n);
+            ys[t] = aq[t];
+        }
+        for (int nt = 1; nt <= max; nt++) {
+            float got[SL_VEC_DOT_N_MAX];
+            fn(n, got, wq, ys, nt);
+            for (int t = 0; t < nt; t++) {
+                float want;
+                sl_quant_vec_dot_isa(mt[ti], SL_ISA_SCALAR)(n, &want, wq, ys[t]);
+                CHECK_MSG(same_bits(got[t], want), "%s nt=%d t=%d: neon %.9g, scalar %.9g",
+                          tr->name, nt, t, (double)got[t], (double)want);
+            }
+        }
+    }
+}
+
 TEST(neon_activation_quantisers_equal_scalar)
 {
     if (!have_neon()) {
@@ -245,6 +288,7 @@ int main(void)
     RUN(neon_presence_matches_platform);
     RUN(neon_dots_equal_scalar_on_random_rows);
     RUN(neon_dots_equal_scalar_on_edge_blocks);
+    RUN(neon_multi_token_equals_scalar_single);
     RUN(neon_activation_quantisers_equal_scalar);
     return TEST_REPORT();
 }
