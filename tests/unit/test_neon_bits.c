@@ -15,8 +15,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ops/ops.h"
+#include "ops/vexp.h"
 #include "quant/quant.h"
 #include "test.h"
+#if defined(__aarch64__)
+#include "ops/vexp_neon.h"
+#endif
 
 static uint32_t rnd(uint32_t *s)
 {
@@ -283,6 +288,83 @@ TEST(neon_activation_quantisers_equal_scalar)
     free(got);
 }
 
+/* sl_vexp4 lane for lane sl_vexpf, over a sweep and the edges (both
+ * special-case ranges, overflow, underflow to subnormals and zero, inf,
+ * NaN, signed zeros); and the ops that use it (silu, swiglu, softmax) and
+ * the untiled f32 dot as the scalar expressions give them. */
+TEST(neon_vexp_and_activations_equal_scalar)
+{
+#if defined(__aarch64__)
+    static const float edge[] = {0.0f,    -0.0f,  1.0f,    -1.0f,   88.0f,   88.8f,  -87.0f,
+                                 -88.5f,  -100.0f, -103.9f, -104.0f, -110.0f, 126.5f, -126.5f,
+                                 133.0f,  -133.0f, 150.0f, -150.0f, 200.0f,  -200.0f, INFINITY,
+                                 -INFINITY, NAN,   1e-30f, -1e-30f, 3e38f,   -3e38f, 0.5f};
+    const int ne = (int)(sizeof edge / sizeof edge[0]);
+    uint32_t seed = 77;
+    for (int rep = 0; rep < 2000; rep++) {
+        float in[4], out[4];
+        for (int l = 0; l < 4; l++)
+            in[l] = rep < 8 ? edge[(4 * rep + l) % ne] : frand(&seed) * (rep % 2 ? 200.0f : 20.0f);
+        vst1q_f32(out, sl_vexp4(vld1q_f32(in)));
+        for (int l = 0; l < 4; l++) {
+            const float want = sl_vexpf(in[l]);
+            CHECK_MSG(same_bits(out[l], want), "vexp(%.9g): neon %.9g, scalar %.9g", (double)in[l],
+                      (double)out[l], (double)want);
+        }
+    }
+    enum { N = 203 }; /* eights and a tail */
+    float x[N], g[N], got[N], want[N];
+    for (int i = 0; i < N; i++) {
+        x[i] = frand(&seed) * 30.0f;
+        g[i] = frand(&seed) * 3.0f;
+    }
+    x[5] = -INFINITY;
+    x[9] = 100.0f;
+    const int n8 = N - N % 8;
+    memcpy(got, x, sizeof x);
+    sl_silu(got, N);
+    for (int i = 0; i < N; i++)
+        want[i] = x[i] / (1.0f + (i < n8 ? sl_vexpf(0.0f - x[i]) : expf(-x[i])));
+    CHECK(memcmp(got, want, sizeof got) == 0);
+    memcpy(got, x, sizeof x);
+    sl_swiglu(got, g, N);
+    for (int i = 0; i < N; i++)
+        want[i] = x[i] / (1.0f + (i < n8 ? sl_vexpf(0.0f - x[i]) : expf(-x[i]))) * g[i];
+    CHECK(memcmp(got, want, sizeof got) == 0);
+    memcpy(got, x, sizeof x);
+    sl_softmax(got, N);
+    float mx = x[0];
+    for (int i = 1; i < N; i++) mx = x[i] > mx ? x[i] : mx;
+    double sum = 0.0;
+    for (int i = 0; i < n8; i += 8) {
+        float p[8];
+        for (int j = 0; j < 8; j++) want[i + j] = p[j] = sl_vexpf(x[i + j] - mx);
+        const float a0 = p[0] + p[4], a1 = p[1] + p[5], a2 = p[2] + p[6], a3 = p[3] + p[7];
+        sum += (double)((a0 + a2) + (a1 + a3));
+    }
+    for (int i = n8; i < N; i++) sum += (double)(want[i] = expf(x[i] - mx));
+    const float inv = (float)(1.0 / sum);
+    for (int i = 0; i < N; i++) want[i] *= inv;
+    CHECK(memcmp(got, want, sizeof got) == 0);
+    /* the untiled dot: four 8-lane FMA chains over steps of 32 */
+    float a[4][8] = {{0}};
+    int i = 0;
+    for (; i + 32 <= N; i += 32)
+        for (int j = 0; j < 4; j++)
+            for (int l = 0; l < 8; l++) a[j][l] = fmaf(x[i + 8 * j + l], g[i + 8 * j + l], a[j][l]);
+    float sl[8], t0[4];
+    for (int l = 0; l < 8; l++) sl[l] = (a[0][l] + a[2][l]) + (a[1][l] + a[3][l]);
+    for (int l = 0; l < 4; l++) t0[l] = sl[l] + sl[l + 4];
+    float d = (t0[0] + t0[1]) + (t0[2] + t0[3]);
+    for (; i < N; i++) d = fmaf(x[i], g[i], d);
+    const float dot = sl_dot_f32_untiled(x, g, N);
+    CHECK_MSG(same_bits(dot, d) || (isnan(dot) && isnan(d)), "untiled dot %.9g vs %.9g",
+              (double)dot, (double)d);
+#else
+    printf("   (not aarch64: skipped)\n");
+#endif
+}
+
 int main(void)
 {
     RUN(neon_presence_matches_platform);
@@ -290,5 +372,6 @@ int main(void)
     RUN(neon_dots_equal_scalar_on_edge_blocks);
     RUN(neon_multi_token_equals_scalar_single);
     RUN(neon_activation_quantisers_equal_scalar);
+    RUN(neon_vexp_and_activations_equal_scalar);
     return TEST_REPORT();
 }
