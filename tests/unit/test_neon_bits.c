@@ -15,6 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ops/attn_kernels.h"
+#include "ops/attn_kernels_neon.h"
 #include "ops/ops.h"
 #include "ops/vexp.h"
 #include "quant/quant.h"
@@ -365,6 +367,69 @@ TEST(neon_vexp_and_activations_equal_scalar)
 #endif
 }
 
+/* Blocked attention: the NEON attend equals the scalar one bit for bit, f16
+ * and f32 caches, several head sizes (dv not a multiple of 4 too), windows
+ * (pos_lo), partial last tiles and sinks. */
+TEST(neon_attention_equals_scalar)
+{
+    const sl_attn_kernels *nk = sl_attn_kernels_neon(), *rk = sl_attn_kernels_ref();
+#if defined(__aarch64__)
+    CHECK(nk != NULL);
+    CHECK(sl_quant_isa() != SL_ISA_NEON || sl_attn_kernels_get() == nk);
+#else
+    CHECK(nk == NULL);
+#endif
+    if (!nk) return;
+    static const int shapes[][5] = {/* dk, dv, n_q, n_pos, pos_lo */
+                                    {64, 64, 1, 1, 0},   {64, 64, 4, 200, 0}, {128, 128, 2, 64, 0},
+                                    {32, 30, 3, 130, 0}, {16, 20, 2, 300, 100}, {8, 6, 1, 65, 64}};
+    uint32_t seed = 31337;
+    for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
+        const int dk = shapes[si][0], dv = shapes[si][1], nq = shapes[si][2], np = shapes[si][3];
+        for (int f16 = 0; f16 < 2; f16++)
+            for (int sinks = 0; sinks < 2; sinks++) {
+                const size_t es = f16 ? 2 : 4;
+                uint8_t *k = malloc((size_t)np * dk * es), *v = malloc((size_t)np * dv * es);
+                float *q = malloc(sizeof(float) * (size_t)nq * dk), sk[8];
+                for (int i = 0; i < np * dk; i++) {
+                    const float x = frand(&seed) * 2.0f;
+                    if (f16) ((uint16_t *)k)[i] = sl_f32_to_fp16(x);
+                    else ((float *)k)[i] = x;
+                }
+                for (int i = 0; i < np * dv; i++) {
+                    const float x = frand(&seed);
+                    if (f16) ((uint16_t *)v)[i] = sl_f32_to_fp16(x);
+                    else ((float *)v)[i] = x;
+                }
+                for (int i = 0; i < nq * dk; i++) q[i] = frand(&seed) * 3.0f;
+                for (int r = 0; r < nq; r++) sk[r] = frand(&seed) * 4.0f;
+                const size_t scr = sl_attn_scratch_floats(dk, dv, nq);
+                float *s1 = malloc(sizeof(float) * scr), *s2 = malloc(sizeof(float) * scr);
+                float *o1 = calloc((size_t)nq * dv, sizeof(float)), *o2 = calloc((size_t)nq * dv, sizeof(float));
+                for (size_t i = 0; i < scr; i++) s1[i] = s2[i] = NAN; /* stale scratch */
+                sl_attn_block b = {.q = q, .q_stride = (size_t)dk, .k = k, .v = v,
+                                   .k_stride = (size_t)dk * es, .v_stride = (size_t)dv * es,
+                                   .dk = dk, .dv = dv, .n_q = nq, .n_pos = np,
+                                   .scale = 1.0f / sqrtf((float)dk), .out = o1,
+                                   .out_stride = (size_t)dv, .scratch = s1,
+                                   .pos_lo = shapes[si][4], .sinks = sinks ? sk : NULL};
+                (f16 ? rk->attend_f16 : rk->attend_f32)(&b);
+                b.out = o2;
+                b.scratch = s2;
+                (f16 ? nk->attend_f16 : nk->attend_f32)(&b);
+                CHECK_MSG(memcmp(o1, o2, sizeof(float) * (size_t)nq * dv) == 0,
+                          "shape %zu f16 %d sinks %d: outputs differ", si, f16, sinks);
+                free(k);
+                free(v);
+                free(q);
+                free(s1);
+                free(s2);
+                free(o1);
+                free(o2);
+            }
+    }
+}
+
 int main(void)
 {
     RUN(neon_presence_matches_platform);
@@ -373,5 +438,6 @@ int main(void)
     RUN(neon_multi_token_equals_scalar_single);
     RUN(neon_activation_quantisers_equal_scalar);
     RUN(neon_vexp_and_activations_equal_scalar);
+    RUN(neon_attention_equals_scalar);
     return TEST_REPORT();
 }
