@@ -20,6 +20,8 @@
 #include "ops/ops.h"
 #include "ops/vexp.h"
 #include "quant/quant.h"
+#include "synth/synth_gen.h"
+#include "synth/synth_rng.h"
 #include "test.h"
 #if defined(__aarch64__)
 #include "ops/vexp_neon.h"
@@ -430,6 +432,36 @@ TEST(neon_attention_equals_scalar)
     }
 }
 
+/* The generator's four-stream normal fill: rows and final states equal the
+ * scalar sl_rng_fill_normal_scaled's, for lengths below, at and above a
+ * multiple of 8. */
+TEST(neon_generator_fill_equals_scalar)
+{
+    static const size_t lens[] = {7, 8, 64, 203};
+    for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++) {
+        const size_t n = lens[li];
+        sl_rng r[4], w[4];
+        float got[4][203], want[4][203];
+        float *rows[4] = {got[0], got[1], got[2], got[3]};
+        for (int k = 0; k < 4; k++) {
+            sl_rng_seed(&r[k], 1000u + 17u * (unsigned)k + li);
+            w[k] = r[k];
+        }
+        const size_t m = sl_rng_fill4_normal_neon(r, rows, n, 0.25f, 0.0137f);
+#if defined(__aarch64__)
+        CHECK_EQ_INT(m, n & ~(size_t)7);
+#else
+        CHECK_EQ_INT(m, 0);
+#endif
+        for (int k = 0; k < 4; k++) {
+            sl_rng_fill_normal_scaled(&r[k], got[k] + m, n - m, 0.25f, 0.0137f);
+            sl_rng_fill_normal_scaled(&w[k], want[k], n, 0.25f, 0.0137f);
+            CHECK_MSG(memcmp(got[k], want[k], n * sizeof(float)) == 0, "n=%zu row %d differs", n, k);
+            CHECK(memcmp(r[k].s, w[k].s, sizeof r[k].s) == 0);
+        }
+    }
+}
+
 int main(void)
 {
     RUN(neon_presence_matches_platform);
@@ -439,5 +471,6 @@ int main(void)
     RUN(neon_activation_quantisers_equal_scalar);
     RUN(neon_vexp_and_activations_equal_scalar);
     RUN(neon_attention_equals_scalar);
+    RUN(neon_generator_fill_equals_scalar);
     return TEST_REPORT();
 }
