@@ -6,6 +6,8 @@
 #   make fuzz       libFuzzer on the GGUF parser for FUZZ_SECONDS (default 60)
 #   make fuzz-model libFuzzer on generated valid models, run resident and streamed
 #   make tsan       ThreadSanitizer build of the threaded tests
+#   make ARCH=aarch64  cross-build build/aarch64/sluice and the aarch64 unit tests
+#   make test-aarch64  run the aarch64 subset under qemu-aarch64 (two cpu models)
 #
 # Floating point: -ffp-contract=off for both compilers (gcc already does
 # this in ISO C mode, clang would fuse a*b+c within an expression), so the
@@ -20,7 +22,8 @@
 # does not).
 
 CC      ?= cc
-ARCH    := $(shell uname -m)
+HOST_ARCH := $(shell uname -m)
+ARCH    := $(HOST_ARCH)
 WARN    := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wno-unused-parameter
 CSTD    := -std=c11 -D_GNU_SOURCE -ffp-contract=off
 INC     := -Isrc -Iinclude
@@ -41,7 +44,7 @@ ifeq ($(HAVE_URING),1)
   CDEFS  += -DSL_HAVE_URING=1
 endif
 
-ifeq ($(ARCH),x86_64)
+ifeq ($(HOST_ARCH),x86_64)
   SIMD_AVX2 := -mavx2 -mfma -mf16c -mbmi2
 endif
 
@@ -66,7 +69,12 @@ REL := build/rel
 REL_LIB_OBJ := $(LIB_SRC:%.c=$(REL)/%.o)
 REL_APP_OBJ := $(APP_SRC:%.c=$(REL)/%.o)
 
+# `make ARCH=aarch64` on another host: the cross build only (mk/aarch64.mk)
+ifneq ($(ARCH),$(HOST_ARCH))
+all: aarch64
+else
 all: $(REL)/sluice
+endif
 
 $(REL)/%_avx2.o: %_avx2.c
 	@mkdir -p $(dir $@)
@@ -197,6 +205,8 @@ $(TSAN)/tests/%: $(TSAN)/tests/unit/%.o $(TSAN_COMMON_OBJ) $(TSAN)/libsluice.a
 tsan: $(TSAN_TESTS)
 	./tests/run.sh $(TSAN_TESTS)
 
+include mk/aarch64.mk
+
 # ---- bench (micro-benchmarks; not part of the suite) ---------------------------
 # bench/<name>.c -> build/rel/bench/<name>, linked against the release library.
 BENCH_SRC := $(sort $(wildcard bench/*.c))
@@ -211,7 +221,7 @@ bench: $(BENCH_BIN)
 clean:
 	rm -rf build
 
-.PHONY: all check deps test demo fuzz fuzz-model tsan clean bench
+.PHONY: all check deps test demo fuzz fuzz-model tsan clean bench aarch64 test-aarch64
 .SECONDARY:
 
 -include $(shell find build -name '*.d' 2>/dev/null)

@@ -12,6 +12,7 @@
 #include "commands.h"
 #include "engine/session.h"
 #include "model/model.h"
+#include "quant/quant.h"
 #include "sluice.h"
 #include "util/pool.h"
 #include "util/timer.h"
@@ -242,7 +243,11 @@ int cmd_bench(int argc, char **argv)
             return 2;
         }
     }
-    if (kernels) return bench_kernels(mf.params.n_threads, (int)mb);
+    if (kernels) {
+        /* which kernel set the dispatch chose: avx2, neon, neon+dotprod, ref */
+        printf("kernels: %s\n", sl_quant_kernel_set());
+        return bench_kernels(mf.params.n_threads, (int)mb);
+    }
     if (!model) {
         fprintf(stderr, "sluice bench: no model given (-m FILE); see --help\n");
         return 2;

@@ -2,10 +2,16 @@
 # Installs sluice's build dependencies when they are missing (Debian/Ubuntu).
 # Uses apt-get directly as root, through sudo otherwise; if neither works it
 # says which packages to install and fails.
+#   --aarch64  also the cross toolchain and qemu-user (`make ARCH=aarch64`,
+#              `make test-aarch64`), and the arm64 package lists that
+#              scripts/aarch64-sysroot.sh downloads PCRE2 and jansson from
 set -eu
+aarch64=false
+[ "${1:-}" = "--aarch64" ] && aarch64=true
 
 need=()
-have_header() { printf '#include <%s>\n' "$1" | cc -E -x c - >/dev/null 2>&1; }
+# (pcre2.h refuses to be included without a code unit width)
+have_header() { printf '#include <%s>\n' "$1" | cc -DPCRE2_CODE_UNIT_WIDTH=8 -E -x c - >/dev/null 2>&1; }
 
 command -v cc >/dev/null 2>&1 || need+=(gcc)
 command -v make >/dev/null 2>&1 || need+=(make)
@@ -17,8 +23,17 @@ have_header jansson.h || need+=(libjansson-dev)
 have_header microhttpd.h || need+=(libmicrohttpd-dev)
 [ -n "$(ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-*.a 2>/dev/null)" ] || need+=(libclang-rt-dev)
 command -v python3 >/dev/null 2>&1 || need+=(python3)
+arm64_lists=false
+if $aarch64; then
+    command -v aarch64-linux-gnu-gcc >/dev/null 2>&1 || need+=(gcc-aarch64-linux-gnu)
+    [ -f /usr/aarch64-linux-gnu/include/stdio.h ] || need+=(libc6-dev-arm64-cross)
+    command -v qemu-aarch64 >/dev/null 2>&1 || need+=(qemu-user)
+    # apt-get download of the arm64 -dev packages needs arm64 in the lists
+    # (nothing arm64 is installed: the sysroot script unpacks them itself)
+    dpkg --print-foreign-architectures 2>/dev/null | grep -qx arm64 || arm64_lists=true
+fi
 
-if [ ${#need[@]} -eq 0 ]; then
+if [ ${#need[@]} -eq 0 ] && ! $arm64_lists; then
     exit 0
 fi
 
@@ -37,5 +52,8 @@ if ! command -v apt-get >/dev/null 2>&1; then
     exit 1
 fi
 export DEBIAN_FRONTEND=noninteractive
+if $arm64_lists; then $SUDO dpkg --add-architecture arm64; fi
 $SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+if [ ${#need[@]} -gt 0 ]; then
+    $SUDO apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+fi

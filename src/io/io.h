@@ -72,6 +72,9 @@ typedef struct sl_io_fault {
     double eio_p;        /* probability any request fails with EIO */
     double delay_p;      /* probability a request is delayed before its read */
     uint32_t delay_us_max; /* delay drawn uniformly in [0, delay_us_max] us */
+    bool corrupt_direct;   /* the open-time check's direct read returns wrong
+                              bytes (as some Android FUSE storage does under
+                              O_DIRECT): the handle must fall back to buffered */
 } sl_io_fault;
 
 /* Test hooks that exercise fallback paths a given machine may not produce. */

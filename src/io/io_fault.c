@@ -51,3 +51,11 @@ int64_t sl_io_fault_short(const sl_io_fault *f, uint64_t seq, uint32_t attempt, 
     memset((unsigned char *)buf + cut, 0xEE, (size_t)(res - cut));
     return cut;
 }
+
+void sl_io_fault_direct_check(const sl_io_fault *f, void *buf, int64_t n)
+{
+    if (!f->corrupt_direct || n <= 0) return;
+    /* one byte in every 512 inverted: what a stale or misplaced page gives */
+    unsigned char *b = buf;
+    for (int64_t i = 0; i < n; i += 512) b[i] = (unsigned char)~b[i];
+}

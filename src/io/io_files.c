@@ -1,8 +1,9 @@
 /* io_files.c - opening the files behind an io handle, and choosing how.
  *
  * Owns: the alignment direct reads need (statx STATX_DIOALIGN when the
- * kernel reports it, else 4096 confirmed by a probe read), the decision
- * direct / buffered fallback, and each lane's descriptors. Must not know
+ * kernel reports it, else 4096 confirmed by a probe read), the check that
+ * a direct read returns what a buffered read does, the decision direct /
+ * buffered fallback, and each lane's descriptors. Must not know
  * about queues or backends. */
 #include "io/io_internal.h"
 
@@ -16,6 +17,30 @@
 
 #define DEFAULT_ALIGN 4096u
 
+/* Opens path read-only for direct reads: O_DIRECT where it exists (Linux,
+ * Android, the BSDs); on macOS, which has none, a plain descriptor with
+ * F_NOCACHE (reads bypass the cache, no alignment rule). -1 and errno on
+ * failure. */
+static int open_direct(const char *path)
+{
+#if defined(O_DIRECT)
+    return open(path, O_RDONLY | O_CLOEXEC | O_DIRECT);
+#elif defined(F_NOCACHE)
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd >= 0 && fcntl(fd, F_NOCACHE, 1) == -1) {
+        int e = errno;
+        close(fd);
+        errno = e;
+        return -1;
+    }
+    return fd;
+#else
+    (void)path;
+    errno = EINVAL; /* no direct reads on this platform: buffered */
+    return -1;
+#endif
+}
+
 static char *dup_str(const char *s)
 {
     size_t n = strlen(s) + 1;
@@ -25,14 +50,17 @@ static char *dup_str(const char *s)
 }
 
 /* Alignment the kernel reports for direct reads of path: offset and memory.
- * Returns 1 if reported, 0 if the kernel does not say, -1 if it says direct
- * I/O is not supported for this file. */
+ * Returns 1 if reported, 0 if the kernel does not say (or says 0, see
+ * below): the open-time probe decides then. */
 static int query_dio_align(const char *path, uint32_t *off_align, uint32_t *mem_align)
 {
 #ifdef STATX_DIOALIGN
     struct statx sx;
     if (statx(AT_FDCWD, path, 0, STATX_DIOALIGN, &sx) == 0 && (sx.stx_mask & STATX_DIOALIGN)) {
-        if (sx.stx_dio_offset_align == 0) return -1;
+        /* 0 means no direct I/O; but a translation layer that copies the
+         * mask and not the fields (qemu-user 7.2) says 0 too, so 0 only
+         * means "ask the probe", which refuses where O_DIRECT fails */
+        if (sx.stx_dio_offset_align == 0) return 0;
         *off_align = sx.stx_dio_offset_align;
         *mem_align = sx.stx_dio_mem_align ? sx.stx_dio_mem_align : sx.stx_dio_offset_align;
         return 1;
@@ -43,16 +71,77 @@ static int query_dio_align(const char *path, uint32_t *off_align, uint32_t *mem_
     return 0;
 }
 
-/* Tries O_DIRECT on path. Returns SL_OK if usable, SL_EUNSUPPORTED with a
- * reason if the filesystem refuses it, SL_EIO for other open failures. */
-static int probe_direct(sl_io *io, const char *path, bool reported, uint32_t align,
-                        char *reason, size_t cap, sl_err *err)
+/* Bytes the open-time check compares (one window at offset 0). */
+#define CHECK_WINDOW (64u * 1024u)
+
+/* One direct read of the first window of fd (opened O_DIRECT) compared
+ * with a buffered read of the same bytes: some storage (Android FUSE
+ * mounts among them) accepts O_DIRECT and returns wrong data. Returns
+ * SL_OK if they agree, SL_EUNSUPPORTED with a reason if the direct read is
+ * refused (EINVAL: the alignment is wrong, or O_DIRECT is accepted at open
+ * and not honoured) or returns other bytes, SL_EIO / SL_ENOMEM otherwise. */
+static int check_direct_read(sl_io *io, int fd, const char *path, uint32_t align, char *reason,
+                             size_t cap, sl_err *err)
+{
+    const size_t win = CHECK_WINDOW > align ? CHECK_WINDOW / align * align : align;
+    void *dbuf = NULL;
+    unsigned char *bbuf = malloc(win);
+    if (!bbuf || posix_memalign(&dbuf, align > DEFAULT_ALIGN ? align : DEFAULT_ALIGN, win) != 0) {
+        free(bbuf);
+        return sl_err_set(err, SL_ENOMEM, "out of memory for the direct-read check");
+    }
+    int rc = SL_OK;
+    ssize_t n;
+    do n = pread(fd, dbuf, win, 0); while (n < 0 && errno == EINTR);
+    if (n < 0) {
+        int e = errno;
+        if (e == EINVAL) {
+            snprintf(reason, cap, "O_DIRECT probe read of %zu bytes from '%s' failed: %s", win,
+                     path, strerror(e));
+            rc = SL_EUNSUPPORTED;
+        } else {
+            rc = sl_err_set(err, SL_EIO, "probe read of '%s' failed: %s", path, strerror(e));
+        }
+    } else {
+        if (io->has_fault) sl_io_fault_direct_check(&io->fault, dbuf, n);
+        int bfd = open(path, O_RDONLY | O_CLOEXEC);
+        ssize_t m = -1, got = 0;
+        if (bfd >= 0) {
+            while (got < n) {
+                do m = pread(bfd, bbuf + got, (size_t)(n - got), got); while (m < 0 && errno == EINTR);
+                if (m <= 0) break;
+                got += m;
+            }
+            close(bfd);
+        }
+        if (bfd < 0 || m < 0) {
+            rc = sl_err_set(err, SL_EIO, "cannot read '%s' for the direct-read check: %s", path,
+                            strerror(errno));
+        } else if (got != n || memcmp(dbuf, bbuf, (size_t)n) != 0) {
+            snprintf(reason, cap,
+                     "a direct read of '%s' returned other bytes than a buffered read of the "
+                     "same %zd bytes (O_DIRECT not trusted)",
+                     path, n);
+            rc = SL_EUNSUPPORTED;
+        }
+    }
+    free(dbuf);
+    free(bbuf);
+    return rc;
+}
+
+/* Tries O_DIRECT on path: open, then the direct-read check (which also
+ * confirms the alignment when the kernel did not report one). Returns
+ * SL_OK if usable, SL_EUNSUPPORTED with a reason if the filesystem refuses
+ * it or its direct reads cannot be trusted, SL_EIO for other failures. */
+static int probe_direct(sl_io *io, const char *path, uint32_t align, char *reason, size_t cap,
+                        sl_err *err)
 {
     if (io->cfg.test_flags & SL_IO_TEST_REFUSE_DIRECT) {
         snprintf(reason, cap, "O_DIRECT refused for '%s' (test hook)", path);
         return SL_EUNSUPPORTED;
     }
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_DIRECT);
+    int fd = open_direct(path);
     if (fd < 0) {
         int e = errno;
         if (e == EINVAL || e == EOPNOTSUPP) {
@@ -61,30 +150,7 @@ static int probe_direct(sl_io *io, const char *path, bool reported, uint32_t ali
         }
         return sl_err_set(err, SL_EIO, "cannot open '%s': %s", path, strerror(e));
     }
-    int rc = SL_OK;
-    if (!reported) {
-        /* The kernel did not tell the alignment: confirm the assumed one by
-         * reading one aligned block (EINVAL means it is wrong or O_DIRECT
-         * is accepted at open but not honoured for reads). */
-        void *buf = NULL;
-        if (posix_memalign(&buf, DEFAULT_ALIGN, align) != 0) {
-            close(fd);
-            return sl_err_set(err, SL_ENOMEM, "out of memory for a probe read");
-        }
-        ssize_t n;
-        do n = pread(fd, buf, align, 0); while (n < 0 && errno == EINTR);
-        if (n < 0) {
-            int e = errno;
-            if (e == EINVAL) {
-                snprintf(reason, cap, "O_DIRECT probe read of %u bytes from '%s' failed: %s",
-                         align, path, strerror(e));
-                rc = SL_EUNSUPPORTED;
-            } else {
-                rc = sl_err_set(err, SL_EIO, "probe read of '%s' failed: %s", path, strerror(e));
-            }
-        }
-        free(buf);
-    }
+    int rc = check_direct_read(io, fd, path, align, reason, cap, err);
     close(fd);
     return rc;
 }
@@ -113,18 +179,10 @@ int sl_io_files_open(sl_io *io, const char *const *paths, uint32_t n, sl_err *er
             fa = fm = DEFAULT_ALIGN; /* implausible report: use the safe default */
             q = 0;
         }
-        if (q < 0) {
-            fa = fm = DEFAULT_ALIGN;
-            if (direct) {
-                snprintf(reason, sizeof reason,
-                         "the filesystem of '%s' reports no direct I/O support", paths[i]);
-                direct = false;
-            }
-        }
         if (fa > align) align = fa;
         if (fm > mem_align) mem_align = fm;
         if (direct) {
-            int rc = probe_direct(io, paths[i], q == 1, fa, reason, sizeof reason, err);
+            int rc = probe_direct(io, paths[i], fa, reason, sizeof reason, err);
             if (rc == SL_EUNSUPPORTED) direct = false;
             else if (rc) return rc;
         }
@@ -156,9 +214,9 @@ int sl_io_lane_open_fds(sl_io *io, io_lane *ln, sl_err *err)
         if (!ln->fds) return sl_err_set(err, SL_ENOMEM, "out of memory for lane descriptors");
         for (uint32_t i = 0; i < io->n_files; i++) ln->fds[i] = -1;
     }
-    int flags = O_RDONLY | O_CLOEXEC | (io->info.direct ? O_DIRECT : 0);
     for (uint32_t i = 0; i < io->n_files; i++) {
-        int fd = open(io->files[i].path, flags);
+        int fd = io->info.direct ? open_direct(io->files[i].path)
+                                 : open(io->files[i].path, O_RDONLY | O_CLOEXEC);
         if (fd < 0)
             return sl_err_set(err, SL_EIO, "io lane %u cannot open '%s': %s", ln->id,
                               io->files[i].path, strerror(errno));

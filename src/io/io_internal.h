@@ -144,6 +144,9 @@ void sl_io_lane_close_fds(sl_io *io, io_lane *ln);
 /* --- faults (io_fault.c) --- */
 
 bool sl_io_fault_eio(const sl_io_fault *f, uint64_t seq);
+/* The direct read of the open-time check (n bytes in buf) as the fault
+ * says: changed bytes when f->corrupt_direct. */
+void sl_io_fault_direct_check(const sl_io_fault *f, void *buf, int64_t n);
 uint64_t sl_io_fault_delay_ns(const sl_io_fault *f, uint64_t seq);
 /* Given a raw read that returned res >= 1 bytes into buf, maybe pretends it
  * returned fewer (scribbling over the rest). Returns the bytes to report. */

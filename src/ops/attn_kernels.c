@@ -1,5 +1,6 @@
 /* attn_kernels.c - scalar attention inner loops and run-time choice. */
 #include "ops/attn_kernels.h"
+#include "ops/attn_kernels_neon.h"
 
 #include <math.h>
 #include <string.h>
@@ -258,5 +259,6 @@ const sl_attn_kernels *sl_attn_kernels_get(void)
 {
     const sl_attn_kernels *k = NULL;
     if (sl_quant_isa() == SL_ISA_AVX2) k = sl_attn_kernels_avx2();
+    if (sl_quant_isa() == SL_ISA_NEON) k = sl_attn_kernels_neon();
     return k ? k : &ref;
 }

@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <string.h>
 
+#include "ops/act_neon.h"
 #include "ops/vexp.h"
 #include "quant/quant.h"
 #include "util/hsum.h"
@@ -50,6 +51,13 @@ static bool use_avx2(void)
 #endif
 }
 
+/* the NEON forms (act_neon.c) where the quant dispatch chose NEON */
+#if defined(__aarch64__)
+static bool use_neon(void) { return sl_quant_isa() == SL_ISA_NEON; }
+#else
+static bool use_neon(void) { return false; }
+#endif
+
 void sl_add_rows_bias(float *rows, const float *bias, int64_t n, size_t width)
 {
     if (!bias) return;
@@ -62,7 +70,9 @@ void sl_softmax(float *x, int64_t n)
     float mx = x[0];
     for (int64_t i = 1; i < n; i++)
         if (x[i] > mx) mx = x[i];
-    const double sum = use_avx2() ? sl_softmax_sum_avx2(x, n, mx) : softmax_sum_ref(x, n, mx);
+    const double sum = use_avx2()   ? sl_softmax_sum_avx2(x, n, mx)
+                       : use_neon() ? sl_softmax_sum_neon(x, n, mx)
+                                    : softmax_sum_ref(x, n, mx);
     const float inv = (float)(1.0 / sum);
     for (int64_t i = 0; i < n; i++) x[i] *= inv;
 }
@@ -70,6 +80,7 @@ void sl_softmax(float *x, int64_t n)
 float sl_dot_f32_untiled(const float *x, const float *y, int64_t n)
 {
     if (use_avx2()) return sl_dot_f32_untiled_avx2(x, y, n);
+    if (use_neon()) return sl_dot_f32_untiled_neon(x, y, n);
     float a[4][8] = {{0}};
     int64_t i = 0;
     for (; i + 32 <= n; i += 32)
@@ -87,6 +98,10 @@ void sl_silu(float *x, int64_t n)
 {
     if (use_avx2()) {
         sl_silu_avx2(x, n);
+        return;
+    }
+    if (use_neon()) {
+        sl_silu_neon(x, n);
         return;
     }
     const int64_t n8 = n - n % 8;
@@ -110,6 +125,10 @@ void sl_swiglu(float *x, const float *g, int64_t n)
 {
     if (use_avx2()) {
         sl_swiglu_avx2(x, g, n);
+        return;
+    }
+    if (use_neon()) {
+        sl_swiglu_neon(x, g, n);
         return;
     }
     int64_t i = 0;

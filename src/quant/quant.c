@@ -11,10 +11,8 @@
 
 #include "quant/quant_internal.h"
 #include "util/checked.h"
-
-#if defined(__x86_64__)
-#include <cpuid.h>
-#endif
+#include "util/cpu.h"
+#include "quant/quant_neon.h"
 
 #define ROW(id, nm, bs, ts, q, tf, ff, vdt)                                    \
     [id] = {.name = nm, .block_size = bs, .type_size = ts, .is_quantized = q, \
@@ -74,27 +72,7 @@ static bool g_isa_ok[SL_ISA_COUNT];
 static sl_isa g_isa = SL_ISA_SCALAR;
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 
-/* AVX2, FMA, F16C and BMI2 present, and the OS saves the YMM registers.
- * Read from cpuid directly: not every compiler's __builtin_cpu_supports
- * knows "f16c". */
-static bool cpu_has_avx2(void)
-{
-#if defined(__x86_64__)
-    unsigned a, b, c, d;
-    if (!__get_cpuid(1, &a, &b, &c, &d)) return false;
-    bool fma = c & (1u << 12), osxsave = c & (1u << 27), avx = c & (1u << 28),
-         f16c = c & (1u << 29);
-    if (!(fma && osxsave && avx && f16c)) return false;
-    unsigned xlo, xhi;
-    __asm__ volatile("xgetbv" : "=a"(xlo), "=d"(xhi) : "c"(0));
-    if ((xlo & 6u) != 6u) return false; /* XMM and YMM state enabled */
-    if (__get_cpuid_max(0, NULL) < 7) return false;
-    __cpuid_count(7, 0, a, b, c, d);
-    return (b & (1u << 5)) && (b & (1u << 8)); /* AVX2, BMI2 */
-#else
-    return false;
-#endif
-}
+static bool g_dotprod; /* the NEON set uses SDOT (chosen with it) */
 
 static bool env_forces_scalar(void)
 {
@@ -113,7 +91,9 @@ static void choose_kernels(void)
     sl_quant_fast_fill_ref(ref);
     g_isa_ok[SL_ISA_SCALAR] = true;
 
-    if (cpu_has_avx2()) {
+    sl_cpu_features cpu;
+    sl_cpu_detect(&cpu);
+    if (cpu.avx2) {
         sl_quant_kernels *k = &g_kernels[SL_ISA_AVX2];
         bool ok = sl_vec_dot_fill_legacy_avx2(k);
         ok = sl_vec_dot_fill_k_avx2(k) && ok;
@@ -123,7 +103,31 @@ static void choose_kernels(void)
         ok = sl_quant_fast_fill_avx2(k) && ok;
         g_isa_ok[SL_ISA_AVX2] = ok;
     }
-    g_isa = (g_isa_ok[SL_ISA_AVX2] && !env_forces_scalar()) ? SL_ISA_AVX2 : SL_ISA_SCALAR;
+    if (cpu.neon) {
+        /* NEON kernels cover what the fill functions list; the rest (the
+         * legacy, IQ and MXFP4 types) stay NULL and fall back to the
+         * scalar set below */
+        sl_quant_kernels *k = &g_kernels[SL_ISA_NEON];
+        g_dotprod = cpu.dotprod;
+        bool ok = sl_vec_dot_fill_k_neon(k, cpu.dotprod);
+        ok = sl_vec_dot_fill_q8_neon(k, cpu.dotprod) && ok;
+        ok = sl_vec_dot_fill_fp_neon(k) && ok;
+        /* the types without a NEON kernel take the scalar one (with its
+         * multi-token twin) into this set, so the set is complete like
+         * AVX2's and the traits always name the chosen set's kernel */
+        for (int t = 0; t < SL_TYPE_COUNT; t++) {
+            if (k->vec_dot[t] || !ref->vec_dot[t]) continue;
+            k->vec_dot[t] = ref->vec_dot[t];
+            k->vec_dot_n[t] = ref->vec_dot_n[t];
+            k->vec_dot_n_max[t] = ref->vec_dot_n_max[t];
+        }
+        g_isa_ok[SL_ISA_NEON] = ok;
+    }
+    g_isa = SL_ISA_SCALAR;
+    if (!env_forces_scalar()) {
+        if (g_isa_ok[SL_ISA_AVX2]) g_isa = SL_ISA_AVX2;
+        else if (g_isa_ok[SL_ISA_NEON]) g_isa = SL_ISA_NEON;
+    }
 
     for (int t = 0; t < SL_TYPE_COUNT; t++) {
         if (!g_traits[t].name) continue;
@@ -155,7 +159,17 @@ const char *sl_isa_name(sl_isa isa)
     switch (isa) {
     case SL_ISA_SCALAR: return "scalar";
     case SL_ISA_AVX2: return "avx2";
+    case SL_ISA_NEON: return "neon";
     default: return "unknown";
+    }
+}
+
+const char *sl_quant_kernel_set(void)
+{
+    switch (sl_quant_isa()) {
+    case SL_ISA_AVX2: return "avx2";
+    case SL_ISA_NEON: return g_dotprod ? "neon+dotprod" : "neon";
+    default: return "ref";
     }
 }
 

@@ -113,7 +113,8 @@ bool sl_type_nbytes(uint32_t t, uint64_t n, uint64_t *bytes);
 typedef enum sl_isa {
     SL_ISA_SCALAR = 0,
     SL_ISA_AVX2 = 1,
-    SL_ISA_COUNT = 2,
+    SL_ISA_NEON = 2, /* aarch64 Advanced SIMD (with SDOT where the CPU has it) */
+    SL_ISA_COUNT = 3,
 } sl_isa;
 
 /* Chooses the kernels. Thread-safe and idempotent (pthread_once); called
@@ -123,8 +124,13 @@ void sl_quant_init(void);
 /* The instruction set the traits table uses. */
 sl_isa sl_quant_isa(void);
 
-/* "scalar", "avx2". */
+/* "scalar", "avx2", "neon". */
 const char *sl_isa_name(sl_isa isa);
+
+/* The kernel set the traits table uses, as `sluice bench --kernels` names
+ * it: "avx2", "neon", "neon+dotprod" or "ref" (also when SLUICE_NO_SIMD
+ * forced the scalar kernels). Static string. */
+const char *sl_quant_kernel_set(void);
 
 /* The vec_dot of weight type t built for isa, or NULL if that kernel does not
  * exist or isa cannot run on this CPU. For tests and benchmarks that compare

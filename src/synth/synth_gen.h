@@ -19,4 +19,9 @@
 size_t sl_rng_fill4_normal_avx2(sl_rng r[4], float *const dst[4], size_t n, float mean,
                                 float scale);
 
+/* The same for aarch64 NEON (synth_gen_neon.c), bit for bit; 0 (touching
+ * nothing) when built for another target. */
+size_t sl_rng_fill4_normal_neon(sl_rng r[4], float *const dst[4], size_t n, float mean,
+                                float scale);
+
 #endif

@@ -388,6 +388,9 @@ bool sl_file_set_direct(sl_file *f, bool on)
     if (fl < 0) return false;
     int want = on ? fl | O_DIRECT : fl & ~O_DIRECT;
     return want == fl || fcntl(f->fd, F_SETFL, want) == 0;
+#elif defined(F_NOCACHE)
+    /* macOS: no O_DIRECT; F_NOCACHE keeps the reads out of the cache */
+    return fcntl(f->fd, F_NOCACHE, on ? 1 : 0) != -1;
 #else
     (void)f;
     return !on;

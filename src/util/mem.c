@@ -33,7 +33,10 @@ bool sl_mem_prefault(void *p, size_t bytes)
     if (!p || bytes == 0) return true;
 #ifdef MADV_POPULATE_WRITE
     if (madvise(p, bytes, MADV_POPULATE_WRITE) == 0) return true;
-    if (errno != EINVAL) return false; /* EINVAL: a kernel before 5.14 */
+    /* EINVAL: a kernel before 5.14; ENOSYS / EPERM / EOPNOTSUPP: an
+     * emulator or a sandbox without it. Touch the pages instead. ENOMEM
+     * and the rest are real failures. */
+    if (errno != EINVAL && errno != ENOSYS && errno != EPERM && errno != EOPNOTSUPP) return false;
 #endif
     volatile uint8_t *b = p;
     for (size_t i = 0; i < bytes; i += 4096) b[i] = 0;

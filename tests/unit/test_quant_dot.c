@@ -388,6 +388,14 @@ TEST(no_simd_env_forces_scalar)
     }
     int st = 0;
     CHECK(pid > 0 && waitpid(pid, &st, 0) == pid);
+#if defined(__aarch64__)
+    /* under qemu-user without binfmt_misc the host cannot exec an aarch64
+     * binary (the child's execl fails); nothing to ask then */
+    if (WIFEXITED(st) && WEXITSTATUS(st) == 100) {
+        printf("   (cannot re-exec this binary here, emulated?: skipped)\n");
+        return;
+    }
+#endif
     CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 10 + SL_ISA_SCALAR);
 }
 

@@ -596,6 +596,14 @@ TEST(whole_suite_under_no_simd)
     }
     int st = 0;
     CHECK(pid > 0 && waitpid(pid, &st, 0) == pid);
+#if defined(__aarch64__)
+    /* under qemu-user without binfmt_misc the child's execl fails; the
+     * emulated runs cover SLUICE_NO_SIMD=1 by a run of their own */
+    if (WIFEXITED(st) && WEXITSTATUS(st) == 100) {
+        printf("   (cannot re-exec this binary here, emulated?: skipped)\n");
+        return;
+    }
+#endif
     CHECK_MSG(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the SLUICE_NO_SIMD=1 run failed");
 }
 

@@ -1,0 +1,36 @@
+/* quant_neon.h - the aarch64 Advanced SIMD (NEON) kernel set.
+ *
+ * The *_neon.c files fill the NEON kernel set of the dispatch (quant.c):
+ * the K-quants (Q2_K .. Q6_K) with the Q8_K activation quantiser, Q8_0 with
+ * its quantiser (both single- and multi-token), and the f32 / f16 / bf16
+ * dots. Every kernel computes its
+ * scalar twin's integers and float steps in the twin's order, so its bits
+ * are the twin's (and the AVX2 kernel's). With dotprod the integer inner
+ * loops use SDOT (*_dotprod.c, built with -march=armv8.2-a+dotprod and only
+ * called when the CPU has it); without, widening multiplies and pairwise
+ * adds give the same int32 lanes. Legacy (Q4_0 .. Q5_1), IQ4 and MXFP4
+ * types have no NEON kernel: NULL here, the scalar set serves them.
+ * Each fill returns false (and leaves k untouched) when built for another
+ * target. Include only inside src/quant/ (and tests). */
+#ifndef SL_QUANT_QUANT_NEON_H
+#define SL_QUANT_QUANT_NEON_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "quant/quant_internal.h"
+
+bool sl_vec_dot_fill_k_neon(sl_quant_kernels *k, bool dotprod);
+bool sl_vec_dot_fill_q8_neon(sl_quant_kernels *k, bool dotprod);
+bool sl_vec_dot_fill_fp_neon(sl_quant_kernels *k);
+
+/* The SDOT twins of the K-quant and Q8_0 dots into k (vec_dot_k_dotprod.c,
+ * built for ARMv8.2-A+dotprod: call only when the CPU has SDOT). */
+void sl_vec_dot_k_dotprod_fill(sl_quant_kernels *k);
+
+/* The activation quantisers, bit for bit sl_quant_q8_K_ref and
+ * sl_quant_q8_0_ref (quant_act_neon.c). */
+void sl_quant_q8_K_neon(const float *src, void *dst, int64_t n);
+void sl_quant_q8_0_neon(const float *src, void *dst, int64_t n);
+
+#endif

@@ -1,0 +1,54 @@
+/* cpu.c - instruction-set detection (see cpu.h). */
+#include "util/cpu.h"
+
+#include <string.h>
+
+#if defined(__x86_64__)
+#include <cpuid.h>
+#elif defined(__aarch64__) && defined(__linux__)
+#include <sys/auxv.h>
+/* bits of AT_HWCAP / AT_HWCAP2 (Linux arch/arm64 uapi hwcap.h), spelled out
+ * so that an older libc's headers (bionic, musl) need not define them */
+#define SL_HWCAP_ASIMD (1ul << 1)
+#define SL_HWCAP_ASIMDDP (1ul << 20)
+#define SL_HWCAP2_I8MM (1ul << 13)
+#endif
+
+#if defined(__x86_64__)
+/* AVX2, FMA, F16C and BMI2 present, and the OS saves the YMM registers.
+ * Read from cpuid directly: not every compiler's __builtin_cpu_supports
+ * knows "f16c". */
+static bool x86_has_avx2(void)
+{
+    unsigned a, b, c, d;
+    if (!__get_cpuid(1, &a, &b, &c, &d)) return false;
+    bool fma = c & (1u << 12), osxsave = c & (1u << 27), avx = c & (1u << 28),
+         f16c = c & (1u << 29);
+    if (!(fma && osxsave && avx && f16c)) return false;
+    unsigned xlo, xhi;
+    __asm__ volatile("xgetbv" : "=a"(xlo), "=d"(xhi) : "c"(0));
+    if ((xlo & 6u) != 6u) return false; /* XMM and YMM state enabled */
+    if (__get_cpuid_max(0, NULL) < 7) return false;
+    __cpuid_count(7, 0, a, b, c, d);
+    return (b & (1u << 5)) && (b & (1u << 8)); /* AVX2, BMI2 */
+}
+#endif
+
+void sl_cpu_detect(sl_cpu_features *f)
+{
+    memset(f, 0, sizeof *f);
+#if defined(__x86_64__)
+    f->avx2 = x86_has_avx2();
+#elif defined(__aarch64__) && defined(__linux__)
+    const unsigned long hw = getauxval(AT_HWCAP);
+    f->neon = (hw & SL_HWCAP_ASIMD) != 0;
+    f->dotprod = f->neon && (hw & SL_HWCAP_ASIMDDP) != 0;
+#if defined(AT_HWCAP2)
+    f->i8mm = f->neon && (getauxval(AT_HWCAP2) & SL_HWCAP2_I8MM) != 0;
+#endif
+#elif defined(__aarch64__)
+    /* no getauxval (e.g. macOS: sysctlbyname("hw.optional.arm.FEAT_DotProd")
+     * would answer; not wired up): NEON is architectural on ARMv8-A */
+    f->neon = true;
+#endif
+}

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# The aarch64 build under qemu-user gives the x86 build's bits: the demo
+# model (qwen3moe, preset small, q4_k_m, seed 1) written by the x86 binary
+# decodes greedily to the same text under emulation with every extension
+# (-cpu max: NEON + SDOT kernels), on a plain ARMv8.0 core (cortex-a53:
+# NEON without SDOT) and with the scalar kernels (SLUICE_NO_SIMD=1); the
+# logits of every position of a 32-token prefill (perplexity's
+# KL-divergence base file) are byte for byte the x86 ones on both cpu
+# models; a
+# generated tiny model written under emulation is byte for byte the x86
+# one (the generator's loops); and `bench --kernels` names its kernel set.
+# Skipped (0 passed) when build/aarch64/sluice (make ARCH=aarch64) or
+# qemu-aarch64 is missing; .ci/run builds it before the suite.
+set -u
+. "$(dirname "$0")/lib/common.sh"
+A64=${SLUICE_A64:-build/aarch64/sluice}
+X86=${SLUICE_REL:-build/rel/sluice}
+if [ ! -x "$A64" ] || ! command -v qemu-aarch64 >/dev/null 2>&1 || [ ! -x "$X86" ]; then
+    echo "   (no $A64, qemu-aarch64 or $X86: skipped)"
+    finish
+    exit 0
+fi
+work=$(mktemp -d "${TMPDIR:-/tmp}/sluice-a64-XXXXXX")
+trap 'rm -rf "$work"' EXIT
+
+M=$work/demo.gguf
+"$X86" mkmodel --arch qwen3moe --preset small --type q4_k_m --seed 1 -q -o "$M"
+check "x86 mkmodel writes the demo model" [ -s "$M" ]
+P="The river carries"
+"$X86" run -m "$M" -p "$P" -n 24 --temp 0 -t 2 >"$work/x86.txt" 2>"$work/x86.err"
+check "x86 greedy run" [ -s "$work/x86.txt" ]
+
+for cpu in max cortex-a53; do
+    qemu-aarch64 -cpu "$cpu" "$A64" run -m "$M" -p "$P" -n 24 --temp 0 -t 2 \
+        >"$work/a64-$cpu.txt" 2>"$work/a64-$cpu.err"
+    check "aarch64 ($cpu) greedy output equals x86's" cmp -s "$work/x86.txt" "$work/a64-$cpu.txt"
+done
+SLUICE_NO_SIMD=1 qemu-aarch64 -cpu cortex-a53 "$A64" run -m "$M" -p "$P" -n 24 --temp 0 -t 1 \
+    >"$work/a64-ref.txt" 2>"$work/a64-ref.err"
+check "aarch64 scalar kernels' greedy output equals x86's" cmp -s "$work/x86.txt" "$work/a64-ref.txt"
+
+T=/usr/share/common-licenses/GPL-3
+[ -f "$T" ] || T=README.md
+"$X86" perplexity -m "$M" -f "$T" -c 32 --chunks 1 -t 2 --kl-divergence-base "$work/x86.kld" \
+    >/dev/null 2>&1
+check "x86 writes the logits file" [ -s "$work/x86.kld" ]
+for cpu in max cortex-a53; do
+    qemu-aarch64 -cpu "$cpu" "$A64" perplexity -m "$M" -f "$T" -c 32 --chunks 1 -t 2 \
+        --kl-divergence-base "$work/a64-$cpu.kld" >/dev/null 2>&1
+    check "aarch64 ($cpu) prefill logits equal x86's bit for bit" \
+        cmp -s "$work/x86.kld" "$work/a64-$cpu.kld"
+done
+
+"$X86" mkmodel --arch qwen3moe --preset tiny --seed 3 -q -o "$work/tiny-x86.gguf"
+qemu-aarch64 -cpu max "$A64" mkmodel --arch qwen3moe --preset tiny --seed 3 -q \
+    -o "$work/tiny-a64.gguf"
+check "aarch64 mkmodel writes the x86 bytes" cmp -s "$work/tiny-x86.gguf" "$work/tiny-a64.gguf"
+
+"$X86" bench --kernels --help >/dev/null 2>&1
+line=$("$X86" bench --kernels --mb 8 -t 1 2>/dev/null | head -n 1)
+check "bench --kernels names the x86 kernel set ($line)" \
+    sh -c "[ '$line' = 'kernels: avx2' ] || [ '$line' = 'kernels: ref' ]"
+finish

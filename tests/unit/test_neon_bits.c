@@ -1,0 +1,476 @@
+/* test_neon_bits.c - the NEON kernel set (aarch64) gives its scalar twins'
+ * bits: every dot kernel the set has (K-quants, Q8_0, F32, F16, BF16) on
+ * random rows of several lengths and magnitudes and on edge-case blocks
+ * (random bytes with sane scales: every level pattern, extreme levels,
+ * zero scales, the largest activations), and the activation quantisers
+ * Q8_K and Q8_0 byte for byte on random rows and on zeros, tiny and huge
+ * values, infinities and NaNs. The expected values are the scalar
+ * kernels' (the reference order every kernel set follows); the dots are
+ * also checked against a double-precision dot of the dequantised rows;
+ * the multi-token kernels give the scalar single kernel's bits per token.
+ * Elsewhere (x86) the NEON set does not exist: the tests check that the
+ * dispatch says so, and that the kernel-set name matches the ISA. */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ops/attn_kernels.h"
+#include "ops/attn_kernels_neon.h"
+#include "ops/ops.h"
+#include "ops/vexp.h"
+#include "quant/quant.h"
+#include "synth/synth_gen.h"
+#include "synth/synth_rng.h"
+#include "test.h"
+#if defined(__aarch64__)
+#include "ops/vexp_neon.h"
+#endif
+
+static uint32_t rnd(uint32_t *s)
+{
+    *s ^= *s << 13;
+    *s ^= *s >> 17;
+    *s ^= *s << 5;
+    return *s;
+}
+
+static float frand(uint32_t *s) { return (float)(rnd(s) & 0xffffff) / 8388608.0f - 1.0f; }
+
+static const sl_type k_types[] = {SL_TYPE_Q2_K, SL_TYPE_Q3_K, SL_TYPE_Q4_K, SL_TYPE_Q5_K,
+                                  SL_TYPE_Q6_K, SL_TYPE_Q8_0, SL_TYPE_F32,  SL_TYPE_F16,
+                                  SL_TYPE_BF16};
+#define N_TYPES (sizeof k_types / sizeof k_types[0])
+
+static bool have_neon(void) { return sl_quant_vec_dot_isa(SL_TYPE_Q4_K, SL_ISA_NEON) != NULL; }
+
+static bool same_bits(float a, float b) { return memcmp(&a, &b, sizeof a) == 0; }
+
+/* the dot of the two kernels on the quantised rows; both must agree bit
+ * for bit, and with a double dot of the dequantised rows */
+static void compare_dot(sl_type t, const void *wq, const void *aq, int n, const char *what)
+{
+    float want, got;
+    sl_quant_vec_dot_isa(t, SL_ISA_SCALAR)(n, &want, wq, aq);
+    sl_quant_vec_dot_isa(t, SL_ISA_NEON)(n, &got, wq, aq);
+    CHECK_MSG(same_bits(got, want), "%s n=%d %s: neon %.9g, scalar %.9g", sl_type_name(t), n,
+              what, (double)got, (double)want);
+    const sl_type_traits *tr = sl_type_get(t), *at = sl_type_get(tr->vec_dot_type);
+    float *wd = malloc(sizeof(float) * (size_t)n), *ad = malloc(sizeof(float) * (size_t)n);
+    tr->to_float(wq, wd, n);
+    at->to_float(aq, ad, n);
+    double d = 0.0, mag = 0.0;
+    for (int i = 0; i < n; i++) {
+        d += (double)wd[i] * ad[i];
+        mag += fabs((double)wd[i] * ad[i]);
+    }
+    CHECK_MSG(fabs(want - d) <= 1e-4 * mag + 1e-6, "%s n=%d %s: %.9g vs double %.9g",
+              sl_type_name(t), n, what, (double)want, d);
+    free(wd);
+    free(ad);
+}
+
+TEST(neon_presence_matches_platform)
+{
+#if defined(__aarch64__)
+    CHECK(have_neon());
+    CHECK(sl_quant_isa() == SL_ISA_NEON || getenv("SLUICE_NO_SIMD"));
+    const char *ks = sl_quant_kernel_set();
+    CHECK(strcmp(ks, "neon") == 0 || strcmp(ks, "neon+dotprod") == 0 ||
+          (getenv("SLUICE_NO_SIMD") && strcmp(ks, "ref") == 0));
+    printf("   kernel set: %s\n", ks);
+#else
+    CHECK(!have_neon());
+    CHECK(sl_quant_vec_dot_isa(SL_TYPE_F32, SL_ISA_NEON) == NULL);
+    CHECK(strcmp(sl_quant_kernel_set(), "neon") != 0);
+#endif
+}
+
+TEST(neon_dots_equal_scalar_on_random_rows)
+{
+    if (!have_neon()) {
+        printf("   (no NEON kernels here: skipped)\n");
+        return;
+    }
+    static const int lens[] = {256, 512, 1024, 4096, 264, 7};
+    uint32_t seed = 0x5eed1234u;
+    for (size_t ti = 0; ti < N_TYPES; ti++) {
+        const sl_type_traits *tr = sl_type_get(k_types[ti]);
+        const sl_type_traits *at = sl_type_get(tr->vec_dot_type);
+        for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++) {
+            const int n = lens[li];
+            if (n % tr->block_size) continue; /* 264, 7: the float tails */
+            for (int rep = 0; rep < 4; rep++) {
+                const float scale = rep == 3 ? 3000.0f : rep == 2 ? 1e-3f : 1.0f;
+                float *w = malloc(sizeof(float) * (size_t)n), *a = malloc(sizeof(float) * (size_t)n);
+                for (int i = 0; i < n; i++) {
+                    w[i] = frand(&seed) * scale;
+                    a[i] = frand(&seed) * (i % 7 == 0 ? 9.0f : 1.0f);
+                }
+                uint8_t *wq = malloc((size_t)n * 4 + 64), *aq = malloc((size_t)n * 4 + 64);
+                CHECK(sl_quantize_fast(k_types[ti], w, wq, n));
+                sl_quant_from_float_isa(tr->vec_dot_type, SL_ISA_SCALAR)
+                    ? sl_quant_from_float_isa(tr->vec_dot_type, SL_ISA_SCALAR)(a, aq, n)
+                    : at->from_float(a, aq, n);
+                compare_dot(k_types[ti], wq, aq, n, "random");
+                free(w);
+                free(a);
+                free(wq);
+                free(aq);
+            }
+        }
+    }
+}
+
+/* Random bytes as weight blocks (every level and scale pattern), with the
+ * f16 scales replaced by finite values; activations at the extremes. */
+TEST(neon_dots_equal_scalar_on_edge_blocks)
+{
+    if (!have_neon()) {
+        printf("   (no NEON kernels here: skipped)\n");
+        return;
+    }
+    uint32_t seed = 99;
+    const int n = 1024;
+    for (size_t ti = 0; ti < 6; ti++) { /* the quantised types */
+        const sl_type t = k_types[ti];
+        const sl_type_traits *tr = sl_type_get(t);
+        const size_t nb = (size_t)n / tr->block_size;
+        uint8_t *wq = malloc(nb * tr->type_size), *aq = malloc(nb * 292 + 64);
+        for (int rep = 0; rep < 6; rep++) {
+            for (size_t i = 0; i < nb * tr->type_size; i++)
+                wq[i] = rep == 1 ? 0xFF : rep == 2 ? 0x00 : (uint8_t)rnd(&seed);
+            /* the f16 d (and dmin) of every block: finite, some zero */
+            for (size_t b = 0; b < nb; b++) {
+                uint8_t *blk = wq + b * tr->type_size;
+                const uint16_t h = rep == 4 ? 0 : (uint16_t)(0x2000 + (rnd(&seed) & 0x1FFF));
+                const uint16_t hm = rep == 5 ? 0x7BFF : (uint16_t)(0x2000 + (rnd(&seed) & 0x1FFF));
+                switch (t) {
+                case SL_TYPE_Q4_K:
+                case SL_TYPE_Q5_K:
+                case SL_TYPE_Q8_0:
+                    memcpy(blk, &h, 2);
+                    if (t != SL_TYPE_Q8_0) memcpy(blk + 2, &hm, 2);
+                    break;
+                case SL_TYPE_Q2_K:
+                    memcpy(blk + 80, &h, 2);
+                    memcpy(blk + 82, &hm, 2);
+                    break;
+                default: /* Q3_K, Q6_K: d last */
+                    memcpy(blk + tr->type_size - 2, &h, 2);
+                    break;
+                }
+            }
+            float *a = malloc(sizeof(float) * (size_t)n);
+            for (int i = 0; i < n; i++)
+                a[i] = rep == 1 ? (i % 2 ? -1e30f : 1e30f) : rep == 2 ? 0.0f : frand(&seed) * 50.0f;
+            sl_quant_from_float_isa(tr->vec_dot_type, SL_ISA_SCALAR)(a, aq, n);
+            float want, got;
+            sl_quant_vec_dot_isa(t, SL_ISA_SCALAR)(n, &want, wq, aq);
+            sl_quant_vec_dot_isa(t, SL_ISA_NEON)(n, &got, wq, aq);
+            CHECK_MSG(same_bits(got, want), "%s edge rep %d: neon %.9g, scalar %.9g", tr->name,
+                      rep, (double)got, (double)want);
+            free(a);
+        }
+        free(wq);
+        free(aq);
+    }
+    /* float types: infinities, NaN, subnormal halves, the f16 extremes */
+    static const uint16_t h16[] = {0x0000, 0x8000, 0x0001, 0x03FF, 0x7BFF, 0xFBFF, 0x7C00,
+                                   0x3C00, 0x7E00, 0x0400};
+    uint16_t x[40], y[40];
+    float fx[40], fy[40];
+    for (int rep = 0; rep < 20; rep++) {
+        for (int i = 0; i < 40; i++) {
+            x[i] = h16[rnd(&seed) % 10];
+            y[i] = (uint16_t)rnd(&seed);
+            fx[i] = sl_fp16_to_f32(x[i]);
+            fy[i] = frand(&seed) * (rep % 3 == 0 ? 1e38f : 1.0f);
+        }
+        static const sl_type ft[] = {SL_TYPE_F32, SL_TYPE_F16, SL_TYPE_BF16};
+        for (int k = 0; k < 3; k++) {
+            const void *px = ft[k] == SL_TYPE_F32 ? (const void *)fx : x;
+            const void *py = ft[k] == SL_TYPE_F32 ? (const void *)fy : y;
+            for (int len = 1; len <= 40; len += 13) {
+                float want, got;
+                sl_quant_vec_dot_isa(ft[k], SL_ISA_SCALAR)(len, &want, px, py);
+                sl_quant_vec_dot_isa(ft[k], SL_ISA_NEON)(len, &got, px, py);
+                CHECK_MSG(same_bits(got, want) || (isnan(got) && isnan(want)),
+                          "%s len %d rep %d: neon %.9g, scalar %.9g", sl_type_name(ft[k]), len,
+                          rep, (double)got, (double)want);
+            }
+        }
+    }
+}
+
+/* The multi-token kernels: s[t] for nt = 1..8 tokens equals the scalar
+ * single-token kernel's dot of the row with token t, bit for bit. */
+TEST(neon_multi_token_equals_scalar_single)
+{
+    if (!have_neon()) {
+        printf("   (no NEON kernels here: skipped)\n");
+        return;
+    }
+    static const sl_type mt[] = {SL_TYPE_Q2_K, SL_TYPE_Q3_K, SL_TYPE_Q4_K,
+                                 SL_TYPE_Q5_K, SL_TYPE_Q6_K, SL_TYPE_Q8_0};
+    const int n = 768;
+    uint32_t seed = 4242;
+    for (size_t ti = 0; ti < sizeof mt / sizeof mt[0]; ti++) {
+        const sl_type_traits *tr = sl_type_get(mt[ti]);
+        int max = 0;
+        sl_vec_dot_n_fn fn = sl_quant_vec_dot_n_isa(mt[ti], SL_ISA_NEON, &max);
+        CHECK_MSG(fn != NULL && max == SL_VEC_DOT_N_MAX, "%s: no NEON multi-token kernel",
+                  tr->name);
+        if (!fn) continue;
+        float w[768], a[768];
+        uint8_t wq[768 * 2], aq[SL_VEC_DOT_N_MAX][768 * 2];
+        const void *ys[SL_VEC_DOT_N_MAX];
+        for (int i = 0; i < n; i++) w[i] = frand(&seed) * 2.0f;
+        CHECK(sl_quantize_fast(mt[ti], w, wq, n));
+        for (int t = 0; t < max; t++) {
+            for (int i = 0; i < n; i++) a[i] = frand(&seed) * (t == 3 ? 1e4f : 1.0f);
+            sl_quant_from_float_isa(tr->vec_dot_type, SL_ISA_SCALAR)(a, aq[t], n);
+            ys[t] = aq[t];
+        }
+        for (int nt = 1; nt <= max; nt++) {
+            float got[SL_VEC_DOT_N_MAX];
+            fn(n, got, wq, ys, nt);
+            for (int t = 0; t < nt; t++) {
+                float want;
+                sl_quant_vec_dot_isa(mt[ti], SL_ISA_SCALAR)(n, &want, wq, ys[t]);
+                CHECK_MSG(same_bits(got[t], want), "%s nt=%d t=%d: neon %.9g, scalar %.9g",
+                          tr->name, nt, t, (double)got[t], (double)want);
+            }
+        }
+    }
+}
+
+TEST(neon_activation_quantisers_equal_scalar)
+{
+    if (!have_neon()) {
+        printf("   (no NEON kernels here: skipped)\n");
+        return;
+    }
+    static const sl_type at[] = {SL_TYPE_Q8_K, SL_TYPE_Q8_0};
+    const int n = 1024;
+    float *a = malloc(sizeof(float) * (size_t)n);
+    uint8_t *want = malloc(2048), *got = malloc(2048);
+    uint32_t seed = 7;
+    for (int rep = 0; rep < 12; rep++) {
+        for (int i = 0; i < n; i++) {
+            float v = frand(&seed);
+            switch (rep) {
+            case 0: v *= 1.0f; break;
+            case 1: v = 0.0f; break;
+            case 2: v *= 1e-35f; break;                       /* below Q8_K's 1e-30 */
+            case 3: v *= 3e38f; break;                        /* huge */
+            case 4: v = (i % 37 == 0) ? INFINITY : v; break;  /* an infinity per block */
+            case 5: v = (i % 41 == 0) ? NAN : v; break;       /* NaNs */
+            case 6: v = (i % 2) ? -0.0f : 0.0f; break;
+            case 7: v = (float)((int)(v * 127.0f)) + 0.5f; break; /* ties */
+            case 8: v = (i % 64 == 5) ? -7.0f : v * 1e-3f; break; /* one large negative */
+            default: v *= (float)(rep * 100); break;
+            }
+            a[i] = v;
+        }
+        for (int k = 0; k < 2; k++) {
+            const sl_type_traits *tr = sl_type_get(at[k]);
+            const size_t bytes = (size_t)n / tr->block_size * tr->type_size;
+            memset(want, 0xA5, 2048);
+            memset(got, 0xA5, 2048);
+            sl_quant_from_float_isa(at[k], SL_ISA_SCALAR)(a, want, n);
+            sl_from_float_fn f = sl_quant_from_float_isa(at[k], SL_ISA_NEON);
+            CHECK(f != NULL);
+            if (!f) continue;
+            f(a, got, n);
+            CHECK_MSG(memcmp(want, got, bytes) == 0, "%s rep %d: bytes differ", tr->name, rep);
+            CHECK(memcmp(want + bytes, got + bytes, 16) == 0); /* nothing written past */
+        }
+    }
+    free(a);
+    free(want);
+    free(got);
+}
+
+/* sl_vexp4 lane for lane sl_vexpf, over a sweep and the edges (both
+ * special-case ranges, overflow, underflow to subnormals and zero, inf,
+ * NaN, signed zeros); and the ops that use it (silu, swiglu, softmax) and
+ * the untiled f32 dot as the scalar expressions give them. */
+TEST(neon_vexp_and_activations_equal_scalar)
+{
+#if defined(__aarch64__)
+    static const float edge[] = {0.0f,    -0.0f,  1.0f,    -1.0f,   88.0f,   88.8f,  -87.0f,
+                                 -88.5f,  -100.0f, -103.9f, -104.0f, -110.0f, 126.5f, -126.5f,
+                                 133.0f,  -133.0f, 150.0f, -150.0f, 200.0f,  -200.0f, INFINITY,
+                                 -INFINITY, NAN,   1e-30f, -1e-30f, 3e38f,   -3e38f, 0.5f};
+    const int ne = (int)(sizeof edge / sizeof edge[0]);
+    uint32_t seed = 77;
+    for (int rep = 0; rep < 2000; rep++) {
+        float in[4], out[4];
+        for (int l = 0; l < 4; l++)
+            in[l] = rep < 8 ? edge[(4 * rep + l) % ne] : frand(&seed) * (rep % 2 ? 200.0f : 20.0f);
+        vst1q_f32(out, sl_vexp4(vld1q_f32(in)));
+        for (int l = 0; l < 4; l++) {
+            const float want = sl_vexpf(in[l]);
+            CHECK_MSG(same_bits(out[l], want), "vexp(%.9g): neon %.9g, scalar %.9g", (double)in[l],
+                      (double)out[l], (double)want);
+        }
+    }
+    enum { N = 203 }; /* eights and a tail */
+    float x[N], g[N], got[N], want[N];
+    for (int i = 0; i < N; i++) {
+        x[i] = frand(&seed) * 30.0f;
+        g[i] = frand(&seed) * 3.0f;
+    }
+    x[5] = -INFINITY;
+    x[9] = 100.0f;
+    const int n8 = N - N % 8;
+    memcpy(got, x, sizeof x);
+    sl_silu(got, N);
+    for (int i = 0; i < N; i++)
+        want[i] = x[i] / (1.0f + (i < n8 ? sl_vexpf(0.0f - x[i]) : expf(-x[i])));
+    CHECK(memcmp(got, want, sizeof got) == 0);
+    memcpy(got, x, sizeof x);
+    sl_swiglu(got, g, N);
+    for (int i = 0; i < N; i++)
+        want[i] = x[i] / (1.0f + (i < n8 ? sl_vexpf(0.0f - x[i]) : expf(-x[i]))) * g[i];
+    CHECK(memcmp(got, want, sizeof got) == 0);
+    memcpy(got, x, sizeof x);
+    sl_softmax(got, N);
+    float mx = x[0];
+    for (int i = 1; i < N; i++) mx = x[i] > mx ? x[i] : mx;
+    double sum = 0.0;
+    for (int i = 0; i < n8; i += 8) {
+        float p[8];
+        for (int j = 0; j < 8; j++) want[i + j] = p[j] = sl_vexpf(x[i + j] - mx);
+        const float a0 = p[0] + p[4], a1 = p[1] + p[5], a2 = p[2] + p[6], a3 = p[3] + p[7];
+        sum += (double)((a0 + a2) + (a1 + a3));
+    }
+    for (int i = n8; i < N; i++) sum += (double)(want[i] = expf(x[i] - mx));
+    const float inv = (float)(1.0 / sum);
+    for (int i = 0; i < N; i++) want[i] *= inv;
+    CHECK(memcmp(got, want, sizeof got) == 0);
+    /* the untiled dot: four 8-lane FMA chains over steps of 32 */
+    float a[4][8] = {{0}};
+    int i = 0;
+    for (; i + 32 <= N; i += 32)
+        for (int j = 0; j < 4; j++)
+            for (int l = 0; l < 8; l++) a[j][l] = fmaf(x[i + 8 * j + l], g[i + 8 * j + l], a[j][l]);
+    float sl[8], t0[4];
+    for (int l = 0; l < 8; l++) sl[l] = (a[0][l] + a[2][l]) + (a[1][l] + a[3][l]);
+    for (int l = 0; l < 4; l++) t0[l] = sl[l] + sl[l + 4];
+    float d = (t0[0] + t0[1]) + (t0[2] + t0[3]);
+    for (; i < N; i++) d = fmaf(x[i], g[i], d);
+    const float dot = sl_dot_f32_untiled(x, g, N);
+    CHECK_MSG(same_bits(dot, d) || (isnan(dot) && isnan(d)), "untiled dot %.9g vs %.9g",
+              (double)dot, (double)d);
+#else
+    printf("   (not aarch64: skipped)\n");
+#endif
+}
+
+/* Blocked attention: the NEON attend equals the scalar one bit for bit, f16
+ * and f32 caches, several head sizes (dv not a multiple of 4 too), windows
+ * (pos_lo), partial last tiles and sinks. */
+TEST(neon_attention_equals_scalar)
+{
+    const sl_attn_kernels *nk = sl_attn_kernels_neon(), *rk = sl_attn_kernels_ref();
+#if defined(__aarch64__)
+    CHECK(nk != NULL);
+    CHECK(sl_quant_isa() != SL_ISA_NEON || sl_attn_kernels_get() == nk);
+#else
+    CHECK(nk == NULL);
+#endif
+    if (!nk) return;
+    static const int shapes[][5] = {/* dk, dv, n_q, n_pos, pos_lo */
+                                    {64, 64, 1, 1, 0},   {64, 64, 4, 200, 0}, {128, 128, 2, 64, 0},
+                                    {32, 30, 3, 130, 0}, {16, 20, 2, 300, 100}, {8, 6, 1, 65, 64}};
+    uint32_t seed = 31337;
+    for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
+        const int dk = shapes[si][0], dv = shapes[si][1], nq = shapes[si][2], np = shapes[si][3];
+        for (int f16 = 0; f16 < 2; f16++)
+            for (int sinks = 0; sinks < 2; sinks++) {
+                const size_t es = f16 ? 2 : 4;
+                uint8_t *k = malloc((size_t)np * dk * es), *v = malloc((size_t)np * dv * es);
+                float *q = malloc(sizeof(float) * (size_t)nq * dk), sk[8];
+                for (int i = 0; i < np * dk; i++) {
+                    const float x = frand(&seed) * 2.0f;
+                    if (f16) ((uint16_t *)k)[i] = sl_f32_to_fp16(x);
+                    else ((float *)k)[i] = x;
+                }
+                for (int i = 0; i < np * dv; i++) {
+                    const float x = frand(&seed);
+                    if (f16) ((uint16_t *)v)[i] = sl_f32_to_fp16(x);
+                    else ((float *)v)[i] = x;
+                }
+                for (int i = 0; i < nq * dk; i++) q[i] = frand(&seed) * 3.0f;
+                for (int r = 0; r < nq; r++) sk[r] = frand(&seed) * 4.0f;
+                const size_t scr = sl_attn_scratch_floats(dk, dv, nq);
+                float *s1 = malloc(sizeof(float) * scr), *s2 = malloc(sizeof(float) * scr);
+                float *o1 = calloc((size_t)nq * dv, sizeof(float)), *o2 = calloc((size_t)nq * dv, sizeof(float));
+                for (size_t i = 0; i < scr; i++) s1[i] = s2[i] = NAN; /* stale scratch */
+                sl_attn_block b = {.q = q, .q_stride = (size_t)dk, .k = k, .v = v,
+                                   .k_stride = (size_t)dk * es, .v_stride = (size_t)dv * es,
+                                   .dk = dk, .dv = dv, .n_q = nq, .n_pos = np,
+                                   .scale = 1.0f / sqrtf((float)dk), .out = o1,
+                                   .out_stride = (size_t)dv, .scratch = s1,
+                                   .pos_lo = shapes[si][4], .sinks = sinks ? sk : NULL};
+                (f16 ? rk->attend_f16 : rk->attend_f32)(&b);
+                b.out = o2;
+                b.scratch = s2;
+                (f16 ? nk->attend_f16 : nk->attend_f32)(&b);
+                CHECK_MSG(memcmp(o1, o2, sizeof(float) * (size_t)nq * dv) == 0,
+                          "shape %zu f16 %d sinks %d: outputs differ", si, f16, sinks);
+                free(k);
+                free(v);
+                free(q);
+                free(s1);
+                free(s2);
+                free(o1);
+                free(o2);
+            }
+    }
+}
+
+/* The generator's four-stream normal fill: rows and final states equal the
+ * scalar sl_rng_fill_normal_scaled's, for lengths below, at and above a
+ * multiple of 8. */
+TEST(neon_generator_fill_equals_scalar)
+{
+    static const size_t lens[] = {7, 8, 64, 203};
+    for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++) {
+        const size_t n = lens[li];
+        sl_rng r[4], w[4];
+        float got[4][203], want[4][203];
+        float *rows[4] = {got[0], got[1], got[2], got[3]};
+        for (int k = 0; k < 4; k++) {
+            sl_rng_seed(&r[k], 1000u + 17u * (unsigned)k + li);
+            w[k] = r[k];
+        }
+        const size_t m = sl_rng_fill4_normal_neon(r, rows, n, 0.25f, 0.0137f);
+#if defined(__aarch64__)
+        CHECK_EQ_INT(m, n & ~(size_t)7);
+#else
+        CHECK_EQ_INT(m, 0);
+#endif
+        for (int k = 0; k < 4; k++) {
+            sl_rng_fill_normal_scaled(&r[k], got[k] + m, n - m, 0.25f, 0.0137f);
+            sl_rng_fill_normal_scaled(&w[k], want[k], n, 0.25f, 0.0137f);
+            CHECK_MSG(memcmp(got[k], want[k], n * sizeof(float)) == 0, "n=%zu row %d differs", n, k);
+            CHECK(memcmp(r[k].s, w[k].s, sizeof r[k].s) == 0);
+        }
+    }
+}
+
+int main(void)
+{
+    RUN(neon_presence_matches_platform);
+    RUN(neon_dots_equal_scalar_on_random_rows);
+    RUN(neon_dots_equal_scalar_on_edge_blocks);
+    RUN(neon_multi_token_equals_scalar_single);
+    RUN(neon_activation_quantisers_equal_scalar);
+    RUN(neon_vexp_and_activations_equal_scalar);
+    RUN(neon_attention_equals_scalar);
+    RUN(neon_generator_fill_equals_scalar);
+    return TEST_REPORT();
+}
