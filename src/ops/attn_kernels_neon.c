@@ -121,8 +121,26 @@ static void axpy_f32(float *out, float a, const float *v, int n)
     sl_attn_kernels_ref()->axpy_f32(out, a, v, n);
 }
 
-static const sl_attn_kernels neon_set = {dot_f16,  axpy_f16,        dot_f32,
-                                         axpy_f32, attend_f16_neon, attend_f32_neon};
+/* The element loops of sl_attn_attend_seq (quantised or mixed caches): the
+ * scalar forms, which define their bits (NEON forms are future work). */
+static void mad_f32(float *y, const float *x, float v, int n)
+{
+    sl_attn_kernels_ref()->mad_f32(y, x, v, n);
+}
+static void scale_f32(float *y, float v, int n) { sl_attn_kernels_ref()->scale_f32(y, v, n); }
+static void mad_f16(uint16_t *y, const uint16_t *x, float v, int n)
+{
+    sl_attn_kernels_ref()->mad_f16(y, x, v, n);
+}
+static void scale_f16(uint16_t *y, float v, int n) { sl_attn_kernels_ref()->scale_f16(y, v, n); }
+static float dot_f16f16(const uint16_t *x, const uint16_t *y, int n)
+{
+    return sl_attn_kernels_ref()->dot_f16f16(x, y, n);
+}
+
+static const sl_attn_kernels neon_set = {dot_f16,  axpy_f16,        dot_f32,   axpy_f32,
+                                         attend_f16_neon, attend_f32_neon, mad_f32, scale_f32,
+                                         mad_f16,  scale_f16,       dot_f16f16};
 
 const sl_attn_kernels *sl_attn_kernels_neon(void) { return &neon_set; }
 #else
