@@ -302,7 +302,7 @@ static void vec_dot_n_iq4_xs(int64_t n, float *s, const void *vx, const void *co
             int sumi = 0;
             for (int k = 0; k < 8; k++)
                 sumi += (ls[k] - 32) * dot_i8(v + 32 * k, y->qs + 32 * k, 32);
-            sum[t] += sl_h2f(x[i].d) * y->d * (float)sumi;
+            sum[t] = fmaf(sl_h2f(x[i].d) * y->d, (float)sumi, sum[t]);
         }
     }
     for (int t = 0; t < nt; t++) s[t] = sum[t];
