@@ -81,11 +81,17 @@ INLINE __m256i reduce8(const __m256i p[8])
 
 INLINE __m256 wscale8(int kind, const uint8_t *p, size_t rbytes)
 {
-    if (kind == K_MXFP4)
-        return _mm256_setr_ps(sl_e8m0_half(p[0]), sl_e8m0_half(p[rbytes]), sl_e8m0_half(p[2 * rbytes]),
-                              sl_e8m0_half(p[3 * rbytes]), sl_e8m0_half(p[4 * rbytes]),
-                              sl_e8m0_half(p[5 * rbytes]), sl_e8m0_half(p[6 * rbytes]),
-                              sl_e8m0_half(p[7 * rbytes]));
+    if (kind == K_MXFP4) {
+        /* sl_e8m0_half for eight exponents at once: 2^(e-128) is the float
+         * with exponent field e - 1 for e >= 2, the subnormal 2^21 << e bits
+         * below that */
+        const __m256i e = _mm256_setr_epi32(p[0], p[rbytes], p[2 * rbytes], p[3 * rbytes],
+                                            p[4 * rbytes], p[5 * rbytes], p[6 * rbytes], p[7 * rbytes]);
+        const __m256i normal = _mm256_slli_epi32(_mm256_sub_epi32(e, _mm256_set1_epi32(1)), 23);
+        const __m256i tiny = _mm256_sllv_epi32(_mm256_set1_epi32(0x00200000), e);
+        const __m256i is_tiny = _mm256_cmpgt_epi32(_mm256_set1_epi32(2), e);
+        return _mm256_castsi256_ps(_mm256_blendv_epi8(normal, tiny, is_tiny));
+    }
     uint16_t h[8];
     for (int r = 0; r < 8; r++) memcpy(&h[r], p + (size_t)r * rbytes, 2);
     return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)h));
