@@ -3,7 +3,7 @@
  * ops/matmul_order.h included), unlike bench_vecdot which times the traits'
  * vec_dot alone.
  *
- *   make build/rel/bench/bench_matmul && build/rel/bench/bench_matmul
+ *   make build/rel/bench/bench_matmul && build/rel/bench/bench_matmul [TYPE...]
  *
  * A 256 x 2048 matrix (288 KiB of Q4_K: it stays in L2), every row against
  * 1, 8 and 64 activation rows; figures are GB/s of weight bytes per token,
@@ -23,15 +23,18 @@ static double now(void)
     return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
-    static const char *const types[] = {"q4_K", "q5_K", "q6_K", "q3_K", "q2_K"};
+    static const char *const k_types[] = {"q4_K", "q5_K", "q6_K", "q3_K", "q2_K"};
+    /* the types named on the command line, else the K-quants */
+    const char *const *types = argc > 1 ? (const char *const *)(argv + 1) : k_types;
+    const size_t n_types = argc > 1 ? (size_t)(argc - 1) : sizeof k_types / sizeof k_types[0];
     static const int ns[] = {1, 8, 64};
     enum { ROWS = 256, COLS = 2048, NMAX = 64 };
     float *x = malloc(sizeof(float) * COLS);
     float *y = malloc(sizeof(float) * ROWS * NMAX);
     if (!x || !y) return 1;
-    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
+    for (size_t ti = 0; ti < n_types; ti++) {
         sl_type t;
         if (!sl_type_from_name(types[ti], &t)) return 1;
         const sl_type_traits *tr = sl_type_get(t);
@@ -53,7 +56,7 @@ int main(void)
             sl_matvec_prepare(&m, x, a + ab * (size_t)k);
             ap[k] = a + ab * (size_t)k;
         }
-        printf("%-5s", types[ti]);
+        printf("%-6s", types[ti]);
         for (size_t j = 0; j < sizeof ns / sizeof ns[0]; j++) {
             const int n = ns[j];
             double best = 1e9;

@@ -169,6 +169,7 @@ int main(int argc, char **argv)
                 float c;
                 const uint8_t *wr = (const uint8_t *)m.data + (size_t)r * row_bytes;
                 if (order == SL_MM_PLAIN) tr->vec_dot(cols, &c, wr, ap[j]);
+                else if (order == SL_MM_RP_B32) sl_vec_dot_n_b32_rp(t->type)(cols, &c, wr, ap + j, 1);
                 else sl_vec_dot_n_q4_K_rp(order == SL_MM_RP_GEMV ? SL_RP_GEMV : SL_RP_GEMM)(cols, &c, wr, ap + j, 1);
                 eq_r += memcmp(&c, &want[r], 4) == 0;
                 double rel = fabs((double)a - want[r]) / (fabs((double)want[r]) + 1e-30);

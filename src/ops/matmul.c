@@ -13,7 +13,8 @@
  * the order of the loops changes a bit.
  *
  * Kernel per matrix (ops/matmul_order.h): llama.cpp, the reference,
- * multiplies some Q4_K matrices through its repacked q4_K_8x8 gemm/gemv,
+ * multiplies some Q4_K, Q4_0, IQ4_NL and MXFP4 matrices through its
+ * repacked 8x8 gemm/gemv,
  * whose float order differs from its plain Q4_K dot kernel; those take the
  * kernels of quant/vec_dot_rp.h here, the same order for every batch size,
  * every other matrix the traits' kernels. */
@@ -28,9 +29,11 @@
 
 sl_mm_order sl_mm_order_for(sl_type type, int64_t rows, int64_t n_experts)
 {
-    if (type != SL_TYPE_Q4_K || rows % 8 != 0) return SL_MM_PLAIN;
-    if (n_experts == 0) return SL_MM_RP_GEMM; /* a 2-d tensor: MUL_MAT */
-    return n_experts > 1 ? SL_MM_RP_GEMV : SL_MM_PLAIN;
+    const bool b32 = type == SL_TYPE_Q4_0 || type == SL_TYPE_IQ4_NL || type == SL_TYPE_MXFP4;
+    if ((type != SL_TYPE_Q4_K && !b32) || rows % 8 != 0) return SL_MM_PLAIN;
+    if (n_experts == 1) return SL_MM_PLAIN; /* 2-d for ggml: not MUL_MAT_ID's repacked form */
+    if (b32) return SL_MM_RP_B32;
+    return n_experts == 0 ? SL_MM_RP_GEMM /* a 2-d tensor: MUL_MAT */ : SL_MM_RP_GEMV;
 }
 
 /* The repacked-order kernels: whole blocks of 8 rows through the rows8
@@ -38,12 +41,15 @@ sl_mm_order sl_mm_order_for(sl_type type, int64_t rows, int64_t n_experts)
  * across the groups); a shorter tail through the multi-token kernel. Both
  * give each (row, token) the same bits (vec_dot_rp.h), so the split never
  * shows. */
-static void repacked_rows(const sl_mat *mat, sl_rp_order o, const void *const *acts, int n,
+static void repacked_rows(const sl_mat *mat, sl_mm_order order, const void *const *acts, int n,
                           float *y, size_t ldy, int64_t r0, int64_t r1)
 {
     const uint8_t *w = mat->data;
-    const sl_vec_dot_rows8_fn r8 = sl_vec_dot_rows8_q4_K_rp(o);
-    const sl_vec_dot_n_fn dot_n = sl_vec_dot_n_q4_K_rp(o);
+    const sl_rp_order o = order == SL_MM_RP_GEMV ? SL_RP_GEMV : SL_RP_GEMM;
+    const bool b32 = order == SL_MM_RP_B32;
+    const sl_vec_dot_rows8_fn r8 = b32 ? sl_vec_dot_rows8_b32_rp(mat->type) : sl_vec_dot_rows8_q4_K_rp(o);
+    const sl_vec_dot_n_fn dot_n = b32 ? sl_vec_dot_n_b32_rp(mat->type) : sl_vec_dot_n_q4_K_rp(o);
+    SL_ASSERT(r8 && dot_n);
     float s[8 * SL_VEC_DOT_ROWS8_MAX];
     int64_t rb = r0;
     for (; rb + 8 <= r1; rb += 8)
@@ -70,10 +76,11 @@ void sl_matmul_rows(const sl_mat *mat, const void *const *acts, int n, float *y,
     const uint8_t *w = mat->data;
     /* the reference's order for this matrix: its repacked gemm for a 2-d
      * Q4_K weight (at every batch size), its gemv for an expert of a
-     * many-expert tensor, else the plain kernel (matmul_order.h) */
+     * many-expert tensor, its one 8x8 order for Q4_0 / IQ4_NL / MXFP4,
+     * else the plain kernel (matmul_order.h) */
     const sl_mm_order order = sl_mm_order_for(mat->type, mat->rows, mat->n_experts);
     if (order != SL_MM_PLAIN) {
-        repacked_rows(mat, order == SL_MM_RP_GEMV ? SL_RP_GEMV : SL_RP_GEMM, acts, n, y, ldy, r0, r1);
+        repacked_rows(mat, order, acts, n, y, ldy, r0, r1);
         return;
     }
     if (sl_matvec_has_kernel(mat->type) && tr->vec_dot_n && n > 1) {

@@ -9,8 +9,10 @@
  * tokens and for the last nrows % 4 of a batch); an expert weight through
  * the repacked gemv for every row. The gemm and the gemv differ in float
  * order (vec_dot_rp.h); sluice takes the gemm's for every batch size of a
- * 2-d weight, so that batch splits never change a bit. Every other weight
- * (other types, rows % 8 != 0) uses the plain dot kernel (traits). */
+ * 2-d weight, so that batch splits never change a bit. Q4_0, IQ4_NL and
+ * MXFP4 are repacked by the same rule (q4_0_8x8, iq4_nl_8x8, mxfp4_8x8);
+ * their gemm and gemv share one order. Every other weight (other types,
+ * rows % 8 != 0) uses the plain dot kernel (traits). */
 #ifndef SL_OPS_MATMUL_ORDER_H
 #define SL_OPS_MATMUL_ORDER_H
 
@@ -22,6 +24,8 @@ typedef enum sl_mm_order {
     SL_MM_PLAIN = 0,   /* the traits' vec_dot / vec_dot_n */
     SL_MM_RP_GEMM = 1, /* Q4_K, the repacked gemm's order */
     SL_MM_RP_GEMV = 2, /* Q4_K, the repacked gemv's order */
+    SL_MM_RP_B32 = 3,  /* Q4_0, IQ4_NL, MXFP4: the repacked 8x8 gemm/gemv's
+                          order (one for both) */
 } sl_mm_order;
 
 /* The order for a weight matrix of `type` with `rows` rows, cut from a

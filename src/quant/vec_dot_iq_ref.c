@@ -3,6 +3,8 @@
  *
  * Owns: the integer form (table values are small integers; the scales are
  * applied per block). Must not know: instruction sets, threads, matrices. */
+#include <math.h>
+
 #include "quant/quant_internal.h"
 
 /* table values of 16 packed nibbles, in the Q4_0 element order */
@@ -61,7 +63,7 @@ static void vec_dot_iq4_xs_q8_K(int64_t n, float *s, const void *vx, const void 
             lookup32(sl_iq4nl_values, x[i].qs + 16 * k, v);
             sumi += (ls - 32) * dot32(v, y[i].qs + 32 * k);
         }
-        sum += sl_h2f(x[i].d) * y[i].d * (float)sumi;
+        sum = fmaf(sl_h2f(x[i].d) * y[i].d, (float)sumi, sum); /* the AVX2 kernel's order */
     }
     *s = sum;
 }

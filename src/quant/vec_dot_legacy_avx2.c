@@ -122,6 +122,53 @@ static void vec_dot_q5_1_q8_0(int64_t n, float *s, const void *vx, const void *v
     *s = sl_avx2_hsum_ps(_mm256_add_ps(acc, accm));
 }
 
+/* Q4_1 / Q5_1 against Q8_1 in the reference's AVX2 order: the unsigned
+ * levels' lanes FMA'd with d * y.d, the offset m * y.s a scalar FMA chain,
+ * added to the lane sum at the end (same bits as vec_dot_legacy_ref.c). */
+static inline float offset_q8_1_block(__m256i q, const sl_block_q8_1 *y, float d, float m,
+                                      __m256 *acc, float summs)
+{
+    __m256i p = sl_avx2_dot_u8i8(q, _mm256_loadu_si256((const __m256i *)y->qs));
+    *acc = _mm256_fmadd_ps(_mm256_set1_ps(d * sl_avx2_h2f(y->d)), _mm256_cvtepi32_ps(p), *acc);
+    return fmaf(m, sl_avx2_h2f(y->s), summs);
+}
+
+static void vec_dot_q4_1_q8_1(int64_t n, float *s, const void *vx, const void *vy)
+{
+    const sl_block_q4_1 *x = vx;
+    const sl_block_q8_1 *y = vy;
+    __m256 acc = _mm256_setzero_ps();
+    float summs = 0.0f;
+    for (int64_t i = 0; i < n / SL_QK; i++)
+        summs = offset_q8_1_block(sl_avx2_nibbles32(x[i].qs), &y[i], sl_avx2_h2f(x[i].d),
+                                  sl_avx2_h2f(x[i].m), &acc, summs);
+    *s = sl_avx2_hsum_ps(acc) + summs;
+}
+
+static void vec_dot_q5_1_q8_1(int64_t n, float *s, const void *vx, const void *vy)
+{
+    const sl_block_q5_1 *x = vx;
+    const sl_block_q8_1 *y = vy;
+    __m256 acc = _mm256_setzero_ps();
+    float summs = 0.0f;
+    for (int64_t i = 0; i < n / SL_QK; i++)
+        summs = offset_q8_1_block(q5_unsigned(x[i].qs, x[i].qh), &y[i], sl_avx2_h2f(x[i].d),
+                                  sl_avx2_h2f(x[i].m), &acc, summs);
+    *s = sl_avx2_hsum_ps(acc) + summs;
+}
+
+/* Their multi-token form: the single-token kernel per token (so the
+ * same bits by construction; the weight row stays in L1 between tokens). */
+static void vec_dot_n_q4_1_q8_1(int64_t n, float *s, const void *vx, const void *const *ys, int nt)
+{
+    for (int t = 0; t < nt; t++) vec_dot_q4_1_q8_1(n, &s[t], vx, ys[t]);
+}
+
+static void vec_dot_n_q5_1_q8_1(int64_t n, float *s, const void *vx, const void *const *ys, int nt)
+{
+    for (int t = 0; t < nt; t++) vec_dot_q5_1_q8_1(n, &s[t], vx, ys[t]);
+}
+
 /* One Q8_0/Q8_1 block: the scalar twin's steps (quant_legacy.c q8_block)
  * with the elementwise work in vectors. Returns the f16 scale; writes the
  * levels, the unrounded scale and, if sum != NULL, the levels' sum. */
@@ -169,9 +216,13 @@ static void quant_q8_1_avx2(const float *src, void *dst, int64_t n)
 bool sl_vec_dot_fill_legacy_avx2(sl_quant_kernels *k)
 {
     k->vec_dot[SL_TYPE_Q4_0] = vec_dot_q4_0_q8_0;
-    k->vec_dot[SL_TYPE_Q4_1] = vec_dot_q4_1_q8_0;
+    k->vec_dot[SL_TYPE_Q4_1] = vec_dot_q4_1_q8_1;
     k->vec_dot[SL_TYPE_Q5_0] = vec_dot_q5_0_q8_0;
-    k->vec_dot[SL_TYPE_Q5_1] = vec_dot_q5_1_q8_0;
+    k->vec_dot[SL_TYPE_Q5_1] = vec_dot_q5_1_q8_1;
+    k->vec_dot_n[SL_TYPE_Q4_1] = vec_dot_n_q4_1_q8_1; /* kept by the vec_dot_n fill */
+    k->vec_dot_n[SL_TYPE_Q5_1] = vec_dot_n_q5_1_q8_1;
+    (void)vec_dot_q4_1_q8_0; /* the Q8_0 pairing, no longer in the table */
+    (void)vec_dot_q5_1_q8_0;
     k->vec_dot[SL_TYPE_Q8_0] = vec_dot_q8_0_q8_0;
     k->from_float[SL_TYPE_Q8_0] = quant_q8_0_avx2;
     k->from_float[SL_TYPE_Q8_1] = quant_q8_1_avx2;

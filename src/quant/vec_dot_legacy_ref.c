@@ -1,8 +1,9 @@
 /* vec_dot_legacy_ref.c - scalar reference dot kernels of the 32-element
- * types, all against Q8_0 activations. Q4_1 and Q5_1 carry an offset m per
- * block: sum (d q_i + m) a_i = d * sum q_i a_i + m * sum a_i, the second sum
- * taken from the activation quants as we go (not from Q8_1's f16 s, which
- * overflows for large activations; see quant_blocks.h).
+ * types against Q8_0 activations, and Q4_1 / Q5_1 against Q8_1 (the
+ * reference's pairing: the offset term m * s from Q8_1's f16 block sum s,
+ * which overflows to infinity in llama.cpp too when a block's activations
+ * sum past 65504 / d). The Q8_0 forms of Q4_1 / Q5_1 (offset from the
+ * quants as we go) are kept but no longer in the table.
  *
  * Owns: each kernel in its AVX2 twin's order (lanes of exact integer sums,
  * one FMA chain per lane over the blocks, the lanes summed at the end), so
@@ -125,6 +126,52 @@ static void vec_dot_q5_1_q8_0(int64_t n, float *s, const void *vx, const void *v
     *s = offset_dot(acc, accm);
 }
 
+/* Q4_1 / Q5_1 against Q8_1, llama.cpp's pairing (ggml_vec_dot_q4_1_q8_1,
+ * q5_1_q8_1 on AVX2): the levels' lanes as above with d * y.d, the offset
+ * as one scalar FMA chain m * y.s over the blocks (y.s = f16 of y.d times
+ * the block's level sum), added after the lanes are summed. */
+static float offset_q8_1(const float lane[8], float summs) { return sl_hsum8(lane) + summs; }
+
+static void vec_dot_q4_1_q8_1(int64_t n, float *s, const void *vx, const void *vy)
+{
+    const sl_block_q4_1 *x = vx;
+    const sl_block_q8_1 *y = vy;
+    float lane[8] = {0}, summs = 0.0f;
+    int8_t q[SL_QK];
+    for (int64_t i = 0; i < n / SL_QK; i++) {
+        unpack4(x[i].qs, 0, q);
+        summs = fmaf(sl_h2f(x[i].m), sl_h2f(y[i].s), summs);
+        lanes_fma(lane, sl_h2f(x[i].d) * sl_h2f(y[i].d), q, y[i].qs);
+    }
+    *s = offset_q8_1(lane, summs);
+}
+
+static void vec_dot_q5_1_q8_1(int64_t n, float *s, const void *vx, const void *vy)
+{
+    const sl_block_q5_1 *x = vx;
+    const sl_block_q8_1 *y = vy;
+    float lane[8] = {0}, summs = 0.0f;
+    int8_t q[SL_QK];
+    for (int64_t i = 0; i < n / SL_QK; i++) {
+        unpack5(x[i].qs, x[i].qh, 0, q);
+        summs = fmaf(sl_h2f(x[i].m), sl_h2f(y[i].s), summs);
+        lanes_fma(lane, sl_h2f(x[i].d) * sl_h2f(y[i].d), q, y[i].qs);
+    }
+    *s = offset_q8_1(lane, summs);
+}
+
+/* Their multi-token form: the single-token kernel per token (so the
+ * same bits by construction; the weight row stays in L1 between tokens). */
+static void vec_dot_n_q4_1_q8_1(int64_t n, float *s, const void *vx, const void *const *ys, int nt)
+{
+    for (int t = 0; t < nt; t++) vec_dot_q4_1_q8_1(n, &s[t], vx, ys[t]);
+}
+
+static void vec_dot_n_q5_1_q8_1(int64_t n, float *s, const void *vx, const void *const *ys, int nt)
+{
+    for (int t = 0; t < nt; t++) vec_dot_q5_1_q8_1(n, &s[t], vx, ys[t]);
+}
+
 static void vec_dot_q8_0_q8_0(int64_t n, float *s, const void *vx, const void *vy)
 {
     const sl_block_q8_0 *x = vx;
@@ -138,9 +185,13 @@ static void vec_dot_q8_0_q8_0(int64_t n, float *s, const void *vx, const void *v
 void sl_vec_dot_fill_legacy_ref(sl_quant_kernels *k)
 {
     k->vec_dot[SL_TYPE_Q4_0] = vec_dot_q4_0_q8_0;
-    k->vec_dot[SL_TYPE_Q4_1] = vec_dot_q4_1_q8_0;
+    k->vec_dot[SL_TYPE_Q4_1] = vec_dot_q4_1_q8_1;
     k->vec_dot[SL_TYPE_Q5_0] = vec_dot_q5_0_q8_0;
-    k->vec_dot[SL_TYPE_Q5_1] = vec_dot_q5_1_q8_0;
+    k->vec_dot[SL_TYPE_Q5_1] = vec_dot_q5_1_q8_1;
+    k->vec_dot_n[SL_TYPE_Q4_1] = vec_dot_n_q4_1_q8_1; /* kept by the vec_dot_n fill */
+    k->vec_dot_n[SL_TYPE_Q5_1] = vec_dot_n_q5_1_q8_1;
+    (void)vec_dot_q4_1_q8_0; /* kept for the Q8_0 pairing's tests and history */
+    (void)vec_dot_q5_1_q8_0;
     k->vec_dot[SL_TYPE_Q8_0] = vec_dot_q8_0_q8_0;
     k->from_float[SL_TYPE_Q8_0] = sl_quant_q8_0_ref;
     k->from_float[SL_TYPE_Q8_1] = sl_quant_q8_1_ref;

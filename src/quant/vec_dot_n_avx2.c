@@ -815,18 +815,19 @@ INLINE void k16_n(int64_t n, float *s, const void *vx, const void *const *ys, co
 
 /* ---- IQ4_XS against Q8_K ------------------------------------------------
  * Eight 32-element sub-blocks of table values v; per sub-block
- * madd(maddubs(|v|, sign(a, v)), ls - 32) summed in order; one FMA with
- * y.d * d per super-block; hsum at the end. */
+ * madd(maddubs(|v|, sign(a, v)), ls - 32) summed in order; the lanes'
+ * integer sum, then one scalar FMA with d * y.d per super-block (the
+ * order of vec_dot_iq_avx2.c's single-token kernel). */
 INLINE void iq4xs_n(int64_t n, float *s, const void *vx, const void *const *ys, const int nt)
 {
     const sl_block_iq4_xs *x = vx;
     const __m256i tab = table256(sl_iq4nl_values);
     const sl_block_q8_K *y[NT];
-    __m256 acc[NT];
+    float acc[NT];
     UNROLL
     for (int t = 0; t < nt; t++) {
         y[t] = ys[t];
-        acc[t] = _mm256_setzero_ps();
+        acc[t] = 0.0f;
     }
     for (int64_t i = 0; i < n / SL_QK_K; i++) {
         const float xd = sl_avx2_h2f(x[i].d);
@@ -848,13 +849,11 @@ INLINE void iq4xs_n(int64_t n, float *s, const void *vx, const void *const *ys, 
             }
         }
         UNROLL
-        for (int t = 0; t < nt; t++) {
-            float d = y[t][i].d * xd;
-            acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi[t]), acc[t]);
-        }
+        for (int t = 0; t < nt; t++)
+            acc[t] = fmaf(xd * y[t][i].d, (float)sl_avx2_hsum_epi32(sumi[t]), acc[t]);
     }
     UNROLL
-    for (int t = 0; t < nt; t++) s[t] = sl_avx2_hsum_ps(acc[t]);
+    for (int t = 0; t < nt; t++) s[t] = acc[t];
 }
 
 /* ---- instances ----------------------------------------------------------- */
@@ -927,8 +926,10 @@ bool sl_vec_dot_n_fill_avx2(sl_quant_kernels *k)
     k->vec_dot_n[SL_TYPE_MXFP4] = vec_dot_n_mxfp4;
     k->vec_dot_n[SL_TYPE_IQ4_XS] = vec_dot_n_iq4_xs;
     k->vec_dot_n[SL_TYPE_Q5_0] = vec_dot_n_q5_0;
-    k->vec_dot_n[SL_TYPE_Q4_1] = vec_dot_n_q4_1;
-    k->vec_dot_n[SL_TYPE_Q5_1] = vec_dot_n_q5_1;
+    /* Q4_1 / Q5_1 pair with Q8_1 now: their multi-token kernels are set by
+     * vec_dot_legacy_*.c; these Q8_0 forms are out of the table */
+    (void)vec_dot_n_q4_1;
+    (void)vec_dot_n_q5_1;
     k->vec_dot_n[SL_TYPE_Q4_K] = vec_dot_n_q4_K;
     k->vec_dot_n[SL_TYPE_Q5_K] = vec_dot_n_q5_K;
     k->vec_dot_n[SL_TYPE_Q6_K] = vec_dot_n_q6_K;

@@ -302,7 +302,7 @@ static void vec_dot_n_iq4_xs(int64_t n, float *s, const void *vx, const void *co
             int sumi = 0;
             for (int k = 0; k < 8; k++)
                 sumi += (ls[k] - 32) * dot_i8(v + 32 * k, y->qs + 32 * k, 32);
-            sum[t] += sl_h2f(x[i].d) * y->d * (float)sumi;
+            sum[t] = fmaf(sl_h2f(x[i].d) * y->d, (float)sumi, sum[t]);
         }
     }
     for (int t = 0; t < nt; t++) s[t] = sum[t];
@@ -320,8 +320,10 @@ void sl_vec_dot_n_fill_ref(sl_quant_kernels *k)
     k->vec_dot_n[SL_TYPE_MXFP4] = vec_dot_n_mxfp4;
     k->vec_dot_n[SL_TYPE_IQ4_XS] = vec_dot_n_iq4_xs;
     k->vec_dot_n[SL_TYPE_Q5_0] = vec_dot_n_q5_0;
-    k->vec_dot_n[SL_TYPE_Q4_1] = vec_dot_n_q4_1;
-    k->vec_dot_n[SL_TYPE_Q5_1] = vec_dot_n_q5_1;
+    /* Q4_1 / Q5_1 pair with Q8_1 now: their multi-token kernels are set by
+     * vec_dot_legacy_*.c; these Q8_0 forms are out of the table */
+    (void)vec_dot_n_q4_1;
+    (void)vec_dot_n_q5_1;
     k->vec_dot_n[SL_TYPE_Q4_K] = vec_dot_n_q4_K;
     k->vec_dot_n[SL_TYPE_Q5_K] = vec_dot_n_q5_K;
     k->vec_dot_n[SL_TYPE_Q6_K] = vec_dot_n_q6_K;

@@ -1,5 +1,6 @@
-/* vec_dot_rp.h - Q4_K dot kernels in the orders of llama.cpp's repacked
- * matrix products, for the matrices the reference repacks.
+/* vec_dot_rp.h - dot kernels in the orders of llama.cpp's repacked matrix
+ * products (Q4_K; Q4_0, IQ4_NL, MXFP4 below), for the matrices the
+ * reference repacks.
  *
  * On AVX2 machines llama.cpp stores a Q4_K weight matrix with a multiple of
  * 8 rows interleaved eight rows at a time (its q4_K_8x8 layout) and
@@ -52,9 +53,29 @@ typedef void (*sl_vec_dot_rows8_fn)(int64_t n, float *s, const void *x, size_t r
 sl_vec_dot_rows8_fn sl_vec_dot_rows8_q4_K_rp_isa(sl_rp_order order, sl_isa isa);
 sl_vec_dot_rows8_fn sl_vec_dot_rows8_q4_K_rp(sl_rp_order order);
 
+/* The 32-element types llama.cpp also repacks on AVX2 (rows % 8 == 0):
+ * Q4_0 (q4_0_8x8), IQ4_NL (iq4_nl_8x8) and MXFP4 (mxfp4_8x8), all against
+ * Q8_0 activations. Its repacked gemm and gemv compute the same thing per
+ * (row, token): one FMA per 32-element block, in block order from zero,
+ *   acc = fma(float(I_b), dx_b * dy_b, acc)   I_b = sum_j w_j a_j exact
+ * with w_j the block's signed levels (Q4_0: q - 8; IQ4_NL: its table;
+ * MXFP4: the doubled E2M1 table, dx_b = 2^(e-128)). So one order serves
+ * every batch size. type: SL_TYPE_Q4_0, SL_TYPE_IQ4_NL or SL_TYPE_MXFP4;
+ * any other type (or an isa that cannot run here) gives NULL. The
+ * multi-token kernel takes 1 <= nt <= SL_VEC_DOT_RP_MAX, the eight-row one
+ * 1 <= nt <= SL_VEC_DOT_ROWS8_MAX, with the contracts above. */
+sl_vec_dot_n_fn sl_vec_dot_n_b32_rp_isa(sl_type type, sl_isa isa);
+sl_vec_dot_n_fn sl_vec_dot_n_b32_rp(sl_type type);
+sl_vec_dot_rows8_fn sl_vec_dot_rows8_b32_rp_isa(sl_type type, sl_isa isa);
+sl_vec_dot_rows8_fn sl_vec_dot_rows8_b32_rp(sl_type type);
+
 /* Internal to src/quant: each set's kernel (AVX2: NULL when not built). */
 sl_vec_dot_n_fn sl_vec_dot_n_q4_K_rp_ref(sl_rp_order order);
 sl_vec_dot_n_fn sl_vec_dot_n_q4_K_rp_avx2(sl_rp_order order);
 sl_vec_dot_rows8_fn sl_vec_dot_rows8_q4_K_rp_avx2(sl_rp_order order);
+sl_vec_dot_n_fn sl_vec_dot_n_b32_rp_ref(sl_type type);
+sl_vec_dot_rows8_fn sl_vec_dot_rows8_b32_rp_ref(sl_type type);
+sl_vec_dot_n_fn sl_vec_dot_n_b32_rp_avx2(sl_type type);
+sl_vec_dot_rows8_fn sl_vec_dot_rows8_b32_rp_avx2(sl_type type);
 
 #endif

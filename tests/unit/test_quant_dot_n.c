@@ -488,7 +488,19 @@ TEST(hand_built_legacy)
         q41[b].m = 0x3C00;
         memset(q41[b].qs, 0x31, sizeof q41[b].qs);
     }
-    check_values(SL_TYPE_Q4_1, N, q41, ys, want);
+    /* Q4_1 and Q5_1 take Q8_1 activations: the same levels and d, s = 2 *
+     * 32 a (exact in f16) */
+    sl_block_q8_1 acts1[8][NB];
+    const void *ys1[8];
+    for (int t = 0; t < 8; t++) {
+        for (int b = 0; b < NB; b++) {
+            acts1[t][b].d = 0x4000;
+            acts1[t][b].s = sl_f32_to_fp16(64.0f * (float)(t - 3));
+            memset(acts1[t][b].qs, (int8_t)(t - 3), sizeof acts1[t][b].qs);
+        }
+        ys1[t] = acts1[t];
+    }
+    check_values(SL_TYPE_Q4_1, N, q41, ys1, want);
 
     /* Q5_1: as Q4_1 with the fifth bit set for elements 0..15 only (qh
      * bytes FF FF 00 00, little-endian bits 0..15): 0.5 * 17 + 1 = 9.5 and
@@ -503,7 +515,7 @@ TEST(hand_built_legacy)
         memset(q51[b].qs, 0x31, sizeof q51[b].qs);
     }
     for (int t = 0; t < 8; t++) want[t] = 1152.0f * (float)(t - 3);
-    check_values(SL_TYPE_Q5_1, N, q51, ys, want);
+    check_values(SL_TYPE_Q5_1, N, q51, ys1, want);
 
     /* MXFP4: e = 128, a scale of 2^(128 - 127) = 2 on E2M1 values, i.e. 1
      * on their doubles; bytes 0xC5: low nibble 0b0101 (sign 0, exponent

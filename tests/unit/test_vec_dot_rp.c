@@ -314,7 +314,7 @@ TEST(order_rule)
     CHECK(sl_mm_order_for(SL_TYPE_Q4_K, 260, 0) == SL_MM_PLAIN);
     CHECK(sl_mm_order_for(SL_TYPE_Q4_K, 12, 8) == SL_MM_PLAIN);
     static const sl_type others[] = {SL_TYPE_Q2_K, SL_TYPE_Q3_K, SL_TYPE_Q5_K, SL_TYPE_Q6_K,
-                                     SL_TYPE_Q8_0, SL_TYPE_Q4_0, SL_TYPE_F32};
+                                     SL_TYPE_Q8_0, SL_TYPE_F32}; /* Q4_0: test_vecdot_rp32.c */
     for (size_t i = 0; i < sizeof others / sizeof others[0]; i++) {
         CHECK(sl_mm_order_for(others[i], 256, 0) == SL_MM_PLAIN);
         CHECK(sl_mm_order_for(others[i], 256, 8) == SL_MM_PLAIN);

@@ -1,0 +1,159 @@
+/* test_vecdot_iq4xs.c - the IQ4_XS x Q8_K kernels in the reference's order.
+ *
+ * llama.cpp's x86 build (the one that wrote the reference files) gives
+ * each 256-element super-block's exact integer sum one scalar FMA:
+ *   acc = fmaf(d * y.d, (float)sum_k (ls_k - 32) * (v_k . a_k), acc)
+ * (measured against its MUL_MAT outputs; quant/vec_dot_iq_avx2.c). The
+ * oracle here decodes the block bytes itself (f16 d; 16 bits of high scale
+ * bits, two per sub-block; 4 bytes of low scale nibbles, sub-block k in
+ * nibble k % 2 of byte k / 2; 128 bytes of nibbles, sub-block k in bytes
+ * 16k..16k+15, element j in the low nibble, j + 16 in the high) with its
+ * own copy of the level table, and every kernel set's single- and
+ * multi-token kernels must give its bits (memcmp). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "quant/quant_internal.h"
+#include "test.h"
+
+static uint64_t g_rng = 0x243F6A8885A308D3ull;
+
+static uint32_t rnd32(void)
+{
+    g_rng = g_rng * 6364136223846793005ull + 1442695040888963407ull;
+    return (uint32_t)(g_rng >> 32);
+}
+
+static float grand(void)
+{
+    double u1 = (rnd32() + 0.5) / 4294967296.0, u2 = (rnd32() + 0.5) / 4294967296.0;
+    return (float)(sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2));
+}
+
+static const int levels[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+                               1,    13,   25,  38,  53,  69,  89,  113};
+
+enum { BB = 136 }; /* bytes per block */
+
+static float oracle(const uint8_t *x, const sl_block_q8_K *y, int nb)
+{
+    float acc = 0.0f;
+    for (int i = 0; i < nb; i++) {
+        const uint8_t *b = x + (size_t)i * BB;
+        uint16_t d, sh;
+        memcpy(&d, b, 2);
+        memcpy(&sh, b + 2, 2);
+        long long sumi = 0;
+        for (int k = 0; k < 8; k++) {
+            const int lo = (b[4 + k / 2] >> (4 * (k % 2))) & 0x0F;
+            const int ls = lo | ((sh >> (2 * k)) & 3) << 4;
+            long long dot = 0;
+            for (int j = 0; j < 32; j++) {
+                const uint8_t q = b[8 + 16 * k + j % 16];
+                dot += levels[j < 16 ? (q & 0x0F) : (q >> 4)] * y[i].qs[32 * k + j];
+            }
+            sumi += (ls - 32) * dot;
+        }
+        acc = fmaf(sl_fp16_to_f32(d) * y[i].d, (float)sumi, acc);
+    }
+    return acc;
+}
+
+static void fill(uint8_t *x, int nb, bool gauss)
+{
+    if (gauss) {
+        float *f = malloc(sizeof(float) * SL_QK_K * (size_t)nb);
+        for (int i = 0; i < SL_QK_K * nb; i++) f[i] = grand();
+        sl_type_get(SL_TYPE_IQ4_XS)->from_float(f, x, SL_QK_K * nb);
+        free(f);
+        return;
+    }
+    for (int i = 0; i < BB * nb; i++) x[i] = (uint8_t)rnd32();
+    for (int i = 0; i < nb; i++) {
+        uint16_t h = (uint16_t)(((7 + rnd32() % 12) << 10) | (rnd32() & 0x3FF) | ((rnd32() & 1) << 15));
+        memcpy(x + (size_t)i * BB, &h, 2);
+    }
+}
+
+TEST(kernels_match_formula)
+{
+    enum { NA = SL_VEC_DOT_N_MAX + 1 };
+    int compared = 0;
+    for (int rep = 0; rep < 12; rep++) {
+        const int nb = 1 + (int)(rnd32() % 6);
+        uint8_t *x = malloc((size_t)BB * (size_t)nb);
+        sl_block_q8_K *y = malloc(sizeof *y * (size_t)nb * NA);
+        const void *ys[NA];
+        fill(x, nb, rep % 2 == 1);
+        float *a = malloc(sizeof(float) * SL_QK_K * (size_t)nb);
+        float want[NA];
+        for (int t = 0; t < NA; t++) {
+            for (int i = 0; i < SL_QK_K * nb; i++) a[i] = (float)(1 + t % 3) * grand();
+            sl_quant_from_float_isa(SL_TYPE_Q8_K, SL_ISA_SCALAR)(a, y + (size_t)t * nb, SL_QK_K * nb);
+            ys[t] = y + (size_t)t * nb;
+            want[t] = oracle(x, y + (size_t)t * nb, nb);
+        }
+        for (int isa = 0; isa < SL_ISA_COUNT; isa++) {
+            sl_vec_dot_fn f = sl_quant_vec_dot_isa(SL_TYPE_IQ4_XS, (sl_isa)isa);
+            int max = 0;
+            sl_vec_dot_n_fn fn = sl_quant_vec_dot_n_isa(SL_TYPE_IQ4_XS, (sl_isa)isa, &max);
+            if (!f) continue;
+            for (int t = 0; t < NA; t++) {
+                float got;
+                f(SL_QK_K * nb, &got, x, ys[t]);
+                CHECK_MSG(memcmp(&got, &want[t], 4) == 0, "%s vec_dot nb %d t %d: %.9g, formula %.9g",
+                          sl_isa_name((sl_isa)isa), nb, t, (double)got, (double)want[t]);
+                compared++;
+            }
+            if (!fn) continue;
+            for (int nt = 1; nt <= max; nt++)
+                for (int off = 0; off + nt <= NA; off += nt) {
+                    float got[SL_VEC_DOT_N_MAX];
+                    fn(SL_QK_K * nb, got, x, ys + off, nt);
+                    for (int t = 0; t < nt; t++) {
+                        CHECK_MSG(memcmp(&got[t], &want[off + t], 4) == 0,
+                                  "%s vec_dot_n nb %d nt %d t %d: %.9g, formula %.9g",
+                                  sl_isa_name((sl_isa)isa), nb, nt, off + t, (double)got[t],
+                                  (double)want[off + t]);
+                        compared++;
+                    }
+                }
+        }
+        free(a);
+        free(x);
+        free(y);
+    }
+    CHECK_MSG(compared > 12 * 20, "%d comparisons", compared);
+}
+
+/* One super-block: d = 1, every scale 33 (ls - 32 = 1: low nibble 1, high
+ * bits 2), every nibble 8 (level 1); activations all 2 with y.d = 0.5:
+ * sum 256 * 2 = 512, times 0.5 = 256. */
+TEST(hand_built_block)
+{
+    uint8_t x[BB];
+    const uint16_t one = 0x3C00, sh = 0xAAAA; /* bits 10 per sub-block: 2 */
+    memcpy(x, &one, 2);
+    memcpy(x + 2, &sh, 2);
+    memset(x + 4, 0x11, 4);
+    memset(x + 8, 0x88, 128);
+    sl_block_q8_K y;
+    memset(&y, 0, sizeof y);
+    y.d = 0.5f;
+    memset(y.qs, 2, sizeof y.qs);
+    for (int isa = 0; isa < SL_ISA_COUNT; isa++) {
+        sl_vec_dot_fn f = sl_quant_vec_dot_isa(SL_TYPE_IQ4_XS, (sl_isa)isa);
+        if (!f) continue;
+        float s = 0.0f;
+        f(SL_QK_K, &s, x, &y);
+        CHECK_MSG(s == 256.0f, "%s: %.9g, want 256", sl_isa_name((sl_isa)isa), (double)s);
+    }
+}
+
+int main(void)
+{
+    RUN(kernels_match_formula);
+    RUN(hand_built_block);
+    return TEST_REPORT();
+}
