@@ -10,8 +10,8 @@
  *   w = (Wproj x) / sqrt(di ih);
  *   I(t, s) = sum_h w_h relu(iq_h . ik_s) over the visible s <= t, the
  *   dot in ggml_vec_dot_f32's order, the sum an FMA chain over heads;
- *   the selection is the top_k positions of highest I (equal scores: the
- *   lower position), all of them when fewer are visible.
+ *   the selection is the top_k positions of highest I (equal scores as
+ *   ggml_top_k's heap leaves them), all of them when fewer are visible.
  * Each token is one thread's work, so the selection never depends on the
  * thread count or the batch split. The indexer scores only choose keys:
  * their rounding matters only at an exact tie. */
@@ -88,39 +88,44 @@ static void hadamard(float *x, int n)
             }
 }
 
-/* a ranks above b: a higher score, or an equal one at a lower position. */
-static bool ranks_above(float sa, int pa, float sb, int pb)
+/* The kept set as llama.cpp's ggml_top_k keeps it: std::partial_sort with
+ * "greater" over the positions in order, which in GCC's libstdc++ is a heap
+ * select: a heap of the first k entries whose root scores lowest, and each
+ * later entry scoring strictly above the root takes its place. Equal scores
+ * (several keys at exactly 0 are common: relu) thus fall where that heap's
+ * moves put them, so its steps are followed exactly: the hole moved down
+ * to a leaf along the child that does not score above its sibling, then the
+ * value moved up while its parent scores above it. */
+static void heap_adjust(int *pos, float *sc, int hole, int len, int vpos, float vsc)
 {
-    return sa > sb || (sa == sb && pa < pb);
-}
-
-/* The kept set as a heap whose root ranks lowest. */
-static void sift_down(int *pos, float *sc, int cnt, int i)
-{
-    for (;;) {
-        int lo = i;
-        const int l = 2 * i + 1, r = l + 1;
-        if (l < cnt && ranks_above(sc[lo], pos[lo], sc[l], pos[l])) lo = l;
-        if (r < cnt && ranks_above(sc[lo], pos[lo], sc[r], pos[r])) lo = r;
-        if (lo == i) return;
-        const int tp = pos[i];
-        const float ts = sc[i];
-        pos[i] = pos[lo], sc[i] = sc[lo];
-        pos[lo] = tp, sc[lo] = ts;
-        i = lo;
+    const int top = hole;
+    int child = hole;
+    while (child < (len - 1) / 2) {
+        child = 2 * (child + 1);
+        if (sc[child] > sc[child - 1]) child--;
+        pos[hole] = pos[child], sc[hole] = sc[child];
+        hole = child;
     }
+    if ((len & 1) == 0 && child == (len - 2) / 2) {
+        child = 2 * (child + 1);
+        pos[hole] = pos[child - 1], sc[hole] = sc[child - 1];
+        hole = child - 1;
+    }
+    int parent = (hole - 1) / 2;
+    while (hole > top && sc[parent] > vsc) {
+        pos[hole] = pos[parent], sc[hole] = sc[parent];
+        hole = parent;
+        parent = (hole - 1) / 2;
+    }
+    pos[hole] = vpos, sc[hole] = vsc;
 }
 
-static void sift_up(int *pos, float *sc, int i)
+static void heap_make(int *pos, float *sc, int len)
 {
-    while (i > 0) {
-        const int p = (i - 1) / 2;
-        if (!ranks_above(sc[p], pos[p], sc[i], pos[i])) return;
-        const int tp = pos[i];
-        const float ts = sc[i];
-        pos[i] = pos[p], sc[i] = sc[p];
-        pos[p] = tp, sc[p] = ts;
-        i = p;
+    if (len < 2) return;
+    for (int parent = (len - 2) / 2;; parent--) {
+        heap_adjust(pos, sc, parent, len, pos[parent], sc[parent]);
+        if (parent == 0) return;
     }
 }
 
@@ -166,11 +171,10 @@ static void score_worker(void *ctx, int chunk, int n_chunks, int tid)
                 score = fmaf(qk > 0.0f ? qk : 0.0f, w[h], score);
             }
             if (cnt < kt) {
-                pos[cnt] = p, sc[cnt] = score;
-                sift_up(pos, sc, cnt++);
-            } else if (ranks_above(score, p, sc[0], pos[0])) {
-                pos[0] = p, sc[0] = score;
-                sift_down(pos, sc, cnt, 0);
+                pos[cnt] = p, sc[cnt++] = score;
+                if (cnt == kt) heap_make(pos, sc, kt);
+            } else if (score > sc[0]) {
+                heap_adjust(pos, sc, 0, kt, p, score);
             }
         }
         qsort(pos, (size_t)cnt, sizeof(int), cmp_int);

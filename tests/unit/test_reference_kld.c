@@ -51,10 +51,13 @@ static const bound k_bounds[] = {
      * 99.97 % (glm4moe) */
     {"deepseek2-Q8_0", 1e-4, 0.99, 1e-6, 0.995},
     {"glm4moe-Q8_0", 1e-4, 0.99, 1e-6, 0.995},
+    /* glm-dsa (the indexer's top-k of 8 over 128-token chunks, a shared
+     * layer): all chunks 0.000000 (max 8e-6), 100 % same top */
+    {"glm-dsa-Q8_0", 1e-4, 0.99, 1e-6, 0.995},
 };
 
 static const char *k_supported[] = {"llama", "qwen3moe", "qwen35moe", "gpt-oss", "deepseek2",
-                                    "glm4moe"};
+                                    "glm4moe", "glm-dsa"};
 
 static const char *fixture_dir(void)
 {
