@@ -129,6 +129,20 @@ static void heap_make(int *pos, float *sc, int len)
     }
 }
 
+static int cmp_int(const void *a, const void *b);
+
+void sl_mla_sel_push(int *pos, float *sc, int *cnt, int k, int p, float score)
+{
+    if (*cnt < k) {
+        pos[*cnt] = p, sc[(*cnt)++] = score;
+        if (*cnt == k) heap_make(pos, sc, k);
+    } else if (score > sc[0]) {
+        heap_adjust(pos, sc, 0, k, p, score);
+    }
+}
+
+void sl_mla_sel_finish(int *pos, int cnt) { qsort(pos, (size_t)cnt, sizeof(int), cmp_int); }
+
 static int cmp_int(const void *a, const void *b)
 {
     const int x = *(const int *)a, y = *(const int *)b;
@@ -170,14 +184,9 @@ static void score_worker(void *ctx, int chunk, int n_chunks, int tid)
                 const float qk = sl_dot_f32_untiled(q + (size_t)h * di, kf, di);
                 score = fmaf(qk > 0.0f ? qk : 0.0f, w[h], score);
             }
-            if (cnt < kt) {
-                pos[cnt] = p, sc[cnt++] = score;
-                if (cnt == kt) heap_make(pos, sc, kt);
-            } else if (score > sc[0]) {
-                heap_adjust(pos, sc, 0, kt, p, score);
-            }
+            sl_mla_sel_push(pos, sc, &cnt, kt, p, score);
         }
-        qsort(pos, (size_t)cnt, sizeof(int), cmp_int);
+        sl_mla_sel_finish(pos, cnt);
         sel[0] = cnt;
     }
 }

@@ -21,6 +21,13 @@ int *sl_mla_sel(const sl_session *s, const sl_mla_desc *a, int t);
 float *sl_mla_idx_keys(const sl_session *s, const sl_mla_desc *a, int n);
 float *sl_mla_idx_weights(const sl_session *s, const sl_mla_desc *a, int n);
 
+/* One step of the top-k selection: position p of the given score offered
+ * to the kept set pos / sc (k entries of room, *cnt kept), as ggml_top_k
+ * keeps it (equal scores included); positions are offered in increasing
+ * order. sl_mla_sel_finish sorts the kept positions ascending. */
+void sl_mla_sel_push(int *pos, float *sc, int *cnt, int k, int p, float score);
+void sl_mla_sel_finish(int *pos, int cnt);
+
 /* A full layer's indexer for the batch's n tokens at s->n_past ...: from the
  * projected keys and weights (sl_mla_idx_keys / _weights, raw) and the
  * normalised q latents qr (n x q_lora), caches each position's key in the
