@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "common/testutil.h"
 #include "engine/mla_indexer.h"
 #include "ops/attn_kernels.h"
 #include "quant/quant.h"
@@ -204,11 +205,58 @@ TEST(state_bytes_count_the_indexer_cache)
     sl_model_free(m);
 }
 
+/* The indexer keys are state like the latent: a rewind, and a session
+ * saved at 30 tokens and loaded into a fresh one, give the logits of the
+ * uninterrupted run bit for bit (40 tokens: past the top-k of 8, so the
+ * restored keys decide the selection). */
+TEST(indexer_cache_truncates_saves_and_restores)
+{
+    if (!fixture()) {
+        CHECK_MSG(0, "glm-dsa-Q8_0.gguf not found");
+        return;
+    }
+    char saved[512];
+    t_path(saved, sizeof saved, "dsa-session.bin");
+    sl_model *m;
+    sl_err err;
+    CHECK(sl_model_load(&m, fixture(), NULL, &err) == 0);
+    if (!m) return;
+    sl_session_params sp = sl_session_default_params();
+    sp.n_ctx = 64;
+    sp.n_batch_max = 32;
+    sl_session *a, *b;
+    CHECK(sl_session_create(&a, m, &sp, &err) == 0);
+    CHECK(sl_session_create(&b, m, &sp, &err) == 0);
+    const size_t V = (size_t)sl_model_n_vocab(m);
+    float *want = malloc(V * sizeof(float)), *got = malloc(V * sizeof(float));
+    int32_t ids[40];
+    for (int i = 0; i < 40; i++) ids[i] = (int32_t)(3 + (i * 53) % 500);
+    CHECK(sl_session_eval(a, ids, 30, &err) == 0);
+    CHECK(sl_session_save(a, saved, ids, 30, &err) == 0);
+    CHECK(sl_session_eval(a, ids + 30, 10, &err) == 0);
+    memcpy(want, sl_session_logits(a), V * sizeof(float));
+    CHECK_EQ_INT(sl_session_truncate(a, 17), SL_OK);
+    CHECK(sl_session_eval(a, ids + 17, 23, &err) == 0);
+    memcpy(got, sl_session_logits(a), V * sizeof(float));
+    CHECK_MSG(memcmp(want, got, V * sizeof(float)) == 0, "a rewind to 17 changed the logits");
+    int32_t back[40];
+    CHECK_EQ_INT(sl_session_load(b, saved, back, 40, &err), 30);
+    CHECK(sl_session_eval(b, ids + 30, 10, &err) == 0);
+    memcpy(got, sl_session_logits(b), V * sizeof(float));
+    CHECK_MSG(memcmp(want, got, V * sizeof(float)) == 0, "the restored session differs");
+    free(want);
+    free(got);
+    sl_session_free(a);
+    sl_session_free(b);
+    sl_model_free(m);
+}
+
 int main(void)
 {
     RUN(selection_keeps_equal_scores_as_ggml_top_k);
     RUN(sparse_attention_is_the_kernel_over_the_selection);
     RUN(batches_and_threads_do_not_change_bits);
     RUN(state_bytes_count_the_indexer_cache);
+    RUN(indexer_cache_truncates_saves_and_restores);
     return TEST_REPORT();
 }
