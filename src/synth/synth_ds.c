@@ -56,6 +56,13 @@ static const ds_preset presets[] = {
       .n_group_used = 1, .gating = 2, .w_scale = 2.5f, .w_norm = true, .sel_bias = true,
       .q_lora = 64, .kv_lora = 64, .nope = 32, .rope = 32, .v_head = 32, .n_vocab = 512,
       .n_ctx = 4096, .rope_base = 1000000.0f, .rms_eps = 1e-5f}},
+    {"glm-5", "glm-dsa",
+     {.n_layer = 78, .n_nextn = 1, .n_embd = 6144, .n_head = 64, .n_ff = 12288,
+      .n_ff_exp = 2048, .n_expert = 256, .n_expert_used = 8, .n_expert_shared = 1,
+      .n_dense_lead = 3, .n_group = 1, .n_group_used = 1, .gating = 2, .w_scale = 2.5f,
+      .w_norm = true, .sel_bias = true, .q_lora = 2048, .kv_lora = 512, .nope = 192,
+      .rope = 64, .v_head = 256, .n_vocab = 154880, .n_ctx = 202752,
+      .rope_base = 1000000.0f, .rms_eps = 1e-5f, .pre = "glm4"}},
     {"glm-4.6", "glm4moe",
      {.n_layer = 92, .n_nextn = 1, .n_embd = 5120, .n_head = 96, .n_head_kv = 8,
       .head_dim = 128, .rope_dim = 64, .n_ff = 12288, .n_ff_exp = 1536, .n_expert = 160,
@@ -78,26 +85,33 @@ static bool is_mla(const sl_synth_ds *c)
     return !strcmp(c->arch, "deepseek2") || !strcmp(c->arch, "glm-dsa");
 }
 
-/* glm-dsa's indexer: 4 heads of 2 x rope (llama.cpp splits its heads
+/* glm-dsa's indexer, keys of 2 x rope (llama.cpp splits its heads
  * [rope | nope] correctly only then, and its Hadamard needs a multiple of
- * 64), top-k 4 (so a short prompt already selects); every layer computes
- * its selection but the last of three or more, which shares it. */
+ * 64). GLM-5: 32 heads, top-k 2048, every layer full (its files have no
+ * attention.indexer.types). tiny: 4 heads, top-k 4 (so a short prompt
+ * already selects), every layer full but the last of three or more,
+ * which shares the selection before it. */
 typedef struct idx_dims {
     uint32_t n_head, dim, top_k;
 } idx_dims;
 
-static idx_dims idx_of(const sl_synth_ds *c) { return (idx_dims){4, 2 * c->rope, 4}; }
+static bool is_glm5(const sl_synth_ds *c) { return !strcmp(c->preset, "glm-5"); }
+
+static idx_dims idx_of(const sl_synth_ds *c)
+{
+    return is_glm5(c) ? (idx_dims){32, 2 * c->rope, 2048} : (idx_dims){4, 2 * c->rope, 4};
+}
 
 static bool idx_full(const sl_synth_ds *c, uint32_t l)
 {
-    return c->n_layer < 3 || l + 1 < c->n_layer;
+    return is_glm5(c) || c->n_layer < 3 || l + 1 < c->n_layer;
 }
 
 const char *sl_synth_ds_presets(void)
 {
     return "tiny (deepseek2, glm4moe and glm-dsa: n_embd 64, 3 layers, 8 experts top-2), "
            "deepseek-v3, "
-           "kimi-k2 (deepseek2), glm-4.6 (glm4moe) with the published dimensions "
+           "kimi-k2 (deepseek2), glm-4.6 (glm4moe), glm-5 (glm-dsa) with the published dimensions "
            "(use --layers for a few)";
 }
 
@@ -403,7 +417,7 @@ static void arch_keys(kw *k, const sl_synth_ds *c)
             ku(k, "attention.indexer.head_count", ix.n_head);
             ku(k, "attention.indexer.key_length", ix.dim);
             ku(k, "attention.indexer.top_k", ix.top_k);
-            idx_types(k, c);
+            if (!is_glm5(c)) idx_types(k, c);
         }
     } else {
         ku(k, SL_KEY_HEAD_COUNT_KV, c->n_head_kv);
