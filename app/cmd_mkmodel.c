@@ -29,14 +29,14 @@ static void usage(FILE *out)
             "does not push other files out of the page cache.\n"
             "The same seed gives the same underlying weights at every --type.\n"
             "\n"
-            "  --arch A        %s, deepseek2 (MLA), glm4moe\n"
+            "  --arch A        %s, deepseek2 (MLA), glm4moe, glm-dsa\n"
             "                  (llama is dense; --experts N or 'mixtral' makes it Mixtral-style)\n"
             "  --preset P      model dimensions (default tiny):\n",
             sl_synth_arch_list());
     for (size_t i = 0; i < sl_synth_preset_count(); i++)
         fprintf(out, "                    %-13s %s\n", sl_synth_preset_name(i),
                 sl_synth_preset_summary(i));
-    fprintf(out, "                  deepseek2 / glm4moe: %s\n", sl_synth_ds_presets());
+    fprintf(out, "                  deepseek2 / glm4moe / glm-dsa: %s\n", sl_synth_ds_presets());
     fprintf(out,
             "  --type T        f32 (default), f16, q8_0, q4_0, q4_k_m, q4_k, q5_k, q6_k\n"
             "                  q4_k_m: output q6_k; attn_v and ffn_down(_exps/_shexp) q6_k on\n"

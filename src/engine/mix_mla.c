@@ -24,12 +24,16 @@
 
 #include "engine/fwd_mm.h"
 #include "engine/mixer.h"
+#include "engine/mla_indexer.h"
 #include "engine/session.h"
 
 static void mla_state_rows(const sl_layer_desc *d, size_t elem, uint64_t row_bytes[2])
 {
     row_bytes[0] = ((uint64_t)d->mla.kv_lora + (uint64_t)d->mla.n_rot) * elem;
-    row_bytes[1] = 0; /* the values are the first kv_lora of each key row */
+    /* the values are the first kv_lora of each key row; the second stream
+     * is a full glm-dsa layer's indexer key */
+    const bool idx = d->mla.idx_top_k > 0 && d->mla.idx_full;
+    row_bytes[1] = idx ? (uint64_t)d->mla.idx_dim * elem : 0;
 }
 
 static uint64_t mla_state_seq(const sl_layer_desc *d)
@@ -117,7 +121,12 @@ static void mla_worker(void *ctx, int chunk, int n_chunks, int tid)
         b.n_pos = j->pos0 + t + 1;
         b.q = s->q + ((size_t)t * H + (size_t)h0) * (size_t)dk;
         b.out = s->attn_out + ((size_t)t * H + (size_t)h0) * (size_t)dv;
-        attend(&b);
+        if (a->idx_top_k > 0) {
+            const int *sel = sl_mla_sel(s, a, t);
+            sl_mla_attend_sparse(&b, s->kv_elem == 2, sel + 1, sel[0]);
+        } else {
+            attend(&b);
+        }
     }
 }
 
@@ -145,15 +154,22 @@ static void mla_forward(sl_session *s, const sl_layer *L, int il, int n, float *
     /* projections: q (through its latent) and the KV latent with k_pe */
     const sl_mat wkv = sl_fwd_mat(&L->wkv_a);
     if (a->q_lora > 0) {
+        /* a full glm-dsa layer's indexer keys and head weights read the
+         * block input too */
+        const bool idx = a->idx_top_k > 0 && a->idx_full;
         const sl_mat wqa = sl_fwd_mat(&L->wq_a);
-        const sl_mat *mats[2] = {&wqa, &wkv};
-        float *ys[2] = {s->ffn_out, kv};
-        sl_fwd_mm_shared(s, mats, ys, 2, s->xb, n);
+        const sl_mat wik = idx ? sl_fwd_mat(&L->idx_k) : wqa;
+        const sl_mat wip = idx ? sl_fwd_mat(&L->idx_proj) : wqa;
+        const sl_mat *mats[4] = {&wqa, &wkv, &wik, &wip};
+        float *ys[4] = {s->ffn_out, kv, idx ? sl_mla_idx_keys(s, a, n) : NULL,
+                        idx ? sl_mla_idx_weights(s, a, n) : NULL};
+        sl_fwd_mm_shared(s, mats, ys, idx ? 4 : 2, s->xb, n);
         const int ql = a->q_lora;
         for (int t = 0; t < n; t++) {
             float *c = s->ffn_out + (size_t)t * (size_t)ql;
             sl_rmsnorm(c, c, L->q_a_norm.data, ql, hp->rms_eps);
         }
+        if (idx) sl_mla_indexer_run(s, L, il, n, s->ffn_out);
         sl_fwd_mm_tensor(s, &L->wq_b, s->ffn_out, n, qraw);
     } else {
         const sl_mat wq = sl_fwd_mat(&L->wq);

@@ -18,6 +18,7 @@ static const sl_arch archs[] = {
     {"gemma4",     sl_family_gemma4_layer, SL_ROPE_NEOX,  SL_QK_NORM_HEAD, false, true,  true,  false, true},
     {"deepseek2",  sl_family_deepseek2_layer, SL_ROPE_NORMAL, SL_QK_NORM_NONE, false, true, false, true, false},
     {"glm4moe",    sl_family_glm4moe_layer, SL_ROPE_NEOX, SL_QK_NORM_HEAD, true,  true,  false, true,  false},
+    {"glm-dsa",    sl_family_glm_dsa_layer, SL_ROPE_NORMAL, SL_QK_NORM_NONE, false, true, false, true, false},
 };
 
 const sl_arch *sl_arch_find(const char *name)
@@ -30,7 +31,8 @@ const sl_arch *sl_arch_find(const char *name)
 
 const char *sl_arch_supported_list(void)
 {
-    return "llama, qwen2, qwen3, qwen2moe, qwen3moe, olmoe, qwen35moe, gpt-oss, gemma4, deepseek2, glm4moe";
+    return "llama, qwen2, qwen3, qwen2moe, qwen3moe, olmoe, qwen35moe, gpt-oss, gemma4, deepseek2, "
+           "glm4moe, glm-dsa";
 }
 
 char *sl_arch_key(char *buf, size_t cap, const char *arch, const char *suffix)

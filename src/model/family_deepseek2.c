@@ -132,7 +132,7 @@ static float mla_scale(const sl_hparams *hp, int head_dim, float *rope_attn_fact
     return 1.0f * mscale * mscale / sqrtf((float)head_dim);
 }
 
-int sl_family_deepseek2_layer(sl_binder *b, int il)
+int sl_bind_mla_layer(sl_binder *b, int il, sl_router_score default_score)
 {
     const sl_hparams *hp = &b->m->hp;
     sl_layer *L = &b->m->layers[il];
@@ -174,7 +174,7 @@ int sl_family_deepseek2_layer(sl_binder *b, int il)
         return rc;
     if ((rc = sl_bind_role(b, il, SL_LT_WO, true, 2, (uint64_t)H * (uint64_t)hdv, E, 0)))
         return rc;
-    if ((rc = sl_bind_ds_ffn(b, il, SL_T_FFN_NORM, false, SL_SCORE_SOFTMAX))) return rc;
+    if ((rc = sl_bind_ds_ffn(b, il, SL_T_FFN_NORM, false, default_score))) return rc;
 
     sl_layer_desc *d = &L->d;
     d->mixer = SL_MIXER_MLA;
@@ -191,4 +191,9 @@ int sl_family_deepseek2_layer(sl_binder *b, int il)
     d->attn = (sl_attn_desc){.n_head = H, .n_head_kv = 1, .head_dim = r + n_rot,
                              .head_dim_v = r, .scale = scale, .rope = d->mla.rope};
     return SL_OK;
+}
+
+int sl_family_deepseek2_layer(sl_binder *b, int il)
+{
+    return sl_bind_mla_layer(b, il, SL_SCORE_SOFTMAX);
 }

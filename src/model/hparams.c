@@ -77,6 +77,13 @@ static int read_issue17_keys(sl_hparams *hp, const sl_gguf *g, const char *a, sl
                               "= %g is out of range [0, 100)", a, (double)v);
         hp->yarn_log_mul = v / 0.1f;
     }
+    /* glm-dsa's indexer (the family file says which it needs) */
+    if ((rc = opt_int(g, a, "attention.indexer.head_count", 4096, &hp->idx_n_head, err)))
+        return rc;
+    if ((rc = opt_int(g, a, "attention.indexer.key_length", 65536, &hp->idx_dim, err)))
+        return rc;
+    if ((rc = opt_int(g, a, "attention.indexer.top_k", 1 << 24, &hp->idx_top_k, err)))
+        return rc;
     return SL_OK;
 }
 

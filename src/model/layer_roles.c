@@ -61,6 +61,11 @@ static const sl_lt_role roles[SL_LT_COUNT] = {
     [SL_LT_KV_A_NORM] = {"attn_kv_a_norm.weight", SL_READS_NOTHING, false},
     [SL_LT_WK_B] = {"attn_k_b.weight", SL_READS_INPUT, false},   /* each head's q_nope */
     [SL_LT_WV_B] = {"attn_v_b.weight", SL_READS_INPUT, false},   /* each head's latent output */
+    [SL_LT_IDX_K_NORM] = {"indexer.k_norm.weight", SL_READS_NOTHING, false},
+    [SL_LT_IDX_K_NORM_B] = {"indexer.k_norm.bias", SL_READS_NOTHING, false},
+    [SL_LT_IDX_PROJ] = {"indexer.proj.weight", SL_READS_INPUT, false},
+    [SL_LT_IDX_K] = {"indexer.attn_k.weight", SL_READS_INPUT, false},
+    [SL_LT_IDX_Q_B] = {"indexer.attn_q_b.weight", SL_READS_INPUT, false}, /* the q latent */
 };
 
 /* The named fields of sl_layer alias t[] in the enum's order. */
@@ -122,6 +127,11 @@ ROLE_AT(wkv_a, SL_LT_WKV_A);
 ROLE_AT(kv_a_norm, SL_LT_KV_A_NORM);
 ROLE_AT(wk_b, SL_LT_WK_B);
 ROLE_AT(wv_b, SL_LT_WV_B);
+ROLE_AT(idx_k_norm, SL_LT_IDX_K_NORM);
+ROLE_AT(idx_k_norm_b, SL_LT_IDX_K_NORM_B);
+ROLE_AT(idx_proj, SL_LT_IDX_PROJ);
+ROLE_AT(idx_k, SL_LT_IDX_K);
+ROLE_AT(idx_q_b, SL_LT_IDX_Q_B);
 _Static_assert(offsetof(sl_layer, d) == sizeof(sl_tensor) * SL_LT_COUNT,
                "every named tensor has a role");
 

@@ -57,6 +57,10 @@ typedef struct sl_hparams {
     int head_dim_mla;    /* MLA: key_length_mla, q/k head size nope + rope */
     int head_dim_v_mla;  /* MLA: value_length_mla */
     float yarn_log_mul;  /* rope.scaling.yarn_log_multiplier / 0.1 (0: absent) */
+    /* glm-dsa: the sparse-attention indexer (0: none) */
+    int idx_n_head;      /* attention.indexer.head_count */
+    int idx_dim;         /* attention.indexer.key_length */
+    int idx_top_k;       /* attention.indexer.top_k */
 } sl_hparams;
 
 /* A resident tensor: shape, type and a pointer into the model's memory. */
@@ -107,6 +111,9 @@ typedef enum sl_ltensor {
      * compressed KV latent and its norm, the per-head k/v up-projections */
     SL_LT_EXP_PROBS_B,
     SL_LT_WQ_A, SL_LT_Q_A_NORM, SL_LT_WQ_B, SL_LT_WKV_A, SL_LT_KV_A_NORM, SL_LT_WK_B, SL_LT_WV_B,
+    /* glm-dsa: the indexer's key norm (LayerNorm weight and bias), head
+     * weights, key and query projections */
+    SL_LT_IDX_K_NORM, SL_LT_IDX_K_NORM_B, SL_LT_IDX_PROJ, SL_LT_IDX_K, SL_LT_IDX_Q_B,
     SL_LT_COUNT
 } sl_ltensor;
 
@@ -173,6 +180,13 @@ typedef struct sl_mla_desc {
     int head_dim_v;  /* value head size after attn_v_b */
     float scale;     /* of the scores: mscale^2 / sqrt(head_dim) */
     sl_rope rope;    /* NORM-style, on the n_rot part of q and k */
+    /* glm-dsa's indexer (ARCHS.md section 5; idx_top_k 0: none): each query
+     * attends only to the idx_top_k visible keys of highest indexer score */
+    int idx_top_k;
+    int idx_n_head;  /* indexer query heads */
+    int idx_dim;     /* their size, and the cached indexer key's ([rope | nope]) */
+    bool idx_full;   /* the layer scores and selects; else it reuses the
+                        selection of the last full layer before it */
 } sl_mla_desc;
 
 /* Gated DeltaNet (ARCHS.md section 1): nk q/k heads and nv v heads of ds
@@ -287,6 +301,9 @@ typedef struct sl_layer {
              * q_a_norm [q_lora], q_b [q_lora, n_head*hd], kv_a [n_embd, r + rope],
              * kv_a_norm [r], k_b [nope, r, n_head], v_b [r, hdv, n_head] */
             sl_tensor exp_probs_b, wq_a, q_a_norm, wq_b, wkv_a, kv_a_norm, wk_b, wv_b;
+            /* glm-dsa indexer: k_norm, its bias [di], proj [n_embd, ih],
+             * attn_k [n_embd, di], attn_q_b [q_lora, ih*di] */
+            sl_tensor idx_k_norm, idx_k_norm_b, idx_proj, idx_k, idx_q_b;
         };
     };
     sl_layer_desc d;

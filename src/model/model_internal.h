@@ -56,6 +56,17 @@ int sl_family_glm4moe_layer(sl_binder *b, int il);
 int sl_bind_ds_ffn(sl_binder *b, int il, const char *norm_name, bool bias_required,
                    sl_router_score default_score);
 
+/* A deepseek2-style layer: MLA attention (binds its tensors, fills
+ * L->d.mla and the attention twin that sizes its scratch) and the routed
+ * FFN of sl_bind_ds_ffn with default_score when expert_gating_func is
+ * absent. Fails naming a missing or unsupported key or tensor.
+ * (family_deepseek2.c) */
+int sl_bind_mla_layer(sl_binder *b, int il, sl_router_score default_score);
+
+/* The layer function of glm-dsa (family_glm_dsa.c): sl_bind_mla_layer
+ * with sigmoid routing by default, and the sparse-attention indexer. */
+int sl_family_glm_dsa_layer(sl_binder *b, int il);
+
 /* The layer function of gpt-oss (family_gptoss.c). */
 int sl_family_gptoss_layer(sl_binder *b, int il);
 

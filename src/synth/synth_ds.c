@@ -1,4 +1,6 @@
-/* synth_ds.c - synthetic deepseek2 and glm4moe models (see synth_ds.h). */
+/* synth_ds.c - synthetic deepseek2, glm4moe and glm-dsa models (see
+ * synth_ds.h). glm-dsa is deepseek2's MLA plus the sparse-attention
+ * indexer, whose dimensions follow from the MLA ones (see idx_dims). */
 #include "synth/synth_ds.h"
 
 #include <stdio.h>
@@ -48,6 +50,19 @@ static const ds_preset presets[] = {
       .n_dense_lead = 1, .n_group = 1, .n_group_used = 1, .gating = 2, .w_scale = 2.5f,
       .w_norm = true, .sel_bias = true, .qkv_bias = true, .qk_norm = true, .n_vocab = 512,
       .n_ctx = 4096, .rope_base = 1000000.0f, .rms_eps = 1e-5f}},
+    {"tiny", "glm-dsa",
+     {.n_layer = 3, .n_embd = 64, .n_head = 4, .n_ff = 128, .n_ff_exp = 32, .n_expert = 8,
+      .n_expert_used = 2, .n_expert_shared = 1, .n_dense_lead = 1, .n_group = 1,
+      .n_group_used = 1, .gating = 2, .w_scale = 2.5f, .w_norm = true, .sel_bias = true,
+      .q_lora = 64, .kv_lora = 64, .nope = 32, .rope = 32, .v_head = 32, .n_vocab = 512,
+      .n_ctx = 4096, .rope_base = 1000000.0f, .rms_eps = 1e-5f}},
+    {"glm-5", "glm-dsa",
+     {.n_layer = 78, .n_nextn = 1, .n_embd = 6144, .n_head = 64, .n_ff = 12288,
+      .n_ff_exp = 2048, .n_expert = 256, .n_expert_used = 8, .n_expert_shared = 1,
+      .n_dense_lead = 3, .n_group = 1, .n_group_used = 1, .gating = 2, .w_scale = 2.5f,
+      .w_norm = true, .sel_bias = true, .q_lora = 2048, .kv_lora = 512, .nope = 192,
+      .rope = 64, .v_head = 256, .n_vocab = 154880, .n_ctx = 202752,
+      .rope_base = 1000000.0f, .rms_eps = 1e-5f, .pre = "glm4"}},
     {"glm-4.6", "glm4moe",
      {.n_layer = 92, .n_nextn = 1, .n_embd = 5120, .n_head = 96, .n_head_kv = 8,
       .head_dim = 128, .rope_dim = 64, .n_ff = 12288, .n_ff_exp = 1536, .n_expert = 160,
@@ -60,13 +75,43 @@ static const ds_preset presets[] = {
 
 bool sl_synth_ds_arch(const char *arch)
 {
-    return arch && (!strcmp(arch, "deepseek2") || !strcmp(arch, "glm4moe"));
+    return arch && (!strcmp(arch, "deepseek2") || !strcmp(arch, "glm4moe") ||
+                    !strcmp(arch, "glm-dsa"));
+}
+
+/* MLA attention: deepseek2 and glm-dsa. */
+static bool is_mla(const sl_synth_ds *c)
+{
+    return !strcmp(c->arch, "deepseek2") || !strcmp(c->arch, "glm-dsa");
+}
+
+/* glm-dsa's indexer, keys of 2 x rope (llama.cpp splits its heads
+ * [rope | nope] correctly only then, and its Hadamard needs a multiple of
+ * 64). GLM-5: 32 heads, top-k 2048, every layer full (its files have no
+ * attention.indexer.types). tiny: 4 heads, top-k 4 (so a short prompt
+ * already selects), every layer full but the last of three or more,
+ * which shares the selection before it. */
+typedef struct idx_dims {
+    uint32_t n_head, dim, top_k;
+} idx_dims;
+
+static bool is_glm5(const sl_synth_ds *c) { return !strcmp(c->preset, "glm-5"); }
+
+static idx_dims idx_of(const sl_synth_ds *c)
+{
+    return is_glm5(c) ? (idx_dims){32, 2 * c->rope, 2048} : (idx_dims){4, 2 * c->rope, 4};
+}
+
+static bool idx_full(const sl_synth_ds *c, uint32_t l)
+{
+    return is_glm5(c) || c->n_layer < 3 || l + 1 < c->n_layer;
 }
 
 const char *sl_synth_ds_presets(void)
 {
-    return "tiny (deepseek2 and glm4moe: n_embd 64, 3 layers, 8 experts top-2), deepseek-v3, "
-           "kimi-k2 (deepseek2), glm-4.6 (glm4moe) with the published dimensions "
+    return "tiny (deepseek2, glm4moe and glm-dsa: n_embd 64, 3 layers, 8 experts top-2), "
+           "deepseek-v3, "
+           "kimi-k2 (deepseek2), glm-4.6 (glm4moe), glm-5 (glm-dsa) with the published dimensions "
            "(use --layers for a few)";
 }
 
@@ -74,7 +119,7 @@ int sl_synth_ds_init(sl_synth_ds *c, const char *arch, const char *preset, sl_er
 {
     memset(c, 0, sizeof *c);
     if (!sl_synth_ds_arch(arch))
-        return sl_err_set(err, SL_EINVAL, "'%s' is not deepseek2 or glm4moe",
+        return sl_err_set(err, SL_EINVAL, "'%s' is not deepseek2, glm4moe or glm-dsa",
                           arch ? arch : "(none)");
     for (size_t i = 0; i < N_PRESETS; i++)
         if (preset && !strcmp(preset, presets[i].name) && !strcmp(arch, presets[i].arch)) {
@@ -93,7 +138,7 @@ int sl_synth_ds_init(sl_synth_ds *c, const char *arch, const char *preset, sl_er
 
 int sl_synth_ds_validate(const sl_synth_ds *c, sl_err *err)
 {
-    const bool mla = !strcmp(c->arch, "deepseek2");
+    const bool mla = is_mla(c);
     if (!sl_synth_ds_arch(c->arch))
         return sl_err_set(err, SL_EINVAL, "unknown architecture '%s'", c->arch);
     if (c->n_layer < 1 || c->n_layer > 1024 || c->n_nextn > 4)
@@ -126,6 +171,10 @@ int sl_synth_ds_validate(const sl_synth_ds *c, sl_err *err)
             return sl_err_set(err, SL_EINVAL, "MLA dimensions (q_lora %u, kv_lora %u, nope %u, "
                               "rope %u, v %u) out of range", c->q_lora, c->kv_lora, c->nope,
                               c->rope, c->v_head);
+        const uint32_t di = idx_of(c).dim;
+        if (!strcmp(c->arch, "glm-dsa") && (c->q_lora == 0 || di % 64 || (di & (di - 1))))
+            return sl_err_set(err, SL_EINVAL, "glm-dsa needs q_lora > 0 and an indexer key of "
+                              "2 x rope = %u a power of two of at least 64", di);
     } else {
         if (c->n_head_kv < 1 || c->n_head % c->n_head_kv || c->head_dim < 2 ||
             c->head_dim % 2 || c->rope_dim > c->head_dim || c->rope_dim % 2 || !c->sel_bias)
@@ -182,7 +231,7 @@ static void add_attention(plan *p, const sl_synth_ds *c, int l)
 {
     const uint64_t E = c->n_embd, H = c->n_head;
     add(p, l, SL_T_ATTN_NORM, SL_SYNTH_R_NORM, 1, E, 0, 0);
-    if (!strcmp(c->arch, "deepseek2")) {
+    if (is_mla(c)) {
         const uint64_t hd = c->nope + c->rope;
         if (c->q_lora) {
             add(p, l, "attn_q_a.weight", SL_SYNTH_R_ATTN_Q, 2, E, c->q_lora, 0);
@@ -196,6 +245,15 @@ static void add_attention(plan *p, const sl_synth_ds *c, int l)
         add(p, l, "attn_k_b.weight", SL_SYNTH_R_ATTN_K, 3, c->nope, c->kv_lora, H);
         add(p, l, "attn_v_b.weight", SL_SYNTH_R_ATTN_V, 3, c->kv_lora, c->v_head, H);
         add(p, l, SL_T_ATTN_OUT, SL_SYNTH_R_ATTN_OUT, 2, H * c->v_head, E, 0);
+        const idx_dims ix = idx_of(c);
+        if (!strcmp(c->arch, "glm-dsa") && (uint32_t)l < c->n_layer && idx_full(c, (uint32_t)l)) {
+            add(p, l, "indexer.k_norm.weight", SL_SYNTH_R_NORM, 1, ix.dim, 0, 0);
+            add(p, l, "indexer.k_norm.bias", SL_SYNTH_R_BIAS, 1, ix.dim, 0, 0);
+            add(p, l, "indexer.proj.weight", SL_SYNTH_R_ATTN_K, 2, E, ix.n_head, 0);
+            add(p, l, "indexer.attn_k.weight", SL_SYNTH_R_ATTN_K, 2, E, ix.dim, 0);
+            add(p, l, "indexer.attn_q_b.weight", SL_SYNTH_R_ATTN_Q, 2, c->q_lora,
+                (uint64_t)ix.n_head * ix.dim, 0);
+        }
         return;
     }
     const uint64_t q = H * c->head_dim, kv = (uint64_t)c->n_head_kv * c->head_dim;
@@ -301,9 +359,22 @@ static void kb(kw *k, const char *suffix, bool v)
 }
 
 /* The keys llama.cpp's converter writes (ARCHS.md sections 3 and 4). */
+/* glm-dsa's attention.indexer.types: one bool per layer (true: full). */
+static void idx_types(kw *k, const sl_synth_ds *c)
+{
+    uint8_t full[1024];
+    for (uint32_t l = 0; l < c->n_layer; l++) full[l] = idx_full(c, l);
+    sl_gguf_value v = {.type = SL_GGUF_ARRAY,
+                       .v.arr = {.type = SL_GGUF_BOOL, .n = c->n_layer, .data = full}};
+    char key[128];
+    if (!k->rc)
+        k->rc = sl_gguf_writer_set_value(
+            k->w, sl_arch_key(key, sizeof key, k->arch, "attention.indexer.types"), &v);
+}
+
 static void arch_keys(kw *k, const sl_synth_ds *c)
 {
-    const bool mla = !strcmp(c->arch, "deepseek2");
+    const bool mla = is_mla(c);
     ku(k, SL_KEY_BLOCK_COUNT, c->n_layer + c->n_nextn);
     if (c->n_nextn) ku(k, "nextn_predict_layers", c->n_nextn);
     ku(k, SL_KEY_CONTEXT_LENGTH, c->n_ctx);
@@ -340,6 +411,13 @@ static void arch_keys(kw *k, const sl_synth_ds *c)
             kf(k, SL_KEY_ROPE_SCALING_FACTOR, c->yarn_factor);
             ku(k, SL_KEY_ROPE_SCALING_ORIG_CTX, c->yarn_orig_ctx);
             kf(k, "rope.scaling.yarn_log_multiplier", c->yarn_log_mul);
+        }
+        if (!strcmp(c->arch, "glm-dsa")) {
+            const idx_dims ix = idx_of(c);
+            ku(k, "attention.indexer.head_count", ix.n_head);
+            ku(k, "attention.indexer.key_length", ix.dim);
+            ku(k, "attention.indexer.top_k", ix.top_k);
+            if (!is_glm5(c)) idx_types(k, c);
         }
     } else {
         ku(k, SL_KEY_HEAD_COUNT_KV, c->n_head_kv);
