@@ -62,6 +62,39 @@
  *               on channels (analysis, commentary, final), ended by <|return|>
  *               or <|call|>; <|end|> ends one message, not the reply
  *               (harmony_stream.h splits it).
+ *   qwen3.5     Qwen3.5 / 3.6 (template mentions "<function="; chat_qwen35.c):
+ *               ChatML with every content trimmed; assistant turns after the
+ *               last user query always carry "<think>\n{r}\n</think>\n\n";
+ *               generation prompt "<|im_start|>assistant\n<think>\n", or
+ *               with enable_thinking = false "...<think>\n\n</think>\n\n";
+ *               tools declared first (system text after them), calls as
+ *               <tool_call>\n<function=NAME>\n<parameter=K>\nV\n</parameter>\n
+ *               </function>\n</tool_call>.
+ *   deepseek-v3, deepseek-v3.1, deepseek-r1 (template has "<｜User｜>";
+ *               chat_deepseek.c): {bos}{s}<｜User｜>{u}<｜Assistant｜>{a}<｜end▁of▁sentence｜>
+ *               ...; v3.1 (template has "<think></think>") puts
+ *               "<think></think>" before answers to a user turn and ends the
+ *               generation prompt with "<think>" (thinking) or
+ *               "<think></think>"; r1 (no "<think></think>", has "<think>\n")
+ *               ends it with "<think>\n" (or "<think>\n</think>" without
+ *               thinking). Earlier answers lose their reasoning.
+ *               Deviation: thinking follows enable_thinking (default on),
+ *               where V3.1's template defaults to off.
+ *   kimi-k2, kimi-k2-thinking (template has "<|im_middle|>"; chat_kimi.c)
+ *               <|im_system|>system<|im_middle|>{s}<|im_end|><|im_user|>user
+ *               <|im_middle|>{u}<|im_end|><|im_assistant|>assistant<|im_middle|>
+ *               {a}<|im_end|> ..., generation prompt <|im_assistant|>assistant
+ *               <|im_middle|>; the thinking template (has "<think>") writes
+ *               "<think></think>" (or the reasoning, after the last plain
+ *               answer) before each answer.
+ *   glm4, glm4.7 (template starts "[gMASK]<sop>"; chat_glm.c; glm4.7 when it
+ *               mentions "clear_thinking"): [gMASK]<sop><|system|>\n{s}
+ *               <|user|>\n{u}<|assistant|>\n<think></think>\n{a} ...
+ *               (4.7: no "\n"s, "</think>" for the empty block, generation
+ *               prompt "<|assistant|><think>" or "<|assistant|></think>").
+ *               No end marker: the turn ends with the next header, so the
+ *               turn end is "" and the stops are "<|user|>",
+ *               "<|observation|>", "<|endoftext|>".
  *   plain       fallback for templates we do not recognise:
  *                 System: {s}\nUser: {u}\nAssistant: {a}\n ... Assistant:
  *
@@ -96,6 +129,14 @@ typedef enum sl_chat_family {
     SL_CHAT_MISTRAL_V3,
     SL_CHAT_TULU,
     SL_CHAT_HARMONY,
+    SL_CHAT_QWEN35,
+    SL_CHAT_DEEPSEEK_V3,
+    SL_CHAT_DEEPSEEK_V31,
+    SL_CHAT_DEEPSEEK_R1,
+    SL_CHAT_KIMI,
+    SL_CHAT_KIMI_THINKING,
+    SL_CHAT_GLM4,
+    SL_CHAT_GLM47,
 } sl_chat_family;
 
 /* One message; role is "system", "user" or "assistant". Both strings are
