@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "chat/chat.h"
+#include "chat/toolcall_stream.h"
 #include "test.h"
 
 #define CHECK_STR_EQ(got, want)                                                \
@@ -265,8 +266,39 @@ TEST(names_and_continuation)
     }
 }
 
+static void keep(void *ud, const char *p, size_t n)
+{
+    char *s = ud;
+    size_t l = strlen(s);
+    if (l + n < 128) memcpy(s + l, p, n), s[l + n] = '\0';
+}
+
+/* the answer's calls in Qwen3.5's form (as its template writes them in
+ * history) come back as name + JSON arguments, fed in pieces */
+TEST(qwen35_call_parsed)
+{
+    const char *ans = "Let me look.\n\n<tool_call>\n<function=get_weather>\n<parameter=city>\n"
+                      "Paris\n</parameter>\n<parameter=days>\n2\n</parameter>\n</function>\n"
+                      "</tool_call>";
+    sl_tc_stream st;
+    sl_tc_init(&st);
+    char content[128] = "";
+    const size_t len = strlen(ans);
+    for (size_t i = 0; i < len; i += 5)
+        sl_tc_feed(&st, ans + i, len - i < 5 ? len - i : 5, keep, content);
+    sl_tc_finish(&st, keep, content);
+    CHECK_EQ_INT(st.n_calls, 1);
+    if (st.n_calls == 1) {
+        CHECK_STR_EQ(st.calls[0].name, "get_weather");
+        CHECK_STR_EQ(st.calls[0].arguments, "{\"city\":\"Paris\",\"days\":2}");
+    }
+    CHECK_STR_EQ(content, "Let me look.\n\n");
+    sl_tc_free(&st);
+}
+
 int main(void)
 {
+    RUN(qwen35_call_parsed);
     RUN(qwen35);
     RUN(deepseek);
     RUN(kimi_k2);
