@@ -197,15 +197,20 @@ typedef struct sl_chat_turn {
 sl_chat_opts sl_chat_opts_default(void);
 
 /* Family of a tokenizer.chat_template string (NULL or empty -> plain):
- * "<|im_start|>" -> chatml, or qwen3 if it also mentions "enable_thinking"
- * or "</think>";
+ * "<｜User｜>" -> deepseek-v3.1 with "<think></think>", deepseek-r1 with
+ * "<think>\n", else deepseek-v3; "<|im_middle|>" and "<|im_assistant|>" ->
+ * kimi-k2-thinking with "<think>", else kimi-k2; "[gMASK]<sop>" and
+ * "<|assistant|>" -> glm4.7 with "clear_thinking", else glm4;
+ * "<|im_start|>" -> qwen3.5 with "<function=", else chatml, or qwen3 if it
+ * also mentions "enable_thinking" or "</think>";
  * "<|start_header_id|>" -> llama3; "[INST]" -> mistral-v3 if it has
  * "[AVAILABLE_TOOLS]" and no " [INST]", else mistral; "<|user|>" and
  * "<|assistant|>" -> tulu; anything else -> plain. */
 sl_chat_family sl_chat_detect(const char *jinja);
 
 /* Name of a family ("chatml", "qwen3", "llama3", "mistral", "mistral-v3",
- * "tulu", "plain"). */
+ * "tulu", "harmony", "qwen3.5", "deepseek-v3", "deepseek-v3.1",
+ * "deepseek-r1", "kimi-k2", "kimi-k2-thinking", "glm4", "glm4.7", "plain"). */
 const char *sl_chat_family_name(sl_chat_family f);
 
 /* Family for a name; SL_EINVAL listing the valid names if unknown. */
@@ -262,14 +267,18 @@ int sl_chat_render_turns(const sl_chat_template *t, const sl_chat_turn *turns, s
 bool sl_chat_has_tools(const sl_chat_template *t);
 
 /* Text that closes an assistant turn in this family: "<|im_end|>\n",
- * "<|eot_id|>", the EOS text (mistral), EOS + "\n" (tulu), "\n" (plain).
+ * "<|eot_id|>", the EOS text (mistral), EOS + "\n" (tulu), "\n" (plain),
+ * "<|end|>" (harmony), "<｜end▁of▁sentence｜>" (deepseek), "<|im_end|>"
+ * (kimi), "" (glm: the next header ends the turn).
  * It is the start of every sl_chat_render_continue output; a caller whose
  * cache already holds part of it skips that many leading bytes. */
 const char *sl_chat_turn_end(const sl_chat_template *t);
 
 /* NULL-terminated list of strings whose generation ends the assistant's
  * turn (for matching generated token text), first the family's own marker:
- * chatml/qwen3 "<|im_end|>" "<|endoftext|>"; llama3 "<|eot_id|>"
+ * chatml/qwen3/qwen3.5 "<|im_end|>" "<|endoftext|>"; deepseek
+ * "<｜end▁of▁sentence｜>"; kimi "<|im_end|>"; glm "<|user|>" "<|observation|>"
+ * "<|endoftext|>"; llama3 "<|eot_id|>"
  * "<|end_of_text|>" "<|eom_id|>"; mistral EOS; tulu EOS "<|user|>"; plain
  * "\nUser:". Valid while t lives. */
 const char *const *sl_chat_stop_strings(const sl_chat_template *t);
