@@ -369,7 +369,7 @@ void sl_sampling_reset(sl_sampling *s);
  * (no Jinja engine: known families are rendered by hand): "chatml",
  * "qwen3", "qwen3.5", "llama3", "mistral", "mistral-v3", "tulu", "harmony",
  * "deepseek-v3", "deepseek-v3.1", "deepseek-r1", "kimi-k2",
- * "kimi-k2-thinking", "glm4", "glm4.7", and "plain" for templates not
+ * "kimi-k2-thinking", "glm4", "glm4.7", "gemma4", and "plain" for templates not
  * recognised. */
 typedef struct sl_chat sl_chat;
 

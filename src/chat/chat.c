@@ -19,7 +19,7 @@ static const struct {
     {SL_CHAT_DEEPSEEK_V3, "deepseek-v3"}, {SL_CHAT_DEEPSEEK_V31, "deepseek-v3.1"},
     {SL_CHAT_DEEPSEEK_R1, "deepseek-r1"}, {SL_CHAT_KIMI, "kimi-k2"},
     {SL_CHAT_KIMI_THINKING, "kimi-k2-thinking"}, {SL_CHAT_GLM4, "glm4"},
-    {SL_CHAT_GLM47, "glm4.7"}, {SL_CHAT_PLAIN, "plain"},
+    {SL_CHAT_GLM47, "glm4.7"}, {SL_CHAT_GEMMA4, "gemma4"}, {SL_CHAT_PLAIN, "plain"},
 };
 
 #define N_NAMES (sizeof k_names / sizeof k_names[0])
@@ -41,7 +41,7 @@ int sl_chat_family_from_name(const char *name, sl_chat_family *out, sl_err *err)
     return sl_err_set(err, SL_EINVAL,
                       "unknown chat template '%s' (known: chatml, qwen3, llama3, mistral, "
                       "mistral-v3, tulu, harmony, qwen3.5, deepseek-v3, deepseek-v3.1, "
-                      "deepseek-r1, kimi-k2, kimi-k2-thinking, glm4, glm4.7, plain)",
+                      "deepseek-r1, kimi-k2, kimi-k2-thinking, glm4, glm4.7, gemma4, plain)",
                       name);
 }
 
@@ -63,6 +63,7 @@ sl_chat_family sl_chat_detect(const char *j)
         return has(j, "<think>") ? SL_CHAT_KIMI_THINKING : SL_CHAT_KIMI;
     if (has(j, "[gMASK]<sop>") && has(j, "<|assistant|>"))
         return has(j, "clear_thinking") ? SL_CHAT_GLM47 : SL_CHAT_GLM4;
+    if (has(j, "<|turn>") && has(j, "<turn|>")) return SL_CHAT_GEMMA4;
     if (has(j, "<|im_start|>") && has(j, "<function=")) return SL_CHAT_QWEN35;
     if (has(j, "<|im_start|>"))
         return has(j, "enable_thinking") || has(j, "</think>") ? SL_CHAT_QWEN3 : SL_CHAT_CHATML;
@@ -271,6 +272,10 @@ int sl_chat_template_init(sl_chat_template *t, const char *jinja, const sl_chat_
         t->stops[0] = "<|user|>";
         t->stops[1] = "<|observation|>";
         t->stops[2] = "<|endoftext|>";
+        break;
+    case SL_CHAT_GEMMA4:
+        te = "<turn|>\n";
+        t->stops[0] = "<turn|>";
         break;
     case SL_CHAT_PLAIN:
         te = "\n";

@@ -95,6 +95,11 @@
  *               No end marker: the turn ends with the next header, so the
  *               turn end is "" and the stops are "<|user|>",
  *               "<|observation|>", "<|endoftext|>".
+ *   gemma4      Gemma 4 (template has "<|turn>"; chat_gemma4.c, no tools):
+ *                 {bos}<|turn>system\n[<|think|>\n]{s}<turn|>\n
+ *                 <|turn>user\n{u}<turn|>\n<|turn>model\n{a}<turn|>\n ...
+ *               generation prompt <|turn>model\n, + <|channel>thought\n
+ *               <channel|> without thinking; stop "<turn|>".
  *   plain       fallback for templates we do not recognise:
  *                 System: {s}\nUser: {u}\nAssistant: {a}\n ... Assistant:
  *
@@ -137,6 +142,7 @@ typedef enum sl_chat_family {
     SL_CHAT_KIMI_THINKING,
     SL_CHAT_GLM4,
     SL_CHAT_GLM47,
+    SL_CHAT_GEMMA4,
 } sl_chat_family;
 
 /* One message; role is "system", "user" or "assistant". Both strings are
@@ -200,7 +206,8 @@ sl_chat_opts sl_chat_opts_default(void);
  * "<｜User｜>" -> deepseek-v3.1 with "<think></think>", deepseek-r1 with
  * "<think>\n", else deepseek-v3; "<|im_middle|>" and "<|im_assistant|>" ->
  * kimi-k2-thinking with "<think>", else kimi-k2; "[gMASK]<sop>" and
- * "<|assistant|>" -> glm4.7 with "clear_thinking", else glm4;
+ * "<|assistant|>" -> glm4.7 with "clear_thinking", else glm4; "<|turn>" and
+ * "<turn|>" -> gemma4;
  * "<|im_start|>" -> qwen3.5 with "<function=", else chatml, or qwen3 if it
  * also mentions "enable_thinking" or "</think>";
  * "<|start_header_id|>" -> llama3; "[INST]" -> mistral-v3 if it has
@@ -210,7 +217,7 @@ sl_chat_family sl_chat_detect(const char *jinja);
 
 /* Name of a family ("chatml", "qwen3", "llama3", "mistral", "mistral-v3",
  * "tulu", "harmony", "qwen3.5", "deepseek-v3", "deepseek-v3.1",
- * "deepseek-r1", "kimi-k2", "kimi-k2-thinking", "glm4", "glm4.7", "plain"). */
+ * "deepseek-r1", "kimi-k2", "kimi-k2-thinking", "glm4", "glm4.7", "gemma4", "plain"). */
 const char *sl_chat_family_name(sl_chat_family f);
 
 /* Family for a name; SL_EINVAL listing the valid names if unknown. */

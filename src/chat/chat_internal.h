@@ -55,6 +55,8 @@ void sl_chat_render_deepseek(sl_sbuf *b, const sl_chat_template *t, const sl_cha
                              const sl_chat_role *ro, size_t n, bool cont, bool gen);
 void sl_chat_render_kimi(sl_sbuf *b, const sl_chat_template *t, const sl_chat_turn *m,
                          const sl_chat_role *ro, size_t n, bool cont, bool gen);
+void sl_chat_render_gemma4(sl_sbuf *b, const sl_chat_template *t, const sl_chat_turn *m,
+                           const sl_chat_role *ro, size_t n, bool cont, bool gen);
 void sl_chat_render_glm(sl_sbuf *b, const sl_chat_template *t, const sl_chat_turn *m,
                         const sl_chat_role *ro, size_t n, bool cont, bool gen);
 

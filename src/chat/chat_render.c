@@ -316,7 +316,7 @@ static bool family_has_bos(sl_chat_family f)
 {
     return f == SL_CHAT_LLAMA3 || f == SL_CHAT_MISTRAL || f == SL_CHAT_MISTRAL_V3 ||
            f == SL_CHAT_TULU || f == SL_CHAT_DEEPSEEK_V3 || f == SL_CHAT_DEEPSEEK_V31 ||
-           f == SL_CHAT_DEEPSEEK_R1;
+           f == SL_CHAT_DEEPSEEK_R1 || f == SL_CHAT_GEMMA4;
 }
 
 static int render(const sl_chat_template *t, const sl_chat_turn *msgs, size_t n,
@@ -378,6 +378,9 @@ static int render(const sl_chat_template *t, const sl_chat_turn *msgs, size_t n,
     case SL_CHAT_KIMI:
     case SL_CHAT_KIMI_THINKING:
         sl_chat_render_kimi(&b, t, msgs, ro, n, cont, gen);
+        break;
+    case SL_CHAT_GEMMA4:
+        sl_chat_render_gemma4(&b, t, msgs, ro, n, cont, gen);
         break;
     case SL_CHAT_GLM4:
     case SL_CHAT_GLM47:

@@ -223,12 +223,31 @@ TEST(glm)
     sl_chat_template_free(&nt);
 }
 
+TEST(gemma4)
+{
+    sl_chat_template t, nt;
+    init_from_file_bos(&t, "google-gemma-4-31B-it.jinja", SL_CHAT_GEMMA4, true, "<bos>");
+    init_from_file_bos(&nt, "google-gemma-4-31B-it.jinja", SL_CHAT_GEMMA4, false, "<bos>");
+    check_render(&t, k_history, 4, NULL, true,
+                 "<bos><|turn>system\n<|think|>\nBe brief.<turn|>\n<|turn>user\nHi<turn|>\n<|turn>model\n<think>\nsay hi\n</think>\n\nHello!<turn|>\n<|turn>user\nSky?<turn|>\n<|turn>model\n");
+    check_render(&nt, k_history, 4, NULL, true,
+                 "<bos><|turn>system\nBe brief.<turn|>\n<|turn>user\nHi<turn|>\n<|turn>model\n<think>\nsay hi\n</think>\n\nHello!<turn|>\n<|turn>user\nSky?<turn|>\n<|turn>model\n<|channel>thought\n<channel|>");
+    check_render(&t, k_after_query, 2, NULL, false,
+                 "<bos><|turn>system\n<|think|>\n<turn|>\n<|turn>user\nHi<turn|>\n<|turn>model\nHello!<turn|>\n");
+    check_render(&nt, k_after_query, 2, NULL, false,
+                 "<bos><|turn>user\nHi<turn|>\n<|turn>model\nHello!<turn|>\n");
+    CHECK_STR_EQ(sl_chat_stop_strings(&t)[0], "<turn|>");
+    CHECK_STR_EQ(sl_chat_turn_end(&t), "<turn|>\n");
+    sl_chat_template_free(&t);
+    sl_chat_template_free(&nt);
+}
+
 /* every family name round-trips, and a continuation equals the tail of the
  * whole render for the families whose history is kept verbatim */
 TEST(names_and_continuation)
 {
     const char *names[] = {"qwen3.5", "deepseek-v3", "deepseek-v3.1", "deepseek-r1",
-                           "kimi-k2", "kimi-k2-thinking", "glm4", "glm4.7"};
+                           "kimi-k2", "kimi-k2-thinking", "glm4", "glm4.7", "gemma4"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         sl_chat_family f;
         sl_err err = {0};
@@ -303,6 +322,7 @@ int main(void)
     RUN(deepseek);
     RUN(kimi_k2);
     RUN(glm);
+    RUN(gemma4);
     RUN(names_and_continuation);
     return TEST_REPORT();
 }
