@@ -398,8 +398,10 @@ void sl_sampling_reset(sl_sampling *s);
 
 /* Chat prompt formats recognised from the model's tokenizer.chat_template
  * (no Jinja engine: known families are rendered by hand): "chatml",
- * "qwen3", "llama3", "mistral", "mistral-v3", "tulu", and "plain" for
- * templates not recognised. */
+ * "qwen3", "qwen3.5", "llama3", "mistral", "mistral-v3", "tulu", "harmony",
+ * "deepseek-v3", "deepseek-v3.1", "deepseek-r1", "kimi-k2",
+ * "kimi-k2-thinking", "glm4", "glm4.7", "gemma4", and "plain" for templates not
+ * recognised. */
 typedef struct sl_chat sl_chat;
 
 typedef struct sl_chat_message {

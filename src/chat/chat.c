@@ -15,7 +15,11 @@ static const struct {
     {SL_CHAT_CHATML, "chatml"},   {SL_CHAT_QWEN3, "qwen3"},
     {SL_CHAT_LLAMA3, "llama3"},   {SL_CHAT_MISTRAL, "mistral"},
     {SL_CHAT_MISTRAL_V3, "mistral-v3"}, {SL_CHAT_TULU, "tulu"},
-    {SL_CHAT_HARMONY, "harmony"}, {SL_CHAT_PLAIN, "plain"},
+    {SL_CHAT_HARMONY, "harmony"}, {SL_CHAT_QWEN35, "qwen3.5"},
+    {SL_CHAT_DEEPSEEK_V3, "deepseek-v3"}, {SL_CHAT_DEEPSEEK_V31, "deepseek-v3.1"},
+    {SL_CHAT_DEEPSEEK_R1, "deepseek-r1"}, {SL_CHAT_KIMI, "kimi-k2"},
+    {SL_CHAT_KIMI_THINKING, "kimi-k2-thinking"}, {SL_CHAT_GLM4, "glm4"},
+    {SL_CHAT_GLM47, "glm4.7"}, {SL_CHAT_GEMMA4, "gemma4"}, {SL_CHAT_PLAIN, "plain"},
 };
 
 #define N_NAMES (sizeof k_names / sizeof k_names[0])
@@ -36,7 +40,8 @@ int sl_chat_family_from_name(const char *name, sl_chat_family *out, sl_err *err)
         }
     return sl_err_set(err, SL_EINVAL,
                       "unknown chat template '%s' (known: chatml, qwen3, llama3, mistral, "
-                      "mistral-v3, tulu, harmony, plain)",
+                      "mistral-v3, tulu, harmony, qwen3.5, deepseek-v3, deepseek-v3.1, "
+                      "deepseek-r1, kimi-k2, kimi-k2-thinking, glm4, glm4.7, gemma4, plain)",
                       name);
 }
 
@@ -49,6 +54,17 @@ sl_chat_family sl_chat_detect(const char *j)
 {
     if (!j || !*j) return SL_CHAT_PLAIN;
     if (has(j, "<|channel|>") && has(j, "<|start|>")) return SL_CHAT_HARMONY;
+    if (has(j, "<\xef\xbd\x9cUser\xef\xbd\x9c>")) { /* <｜User｜> */
+        if (has(j, "<think></think>")) return SL_CHAT_DEEPSEEK_V31;
+        if (has(j, "<think>\\n") || has(j, "<think>\n")) return SL_CHAT_DEEPSEEK_R1;
+        return SL_CHAT_DEEPSEEK_V3;
+    }
+    if (has(j, "<|im_middle|>") && has(j, "<|im_assistant|>"))
+        return has(j, "<think>") ? SL_CHAT_KIMI_THINKING : SL_CHAT_KIMI;
+    if (has(j, "[gMASK]<sop>") && has(j, "<|assistant|>"))
+        return has(j, "clear_thinking") ? SL_CHAT_GLM47 : SL_CHAT_GLM4;
+    if (has(j, "<|turn>") && has(j, "<turn|>")) return SL_CHAT_GEMMA4;
+    if (has(j, "<|im_start|>") && has(j, "<function=")) return SL_CHAT_QWEN35;
     if (has(j, "<|im_start|>"))
         return has(j, "enable_thinking") || has(j, "</think>") ? SL_CHAT_QWEN3 : SL_CHAT_CHATML;
     if (has(j, "<|start_header_id|>")) return SL_CHAT_LLAMA3;
@@ -212,6 +228,7 @@ int sl_chat_template_init(sl_chat_template *t, const char *jinja, const sl_chat_
     switch (t->family) {
     case SL_CHAT_CHATML:
     case SL_CHAT_QWEN3:
+    case SL_CHAT_QWEN35:
         te = "<|im_end|>\n";
         t->stops[0] = "<|im_end|>";
         t->stops[1] = "<|endoftext|>";
@@ -237,6 +254,28 @@ int sl_chat_template_init(sl_chat_template *t, const char *jinja, const sl_chat_
         te = "<|end|>";
         t->stops[0] = "<|return|>";
         t->stops[1] = "<|call|>";
+        break;
+    case SL_CHAT_DEEPSEEK_V3:
+    case SL_CHAT_DEEPSEEK_V31:
+    case SL_CHAT_DEEPSEEK_R1:
+        te = "<\xef\xbd\x9c" "end\xe2\x96\x81of\xe2\x96\x81sentence\xef\xbd\x9c>";
+        t->stops[0] = te;
+        break;
+    case SL_CHAT_KIMI:
+    case SL_CHAT_KIMI_THINKING:
+        te = "<|im_end|>";
+        t->stops[0] = te;
+        break;
+    case SL_CHAT_GLM4:
+    case SL_CHAT_GLM47:
+        te = ""; /* the next header ends the turn */
+        t->stops[0] = "<|user|>";
+        t->stops[1] = "<|observation|>";
+        t->stops[2] = "<|endoftext|>";
+        break;
+    case SL_CHAT_GEMMA4:
+        te = "<turn|>\n";
+        t->stops[0] = "<turn|>";
         break;
     case SL_CHAT_PLAIN:
         te = "\n";

@@ -62,6 +62,44 @@
  *               on channels (analysis, commentary, final), ended by <|return|>
  *               or <|call|>; <|end|> ends one message, not the reply
  *               (harmony_stream.h splits it).
+ *   qwen3.5     Qwen3.5 / 3.6 (template mentions "<function="; chat_qwen35.c):
+ *               ChatML with every content trimmed; assistant turns after the
+ *               last user query always carry "<think>\n{r}\n</think>\n\n";
+ *               generation prompt "<|im_start|>assistant\n<think>\n", or
+ *               with enable_thinking = false "...<think>\n\n</think>\n\n";
+ *               tools declared first (system text after them), calls as
+ *               <tool_call>\n<function=NAME>\n<parameter=K>\nV\n</parameter>\n
+ *               </function>\n</tool_call>.
+ *   deepseek-v3, deepseek-v3.1, deepseek-r1 (template has "<｜User｜>";
+ *               chat_deepseek.c): {bos}{s}<｜User｜>{u}<｜Assistant｜>{a}<｜end▁of▁sentence｜>
+ *               ...; v3.1 (template has "<think></think>") puts
+ *               "<think></think>" before answers to a user turn and ends the
+ *               generation prompt with "<think>" (thinking) or
+ *               "<think></think>"; r1 (no "<think></think>", has "<think>\n")
+ *               ends it with "<think>\n" (or "<think>\n</think>" without
+ *               thinking). Earlier answers lose their reasoning.
+ *               Deviation: thinking follows enable_thinking (default on),
+ *               where V3.1's template defaults to off.
+ *   kimi-k2, kimi-k2-thinking (template has "<|im_middle|>"; chat_kimi.c)
+ *               <|im_system|>system<|im_middle|>{s}<|im_end|><|im_user|>user
+ *               <|im_middle|>{u}<|im_end|><|im_assistant|>assistant<|im_middle|>
+ *               {a}<|im_end|> ..., generation prompt <|im_assistant|>assistant
+ *               <|im_middle|>; the thinking template (has "<think>") writes
+ *               "<think></think>" (or the reasoning, after the last plain
+ *               answer) before each answer.
+ *   glm4, glm4.7 (template starts "[gMASK]<sop>"; chat_glm.c; glm4.7 when it
+ *               mentions "clear_thinking"): [gMASK]<sop><|system|>\n{s}
+ *               <|user|>\n{u}<|assistant|>\n<think></think>\n{a} ...
+ *               (4.7: no "\n"s, "</think>" for the empty block, generation
+ *               prompt "<|assistant|><think>" or "<|assistant|></think>").
+ *               No end marker: the turn ends with the next header, so the
+ *               turn end is "" and the stops are "<|user|>",
+ *               "<|observation|>", "<|endoftext|>".
+ *   gemma4      Gemma 4 (template has "<|turn>"; chat_gemma4.c, no tools):
+ *                 {bos}<|turn>system\n[<|think|>\n]{s}<turn|>\n
+ *                 <|turn>user\n{u}<turn|>\n<|turn>model\n{a}<turn|>\n ...
+ *               generation prompt <|turn>model\n, + <|channel>thought\n
+ *               <channel|> without thinking; stop "<turn|>".
  *   plain       fallback for templates we do not recognise:
  *                 System: {s}\nUser: {u}\nAssistant: {a}\n ... Assistant:
  *
@@ -96,6 +134,15 @@ typedef enum sl_chat_family {
     SL_CHAT_MISTRAL_V3,
     SL_CHAT_TULU,
     SL_CHAT_HARMONY,
+    SL_CHAT_QWEN35,
+    SL_CHAT_DEEPSEEK_V3,
+    SL_CHAT_DEEPSEEK_V31,
+    SL_CHAT_DEEPSEEK_R1,
+    SL_CHAT_KIMI,
+    SL_CHAT_KIMI_THINKING,
+    SL_CHAT_GLM4,
+    SL_CHAT_GLM47,
+    SL_CHAT_GEMMA4,
 } sl_chat_family;
 
 /* One message; role is "system", "user" or "assistant". Both strings are
@@ -156,15 +203,21 @@ typedef struct sl_chat_turn {
 sl_chat_opts sl_chat_opts_default(void);
 
 /* Family of a tokenizer.chat_template string (NULL or empty -> plain):
- * "<|im_start|>" -> chatml, or qwen3 if it also mentions "enable_thinking"
- * or "</think>";
+ * "<｜User｜>" -> deepseek-v3.1 with "<think></think>", deepseek-r1 with
+ * "<think>\n", else deepseek-v3; "<|im_middle|>" and "<|im_assistant|>" ->
+ * kimi-k2-thinking with "<think>", else kimi-k2; "[gMASK]<sop>" and
+ * "<|assistant|>" -> glm4.7 with "clear_thinking", else glm4; "<|turn>" and
+ * "<turn|>" -> gemma4;
+ * "<|im_start|>" -> qwen3.5 with "<function=", else chatml, or qwen3 if it
+ * also mentions "enable_thinking" or "</think>";
  * "<|start_header_id|>" -> llama3; "[INST]" -> mistral-v3 if it has
  * "[AVAILABLE_TOOLS]" and no " [INST]", else mistral; "<|user|>" and
  * "<|assistant|>" -> tulu; anything else -> plain. */
 sl_chat_family sl_chat_detect(const char *jinja);
 
 /* Name of a family ("chatml", "qwen3", "llama3", "mistral", "mistral-v3",
- * "tulu", "plain"). */
+ * "tulu", "harmony", "qwen3.5", "deepseek-v3", "deepseek-v3.1",
+ * "deepseek-r1", "kimi-k2", "kimi-k2-thinking", "glm4", "glm4.7", "gemma4", "plain"). */
 const char *sl_chat_family_name(sl_chat_family f);
 
 /* Family for a name; SL_EINVAL listing the valid names if unknown. */
@@ -221,14 +274,18 @@ int sl_chat_render_turns(const sl_chat_template *t, const sl_chat_turn *turns, s
 bool sl_chat_has_tools(const sl_chat_template *t);
 
 /* Text that closes an assistant turn in this family: "<|im_end|>\n",
- * "<|eot_id|>", the EOS text (mistral), EOS + "\n" (tulu), "\n" (plain).
+ * "<|eot_id|>", the EOS text (mistral), EOS + "\n" (tulu), "\n" (plain),
+ * "<|end|>" (harmony), "<｜end▁of▁sentence｜>" (deepseek), "<|im_end|>"
+ * (kimi), "" (glm: the next header ends the turn).
  * It is the start of every sl_chat_render_continue output; a caller whose
  * cache already holds part of it skips that many leading bytes. */
 const char *sl_chat_turn_end(const sl_chat_template *t);
 
 /* NULL-terminated list of strings whose generation ends the assistant's
  * turn (for matching generated token text), first the family's own marker:
- * chatml/qwen3 "<|im_end|>" "<|endoftext|>"; llama3 "<|eot_id|>"
+ * chatml/qwen3/qwen3.5 "<|im_end|>" "<|endoftext|>"; deepseek
+ * "<｜end▁of▁sentence｜>"; kimi "<|im_end|>"; glm "<|user|>" "<|observation|>"
+ * "<|endoftext|>"; llama3 "<|eot_id|>"
  * "<|end_of_text|>" "<|eom_id|>"; mistral EOS; tulu EOS "<|user|>"; plain
  * "\nUser:". Valid while t lives. */
 const char *const *sl_chat_stop_strings(const sl_chat_template *t);

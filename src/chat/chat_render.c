@@ -111,7 +111,8 @@ typedef sl_chat_role role;
 
 static bool family_has_tools(sl_chat_family f)
 {
-    return f == SL_CHAT_CHATML || f == SL_CHAT_QWEN3 || f == SL_CHAT_HARMONY;
+    return f == SL_CHAT_CHATML || f == SL_CHAT_QWEN3 || f == SL_CHAT_HARMONY ||
+           f == SL_CHAT_QWEN35;
 }
 
 bool sl_chat_has_tools(const sl_chat_template *t)
@@ -314,7 +315,8 @@ static void render_plain(sbuf *b, const sl_chat_turn *m, const role *ro, size_t 
 static bool family_has_bos(sl_chat_family f)
 {
     return f == SL_CHAT_LLAMA3 || f == SL_CHAT_MISTRAL || f == SL_CHAT_MISTRAL_V3 ||
-           f == SL_CHAT_TULU;
+           f == SL_CHAT_TULU || f == SL_CHAT_DEEPSEEK_V3 || f == SL_CHAT_DEEPSEEK_V31 ||
+           f == SL_CHAT_DEEPSEEK_R1 || f == SL_CHAT_GEMMA4;
 }
 
 static int render(const sl_chat_template *t, const sl_chat_turn *msgs, size_t n,
@@ -361,6 +363,28 @@ static int render(const sl_chat_template *t, const sl_chat_turn *msgs, size_t n,
             else if (t->think_prefix)
                 put(&b, "<think>\n");
         }
+        break;
+    case SL_CHAT_QWEN35:
+        rc = sl_chat_render_qwen35(&b, t, msgs, ro, n, cont, tools, err);
+        if (gen)
+            put(&b, t->enable_thinking ? "<|im_start|>assistant\n<think>\n"
+                                       : "<|im_start|>assistant\n<think>\n\n</think>\n\n");
+        break;
+    case SL_CHAT_DEEPSEEK_V3:
+    case SL_CHAT_DEEPSEEK_V31:
+    case SL_CHAT_DEEPSEEK_R1:
+        sl_chat_render_deepseek(&b, t, msgs, ro, n, cont, gen);
+        break;
+    case SL_CHAT_KIMI:
+    case SL_CHAT_KIMI_THINKING:
+        sl_chat_render_kimi(&b, t, msgs, ro, n, cont, gen);
+        break;
+    case SL_CHAT_GEMMA4:
+        sl_chat_render_gemma4(&b, t, msgs, ro, n, cont, gen);
+        break;
+    case SL_CHAT_GLM4:
+    case SL_CHAT_GLM47:
+        sl_chat_render_glm(&b, t, msgs, ro, n, cont, gen);
         break;
     case SL_CHAT_HARMONY:
         rc = sl_chat_render_harmony(&b, t, msgs, ro, n, cont, tools, err);

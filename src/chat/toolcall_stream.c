@@ -67,9 +67,57 @@ static void buf_put(sl_tc_stream *s, const char *p, size_t n)
     s->buf[s->n_buf] = '\0';
 }
 
+/* Qwen3.5's XML form "<function=NAME>\n<parameter=K>\nV\n</parameter>\n...
+ * </function>" (whitespace around it allowed): each value is JSON when it
+ * parses as JSON, else a string. A parsed call, or false. */
+static bool take_xml_call(sl_tc_stream *s)
+{
+    const char *p = s->buf, *end = s->buf + s->n_buf;
+    while (p < end && strchr(" \t\r\n", *p)) p++;
+    if ((size_t)(end - p) < 10 || memcmp(p, "<function=", 10)) return false;
+    const char *nm = p + 10, *gt = memchr(nm, '>', (size_t)(end - nm));
+    if (!gt || gt == nm) return false;
+    const char *fend = strstr(gt, "</function>");
+    if (!fend) return false;
+    json_t *args = json_object();
+    bool ok = args != NULL;
+    for (const char *q = strstr(gt, "<parameter="); ok && q && q < fend;
+         q = strstr(q, "<parameter=")) {
+        const char *k = q + 11, *kgt = strchr(k, '>');
+        const char *vend = kgt ? strstr(kgt, "</parameter>") : NULL;
+        if (!kgt || !vend || vend > fend) {
+            ok = false;
+            break;
+        }
+        const char *v = kgt + 1;
+        if (v < vend && *v == '\n') v++;
+        const char *ve = vend;
+        if (ve > v && ve[-1] == '\n') ve--;
+        /* a value is JSON (any type) when it parses as such; nesting is
+         * bounded by sl_json_depth as for the JSON form */
+        json_t *jv = sl_json_depth(v, (size_t)(ve - v)) <= 64
+                         ? json_loadb(v, (size_t)(ve - v), JSON_DECODE_ANY, NULL)
+                         : NULL;
+        if (!jv) jv = json_stringn(v, (size_t)(ve - v));
+        char *key = dupn(k, (size_t)(kgt - k));
+        ok = jv && key && !json_object_set_new(args, key, jv);
+        if (!ok && !key) json_decref(jv);
+        free(key);
+        q = vend + 12;
+    }
+    char *name = ok ? dupn(nm, (size_t)(gt - nm)) : NULL;
+    char *a = ok && name ? json_dumps(args, JSON_COMPACT | JSON_REAL_PRECISION(15)) : NULL;
+    ok = a && sl_tc_add(s, name, a, strlen(a));
+    free(a);
+    free(name);
+    json_decref(args);
+    return ok;
+}
+
 /* The call text in buf: a parsed call, or false (then it is content). */
 static bool take_call(sl_tc_stream *s)
 {
+    if (take_xml_call(s)) return true;
     json_t *v = NULL;
     sl_err err = {0};
     if (sl_json_parse(s->buf, s->n_buf, 64, &v, &err)) return false;

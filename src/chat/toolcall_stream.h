@@ -1,6 +1,8 @@
 /* toolcall_stream.h - Qwen3-style tool calls in a streamed answer: text
  * between "<tool_call>" and "</tool_call>" is a JSON object {"name": ...,
- * "arguments": {...}}; everything else is content. Text that may be the
+ * "arguments": {...}}, or Qwen3.5's XML form "<function=NAME>\n<parameter=K>\n
+ * V\n</parameter>\n</function>" (values that parse as JSON are JSON, others
+ * strings); everything else is content. Text that may be the
  * start of the opening tag is held back until it is known. A call whose
  * JSON does not parse, or has no string name, is given back as content.
  * Calls are collected (at most SL_TC_MAX); never prints. */
