@@ -43,6 +43,7 @@ static void usage(FILE *f)
             "\n"
             "options:\n"
             "  -h, --help        show this help and exit\n"
+            "  -m, --model FILE  the model (llama.cpp's spelling; the bare path works too)\n"
             "      --json        print one JSON object instead of text\n"
             "      --tensors     list every tensor (default)\n"
             "      --no-tensors  leave the tensor table out\n");
@@ -832,6 +833,17 @@ int cmd_inspect(int argc, char **argv)
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             usage(stdout);
             return 0;
+        } else if (!strcmp(a, "-m") || !strcmp(a, "--model")) {
+            if (i + 1 >= argc) {
+                fprintf(stderr, "sluice inspect: %s needs a model file\n", a);
+                return 2;
+            }
+            if (path) {
+                fprintf(stderr, "sluice inspect: one model at a time ('%s' and '%s')\n", path,
+                        argv[i + 1]);
+                return 2;
+            }
+            path = argv[++i];
         } else if (!strcmp(a, "--json")) {
             json = true;
         } else if (!strcmp(a, "--tensors")) {

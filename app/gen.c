@@ -54,7 +54,7 @@ void gen_opts_usage(FILE *f, int default_n_predict)
             "                          whole context (default %d)\n"
             "      --presence-penalty P   subtract P from each recent token's logit (default 0)\n"
             "      --frequency-penalty P  subtract P per occurrence (default 0)\n"
-            "      --seed S            random seed: the same seed gives the same text (default %llu)\n"
+            "  -s, --seed S            random seed: the same seed gives the same text (default %llu)\n"
             "      --ignore-eos        do not stop at end-of-generation tokens\n"
             "  -v, --verbose           more statistics on stderr\n"
             "model, memory and streaming:\n",
@@ -144,7 +144,7 @@ int gen_opts_parse(gen_opts *o, const char *cmd, int argc, char **argv, int *i)
         VAL();
         if (!arg_float(cmd, a, v, -100, 100, &d)) return -1;
         o->sp.frequency_penalty = (float)d;
-    } else if (is(a, "--seed", NULL)) {
+    } else if (is(a, "--seed", "-s")) {
         VAL();
         char *end;
         errno = 0;

@@ -90,10 +90,10 @@ typedef struct {
 } sl_block_q8_0;
 static_assert(sizeof(sl_block_q8_0) == 34, "q8_0 block is 34 bytes");
 
-/* Q8_1 (36 bytes): Q8_0 plus s = d * sum(qs), meant as the activation of
- * the offset types (Q4_1, Q5_1). sluice reads and writes it but its kernels
- * use Q8_0 activations instead: s in f16 overflows (65504) once a block's
- * activations sum past it, which real outlier activations do.
+/* Q8_1 (36 bytes): Q8_0 plus s = d * sum(qs), the activation of the offset
+ * types (Q4_1, Q5_1), as in llama.cpp. s is stored in f16, so it overflows
+ * to infinity (65504) once a block's activations sum past it, and the
+ * product becomes inf/NaN there too, as llama.cpp's does.
  *   0      2      4                            36
  *   +------+------+----------------------------+
  *   | d f16| s f16| qs[32] int8                |

@@ -1,8 +1,9 @@
-/* synth_ds.h - synthetic deepseek2 (MLA: DeepSeek-V3 / Kimi K2) and glm4moe
- * (GLM-4.5 / 4.6) models, deterministic from a seed (issue 17).
+/* synth_ds.h - synthetic deepseek2 (MLA: DeepSeek-V3 / Kimi K2), glm4moe
+ * (GLM-4.5 / 4.6) and glm-dsa (GLM-5.x: MLA plus the sparse-attention
+ * indexer) models, deterministic from a seed (issue 17).
  *
  * Owns: these architectures' presets (tiny ones for tests, and the
- * published dimensions of DeepSeek-V3, Kimi K2 and GLM-4.6 at any layer
+ * published dimensions of DeepSeek-V3, Kimi K2, GLM-4.6 and GLM-5 at any layer
  * count), their tensor list and GGUF keys as llama.cpp's converter writes
  * them (ARCHS.md sections 3 and 4), and writing the file a tensor row
  * chunk at a time (little memory whatever the size). Values, tensor types
@@ -19,7 +20,7 @@
 #include "util/status.h"
 
 typedef struct sl_synth_ds {
-    char arch[16];         /* "deepseek2" or "glm4moe" */
+    char arch[16];         /* "deepseek2", "glm4moe" or "glm-dsa" */
     char preset[32];
     uint32_t n_layer;      /* main layers (block_count = n_layer + n_nextn) */
     uint32_t n_nextn;      /* MTP blocks written after them (never run) */
@@ -52,8 +53,8 @@ typedef struct sl_synth_ds {
 bool sl_synth_ds_arch(const char *arch);
 
 /* Fills c from an architecture and a preset: "tiny" (unit tests), and the
- * published shapes "deepseek-v3", "kimi-k2" (deepseek2) and "glm-4.6"
- * (glm4moe). The caller may then change fields (layer count, q_lora 0,
+ * published shapes "deepseek-v3", "kimi-k2" (deepseek2), "glm-4.6"
+ * (glm4moe) and "glm-5" (glm-dsa). The caller may then change fields (layer count, q_lora 0,
  * groups, ...) and must call sl_synth_ds_validate. Fails (SL_EINVAL) on
  * an unknown arch or preset or a preset of the other architecture. */
 int sl_synth_ds_init(sl_synth_ds *c, const char *arch, const char *preset, sl_err *err);

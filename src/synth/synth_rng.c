@@ -70,7 +70,8 @@ void sl_rng_fill_normal_rows(const uint64_t *keys, size_t nrows, float *dst, siz
 {
     const float scale = sl_rng_normal_fast_scale(std);
     size_t k = 0;
-    if (simd && n >= 8 && sl_quant_isa() == SL_ISA_AVX2) {
+    const int isa = sl_quant_isa();
+    if (simd && n >= 8 && (isa == SL_ISA_AVX2 || isa == SL_ISA_NEON)) {
         for (; k + 4 <= nrows; k += 4) {
             sl_rng r[4];
             float *rows[4];
@@ -78,7 +79,8 @@ void sl_rng_fill_normal_rows(const uint64_t *keys, size_t nrows, float *dst, siz
                 sl_rng_seed(&r[j], keys[k + j]);
                 rows[j] = dst + (k + j) * n;
             }
-            size_t m = sl_rng_fill4_normal_avx2(r, rows, n, mean, scale);
+            size_t m = isa == SL_ISA_AVX2 ? sl_rng_fill4_normal_avx2(r, rows, n, mean, scale)
+                                          : sl_rng_fill4_normal_neon(r, rows, n, mean, scale);
             for (int j = 0; j < 4; j++) sl_rng_fill_normal_scaled(&r[j], rows[j] + m, n - m, mean, scale);
         }
     }

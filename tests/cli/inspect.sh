@@ -169,6 +169,8 @@ check "--help exits 0 and lists --json" grep -q -- "--json" "$work/help.txt"
 check "unknown option: exit 2" [ $? -eq 2 ]
 "$SLUICE" inspect >/dev/null 2>&1
 check "no model: exit 2" [ $? -eq 2 ]
+"$SLUICE" inspect -m >/dev/null 2>&1
+check "-m without a file: exit 2" [ $? -eq 2 ]
 
 # qwen35moe's layers (issue 12): the tiny preset alternates gated DeltaNet and
 # attention (full_attention_interval 2); its state, from ARCHS.md's formulas:
@@ -178,6 +180,8 @@ check "no model: exit 2" [ $? -eq 2 ]
 Q35=$(mktemp "${TMPDIR:-/tmp}/sluice-q35-XXXXXX.gguf")
 if "$SLUICE" mkmodel --arch qwen35moe --preset tiny -q -o "$Q35"; then
     out=$("$SLUICE" inspect --no-tensors "$Q35")
+    check "-m FILE (llama.cpp's spelling) shows the same" \
+        bash -c '[ "$("$1" inspect -m "$2" --no-tensors)" = "$3" ]' _ "$SLUICE" "$Q35" "$out"
     check "qwen35moe layer pattern" \
         bash -c 'echo "$1" | grep -q "mixers  *0 gated DeltaNet, 1 attention, 2 gated DeltaNet, 3 attention"' _ "$out"
     check "qwen35moe state per token" bash -c 'echo "$1" | grep -q "state  *256 bytes per token"' _ "$out"

@@ -52,6 +52,8 @@ gen "$work/s7a" --temp 1 --seed 7 -n 48 --ignore-eos
 gen "$work/s7b" --temp 1 --seed 7 -n 48 --ignore-eos -t 2 -b 2
 gen "$work/s8" --temp 1 --seed 8 -n 48 --ignore-eos
 check "--seed 7 twice: same text" cmp -s "$work/s7a" "$work/s7b"
+gen "$work/s7c" --temp 1 -s 7 -n 48 --ignore-eos
+check "-s 7 (llama.cpp's short form) is --seed 7" cmp -s "$work/s7a" "$work/s7c"
 differ() { ! cmp -s "$1" "$2"; }
 check "--seed 8 differs from --seed 7" differ "$work/s7a" "$work/s8"
 gen "$work/pen" --temp 0.7 --seed 7 -n 16 --repeat-penalty 1.3 --repeat-last-n 16 \
