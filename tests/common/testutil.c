@@ -36,3 +36,46 @@ double t_rel_rms(const float *x, const float *y, int n)
     }
     return sx > 0 ? sqrt(se / sx) : sqrt(se);
 }
+
+float *t_batched_logits(const t_logits_run *r)
+{
+    sl_model_params mp = sl_model_default_params();
+    mp.n_threads = r->threads;
+    if (r->cache_experts > 0) {
+        mp.stream = SL_STREAM_ON;
+        mp.cache_experts = r->cache_experts;
+    }
+    sl_model *m;
+    sl_err err;
+    if (sl_model_load(&m, r->path, &mp, &err)) {
+        fprintf(stderr, "  load: %s\n", err.msg);
+        return NULL;
+    }
+    sl_session_params sp = sl_session_default_params();
+    sp.n_ctx = r->n_ctx > 0 ? r->n_ctx : 64;
+    sp.n_batch_max = r->batch;
+    sp.all_logits = true;
+    sp.kv_type = r->kv;
+    sl_session *s;
+    float *out = NULL;
+    if (!sl_session_create(&s, m, &sp, &err)) {
+        const size_t V = (size_t)sl_model_n_vocab(m);
+        out = malloc(V * (size_t)r->n_tok * sizeof *out);
+        for (int i = 0; out && i < r->n_tok; i += r->batch) {
+            const int n = r->n_tok - i < r->batch ? r->n_tok - i : r->batch;
+            if (sl_session_eval(s, r->ids + i, n, &err)) {
+                fprintf(stderr, "  eval: %s\n", err.msg);
+                free(out);
+                out = NULL;
+                break;
+            }
+            for (int j = 0; j < n; j++)
+                memcpy(out + (size_t)(i + j) * V, sl_session_logits_at(s, j), V * sizeof *out);
+        }
+        sl_session_free(s);
+    } else {
+        fprintf(stderr, "  session: %s\n", err.msg);
+    }
+    sl_model_free(m);
+    return out;
+}

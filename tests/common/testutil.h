@@ -3,6 +3,9 @@
 #define SL_TESTS_TESTUTIL_H
 
 #include <stddef.h>
+#include <stdint.h>
+
+#include "sluice.h"
 
 /* A fresh private directory for this test binary's files (created once,
  * under $TMPDIR or /tmp). Never NULL. */
@@ -14,5 +17,22 @@ char *t_path(char *buf, size_t cap, const char *name);
 /* sqrt(sum (x - y)^2 / sum x^2) over n values, in double: the relative RMS
  * error of y as a copy of x (0 when x is all zero and y equals it). */
 double t_rel_rms(const float *x, const float *y, int n);
+
+/* How t_batched_logits runs a model. */
+typedef struct t_logits_run {
+    const char *path;       /* the GGUF file */
+    const int32_t *ids;     /* the n_tok tokens to evaluate */
+    int n_tok;
+    int batch;              /* tokens per sl_session_eval (and n_batch_max) */
+    int threads;
+    int cache_experts;      /* > 0: experts streamed through this many slots */
+    sl_kv_type kv;          /* the session's KV type */
+    int n_ctx;              /* 0: 64 */
+} t_logits_run;
+
+/* Loads r->path, evaluates r->ids in batches of r->batch and returns every
+ * token's logits (n_tok x n_vocab, malloc'ed: the caller frees), or NULL
+ * after printing why the load, the session or an evaluation failed. */
+float *t_batched_logits(const t_logits_run *r);
 
 #endif

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "common/ref_gemma4.h"
+#include "common/testutil.h"
 #include "ops/ops.h"
 #include "quant/quant.h"
 #include "sluice.h"
@@ -42,47 +43,11 @@ static int32_t tok(int i) { return (int32_t)(3 + (i * 37) % 500); }
  * cache_experts > 0 streams the experts through that many slots. */
 static float *run(int batch, int threads, int cache_experts, sl_kv_type kv)
 {
-    sl_model_params mp = sl_model_default_params();
-    mp.n_threads = threads;
-    if (cache_experts > 0) {
-        mp.stream = SL_STREAM_ON;
-        mp.cache_experts = cache_experts;
-    }
-    sl_model *m;
-    sl_err err;
-    if (sl_model_load(&m, fixture, &mp, &err)) {
-        fprintf(stderr, "  load: %s\n", err.msg);
-        return NULL;
-    }
-    sl_session_params sp = sl_session_default_params();
-    sp.n_ctx = 64;
-    sp.n_batch_max = batch;
-    sp.all_logits = true;
-    sp.kv_type = kv;
-    sl_session *s;
-    float *out = NULL;
-    if (!sl_session_create(&s, m, &sp, &err)) {
-        const size_t V = (size_t)sl_model_n_vocab(m);
-        out = malloc(V * N_TOK * sizeof *out);
-        for (int i = 0; out && i < N_TOK; i += batch) {
-            const int n = N_TOK - i < batch ? N_TOK - i : batch;
-            int32_t ids[N_TOK];
-            for (int j = 0; j < n; j++) ids[j] = tok(i + j);
-            if (sl_session_eval(s, ids, n, &err)) {
-                fprintf(stderr, "  eval: %s\n", err.msg);
-                free(out);
-                out = NULL;
-                break;
-            }
-            for (int j = 0; j < n; j++)
-                memcpy(out + (size_t)(i + j) * V, sl_session_logits_at(s, j), V * sizeof *out);
-        }
-        sl_session_free(s);
-    } else {
-        fprintf(stderr, "  session: %s\n", err.msg);
-    }
-    sl_model_free(m);
-    return out;
+    int32_t ids[N_TOK];
+    for (int i = 0; i < N_TOK; i++) ids[i] = tok(i);
+    const t_logits_run r = {.path = fixture, .ids = ids, .n_tok = N_TOK, .batch = batch,
+                            .threads = threads, .cache_experts = cache_experts, .kv = kv};
+    return t_batched_logits(&r);
 }
 
 static int argmax(const float *x, int n)

@@ -122,42 +122,12 @@ static const char *fixture(void)
 /* Logits of N_TOK tokens in batches of `batch` on `threads` threads. */
 static float *run(int batch, int threads)
 {
-    sl_model_params mp = sl_model_default_params();
-    mp.n_threads = threads;
-    sl_model *m;
-    sl_err err;
-    if (sl_model_load(&m, fixture(), &mp, &err)) {
-        fprintf(stderr, "  load: %s\n", err.msg);
-        return NULL;
-    }
-    sl_session_params sp = sl_session_default_params();
-    sp.n_ctx = 128;
-    sp.n_batch_max = batch;
-    sp.all_logits = true;
-    sl_session *s;
-    float *out = NULL;
-    if (!sl_session_create(&s, m, &sp, &err)) {
-        const size_t V = (size_t)sl_model_n_vocab(m);
-        out = malloc(V * N_TOK * sizeof *out);
-        for (int i = 0; out && i < N_TOK; i += batch) {
-            const int n = N_TOK - i < batch ? N_TOK - i : batch;
-            int32_t ids[N_TOK];
-            for (int j = 0; j < n; j++) ids[j] = (int32_t)(3 + ((i + j) * 37) % 500);
-            if (sl_session_eval(s, ids, n, &err)) {
-                fprintf(stderr, "  eval: %s\n", err.msg);
-                free(out);
-                out = NULL;
-                break;
-            }
-            for (int j = 0; j < n; j++)
-                memcpy(out + (size_t)(i + j) * V, sl_session_logits_at(s, j), V * sizeof *out);
-        }
-        sl_session_free(s);
-    } else {
-        fprintf(stderr, "  session: %s\n", err.msg);
-    }
-    sl_model_free(m);
-    return out;
+    int32_t ids[N_TOK];
+    for (int i = 0; i < N_TOK; i++) ids[i] = (int32_t)(3 + (i * 37) % 500);
+    const t_logits_run r = {.path = fixture(), .ids = ids, .n_tok = N_TOK, .batch = batch,
+                            .threads = threads, .kv = sl_session_default_params().kv_type,
+                            .n_ctx = 128};
+    return t_batched_logits(&r);
 }
 
 /* 100 tokens: past the top-k of 8 and across a tile boundary, so the
