@@ -49,6 +49,7 @@ done
 # token's cycle 4 layers x 2 experts x 104448 = 835584.
 FX=../shared/fixtures/reference/gemma4-Q8_0.gguf
 if [ -r "$FX" ]; then
+    jq_ok() { jq -e "$1" "$2" >/dev/null; } # jq_ok FILTER FILE
     fx() { # fx OUT ARGS...
         local out=$1
         shift
@@ -66,10 +67,10 @@ if [ -r "$FX" ]; then
     check "fixture streamed with stats succeeds" [ $? -eq 0 ]
     check "fixture stats text is the resident text" cmp -s "$work/fx-resident" "$work/fx-stats"
     check "fixture reads one expert's bytes per miss" \
-        jq -e '.misses > 0 and .read_bytes == .misses * 104448 and .reads == 3 * .misses' \
+        jq_ok '.misses > 0 and .read_bytes == .misses * 104448 and .reads == 3 * .misses' \
         "$work/fx.json"
     check "fixture plan's expert cycle counts gate and up once" \
-        jq -e '.expert_cycle_bytes == 835584' "$work/fx.json"
+        jq_ok '.expert_cycle_bytes == 835584' "$work/fx.json"
     "$SLUICE" inspect "$FX" >"$work/fx-inspect" 2>&1
     check "inspect's bytes per expert (and down's share) are right" \
         grep -Eq "^    0-3 +8 +102.00 KiB .* 34.00 KiB" "$work/fx-inspect"
