@@ -172,7 +172,7 @@ static void run_experts(sl_session *s, const sl_layer *L, const sl_expert_w *xs,
 static sl_mat slice_mat(const sl_tensor *t, const void *data)
 {
     sl_mat m = sl_fwd_mat(t);
-    m.data = (const uint8_t *)data + t->view_offset; /* a view starts inside the slice */
+    m.data = data; /* a view's (fused gate/up) own rows: the streamer read just them */
     m.n_experts = (int64_t)t->ne[2];
     return m;
 }

@@ -87,13 +87,19 @@ struct sl_streamer {
 
 static uint64_t align_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 
+/* Bytes read for projection p of one expert of layer L. */
+static uint64_t slice_len(const sl_expert_layout *L, int p)
+{
+    return L->len[p] ? L->len[p] : L->stride[p];
+}
+
 /* Room a slot keeps for projection p: the largest slice of any layer, as a
  * window at any offset (at most align_up(len) + align bytes). */
 static uint64_t proj_cap(const sl_expert_layout *layers, int n_layer, int p, uint32_t align)
 {
     uint64_t mx = 0;
     for (int l = 0; l < n_layer; l++)
-        if (layers[l].stride[p] > mx) mx = layers[l].stride[p];
+        if (slice_len(&layers[l], p) > mx) mx = slice_len(&layers[l], p);
     return align_up(mx, align) + align;
 }
 
@@ -212,7 +218,7 @@ static void make_req(sl_streamer *st, int layer, int slot, int expert, int p, sl
     const uint64_t cap = sl_cache_slot_bytes(st->cache);
     r->file = L->file[p];
     r->offset = L->base[p] + (uint64_t)expert * L->stride[p];
-    r->len = L->stride[p];
+    r->len = slice_len(L, p);
     r->dst = mem + st->proj_off[p];
     r->dst_cap = (p + 1 < SL_N_PROJ ? st->proj_off[p + 1] : cap) - st->proj_off[p];
     r->tag = (uint64_t)slot * SL_N_PROJ + (uint64_t)p;

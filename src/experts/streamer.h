@@ -35,12 +35,16 @@
 enum { SL_PROJ_GATE = 0, SL_PROJ_UP = 1, SL_PROJ_DOWN = 2, SL_N_PROJ = 3 };
 
 /* Where one layer's stacked expert tensors lie: the slice of expert e for
- * projection p is bytes [base[p] + e * stride[p], + stride[p]) of file[p].
- * A layer without routed experts has stride 0. */
+ * projection p is bytes [base[p] + e * stride[p], + len[p]) of file[p],
+ * len[p] 0 meaning stride[p] (the plain stacked layout). A fused
+ * ffn_gate_up_exps gives gate and up the same stride (the fused expert)
+ * and half of it each as len, up's base F rows further. A layer without
+ * routed experts has stride 0. */
 typedef struct sl_expert_layout {
     uint32_t file[SL_N_PROJ];
     uint64_t base[SL_N_PROJ];
     uint64_t stride[SL_N_PROJ];
+    uint64_t len[SL_N_PROJ];
 } sl_expert_layout;
 
 typedef struct sl_streamer_config {

@@ -82,8 +82,8 @@ int sl_bind_ds_ffn(sl_binder *b, int il, const char *norm_name, bool bias_requir
     const uint64_t X = (uint64_t)hp->n_expert, F = (uint64_t)hp->n_ff_exp;
     if ((rc = sl_bind_role(b, il, SL_LT_ROUTER, true, 2, E, X, 0))) return rc;
     if ((rc = sl_bind_role(b, il, SL_LT_EXP_PROBS_B, bias_required, 1, X, 0, 0))) return rc;
-    if ((rc = sl_bind_role(b, il, SL_LT_GATE_EXPS, true, 3, E, F, X))) return rc;
-    if ((rc = sl_bind_role(b, il, SL_LT_UP_EXPS, true, 3, E, F, X))) return rc;
+    bool fused;
+    if ((rc = sl_bind_gate_up_exps(b, il, E, F, X, &fused))) return rc;
     if ((rc = sl_bind_role(b, il, SL_LT_DOWN_EXPS, true, 3, F, E, X))) return rc;
     *f = (sl_ffn_desc){
         .kind = SL_FFN_ROUTED,

@@ -115,23 +115,10 @@ static int model_settings(sl_binder *b)
  * seen through two views (rows [0, F) gate, [F, 2F) up of each expert). */
 static int bind_experts(sl_binder *b, int il, uint64_t E, uint64_t F, uint64_t X)
 {
-    sl_layer *L = &b->m->layers[il];
     int rc;
-    if ((rc = sl_bind_role(b, il, SL_LT_GATE_UP_EXPS, false, 3, E, 2 * F, X))) return rc;
-    if (L->gate_up_exps.info) {
-        const sl_tensor *fu = &L->gate_up_exps;
-        for (int k = 0; k < 2; k++) {
-            sl_tensor *t = k == 0 ? &L->gate_exps : &L->up_exps;
-            *t = *fu;
-            t->ne[1] = F;
-            t->nbytes = fu->nbytes / 2;
-            t->view_of = SL_LT_GATE_UP_EXPS + 1;
-            t->view_offset = (uint64_t)k * F * fu->row_bytes;
-            t->expert_bytes = 2 * F * fu->row_bytes;
-        }
-    } else {
-        if ((rc = sl_bind_role(b, il, SL_LT_GATE_EXPS, true, 3, E, F, X))) return rc;
-        if ((rc = sl_bind_role(b, il, SL_LT_UP_EXPS, true, 3, E, F, X))) return rc;
+    bool fused = false;
+    if ((rc = sl_bind_gate_up_exps(b, il, E, F, X, &fused))) return rc;
+    if (!fused) {
         if ((rc = sl_bind_role(b, il, SL_LT_GATE_EXPS_S, false, 1, X, 0, 0))) return rc;
         if ((rc = sl_bind_role(b, il, SL_LT_UP_EXPS_S, false, 1, X, 0, 0))) return rc;
     }

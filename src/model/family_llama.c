@@ -47,7 +47,6 @@ int sl_family_llama_layer(sl_binder *b, int il)
     const uint64_t k_dim = (uint64_t)hp->n_head_kv * (uint64_t)hp->head_dim;
     const uint64_t v_dim = (uint64_t)hp->n_head_kv * (uint64_t)hp->head_dim_v;
     const uint64_t o_in = (uint64_t)hp->n_head * (uint64_t)hp->head_dim_v;
-    char nm[160];
     int rc;
     if ((rc = sl_bind_role(b, il, SL_LT_ATTN_NORM, true, 1, E, 0, 0))) return rc;
     if ((rc = sl_bind_role(b, il, SL_LT_WQ, true, 2, E, q_dim, 0))) return rc;
@@ -71,8 +70,7 @@ int sl_family_llama_layer(sl_binder *b, int il)
     /* llama: dense or Mixtral-style, as the file's tensors say */
     const bool routed =
         arch->moe && (!arch->moe_optional ||
-                      sl_gguf_find_tensor(b->m->gguf, sl_tensor_name(nm, sizeof nm, il,
-                                                                     SL_T_FFN_GATE_EXPS)));
+                      sl_has_gate_exps(b->m, il));
     L->d.ffn.kind = routed ? SL_FFN_ROUTED : SL_FFN_DENSE;
     if (L->d.ffn.kind == SL_FFN_ROUTED) {
         if (hp->n_expert == 0 || hp->n_ff_exp == 0)
@@ -81,8 +79,8 @@ int sl_family_llama_layer(sl_binder *b, int il)
                               il, arch->name);
         const uint64_t X = (uint64_t)hp->n_expert, F = (uint64_t)hp->n_ff_exp;
         if ((rc = sl_bind_role(b, il, SL_LT_ROUTER, true, 2, E, X, 0))) return rc;
-        rc = sl_bind_role(b, il, SL_LT_GATE_EXPS, true, 3, E, F, X);
-        if (!rc) rc = sl_bind_role(b, il, SL_LT_UP_EXPS, true, 3, E, F, X);
+        bool fused;
+        rc = sl_bind_gate_up_exps(b, il, E, F, X, &fused);
         if (!rc) rc = sl_bind_role(b, il, SL_LT_DOWN_EXPS, true, 3, F, E, X);
         if (rc) return rc;
         if (arch->shared_expert) {

@@ -164,16 +164,9 @@ static int bind_ffn(sl_binder *b, int il)
     if ((rc = sl_bind_named(b, il, SL_LT_FFN_NORM, "post_attention_norm.weight", true, 1, E, 0,
                             0)))
         return rc;
-    char nm[160];
-    if (!sl_gguf_find_tensor(b->m->gguf, sl_tensor_name(nm, sizeof nm, il,
-                                                        SL_T_FFN_GATE_EXPS)) &&
-        sl_gguf_find_tensor(b->m->gguf, sl_tensor_name(nm, sizeof nm, il,
-                                                       "ffn_gate_up_exps.weight")))
-        return sl_err_set(b->err, SL_EUNSUPPORTED, "tensor '%s': fused gate and up experts are "
-                          "not supported yet", nm);
     if ((rc = sl_bind_role(b, il, SL_LT_ROUTER, true, 2, E, X, 0))) return rc;
-    if ((rc = sl_bind_role(b, il, SL_LT_GATE_EXPS, true, 3, E, F, X))) return rc;
-    if ((rc = sl_bind_role(b, il, SL_LT_UP_EXPS, true, 3, E, F, X))) return rc;
+    bool fused;
+    if ((rc = sl_bind_gate_up_exps(b, il, E, F, X, &fused))) return rc;
     if ((rc = sl_bind_role(b, il, SL_LT_DOWN_EXPS, true, 3, F, E, X))) return rc;
     if ((rc = sl_bind_role(b, il, SL_LT_SHEXP_GATE, true, 1, E, 0, 0))) return rc;
     if ((rc = sl_bind_role(b, il, SL_LT_GATE_SHEXP, true, 2, E, S, 0))) return rc;

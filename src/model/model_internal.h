@@ -38,6 +38,17 @@ int sl_bind_named(sl_binder *b, int il, sl_ltensor r, const char *suffix, bool r
 int sl_bind_global(sl_binder *b, sl_tensor *t, const char *name, bool required, int n,
                    uint64_t w0, uint64_t w1, uint64_t w2);
 
+/* Binds layer il's routed gate and up experts {E, F, X}: the split
+ * ffn_gate_exps and ffn_up_exps, or the fused ffn_gate_up_exps {E, 2F, X}
+ * (rows [0, F) of each expert gate, [F, 2F) up) seen through two views
+ * (sl_tensor.view_of) in gate_exps and up_exps; *fused says which. Fails
+ * naming a missing or misshapen tensor. (bind_gate_up.c) */
+int sl_bind_gate_up_exps(sl_binder *b, int il, uint64_t E, uint64_t F, uint64_t X,
+                         bool *fused);
+
+/* Whether layer il has routed gate experts, split or fused. (bind_gate_up.c) */
+bool sl_has_gate_exps(const sl_model *m, int il);
+
 /* The layer function of gemma4 (family_gemma4.c). */
 int sl_family_gemma4_layer(sl_binder *b, int il);
 /* The layer functions of deepseek2 (family_deepseek2.c) and glm4moe

@@ -31,9 +31,13 @@ static void build_layouts(const sl_model *m, sl_expert_layout *out)
         memset(&out[il], 0, sizeof out[il]);
         if (L->d.ffn.kind != SL_FFN_ROUTED) continue;
         for (int p = 0; p < SL_N_PROJ; p++) {
+            /* a view (fused gate/up) reads its own rows of each fused expert */
+            const uint64_t own = t[p]->nbytes / t[p]->ne[2];
             out[il].file[p] = t[p]->info->file_index;
-            out[il].base[p] = t[p]->info->offset;
-            out[il].stride[p] = t[p]->info->nbytes / t[p]->info->ne[2];
+            out[il].base[p] = t[p]->info->offset + (t[p]->view_of ? t[p]->view_offset : 0);
+            out[il].stride[p] = t[p]->view_of && t[p]->expert_bytes ? t[p]->expert_bytes
+                                : t[p]->info->nbytes / t[p]->info->ne[2];
+            out[il].len[p] = own;
         }
     }
 }
@@ -53,8 +57,9 @@ static uint64_t cycle_bytes(const sl_model *m)
     for (int il = 0; il < m->hp.n_layer; il++) {
         const sl_layer *L = &m->layers[il];
         if (L->d.ffn.kind != SL_FFN_ROUTED) continue;
-        const uint64_t one = (L->gate_exps.info->nbytes + L->up_exps.info->nbytes +
-                              L->down_exps.info->nbytes) / (uint64_t)m->hp.n_expert;
+        /* a fused gate/up's views count half of it each, not all of it twice */
+        const uint64_t one = (L->gate_exps.nbytes + L->up_exps.nbytes + L->down_exps.nbytes) /
+                             (uint64_t)m->hp.n_expert;
         total += (uint64_t)m->hp.n_expert_used * one;
     }
     return total;
