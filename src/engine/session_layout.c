@@ -134,6 +134,32 @@ int sl_session_kv_misfit(const sl_model *m, sl_kv_type tk, sl_kv_type tv)
     return -1;
 }
 
+uint64_t sl_kv_ring_cap(int n_swa, int n_ctx, int n_batch)
+{
+    if (n_swa <= 0) return (uint64_t)n_ctx;
+    const uint64_t cap = (uint64_t)n_swa + (uint64_t)n_batch - 1;
+    return cap < (uint64_t)n_ctx ? cap : (uint64_t)n_ctx;
+}
+
+bool sl_session_kv_bytes_at(const sl_model *m, size_t elem, sl_kv_type tk, sl_kv_type tv,
+                            int n_ctx, int n_batch, bool ring, uint64_t *bytes)
+{
+    bool ok = true;
+    *bytes = 0;
+    for (int il = 0; il < m->hp.n_layer; il++) {
+        const sl_layer_desc *d = &m->layers[il].d;
+        const int n_swa = ring && d->mixer == SL_MIXER_ATTN ? d->attn.n_swa : 0;
+        const uint64_t n_rows = sl_kv_ring_cap(n_swa, n_ctx, n_batch);
+        uint64_t rows[2], b;
+        sl_session_layer_rows(m, il, elem, tk, tv, rows);
+        for (int r = 0; r < 2; r++) {
+            ok &= sl_mul_u64(rows[r], n_rows, &b);
+            ok &= sl_add_u64(*bytes, b, bytes);
+        }
+    }
+    return ok;
+}
+
 bool sl_session_state_bytes(const sl_model *m, size_t elem, uint64_t per_token[2],
                             uint64_t *per_seq)
 {

@@ -104,6 +104,21 @@ bool sl_session_state_bytes_typed(const sl_model *m, size_t elem, sl_kv_type tk,
 bool sl_session_state_bytes(const sl_model *m, size_t elem, uint64_t per_token[2],
                             uint64_t *per_seq);
 
+/* Rows a layer with window n_swa keeps when it is stored as a ring (issue
+ * 19's design, not yet used by sessions): min(n_ctx, n_swa + n_batch - 1),
+ * since a batch appends all its rows before its first token, which still
+ * needs the n_swa - 1 before it, attends; n_ctx for n_swa <= 0 (a layer
+ * that sees the whole context). Arguments are >= 1 (n_swa any). */
+uint64_t sl_kv_ring_cap(int n_swa, int n_ctx, int n_batch);
+
+/* Bytes of every layer's K and V row streams for a context of n_ctx
+ * positions (attention rows in types tk and tv, other mixers' rows of elem
+ * bytes): with ring, each layer with a window holds sl_kv_ring_cap rows,
+ * else every layer holds n_ctx. Sequence state is not counted. False when
+ * a product or sum overflows 64 bits. */
+bool sl_session_kv_bytes_at(const sl_model *m, size_t elem, sl_kv_type tk, sl_kv_type tv,
+                            int n_ctx, int n_batch, bool ring, uint64_t *bytes);
+
 /* The name of buffer b, for messages. */
 const char *sl_session_buffer_name(sl_sbuf b);
 
