@@ -105,13 +105,14 @@ static void choose_kernels(void)
     }
     if (cpu.neon) {
         /* NEON kernels cover what the fill functions list; the rest (the
-         * legacy, IQ and MXFP4 types) stay NULL and fall back to the
-         * scalar set below */
+         * IQ and MXFP4 types, the repacked orders) stay NULL and fall back
+         * to the scalar set below */
         sl_quant_kernels *k = &g_kernels[SL_ISA_NEON];
         g_dotprod = cpu.dotprod;
         bool ok = sl_vec_dot_fill_k_neon(k, cpu.dotprod);
         ok = sl_vec_dot_fill_q8_neon(k, cpu.dotprod) && ok;
         ok = sl_vec_dot_fill_fp_neon(k) && ok;
+        ok = sl_vec_dot_fill_legacy_neon(k) && ok;
         /* the types without a NEON kernel take the scalar one (with its
          * multi-token twin) into this set, so the set is complete like
          * AVX2's and the traits always name the chosen set's kernel */

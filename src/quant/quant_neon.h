@@ -8,8 +8,9 @@
  * are the twin's (and the AVX2 kernel's). With dotprod the integer inner
  * loops use SDOT (*_dotprod.c, built with -march=armv8.2-a+dotprod and only
  * called when the CPU has it); without, widening multiplies and pairwise
- * adds give the same int32 lanes. Legacy (Q4_0 .. Q5_1), IQ4 and MXFP4
- * types have no NEON kernel: NULL here, the scalar set serves them.
+ * adds give the same int32 lanes. The legacy types Q4_0 .. Q5_1 have
+ * ARMv8.0 kernels; IQ4 and MXFP4 have none: NULL here, the scalar set
+ * serves them.
  * Each fill returns false (and leaves k untouched) when built for another
  * target. Include only inside src/quant/ (and tests). */
 #ifndef SL_QUANT_QUANT_NEON_H
@@ -23,6 +24,9 @@
 bool sl_vec_dot_fill_k_neon(sl_quant_kernels *k, bool dotprod);
 bool sl_vec_dot_fill_q8_neon(sl_quant_kernels *k, bool dotprod);
 bool sl_vec_dot_fill_fp_neon(sl_quant_kernels *k);
+/* Q4_0, Q5_0 (against Q8_0) and Q4_1, Q5_1 (against Q8_1), single- and
+ * multi-token (vec_dot_legacy_neon.c) */
+bool sl_vec_dot_fill_legacy_neon(sl_quant_kernels *k);
 
 /* The SDOT twins of the K-quant and Q8_0 dots into k (vec_dot_k_dotprod.c,
  * built for ARMv8.2-A+dotprod: call only when the CPU has SDOT). */

@@ -1,5 +1,6 @@
 /* test_neon_bits.c - the NEON kernel set (aarch64) gives its scalar twins'
- * bits: every dot kernel the set has (K-quants, Q8_0, F32, F16, BF16) on
+ * bits: every dot kernel the set has (K-quants, Q8_0, F32, F16, BF16; the
+ * legacy Q4_0 / Q5_0 / Q4_1 / Q5_1 in their own test) on
  * random rows of several lengths and magnitudes and on edge-case blocks
  * (random bytes with sane scales: every level pattern, extreme levels,
  * zero scales, the largest activations), and the activation quantisers
@@ -462,12 +463,102 @@ TEST(neon_generator_fill_equals_scalar)
     }
 }
 
+/* The legacy 32-element types (Q4_0, Q5_0 against Q8_0; Q4_1, Q5_1 against
+ * Q8_1): random bytes as weight blocks (every level and high-bit pattern),
+ * all-0xFF and all-zero blocks, zero and largest f16 scales, negative
+ * offsets m; activations random, zero and at the extremes (Q8_1's f16 sum
+ * overflowing to infinity). The NEON single and multi-token kernels must
+ * give the scalar single kernel's bits (or both NaN); on random quantised
+ * rows the scalar kernel must also match a double dot of the dequantised
+ * rows. */
+TEST(neon_legacy_dots_equal_scalar)
+{
+    if (!have_neon()) {
+        printf("   (no NEON kernels here: skipped)\n");
+        return;
+    }
+    static const sl_type lt[] = {SL_TYPE_Q4_0, SL_TYPE_Q5_0, SL_TYPE_Q4_1, SL_TYPE_Q5_1};
+    enum { N = 1024, NB = N / 32 };
+    uint32_t seed = 777;
+    for (size_t ti = 0; ti < sizeof lt / sizeof lt[0]; ti++) {
+        const sl_type t = lt[ti];
+        const sl_type_traits *tr = sl_type_get(t);
+        const bool offset = t == SL_TYPE_Q4_1 || t == SL_TYPE_Q5_1;
+        CHECK(tr->vec_dot_type == (offset ? SL_TYPE_Q8_1 : SL_TYPE_Q8_0));
+        int max = 0;
+        sl_vec_dot_n_fn fn = sl_quant_vec_dot_n_isa(t, SL_ISA_NEON, &max);
+        CHECK_MSG(fn != NULL && max == SL_VEC_DOT_N_MAX, "%s: no NEON multi-token kernel",
+                  tr->name);
+        CHECK_MSG(sl_quant_vec_dot_isa(t, SL_ISA_NEON) != sl_quant_vec_dot_isa(t, SL_ISA_SCALAR),
+                  "%s: NEON set still has the scalar kernel", tr->name);
+        if (!fn) continue;
+        uint8_t *wq = malloc(NB * tr->type_size);
+        uint8_t *aq = malloc((size_t)SL_VEC_DOT_N_MAX * NB * 36);
+        float *a = malloc(sizeof(float) * N);
+        for (int rep = 0; rep < 8; rep++) {
+            for (size_t i = 0; i < NB * tr->type_size; i++)
+                wq[i] = rep == 1 ? 0xFF : rep == 2 ? 0x00 : (uint8_t)rnd(&seed);
+            for (int b = 0; b < NB; b++) {
+                uint8_t *blk = wq + (size_t)b * tr->type_size;
+                const uint16_t h = rep == 4 ? 0 : rep == 5 ? 0x7BFF
+                                                           : (uint16_t)(0x2000 + (rnd(&seed) & 0x1FFF));
+                const uint16_t hm = rep == 4 ? 0 : (uint16_t)((0x2000 + (rnd(&seed) & 0x1FFF)) |
+                                                              (rnd(&seed) & 0x8000));
+                if (rep != 1) memcpy(blk, &h, 2);
+                if (offset && rep != 1) memcpy(blk + 2, &hm, 2);
+            }
+            const void *ys[SL_VEC_DOT_N_MAX];
+            for (int tok = 0; tok < SL_VEC_DOT_N_MAX; tok++) {
+                for (int i = 0; i < N; i++)
+                    a[i] = rep == 6 ? (i % 2 ? -1e30f : 1e30f)
+                           : rep == 2 ? 0.0f
+                           : rep == 7 ? 127.0f * (float)(tok + 1)
+                                      : frand(&seed) * (tok == 3 ? 1e4f : 50.0f);
+                uint8_t *dst = aq + (size_t)tok * NB * 36;
+                sl_quant_from_float_isa(tr->vec_dot_type, SL_ISA_SCALAR)(a, dst, N);
+                ys[tok] = dst;
+            }
+            float want[SL_VEC_DOT_N_MAX], got;
+            for (int tok = 0; tok < max; tok++) {
+                sl_quant_vec_dot_isa(t, SL_ISA_SCALAR)(N, &want[tok], wq, ys[tok]);
+                sl_quant_vec_dot_isa(t, SL_ISA_NEON)(N, &got, wq, ys[tok]);
+                CHECK_MSG(same_bits(got, want[tok]) || (isnan(got) && isnan(want[tok])),
+                          "%s rep %d tok %d: neon %.9g, scalar %.9g", tr->name, rep, tok,
+                          (double)got, (double)want[tok]);
+            }
+            for (int nt = 1; nt <= max; nt++) {
+                float many[SL_VEC_DOT_N_MAX];
+                fn(N, many, wq, ys, nt);
+                for (int tok = 0; tok < nt; tok++)
+                    CHECK_MSG(same_bits(many[tok], want[tok]) ||
+                                  (isnan(many[tok]) && isnan(want[tok])),
+                              "%s rep %d nt %d tok %d: neon %.9g, scalar %.9g", tr->name, rep,
+                              nt, tok, (double)many[tok], (double)want[tok]);
+            }
+        }
+        /* quantised random rows: the double-dot check of compare_dot too */
+        float *w = malloc(sizeof(float) * N);
+        for (int i = 0; i < N; i++) {
+            w[i] = frand(&seed) + (offset ? 0.5f : 0.0f);
+            a[i] = frand(&seed);
+        }
+        tr->from_float(w, wq, N);
+        sl_quant_from_float_isa(tr->vec_dot_type, SL_ISA_SCALAR)(a, aq, N);
+        compare_dot(t, wq, aq, N, "random");
+        free(w);
+        free(wq);
+        free(aq);
+        free(a);
+    }
+}
+
 int main(void)
 {
     RUN(neon_presence_matches_platform);
     RUN(neon_dots_equal_scalar_on_random_rows);
     RUN(neon_dots_equal_scalar_on_edge_blocks);
     RUN(neon_multi_token_equals_scalar_single);
+    RUN(neon_legacy_dots_equal_scalar);
     RUN(neon_activation_quantisers_equal_scalar);
     RUN(neon_vexp_and_activations_equal_scalar);
     RUN(neon_attention_equals_scalar);
