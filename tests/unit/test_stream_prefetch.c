@@ -48,6 +48,7 @@ static sl_streamer *open_streamer(int slots, const sl_io_fault *fault, double mi
             lay[l].file[p] = 0;
             lay[l].base[p] = ((uint64_t)l * SL_N_PROJ + (uint64_t)p) * EXPERTS * SLICE;
             lay[l].stride[p] = SLICE;
+            lay[l].len[p] = 0; /* the whole stride */
         }
     const char *paths[1] = {model_file()};
     sl_streamer_config cfg = {.n_layer = LAYERS, .n_expert = EXPERTS, .layers = lay,
