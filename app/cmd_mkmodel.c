@@ -38,7 +38,9 @@ static void usage(FILE *out)
                 sl_synth_preset_summary(i));
     fprintf(out, "                  deepseek2 / glm4moe / glm-dsa: %s\n", sl_synth_ds_presets());
     fprintf(out,
-            "  --type T        f32 (default), f16, q8_0, q4_0, q4_k_m, q4_k, q5_k, q6_k\n"
+            "  --type T        f32 (default), f16, q8_0, q4_0, q4_k_m, q4_k, q5_k, q6_k, mxfp4\n"
+            "                  mxfp4 (llama.cpp's MXFP4_MOE): routed experts mxfp4, the\n"
+            "                  other matrices q8_0.\n"
             "                  q4_k_m: output q6_k; attn_v and ffn_down(_exps/_shexp) q6_k on\n"
             "                  the first/last eighth of layers and every third between,\n"
             "                  q4_k elsewhere; attn_qkv q5_k; norms, biases, routers and\n"
@@ -212,7 +214,7 @@ int cmd_mkmodel(int argc, char **argv)
     if (type && !sl_synth_type_from_name(type, &c.type)) {
         fprintf(stderr,
                 "sluice %s: unknown type '%s' (known: f32, f16, q8_0, q4_0, q4_k_m, q4_k, q5_k, "
-                "q6_k)\n", CMD, type);
+                "q6_k, mxfp4)\n", CMD, type);
         return 2;
     }
     if (layers > 0) c.n_layer = (uint32_t)layers;

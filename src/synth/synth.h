@@ -36,6 +36,7 @@ typedef enum sl_synth_type {
     SL_SYNTH_Q4_K,
     SL_SYNTH_Q5_K,
     SL_SYNTH_Q6_K,
+    SL_SYNTH_MXFP4,         /* llama.cpp's MXFP4_MOE: experts MXFP4, the rest Q8_0 */
     SL_SYNTH_TYPE_COUNT,
 } sl_synth_type;
 
@@ -69,11 +70,12 @@ typedef struct sl_synth_config {
     sl_synth_type type;
     uint64_t seed;
     unsigned threads;       /* generator threads; 0 or 1 = all in the caller */
-    /* gemma4 only (zero elsewhere; synth_gemma4.c): sliding layers' head
-     * size and K/V heads (head_dim / n_head_kv are the full layers'), the
-     * window, and the pattern: layer l is full attention iff
-     * (l + 1) % swa_period == 0; a dense GeGLU MLP of n_ff beside the
-     * experts in every layer */
+    /* gemma4 (synth_gemma4.c) and gpt-oss (synth_gptoss.c; zero
+     * elsewhere): the window n_swa and the pattern: layer l is full
+     * attention iff (l + 1) % swa_period == 0. gemma4 only: the sliding
+     * layers' head size and K/V heads (head_dim / n_head_kv are the full
+     * layers'), and a dense GeGLU MLP of n_ff beside the experts in every
+     * layer */
     uint32_t head_dim_swa, n_head_kv_swa, n_swa, swa_period;
 } sl_synth_config;
 
@@ -111,6 +113,11 @@ bool sl_synth_gemma4_slides(const sl_synth_config *c, uint32_t l);
  * (synth_gemma4.c) */
 int sl_synth_gemma4_init(sl_synth_config *c, sl_err *err);
 
+/* gpt-oss: fills c's gpt-oss fields (window and pattern: the even layers
+ * slide, 128 tokens in the published models, 8 in tiny and tiny-k so tests
+ * see prompts longer than the window). (synth_gptoss.c) */
+int sl_synth_gptoss_init(sl_synth_config *c, sl_err *err);
+
 /* Presets, for --help: count, name and one-line summary of preset i. */
 size_t sl_synth_preset_count(void);
 const char *sl_synth_preset_name(size_t i);
@@ -118,7 +125,8 @@ const char *sl_synth_preset_summary(size_t i);
 /* Architectures accepted by sl_synth_config_init, comma-separated. */
 const char *sl_synth_arch_list(void);
 
-/* File type names: "f32" "f16" "q8_0" "q4_0" "q4_k_m" "q4_k" "q5_k" "q6_k". */
+/* File type names: "f32" "f16" "q8_0" "q4_0" "q4_k_m" "q4_k" "q5_k" "q6_k"
+ * "mxfp4". */
 const char *sl_synth_type_name(sl_synth_type t);
 bool sl_synth_type_from_name(const char *name, sl_synth_type *out);
 /* general.file_type value (llama.cpp's ftype numbering) of t. */
@@ -173,6 +181,8 @@ typedef struct sl_synth_tensor {
  *   1-D tensors (norms, biases, shared-expert gate, ssm_a, ssm_dt) and
  *   routers: F32; ssm_conv1d: F32 (llama-quantize never quantises it).
  *   f32 / f16 / q8_0 / q4_0 / q4_k / q5_k / q6_k: every other tensor in it.
+ *   mxfp4 (llama.cpp's MXFP4_MOE): routed experts MXFP4, every other
+ *     matrix Q8_0.
  *   q4_k_m (after llama.cpp's Q4_K_M): output Q6_K; token_embd Q4_K (Q6_K
  *     when tied, since it is then also the output head); attn_v, ffn_down,
  *     ffn_down_exps and ffn_down_shexp Q6_K on the layers where

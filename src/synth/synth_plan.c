@@ -78,6 +78,12 @@ sl_type sl_synth_pick_type(const sl_synth_config *c, sl_synth_role role, int lay
     case SL_SYNTH_Q4_K: want = SL_TYPE_Q4_K; break;
     case SL_SYNTH_Q5_K: want = SL_TYPE_Q5_K; break;
     case SL_SYNTH_Q6_K: want = SL_TYPE_Q6_K; break;
+    case SL_SYNTH_MXFP4:
+        want = role == SL_SYNTH_R_EXP_GATE || role == SL_SYNTH_R_EXP_UP ||
+                       role == SL_SYNTH_R_EXP_DOWN
+                   ? SL_TYPE_MXFP4
+                   : SL_TYPE_Q8_0;
+        break;
     case SL_SYNTH_Q4_K_M:
         want = SL_TYPE_Q4_K;
         if (role == SL_SYNTH_R_OUTPUT) want = SL_TYPE_Q6_K;
@@ -275,6 +281,37 @@ static void add_gemma4_layer(plan *p, int l)
     add(p, l, "layer_output_scale.weight", SL_SYNTH_R_NORM, 1, 1, 1, 1);
 }
 
+/* A gpt-oss layer (ARCHS.md section 2, llama.cpp's openai-moe loader):
+ * attention with q/k/v/o biases and one sink per head, the FFN pre-norm
+ * named post_attention_norm, a router with a bias, split gate/up/down
+ * experts each with a per-expert bias. */
+static void add_gptoss_layer(plan *p, int l)
+{
+    const sl_synth_config *c = p->c;
+    const uint64_t E = c->n_embd, D = c->head_dim, H = c->n_head;
+    const uint64_t QD = H * D, KD = (uint64_t)c->n_head_kv * D;
+    const uint64_t F = c->n_ff_exp, X = c->n_expert;
+    add(p, l, SL_T_ATTN_NORM, SL_SYNTH_R_NORM, 1, E, 1, 1);
+    add(p, l, SL_T_ATTN_Q, SL_SYNTH_R_ATTN_Q, 2, E, QD, 1);
+    add(p, l, SL_T_ATTN_Q_BIAS, SL_SYNTH_R_BIAS, 1, QD, 1, 1);
+    add(p, l, SL_T_ATTN_K, SL_SYNTH_R_ATTN_K, 2, E, KD, 1);
+    add(p, l, SL_T_ATTN_K_BIAS, SL_SYNTH_R_BIAS, 1, KD, 1, 1);
+    add(p, l, SL_T_ATTN_V, SL_SYNTH_R_ATTN_V, 2, E, KD, 1);
+    add(p, l, SL_T_ATTN_V_BIAS, SL_SYNTH_R_BIAS, 1, KD, 1, 1);
+    add(p, l, SL_T_ATTN_OUT, SL_SYNTH_R_ATTN_OUT, 2, QD, E, 1);
+    add(p, l, "attn_output.bias", SL_SYNTH_R_BIAS, 1, E, 1, 1);
+    add(p, l, "attn_sinks.weight", SL_SYNTH_R_BIAS, 1, H, 1, 1);
+    add(p, l, SYN_T_POST_ATTN_NORM, SL_SYNTH_R_NORM, 1, E, 1, 1);
+    add(p, l, SL_T_FFN_ROUTER, SL_SYNTH_R_ROUTER, 2, E, X, 1);
+    add(p, l, "ffn_gate_inp.bias", SL_SYNTH_R_BIAS, 1, X, 1, 1);
+    add(p, l, SL_T_FFN_GATE_EXPS, SL_SYNTH_R_EXP_GATE, 3, E, F, X);
+    add(p, l, "ffn_gate_exps.bias", SL_SYNTH_R_BIAS, 2, F, X, 1);
+    add(p, l, SL_T_FFN_UP_EXPS, SL_SYNTH_R_EXP_UP, 3, E, F, X);
+    add(p, l, "ffn_up_exps.bias", SL_SYNTH_R_BIAS, 2, F, X, 1);
+    add(p, l, SL_T_FFN_DOWN_EXPS, SL_SYNTH_R_EXP_DOWN, 3, F, E, X);
+    add(p, l, "ffn_down_exps.bias", SL_SYNTH_R_BIAS, 2, E, X, 1);
+}
+
 int sl_synth_plan_build(const sl_synth_config *c, sl_synth_tensor **out, size_t *n_out,
                         sl_err *err)
 {
@@ -284,6 +321,7 @@ int sl_synth_plan_build(const sl_synth_config *c, sl_synth_tensor **out, size_t 
     const uint64_t KD = (uint64_t)c->n_head_kv * c->head_dim; /* k, v width */
     const bool hybrid = !strcmp(c->arch, "qwen35moe");
     const bool gemma4 = !strcmp(c->arch, "gemma4");
+    const bool gptoss = !strcmp(c->arch, "gpt-oss");
 
     /* Data-flow order: embedding, layers, output. */
     add(&p, -1, SL_T_TOKEN_EMBD, SL_SYNTH_R_TOKEN_EMBD, 2, E, V, 1);
@@ -291,6 +329,10 @@ int sl_synth_plan_build(const sl_synth_config *c, sl_synth_tensor **out, size_t 
     for (int l = 0; l < (int)c->n_layer; l++) {
         if (gemma4) {
             add_gemma4_layer(&p, l);
+            continue;
+        }
+        if (gptoss) {
+            add_gptoss_layer(&p, l);
             continue;
         }
         if (hybrid) add_hybrid_mixer(&p, l);

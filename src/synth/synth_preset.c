@@ -63,6 +63,13 @@ static const preset presets[] = {
      * the full layers' 2 K/V heads of 512 */
     {"26b-a4b", "Gemma-4-26B-A4B (gemma4): n_embd 2816, 30 layers, 128 experts (ff 704) top-8 + dense MLP 2112, vocab 262144",
      2816, 30, 16, 2, 512, 2112, 704, 0, 128, 8, 262144, 262144, 1000000.0f, 1e-6f},
+    /* gpt-oss-20b / -120b's published config (synth_gptoss.c adds the
+     * window: 128 tokens on the even layers); with another architecture
+     * they are those shapes' twins */
+    {"20b", "gpt-oss-20b (gpt-oss): n_embd 2880, 24 layers, 32 experts (ff 2880) top-4, vocab 201088",
+     2880, 24, 64, 8, 64, 2880, 2880, 0, 32, 4, 201088, 131072, 150000.0f, 1e-5f},
+    {"120b", "gpt-oss-120b (gpt-oss): n_embd 2880, 36 layers, 128 experts (ff 2880) top-4, vocab 201088",
+     2880, 36, 64, 8, 64, 2880, 2880, 0, 128, 4, 201088, 131072, 150000.0f, 1e-5f},
 };
 #define N_PRESETS (sizeof presets / sizeof presets[0])
 
@@ -116,16 +123,18 @@ static const arch_entry archs[] = {
     {"qwen2", "qwen2", false, false},
     {"qwen35moe", "qwen35moe", true, true},
     {"gemma4", "gemma4", true, false},
+    {"gpt-oss", "gpt-oss", true, false},
 };
 
 const char *sl_synth_arch_list(void)
 {
     return "qwen3moe, qwen2moe, mixtral (llama with experts), olmoe, llama, qwen3, qwen2, "
-           "qwen35moe (hybrid gated DeltaNet + gated attention), gemma4 (Gemma 4 MoE)";
+           "qwen35moe (hybrid gated DeltaNet + gated attention), gemma4 (Gemma 4 MoE), "
+           "gpt-oss (sinks, sliding windows, biases)";
 }
 
 static const char *const type_names[SL_SYNTH_TYPE_COUNT] = {
-    "f32", "f16", "q8_0", "q4_0", "q4_k_m", "q4_k", "q5_k", "q6_k",
+    "f32", "f16", "q8_0", "q4_0", "q4_k_m", "q4_k", "q5_k", "q6_k", "mxfp4",
 };
 
 const char *sl_synth_type_name(sl_synth_type t)
@@ -149,7 +158,8 @@ uint32_t sl_synth_file_type(sl_synth_type t)
 {
     /* llama.cpp's llama_ftype: ALL_F32 0, MOSTLY_F16 1, MOSTLY_Q4_0 2,
      * MOSTLY_Q8_0 7, MOSTLY_Q4_K_S 14, MOSTLY_Q4_K_M 15, MOSTLY_Q5_K_S 16,
-     * MOSTLY_Q6_K 18. Uniform K types are reported as the _S variants. */
+     * MOSTLY_Q6_K 18, MOSTLY_MXFP4_MOE 38. Uniform K types are reported as
+     * the _S variants. */
     switch (t) {
     case SL_SYNTH_F32: return 0;
     case SL_SYNTH_F16: return 1;
@@ -159,6 +169,7 @@ uint32_t sl_synth_file_type(sl_synth_type t)
     case SL_SYNTH_Q4_K_M: return 15;
     case SL_SYNTH_Q5_K: return 16;
     case SL_SYNTH_Q6_K: return 18;
+    case SL_SYNTH_MXFP4: return 38;
     default: return 0;
     }
 }
@@ -223,6 +234,7 @@ int sl_synth_config_init(sl_synth_config *c, const char *arch, const char *prese
         c->rope_dim = p->head_dim / 4; /* partial_rotary_factor 0.25 */
     }
     if (!strcmp(a->arch, "gemma4")) return sl_synth_gemma4_init(c, err);
+    if (!strcmp(a->arch, "gpt-oss")) return sl_synth_gptoss_init(c, err);
     return SL_OK;
 }
 
@@ -314,6 +326,12 @@ int sl_synth_config_validate(const sl_synth_config *c, sl_err *err)
         if (c->full_attn_interval < 1)
             return sl_err_set(err, SL_EINVAL, "full attention interval must be positive");
     }
+    if (!strcmp(c->arch, "gpt-oss") && c->n_layer < 2)
+        return sl_err_set(err, SL_EINVAL, "gpt-oss needs at least 2 layers (a sliding and a "
+                          "full one), not %u", c->n_layer);
+    if (!strcmp(c->arch, "gpt-oss") && c->tied)
+        return sl_err_set(err, SL_EINVAL, "gpt-oss has an untied output head (llama.cpp "
+                          "requires output.weight): drop --tied");
     if (c->rope_dim > c->head_dim || c->rope_dim % 2)
         return sl_err_set(err, SL_EINVAL, "rope dimension %u must be even and at most head_dim %u",
                           c->rope_dim, c->head_dim);

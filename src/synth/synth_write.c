@@ -133,6 +133,21 @@ static void write_gemma4_keys(kw *k, const sl_synth_config *c)
     key_f32(k, "final_logit_softcapping", 30.0f);
 }
 
+/* gpt-oss's own keys (llama.cpp's openai-moe loader, as its converter
+ * writes them): the window (the pattern is the loader's default, period
+ * 2, which the converter does not write either) and YaRN rope, factor 32
+ * over an original context of 4096. */
+static void write_gptoss_keys(kw *k, const sl_synth_config *c)
+{
+    char key[128];
+    key_u32(k, "attention.sliding_window", c->n_swa);
+    if (!k->rc)
+        k->rc = sl_gguf_writer_set_str(
+            k->w, sl_arch_key(key, sizeof key, k->arch, "rope.scaling.type"), "yarn");
+    key_f32(k, "rope.scaling.factor", 32.0f);
+    key_u32(k, "rope.scaling.original_context_length", 4096);
+}
+
 static int write_metadata(sl_gguf_writer *w, const sl_synth_config *c, const sl_synth_vocab *v,
                           sl_err *err)
 {
@@ -167,6 +182,7 @@ static int write_metadata(sl_gguf_writer *w, const sl_synth_config *c, const sl_
     key_u32(&k, SL_KEY_ROPE_DIM, c->rope_dim ? c->rope_dim : c->head_dim);
     const bool hybrid = !strcmp(c->arch, "qwen35moe");
     if (hybrid) write_hybrid_keys(&k, c);
+    if (!strcmp(c->arch, "gpt-oss")) write_gptoss_keys(&k, c);
     if (c->moe) {
         key_u32(&k, SL_KEY_EXPERT_COUNT, c->n_expert);
         key_u32(&k, SL_KEY_EXPERT_USED_COUNT, c->n_expert_used);

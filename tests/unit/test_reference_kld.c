@@ -19,12 +19,10 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "eval/eval_run.h"
-#include "eval/kld_file.h"
-#include "sluice.h"
+#include "common/kld_eval.h"
 #include "test.h"
 
-enum { CHUNKS = 8, N_BATCH = 128 };
+enum { CHUNKS = 8 };
 
 typedef struct bound {
     const char *name;
@@ -71,30 +69,6 @@ static const char *fixture_dir(void)
     return NULL;
 }
 
-typedef struct evalctx {
-    sl_session *s;
-} evalctx;
-
-/* sl_eval_chunk_fn over a session: a fresh cache per chunk, batches of
- * N_BATCH (llama-perplexity -b 128), rows first..n-2 handed over. */
-static int eval_chunk(void *model, const int32_t *tokens, int32_t n, int32_t first,
-                      sl_eval_row_fn row, void *sink, sl_err *err)
-{
-    evalctx *e = model;
-    sl_session_truncate(e->s, 0);
-    for (int p0 = 0; p0 < n; p0 += N_BATCH) {
-        const int nb = n - p0 < N_BATCH ? n - p0 : N_BATCH;
-        int rc = sl_session_eval(e->s, tokens + p0, nb, err);
-        if (rc) return rc;
-        for (int j = 0; j < nb; j++) {
-            const int pos = p0 + j;
-            if (pos < first || pos > n - 2) continue;
-            if ((rc = row(sink, pos, sl_session_logits_at(e->s, j), err))) return rc;
-        }
-    }
-    return SL_OK;
-}
-
 static int arch_supported(const char *a)
 {
     for (size_t i = 0; i < sizeof k_supported / sizeof *k_supported; i++)
@@ -106,61 +80,12 @@ static int arch_supported(const char *a)
  * skipped (reason printed), -1 on failure (recorded). */
 static int run_fixture(const char *dir, const char *name, sl_kld_stats *st)
 {
-    char gguf[512], kld[512];
+    char gguf[512], kld[512], why[512];
     snprintf(gguf, sizeof gguf, "%s/%s.gguf", dir, name);
     snprintf(kld, sizeof kld, "%s/%s.kld", dir, name);
-    sl_model_params mp = sl_model_default_params();
-    mp.n_threads = 2;
-    mp.n_ctx_hint = 128;
-    mp.n_logits_hint = N_BATCH;
-    sl_model *m = NULL;
-    sl_err err = {0};
-    if (sl_model_load(&m, gguf, &mp, &err) != 0) {
-        /* an architecture sluice does not run yet is refused at load */
-        printf("  %s: skipped: %s\n", name, err.msg);
-        return 1;
-    }
-    int rc = -1;
-    sl_session *s = NULL;
-    if (!arch_supported(sl_model_arch_name(m))) {
-        printf("  %s: skipped: %s: architecture not in this test's table yet\n", name,
-               sl_model_arch_name(m));
-        rc = 1;
-        goto out;
-    }
-    sl_kld_base b;
-    const int n_vocab = sl_model_n_vocab(m);
-    if (sl_kld_base_open(&b, kld, n_vocab, &err) != 0) {
-        CHECK_MSG(0, "%s: %s", kld, err.msg);
-        goto out;
-    }
-    const int32_t n_ctx = b.n_ctx;
-    sl_kld_base_close(&b);
-    sl_session_params sp = sl_session_default_params();
-    sp.n_ctx = n_ctx;
-    sp.all_logits = true;
-    sp.n_batch_max = N_BATCH;
-    if (sl_session_create(&s, m, &sp, &err) != 0) {
-        CHECK_MSG(0, "%s: %s", name, err.msg);
-        goto out;
-    }
-    evalctx e = {s};
-    sl_eval_run run = {
-        .n_vocab = n_vocab,
-        .bos = sl_model_add_bos(m) ? sl_model_token_bos(m) : -1,
-        .eval = eval_chunk,
-        .model = &e,
-        .out = NULL,
-        .user = NULL,
-    };
-    if (sl_eval_kl_divergence(&run, kld, CHUNKS, st, &err) != 0) {
-        CHECK_MSG(0, "%s: %s", name, err.msg);
-        goto out;
-    }
-    rc = 0;
-out:
-    sl_session_free(s);
-    sl_model_free(m);
+    const int rc = t_kld_eval(gguf, kld, CHUNKS, arch_supported, st, why, sizeof why);
+    if (rc == 1) printf("  %s: skipped: %s\n", name, why);
+    if (rc < 0) CHECK_MSG(0, "%s: %s", name, why);
     return rc;
 }
 

@@ -791,8 +791,8 @@ TEST(config_errors_are_clear)
 {
     sl_synth_config c;
     sl_err err = {0};
-    CHECK(sl_synth_config_init(&c, "gpt-oss", "tiny", &err) == SL_EINVAL);
-    CHECK_STR_CONTAINS(err.msg, "unknown architecture 'gpt-oss'");
+    CHECK(sl_synth_config_init(&c, "falcon", "tiny", &err) == SL_EINVAL);
+    CHECK_STR_CONTAINS(err.msg, "unknown architecture 'falcon'");
     CHECK_STR_CONTAINS(err.msg, "qwen3moe");
     CHECK(sl_synth_config_init(&c, "qwen3moe", "huge", &err) == SL_EINVAL);
     CHECK_STR_CONTAINS(err.msg, "unknown preset 'huge'");
@@ -1149,6 +1149,50 @@ TEST(qwen35moe_35b_a3b_shapes)
     CHECK_STR_CONTAINS(err.msg, "not a multiple");
 }
 
+/* gpt-oss (ARCHS.md section 2): sinks, q/k/v/o, router and per-expert
+ * biases, the FFN pre-norm named post_attention_norm; mxfp4 puts the
+ * experts in MXFP4 and every other matrix in Q8_0 as llama-quantize's
+ * MXFP4_MOE does; the head stays untied. */
+TEST(gptoss_plan)
+{
+    sl_synth_config c;
+    sl_err err = {0};
+    CHECK(sl_synth_config_init(&c, "gpt-oss", "tiny", &err) == SL_OK);
+    CHECK(c.n_swa == 8 && c.swa_period == 2);
+    c.type = SL_SYNTH_MXFP4;
+    CHECK(sl_synth_config_validate(&c, &err) == SL_OK);
+    sl_synth_tensor *t = NULL;
+    size_t n = 0;
+    CHECK(sl_synth_plan_build(&c, &t, &n, &err) == SL_OK);
+    int sinks = 0, exp_bias = 0, mx = 0, q8 = 0, output = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (strstr(t[i].name, "attn_sinks.weight")) {
+            sinks++;
+            CHECK(t[i].ne[0] == c.n_head && t[i].type == SL_TYPE_F32);
+        }
+        if (strstr(t[i].name, "_exps.bias")) {
+            exp_bias++;
+            CHECK(t[i].n_dims == 2 && t[i].ne[1] == c.n_expert && t[i].type == SL_TYPE_F32);
+        }
+        if (strstr(t[i].name, "_exps.weight")) mx += t[i].type == SL_TYPE_MXFP4;
+        if (strstr(t[i].name, "attn_q.weight")) q8 += t[i].type == SL_TYPE_Q8_0;
+        if (!strcmp(t[i].name, "output.weight")) output++;
+        CHECK(!strstr(t[i].name, "ffn_norm"));
+    }
+    CHECK(sinks == (int)c.n_layer && exp_bias == 3 * (int)c.n_layer);
+    CHECK(mx == 3 * (int)c.n_layer && q8 == (int)c.n_layer && output == 1);
+    free(t);
+    CHECK(sl_synth_file_type(SL_SYNTH_MXFP4) == 38);
+    c.tied = true;
+    CHECK(sl_synth_config_validate(&c, &err) == SL_EINVAL);
+    CHECK_STR_CONTAINS(err.msg, "untied");
+    c.tied = false;
+    c.n_layer = 1;
+    CHECK(sl_synth_config_validate(&c, &err) == SL_EINVAL);
+    CHECK(sl_synth_config_init(&c, "gpt-oss", "120b", &err) == SL_OK);
+    CHECK(c.n_layer == 36 && c.n_expert == 128 && c.n_expert_used == 4 && c.n_swa == 128);
+}
+
 int main(void)
 {
     RUN(every_arch_tiny_has_expected_tensors_and_hparams);
@@ -1165,6 +1209,7 @@ int main(void)
     RUN(tokenizer_metadata);
     RUN(larger_vocab_gets_pads);
     RUN(config_errors_are_clear);
+    RUN(gptoss_plan);
     RUN(unwritable_path_fails_cleanly);
     RUN(cancel_removes_partial_file);
     RUN(stats_report_sizes);

@@ -1,0 +1,93 @@
+/* kld_eval.c - see kld_eval.h. */
+#include "common/kld_eval.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "eval/eval_run.h"
+#include "eval/kld_file.h"
+#include "sluice.h"
+
+enum { N_BATCH = 128 };
+
+typedef struct evalctx {
+    sl_session *s;
+} evalctx;
+
+/* sl_eval_chunk_fn over a session: a fresh cache per chunk, batches of
+ * N_BATCH (llama-perplexity -b 128), rows first..n-2 handed over. */
+static int eval_chunk(void *model, const int32_t *tokens, int32_t n, int32_t first,
+                      sl_eval_row_fn row, void *sink, sl_err *err)
+{
+    evalctx *e = model;
+    sl_session_truncate(e->s, 0);
+    for (int p0 = 0; p0 < n; p0 += N_BATCH) {
+        const int nb = n - p0 < N_BATCH ? n - p0 : N_BATCH;
+        int rc = sl_session_eval(e->s, tokens + p0, nb, err);
+        if (rc) return rc;
+        for (int j = 0; j < nb; j++) {
+            const int pos = p0 + j;
+            if (pos < first || pos > n - 2) continue;
+            if ((rc = row(sink, pos, sl_session_logits_at(e->s, j), err))) return rc;
+        }
+    }
+    return SL_OK;
+}
+
+int t_kld_eval(const char *gguf, const char *kld, int chunks,
+               int (*supported)(const char *arch), sl_kld_stats *st, char *why, size_t cap)
+{
+    sl_model_params mp = sl_model_default_params();
+    mp.n_threads = 2;
+    mp.n_ctx_hint = 128;
+    mp.n_logits_hint = N_BATCH;
+    sl_model *m = NULL;
+    sl_err err = {0};
+    if (sl_model_load(&m, gguf, &mp, &err) != 0) {
+        snprintf(why, cap, "%s", err.msg); /* an architecture sluice does not run yet */
+        return 1;
+    }
+    int rc = -1;
+    sl_session *s = NULL;
+    sl_kld_base b;
+    const int n_vocab = sl_model_n_vocab(m);
+    if (supported && !supported(sl_model_arch_name(m))) {
+        snprintf(why, cap, "%s: architecture not in this test's table yet",
+                 sl_model_arch_name(m));
+        rc = 1;
+        goto out;
+    }
+    if (sl_kld_base_open(&b, kld, n_vocab, &err) != 0) {
+        snprintf(why, cap, "%s: %s", kld, err.msg);
+        goto out;
+    }
+    const int32_t n_ctx = b.n_ctx;
+    sl_kld_base_close(&b);
+    sl_session_params sp = sl_session_default_params();
+    sp.n_ctx = n_ctx;
+    sp.all_logits = true;
+    sp.n_batch_max = N_BATCH;
+    if (sl_session_create(&s, m, &sp, &err) != 0) {
+        snprintf(why, cap, "%s", err.msg);
+        goto out;
+    }
+    evalctx e = {s};
+    sl_eval_run run = {
+        .n_vocab = n_vocab,
+        .bos = sl_model_add_bos(m) ? sl_model_token_bos(m) : -1,
+        .eval = eval_chunk,
+        .model = &e,
+        .out = NULL,
+        .user = NULL,
+    };
+    memset(st, 0, sizeof *st);
+    if (sl_eval_kl_divergence(&run, kld, chunks, st, &err) != 0) {
+        snprintf(why, cap, "%s", err.msg);
+        goto out;
+    }
+    rc = 0;
+out:
+    sl_session_free(s);
+    sl_model_free(m);
+    return rc;
+}

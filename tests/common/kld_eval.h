@@ -1,0 +1,19 @@
+/* kld_eval.h - sluice against a llama.cpp KL-divergence base, for tests. */
+#ifndef SL_TESTS_KLD_EVAL_H
+#define SL_TESTS_KLD_EVAL_H
+
+#include <stddef.h>
+
+#include "eval/kld.h"
+
+/* Loads gguf (2 threads), evaluates the first `chunks` chunks of the base
+ * file kld (llama.cpp's, written by llama-perplexity --kl-divergence-base or
+ * bench/llama_ref.sh) through the library's evaluation procedure, a fresh
+ * cache per chunk in batches of 128 as `llama-perplexity -b 128` does, and
+ * fills *st. Returns 0 when it ran; 1 when the model was refused at load or
+ * `supported` (may be NULL) says no for its architecture, with the reason in
+ * why; -1 on any other failure, with the reason in why. */
+int t_kld_eval(const char *gguf, const char *kld, int chunks,
+               int (*supported)(const char *arch), sl_kld_stats *st, char *why, size_t cap);
+
+#endif
