@@ -15,6 +15,9 @@
  *     token >= 99.9 % (measured: 0.000000 / 100 %);
  *   - the default (the fixtures' revision) does not (mean KLD > 1e-5): the
  *     base tells the two rules apart, so the first check is not vacuous;
+ *   - under 2026-09 the logits stay bit-identical for any batch split and
+ *     thread count (40 tokens as one batch with 2 threads, in batches of 7
+ *     and one by one with 1 thread);
  *   - an unknown SLUICE_LLAMA_REF refuses the model with SL_EINVAL, naming
  *     the value. */
 #include <stdint.h>
@@ -125,6 +128,56 @@ TEST(the_default_follows_the_fixtures_rule_which_this_base_tells_apart)
     if (!rc) CHECK(st8.kld.value == st.kld.value && st8.same_top.value == st.same_top.value);
 }
 
+/* The logits of tokens[0..n) fed in batches of `batch` with `threads`
+ * threads under SLUICE_LLAMA_REF=2026-09, every token's, into out
+ * (n x n_vocab); 0 on success. */
+static int logits_split(const int32_t *tokens, int n, int batch, int threads, float *out,
+                        int *n_vocab)
+{
+    setenv("SLUICE_LLAMA_REF", "2026-09", 1);
+    sl_model_params mp = sl_model_default_params();
+    mp.n_threads = threads;
+    mp.n_logits_hint = batch;
+    sl_model *m = NULL;
+    sl_err err = {0};
+    int rc = sl_model_load(&m, g_gguf, &mp, &err);
+    unsetenv("SLUICE_LLAMA_REF");
+    if (rc) return rc;
+    sl_session *s = NULL;
+    sl_session_params sp = sl_session_default_params();
+    sp.n_ctx = 128;
+    sp.all_logits = true;
+    sp.n_batch_max = batch;
+    rc = sl_session_create(&s, m, &sp, &err);
+    *n_vocab = sl_model_n_vocab(m);
+    for (int p0 = 0; !rc && p0 < n; p0 += batch) {
+        const int nb = n - p0 < batch ? n - p0 : batch;
+        rc = sl_session_eval(s, tokens + p0, nb, &err);
+        for (int j = 0; !rc && j < nb; j++)
+            memcpy(out + (size_t)(p0 + j) * (size_t)*n_vocab, sl_session_logits_at(s, j),
+                   sizeof(float) * (size_t)*n_vocab);
+    }
+    sl_session_free(s);
+    sl_model_free(m);
+    return rc;
+}
+
+TEST(the_newer_rule_keeps_batches_and_threads_bit_identical)
+{
+    enum { N = 40, V_MAX = 4096 };
+    int32_t tokens[N];
+    for (int i = 0; i < N; i++) tokens[i] = (int32_t)((i * 37 + 11) % 500);
+    static float a[N * V_MAX], b[N * V_MAX], c[N * V_MAX];
+    int va = 0, vb = 0, vc = 0;
+    CHECK(logits_split(tokens, N, N, 2, a, &va) == 0);
+    CHECK(logits_split(tokens, N, 7, 1, b, &vb) == 0);
+    CHECK(logits_split(tokens, N, 1, 1, c, &vc) == 0);
+    CHECK(va > 0 && va <= V_MAX && va == vb && va == vc);
+    if (va <= 0 || va > V_MAX) return;
+    CHECK(memcmp(a, b, sizeof(float) * (size_t)N * (size_t)va) == 0);
+    CHECK(memcmp(a, c, sizeof(float) * (size_t)N * (size_t)va) == 0);
+}
+
 TEST(an_unknown_revision_is_refused)
 {
     sl_kld_stats st;
@@ -139,6 +192,7 @@ int main(void)
     data_paths();
     RUN(following_llama_cpp_2026_09_matches_its_base);
     RUN(the_default_follows_the_fixtures_rule_which_this_base_tells_apart);
+    RUN(the_newer_rule_keeps_batches_and_threads_bit_identical);
     RUN(an_unknown_revision_is_refused);
     return TEST_REPORT();
 }
