@@ -97,17 +97,33 @@ static void silu_worker(void *ctx, int chunk, int n_chunks, int tid)
     for (long long t = t0; t < t1; t++) sl_silu(j->s->gdn_u + (size_t)t * C, (int64_t)C);
 }
 
-/* x / max(|x|, eps) over n values as llama.cpp's ggml_l2_norm computes
- * it (float squares summed in double, the scale in float). The fixtures'
- * llama.cpp (August 2026) used this op; later builds compute the same
- * norm as an RMS norm with eps / n scaled by 1 / sqrt(n), which differs
- * in the last bit. */
+/* x / max(|x|, eps) over n values as llama.cpp's ggml_l2_norm computes it
+ * (float squares summed in double, the scale in float): the q/k norm of the
+ * reference fixtures' llama.cpp (model/llama_rev.h, 2026-08). */
 static void l2_normalise(float *x, int n, float eps)
 {
     double sum = 0.0;
     for (int i = 0; i < n; i++) sum += (double)(x[i] * x[i]);
     const float scale = 1.0f / fmaxf(sqrtf((float)sum), eps);
     for (int i = 0; i < n; i++) x[i] *= scale;
+}
+
+/* The same norm as later llama.cpp builds compose it (2026-09, after its
+ * PR 28068): an RMS norm with eps / n (the squares summed in double, their
+ * mean and 1 / sqrt(mean + eps / n) in float, x times that), then x times
+ * 1 / sqrt(n). It differs from l2_normalise in the last bit of about a
+ * third of the values; a quantised ssm_out rounds its activations from
+ * them, so such a bit can move a Q8_0 step. */
+static void l2_normalise_rms(float *x, int n, float eps)
+{
+    double sum = 0.0;
+    for (int i = 0; i < n; i++) sum += (double)(x[i] * x[i]);
+    const float nf = (float)n;
+    const float mean = (float)(sum / (double)n);
+    const float scale = 1.0f / sqrtf(mean + eps / nf);
+    const float post = 1.0f / sqrtf(nf);
+    for (int i = 0; i < n; i++) x[i] *= scale;
+    for (int i = 0; i < n; i++) x[i] *= post;
 }
 
 /* L2 norms of the q and k heads of every token: pairs (token, q/k head). */
@@ -122,7 +138,9 @@ static void qk_norm_worker(void *ctx, int chunk, int n_chunks, int tid)
     sl_split_range((long long)j->n * heads, chunk, n_chunks, &p0, &p1);
     for (long long p = p0; p < p1; p++) {
         float *u = j->s->gdn_u + (size_t)(p / heads) * C;
-        l2_normalise(u + (size_t)(p % heads) * (size_t)g->d_state, g->d_state, g->eps);
+        float *x = u + (size_t)(p % heads) * (size_t)g->d_state;
+        if (g->l2_rms) l2_normalise_rms(x, g->d_state, g->eps);
+        else l2_normalise(x, g->d_state, g->eps);
     }
 }
 

@@ -198,6 +198,7 @@ typedef struct sl_gdn_desc {
     int n_qk;     /* nk */
     int n_v;      /* nv; v head h reads q/k head h % nk */
     float eps;    /* of the L2 norms of q and k and of the output RMS norm */
+    bool l2_rms;  /* q/k L2 norms as llama.cpp's later RMS-norm form (model/llama_rev.h) */
 } sl_gdn_desc;
 
 typedef enum sl_ffn_kind {
