@@ -9,8 +9,9 @@
  * loops use SDOT (*_dotprod.c, built with -march=armv8.2-a+dotprod and only
  * called when the CPU has it); without, widening multiplies and pairwise
  * adds give the same int32 lanes. The legacy types Q4_0 .. Q5_1 have
- * ARMv8.0 kernels; IQ4 and MXFP4 have none: NULL here, the scalar set
- * serves them.
+ * ARMv8.0 kernels; the table types IQ4_NL, MXFP4 and IQ4_XS have both
+ * forms (vec_dot_iq_neon.c / vec_dot_iq_dotprod.c). The repacked orders
+ * (vec_dot_rp*) have none: the scalar set serves them.
  * Each fill returns false (and leaves k untouched) when built for another
  * target. Include only inside src/quant/ (and tests). */
 #ifndef SL_QUANT_QUANT_NEON_H
@@ -27,10 +28,16 @@ bool sl_vec_dot_fill_fp_neon(sl_quant_kernels *k);
 /* Q4_0, Q5_0 (against Q8_0) and Q4_1, Q5_1 (against Q8_1), single- and
  * multi-token (vec_dot_legacy_neon.c) */
 bool sl_vec_dot_fill_legacy_neon(sl_quant_kernels *k);
+/* IQ4_NL, MXFP4 (against Q8_0) and IQ4_XS (against Q8_K), single- and
+ * multi-token, the SDOT form when dotprod (vec_dot_iq_neon.c; called by
+ * sl_vec_dot_fill_k_neon, so the dispatch's NEON branch fills them) */
+bool sl_vec_dot_fill_iq_neon(sl_quant_kernels *k, bool dotprod);
 
 /* The SDOT twins of the K-quant and Q8_0 dots into k (vec_dot_k_dotprod.c,
  * built for ARMv8.2-A+dotprod: call only when the CPU has SDOT). */
 void sl_vec_dot_k_dotprod_fill(sl_quant_kernels *k);
+/* The same for the table types (vec_dot_iq_dotprod.c). */
+void sl_vec_dot_iq_dotprod_fill(sl_quant_kernels *k);
 
 /* The activation quantisers, bit for bit sl_quant_q8_K_ref and
  * sl_quant_q8_0_ref (quant_act_neon.c). */

@@ -2,7 +2,8 @@
  * ARMv8.0 (no SDOT): the four-element integer dot of vec_dot_k_neon.h as a
  * widening multiply (int8 x int8 -> int16, exact) and pairwise adds, and
  * the fill of the whole NEON set's K-quant part (taking the SDOT kernels
- * of vec_dot_k_dotprod.c when the CPU has the extension).
+ * of vec_dot_k_dotprod.c when the CPU has the extension), which also fills
+ * the table types (vec_dot_iq_neon.c).
  * Must not know: which CPU we run on (the dispatch says dotprod or not). */
 #include "quant/quant_neon.h"
 
@@ -26,7 +27,9 @@ bool sl_vec_dot_fill_k_neon(sl_quant_kernels *k, bool dotprod)
     if (dotprod) sl_vec_dot_k_dotprod_fill(k);
     else neon_fill(k);
     k->from_float[SL_TYPE_Q8_K] = sl_quant_q8_K_neon;
-    return true;
+    /* the table types IQ4_NL, MXFP4, IQ4_XS (vec_dot_iq_neon.c): filled
+     * here, where the dispatch already says dotprod or not */
+    return sl_vec_dot_fill_iq_neon(k, dotprod);
 }
 #else
 bool sl_vec_dot_fill_k_neon(sl_quant_kernels *k, bool dotprod)

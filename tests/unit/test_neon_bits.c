@@ -9,6 +9,10 @@
  * kernels' (the reference order every kernel set follows); the dots are
  * also checked against a double-precision dot of the dequantised rows;
  * the multi-token kernels give the scalar single kernel's bits per token.
+ * The table types (IQ4_NL, MXFP4, IQ4_XS) are checked in the SIMD set of
+ * either machine against their orders written out here (IQ4_XS: the scalar
+ * kernel; IQ4_NL / MXFP4: the AVX2 kernels' lane order), so NEON and AVX2
+ * are shown to give the same bits.
  * Elsewhere (x86) the NEON set does not exist: the tests check that the
  * dispatch says so, and that the kernel-set name matches the ISA. */
 #include <math.h>
@@ -21,9 +25,11 @@
 #include "ops/ops.h"
 #include "ops/vexp.h"
 #include "quant/quant.h"
+#include "quant/quant_internal.h"
 #include "synth/synth_gen.h"
 #include "synth/synth_rng.h"
 #include "test.h"
+#include "util/cpu.h"
 #if defined(__aarch64__)
 #include "ops/vexp_neon.h"
 #endif
@@ -79,7 +85,15 @@ TEST(neon_presence_matches_platform)
     const char *ks = sl_quant_kernel_set();
     CHECK(strcmp(ks, "neon") == 0 || strcmp(ks, "neon+dotprod") == 0 ||
           (getenv("SLUICE_NO_SIMD") && strcmp(ks, "ref") == 0));
-    printf("   kernel set: %s\n", ks);
+    sl_cpu_features cpu;
+    sl_cpu_detect(&cpu);
+    printf("   kernel set: %s (cpu: neon %d, dotprod %d, i8mm %d)\n", ks, cpu.neon, cpu.dotprod,
+           cpu.i8mm);
+    CHECK(cpu.neon);
+    /* the set is named by what the CPU answered (qemu -cpu max: dotprod
+     * and i8mm; cortex-a53: neither) */
+    CHECK(getenv("SLUICE_NO_SIMD") || (strcmp(ks, "neon+dotprod") == 0) == cpu.dotprod);
+    CHECK(!cpu.i8mm || cpu.dotprod); /* ARMv8.6 has both */
 #else
     CHECK(!have_neon());
     CHECK(sl_quant_vec_dot_isa(SL_TYPE_F32, SL_ISA_NEON) == NULL);
@@ -552,6 +566,196 @@ TEST(neon_legacy_dots_equal_scalar)
     }
 }
 
+/* ---- the table types ------------------------------------------------------
+ * IQ4_NL / MXFP4 x Q8_0 in the AVX2 kernels' order (vec_dot_iq_avx2.c, the
+ * order of llama.cpp's x86 build), written out: lane l of block i is the
+ * exact integer dot of elements 4l..4l+3 (table values of the nibbles,
+ * low nibbles first), FMA'd with dx * dy into the even or the odd set of
+ * lanes by i's parity; the two sets added lane by lane, then summed
+ * (halves, then 0+2 and 1+3, then those two). dx: the f16 d, or MXFP4's
+ * 2^(e-128) for the doubled table. */
+static float b32_lane_order(sl_type t, int n, const uint8_t *wq, const uint8_t *aq)
+{
+    const bool mx = t == SL_TYPE_MXFP4;
+    const size_t ts = mx ? 17 : 18;
+    const int8_t *tab = mx ? sl_mxfp4_values : sl_iq4nl_values;
+    float lane[2][8] = {{0}};
+    for (int i = 0; i < n / 32; i++) {
+        const uint8_t *b = wq + (size_t)i * ts, *qs = b + ts - 16;
+        uint16_t h;
+        memcpy(&h, b, 2);
+        const float dx = mx ? ldexpf(1.0f, (int)b[0] - 128) : sl_fp16_to_f32(h);
+        const sl_block_q8_0 *y = (const sl_block_q8_0 *)aq + i;
+        const float d = dx * sl_fp16_to_f32(y->d);
+        for (int l = 0; l < 8; l++) {
+            int p = 0;
+            for (int j = 4 * l; j < 4 * l + 4; j++)
+                p += (j < 16 ? tab[qs[j] & 15] : tab[qs[j - 16] >> 4]) * y->qs[j];
+            lane[i & 1][l] = fmaf(d, (float)p, lane[i & 1][l]);
+        }
+    }
+    float u[8];
+    for (int l = 0; l < 8; l++) u[l] = lane[0][l] + lane[1][l];
+    const float a0 = u[0] + u[4], a1 = u[1] + u[5], a2 = u[2] + u[6], a3 = u[3] + u[7];
+    return (a0 + a2) + (a1 + a3);
+}
+
+/* IQ4_XS x Q8_K as its scalar kernel defines it (the reference's order):
+ * per super-block the exact integer sum of (ls - 32) * (sub-block dot),
+ * then one fmaf with d * y.d. Written out here as well. */
+static float xs_order(int n, const uint8_t *wq, const uint8_t *aq)
+{
+    float acc = 0.0f;
+    for (int i = 0; i < n / 256; i++) {
+        const uint8_t *b = wq + (size_t)i * 136;
+        uint16_t h, sh;
+        memcpy(&h, b, 2);
+        memcpy(&sh, b + 2, 2);
+        const sl_block_q8_K *y = (const sl_block_q8_K *)aq + i;
+        int sumi = 0;
+        for (int k = 0; k < 8; k++) {
+            const int ls = ((b[4 + k / 2] >> (4 * (k % 2))) & 15) | ((sh >> (2 * k)) & 3) << 4;
+            const uint8_t *qs = b + 8 + 16 * k;
+            int p = 0;
+            for (int j = 0; j < 32; j++)
+                p += (j < 16 ? sl_iq4nl_values[qs[j] & 15] : sl_iq4nl_values[qs[j - 16] >> 4]) *
+                     y->qs[32 * k + j];
+            sumi += (ls - 32) * p;
+        }
+        acc = fmaf(sl_fp16_to_f32(h) * y->d, (float)sumi, acc);
+    }
+    return acc;
+}
+
+static bool same_or_nan(float a, float b) { return same_bits(a, b) || (isnan(a) && isnan(b)); }
+
+/* The SIMD set of this machine (NEON on aarch64, AVX2 on x86) against the
+ * orders above, single- and multi-token (nt 1..8, every token its own
+ * activations), on rows of 1, 3, 32 and 129 blocks (IQ4_XS: 1, 3, 16) of
+ * random bytes with sane scales, all-0xFF and all-zero bytes, zero scales,
+ * subnormal f16 scales, the largest scales (f16 65504; MXFP4 e from 0 and 1, float subnormals, to
+ * 254), activations of +-1e30, zero, 127 * (t + 1) and random; then
+ * quantised Gaussian-like rows, where the order is also within 1e-5 of a
+ * double dot of the dequantised rows and the scalar kernel (IQ4_NL / MXFP4:
+ * block by block, another order) within 1e-5 of it. IQ4_XS must also equal
+ * the scalar kernel bit for bit. */
+TEST(table_type_dots_follow_their_orders)
+{
+    sl_isa isa = SL_ISA_NEON;
+    if (!have_neon()) isa = SL_ISA_AVX2;
+    if (!sl_quant_vec_dot_isa(SL_TYPE_IQ4_XS, isa)) {
+        printf("   (no SIMD kernel set here: skipped)\n");
+        return;
+    }
+    printf("   kernel set checked: %s\n", sl_isa_name(isa));
+    static const sl_type tt[] = {SL_TYPE_IQ4_NL, SL_TYPE_MXFP4, SL_TYPE_IQ4_XS};
+    enum { NMAXB = 129, NT = SL_VEC_DOT_N_MAX };
+    uint32_t seed = 16016;
+    for (size_t ti = 0; ti < 3; ti++) {
+        const sl_type t = tt[ti];
+        const bool xs = t == SL_TYPE_IQ4_XS, mx = t == SL_TYPE_MXFP4;
+        const sl_type_traits *tr = sl_type_get(t);
+        const sl_type_traits *at = sl_type_get(tr->vec_dot_type);
+        CHECK(tr->vec_dot_type == (xs ? SL_TYPE_Q8_K : SL_TYPE_Q8_0));
+        sl_vec_dot_fn one = sl_quant_vec_dot_isa(t, isa), ref = sl_quant_vec_dot_isa(t, SL_ISA_SCALAR);
+        int max = 0;
+        sl_vec_dot_n_fn many = sl_quant_vec_dot_n_isa(t, isa, &max);
+        CHECK_MSG(one && one != ref, "%s: the %s set has no kernel of its own", tr->name,
+                  sl_isa_name(isa));
+        CHECK_MSG(many && max == NT, "%s: no %s multi-token kernel", tr->name, sl_isa_name(isa));
+        if (!one || !many) continue;
+        const int lens32[] = {32, 96, 1024, 32 * NMAXB}, lensxs[] = {256, 768, 4096};
+        const int *lens = xs ? lensxs : lens32;
+        const int nlen = xs ? 3 : 4;
+        uint8_t *wq = malloc(NMAXB * 32 / tr->block_size * tr->type_size + 64);
+        uint8_t *aq = malloc((size_t)NT * (NMAXB * 32 / at->block_size * at->type_size + 64));
+        const size_t astride = NMAXB * 32 / at->block_size * at->type_size + 64;
+        float *a = malloc(sizeof(float) * NMAXB * 32), *w = malloc(sizeof(float) * NMAXB * 32);
+        for (int li = 0; li < nlen; li++) {
+            const int n = lens[li];
+            const size_t nb = (size_t)n / tr->block_size;
+            for (int rep = 0; rep < 9; rep++) {
+                if (rep < 8) {
+                    for (size_t i = 0; i < nb * tr->type_size; i++)
+                        wq[i] = rep == 1 ? 0xFF : rep == 2 ? 0x00 : (uint8_t)rnd(&seed);
+                    for (size_t b = 0; b < nb; b++) {
+                        uint8_t *blk = wq + b * tr->type_size;
+                        if (rep == 1 || rep == 2) continue; /* the all-0xFF / zero bytes as they are */
+                        if (mx) {
+                            blk[0] = rep == 4 ? (uint8_t)(rnd(&seed) % 2)
+                                     : rep == 5 ? (uint8_t)(rnd(&seed) % 2 ? 254 : rnd(&seed) % 255)
+                                                : (uint8_t)(110 + rnd(&seed) % 30);
+                        } else {
+                            const uint16_t sign = (uint16_t)(rnd(&seed) & 0x8000);
+                            const uint16_t h = rep == 4   ? 0
+                                               : rep == 5 ? 0x7BFF
+                                               : rep == 3 ? (uint16_t)((1 + rnd(&seed) % 0x3FF) | sign)
+                                                          : (uint16_t)((0x2000 + (rnd(&seed) & 0x1FFF)) | sign);
+                            memcpy(blk, &h, 2);
+                        }
+                    }
+                } else { /* a quantised row */
+                    for (int i = 0; i < n; i++) w[i] = frand(&seed) * (i % 13 == 0 ? 4.0f : 1.0f);
+                    tr->from_float(w, wq, n);
+                }
+                const void *ys[NT];
+                for (int tok = 0; tok < NT; tok++) {
+                    for (int i = 0; i < n; i++)
+                        a[i] = rep == 6 ? (i % 2 ? -1e30f : 1e30f)
+                               : rep == 2 ? 0.0f
+                               : rep == 7 ? 127.0f * (float)(tok + 1)
+                                          : frand(&seed) * (tok == 3 ? 1e4f : 50.0f);
+                    uint8_t *dst = aq + (size_t)tok * astride;
+                    sl_quant_from_float_isa(tr->vec_dot_type, SL_ISA_SCALAR)(a, dst, n);
+                    ys[tok] = dst;
+                }
+                float want[NT], got;
+                for (int tok = 0; tok < NT; tok++) {
+                    want[tok] = xs ? xs_order(n, wq, ys[tok]) : b32_lane_order(t, n, wq, ys[tok]);
+                    one(n, &got, wq, ys[tok]);
+                    CHECK_MSG(same_or_nan(got, want[tok]), "%s n=%d rep %d tok %d: %s %.9g, order %.9g",
+                              tr->name, n, rep, tok, sl_isa_name(isa), (double)got, (double)want[tok]);
+                    float r;
+                    ref(n, &r, wq, ys[tok]);
+                    if (xs)
+                        CHECK_MSG(same_or_nan(r, want[tok]), "%s n=%d rep %d: scalar %.9g, order %.9g",
+                                  tr->name, n, rep, (double)r, (double)want[tok]);
+                }
+                for (int nt = 1; nt <= max; nt++) {
+                    float s[NT];
+                    many(n, s, wq, ys, nt);
+                    for (int tok = 0; tok < nt; tok++)
+                        CHECK_MSG(same_or_nan(s[tok], want[tok]),
+                                  "%s n=%d rep %d nt %d tok %d: %s %.9g, order %.9g", tr->name, n,
+                                  rep, nt, tok, sl_isa_name(isa), (double)s[tok], (double)want[tok]);
+                }
+                if (rep == 8 || rep == 0) { /* finite: the values themselves */
+                    float *wd = malloc(sizeof(float) * (size_t)n), *ad = malloc(sizeof(float) * (size_t)n);
+                    tr->to_float(wq, wd, n);
+                    at->to_float(ys[0], ad, n);
+                    double d = 0.0, mag = 0.0;
+                    for (int i = 0; i < n; i++) {
+                        d += (double)wd[i] * ad[i];
+                        mag += fabs((double)wd[i] * ad[i]);
+                    }
+                    float r;
+                    ref(n, &r, wq, ys[0]);
+                    CHECK_MSG(fabs(want[0] - d) <= 1e-5 * mag + 1e-30, "%s n=%d rep %d: %.9g vs double %.9g",
+                              tr->name, n, rep, (double)want[0], d);
+                    CHECK_MSG(fabs(r - d) <= 1e-5 * mag + 1e-30, "%s n=%d rep %d: scalar %.9g vs double %.9g",
+                              tr->name, n, rep, (double)r, d);
+                    free(wd);
+                    free(ad);
+                }
+            }
+        }
+        free(wq);
+        free(aq);
+        free(a);
+        free(w);
+    }
+}
+
 int main(void)
 {
     RUN(neon_presence_matches_platform);
@@ -559,6 +763,7 @@ int main(void)
     RUN(neon_dots_equal_scalar_on_edge_blocks);
     RUN(neon_multi_token_equals_scalar_single);
     RUN(neon_legacy_dots_equal_scalar);
+    RUN(table_type_dots_follow_their_orders);
     RUN(neon_activation_quantisers_equal_scalar);
     RUN(neon_vexp_and_activations_equal_scalar);
     RUN(neon_attention_equals_scalar);
