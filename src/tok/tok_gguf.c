@@ -159,8 +159,11 @@ int sl_tokenizer_load(sl_tokenizer **out, const sl_gguf *g, sl_err *err)
     spec.scores = scores;
     if ((rc = get_numbers(g, KEY_TYPES, spec.n_tokens, false, (void **)&types, err))) goto done;
     spec.types = types;
-    if (!strcmp(spec.model, "gpt2")) {
-        if ((rc = get_strings(g, KEY_MERGES, true, &merges, &spec.n_merges, err))) goto done;
+    if (!strcmp(spec.model, "gpt2") || !strcmp(spec.model, "gemma4")) {
+        /* Kimi K2's files may leave the merges out (llama.cpp accepts it:
+         * every piece is then looked up whole or falls back to bytes) */
+        bool need = !(spec.pre && !strcmp(spec.pre, "kimi-k2") && !strcmp(spec.model, "gpt2"));
+        if ((rc = get_strings(g, KEY_MERGES, need, &merges, &spec.n_merges, err))) goto done;
         spec.merges = merges;
     }
 

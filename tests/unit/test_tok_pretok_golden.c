@@ -1,0 +1,328 @@
+/* test_tok_pretok_golden.c - the BPE pre-tokenizers against llama.cpp,
+ * on 332 strings (tests/data/pretok/pretok.inp: unicode, spaces, newline
+ * runs, code, digits, emoji, Han and kana, invalid UTF-8).
+ *
+ * kimi-k2.split holds llama.cpp's own pieces for "kimi-k2" (Kimi K2): its
+ * unicode_regex_split, exported by libllama, with the pattern list
+ * llama-vocab.cpp gives that name, run by tests/data/gemma4/llsplit.cpp;
+ * the split is compared piece by piece. gpt2-as-NAME.out is llama.cpp's
+ * ids for the same strings with the GPT-2 vocabulary and merges of
+ * tests/data/tokenizers relabelled tokenizer.ggml.pre NAME, one file per
+ * pattern set sluice knows and per name of the 2026 families (deepseek-v3,
+ * glm4, qwen35, gpt-4o, kimi-k2): the merges run inside the pieces, so the
+ * ids show the cuts (tests/data/pretok/make_golden.py says how). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "test.h"
+#include "gguf/gguf.h"
+#include "tok/tok_internal.h"
+#include "tok/tokenizer.h"
+
+static char *read_all(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    size_t cap = 1 << 16, n = 0;
+    char *buf = malloc(cap);
+    for (;;) {
+        if (n + 4096 > cap) buf = realloc(buf, cap *= 2);
+        size_t r = fread(buf + n, 1, cap - n - 1, f);
+        if (r == 0) break;
+        n += r;
+    }
+    fclose(f);
+    buf[n] = '\0';
+    *len = n;
+    return buf;
+}
+
+static void data_path(char *out, size_t cap, const char *name)
+{
+    const char *d = getenv("SLUICE_TEST_DATA");
+    snprintf(out, cap, "%s/%s", d ? d : "tests/data", name);
+}
+
+static int hexval(char c)
+{
+    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+static const char sep[] = "\n__ggml_vocab_test__\n";
+
+/* True if s holds a sequence that llama.cpp reads as one code point but
+ * that is not well-formed UTF-8 (an overlong form, a surrogate): sluice's
+ * byte-level BPE turns each of its bytes into U+FFFD instead, a known
+ * difference on ill-formed input only (the regex engine must see valid
+ * UTF-8). */
+static bool read_differently(const char *s, size_t n)
+{
+    const unsigned char *u = (const unsigned char *)s;
+    for (size_t i = 0; i < n;) {
+        uint32_t cp;
+        size_t k = sl_tok_utf8_valid_len(u + i, n - i);
+        if (k) {
+            i += k;
+            continue;
+        }
+        if (sl_tok_utf8_decode(u + i, n - i, &cp)) return true;
+        i++;
+    }
+    return false;
+}
+
+/* Each string's split (sluice's invalid UTF-8 is made valid first, as the
+ * BPE encoder does; the strings that are not UTF-8 are skipped here) equals
+ * llama.cpp's pieces. */
+TEST(kimi_split_golden)
+{
+    int set;
+    bool im, ab;
+    CHECK(sl_tok_pre_lookup("kimi-k2", &set, &im, &ab) != NULL);
+    CHECK(!im && !ab);
+    sl_tok_pretok p;
+    sl_err err = {0};
+    CHECK(sl_tok_pretok_init(&p, set, &err) == 0);
+    char path[512];
+    size_t inp_len, sp_len;
+    data_path(path, sizeof path, "pretok/pretok.inp");
+    char *inp = read_all(path, &inp_len);
+    data_path(path, sizeof path, "pretok/kimi-k2.split");
+    char *spl = read_all(path, &sp_len);
+    CHECK(inp && spl);
+    if (!inp || !spl) return;
+    char *s0 = inp, *end = inp + inp_len, *line = spl;
+    int n_cases = 0, n_pass = 0, n_skipped = 0;
+    sl_tok_spans spans = {0};
+    static char want[1 << 16];
+    while (s0 < end) {
+        char *s = memmem(s0, (size_t)(end - s0), sep, sizeof sep - 1);
+        if (!s) break;
+        size_t slen = (size_t)(s - s0);
+        char *nl = strchr(line, '\n');
+        CHECK(nl != NULL);
+        if (!nl) break;
+        *nl = '\0';
+        bool valid = true;
+        for (size_t i = 0; i < slen;) {
+            size_t k = sl_tok_utf8_valid_len((const unsigned char *)s0 + i, slen - i);
+            if (!k) {
+                valid = false;
+                break;
+            }
+            i += k;
+        }
+        if (!valid) {
+            n_skipped++;
+        } else {
+            n_cases++;
+            CHECK(sl_tok_pretok_split(&p, s0, slen, &spans, &err) == 0);
+            /* rebuild the expected pieces as "len:bytes" runs and compare */
+            bool same = true;
+            size_t k = 0, at = 0;
+            for (char *q = line; *q && same;) {
+                size_t n = 0;
+                while (q[0] && q[0] != ' ') {
+                    want[n++] = (char)(hexval(q[0]) * 16 + hexval(q[1]));
+                    q += 2;
+                }
+                if (*q == ' ') q++;
+                same = k < spans.n && spans.v[k].off == at && spans.v[k].len == n &&
+                       !memcmp(s0 + at, want, n);
+                at += n;
+                k++;
+            }
+            same = same && k == spans.n;
+            if (same) {
+                n_pass++;
+            } else {
+                fprintf(stderr, "  case %d \"%.*s\": sluice cut", n_cases, (int)(slen < 60 ? slen : 60),
+                        s0);
+                for (size_t i = 0; i < spans.n; i++)
+                    fprintf(stderr, " [%.*s]", (int)spans.v[i].len, s0 + spans.v[i].off);
+                fprintf(stderr, "\n    llama.cpp: %s\n", line);
+            }
+        }
+        line = nl + 1;
+        s0 = s + sizeof sep - 1;
+    }
+    printf("     kimi-k2 split: %d/%d strings match llama.cpp (%d not UTF-8)\n", n_pass, n_cases,
+           n_skipped);
+    CHECK_EQ_INT(n_pass, n_cases);
+    CHECK(n_cases >= 300);
+    sl_tok_spans_free(&spans);
+    sl_tok_pretok_free(&p);
+    free(inp);
+    free(spl);
+}
+
+/* The GPT-2 vocabulary with pre-tokenizer NAME: every string (the invalid
+ * UTF-8 ones too) encodes to llama.cpp's ids. */
+static void gpt2_as(const char *name)
+{
+    char path[512];
+    data_path(path, sizeof path, "tokenizers/ggml-vocab-gpt-2.gguf");
+    sl_err err = {0};
+    sl_gguf *g = NULL;
+    CHECK_MSG(sl_gguf_open(&g, path, &err) == 0, "%s", err.msg);
+    if (!g) return;
+    /* the file's own tokens and merges, the pre name replaced */
+    const sl_gguf_array *tk = sl_gguf_get_arr(g, "tokenizer.ggml.tokens");
+    const sl_gguf_array *mg = sl_gguf_get_arr(g, "tokenizer.ggml.merges");
+    CHECK(tk && mg);
+    if (!tk || !mg) {
+        sl_gguf_close(g);
+        return;
+    }
+    sl_tok_str *tokens = calloc(tk->n, sizeof *tokens), *merges = calloc(mg->n, sizeof *merges);
+    for (uint64_t i = 0; i < tk->n; i++) {
+        const sl_gguf_str *x = sl_gguf_arr_str(tk, i);
+        tokens[i] = (sl_tok_str){x->ptr, (size_t)x->len};
+    }
+    for (uint64_t i = 0; i < mg->n; i++) {
+        const sl_gguf_str *x = sl_gguf_arr_str(mg, i);
+        merges[i] = (sl_tok_str){x->ptr, (size_t)x->len};
+    }
+    sl_tok_spec spec;
+    sl_tok_spec_init(&spec);
+    spec.model = "gpt2";
+    spec.pre = name;
+    spec.n_tokens = (uint32_t)tk->n;
+    spec.tokens = tokens;
+    spec.n_merges = (uint32_t)mg->n;
+    spec.merges = merges;
+    spec.bos = spec.eos = 50256;
+    sl_tokenizer *tok = NULL;
+    CHECK_MSG(sl_tokenizer_build(&tok, &spec, &err) == 0, "%s", err.msg);
+    free(tokens);
+    free(merges);
+    sl_gguf_close(g);
+    if (!tok) return;
+    CHECK(sl_tokenizer_pre_warning(tok) == NULL);
+
+    size_t inp_len, out_len;
+    data_path(path, sizeof path, "pretok/pretok.inp");
+    char *inp = read_all(path, &inp_len);
+    char file[128];
+    snprintf(file, sizeof file, "pretok/gpt2-as-%s.out", name);
+    data_path(path, sizeof path, file);
+    char *outf = read_all(path, &out_len);
+    CHECK(inp && outf);
+    char *s0 = inp, *end = inp ? inp + inp_len : NULL, *line = outf;
+    int n_cases = 0, n_pass = 0, n_skipped = 0;
+    sl_tok_ids ids = {0};
+    static int32_t want[4096];
+    while (inp && outf && s0 < end) {
+        char *s = memmem(s0, (size_t)(end - s0), sep, sizeof sep - 1);
+        if (!s) break;
+        size_t slen = (size_t)(s - s0);
+        char *nl = strchr(line, '\n');
+        if (!nl) break;
+        *nl = '\0';
+        size_t n_want = 0;
+        for (char *q = line; *q && n_want < 4096;) {
+            while (*q == ' ') q++;
+            if (!*q) break;
+            want[n_want++] = (int32_t)strtol(q, &q, 10);
+        }
+        line = nl + 1;
+        if (read_differently(s0, slen)) {
+            n_skipped++;
+            s0 = s + sizeof sep - 1;
+            continue;
+        }
+        ids.n = 0;
+        int rc = sl_tokenizer_encode(tok, s0, slen, SL_TOK_PARSE_SPECIAL, &ids, &err);
+        n_cases++;
+        if (rc == 0 && ids.n == n_want && (!n_want || !memcmp(ids.ids, want, n_want * 4)))
+            n_pass++;
+        else
+            fprintf(stderr, "  %s case %d (%.*s) ids differ\n", name, n_cases,
+                    (int)(slen < 60 ? slen : 60), s0);
+        s0 = s + sizeof sep - 1;
+    }
+    printf("     %-15s %d/%d strings match llama.cpp (%d overlong/surrogate skipped)\n", name,
+           n_pass, n_cases, n_skipped);
+    CHECK(n_skipped == 3);
+    CHECK_EQ_INT(n_pass, n_cases);
+    CHECK(n_cases >= 300);
+    sl_tok_ids_free(&ids);
+    free(inp);
+    free(outf);
+    sl_tokenizer_free(tok);
+}
+
+/* Kimi K2's markers end generation; a kimi-k2 file may come without
+ * merges (llama.cpp accepts it): pieces then fall back to byte tokens. */
+TEST(kimi_specials_and_no_merges)
+{
+    const sl_tok_bytemap_entry *b2u = sl_tok_byte_to_unicode();
+    static char texts[256][2];
+    sl_tok_str toks[259];
+    int32_t types[259];
+    for (int b = 0; b < 256; b++) {
+        memcpy(texts[b], b2u[b].s, b2u[b].len);
+        toks[b] = (sl_tok_str){texts[b], b2u[b].len};
+        types[b] = SL_TOK_TYPE_NORMAL;
+    }
+    toks[256] = (sl_tok_str){"[BOS]", 5};
+    toks[257] = (sl_tok_str){"[EOS]", 5};
+    toks[258] = (sl_tok_str){"[EOT]", 5};
+    types[256] = types[257] = types[258] = SL_TOK_TYPE_CONTROL;
+    sl_tok_spec spec;
+    sl_tok_spec_init(&spec);
+    spec.model = "gpt2";
+    spec.pre = "kimi-k2";
+    spec.n_tokens = 259;
+    spec.tokens = toks;
+    spec.types = types;
+    spec.bos = 256;
+    sl_tokenizer *tok = NULL;
+    sl_err err = {0};
+    CHECK_MSG(sl_tokenizer_build(&tok, &spec, &err) == 0, "%s", err.msg);
+    if (!tok) return;
+    CHECK(sl_tokenizer_is_eog(tok, 257));
+    CHECK(sl_tokenizer_is_eog(tok, 258));
+    CHECK(!sl_tokenizer_is_eog(tok, 256));
+    sl_tok_ids ids = {0};
+    CHECK(sl_tokenizer_encode(tok, "ab[EOT]", 7, SL_TOK_PARSE_SPECIAL, &ids, &err) == 0);
+    /* token b is byte b's stand-in character */
+    CHECK(ids.n == 3 && ids.ids[0] == 'a' && ids.ids[1] == 'b' && ids.ids[2] == 258);
+    sl_tok_ids_free(&ids);
+    sl_tokenizer_free(tok);
+}
+
+TEST(gpt2_as_default) { gpt2_as("default"); }
+TEST(gpt2_as_gpt2) { gpt2_as("gpt-2"); }
+TEST(gpt2_as_llama_bpe) { gpt2_as("llama-bpe"); }
+TEST(gpt2_as_qwen2) { gpt2_as("qwen2"); }
+TEST(gpt2_as_qwen35) { gpt2_as("qwen35"); }
+TEST(gpt2_as_deepseek_llm) { gpt2_as("deepseek-llm"); }
+TEST(gpt2_as_deepseek_coder) { gpt2_as("deepseek-coder"); }
+TEST(gpt2_as_starcoder) { gpt2_as("starcoder"); }
+TEST(gpt2_as_falcon) { gpt2_as("falcon"); }
+TEST(gpt2_as_gpt4o) { gpt2_as("gpt-4o"); }
+TEST(gpt2_as_deepseek_v3) { gpt2_as("deepseek-v3"); }
+TEST(gpt2_as_glm4) { gpt2_as("glm4"); }
+TEST(gpt2_as_kimi_k2) { gpt2_as("kimi-k2"); }
+
+int main(void)
+{
+    RUN(kimi_split_golden);
+    RUN(gpt2_as_default);
+    RUN(gpt2_as_gpt2);
+    RUN(gpt2_as_llama_bpe);
+    RUN(gpt2_as_qwen2);
+    RUN(gpt2_as_qwen35);
+    RUN(gpt2_as_deepseek_llm);
+    RUN(gpt2_as_deepseek_coder);
+    RUN(gpt2_as_starcoder);
+    RUN(gpt2_as_falcon);
+    RUN(gpt2_as_gpt4o);
+    RUN(gpt2_as_deepseek_v3);
+    RUN(gpt2_as_glm4);
+    RUN(gpt2_as_kimi_k2);
+    RUN(kimi_specials_and_no_merges);
+    return TEST_REPORT();
+}
