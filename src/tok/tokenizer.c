@@ -339,7 +339,7 @@ int sl_tokenizer_build(sl_tokenizer **out, const sl_tok_spec *spec, sl_err *err)
         sl_escape(shown, sizeof shown - 3, spec->model, n, &used);
         if (used < n) strcat(shown, "...");
         return sl_err_set(err, SL_EUNSUPPORTED,
-                          "tokenizer model '%s' (tokenizer.ggml.model) is not supported: sluice "
+                          "tokenizer model '%s' is not supported (tokenizer.ggml.model): sluice "
                           "knows 'gpt2' (byte-level BPE), 'llama' (SentencePiece) and 'gemma4' "
                           "(Gemma 4's BPE)", shown);
     }
