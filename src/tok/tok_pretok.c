@@ -235,6 +235,23 @@ static const pre_name g_names[] = {
     {"granite-embed-multi-311m", SET_GEMMA4, false, false},
     /* issue 17: Kimi K2 / K2.5 */
     {"kimi-k2", SET_KIMI_K2, false, false},
+    /* more names llama.cpp gives these pattern sets (with its flags):
+     * DeepSeek-V3's split for the JoyAI and Hunyuan files of the deepseek2
+     * family, and the aliases of the Llama 3, Qwen2, o200k and StarCoder
+     * sets */
+    {"joyai-llm", SET_DEEPSEEK3, false, false},
+    {"hunyuan-dense", SET_DEEPSEEK3, false, false},
+    {"hy_v4", SET_DEEPSEEK3, false, false},
+    {"midm-2.0", SET_LLAMA3, true, true},
+    {"lfm2", SET_LLAMA3, true, true},
+    {"jina-v5-nano", SET_LLAMA3, true, true},
+    {"kormo", SET_QWEN2, false, false},
+    {"f2llmv2", SET_QWEN2, false, false},
+    {"solar-open", SET_QWEN2, false, false},
+    {"kanana2", SET_O200K, false, false},
+    {"talkie", SET_O200K, false, false},
+    {"minimax-m2", SET_O200K, false, false},
+    {"mellum2", SET_STARCODER, false, false},
 };
 
 const char *sl_tok_pre_lookup(const char *name, int *set_id, bool *ignore_merges, bool *add_bos)

@@ -158,8 +158,8 @@ TEST(kimi_split_golden)
 }
 
 /* The GPT-2 vocabulary with pre-tokenizer NAME: every string (the invalid
- * UTF-8 ones too) encodes to llama.cpp's ids. */
-static void gpt2_as(const char *name)
+ * UTF-8 ones too) encodes to llama.cpp's ids, those of gpt2-as-FILE.out. */
+static void gpt2_as_file(const char *name, const char *file_name)
 {
     char path[512];
     data_path(path, sizeof path, "tokenizers/ggml-vocab-gpt-2.gguf");
@@ -205,7 +205,7 @@ static void gpt2_as(const char *name)
     data_path(path, sizeof path, "pretok/pretok.inp");
     char *inp = read_all(path, &inp_len);
     char file[128];
-    snprintf(file, sizeof file, "pretok/gpt2-as-%s.out", name);
+    snprintf(file, sizeof file, "pretok/gpt2-as-%s.out", file_name);
     data_path(path, sizeof path, file);
     char *outf = read_all(path, &out_len);
     CHECK(inp && outf);
@@ -293,6 +293,33 @@ TEST(kimi_specials_and_no_merges)
     sl_tokenizer_free(tok);
 }
 
+static void gpt2_as(const char *name) { gpt2_as_file(name, name); }
+
+/* Each line of aliases.txt, "ALIAS NAME": llama.cpp gives ALIAS the ids it
+ * gives NAME (checked when the file was written); so must sluice. */
+TEST(gpt2_as_aliases)
+{
+    char path[512];
+    size_t len;
+    data_path(path, sizeof path, "pretok/aliases.txt");
+    char *text = read_all(path, &len);
+    CHECK_MSG(text != NULL, "missing %s", path);
+    if (!text) return;
+    int n = 0;
+    for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
+        char *sp = strchr(line, ' ');
+        if (!sp) continue;
+        *sp = '\0';
+        char alias[64], base[64];
+        snprintf(alias, sizeof alias, "%s", line);
+        snprintf(base, sizeof base, "%s", sp + 1);
+        gpt2_as_file(alias, base);
+        n++;
+    }
+    CHECK(n >= 13);
+    free(text);
+}
+
 TEST(gpt2_as_default) { gpt2_as("default"); }
 TEST(gpt2_as_gpt2) { gpt2_as("gpt-2"); }
 TEST(gpt2_as_llama_bpe) { gpt2_as("llama-bpe"); }
@@ -323,6 +350,7 @@ int main(void)
     RUN(gpt2_as_deepseek_v3);
     RUN(gpt2_as_glm4);
     RUN(gpt2_as_kimi_k2);
+    RUN(gpt2_as_aliases);
     RUN(kimi_specials_and_no_merges);
     return TEST_REPORT();
 }

@@ -17,7 +17,7 @@
 #
 #   python3 make_golden.py inp
 #   llsplit pretok.inp kimi-k2.split '\p{Han}+'
-#   python3 make_golden.py ids /path/to/lltok
+#   python3 make_golden.py ids /path/to/lltok   (also writes aliases.txt)
 import json
 import os
 import subprocess
@@ -31,6 +31,10 @@ SEP = b"\n__ggml_vocab_test__\n"
 # one name per pattern set sluice knows, and the names of the 2026 families
 NAMES = ["default", "gpt-2", "llama-bpe", "qwen2", "qwen35", "deepseek-llm", "deepseek-coder",
          "starcoder", "falcon", "gpt-4o", "deepseek-v3", "glm4", "kimi-k2"]
+# more names of these sets: their ids are checked to equal those of a file
+# above and recorded in aliases.txt ("alias name-of-that-file")
+ALIASES = ["joyai-llm", "hunyuan-dense", "hy_v4", "midm-2.0", "lfm2", "jina-v5-nano", "kormo",
+           "f2llmv2", "solar-open", "kanana2", "talkie", "minimax-m2", "mellum2"]
 
 HAN = [
     "中文", "中文English", "English中文", "我爱北京天安门。", "汉字漢字", "日本語のテキスト",
@@ -66,6 +70,20 @@ def main():
             subprocess.run([sys.argv[2], tmp, "pretok.inp", "gpt2-as-%s.out" % name, "0", "1"],
                            check=True)
             os.remove(tmp)
+        outs = {n: open("gpt2-as-%s.out" % n).read() for n in NAMES}
+        with open("aliases.txt", "w") as f:
+            for name in ALIASES:
+                tmp = "/tmp/gpt2-as-%s.gguf" % name
+                G.write(tmp, [(k, t, name.encode() if k == "tokenizer.ggml.pre" else v)
+                              for k, t, v in kvs])
+                subprocess.run([sys.argv[2], tmp, "pretok.inp", tmp + ".out", "0", "1"],
+                               check=True)
+                got = open(tmp + ".out").read()
+                same = [n for n in NAMES if outs[n] == got]
+                assert same, "%s: ids equal no file here" % name
+                f.write("%s %s\n" % (name, same[0]))
+                os.remove(tmp)
+                os.remove(tmp + ".out")
 
 
 if __name__ == "__main__":
