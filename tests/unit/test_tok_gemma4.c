@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "chat/chat.h"
 #include "test.h"
 #include "tok/tok_internal.h"
 #include "tok/tokenizer.h"
@@ -398,6 +399,66 @@ TEST(gemma4_errors)
     free(bytes);
 }
 
+static size_t count_text(const char *hay, const char *needle)
+{
+    size_t n = 0, k = strlen(needle);
+    for (const char *p = strstr(hay, needle); p; p = strstr(p + k, needle)) n++;
+    return n;
+}
+
+static size_t count_id(const sl_tok_ids *v, int32_t id)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < v->n; i++) n += v->ids[i] == id;
+    return n;
+}
+
+/* Gemma 4's chat format rendered by sluice and encoded with special tokens
+ * parsed: every marker becomes its single token (<|turn> 105, <turn|> 106,
+ * <|think|> 6, <|channel> 7, <channel|> 8), none is spelled out, and the
+ * ids decode back to the rendered text. */
+TEST(gemma4_chat_markers)
+{
+    CHECK(g_tok != NULL);
+    if (!g_tok) return;
+    sl_err err = {0};
+    for (int think = 0; think < 2; think++) {
+        sl_chat_opts o = sl_chat_opts_default();
+        o.enable_thinking = think != 0;
+        sl_chat_template t;
+        CHECK(sl_chat_template_init(&t, "{{ '<|turn>' + role }}...{{ '<turn|>' }}", &o, &err) == 0);
+        CHECK(!strcmp(sl_chat_family_name(t.family), "gemma4"));
+        const sl_chat_msg msgs[] = {{"system", "Be brief."},
+                                    {"user", "Hello  there\n\nfriend"},
+                                    {"assistant", "Hi! 123"},
+                                    {"user", "<|turn> is a marker"}};
+        char *text = NULL;
+        CHECK(sl_chat_render(&t, msgs, 4, true, &text, &err) == 0);
+        if (!text) {
+            sl_chat_template_free(&t);
+            continue;
+        }
+        sl_tok_ids ids = {0};
+        CHECK(sl_tokenizer_encode(g_tok, text, strlen(text), SL_TOK_PARSE_SPECIAL, &ids, &err) == 0);
+        CHECK(count_text(text, "<|turn>") >= 5);
+        CHECK_EQ_INT(count_id(&ids, 105), count_text(text, "<|turn>"));
+        CHECK_EQ_INT(count_id(&ids, 106), count_text(text, "<turn|>"));
+        CHECK_EQ_INT(count_id(&ids, 6), count_text(text, "<|think|>"));
+        CHECK_EQ_INT(count_id(&ids, 7), count_text(text, "<|channel>"));
+        CHECK_EQ_INT(count_id(&ids, 8), count_text(text, "<channel|>"));
+        CHECK_EQ_INT(count_text(text, "<|think|>"), think);
+        CHECK_EQ_INT(count_text(text, "<|channel>"), 1 - think);
+        char *dec = NULL;
+        size_t dn = 0;
+        CHECK(sl_tokenizer_decode(g_tok, ids.ids, ids.n, SL_TOK_DECODE_SPECIAL, &dec, &dn, &err) == 0);
+        CHECK(dec && dn == strlen(text) && !memcmp(dec, text, dn));
+        free(dec);
+        sl_tok_ids_free(&ids);
+        free(text);
+        sl_chat_template_free(&t);
+    }
+}
+
 int main(void)
 {
     g_tok = build(0);
@@ -406,6 +467,7 @@ int main(void)
     RUN(gemma4_pieces);
     RUN(gemma4_tiny_gguf);
     RUN(gemma4_errors);
+    RUN(gemma4_chat_markers);
     sl_tokenizer_free(g_tok);
     free_vocab();
     return TEST_REPORT();
