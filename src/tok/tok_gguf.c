@@ -171,6 +171,9 @@ int sl_tokenizer_load(sl_tokenizer **out, const sl_gguf *g, sl_err *err)
     if ((rc = get_id(g, "tokenizer.ggml.eos_token_id", &spec.eos, err))) goto done;
     if ((rc = get_id(g, "tokenizer.ggml.eot_token_id", &spec.eot, err))) goto done;
     if ((rc = get_id(g, "tokenizer.ggml.eom_token_id", &spec.eom, err))) goto done;
+    if ((rc = get_id(g, "tokenizer.ggml.fim_pad_token_id", &spec.fim_pad, err))) goto done;
+    if ((rc = get_id(g, "tokenizer.ggml.fim_rep_token_id", &spec.fim_rep, err))) goto done;
+    if ((rc = get_id(g, "tokenizer.ggml.fim_sep_token_id", &spec.fim_sep, err))) goto done;
     if ((rc = get_id(g, "tokenizer.ggml.unknown_token_id", &spec.unk, err))) goto done;
     if ((rc = get_id(g, "tokenizer.ggml.padding_token_id", &spec.pad, err))) goto done;
     if ((rc = get_flag(g, "tokenizer.ggml.add_bos_token", &spec.add_bos, err))) goto done;

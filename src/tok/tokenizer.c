@@ -20,6 +20,7 @@ void sl_tok_spec_init(sl_tok_spec *spec)
     memset(spec, 0, sizeof *spec);
     spec->bos = spec->eos = spec->eot = spec->eom = spec->unk = spec->pad = -1;
     spec->add_bos = spec->add_eos = spec->add_space_prefix = -1;
+    spec->fim_pad = spec->fim_rep = spec->fim_sep = -1;
 }
 
 void sl_tokenizer_free(sl_tokenizer *tok)
@@ -196,7 +197,7 @@ static void make_control(sl_tokenizer *tok, int32_t id)
 static const char *const k_eot_texts[] = {
     "<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>",
     "<|end_of_text|>", "<EOT>", "_<EOT>", DS_EOS,
-    "<end_of_utterance>",
+    "<end_of_utterance>", "[EOT]",
 };
 
 /* Texts that end generation wherever they appear in the vocabulary (Kimi
@@ -207,6 +208,26 @@ static const char *const k_eog_texts[] = {
     "<|endoftext|>", "<|eom_id|>", "<EOT>", "_<EOT>", "<|end_of_text|>", "<end_of_utterance>",
     DS_EOS, "[EOT]", "[EOS]", "<eos>", "<turn|>", "<|tool_response>", "</s>",
 };
+
+/* The fill-in-the-middle pad, repository and file-separator tokens end
+ * generation in llama.cpp (and become control): the id from metadata, else
+ * the first of these texts present. */
+static const char *const k_fim_pad_texts[] = {"<|fim_pad|>", "<fim-pad>", "<fim_pad>", "<PAD>",
+                                              "[PAD]", NULL};
+static const char *const k_fim_rep_texts[] = {"<|fim_repo|>", "<|repo_name|>", "<fim-repo>",
+                                              "<REPO>", "<reponame>", NULL};
+static const char *const k_fim_sep_texts[] = {"<|file_sep|>", NULL};
+
+static void setup_fim_eog(sl_tokenizer *tok, const char *key, int64_t from_spec,
+                          const char *const *texts)
+{
+    int32_t id = pick_id(tok, key, from_spec, SL_TOK_NONE);
+    for (size_t i = 0; id == SL_TOK_NONE && texts[i]; i++) {
+        id = find_text(tok, texts[i]);
+        if (id >= 0) make_control(tok, id);
+    }
+    if (id >= 0) tok->tokens[id].flags |= SL_TOKF_EOG;
+}
 
 static void setup_special_ids(sl_tokenizer *tok, const sl_tok_spec *spec)
 {
@@ -235,6 +256,9 @@ static void setup_special_ids(sl_tokenizer *tok, const sl_tok_spec *spec)
             make_control(tok, id);
         }
     }
+    setup_fim_eog(tok, "tokenizer.ggml.fim_pad_token_id", spec->fim_pad, k_fim_pad_texts);
+    setup_fim_eog(tok, "tokenizer.ggml.fim_rep_token_id", spec->fim_rep, k_fim_rep_texts);
+    setup_fim_eog(tok, "tokenizer.ggml.fim_sep_token_id", spec->fim_sep, k_fim_sep_texts);
     for (size_t i = 0; i < sizeof k_eog_texts / sizeof *k_eog_texts; i++) {
         int32_t id = find_text(tok, k_eog_texts[i]);
         if (id < 0) continue;

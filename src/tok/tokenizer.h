@@ -75,6 +75,9 @@ typedef struct sl_tok_spec {
     const sl_tok_str *merges; /* "left right", rank = index (BPE only) */
     int64_t bos, eos, eot, eom, unk, pad;        /* -1: absent */
     int add_bos, add_eos, add_space_prefix;      /* -1: absent, else 0/1 */
+    /* fill-in-the-middle pad, repository and file-separator ids (-1:
+     * absent): llama.cpp ends generation at them, found by text if absent */
+    int64_t fim_pad, fim_rep, fim_sep;
 } sl_tok_spec;
 
 /* Sets every optional field of spec to "absent". */

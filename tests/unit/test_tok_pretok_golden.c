@@ -334,6 +334,52 @@ TEST(gpt2_as_deepseek_v3) { gpt2_as("deepseek-v3"); }
 TEST(gpt2_as_glm4) { gpt2_as("glm4"); }
 TEST(gpt2_as_kimi_k2) { gpt2_as("kimi-k2"); }
 
+/* Fill-in-the-middle pad, repository and file-separator tokens end
+ * generation, as in llama.cpp (lleog.c beside lltok.c asked
+ * llama_vocab_is_eog on such a vocabulary): found by text (and made
+ * control) when the metadata names none (Qwen's <|fim_pad|>, <|repo_name|>,
+ * <|file_sep|>, Kimi's [PAD]); <|fim_prefix|> does not end generation. With
+ * two pad texts in one vocabulary llama.cpp takes whichever its hash map
+ * yields first, so each case here has one. */
+static sl_tokenizer *fim_vocab(const char *pad, int64_t fim_pad_id)
+{
+    sl_tok_str toks[] = {{"a", 1}, {"<|fim_prefix|>", 14}, {pad, strlen(pad)},
+                         {"<|repo_name|>", 13}, {"<|file_sep|>", 12}, {"b", 1}};
+    sl_tok_spec spec;
+    sl_tok_spec_init(&spec);
+    spec.model = "gpt2";
+    spec.pre = "qwen2";
+    spec.n_tokens = 6;
+    spec.tokens = toks;
+    spec.fim_pad = fim_pad_id;
+    sl_tokenizer *tok = NULL;
+    sl_err err = {0};
+    CHECK_MSG(sl_tokenizer_build(&tok, &spec, &err) == 0, "%s", err.msg);
+    return tok;
+}
+
+TEST(fim_tokens_end_generation)
+{
+    const char *pads[] = {"<|fim_pad|>", "[PAD]"};
+    for (int k = 0; k < 2; k++) {
+        sl_tokenizer *tok = fim_vocab(pads[k], -1);
+        if (!tok) return;
+        CHECK(!sl_tokenizer_is_eog(tok, 0));
+        CHECK(!sl_tokenizer_is_eog(tok, 1));
+        CHECK(sl_tokenizer_is_eog(tok, 2) && sl_tokenizer_is_control(tok, 2));
+        CHECK(sl_tokenizer_is_eog(tok, 3) && sl_tokenizer_is_control(tok, 3));
+        CHECK(sl_tokenizer_is_eog(tok, 4) && sl_tokenizer_is_control(tok, 4));
+        CHECK(!sl_tokenizer_is_eog(tok, 5));
+        sl_tokenizer_free(tok);
+    }
+    /* the metadata's id wins over the texts */
+    sl_tokenizer *tok = fim_vocab("<|fim_pad|>", 5);
+    if (!tok) return;
+    CHECK(sl_tokenizer_is_eog(tok, 5));
+    CHECK(!sl_tokenizer_is_eog(tok, 2));
+    sl_tokenizer_free(tok);
+}
+
 int main(void)
 {
     RUN(kimi_split_golden);
@@ -352,5 +398,6 @@ int main(void)
     RUN(gpt2_as_kimi_k2);
     RUN(gpt2_as_aliases);
     RUN(kimi_specials_and_no_merges);
+    RUN(fim_tokens_end_generation);
     return TEST_REPORT();
 }
