@@ -380,6 +380,51 @@ TEST(fim_tokens_end_generation)
     sl_tokenizer_free(tok);
 }
 
+/* Long runs (tok_bpe.c shortens runs of one code point or of blanks before
+ * the regex): for the kimi-k2 and gemma4 patterns the shortened split
+ * equals the regex on the whole text, for runs of each kind between
+ * different neighbours. */
+TEST(long_runs_kimi_gemma4)
+{
+    static const char *const sets[] = {"kimi-k2", "gemma4", "deepseek-v3"};
+    static const char *const unit[] = {" ", "\t", "\xe3\x80\x80", "\n", "a", "\xe4\xb8\xad",
+                                       "7", "!", "'", "\xef\xbf\xbd", "\xe3\x81\x82"};
+    static const char *const edge[] = {"", "x", "'s", "12", "\n", " ", "\xe4\xb8\xad", "A"};
+    const size_t n_unit = sizeof unit / sizeof *unit, n_edge = sizeof edge / sizeof *edge;
+    char *buf = malloc(64 + 3 * 3000);
+    int n_cmp = 0;
+    for (size_t si = 0; si < 3; si++) {
+        int set;
+        bool im, ab;
+        CHECK(sl_tok_pre_lookup(sets[si], &set, &im, &ab) != NULL);
+        sl_tok_pretok p;
+        sl_err err = {0};
+        CHECK(sl_tok_pretok_init(&p, set, &err) == 0);
+        for (size_t u = 0; u < n_unit; u++)
+            for (size_t e = 0; e < n_edge; e++) {
+                size_t n = 0, ul = strlen(unit[u]);
+                memcpy(buf, edge[e], strlen(edge[e]));
+                n += strlen(edge[e]);
+                for (int k = 0; k < 2500; k++, n += ul) memcpy(buf + n, unit[u], ul);
+                memcpy(buf + n, edge[n_edge - 1 - e], strlen(edge[n_edge - 1 - e]));
+                n += strlen(edge[n_edge - 1 - e]);
+                sl_tok_spans a = {0}, b = {0};
+                CHECK(sl_tok_pretok_split(&p, buf, n, &a, &err) == 0);
+                CHECK(sl_tok_bpe_pretok_split(&p, buf, n, &b, &err) == 0);
+                bool same = a.n == b.n;
+                for (size_t i = 0; same && i < a.n; i++)
+                    same = a.v[i].off == b.v[i].off && a.v[i].len == b.v[i].len;
+                CHECK_MSG(same, "%s: run of '%s' after '%s'", sets[si], unit[u], edge[e]);
+                n_cmp++;
+                sl_tok_spans_free(&a);
+                sl_tok_spans_free(&b);
+            }
+        sl_tok_pretok_free(&p);
+    }
+    CHECK(n_cmp == 3 * 11 * 8);
+    free(buf);
+}
+
 int main(void)
 {
     RUN(kimi_split_golden);
@@ -399,5 +444,6 @@ int main(void)
     RUN(gpt2_as_aliases);
     RUN(kimi_specials_and_no_merges);
     RUN(fim_tokens_end_generation);
+    RUN(long_runs_kimi_gemma4);
     return TEST_REPORT();
 }
