@@ -3,7 +3,7 @@
  *
  * Pieces: byte-level BPE texts are mapped back through the GPT-2 byte table
  * (a code point outside the table is kept as its own UTF-8); SentencePiece
- * texts get U+2581 turned back into spaces and <0xNN> tokens become the
+ * and Gemma 4 texts get U+2581 turned back into spaces and <0xNN> tokens become the
  * byte; control, unknown and user-defined tokens keep their text (the first
  * two are only shown on request); unused and undefined tokens are empty.
  * Knows the vocabulary, not how it was encoded. */
@@ -55,7 +55,7 @@ static uint32_t make_piece(const sl_tokenizer *tok, const sl_tok_entry *t, char 
         return 0;
     }
     uint32_t w = 0;
-    if (tok->model == SL_TOK_MODEL_SPM) {
+    if (tok->model == SL_TOK_MODEL_SPM || tok->raw_bpe) {
         for (size_t i = 0; i < n;) {
             if (i + 3 <= n && memcmp(src + i, "\xE2\x96\x81", 3) == 0) {
                 dst[w++] = ' ';

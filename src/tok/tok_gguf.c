@@ -159,8 +159,11 @@ int sl_tokenizer_load(sl_tokenizer **out, const sl_gguf *g, sl_err *err)
     spec.scores = scores;
     if ((rc = get_numbers(g, KEY_TYPES, spec.n_tokens, false, (void **)&types, err))) goto done;
     spec.types = types;
-    if (!strcmp(spec.model, "gpt2")) {
-        if ((rc = get_strings(g, KEY_MERGES, true, &merges, &spec.n_merges, err))) goto done;
+    if (!strcmp(spec.model, "gpt2") || !strcmp(spec.model, "gemma4")) {
+        /* Kimi K2's files may leave the merges out (llama.cpp accepts it:
+         * every piece is then looked up whole or falls back to bytes) */
+        bool need = !(spec.pre && !strcmp(spec.pre, "kimi-k2") && !strcmp(spec.model, "gpt2"));
+        if ((rc = get_strings(g, KEY_MERGES, need, &merges, &spec.n_merges, err))) goto done;
         spec.merges = merges;
     }
 
@@ -168,6 +171,9 @@ int sl_tokenizer_load(sl_tokenizer **out, const sl_gguf *g, sl_err *err)
     if ((rc = get_id(g, "tokenizer.ggml.eos_token_id", &spec.eos, err))) goto done;
     if ((rc = get_id(g, "tokenizer.ggml.eot_token_id", &spec.eot, err))) goto done;
     if ((rc = get_id(g, "tokenizer.ggml.eom_token_id", &spec.eom, err))) goto done;
+    if ((rc = get_id(g, "tokenizer.ggml.fim_pad_token_id", &spec.fim_pad, err))) goto done;
+    if ((rc = get_id(g, "tokenizer.ggml.fim_rep_token_id", &spec.fim_rep, err))) goto done;
+    if ((rc = get_id(g, "tokenizer.ggml.fim_sep_token_id", &spec.fim_sep, err))) goto done;
     if ((rc = get_id(g, "tokenizer.ggml.unknown_token_id", &spec.unk, err))) goto done;
     if ((rc = get_id(g, "tokenizer.ggml.padding_token_id", &spec.pad, err))) goto done;
     if ((rc = get_flag(g, "tokenizer.ggml.add_bos_token", &spec.add_bos, err))) goto done;

@@ -19,6 +19,10 @@ enum {
     SL_TOKF_EOG = 1u << 0,     /* ends generation */
     SL_TOKF_LSTRIP = 1u << 1,  /* when matched in text, eat whitespace on its left */
     SL_TOKF_RSTRIP = 1u << 2,  /* ... and on its right */
+    /* a user-defined token that is also control (an end-of-generation
+     * marker typed user-defined, as llama.cpp marks it): rendered like a
+     * user-defined token, matched in text only when parsing specials */
+    SL_TOKF_CONTROL = 1u << 3,
 };
 
 typedef struct sl_tok_entry {
@@ -52,6 +56,10 @@ typedef struct sl_tok_spans {
 /* Resolves a tokenizer.ggml.pre name. Returns the canonical name and fills
  * *set_id, *ignore_merges, *add_bos; NULL if the name is unknown. */
 const char *sl_tok_pre_lookup(const char *name, int *set_id, bool *ignore_merges, bool *add_bos);
+
+/* True for the pattern set of SentencePiece-style BPE (gemma4): no GPT-2
+ * byte mapping, spaces as U+2581 (tok_gemma4.c encodes). */
+bool sl_tok_pre_is_raw(int set_id);
 
 /* The id of the default pattern set (used for missing/unknown names). */
 int sl_tok_pre_default_set(void);
@@ -97,12 +105,16 @@ struct sl_tokenizer {
     char *id_warning;          /* NULL or owned: special ids out of range */
     sl_tok_pretok pretok;
 
+    /* SentencePiece-style BPE (gemma4): merges over raw UTF-8, spaces as
+     * U+2581, <0xNN> byte fallback (tok_gemma4.c) */
+    bool raw_bpe;
+
     /* SPM */
     bool add_space_prefix;
     bool spm_word_split;       /* no token has U+2581 after another char */
 
-    /* SPM: id of "<0xNN>" (or the 1-byte token); BPE: id of the byte's
-     * mapped character. SL_TOK_NONE if missing. */
+    /* SPM: id of "<0xNN>" (or the 1-byte token); gemma4: id of "<0xNN>";
+     * BPE: id of the byte's mapped character. SL_TOK_NONE if missing. */
     int32_t byte_tok[256];
 
     /* special tokens matched in raw text: ids, longest text first */
@@ -225,6 +237,9 @@ int sl_tok_partition(const sl_tokenizer *tok, const char *text, size_t len, bool
 /* Encodes one raw fragment and appends ids. */
 int sl_tok_bpe_encode(const sl_tokenizer *tok, const char *text, size_t len, sl_tok_scratch *s,
                       sl_tok_ids *out, sl_err *err);
+/* The gemma4 encoder (tok_gemma4.c): any bytes; fails only with SL_ENOMEM. */
+int sl_tok_gemma4_encode(const sl_tokenizer *tok, const char *text, size_t len,
+                         sl_tok_scratch *s, sl_tok_ids *out, sl_err *err);
 /* space_prefix: prepend a space (start of text or after a special token). */
 int sl_tok_spm_encode(const sl_tokenizer *tok, const char *text, size_t len, bool space_prefix,
                       sl_tok_scratch *s, sl_tok_ids *out, sl_err *err);

@@ -111,6 +111,25 @@
     "[!\"#$%&'()*+,\\-./:;<=>?@\\[\\\\\\]^_`{|}~][A-Za-z]+|[^\\r\\n\\p{L}\\p{P}\\p{S}]?" \
     "[\\p{L}\\p{M}]+| ?[\\p{P}\\p{S}]+[\\r\\n]*|" SP "*[\\r\\n]+|" SP "+(?!" NSP ")|" SP "+"
 
+/* Kimi K2 (tokenizer.ggml.pre "kimi-k2"). Its tokenizer publishes an o200k
+ * shaped pattern with Han characters taken out of the word classes; what
+ * llama.cpp runs (and so what the GGUF files are used with) is its own
+ * hand-written splitter, which this pattern reproduces: runs of Han
+ * characters (llama.cpp's fixed ranges, not the Unicode Script property);
+ * words of non-Han letters (\p{L} only: no upper/lower-case structure, no
+ * marks) after an optional non-letter, non-digit, non-newline character,
+ * with an ASCII contraction; digits in threes; punctuation runs with the
+ * newlines after them; newline and space runs as in Llama 3. (issue 17) */
+#define KIMI_HAN_RANGES                                                        \
+    "\\x{4E00}-\\x{9FFF}\\x{3400}-\\x{4DBF}\\x{20000}-\\x{2A6DF}\\x{2A700}-\\x{2B73F}"    \
+    "\\x{2B740}-\\x{2B81F}\\x{2B820}-\\x{2CEAF}\\x{2CEB0}-\\x{2EBEF}\\x{F900}-\\x{FAFF}"   \
+    "\\x{2F800}-\\x{2FA1F}"
+#define KIMI_NONHAN_LETTER "[^\\P{L}" KIMI_HAN_RANGES "]"
+#define RE_KIMI_K2                                                             \
+    "[" KIMI_HAN_RANGES "]+|[^\\r\\n\\p{L}\\p{N}]?" KIMI_NONHAN_LETTER                  \
+    "+(?:'[sStTmMdD]|'[rR][eE]|'[vV][eE]|'[lL][lL])?|\\p{N}{1,3}| ?[^" WS           \
+    "\\p{L}\\p{N}]+[\\r\\n]*|" SP "*[\\r\\n]+|" SP "+(?!" NSP ")|" SP "+"
+
 enum {
     SET_DEFAULT,
     SET_GPT2,
@@ -123,6 +142,8 @@ enum {
     SET_FALCON,
     SET_O200K,
     SET_DEEPSEEK3, /* issue 17 */
+    SET_GEMMA4,    /* issue 18 */
+    SET_KIMI_K2,   /* issue 17 */
     SET_COUNT
 };
 
@@ -152,6 +173,10 @@ static const pattern_set g_sets[SET_COUNT] = {
     [SET_DEEPSEEK3] = {"deepseek-v3",
                        {"\\p{N}{1,3}", "[\\x{4E00}-\\x{9FA5}\\x{3040}-\\x{309F}\\x{30A0}-\\x{30FF}]+",
                         RE_DEEPSEEK3, NULL}},
+    /* issue 18: Gemma 4 cuts only newline runs from the rest (tok_gemma4.c
+     * does this split itself; the pattern documents it and serves tests) */
+    [SET_GEMMA4] = {"gemma4", {"[^\\n]+|[\\n]+", NULL}},
+    [SET_KIMI_K2] = {"kimi-k2", {RE_KIMI_K2, NULL}},
 };
 
 /* tokenizer.ggml.pre names -> pattern set, as llama.cpp groups them. The
@@ -205,6 +230,28 @@ static const pre_name g_names[] = {
     {"deepseek-v3", SET_DEEPSEEK3, false, false},
     {"glm4", SET_LLAMA3, false, false},
     {"chatglm-bpe", SET_LLAMA3, false, false},
+    /* issue 18: Gemma 4's BPE (also IBM's granite multilingual embedder) */
+    {"gemma4", SET_GEMMA4, false, false},
+    {"granite-embed-multi-311m", SET_GEMMA4, false, false},
+    /* issue 17: Kimi K2 / K2.5 */
+    {"kimi-k2", SET_KIMI_K2, false, false},
+    /* more names llama.cpp gives these pattern sets (with its flags):
+     * DeepSeek-V3's split for the JoyAI and Hunyuan files of the deepseek2
+     * family, and the aliases of the Llama 3, Qwen2, o200k and StarCoder
+     * sets */
+    {"joyai-llm", SET_DEEPSEEK3, false, false},
+    {"hunyuan-dense", SET_DEEPSEEK3, false, false},
+    {"hy_v4", SET_DEEPSEEK3, false, false},
+    {"midm-2.0", SET_LLAMA3, true, true},
+    {"lfm2", SET_LLAMA3, true, true},
+    {"jina-v5-nano", SET_LLAMA3, true, true},
+    {"kormo", SET_QWEN2, false, false},
+    {"f2llmv2", SET_QWEN2, false, false},
+    {"solar-open", SET_QWEN2, false, false},
+    {"kanana2", SET_O200K, false, false},
+    {"talkie", SET_O200K, false, false},
+    {"minimax-m2", SET_O200K, false, false},
+    {"mellum2", SET_STARCODER, false, false},
 };
 
 const char *sl_tok_pre_lookup(const char *name, int *set_id, bool *ignore_merges, bool *add_bos)
@@ -220,6 +267,8 @@ const char *sl_tok_pre_lookup(const char *name, int *set_id, bool *ignore_merges
 }
 
 int sl_tok_pre_default_set(void) { return SET_DEFAULT; }
+
+bool sl_tok_pre_is_raw(int set_id) { return set_id == SET_GEMMA4; }
 
 /* ---- compiling and splitting ----------------------------------------------- */
 

@@ -92,7 +92,8 @@ nomem:
 static bool eligible(const sl_tokenizer *tok, int32_t id, bool parse_special)
 {
     uint8_t type = tok->tokens[id].type;
-    return parse_special || type == SL_TOK_TYPE_USER_DEFINED;
+    return parse_special ||
+           (type == SL_TOK_TYPE_USER_DEFINED && !(tok->tokens[id].flags & SL_TOKF_CONTROL));
 }
 
 static bool is_ascii_space(char c)

@@ -20,6 +20,7 @@ void sl_tok_spec_init(sl_tok_spec *spec)
     memset(spec, 0, sizeof *spec);
     spec->bos = spec->eos = spec->eot = spec->eom = spec->unk = spec->pad = -1;
     spec->add_bos = spec->add_eos = spec->add_space_prefix = -1;
+    spec->fim_pad = spec->fim_rep = spec->fim_sep = -1;
 }
 
 void sl_tokenizer_free(sl_tokenizer *tok)
@@ -117,6 +118,9 @@ nomem:
 
 static int setup_pre(sl_tokenizer *tok, const char *pre, sl_err *err)
 {
+    /* a "gemma4" vocabulary always splits as Gemma 4 does, whatever
+     * tokenizer.ggml.pre says (llama.cpp overrides the name) */
+    if (tok->model == SL_TOK_MODEL_GEMMA4) pre = "gemma4";
     int set = sl_tok_pre_default_set();
     bool ignore_merges = false, add_bos = false;
     const char *name = pre ? sl_tok_pre_lookup(pre, &set, &ignore_merges, &add_bos) : NULL;
@@ -146,6 +150,7 @@ static int setup_pre(sl_tokenizer *tok, const char *pre, sl_err *err)
     tok->pre_name = name;
     tok->ignore_merges = ignore_merges;
     tok->add_bos = add_bos;
+    tok->raw_bpe = sl_tok_pre_is_raw(set);
     return sl_tok_pretok_init(&tok->pretok, set, err);
 }
 
@@ -175,8 +180,12 @@ static int32_t pick_id(sl_tokenizer *tok, const char *key, int64_t from_spec, in
 static void make_control(sl_tokenizer *tok, int32_t id)
 {
     /* A marker like <|im_end|> typed as normal is a conversion bug; treat it
-     * as control so it is neither split by text nor printed. */
-    if (tok->tokens[id].type != SL_TOK_TYPE_CONTROL) tok->tokens[id].type = SL_TOK_TYPE_CONTROL;
+     * as control so it is neither split by text nor printed. One typed
+     * user-defined on purpose (Gemma 4's <|tool_response>, kept visible
+     * for chat parsers) stays visible and becomes control as well, as
+     * llama.cpp adds the control attribute to the user-defined one. */
+    if (tok->tokens[id].type == SL_TOK_TYPE_USER_DEFINED) tok->tokens[id].flags |= SL_TOKF_CONTROL;
+    else tok->tokens[id].type = SL_TOK_TYPE_CONTROL;
 }
 
 /* DeepSeek's "<｜end▁of▁sentence｜>" (octal escapes: a hex escape would eat
@@ -188,15 +197,37 @@ static void make_control(sl_tokenizer *tok, int32_t id)
 static const char *const k_eot_texts[] = {
     "<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>",
     "<|end_of_text|>", "<EOT>", "_<EOT>", DS_EOS,
-    "<end_of_utterance>",
+    "<end_of_utterance>", "[EOT]",
 };
 
-/* Texts that end generation wherever they appear in the vocabulary. */
+/* Texts that end generation wherever they appear in the vocabulary (Kimi
+ * K2's [EOT] and [EOS]; Gemma 4's <eos>, <turn|> and <|tool_response>;
+ * </s> unless <|tool_response> is there too, see setup_special_ids). */
 static const char *const k_eog_texts[] = {
     "<|eot_id|>", "<|im_end|>", "<|end|>", "<|return|>", "<|call|>", "<end_of_turn>",
     "<|endoftext|>", "<|eom_id|>", "<EOT>", "_<EOT>", "<|end_of_text|>", "<end_of_utterance>",
-    DS_EOS,
+    DS_EOS, "[EOT]", "[EOS]", "<eos>", "<turn|>", "<|tool_response>", "</s>",
 };
+
+/* The fill-in-the-middle pad, repository and file-separator tokens end
+ * generation in llama.cpp (and become control): the id from metadata, else
+ * the first of these texts present. */
+static const char *const k_fim_pad_texts[] = {"<|fim_pad|>", "<fim-pad>", "<fim_pad>", "<PAD>",
+                                              "[PAD]", NULL};
+static const char *const k_fim_rep_texts[] = {"<|fim_repo|>", "<|repo_name|>", "<fim-repo>",
+                                              "<REPO>", "<reponame>", NULL};
+static const char *const k_fim_sep_texts[] = {"<|file_sep|>", NULL};
+
+static void setup_fim_eog(sl_tokenizer *tok, const char *key, int64_t from_spec,
+                          const char *const *texts)
+{
+    int32_t id = pick_id(tok, key, from_spec, SL_TOK_NONE);
+    for (size_t i = 0; id == SL_TOK_NONE && texts[i]; i++) {
+        id = find_text(tok, texts[i]);
+        if (id >= 0) make_control(tok, id);
+    }
+    if (id >= 0) tok->tokens[id].flags |= SL_TOKF_EOG;
+}
 
 static void setup_special_ids(sl_tokenizer *tok, const sl_tok_spec *spec)
 {
@@ -225,11 +256,21 @@ static void setup_special_ids(sl_tokenizer *tok, const sl_tok_spec *spec)
             make_control(tok, id);
         }
     }
+    setup_fim_eog(tok, "tokenizer.ggml.fim_pad_token_id", spec->fim_pad, k_fim_pad_texts);
+    setup_fim_eog(tok, "tokenizer.ggml.fim_rep_token_id", spec->fim_rep, k_fim_rep_texts);
+    setup_fim_eog(tok, "tokenizer.ggml.fim_sep_token_id", spec->fim_sep, k_fim_sep_texts);
     for (size_t i = 0; i < sizeof k_eog_texts / sizeof *k_eog_texts; i++) {
         int32_t id = find_text(tok, k_eog_texts[i]);
         if (id < 0) continue;
         tok->tokens[id].flags |= SL_TOKF_EOG;
         make_control(tok, id);
+    }
+    /* Gemma 4 (and PaddleOCR): with <|tool_response> in the vocabulary,
+     * </s> is an ordinary token, neither end of generation nor control. */
+    int32_t tool_resp = find_text(tok, "<|tool_response>"), s_end = find_text(tok, "</s>");
+    if (tool_resp >= 0 && s_end >= 0) {
+        tok->tokens[s_end].flags &= (uint8_t)~(SL_TOKF_EOG | SL_TOKF_CONTROL);
+        tok->tokens[s_end].type = SL_TOK_TYPE_NORMAL;
     }
     if (tok->eos >= 0) tok->tokens[tok->eos].flags |= SL_TOKF_EOG;
     if (tok->eot >= 0) tok->tokens[tok->eot].flags |= SL_TOKF_EOG;
@@ -291,11 +332,11 @@ static void setup_byte_tokens(sl_tokenizer *tok)
     const sl_tok_bytemap_entry *b2u = sl_tok_byte_to_unicode();
     for (int b = 0; b < 256; b++) {
         int32_t id;
-        if (tok->model == SL_TOK_MODEL_SPM) {
+        if (tok->model == SL_TOK_MODEL_SPM || tok->raw_bpe) {
             char hex[8];
             snprintf(hex, sizeof hex, "<0x%02X>", b);
             id = find_text(tok, hex);
-            if (id < 0) {
+            if (id < 0 && !tok->raw_bpe) {
                 char one = (char)b;
                 id = sl_tok_map_get(&tok->vocab, &one, 1, 0);
             }
@@ -315,15 +356,22 @@ int sl_tokenizer_build(sl_tokenizer **out, const sl_tok_spec *spec, sl_err *err)
     sl_tok_model model;
     if (!strcmp(spec->model, "gpt2")) model = SL_TOK_MODEL_BPE;
     else if (!strcmp(spec->model, "llama")) model = SL_TOK_MODEL_SPM;
-    else
+    else if (!strcmp(spec->model, "gemma4")) model = SL_TOK_MODEL_GEMMA4;
+    else {
+        char shown[84];
+        size_t n = strlen(spec->model), used;
+        sl_escape(shown, sizeof shown - 3, spec->model, n, &used);
+        if (used < n) strcat(shown, "...");
         return sl_err_set(err, SL_EUNSUPPORTED,
-                          "tokenizer model '%.64s' is not supported (only 'gpt2' byte-level BPE "
-                          "and 'llama' SentencePiece)", spec->model);
+                          "tokenizer model '%s' is not supported (tokenizer.ggml.model): sluice "
+                          "knows 'gpt2' (byte-level BPE), 'llama' (SentencePiece) and 'gemma4' "
+                          "(Gemma 4's BPE)", shown);
+    }
     if (spec->n_tokens == 0 || !spec->tokens)
         return sl_err_set(err, SL_EFORMAT, "the vocabulary has no tokens");
     if (spec->n_tokens > (uint32_t)INT32_MAX)
         return sl_err_set(err, SL_EFORMAT, "vocabulary of %u tokens is too large", spec->n_tokens);
-    if (model == SL_TOK_MODEL_BPE && spec->n_merges && !spec->merges)
+    if (model != SL_TOK_MODEL_SPM && spec->n_merges && !spec->merges)
         return sl_err_set(err, SL_EINVAL, "merge count given without merges");
 
     sl_tokenizer *tok = calloc(1, sizeof *tok);
@@ -331,7 +379,7 @@ int sl_tokenizer_build(sl_tokenizer **out, const sl_tok_spec *spec, sl_err *err)
     tok->model = model;
 
     if ((rc = build_vocab(tok, spec, err))) goto fail;
-    if (model == SL_TOK_MODEL_BPE) {
+    if (model != SL_TOK_MODEL_SPM) {
         if ((rc = build_merges(tok, spec, err))) goto fail;
         if ((rc = setup_pre(tok, spec->pre, err))) goto fail;
         tok->add_space_prefix = false;
@@ -344,6 +392,12 @@ int sl_tokenizer_build(sl_tokenizer **out, const sl_tok_spec *spec, sl_err *err)
     if (spec->add_bos >= 0) tok->add_bos = spec->add_bos != 0;
     if (spec->add_eos >= 0) tok->add_eos = spec->add_eos != 0;
     if (spec->add_space_prefix >= 0) tok->add_space_prefix = spec->add_space_prefix != 0;
+    /* Gemma 4 always starts with BOS (llama.cpp overrides add_bos_token
+     * false), and has no space prefix whatever the file says */
+    if (tok->raw_bpe) {
+        tok->add_bos = true;
+        tok->add_space_prefix = false;
+    }
 
     setup_special_ids(tok, spec);
     if (tok->add_bos && tok->bos == SL_TOK_NONE) {
@@ -396,7 +450,8 @@ sl_tok_type sl_tokenizer_token_type(const sl_tokenizer *tok, int32_t id)
 
 bool sl_tokenizer_is_control(const sl_tokenizer *tok, int32_t id)
 {
-    return in_range(tok, id) && tok->tokens[id].type == SL_TOK_TYPE_CONTROL;
+    return in_range(tok, id) && (tok->tokens[id].type == SL_TOK_TYPE_CONTROL ||
+                                 (tok->tokens[id].flags & SL_TOKF_CONTROL));
 }
 
 bool sl_tokenizer_is_eog(const sl_tokenizer *tok, int32_t id)
@@ -447,6 +502,8 @@ int sl_tokenizer_encode(const sl_tokenizer *tok, const char *text, size_t len, u
         if (tok->model == SL_TOK_MODEL_SPM)
             rc = sl_tok_spm_encode(tok, text + f->off, f->len,
                                    tok->add_space_prefix && after_special, &s, out, err);
+        else if (tok->raw_bpe)
+            rc = sl_tok_gemma4_encode(tok, text + f->off, f->len, &s, out, err);
         else
             rc = sl_tok_bpe_encode(tok, text + f->off, f->len, &s, out, err);
         if (rc) goto fail;

