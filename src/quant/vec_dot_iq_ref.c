@@ -6,6 +6,7 @@
 #include <math.h>
 
 #include "quant/quant_internal.h"
+#include "util/hsum.h"
 
 /* table values of 16 packed nibbles, in the Q4_0 element order */
 static inline void lookup32(const int8_t table[16], const uint8_t qs[16], int8_t v[32])
@@ -23,30 +24,51 @@ static inline int dot32(const int8_t *v, const int8_t *a)
     return s;
 }
 
+/* IQ4_NL / MXFP4 in the AVX2 kernels' order (vec_dot_iq_avx2.c, llama.cpp's
+ * x86 one): lane l of block i is the exact sum of elements 4l..4l+3, FMA'd
+ * with the block's scale product into the even- or odd-block lanes by i's
+ * parity; the two sets added lane by lane and summed by sl_hsum8. */
+static inline void lanes2_fma(float lane[2][8], int64_t i, float d, const int8_t *v,
+                              const int8_t *a)
+{
+    for (int l = 0; l < 8; l++) {
+        int p = 0;
+        for (int j = 4 * l; j < 4 * l + 4; j++) p += v[j] * a[j];
+        lane[i & 1][l] = fmaf(d, (float)p, lane[i & 1][l]);
+    }
+}
+
+static inline float lanes2_sum(float lane[2][8])
+{
+    float t[8];
+    for (int l = 0; l < 8; l++) t[l] = lane[0][l] + lane[1][l];
+    return sl_hsum8(t);
+}
+
 static void vec_dot_iq4_nl_q8_0(int64_t n, float *s, const void *vx, const void *vy)
 {
     const sl_block_iq4_nl *x = vx;
     const sl_block_q8_0 *y = vy;
-    float sum = 0.0f;
+    float lane[2][8] = {{0}};
     int8_t v[32];
     for (int64_t i = 0; i < n / SL_QK; i++) {
         lookup32(sl_iq4nl_values, x[i].qs, v);
-        sum += sl_h2f(x[i].d) * sl_h2f(y[i].d) * (float)dot32(v, y[i].qs);
+        lanes2_fma(lane, i, sl_h2f(x[i].d) * sl_h2f(y[i].d), v, y[i].qs);
     }
-    *s = sum;
+    *s = lanes2_sum(lane);
 }
 
 static void vec_dot_mxfp4_q8_0(int64_t n, float *s, const void *vx, const void *vy)
 {
     const sl_block_mxfp4 *x = vx;
     const sl_block_q8_0 *y = vy;
-    float sum = 0.0f;
+    float lane[2][8] = {{0}};
     int8_t v[32];
     for (int64_t i = 0; i < n / SL_QK; i++) {
         lookup32(sl_mxfp4_values, x[i].qs, v);
-        sum += sl_e8m0_half(x[i].e) * sl_h2f(y[i].d) * (float)dot32(v, y[i].qs);
+        lanes2_fma(lane, i, sl_e8m0_half(x[i].e) * sl_h2f(y[i].d), v, y[i].qs);
     }
-    *s = sum;
+    *s = lanes2_sum(lane);
 }
 
 static void vec_dot_iq4_xs_q8_K(int64_t n, float *s, const void *vx, const void *vy)

@@ -54,34 +54,16 @@ static inline void lookup32(const int8_t table[16], const uint8_t qs[16], int8_t
     }
 }
 
+/* IQ4_NL / MXFP4: the single kernels (vec_dot_iq_ref.c, lanes in the AVX2
+ * order) token by token, so s[t] has their bits by construction */
 static void vec_dot_n_iq4_nl(int64_t n, float *s, const void *vx, const void *const *ys, int nt)
 {
-    const sl_block_iq4_nl *x = vx;
-    float sum[NMAX] = {0};
-    int8_t v[SL_QK];
-    for (int64_t i = 0; i < n / SL_QK; i++) {
-        lookup32(sl_iq4nl_values, x[i].qs, v);
-        for (int t = 0; t < nt; t++) {
-            const sl_block_q8_0 *y = (const sl_block_q8_0 *)ys[t] + i;
-            sum[t] += sl_h2f(x[i].d) * sl_h2f(y->d) * (float)dot_i8(v, y->qs, SL_QK);
-        }
-    }
-    for (int t = 0; t < nt; t++) s[t] = sum[t];
+    for (int t = 0; t < nt; t++) legacy_one[SL_TYPE_IQ4_NL](n, &s[t], vx, ys[t]);
 }
 
 static void vec_dot_n_mxfp4(int64_t n, float *s, const void *vx, const void *const *ys, int nt)
 {
-    const sl_block_mxfp4 *x = vx;
-    float sum[NMAX] = {0};
-    int8_t v[SL_QK];
-    for (int64_t i = 0; i < n / SL_QK; i++) {
-        lookup32(sl_mxfp4_values, x[i].qs, v);
-        for (int t = 0; t < nt; t++) {
-            const sl_block_q8_0 *y = (const sl_block_q8_0 *)ys[t] + i;
-            sum[t] += sl_e8m0_half(x[i].e) * sl_h2f(y->d) * (float)dot_i8(v, y->qs, SL_QK);
-        }
-    }
-    for (int t = 0; t < nt; t++) s[t] = sum[t];
+    for (int t = 0; t < nt; t++) legacy_one[SL_TYPE_MXFP4](n, &s[t], vx, ys[t]);
 }
 
 /* ---- K-quants against Q8_K -------------------------------------------- */
@@ -311,7 +293,7 @@ static void vec_dot_n_iq4_xs(int64_t n, float *s, const void *vx, const void *co
 void sl_vec_dot_n_fill_ref(sl_quant_kernels *k)
 {
     static const sl_type legacy[] = {SL_TYPE_Q4_0, SL_TYPE_Q4_1, SL_TYPE_Q5_0, SL_TYPE_Q5_1,
-                                     SL_TYPE_Q8_0};
+                                     SL_TYPE_Q8_0, SL_TYPE_IQ4_NL, SL_TYPE_MXFP4};
     for (size_t i = 0; i < sizeof legacy / sizeof legacy[0]; i++)
         legacy_one[legacy[i]] = k->vec_dot[legacy[i]]; /* filled before (quant.c) */
     k->vec_dot_n[SL_TYPE_Q4_0] = vec_dot_n_q4_0;
