@@ -16,7 +16,8 @@
 
 
 static const char *const g_sets[] = {"default", "gpt-2", "llama3", "qwen2", "qwen35", "deepseek-llm",
-                                     "deepseek-coder", "starcoder", "falcon", "gpt-4o"};
+                                     "deepseek-coder", "starcoder", "falcon", "gpt-4o", "deepseek-v3",
+                                     "kimi-k2", "gemma4"};
 
 static bool init_set(const char *name, sl_tok_pretok *p)
 {
