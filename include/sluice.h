@@ -112,6 +112,10 @@ typedef struct sl_model_params {
      * with them. Quantised types need head sizes that are multiples of 32. */
     sl_kv_type cache_type_k;
     sl_kv_type cache_type_v;
+    /* Sliding-window attention layers keep every position of the context
+     * (--swa-full) instead of a ring of their window and one micro-batch;
+     * the same outputs, more memory, any truncation. Sessions take it. */
+    bool swa_full;
 } sl_model_params;
 
 /* Defaults for sl_model_params. */
@@ -153,6 +157,9 @@ typedef struct sl_stream_stats {
     bool io_buffered_fallback; /* the filesystem refused O_DIRECT: buffered reads
                                   with the page cache dropped after each read */
     char warning[256];        /* planning warning (cache below one token's cycle), or "" */
+    uint64_t kv_bytes;        /* of reserved_bytes, the KV cache of the planned context
+                                 (sliding-window layers' rings counted as stored) */
+    int kv_ctx;               /* that context (-c) */
 } sl_stream_stats;
 
 void sl_model_stream_stats(const sl_model *m, sl_stream_stats *out);
@@ -193,6 +200,8 @@ typedef struct sl_session_params {
                            kv_type when it is not f16, else the model's
                            cache_type_k / cache_type_v. Other layer kinds keep
                            f16 (f32 when kv_type is f32) */
+    bool swa_full;      /* keep every position on sliding-window layers (no
+                           ring); also when the model was loaded with it */
 } sl_session_params;
 
 sl_session_params sl_session_default_params(void);
@@ -226,6 +235,16 @@ const float *sl_session_logits_at(const sl_session *s, int i);
 int sl_session_n_past(const sl_session *s);
 int sl_session_n_ctx(const sl_session *s);
 int sl_session_truncate(sl_session *s, int n);
+
+/* Sliding-window layers keep a ring of their window and one micro-batch
+ * (unless swa_full), so they can go back only to positions whose window
+ * they still hold: sl_session_truncate_floor gives the earliest n > 0
+ * allowed (every n from it to n_past is; 0 always is; a recurrent model
+ * allows only its snapshot besides). sl_session_truncate_err is
+ * sl_session_truncate with the reason of a refusal (SL_EINVAL) in err;
+ * the session is unchanged then and the caller evaluates again from 0. */
+int sl_session_truncate_floor(const sl_session *s);
+int sl_session_truncate_err(sl_session *s, int n, sl_err *err);
 
 /* ---- saved session state (prompt cache) ---------------------------------- */
 
