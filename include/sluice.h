@@ -181,6 +181,14 @@ void sl_model_state_bytes(const sl_model *m, uint64_t *per_token, uint64_t *per_
  * quantised type does not fit the model's head sizes (multiples of 32). */
 uint64_t sl_model_kv_bytes_per_token(const sl_model *m, sl_kv_type type_k, sl_kv_type type_v);
 
+/* Bytes of every layer's row streams in a session of n_ctx positions and
+ * micro-batches of n_batch (both >= 1) with attention K and V of type_k
+ * and type_v, sliding-window layers as the rings sessions keep (every
+ * position with swa_full): the sizing sessions and the memory plan use.
+ * 0 when a quantised type does not fit the head sizes or a size overflows. */
+uint64_t sl_model_kv_bytes_at(const sl_model *m, sl_kv_type type_k, sl_kv_type type_v, int n_ctx,
+                              int n_batch, bool swa_full);
+
 /* The i-th warning about the model's file (i from 0: an unknown
  * pre-tokenizer, special token ids outside the vocabulary ...), escaped for
  * a terminal, or NULL past the last. Owned by m. */
@@ -225,7 +233,9 @@ const float *sl_session_logits_at(const sl_session *s, int i);
 
 /* Number of tokens in the session's state, and forgetting all from
  * position n on (n <= sl_session_n_past), e.g. to restart or to rewind a
- * chat turn. Attention layers can go back to any position; a recurrent
+ * chat turn. Attention layers can go back to any position (sliding-window
+ * layers only as far as their ring holds: see sl_session_truncate_floor;
+ * earlier fails with SL_EINVAL, unchanged); a recurrent
  * layer (qwen35moe's gated DeltaNet) summarises the whole sequence: such a
  * model can restart (n = 0) or go back to its snapshot, the position
  * where the last multi-token batch (a prompt, or its last micro-batch)
