@@ -11,7 +11,8 @@
  *    leaving the session as it was; the earliest allowed one works and
  *    continues bit-identical; so does a restart from 0; a --swa-full
  *    session goes back anywhere;
- *  - saving a prefix the ring no longer holds is refused with a message.
+ *  - saving a prefix the ring no longer holds is refused with a message, and
+ *    so is restoring a file whose ring rows leave out the window.
  * Skipped, saying why, when the shared fixtures are not there. */
 #include <stdlib.h>
 #include <string.h>
@@ -184,6 +185,31 @@ TEST(truncation_the_ring_cannot_honour_is_refused)
     err.msg[0] = 0;
     CHECK_EQ_INT(sl_session_save(s, path, ids, 20, &err), SL_EINVAL);
     CHECK_STR_CONTAINS(err.msg, "sliding window");
+    /* a file whose ring rows leave out the window before its end is refused,
+     * the session unchanged: layer 0's first saved position (its record's
+     * bytes 4..7, after the 96-byte header and the tokens) set to 39 */
+    char whole[512], cut[512];
+    t_path(whole, sizeof whole, "ring-whole.state");
+    t_path(cut, sizeof cut, "ring-cut.state");
+    CHECK(sl_session_save(s, whole, ids, N_PROMPT, &err) == 0);
+    FILE *fi = fopen(whole, "rb"), *fo = fopen(cut, "wb");
+    CHECK(fi && fo);
+    if (fi && fo) {
+        unsigned char buf[1 << 16];
+        size_t got_n = fread(buf, 1, sizeof buf, fi);
+        const size_t at = 96 + 4 * N_PROMPT + 4;
+        CHECK(got_n > at + 4 && buf[at] == 29 && buf[at + 1] == 0); /* the ring's first: 29 */
+        buf[at] = 39;
+        CHECK(fwrite(buf, 1, got_n, fo) == got_n);
+    }
+    if (fi) fclose(fi);
+    if (fo) fclose(fo);
+    int32_t back[N_PROMPT];
+    err.msg[0] = 0;
+    CHECK_EQ_INT(sl_session_load(s, cut, back, N_PROMPT, &err), SL_EFORMAT);
+    CHECK_STR_CONTAINS(err.msg, "layer 0 holds positions 39 to 39");
+    CHECK_EQ_INT(sl_session_n_past(s), N_PROMPT);
+    CHECK(memcmp(sl_session_logits(s), last, sizeof last) == 0);
     /* the whole cache goes back anywhere; the ring to 36 and continues the same */
     CHECK_EQ_INT(sl_session_truncate(full, 20), SL_OK);
     CHECK(eval_range(full, 20, N_PROMPT) == 0);
