@@ -59,6 +59,9 @@ void model_flags_help(FILE *out)
             "  -ctk, --cache-type-k T attention K cache: f16 (default), f32, q8_0 or q4_0\n"
             "  -ctv, --cache-type-v T attention V cache: the same types (quantised types\n"
             "                         need head sizes that are multiples of 32)\n"
+            "      --swa-full         sliding-window layers keep every position instead of\n"
+            "                         a ring of their window and one batch (same output, more\n"
+            "                         memory; any earlier position can be returned to)\n"
             "      --stats            print where the time and memory went, at the end\n"
             "      --stats-json FILE  write the same as JSON\n"
             "      --stats-csv FILE   one CSV row per decoded token (run, chat, bench): time\n"
@@ -169,6 +172,8 @@ int model_flags_parse(model_flags *f, const char *cmd, int argc, char **argv, in
             fprintf(stderr, "sluice %s: %s expects f16, f32, q8_0 or q4_0, got '%s'\n", cmd, a, v);
             return -1;
         }
+    } else if (!strcmp(a, "--swa-full")) {
+        p->swa_full = true;
     } else if (!strcmp(a, "--stats")) {
         f->stats = true;
     } else if (!strcmp(a, "--stats-json")) {
@@ -433,6 +438,10 @@ bool model_flags_report(const model_flags *f, const char *cmd, const sl_model *m
                 (double)st.budget_bytes / MIB, (double)st.dense_bytes / MIB,
                 (double)st.reserved_bytes / MIB, (double)st.expert_bytes / MIB,
                 (double)st.expert_cycle_bytes / MIB);
+        if (st.kv_ctx > 0)
+            fprintf(stderr, "kv cache        %.1f MiB for a context of %d (sliding-window "
+                    "layers: %s)\n", (double)st.kv_bytes / MIB, st.kv_ctx,
+                    f->params.swa_full ? "every position, --swa-full" : "a ring of their window");
         sl_load_stats ls;
         sl_model_load_stats(m, &ls);
         if (ls.seconds > 0)

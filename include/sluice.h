@@ -112,6 +112,10 @@ typedef struct sl_model_params {
      * with them. Quantised types need head sizes that are multiples of 32. */
     sl_kv_type cache_type_k;
     sl_kv_type cache_type_v;
+    /* Sliding-window attention layers keep every position of the context
+     * (--swa-full) instead of a ring of their window and one micro-batch;
+     * the same outputs, more memory, any truncation. Sessions take it. */
+    bool swa_full;
 } sl_model_params;
 
 /* Defaults for sl_model_params. */
@@ -153,6 +157,9 @@ typedef struct sl_stream_stats {
     bool io_buffered_fallback; /* the filesystem refused O_DIRECT: buffered reads
                                   with the page cache dropped after each read */
     char warning[256];        /* planning warning (cache below one token's cycle), or "" */
+    uint64_t kv_bytes;        /* of reserved_bytes, the KV cache of the planned context
+                                 (sliding-window layers' rings counted as stored) */
+    int kv_ctx;               /* that context (-c) */
 } sl_stream_stats;
 
 void sl_model_stream_stats(const sl_model *m, sl_stream_stats *out);
@@ -174,6 +181,14 @@ void sl_model_state_bytes(const sl_model *m, uint64_t *per_token, uint64_t *per_
  * quantised type does not fit the model's head sizes (multiples of 32). */
 uint64_t sl_model_kv_bytes_per_token(const sl_model *m, sl_kv_type type_k, sl_kv_type type_v);
 
+/* Bytes of every layer's row streams in a session of n_ctx positions and
+ * micro-batches of n_batch (both >= 1) with attention K and V of type_k
+ * and type_v, sliding-window layers as the rings sessions keep (every
+ * position with swa_full): the sizing sessions and the memory plan use.
+ * 0 when a quantised type does not fit the head sizes or a size overflows. */
+uint64_t sl_model_kv_bytes_at(const sl_model *m, sl_kv_type type_k, sl_kv_type type_v, int n_ctx,
+                              int n_batch, bool swa_full);
+
 /* The i-th warning about the model's file (i from 0: an unknown
  * pre-tokenizer, special token ids outside the vocabulary ...), escaped for
  * a terminal, or NULL past the last. Owned by m. */
@@ -193,6 +208,8 @@ typedef struct sl_session_params {
                            kv_type when it is not f16, else the model's
                            cache_type_k / cache_type_v. Other layer kinds keep
                            f16 (f32 when kv_type is f32) */
+    bool swa_full;      /* keep every position on sliding-window layers (no
+                           ring); also when the model was loaded with it */
 } sl_session_params;
 
 sl_session_params sl_session_default_params(void);
@@ -216,7 +233,9 @@ const float *sl_session_logits_at(const sl_session *s, int i);
 
 /* Number of tokens in the session's state, and forgetting all from
  * position n on (n <= sl_session_n_past), e.g. to restart or to rewind a
- * chat turn. Attention layers can go back to any position; a recurrent
+ * chat turn. Attention layers can go back to any position (sliding-window
+ * layers only as far as their ring holds: see sl_session_truncate_floor;
+ * earlier fails with SL_EINVAL, unchanged); a recurrent
  * layer (qwen35moe's gated DeltaNet) summarises the whole sequence: such a
  * model can restart (n = 0) or go back to its snapshot, the position
  * where the last multi-token batch (a prompt, or its last micro-batch)
@@ -226,6 +245,16 @@ const float *sl_session_logits_at(const sl_session *s, int i);
 int sl_session_n_past(const sl_session *s);
 int sl_session_n_ctx(const sl_session *s);
 int sl_session_truncate(sl_session *s, int n);
+
+/* Sliding-window layers keep a ring of their window and one micro-batch
+ * (unless swa_full), so they can go back only to positions whose window
+ * they still hold: sl_session_truncate_floor gives the earliest n > 0
+ * allowed (every n from it to n_past is; 0 always is; a recurrent model
+ * allows only its snapshot besides). sl_session_truncate_err is
+ * sl_session_truncate with the reason of a refusal (SL_EINVAL) in err;
+ * the session is unchanged then and the caller evaluates again from 0. */
+int sl_session_truncate_floor(const sl_session *s);
+int sl_session_truncate_err(sl_session *s, int n, sl_err *err);
 
 /* ---- saved session state (prompt cache) ---------------------------------- */
 

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "chat/chat.h"
+#include "engine/kv_rows.h"
 #include "engine/mixer.h"
 #include "engine/session_layout.h"
 #include "model/model.h"
@@ -311,6 +312,17 @@ void sl_model_state_bytes(const sl_model *m, uint64_t *per_token, uint64_t *per_
     uint64_t rows[2];
     sl_session_state_bytes(m, 2, rows, per_seq); /* f16 K/V; file dimensions cannot overflow */
     *per_token = rows[0] + rows[1];
+}
+
+uint64_t sl_model_kv_bytes_at(const sl_model *m, sl_kv_type type_k, sl_kv_type type_v, int n_ctx,
+                              int n_batch, bool swa_full)
+{
+    uint64_t b;
+    if (n_ctx < 1 || n_batch < 1 || !sl_kv_type_ok((int)type_k) || !sl_kv_type_ok((int)type_v) ||
+        sl_session_kv_misfit(m, type_k, type_v) >= 0 ||
+        !sl_session_kv_bytes_at(m, 2, type_k, type_v, n_ctx, n_batch, !swa_full, &b))
+        return 0;
+    return b;
 }
 
 const char *sl_model_warning(const sl_model *m, int i)

@@ -6,7 +6,7 @@
  *
  *   q, k, v = xb Wq, xb Wk, xb Wv (+ biases) -> q/k norm -> rope
  *   -> append k, v to the cache (f16, f32, q8_0 or q4_0: kv_rows.h) at each
- *      token's position
+ *      token's position (a sliding-window layer's mirrored ring: kv_ring.h)
  *   -> per (token, head): softmax(q . K[0..pos] * scale) . V -> attn_out
  *   -> out = attn_out Wo
  *
@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "engine/fwd_mm.h"
+#include "engine/kv_ring.h"
 #include "engine/kv_rows.h"
 #include "engine/mixer.h"
 #include "engine/session.h"
@@ -57,6 +58,8 @@ typedef struct attn_job {
     int n;
     int pos0;
     const float *sinks; /* n_head sink logits, or NULL */
+    const uint8_t *k0, *v0; /* from which + p * row_bytes is position p's row, for
+                               every position the batch attends to (kv_ring.h) */
 } attn_job;
 
 /* Work item w = (token, K/V head): the query heads of that group attend
@@ -92,8 +95,8 @@ static void attn_worker(void *ctx, int chunk, int n_chunks, int tid)
         b.pos_lo = a->n_swa > 0 && b.n_pos > a->n_swa ? b.n_pos - a->n_swa : 0;
         b.sinks = sinks ? sinks + (size_t)kvh * group : NULL;
         b.q = s->q + (size_t)t * H * hd + (size_t)kvh * group * hd;
-        b.k = j->st->rows[0] + (size_t)kvh * k_head;
-        b.v = j->st->rows[1] + (size_t)kvh * v_head;
+        b.k = j->k0 + (size_t)kvh * k_head;
+        b.v = j->v0 + (size_t)kvh * v_head;
         b.out = s->attn_out + (size_t)t * H * hdv + (size_t)kvh * group * hdv;
         if (tiled) attend(&b);
         else sl_attn_attend_seq(kr, &b, k_type, v_type);
@@ -101,12 +104,32 @@ static void attn_worker(void *ctx, int chunk, int n_chunks, int tid)
 }
 
 /* Appends one token's k (k_dim values) and v (v_dim) at position pos, in
- * the session's K and V types. */
+ * the session's K and V types; a ring's row twice (its mirror: a copy of
+ * the bytes, so both are the same). */
 static void kv_store(const sl_session *s, const sl_layer_state *st, int pos, const float *k,
                      size_t k_dim, const float *v, size_t v_dim)
 {
-    sl_kv_row_store(s->type_k, k, st->rows[0] + (size_t)pos * st->row_bytes[0], (int)k_dim);
-    sl_kv_row_store(s->type_v, v, st->rows[1] + (size_t)pos * st->row_bytes[1], (int)v_dim);
+    uint8_t *kr = sl_kv_row(st, 0, pos), *vr = sl_kv_row(st, 1, pos);
+    sl_kv_row_store(s->type_k, k, kr, (int)k_dim);
+    sl_kv_row_store(s->type_v, v, vr, (int)v_dim);
+    if (st->ring_cap > 0) {
+        memcpy(sl_kv_row_mirror(st, 0, pos), kr, st->row_bytes[0]);
+        memcpy(sl_kv_row_mirror(st, 1, pos), vr, st->row_bytes[1]);
+    }
+}
+
+/* The first position any token of a batch starting at pos0 attends to. */
+static int batch_first_pos(const sl_attn_desc *a, int pos0)
+{
+    return a->n_swa > 0 && pos0 + 1 > a->n_swa ? pos0 + 1 - a->n_swa : 0;
+}
+
+/* A sliding window needs the n_swa - 1 positions before n still held:
+ * from ring_lo on (any n when everything from 0 is there). */
+static int attn_truncate_floor(const sl_layer_desc *d, const sl_layer_state *st)
+{
+    if (d->attn.n_swa <= 0 || st->ring_lo <= 0) return 0;
+    return st->ring_lo + d->attn.n_swa - 1;
 }
 
 static void attn_forward(sl_session *s, const sl_layer *L, int il, int n, float *out)
@@ -157,7 +180,9 @@ static void attn_forward(sl_session *s, const sl_layer *L, int il, int n, float 
                  (size_t)v_dim);
     }
 
-    attn_job j = {s, a, st, n, s->n_past, L->sinks.data};
+    const int first = batch_first_pos(a, s->n_past);
+    attn_job j = {s, a, st, n, s->n_past, L->sinks.data, sl_kv_base(st, 0, first),
+                  sl_kv_base(st, 1, first)};
     const int items = n * a->n_head_kv;
     sl_pool_run(s->pool, attn_worker, &j, items < 64 ? items : 64);
     if (a->gated) {
@@ -175,4 +200,5 @@ const sl_mixer_ops sl_mixer_attn = {
     .state_seq = attn_state_seq,
     .forward = attn_forward,
     .truncatable = true,
+    .truncate_floor = attn_truncate_floor,
 };

@@ -25,6 +25,15 @@ typedef struct sl_layer_state {
     float *seq;           /* the state of the whole sequence so far (recurrent
                              mixers), zero at position 0 */
     size_t seq_bytes;
+    /* A sliding-window attention layer's rows kept as a mirrored ring
+     * (engine/kv_ring.h): ring_cap > 0 when each stream holds 2 ring_cap
+     * rows, position p in slots p % ring_cap and p % ring_cap + ring_cap;
+     * 0 when row p is at p (the whole context). */
+    int ring_cap;
+    /* The first position whose rows the layer still holds (a ring
+     * overwrites older ones; a restored file may hold only the last
+     * ones); positions [ring_lo, n_past) are intact. 0 after a restart. */
+    int ring_lo;
 } sl_layer_state;
 
 typedef struct sl_session sl_session;
@@ -44,6 +53,11 @@ typedef struct sl_mixer_ops {
     /* The state can be cut back to any earlier position (a K/V cache can;
      * a recurrent state only to a snapshot). */
     bool truncatable;
+    /* The earliest position n > 0 the layer's state st can be cut back to
+     * (every n from it to n_past is allowed, and 0 always is): a sliding
+     * window's ring needs the window before n still held. NULL: any n,
+     * as truncatable says. */
+    int (*truncate_floor)(const sl_layer_desc *d, const sl_layer_state *st);
 } sl_mixer_ops;
 
 /* The operations of kind k (k < SL_MIXER_COUNT). */

@@ -40,7 +40,8 @@ static sl_session_dims session_dims(const sl_model *m, const sl_session_params *
                          .n_logit_rows = p->all_logits ? p->n_batch_max : 1,
                          .kv_type = p->kv_type == SL_KV_F32 ? SL_KV_F32 : SL_KV_F16,
                          .type_k = resolve_type(m, p, p->type_k, 0),
-                         .type_v = resolve_type(m, p, p->type_v, 1)};
+                         .type_v = resolve_type(m, p, p->type_v, 1),
+                         .swa_full = p->swa_full || m->swa_full};
     return d;
 }
 
@@ -103,12 +104,14 @@ int sl_session_create(sl_session **out, sl_model *m, const sl_session_params *pp
         s->layer_state[il].seq = seq;
         s->layer_state[il].seq_bytes = (size_t)sl_mixer_of(d->mixer)->state_seq(d);
         seq += s->layer_state[il].seq_bytes / sizeof(float);
-        uint64_t bytes[2];
-        sl_session_layer_rows(m, il, lay.kv_elem, dims.type_k, dims.type_v, bytes);
+        sl_layer_kv lk; /* as the layout counted it */
+        sl_session_layer_kv(m, il, &dims, &lk);
+        s->layer_state[il].ring_cap = (int)lk.ring_cap;
+        s->layer_state[il].ring_lo = 0;
         for (int r = 0; r < 2; r++) {
             s->layer_state[il].rows[r] = rows[r];
-            s->layer_state[il].row_bytes[r] = (size_t)bytes[r];
-            rows[r] += (size_t)bytes[r] * (size_t)p.n_ctx;
+            s->layer_state[il].row_bytes[r] = (size_t)lk.row_bytes[r];
+            rows[r] += (size_t)lk.row_bytes[r] * (size_t)lk.n_rows;
         }
     }
     s->act_stride = lay.act_stride;
@@ -149,10 +152,19 @@ int sl_session_eval(sl_session *s, const int32_t *tokens, int n, sl_err *err)
             return sl_err_set(err, SL_EINVAL, "token id %d at batch position %d is outside "
                               "the vocabulary [0, %d)", tokens[i], i, s->m->hp.n_vocab);
     s->n_logits = 0;
-    if (s->n_past == 0) /* a new sequence: recurrent states start from zero */
+    if (s->n_past == 0) { /* a new sequence: recurrent states start from zero */
         memset(s->seq_state, 0, (size_t)s->layout.bytes[SL_SB_seq_state]);
+        for (int il = 0; il < s->m->hp.n_layer; il++) s->layer_state[il].ring_lo = 0;
+    }
     int rc = sl_forward_batch(s, tokens, n, err);
     sl_session_guards_verify(&s->layout, s->arena);
+    /* a ring's appended rows replaced those ring_cap positions earlier
+     * (also when the batch failed after appending) */
+    for (int il = 0; il < s->m->hp.n_layer; il++) {
+        sl_layer_state *st = &s->layer_state[il];
+        const int lo = s->n_past + n - st->ring_cap;
+        if (st->ring_cap > 0 && lo > st->ring_lo) st->ring_lo = lo;
+    }
     if (rc) return rc;
     s->n_past += n;
     /* a prompt (more than one token): remember where it ended, so a chat
@@ -180,18 +192,45 @@ const float *sl_session_logits_at(const sl_session *s, int i)
 int sl_session_n_past(const sl_session *s) { return s->n_past; }
 int sl_session_n_ctx(const sl_session *s) { return s->n_ctx; }
 
-int sl_session_truncate(sl_session *s, int n)
+int sl_session_truncate_floor(const sl_session *s)
+{
+    int floor = 0;
+    for (int il = 0; il < s->m->hp.n_layer; il++) {
+        const sl_layer_desc *d = &s->m->layers[il].d;
+        const sl_mixer_ops *mx = sl_mixer_of(d->mixer);
+        const int f = mx->truncate_floor ? mx->truncate_floor(d, &s->layer_state[il]) : 0;
+        if (f > floor) floor = f;
+    }
+    return floor < s->n_past ? floor : s->n_past;
+}
+
+int sl_session_truncate_err(sl_session *s, int n, sl_err *err)
 {
     if (n < 0 || n >= s->n_past) return SL_OK;
     bool recurrent = false;
     for (int il = 0; il < s->m->hp.n_layer; il++)
         if (!sl_mixer_of(s->m->layers[il].d.mixer)->truncatable) recurrent = true;
+    const int floor = sl_session_truncate_floor(s);
+    if (n > 0 && n < floor)
+        return sl_err_set(err, SL_EINVAL, "cannot go back to position %d of %d: the "
+                          "sliding-window layers keep only their window and one micro-batch "
+                          "of positions (a ring), and the earliest position they can go back "
+                          "to is %d; evaluate again from 0, or keep every position "
+                          "(--swa-full)", n, s->n_past, floor);
     if (recurrent && n > 0) {
         /* a recurrent state has no history: only its snapshot can be restored */
-        if (n != s->snap_pos) return SL_EINVAL;
+        if (n != s->snap_pos)
+            return sl_err_set(err, SL_EINVAL, "cannot go back to position %d of %d: the "
+                              "recurrent layers keep their state only at %d and at the "
+                              "snapshot %d; evaluate again from 0", n, s->n_past, s->n_past,
+                              s->snap_pos);
         memcpy(s->seq_state, s->seq_snap, (size_t)s->layout.bytes[SL_SB_seq_state]);
     }
+    if (n == 0)
+        for (int il = 0; il < s->m->hp.n_layer; il++) s->layer_state[il].ring_lo = 0;
     if (s->snap_pos > n) s->snap_pos = -1;
     s->n_past = n;
     return SL_OK;
 }
+
+int sl_session_truncate(sl_session *s, int n) { return sl_session_truncate_err(s, n, NULL); }

@@ -136,27 +136,48 @@ int sl_session_kv_misfit(const sl_model *m, sl_kv_type tk, sl_kv_type tv)
 
 uint64_t sl_kv_ring_cap(int n_swa, int n_ctx, int n_batch)
 {
-    if (n_swa <= 0) return (uint64_t)n_ctx;
+    if (n_swa <= 0) return 0;
     const uint64_t cap = (uint64_t)n_swa + (uint64_t)n_batch - 1;
-    return cap < (uint64_t)n_ctx ? cap : (uint64_t)n_ctx;
+    return 2 * cap < (uint64_t)n_ctx ? cap : 0;
+}
+
+void sl_session_layer_kv(const sl_model *m, int il, const sl_session_dims *d, sl_layer_kv *out)
+{
+    const sl_layer_desc *ld = &m->layers[il].d;
+    const size_t elem = d->kv_type == SL_KV_F32 ? 4 : 2;
+    sl_session_layer_rows(m, il, elem, d->type_k, d->type_v, out->row_bytes);
+    const int n_swa = !d->swa_full && ld->mixer == SL_MIXER_ATTN ? ld->attn.n_swa : 0;
+    out->ring_cap = sl_kv_ring_cap(n_swa, d->n_ctx, d->n_batch);
+    out->n_rows = out->ring_cap ? 2 * out->ring_cap : (uint64_t)d->n_ctx;
+}
+
+/* Every layer's K (r = 0) and V (r = 1) stream bytes as sl_session_layer_kv
+ * stores them; false on overflow. */
+static bool kv_stream_bytes(const sl_model *m, const sl_session_dims *d, uint64_t out[2])
+{
+    bool ok = true;
+    out[0] = out[1] = 0;
+    for (int il = 0; il < m->hp.n_layer; il++) {
+        sl_layer_kv lk;
+        sl_session_layer_kv(m, il, d, &lk);
+        for (int r = 0; r < 2; r++) {
+            uint64_t b;
+            ok &= sl_mul_u64(lk.row_bytes[r], lk.n_rows, &b);
+            ok &= sl_add_u64(out[r], b, &out[r]);
+        }
+    }
+    return ok;
 }
 
 bool sl_session_kv_bytes_at(const sl_model *m, size_t elem, sl_kv_type tk, sl_kv_type tv,
                             int n_ctx, int n_batch, bool ring, uint64_t *bytes)
 {
-    bool ok = true;
-    *bytes = 0;
-    for (int il = 0; il < m->hp.n_layer; il++) {
-        const sl_layer_desc *d = &m->layers[il].d;
-        const int n_swa = ring && d->mixer == SL_MIXER_ATTN ? d->attn.n_swa : 0;
-        const uint64_t n_rows = sl_kv_ring_cap(n_swa, n_ctx, n_batch);
-        uint64_t rows[2], b;
-        sl_session_layer_rows(m, il, elem, tk, tv, rows);
-        for (int r = 0; r < 2; r++) {
-            ok &= sl_mul_u64(rows[r], n_rows, &b);
-            ok &= sl_add_u64(*bytes, b, bytes);
-        }
-    }
+    const sl_session_dims d = {.n_batch = n_batch, .n_ctx = n_ctx, .n_threads = 1,
+                               .n_logit_rows = 1, .kv_type = elem == 4 ? SL_KV_F32 : SL_KV_F16,
+                               .type_k = tk, .type_v = tv, .swa_full = !ring};
+    uint64_t kv[2];
+    const bool ok = kv_stream_bytes(m, &d, kv) && sl_add_u64(kv[0], kv[1], bytes);
+    if (!ok) *bytes = 0;
     return ok;
 }
 
@@ -253,7 +274,7 @@ int sl_session_layout_make(sl_session_layout *lay, const sl_model *m, const sl_s
                           sl_kv_type_name(d->type_v), SL_KV_BLOCK, misfit,
                           m->layers[misfit].d.attn.head_dim, m->layers[misfit].d.attn.head_dim_v);
     sizer z = {false};
-    const uint64_t B = (uint64_t)d->n_batch, ctx = (uint64_t)d->n_ctx;
+    const uint64_t B = (uint64_t)d->n_batch;
     const uint64_t T = (uint64_t)d->n_threads, layers = (uint64_t)hp->n_layer;
     const uint64_t E = (uint64_t)hp->n_embd, V = (uint64_t)hp->n_vocab;
     const uint64_t X = umax((uint64_t)hp->n_expert, 1), K = umax((uint64_t)hp->n_expert_used, 1);
@@ -273,8 +294,10 @@ int sl_session_layout_make(sl_session_layout *lay, const sl_model *m, const sl_s
     const uint64_t BK = mul(&z, B, K);
 
     uint64_t *n = lay->bytes;
-    n[SL_SB_k_cache] = mul(&z, ctx, state_tok[0]);
-    n[SL_SB_v_cache] = mul(&z, ctx, state_tok[1]);
+    uint64_t kv[2]; /* every layer's K and V streams, rings counted as stored */
+    if (!kv_stream_bytes(m, d, kv)) z.overflow = true;
+    n[SL_SB_k_cache] = kv[0];
+    n[SL_SB_v_cache] = kv[1];
     n[SL_SB_x] = n[SL_SB_xb] = n[SL_SB_ffn_out] = n[SL_SB_tmp] = mul3(&z, f, B, E);
     n[SL_SB_q] = mul3(&z, f, B, aw.q);
     n[SL_SB_k] = mul3(&z, f, B, aw.k);

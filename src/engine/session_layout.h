@@ -53,7 +53,15 @@ typedef struct sl_session_dims {
     int n_logit_rows;  /* rows of logits kept: 1, or n_batch for every token's */
     sl_kv_type kv_type; /* f16 or f32: the value size of other mixers' row streams */
     sl_kv_type type_k, type_v; /* what attention layers' K and V rows hold */
+    bool swa_full;     /* sliding-window layers keep every position (no ring) */
 } sl_session_dims;
+
+/* How one layer's two state row streams are stored. */
+typedef struct sl_layer_kv {
+    uint64_t row_bytes[2]; /* bytes per position of each stream */
+    uint64_t n_rows;       /* rows each stream stores: n_ctx, or 2 ring_cap */
+    uint64_t ring_cap;     /* > 0: a mirrored ring of this capacity (kv_ring.h) */
+} sl_layer_kv;
 
 typedef struct sl_session_layout {
     uint64_t bytes[SL_SB_COUNT];  /* each buffer's size */
@@ -104,18 +112,28 @@ bool sl_session_state_bytes_typed(const sl_model *m, size_t elem, sl_kv_type tk,
 bool sl_session_state_bytes(const sl_model *m, size_t elem, uint64_t per_token[2],
                             uint64_t *per_seq);
 
-/* Rows a layer with window n_swa keeps when it is stored as a ring (issue
- * 19's design, not yet used by sessions): min(n_ctx, n_swa + n_batch - 1),
- * since a batch appends all its rows before its first token, which still
- * needs the n_swa - 1 before it, attends; n_ctx for n_swa <= 0 (a layer
- * that sees the whole context). Arguments are >= 1 (n_swa any). */
+/* The capacity of the ring a layer with window n_swa keeps in a session of
+ * n_ctx positions and micro-batches of n_batch: n_swa + n_batch - 1 (a
+ * batch appends all its rows before its first token, which still needs
+ * the n_swa - 1 before it, attends), stored twice (kv_ring.h); 0 when the
+ * layer keeps the whole context instead: no window (n_swa <= 0), or a
+ * context of at most twice that capacity, which the ring would not save.
+ * Arguments are >= 1 (n_swa any). */
 uint64_t sl_kv_ring_cap(int n_swa, int n_ctx, int n_batch);
 
+/* THE per-layer KV sizing, used by sessions (sl_session_layout_make,
+ * sl_session_create), the memory plan and the reports: layer il's row
+ * sizes (sl_session_layer_rows with d's value types) and how many rows it
+ * stores for d's context and batch (a ring for a sliding-window attention
+ * layer unless d->swa_full). */
+void sl_session_layer_kv(const sl_model *m, int il, const sl_session_dims *d, sl_layer_kv *out);
+
 /* Bytes of every layer's K and V row streams for a context of n_ctx
- * positions (attention rows in types tk and tv, other mixers' rows of elem
- * bytes): with ring, each layer with a window holds sl_kv_ring_cap rows,
- * else every layer holds n_ctx. Sequence state is not counted. False when
- * a product or sum overflows 64 bits. */
+ * positions and micro-batches of n_batch (attention rows in types tk and
+ * tv, other mixers' rows of elem bytes), as sl_session_layer_kv stores
+ * them: with ring, sliding-window layers keep their ring, else every layer
+ * holds n_ctx. Sequence state is not counted. False when a product or sum
+ * overflows 64 bits. */
 bool sl_session_kv_bytes_at(const sl_model *m, size_t elem, sl_kv_type tk, sl_kv_type tv,
                             int n_ctx, int n_batch, bool ring, uint64_t *bytes);
 

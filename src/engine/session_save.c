@@ -9,8 +9,10 @@
  *     follow, the body's size and checksum, the total sequence state, and
  *     last a checksum of the header's preceding bytes;
  *   body: the tokens (int32), a table of every layer's state (mixer kind,
- *     bytes per position of each row stream, bytes of sequence state), each
- *     layer's row streams for the saved positions and its sequence state,
+ *     the first position saved, bytes per position of each row stream,
+ *     bytes of sequence state), each layer's row streams for the saved
+ *     positions (all of them, or from that first position on: a sliding
+ *     window's ring holds only its last ones) and its sequence state,
  *     the recurrent snapshot (every layer's sequence state at the snapshot
  *     position) when there is one, and the last logits (n_vocab floats).
  * A load reads and checks everything before it touches the session, so a
@@ -18,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/kv_ring.h"
 #include "engine/kv_rows.h"
 #include "engine/session.h"
 #include "util/checked.h"
@@ -152,9 +155,30 @@ typedef struct save_plan {
     uint64_t body_bytes;
 } save_plan;
 
-/* Bytes of the body for n tokens of s with the given extras; false on
+/* The first position layer il's rows are saved from when the first n of
+ * s's positions are saved: what the layer still holds (ring_lo; 0 for a
+ * layer that holds every position). */
+static uint32_t saved_lo(const sl_session *s, int il)
+{
+    const int lo = s->layer_state[il].ring_lo;
+    return lo > 0 ? (uint32_t)lo : 0u;
+}
+
+/* The window layer il's continuation at position n needs before n: its
+ * rows from max(0, n - n_swa + 1) (none for layers without a window). */
+static uint32_t window_from(const sl_session *s, int il, uint32_t n)
+{
+    const sl_layer_desc *d = &s->m->layers[il].d;
+    if (d->mixer != SL_MIXER_ATTN || d->attn.n_swa <= 0) return 0;
+    const uint32_t w = (uint32_t)d->attn.n_swa;
+    return n + 1 > w ? n + 1 - w : 0;
+}
+
+/* Bytes of the body for n tokens of s with the given extras, layer il's
+ * rows saved from position lo[il] (NULL: every layer from 0); false on
  * overflow. */
-static bool body_size(const sl_session *s, uint64_t n, bool snap, bool logits, uint64_t *out)
+static bool body_size(const sl_session *s, uint64_t n, const uint32_t *lo, bool snap,
+                      bool logits, uint64_t *out)
 {
     const sl_model *m = s->m;
     uint64_t b = 0, t;
@@ -162,10 +186,12 @@ static bool body_size(const sl_session *s, uint64_t n, bool snap, bool logits, u
     if (!sl_mul_u64((uint64_t)m->hp.n_layer, SAVE_LAYER_BYTES, &t) || !sl_add_u64(b, t, &b))
         return false;
     const uint64_t seq = s->layout.bytes[SL_SB_seq_state];
-    for (int il = 0; il < m->hp.n_layer; il++)
+    for (int il = 0; il < m->hp.n_layer; il++) {
+        const uint64_t rows = n - (lo ? lo[il] : 0);
         for (int r = 0; r < 2; r++)
-            if (!sl_mul_u64(n, s->layer_state[il].row_bytes[r], &t) || !sl_add_u64(b, t, &b))
+            if (!sl_mul_u64(rows, s->layer_state[il].row_bytes[r], &t) || !sl_add_u64(b, t, &b))
                 return false;
+    }
     if (!sl_add_u64(b, seq, &b)) return false;
     if (snap && !sl_add_u64(b, seq, &b)) return false;
     if (logits && !sl_add_u64(b, (uint64_t)m->hp.n_vocab * 4, &b)) return false;
@@ -177,10 +203,11 @@ static bool body_size(const sl_session *s, uint64_t n, bool snap, bool logits, u
  * writes and both sides hash. tokens is the token array as stored (LE). */
 typedef int (*chunk_fn)(void *ud, const void *p, size_t len, sl_err *err);
 
-static void layer_record(const sl_session *s, int il, uint8_t rec[SAVE_LAYER_BYTES])
+static void layer_record(const sl_session *s, int il, uint32_t lo, uint8_t rec[SAVE_LAYER_BYTES])
 {
     memset(rec, 0, SAVE_LAYER_BYTES);
     put32(rec, (uint32_t)s->m->layers[il].d.mixer);
+    put32(rec + 4, lo); /* 0 in files of every position (and before rings) */
     put64(rec + 8, s->layer_state[il].row_bytes[0]);
     put64(rec + 16, s->layer_state[il].row_bytes[1]);
     put64(rec + 24, s->layer_state[il].seq_bytes);
@@ -193,15 +220,18 @@ static int body_chunks(const sl_session *s, const save_plan *pl, const uint8_t *
     int rc = fn(ud, tokens_le, (size_t)pl->n_tokens * 4, err);
     for (int il = 0; il < nl && !rc; il++) {
         uint8_t rec[SAVE_LAYER_BYTES];
-        layer_record(s, il, rec);
+        layer_record(s, il, saved_lo(s, il), rec);
         rc = fn(ud, rec, sizeof rec, err);
     }
     const uint8_t *seq_base = (const uint8_t *)s->seq_state;
     for (int il = 0; il < nl && !rc; il++) {
         const sl_layer_state *ls = &s->layer_state[il];
+        /* positions [lo, n): consecutive rows, also in a ring (kv_ring.h) */
+        const uint32_t lo = saved_lo(s, il);
         for (int r = 0; r < 2 && !rc; r++)
             if (ls->row_bytes[r])
-                rc = fn(ud, ls->rows[r], ls->row_bytes[r] * pl->n_tokens, err);
+                rc = fn(ud, sl_kv_row(ls, r, (int)lo), ls->row_bytes[r] * (pl->n_tokens - lo),
+                        err);
         if (!rc && ls->seq_bytes) {
             const size_t off = (size_t)((const uint8_t *)ls->seq - seq_base);
             rc = fn(ud, (const uint8_t *)pl->seq_src + off, ls->seq_bytes, err);
@@ -290,12 +320,24 @@ int sl_session_save(sl_session *s, const char *path, const int32_t *tokens, int 
         }
     }
     pl.has_logits = n == s->n_past && s->n_logits > 0;
+    for (int il = 0; il < s->m->hp.n_layer; il++)
+        if (saved_lo(s, il) > window_from(s, il, (uint32_t)n))
+            return sl_err_set(err, SL_EINVAL, "cannot save the first %d of %d tokens: layer "
+                              "%d's sliding window keeps positions %u to %d only (a ring), "
+                              "and position %d needs the %d before it; save all %d tokens, "
+                              "or use --swa-full", n, s->n_past, il, saved_lo(s, il),
+                              s->n_past - 1, n, s->m->layers[il].d.attn.n_swa - 1, s->n_past);
+    uint32_t *lo = malloc(sizeof *lo * (size_t)s->m->hp.n_layer);
+    if (!lo) return sl_err_set(err, SL_ENOMEM, "out of memory");
+    for (int il = 0; il < s->m->hp.n_layer; il++) lo[il] = saved_lo(s, il);
+    const bool sized = body_size(s, (uint64_t)n, lo, pl.snap_pos >= 0, pl.has_logits,
+                                 &pl.body_bytes);
+    free(lo);
     for (int i = 0; i < n; i++)
         if (tokens[i] < 0 || tokens[i] >= s->m->hp.n_vocab)
             return sl_err_set(err, SL_EINVAL, "cannot save: token %d is %d, outside the "
                               "vocabulary [0, %d)", i, tokens[i], s->m->hp.n_vocab);
-    if (!body_size(s, (uint64_t)n, pl.snap_pos >= 0, pl.has_logits, &pl.body_bytes))
-        return sl_err_set(err, SL_ENOMEM, "the session's state is too large to save");
+    if (!sized) return sl_err_set(err, SL_ENOMEM, "the session's state is too large to save");
     int rc = model_identity(s, err);
     if (rc) return rc;
     uint8_t *tok_le = malloc((size_t)n * 4);
@@ -393,11 +435,16 @@ int sl_session_load(sl_session *s, const char *path, int32_t *tokens, int n_max,
         snprintf(why, sizeof why, "its state does not fit this model's layers");
         goto refused;
     }
-    uint64_t want;
-    if (!body_size(s, n, snap >= 0, has_logits, &want) || want != get64(h + 56)) {
+    /* the body's size as the header says; what it holds is checked once
+     * the layer table (each layer's first saved position) is read */
+    const uint64_t want = get64(h + 56);
+    uint64_t most, least;
+    if (!body_size(s, n, NULL, snap >= 0, has_logits, &most) ||
+        !sl_add_u64((uint64_t)n * 4, (uint64_t)s->m->hp.n_layer * SAVE_LAYER_BYTES, &least) ||
+        want > most || want < least) {
         snprintf(why, sizeof why, "its state does not fit this model's layers (%llu bytes "
-                 "after the header, %llu expected)", (unsigned long long)get64(h + 56),
-                 (unsigned long long)want);
+                 "after the header, at most %llu expected)", (unsigned long long)want,
+                 (unsigned long long)most);
         goto refused;
     }
     if (f.size != SAVE_HEADER_BYTES + want) {
@@ -410,21 +457,48 @@ int sl_session_load(sl_session *s, const char *path, int32_t *tokens, int n_max,
         rc = (int)n; /* a peek, or the caller's buffer is too small */
         goto out;
     }
+    const int nl = s->m->hp.n_layer;
     uint8_t *body = malloc((size_t)want);
-    if (!body) {
+    uint32_t *lo = malloc(sizeof *lo * (size_t)nl);
+    if (!body || !lo) {
+        free(body);
+        free(lo);
         rc = sl_err_set(err, SL_ENOMEM, "out of memory reading session file '%s' (%.1f MiB)",
                         path, (double)want / (1 << 20));
         goto out;
     }
     if ((rc = sl_file_pread_full(&f, body, (size_t)want, SAVE_HEADER_BYTES, err))) {
         free(body);
+        free(lo);
         goto out;
     }
+    const uint8_t *tok_le = body, *table = body + (size_t)n * 4;
+    /* each layer's first saved position: 0, or a sliding window's ring's
+     * first (the window before n must be there) */
+    bool ok = true;
+    for (int il = 0; ok && il < nl; il++) {
+        lo[il] = get32(table + (size_t)il * SAVE_LAYER_BYTES + 4);
+        if (lo[il] > window_from(s, il, n)) {
+            snprintf(why, sizeof why, "layer %d holds positions %u to %u, and continuing at "
+                     "%u needs them from %u", il, lo[il], n - 1, n, window_from(s, il, n));
+            ok = false;
+        }
+    }
+    uint64_t sized = 0;
+    if (ok && (!body_size(s, n, lo, snap >= 0, has_logits, &sized) || sized != want)) {
+        snprintf(why, sizeof why, "its state does not fit this model's layers (%llu bytes "
+                 "after the header, %llu expected)", (unsigned long long)want,
+                 (unsigned long long)sized);
+        ok = false;
+    }
+    if (!ok) {
+        free(body);
+        free(lo);
+        goto refused;
+    }
     /* the chunks in file order, as the writer hashed them */
-    const int nl = s->m->hp.n_layer;
     const uint8_t *p = body;
     uint64_t bh = hash_chunk(0, p, (size_t)n * 4);
-    const uint8_t *tok_le = p, *table = p + (size_t)n * 4;
     p = table;
     for (int il = 0; il < nl; il++, p += SAVE_LAYER_BYTES) bh = hash_chunk(bh, p, SAVE_LAYER_BYTES);
     const uint8_t *data = p;
@@ -432,8 +506,9 @@ int sl_session_load(sl_session *s, const char *path, int32_t *tokens, int n_max,
         const sl_layer_state *ls = &s->layer_state[il];
         for (int r = 0; r < 2; r++)
             if (ls->row_bytes[r]) {
-                bh = hash_chunk(bh, p, ls->row_bytes[r] * n);
-                p += ls->row_bytes[r] * n;
+                const size_t len = ls->row_bytes[r] * (n - lo[il]);
+                bh = hash_chunk(bh, p, len);
+                p += len;
             }
         if (ls->seq_bytes) {
             bh = hash_chunk(bh, p, ls->seq_bytes);
@@ -445,11 +520,11 @@ int sl_session_load(sl_session *s, const char *path, int32_t *tokens, int n_max,
         p += seq_total;
     }
     if (has_logits) bh = hash_chunk(bh, p, (size_t)s->m->hp.n_vocab * 4);
-    bool ok = bh == get64(h + 64);
+    ok = bh == get64(h + 64);
     if (!ok) snprintf(why, sizeof why, "corrupt (the checksum of its state differs)");
     for (int il = 0; ok && il < nl; il++) {
         uint8_t rec[SAVE_LAYER_BYTES];
-        layer_record(s, il, rec);
+        layer_record(s, il, lo[il], rec);
         if (memcmp(rec, table + (size_t)il * SAVE_LAYER_BYTES, SAVE_LAYER_BYTES) != 0) {
             snprintf(why, sizeof why, "layer %d's state kind or size differs from this model's", il);
             ok = false;
@@ -464,18 +539,31 @@ int sl_session_load(sl_session *s, const char *path, int32_t *tokens, int n_max,
     }
     if (!ok) {
         free(body);
+        free(lo);
         goto refused;
     }
     /* everything checked: now the session changes */
     for (uint32_t i = 0; i < n; i++) tokens[i] = (int32_t)get32(tok_le + 4 * (size_t)i);
     p = data;
     for (int il = 0; il < nl; il++) {
-        const sl_layer_state *ls = &s->layer_state[il];
+        sl_layer_state *ls = &s->layer_state[il];
+        /* a ring keeps the last ring_cap of the saved positions, each in
+         * both its slots; other streams take every saved row at its place */
+        uint32_t keep = lo[il];
+        if (ls->ring_cap > 0 && n - keep > (uint32_t)ls->ring_cap) keep = n - (uint32_t)ls->ring_cap;
         for (int r = 0; r < 2; r++)
             if (ls->row_bytes[r]) {
-                memcpy(ls->rows[r], p, ls->row_bytes[r] * n);
-                p += ls->row_bytes[r] * n;
+                const size_t rb = ls->row_bytes[r];
+                const uint8_t *src = p + (size_t)(keep - lo[il]) * rb;
+                if (ls->ring_cap <= 0)
+                    memcpy(sl_kv_row(ls, r, (int)keep), src, rb * (n - keep));
+                for (uint32_t q = keep; ls->ring_cap > 0 && q < n; q++, src += rb) {
+                    memcpy(sl_kv_row(ls, r, (int)q), src, rb);
+                    memcpy(sl_kv_row_mirror(ls, r, (int)q), src, rb);
+                }
+                p += rb * (n - lo[il]);
             }
+        ls->ring_lo = (int)keep;
         if (ls->seq_bytes) {
             memcpy(ls->seq, p, ls->seq_bytes);
             p += ls->seq_bytes;
@@ -494,6 +582,7 @@ int sl_session_load(sl_session *s, const char *path, int32_t *tokens, int n_max,
     }
     s->n_past = (int)n;
     free(body);
+    free(lo);
     rc = (int)n;
     goto out;
 refused:

@@ -347,6 +347,9 @@ struct sl_model {
     struct sl_route_knobs *knobs; /* lossy routing knobs, owned; NULL: exact routing
                                      (engine/route_knobs.h) */
     sl_load_stats load;     /* how the resident weights were read */
+    bool swa_full;          /* sliding-window layers keep every position (no ring) */
+    uint64_t kv_bytes;      /* of reserved_bytes, the planned context's KV cache */
+    int kv_ctx;             /* that context */
 };
 
 /* Decides residency from params and the measured sizes (dense_bytes,

@@ -78,33 +78,53 @@ static uint64_t min_cache_bytes(const sl_model *m, const sl_model_params *p, int
     return slot * (uint64_t)m->hp.n_expert_used;
 }
 
+/* KV bytes of a context of ctx positions with the plan's session dims d
+ * (sliding-window rings as sessions store them); UINT64_MAX on overflow. */
+static uint64_t kv_at(const sl_model *m, const sl_session_dims *d, int ctx)
+{
+    uint64_t b;
+    const size_t elem = d->kv_type == SL_KV_F32 ? 4 : 2;
+    return sl_session_kv_bytes_at(m, elem, d->type_k, d->type_v, ctx, d->n_batch,
+                                  !d->swa_full, &b) ? b : UINT64_MAX;
+}
+
 /* Refuses, up front, a context whose KV cache the budget cannot hold
  * beside the dense weights, the session's scratch and the smallest expert
- * cache, with the numbers and the largest context that fits. When even a
- * one-token context does not fit, the budget is the problem: the checks
- * after this one say so. */
-static int check_context(const sl_model *m, const sl_model_params *p,
+ * cache, with the numbers and the largest context that fits (found by
+ * bisection: with rings the KV bytes grow by the full layers' rows only,
+ * past a constant). When even a one-token context does not fit, the
+ * budget is the problem: the checks after this one say so. */
+static int check_context(const sl_model *m, const sl_model_params *p, const sl_session_dims *d,
                          const sl_session_layout *sess, int ctx, int moe_layers, sl_err *err)
 {
     const uint64_t budget = m->budget_bytes;
     if (budget == UINT64_MAX || ctx <= 0) return SL_OK;
-    const uint64_t per_token = sess->kv_bytes / (uint64_t)ctx;
+    /* what one more position costs at this context (every layer's row when
+     * nothing is a ring) */
+    const uint64_t below = ctx > 1 ? kv_at(m, d, ctx - 1) : 0;
+    const uint64_t per_token = below <= sess->kv_bytes ? sess->kv_bytes - below : 0;
     const uint64_t base = m->dense_bytes + sess->scratch_bytes + OTHER_BYTES +
                           min_cache_bytes(m, p, moe_layers);
-    if (base + sess->kv_bytes <= budget || base + per_token > budget || per_token == 0)
+    if (base + sess->kv_bytes <= budget || base + kv_at(m, d, 1) > budget || per_token == 0)
         return SL_OK;
-    const uint64_t fits = (budget - base) / per_token;
+    int lo = 1, hi = ctx; /* kv_at(lo) fits, kv_at(hi) does not */
+    while (hi - lo > 1) {
+        const int mid = lo + (hi - lo) / 2;
+        const uint64_t kv = kv_at(m, d, mid);
+        if (kv != UINT64_MAX && base + kv <= budget) lo = mid;
+        else hi = mid;
+    }
     return sl_err_set(err, SL_ENOMEM,
                       "a context of %d tokens needs %.0f MiB of KV cache (%llu bytes per token: "
                       "K %s, V %s), and with the dense weights (%.0f MiB), scratch (%.0f MiB)%s, "
                       "that exceeds the memory budget of %.0f MiB: the largest -c that fits is "
-                      "%llu (or quantise the cache with -ctk q8_0 -ctv q8_0, or raise "
+                      "%d (or quantise the cache with -ctk q8_0 -ctv q8_0, or raise "
                       "--mem-budget)", ctx, (double)sess->kv_bytes / MIB,
                       (unsigned long long)per_token, sl_kv_type_name(p->cache_type_k),
                       sl_kv_type_name(p->cache_type_v), (double)m->dense_bytes / MIB,
                       (double)(sess->scratch_bytes + OTHER_BYTES) / MIB,
                       min_cache_bytes(m, p, moe_layers) ? " and the smallest expert cache" : "",
-                      (double)budget / MIB, (unsigned long long)fits);
+                      (double)budget / MIB, lo);
 }
 
 int sl_model_plan(sl_model *m, const sl_model_params *pp, sl_err *err)
@@ -124,6 +144,7 @@ int sl_model_plan(sl_model *m, const sl_model_params *pp, sl_err *err)
         }
     }
     m->budget_bytes = budget;
+    m->swa_full = p.swa_full;
     /* sessions that do not choose their cache types take the load's */
     for (int il = 0; il < hp->n_layer; il++) {
         m->layers[il].d.attn.cache_k = p.cache_type_k;
@@ -138,18 +159,21 @@ int sl_model_plan(sl_model *m, const sl_model_params *pp, sl_err *err)
     const sl_session_dims dims = {.n_batch = logit_rows > PLAN_BATCH ? logit_rows : PLAN_BATCH,
                                   .n_ctx = ctx, .n_threads = threads,
                                   .n_logit_rows = logit_rows, .kv_type = SL_KV_F16,
-                                  .type_k = p.cache_type_k, .type_v = p.cache_type_v};
+                                  .type_k = p.cache_type_k, .type_v = p.cache_type_v,
+                                  .swa_full = p.swa_full};
     sl_session_layout sess;
     int rc = sl_session_layout_make(&sess, m, &dims, err);
     if (rc) return rc;
     const uint64_t kv = sess.kv_bytes, scratch = sess.scratch_bytes + OTHER_BYTES;
     const uint64_t fixed = m->dense_bytes + kv + scratch;
     m->reserved_bytes = kv + scratch;
+    m->kv_bytes = kv;
+    m->kv_ctx = ctx;
     const uint64_t whole = fixed + m->expert_bytes;
 
     m->streaming = false;
     m->warning[0] = 0;
-    if ((rc = check_context(m, &p, &sess, ctx, moe_layers, err))) return rc;
+    if ((rc = check_context(m, &p, &dims, &sess, ctx, moe_layers, err))) return rc;
     if (moe_layers == 0 || p.stream == SL_STREAM_OFF) return SL_OK;
     if (p.stream == SL_STREAM_AUTO && whole <= budget) return SL_OK;
     m->streaming = true;
@@ -256,6 +280,8 @@ void sl_model_stream_stats(const sl_model *m, sl_stream_stats *out)
     out->dense_bytes = m->dense_bytes;
     out->expert_bytes = m->expert_bytes;
     out->expert_cycle_bytes = cycle_bytes(m);
+    out->kv_bytes = m->kv_bytes;
+    out->kv_ctx = m->kv_ctx;
     snprintf(out->warning, sizeof out->warning, "%s", m->warning);
     if (!m->streamer) return;
     sl_streamer_stats st;

@@ -1,7 +1,9 @@
-/* test_kv_ring.c - the sliding-window ring's sizes (issue 19): the rows a
- * windowed layer keeps and the KV bytes of a model at a context length,
- * with and without the ring. Expected values are computed by hand from the
- * shapes below (f16: 2 bytes, q8_0: 34 bytes per 32 values). */
+/* test_kv_ring.c - the sliding-window ring's sizes (issue 19): the ring's
+ * capacity (the window and one micro-batch, stored twice: kv_ring.h; none
+ * when twice that is not below the context) and the KV bytes of a model at
+ * a context length, with and without the ring. Expected values are
+ * computed by hand from the shapes below (f16: 2 bytes, q8_0: 34 bytes per
+ * 32 values). */
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -33,13 +35,15 @@ static void swa_free(sl_model *m)
     free(m);
 }
 
-TEST(ring_capacity_is_the_window_plus_a_batch_but_at_most_the_context)
+TEST(ring_capacity_is_the_window_plus_a_batch_when_twice_it_saves_memory)
 {
     CHECK_EQ_INT((long long)sl_kv_ring_cap(128, 4096, 512), 639);
     CHECK_EQ_INT((long long)sl_kv_ring_cap(8, 4096, 1), 8);     /* decode: the window */
-    CHECK_EQ_INT((long long)sl_kv_ring_cap(128, 100, 512), 100); /* context shorter */
-    CHECK_EQ_INT((long long)sl_kv_ring_cap(0, 4096, 512), 4096);  /* no window */
-    CHECK_EQ_INT((long long)sl_kv_ring_cap(1 << 24, 1 << 24, 1 << 16), 1 << 24);
+    CHECK_EQ_INT((long long)sl_kv_ring_cap(128, 100, 512), 0);  /* context shorter */
+    CHECK_EQ_INT((long long)sl_kv_ring_cap(128, 1278, 512), 0); /* 2 x 639: no saving */
+    CHECK_EQ_INT((long long)sl_kv_ring_cap(128, 1279, 512), 639);
+    CHECK_EQ_INT((long long)sl_kv_ring_cap(0, 4096, 512), 0);   /* no window */
+    CHECK_EQ_INT((long long)sl_kv_ring_cap(1 << 24, 1 << 24, 1 << 16), 0);
 }
 
 TEST(kv_bytes_at_a_context_with_and_without_the_ring)
@@ -51,10 +55,13 @@ TEST(kv_bytes_at_a_context_with_and_without_the_ring)
     CHECK(sl_session_kv_bytes_at(m, 2, SL_KV_F16, SL_KV_F16, 4096, 512, true, &ring));
     const long long row = 8 * 64 * 2; /* one f16 K (or V) row of a layer */
     CHECK_EQ_INT((long long)full, 36LL * 2 * row * 4096);
-    CHECK_EQ_INT((long long)ring, 18LL * 2 * row * 4096 + 18LL * 2 * row * 639);
-    /* q8_0 K, f16 V: 8 heads of 2 blocks of 34 bytes */
+    CHECK_EQ_INT((long long)ring, 18LL * 2 * row * 4096 + 18LL * 2 * row * 2 * 639);
+    /* q8_0 K, f16 V, decode batches: a ring of 128, stored twice */
     CHECK(sl_session_kv_bytes_at(m, 2, SL_KV_Q8_0, SL_KV_F16, 32768, 1, true, &ring));
-    CHECK_EQ_INT((long long)ring, 18LL * (8 * 2 * 34 + row) * 32768 + 18LL * (8 * 2 * 34 + row) * 128);
+    CHECK_EQ_INT((long long)ring, 18LL * (8 * 2 * 34 + row) * 32768 + 18LL * (8 * 2 * 34 + row) * 256);
+    /* a short context: no ring, every position */
+    CHECK(sl_session_kv_bytes_at(m, 2, SL_KV_F16, SL_KV_F16, 1024, 512, true, &ring));
+    CHECK_EQ_INT((long long)ring, 36LL * 2 * row * 1024);
     swa_free(m);
 }
 
@@ -72,7 +79,7 @@ TEST(kv_bytes_overflow_is_reported)
 
 int main(void)
 {
-    RUN(ring_capacity_is_the_window_plus_a_batch_but_at_most_the_context);
+    RUN(ring_capacity_is_the_window_plus_a_batch_when_twice_it_saves_memory);
     RUN(kv_bytes_at_a_context_with_and_without_the_ring);
     RUN(kv_bytes_overflow_is_reported);
     return TEST_REPORT();
