@@ -107,6 +107,14 @@ static void run_step(srv_batcher *b, srv_batch_sub **m, int count)
     }
     sl_err err = {0};
     int rc = sl_session_eval_multi(b->batch, ss, tk, take, count, &err);
+    if (rc == SL_EINVAL) { /* refused before anything ran: one member's own problem is
+                              then its own, the others go on */
+        for (int i = 0; i < count; i++) {
+            int r1 = sl_session_eval(m[i]->s, m[i]->toks, take[i], &m[i]->err);
+            m[i]->got = r1 ? r1 : take[i];
+        }
+        return;
+    }
     for (int i = 0; i < count; i++) {
         m[i]->got = rc ? rc : take[i];
         if (rc) m[i]->err = err;
