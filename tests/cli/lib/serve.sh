@@ -7,8 +7,8 @@
 #                              reports `bad` and returns 1
 #   serve_stop PID             stops one server (SIGTERM) and waits for it;
 #                              returns its exit status
-#   serve_stop_all             stops every server serve_start started (for
-#                              the EXIT trap)
+#   serve_stop_all             stops every server serve_start started that
+#                              is still running (for the EXIT trap)
 serve_pids=
 serve_start() {
     local name=$1
@@ -32,9 +32,13 @@ serve_stop() {
     wait "$1" 2>/dev/null
 }
 
-serve_stop_all() {
+serve_stop_all() { # only this shell's own background jobs still running (no reused pid)
+    local running
+    running=" $(jobs -pr | tr '\n' ' ') "
     for p in $serve_pids; do
-        kill "$p" 2>/dev/null && wait "$p" 2>/dev/null
+        case "$running" in
+        *" $p "*) kill "$p" 2>/dev/null && wait "$p" 2>/dev/null ;;
+        esac
     done
     serve_pids=
 }
