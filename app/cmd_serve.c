@@ -38,6 +38,10 @@ static void usage(FILE *f)
             "                          refuses requests whose Host is not a loopback name)\n"
             "      --port N            TCP port (default 8080; 0: any free port, printed)\n"
             "  -np, --parallel N       slots: requests generated at the same time (default 1)\n"
+            "      --batch-step N      tokens per batched step when several slots are busy:\n"
+            "                          their decode tokens and chunks of new prompts run as\n"
+            "                          one forward pass (default 32 + slots; 0: each slot\n"
+            "                          evaluates on its own)\n"
             "      --max-queue N       requests that may wait for a slot; more get 503\n"
             "                          (default 16)\n"
             "      --api-key KEY       every request needs 'Authorization: Bearer KEY'\n"
@@ -68,7 +72,7 @@ int cmd_serve(int argc, char **argv)
     gen_opts_init(&o, -1);
     const char *host = "127.0.0.1", *api_key = NULL, *alias = NULL, *tmpl = NULL, *cors = NULL;
     const char *pcache_dir = NULL, *slot_dir = NULL;
-    long port = 8080, np = 1, max_queue = 16, max_body = 8L << 20;
+    long port = 8080, np = 1, max_queue = 16, max_body = 8L << 20, step = -1;
     bool no_think = false;
     const char *reasoning = NULL; /* --reasoning: harmony's default effort */
     for (int i = 1; i < argc; i++) {
@@ -86,6 +90,9 @@ int cmd_serve(int argc, char **argv)
                 return 2;
         } else if (!strcmp(a, "-np") || !strcmp(a, "--parallel")) {
             if (!(v = arg_value(CMD, argc, argv, &i)) || !arg_int(CMD, a, v, 1, 64, &np))
+                return 2;
+        } else if (!strcmp(a, "--batch-step")) {
+            if (!(v = arg_value(CMD, argc, argv, &i)) || !arg_int(CMD, a, v, 0, 4096, &step))
                 return 2;
         } else if (!strcmp(a, "--max-queue")) {
             if (!(v = arg_value(CMD, argc, argv, &i)) || !arg_int(CMD, a, v, 0, 4096, &max_queue))
@@ -178,7 +185,9 @@ int cmd_serve(int argc, char **argv)
     if (o.n_ctx <= 0 && ctx > 4096) ctx = 4096;
     if (ctx < 1) ctx = 1;
     int n_batch = o.n_batch < ctx ? o.n_batch : ctx;
-    if (srv_pool_start(&s.pool, s.m, s.chat, (int)np, ctx, n_batch, o.kv_type, (int)max_queue))
+    if (step < 0) step = 32 + np;
+    if (srv_pool_start(&s.pool, s.m, s.chat, (int)np, ctx, n_batch, o.kv_type, (int)max_queue,
+                       (int)step))
         goto done;
     s.n_ctx = sl_session_n_ctx(s.pool.slots[0].g.s);
     if (pcache_dir) {

@@ -10,6 +10,9 @@
  * server_metrics.c GET /metrics and /slots
  * server_slots.c  slots, the job queue, worker threads (server_slots.h)
  * server_run.c    one job on one slot: prompt reuse and generation
+ * server_batch.c  continuous batching: the busy slots' evaluations as one
+ *                 forward pass per step (server_batch.h)
+ * server_decode.c a slot's prompt chunks and reply loop on the batcher
  * server_logprobs.c log-probabilities of the generated tokens
  * server_think.c  a thinking model's reasoning apart from its answer
  * cmd_serve.c     flags, model, start-up line, signals */
@@ -75,10 +78,15 @@ srv_reply srv_error(srv_api api, int status, const char *fmt, ...)
  * template into *prompt (malloc'd). body (NULL: none) gives OpenAI's
  * "tools", "tool_choice" ("none" leaves the tools out) and
  * "reasoning_effort" (harmony). *has_tools (may be NULL) says whether tools
- * were rendered. Returns a reply with status 0 on success, else the error
+ * were rendered. A forcing "tool_choice" ("required", or {"type":
+ * "function", "function": {"name": X}}, X one of the tools) ends the
+ * prompt with the template's tool-call opening (and X's name), so that the
+ * model continues inside a call; *prime_len (may be NULL) receives the
+ * length of that tail of *prompt (0: none), which the answer's parser must
+ * see before the generated text. Returns a reply with status 0 on success, else the error
  * to answer (server_prompt.c). */
 srv_reply srv_render_chat(srv *s, srv_api api, const json_t *system, const json_t *messages,
-                          const json_t *body, bool *has_tools, char **prompt);
+                          const json_t *body, bool *has_tools, char **prompt, size_t *prime_len);
 
 /* Tokenizes prompt, checks it against a slot's context, reads sampling,
  * limits and the stop texts (under stop_key) from body into a new job

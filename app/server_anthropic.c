@@ -28,13 +28,17 @@ typedef struct ant_job {
     bool stream;
     bool tools;        /* the request declared tools: calls are parsed out */
     srv_answer ans;    /* stream: text apart from calls */
+    char *prime;       /* a forced call's opening, ended the prompt (owned) */
     bool calls;        /* the answer held tool calls */
 } ant_job;
 
 static void ant_free(void *p)
 {
     ant_job *a = p;
-    if (a) srv_answer_free(&a->ans);
+    if (a) {
+        srv_answer_free(&a->ans);
+        free(a->prime);
+    }
     free(p);
 }
 
@@ -288,14 +292,24 @@ static srv_reply convert(const json_t *body, json_t **msgs, json_t **oai_body)
         if (strcmp(t, "auto") && strcmp(t, "any") && strcmp(t, "tool") && strcmp(t, "none"))
             return srv_error(SRV_API_ANTHROPIC, 400, "tool_choice.type '%.20s' is not auto, any, "
                              "tool or none", t);
-        json_object_set_new(*oai_body, "tool_choice", json_string(strcmp(t, "none") ? "auto"
-                                                                                    : "none"));
+        json_t *oc; /* OpenAI's form: any -> required, tool -> that function */
+        if (!strcmp(t, "tool")) {
+            const json_t *nm = json_object_get(tc, "name");
+            if (!json_is_string(nm))
+                return srv_error(SRV_API_ANTHROPIC, 400, "tool_choice of type 'tool' needs a "
+                                 "string 'name'");
+            oc = json_pack("{s:s, s:{s:O}}", "type", "function", "function", "name", nm);
+        } else {
+            oc = json_string(!strcmp(t, "any") ? "required" : !strcmp(t, "none") ? "none" : "auto");
+        }
+        json_object_set_new(*oai_body, "tool_choice", oc);
     }
     return (srv_reply){0, NULL, NULL};
 }
 
 /* Renders the request's system and messages into *prompt. */
-static srv_reply render(srv *s, const json_t *body, bool *has_tools, char **prompt)
+static srv_reply render(srv *s, const json_t *body, bool *has_tools, char **prompt,
+                        size_t *prime_len)
 {
     json_t *msgs = NULL, *ob = NULL;
     srv_reply r = convert(body, &msgs, &ob);
@@ -303,7 +317,7 @@ static srv_reply render(srv *s, const json_t *body, bool *has_tools, char **prom
         r = srv_render_chat(s, SRV_API_ANTHROPIC, json_object_get(body, "system"),
                             json_is_array(json_object_get(body, "messages")) ? msgs
                                                                               : json_object_get(body, "messages"),
-                            ob, has_tools, prompt);
+                            ob, has_tools, prompt, prime_len);
     json_decref(msgs);
     json_decref(ob);
     return r;
@@ -339,14 +353,21 @@ srv_reply srv_messages(srv *s, json_t *body)
         return srv_error(SRV_API_ANTHROPIC, 400, "'max_tokens' (an integer >= 1) is required");
     char *prompt = NULL;
     bool tools = false;
-    srv_reply r = render(s, body, &tools, &prompt);
+    size_t prime_len = 0;
+    srv_reply r = render(s, body, &tools, &prompt, &prime_len);
     if (r.status) return r;
     srv_job *j;
     r = srv_prepare_job(s, SRV_API_ANTHROPIC, body, prompt, true, "stop_sequences", &j);
+    char *prime = r.status || !prime_len ? NULL : strdup(prompt + strlen(prompt) - prime_len);
     free(prompt);
     if (r.status) return r;
+    if (prime_len && !prime) {
+        srv_job_unref(j);
+        return srv_error(SRV_API_ANTHROPIC, 500, "out of memory");
+    }
     ant_job *a = calloc(1, sizeof *a);
     if (!a) {
+        free(prime);
         srv_job_unref(j);
         return srv_error(SRV_API_ANTHROPIC, 500, "out of memory");
     }
@@ -356,7 +377,9 @@ srv_reply srv_messages(srv *s, json_t *body)
     a->s = s;
     a->stream = stream;
     a->tools = tools;
+    a->prime = prime;
     srv_answer_init(&a->ans, s->harmony, false, false, tools, answer_out, j);
+    if (prime) srv_answer_feed(&a->ans, prime, prime_len);
     snprintf(a->id, sizeof a->id, "msg_%lu", __atomic_add_fetch(&s->next_id, 1, __ATOMIC_RELAXED));
     if (!srv_pool_submit(&s->pool, j)) {
         srv_job_unref(j);
@@ -375,6 +398,7 @@ srv_reply srv_messages(srv *s, json_t *body)
             split_text b = {NULL, 0};
             srv_answer t;
             srv_answer_init(&t, s->harmony, false, false, a->tools, collect_text, &b);
+            if (a->prime) srv_answer_feed(&t, a->prime, strlen(a->prime));
             srv_answer_feed(&t, j->text ? j->text : "", j->text_len);
             srv_answer_finish(&t);
             if (b.n || t.tc.n_calls == 0)
@@ -405,7 +429,7 @@ srv_reply srv_messages(srv *s, json_t *body)
 srv_reply srv_count_tokens(srv *s, json_t *body)
 {
     char *prompt = NULL;
-    srv_reply r = render(s, body, NULL, &prompt);
+    srv_reply r = render(s, body, NULL, &prompt, NULL);
     if (r.status) return r;
     sl_err err = {0};
     int32_t *ids = NULL;

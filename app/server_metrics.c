@@ -76,6 +76,12 @@ char *srv_metrics_text(srv *s, size_t *len)
     metric(&t, "requests_5xx_total", "counter", "Requests answered with a 5xx status.",
            (double)load(&s->n_5xx));
     metric(&t, "generations_total", "counter", "Generation jobs finished.", (double)load(&p->jobs_done));
+    metric(&t, "batch_steps_total", "counter",
+           "Batched evaluation steps (one forward pass for every busy slot).",
+           (double)load(&p->batch.steps));
+    metric(&t, "batch_step_members_total", "counter",
+           "Slot evaluations in those steps (divided by the steps: the mean batch).",
+           (double)load(&p->batch.members));
     metric(&t, "prompt_tokens_total", "counter", "Prompt tokens evaluated.", pr);
     metric(&t, "prompt_tokens_cached_total", "counter", "Prompt tokens reused from a slot.",
            (double)load(&p->cached_tokens));

@@ -29,8 +29,16 @@ typedef struct oai_job {
     bool include_usage;
     srv_answer ans;         /* chat: reasoning and tool calls apart from content (stream) */
     bool think_enabled, think_inside, tools;
+    char *prime;            /* a forced call's opening, ended the prompt (owned) */
     int lp_next;            /* the first token whose logprobs no chunk carried yet */
 } oai_job;
+
+/* An answer parser for a's job: the forced call's opening first. */
+static void answer_start(const oai_job *a, srv_answer *t, srv_think_out out, void *ud)
+{
+    srv_answer_init(t, a->s->harmony, a->think_enabled, a->think_inside, a->tools, out, ud);
+    if (a->prime) srv_answer_feed(t, a->prime, strlen(a->prime));
+}
 
 static const char *finish_name(srv_finish f)
 {
@@ -207,7 +215,7 @@ static json_t *chat_message(const srv_job *j)
     const oai_job *a = j->api;
     split_buf b = {{NULL, NULL}, {0, 0}, false};
     srv_answer t;
-    srv_answer_init(&t, a->s->harmony, a->think_enabled, a->think_inside, a->tools, collect, &b);
+    answer_start(a, &t, collect, &b);
     srv_answer_feed(&t, j->text ? j->text : "", j->text_len);
     srv_answer_finish(&t);
     bool calls = t.tc.n_calls > 0;
@@ -245,7 +253,10 @@ srv_reply srv_models(srv *s)
 static void oai_free(void *p)
 {
     oai_job *a = p;
-    if (a) srv_answer_free(&a->ans);
+    if (a) {
+        srv_answer_free(&a->ans);
+        free(a->prime);
+    }
     free(p);
 }
 
@@ -256,7 +267,7 @@ static bool answer_has_calls(const srv_job *j)
     if (!a->tools && !a->s->harmony) return false;
     srv_answer t;
     split_buf b = {{NULL, NULL}, {0, 0}, false};
-    srv_answer_init(&t, a->s->harmony, a->think_enabled, a->think_inside, a->tools, collect, &b);
+    answer_start(a, &t, collect, &b);
     srv_answer_feed(&t, j->text ? j->text : "", j->text_len);
     srv_answer_finish(&t);
     bool calls = t.tc.n_calls > 0;
@@ -269,7 +280,7 @@ static bool answer_has_calls(const srv_job *j)
 /* Queues the job of an OpenAI request and answers (streaming, or
  * waiting for the whole answer). */
 static srv_reply generate(srv *s, const json_t *body, const char *prompt, bool chat,
-                          bool think_enabled, bool think_inside, bool tools)
+                          bool think_enabled, bool think_inside, bool tools, size_t prime_len)
 {
     char msg[MSG_CAP] = "";
     bool stream = false, include_usage = false;
@@ -319,7 +330,11 @@ static srv_reply generate(srv *s, const json_t *body, const char *prompt, bool c
     a->think_enabled = think_enabled;
     a->think_inside = think_inside;
     a->tools = tools;
-    srv_answer_init(&a->ans, s->harmony, think_enabled, think_inside, tools, chat_delta, j);
+    if (prime_len && !(a->prime = strdup(prompt + strlen(prompt) - prime_len))) {
+        srv_job_unref(j);
+        return srv_error(SRV_API_OPENAI, 500, "out of memory");
+    }
+    answer_start(a, &a->ans, chat_delta, j);
     snprintf(a->id, sizeof a->id, "%s-%lu", chat ? "chatcmpl" : "cmpl",
              __atomic_add_fetch(&s->next_id, 1, __ATOMIC_RELAXED));
     if (!srv_pool_submit(&s->pool, j)) {
@@ -357,8 +372,9 @@ srv_reply srv_chat_completions(srv *s, json_t *body)
 {
     char *prompt = NULL;
     bool tools = false;
+    size_t prime = 0;
     srv_reply r = srv_render_chat(s, SRV_API_OPENAI, NULL, json_object_get(body, "messages"),
-                                  body, &tools, &prompt);
+                                  body, &tools, &prompt, &prime);
     if (r.status) return r;
     /* reasoning apart when the template knows thinking, unless
      * reasoning_format is "none" (llama-server's switch) */
@@ -369,12 +385,12 @@ srv_reply srv_chat_completions(srv *s, json_t *body)
         free(prompt);
         return srv_error(SRV_API_OPENAI, 400, "%s", msg);
     }
-    size_t pl = strlen(prompt);
+    size_t pl = strlen(prompt) - prime; /* the template's own end, before a forced call */
     bool inside = (pl >= 8 && !memcmp(prompt + pl - 8, "<think>\n", 8)) ||
                   (pl >= 7 && !memcmp(prompt + pl - 7, "<think>", 7));
     bool enabled = !(rf && !strcmp(rf, "none")) &&
                    (inside || !strcmp(sl_chat_name(s->chat), "qwen3"));
-    r = generate(s, body, prompt, true, enabled, enabled && inside, tools);
+    r = generate(s, body, prompt, true, enabled, enabled && inside, tools, prime);
     free(prompt);
     return r;
 }
@@ -387,14 +403,14 @@ srv_reply srv_completions(srv *s, json_t *body)
         return srv_error(SRV_API_OPENAI, 400, "'prompt' must be a string (or an array of one)");
     if (memchr(json_string_value(p), 0, json_string_length(p)))
         return srv_error(SRV_API_OPENAI, 400, "'prompt' holds a NUL character");
-    return generate(s, body, json_string_value(p), false, false, false, false);
+    return generate(s, body, json_string_value(p), false, false, false, false, 0);
 }
 
 srv_reply srv_apply_template(srv *s, json_t *body)
 {
     char *prompt = NULL;
     srv_reply r = srv_render_chat(s, SRV_API_OPENAI, NULL, json_object_get(body, "messages"),
-                                  body, NULL, &prompt);
+                                  body, NULL, &prompt, NULL);
     if (r.status) return r;
     json_t *o = json_pack("{s:s}", "prompt", prompt);
     free(prompt);

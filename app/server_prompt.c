@@ -171,9 +171,81 @@ static bool read_tools(const json_t *body, char **out, char *msg)
     return true;
 }
 
-srv_reply srv_render_chat(srv *s, srv_api api, const json_t *system, const json_t *messages,
-                          const json_t *body, bool *has_tools, char **prompt)
+/* What a forcing tool_choice asks: 0 nothing (absent, auto, none), 1 a
+ * call of any tool ("required"), 2 a call of *name (an object naming one of
+ * tools). False with msg on a malformed choice or an unknown name. */
+static bool forced_choice(const json_t *body, int *mode, const char **name, char *msg)
 {
+    *mode = 0;
+    *name = NULL;
+    const json_t *c = json_object_get(body, "tool_choice");
+    const json_t *tools = json_object_get(body, "tools");
+    if (!c || json_is_null(c) || !json_is_array(tools) || json_array_size(tools) == 0) return true;
+    if (json_is_string(c)) {
+        if (!strcmp(json_string_value(c), "required")) *mode = 1;
+        return true;
+    }
+    const json_t *f = json_object_get(c, "function");
+    const json_t *nm = json_object_get(f, "name");
+    const json_t *ty = json_object_get(c, "type");
+    if (!json_is_string(ty) || strcmp(json_string_value(ty), "function") || !json_is_string(nm)) {
+        snprintf(msg, MSG_CAP, "'tool_choice' as an object must be {\"type\": \"function\", "
+                 "\"function\": {\"name\": ...}}");
+        return false;
+    }
+    size_t i;
+    const json_t *t;
+    json_array_foreach(tools, i, t) {
+        const json_t *tn = json_object_get(json_object_get(t, "function"), "name");
+        if (json_is_string(tn) && !strcmp(json_string_value(tn), json_string_value(nm))) {
+            *mode = 2;
+            *name = json_string_value(nm);
+            return true;
+        }
+    }
+    snprintf(msg, MSG_CAP, "'tool_choice' names the function '%.80s', which is not in 'tools'",
+             json_string_value(nm));
+    return false;
+}
+
+/* Appends the opening of a forced call to *prompt (an open <think> block
+ * closed first); its length in *len. False when out of memory. */
+static bool add_prime(char **prompt, sl_chat_family fam, int mode, const char *name, size_t *len)
+{
+    const size_t pl = strlen(*prompt);
+    const bool think_open = (pl >= 8 && !memcmp(*prompt + pl - 8, "<think>\n", 8)) ||
+                            (pl >= 7 && !memcmp(*prompt + pl - 7, "<think>", 7));
+    char *nm = NULL;
+    if (mode == 2) { /* the name as a JSON string (XML form: as it is) */
+        json_t *js = json_string(name);
+        nm = js ? (fam == SL_CHAT_QWEN35 ? strdup(name) : json_dumps(js, JSON_ENCODE_ANY | JSON_ENSURE_ASCII)) : NULL;
+        json_decref(js);
+        if (!nm) return false;
+    }
+    char tail[512];
+    int n;
+    if (fam == SL_CHAT_QWEN35)
+        n = snprintf(tail, sizeof tail, "%s<tool_call>\n%s%s%s", think_open ? "\n</think>\n\n" : "",
+                     nm ? "<function=" : "", nm ? nm : "", nm ? ">\n" : "");
+    else
+        n = snprintf(tail, sizeof tail, "%s<tool_call>\n%s%s%s", think_open ? "\n</think>\n\n" : "",
+                     nm ? "{\"name\": " : "", nm ? nm : "", nm ? ", \"arguments\": " : "");
+    free(nm);
+    if (n < 0 || (size_t)n >= sizeof tail) return false;
+    char *np = realloc(*prompt, pl + (size_t)n + 1);
+    if (!np) return false;
+    memcpy(np + pl, tail, (size_t)n + 1);
+    *prompt = np;
+    *len = (size_t)n;
+    return true;
+}
+
+srv_reply srv_render_chat(srv *s, srv_api api, const json_t *system, const json_t *messages,
+                          const json_t *body, bool *has_tools, char **prompt, size_t *prime_len)
+{
+    int forced = 0;
+    const char *forced_name = NULL;
+    if (prime_len) *prime_len = 0;
     char msg[MSG_CAP] = "";
     if (has_tools) *has_tools = false;
     if (!json_is_array(messages) || json_array_size(messages) == 0)
@@ -211,6 +283,17 @@ srv_reply srv_render_chat(srv *s, srv_api api, const json_t *system, const json_
         }
         if (tools && !sl_chat_has_tools(&t)) {
             r = srv_error(api, 400, "the chat template %s has no form for tools",
+                          sl_chat_family_name(t.family));
+            goto out;
+        }
+        if (tools && !forced_choice(body, &forced, &forced_name, msg)) {
+            r = srv_error(api, 400, "%s", msg);
+            goto out;
+        }
+        if (forced && t.family != SL_CHAT_CHATML && t.family != SL_CHAT_QWEN3 &&
+            t.family != SL_CHAT_QWEN35) {
+            r = srv_error(api, 400, "a forcing 'tool_choice' needs a chat template with "
+                          "<tool_call> calls (chatml, qwen3, qwen35), not %s: use \"auto\"",
                           sl_chat_family_name(t.family));
             goto out;
         }
@@ -275,7 +358,10 @@ srv_reply srv_render_chat(srv *s, srv_api api, const json_t *system, const json_
         r = srv_error(api, err.code == SL_ENOMEM ? 500 : 400,
                       "the messages do not fit the chat template %s: %s",
                       sl_chat_family_name(t.family), err.msg);
-    else if (has_tools)
+    else if (forced && !add_prime(prompt, t.family, forced, forced_name,
+                                  prime_len ? prime_len : &(size_t){0}))
+        r = srv_error(api, 500, "out of memory");
+    if (!r.status && has_tools)
         *has_tools = tools != NULL;
 out:
     for (size_t i = 0; texts && i < n; i++) free(texts[i]);

@@ -12,13 +12,18 @@
  * longer than what the slot holds is restored instead, and the prompt's
  * first turn and the whole prompt are saved once evaluated.
  *
- * Generation is gen_reply's (app/gen.c), writing into a stdio stream whose
- * writes come here (fopencookie): each flush, one per token, becomes a
- * piece for the job's formatter, cut on a UTF-8 character boundary. */
+ * Evaluation goes through the pool's batcher (server_batch.h): from its
+ * first evaluation to the end of its reply the slot is engaged, and each
+ * prompt chunk or decode token joins the next batched step. Generation is
+ * srv_reply's (server_decode.h, gen_reply's behaviour), writing into a
+ * stdio stream whose writes come here (fopencookie): each flush, one per
+ * token, becomes a piece for the job's formatter, cut on a UTF-8
+ * character boundary. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "server_decode.h"
 #include "server_slots.h"
 #include "util/escape.h"
 #include "util/timer.h"
@@ -221,6 +226,8 @@ void srv_run_job(srv_slot *s, srv_job *j)
         if (p != have) s->n_held = 0; /* remember() records the tokens held after the job */
     }
     j->n_cached = p;
+    srv_batcher *bt = &pool->batch;
+    srv_batch_join(bt); /* from here the slot takes part in every step, until it leaves */
     for (int i = 0; i < p; i++)
         if (sl_sampling_accept(g->smp, j->ids[i], &err)) goto engine_error;
     uint64_t t0 = sl_now_ns();
@@ -229,13 +236,19 @@ void srv_run_job(srv_slot *s, srv_job *j)
          * its own, so that requests that differ after it find it */
         const int cut = first_turn_end(s, j);
         if (cut > p && cut < j->n_ids) {
-            if (gen_eval(g, j->ids + p, cut - p, &err)) goto engine_error;
+            if (srv_eval_prompt(bt, g, j->ids + p, cut - p, &err)) goto engine_error;
+            srv_batch_leave(bt); /* the other slots go on while the file is written */
             srv_pcache_save(pool->pcache, g->s, j->ids, cut);
+            srv_batch_join(bt);
             p = cut;
         }
     }
-    if (gen_eval(g, j->ids + p, j->n_ids - p, &err)) goto engine_error;
-    if (pool->pcache && p < j->n_ids) srv_pcache_save(pool->pcache, g->s, j->ids, j->n_ids);
+    if (srv_eval_prompt(bt, g, j->ids + p, j->n_ids - p, &err)) goto engine_error;
+    if (pool->pcache && p < j->n_ids) {
+        srv_batch_leave(bt);
+        srv_pcache_save(pool->pcache, g->s, j->ids, j->n_ids);
+        srv_batch_join(bt);
+    }
     p = j->n_cached;
     __atomic_add_fetch(&pool->prompt_us, (sl_now_ns() - t0) / 1000, __ATOMIC_RELAXED);
     __atomic_add_fetch(&pool->prompt_tokens, (uint64_t)(j->n_ids - p), __ATOMIC_RELAXED);
@@ -253,13 +266,15 @@ void srv_run_job(srv_slot *s, srv_job *j)
     cookie_io_functions_t io = {.write = cookie_write};
     FILE *out = fopencookie(&c, "w", io);
     if (!out) {
+        srv_batch_leave(bt);
         finish(s, j, SRV_FINISH_ERROR, "out of memory for the output stream");
         return;
     }
     setvbuf(out, NULL, _IOFBF, 1 << 16);
     gen_reply_stats st;
-    int rc = gen_reply(g, j->max_tokens, is_stop, &c, ns ? stops : NULL, &c.stop_now, out, &st,
-                       &err);
+    int rc = srv_reply(bt, g, j->max_tokens, is_stop, &c, ns ? stops : NULL, &c.stop_now, out,
+                       &st, &err);
+    srv_batch_leave(bt);
     fclose(out);
     j->n_gen = st.n_gen;
     __atomic_add_fetch(&pool->gen_tokens, (uint64_t)st.n_gen, __ATOMIC_RELAXED);
@@ -285,6 +300,7 @@ void srv_run_job(srv_slot *s, srv_job *j)
     }
     return;
 engine_error:
+    srv_batch_leave(bt);
     s->n_held = 0;
     sl_session_truncate(g->s, 0);
     free(c.gen);

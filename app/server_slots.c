@@ -216,7 +216,7 @@ static void slot_free(srv_slot *s)
 }
 
 int srv_pool_start(srv_pool *p, sl_model *m, const sl_chat *chat, int n_slots, int n_ctx,
-                   int n_batch, sl_kv_type kv, int max_queue)
+                   int n_batch, sl_kv_type kv, int max_queue, int step_tokens)
 {
     memset(p, 0, sizeof *p);
     pthread_mutex_init(&p->mu, NULL);
@@ -253,6 +253,7 @@ int srv_pool_start(srv_pool *p, sl_model *m, const sl_chat *chat, int n_slots, i
             return 1;
         }
     }
+    if (srv_batch_init(&p->batch, m, n_slots, step_tokens, kv)) return 1;
     for (int i = 0; i < n_slots; i++) {
         if (pthread_create(&p->slots[i].th, NULL, worker, &p->slots[i])) {
             fprintf(stderr, "sluice serve: cannot start the thread of slot %d\n", i);
@@ -289,6 +290,7 @@ void srv_pool_free(srv_pool *p)
     for (int i = 0; p->slots && i < p->n_slots; i++) slot_free(&p->slots[i]);
     free(p->slots);
     free(p->queue);
+    srv_batch_free(&p->batch);
     pthread_mutex_destroy(&p->mu);
     pthread_cond_destroy(&p->cv);
     memset(p, 0, sizeof *p);

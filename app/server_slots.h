@@ -7,8 +7,9 @@
  * layer decides what bytes a piece becomes), collected in the job's output
  * buffer, which the HTTP side reads (streaming) or takes whole at the end.
  * Jobs are reference counted: the HTTP side and the worker each hold one.
- * In this increment each slot serves one request at a time; requests
- * beyond the free slots wait in the queue, and past its bound are refused. */
+ * Each slot serves one request at a time; the evaluations of all busy
+ * slots run as one batched step (server_batch.h); requests beyond the
+ * free slots wait in the queue, and past its bound are refused. */
 #ifndef SL_APP_SERVER_SLOTS_H
 #define SL_APP_SERVER_SLOTS_H
 
@@ -19,6 +20,7 @@
 #include <stdint.h>
 
 #include "gen.h"
+#include "server_batch.h"
 #include "server_logprobs.h"
 #include "server_pcache.h"
 
@@ -126,6 +128,7 @@ typedef struct srv_pool {
     int n_slots, n_started;
     sl_model *m;
     srv_pcache *pcache;           /* --prompt-cache, or NULL; set before any job */
+    srv_batcher batch;            /* the slots' evaluations as batched steps */
     /* counters for /metrics, updated with atomic adds by the workers */
     uint64_t jobs_done, prompt_tokens, cached_tokens, gen_tokens;
     uint64_t prompt_us, gen_us;   /* time evaluating prompts, generating */
@@ -141,11 +144,12 @@ typedef struct srv_slot_view {
 void srv_pool_view(srv_pool *p, srv_slot_view *views, int *queued);
 
 /* Creates n_slots sessions on m (n_ctx tokens each, micro-batch n_batch,
- * kv type kv) and starts their workers. chat is the template for chat
+ * kv type kv), the batcher (steps of at most step_tokens tokens when
+ * several slots are busy) and starts their workers. chat is the template for chat
  * jobs. Returns 0, or prints why (prefixed "sluice serve: ") and returns
  * non-zero. m and chat must outlive the pool. */
 int srv_pool_start(srv_pool *p, sl_model *m, const sl_chat *chat, int n_slots, int n_ctx,
-                   int n_batch, sl_kv_type kv, int max_queue);
+                   int n_batch, sl_kv_type kv, int max_queue, int step_tokens);
 
 /* Queues a job (taking a reference of its own). Returns false when the
  * queue is full (the job is untouched). */

@@ -513,6 +513,33 @@ typedef struct sl_load_stats {
 
 void sl_model_load_stats(const sl_model *m, sl_load_stats *out);
 
+/* ---- batches across sessions (issue 13: continuous batching) ----------- */
+
+/* The most sessions one sl_session_eval_multi call takes. */
+#define SL_MULTI_MAX 64
+
+/* Whether sl_session_eval_multi can run m: every layer pre-norm (not
+ * gemma4's sandwich), no --route-trace replay, no lossy routing knob. */
+bool sl_model_multi_ok(const sl_model *m);
+
+/* Evaluates, in one forward pass, the n[i] tokens toks[i] appended to
+ * session ss[i], for every i < count (count <= SL_MULTI_MAX): each member's
+ * mixers run on its own tokens and state (positions, K/V rows, recurrent
+ * state) in that session, and the FFN and the lm head run on the rows of
+ * all members together in `batch`, so each routed expert is read once per
+ * step for all of them. batch is a scratch session of the same model
+ * created with all_logits and n_batch_max >= the step's total tokens (its
+ * own K/V is never used: n_ctx 1 will do); the members are distinct, not
+ * batch, without all_logits. The caller owns every session; none may be
+ * used by another thread meanwhile. Afterwards each member is as after
+ * sl_session_eval(ss[i], toks[i], n[i]): n_past advanced, the logits of
+ * its last token, bit for bit the same. Fails (SL_EINVAL) on any check
+ * sl_session_eval makes for a member, a batch too large, or a model that
+ * cannot (sl_model_multi_ok), changing nothing; on an engine error (a
+ * streamed expert unreadable, non-finite values) no member's n_past moves. */
+int sl_session_eval_multi(sl_session *batch, sl_session *const *ss, const int32_t *const *toks,
+                          const int *n, int count, sl_err *err);
+
 #ifdef __cplusplus
 }
 #endif

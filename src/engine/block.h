@@ -19,4 +19,9 @@ int sl_moe_block(sl_session *s, const sl_layer *L, int il, int n, sl_err *err);
  * streamed expert cannot be read. (block_gemma4.c) */
 int sl_block_sandwich(sl_session *s, const sl_layer *L, int il, int n, sl_err *err);
 
+/* The FFN block of layer L (pre-norm layers) on the n rows of the residual
+ * stream s->x: ffn_norm, dense SwiGLU or the routed experts, added to
+ * s->x. Fails only when a streamed expert cannot be read. (forward.c) */
+int sl_ffn_block(sl_session *s, const sl_layer *L, int il, int n, sl_err *err);
+
 #endif

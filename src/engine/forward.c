@@ -387,3 +387,10 @@ int sl_forward_batch(sl_session *s, const int32_t *tokens, int n, sl_err *err)
     s->n_logits = cnt;
     return SL_OK;
 }
+
+/* Additive (issue 13, multi-session batches: forward_multi.c): the FFN
+ * block of layer L on the n rows of s->x, as sl_forward_batch runs it. */
+int sl_ffn_block(sl_session *s, const sl_layer *L, int il, int n, sl_err *err)
+{
+    return ffn_block(s, L, il, n, err);
+}

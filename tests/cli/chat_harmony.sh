@@ -9,12 +9,8 @@
 set -u
 . "$(dirname "$0")/lib/common.sh"
 work=$(mktemp -d "${TMPDIR:-/tmp}/sluice-harmony-XXXXXX")
-pid=
-cleanup() {
-    [ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
-    rm -rf "$work"
-}
-trap cleanup EXIT
+. "$(dirname "$0")/lib/serve.sh"
+trap 'serve_stop_all; rm -rf "$work"' EXIT
 if ! command -v python3 >/dev/null; then
     bad "python3 is needed by this test"
     finish
@@ -49,20 +45,12 @@ else
     bad "chat --reasoning low: $(tail -c 300 "$work/chat.err")"
 fi
 
-"$SLUICE" serve -m "$H" --port 0 -c 1024 -t 2 --reasoning low >"$work/out" 2>"$work/err" &
-pid=$!
-port=
-for _ in $(seq 1 600); do
-    port=$(sed -n 's/^sluice serve: listening on http:\/\/127\.0\.0\.1:\([0-9]*\) .*/\1/p' "$work/err")
-    [ -n "$port" ] && break
-    kill -0 "$pid" 2>/dev/null || break
-    sleep 0.1
-done
-if [ -z "$port" ]; then
-    bad "the server did not start: $(tail -c 600 "$work/err")"
+if ! serve_start srv -m "$H" -c 1024 -t 2 --reasoning low; then
     finish
     exit 1
 fi
+port=$serve_port
+pid=$serve_pid
 while IFS= read -r line; do
     case $line in
     "ok   "*) ok "${line#ok   }" ;;
@@ -106,7 +94,5 @@ st, body = post("/v1/chat/completions", {"messages": msgs, "max_tokens": 2, "rea
 check("400 for a reasoning_effort that is not a string", st == 400, (st, body))
 PY
 )
-kill -TERM "$pid"
-wait "$pid" 2>/dev/null
-pid=
+serve_stop "$pid"
 finish

@@ -15,12 +15,8 @@
 set -u
 . "$(dirname "$0")/lib/common.sh"
 work=$(mktemp -d "${TMPDIR:-/tmp}/sluice-serve-XXXXXX")
-pid=
-cleanup() {
-    [ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
-    rm -rf "$work"
-}
-trap cleanup EXIT
+. "$(dirname "$0")/lib/serve.sh"
+trap 'serve_stop_all; rm -rf "$work"' EXIT
 if ! command -v python3 >/dev/null; then
     bad "python3 is needed by this test"
     finish
@@ -39,26 +35,18 @@ fi
 timeout 120 "$SLUICE" run -m "$M" -p "$PROMPT" -n $N --temp 0 -c 2048 >"$work/run.txt" 2>"$work/run.err" ||
     bad "sluice run for the reference text: $(tail -c 300 "$work/run.err")"
 
-"$SLUICE" serve -m "$M" --port 0 -c 2048 --api-key "$KEY" --max-queue 0 --max-body 262144 \
-    -t 2 >"$work/out" 2>"$work/err" &
-pid=$!
-port=
-for _ in $(seq 1 600); do
-    port=$(sed -n 's/^sluice serve: listening on http:\/\/127\.0\.0\.1:\([0-9]*\) .*/\1/p' "$work/err")
-    [ -n "$port" ] && break
-    kill -0 "$pid" 2>/dev/null || break
-    sleep 0.1
-done
-if [ -z "$port" ]; then
-    bad "the server did not start: $(tail -c 600 "$work/err")"
+if ! serve_start srv -m "$M" -c 2048 --api-key "$KEY" --max-queue 0 --max-body 262144 \
+    -t 2; then
     finish
     exit 1
 fi
+port=$serve_port
+pid=$serve_pid
 ok "the server starts and says where it listens"
-if grep -q "model m.gguf: qwen3moe" "$work/err" && grep -q "memory: budget" "$work/err"; then
+if grep -q "model m.gguf: qwen3moe" "$work/srv.err" && grep -q "memory: budget" "$work/srv.err"; then
     ok "the start-up line names the model and the memory plan"
 else
-    bad "start-up line: $(head -c 400 "$work/err")"
+    bad "start-up line: $(head -c 400 "$work/srv.err")"
 fi
 
 finished=0
@@ -101,23 +89,17 @@ kill -TERM "$pid"
 wait "$pid"
 rc=$?
 pid=
-if [ $rc -eq 0 ] && grep -q "SIGTERM: stopping" "$work/err"; then ok "SIGTERM stops the server cleanly (exit 0)"
-else bad "SIGTERM: exit $rc, stderr: $(tail -c 600 "$work/err")"; fi
+if [ $rc -eq 0 ] && grep -q "SIGTERM: stopping" "$work/srv.err"; then ok "SIGTERM stops the server cleanly (exit 0)"
+else bad "SIGTERM: exit $rc, stderr: $(tail -c 600 "$work/srv.err")"; fi
 # two slots: concurrent streams equal the same requests alone; a thinking
 # template (the generation prompt opens <think>) on the same weights
 printf '%s' "{%- for message in messages %}{{- '<|im_start|>' + message.role + '\n' + message.content + '<|im_end|>' + '\n' }}{%- endfor %}{%- if add_generation_prompt %}{{- '<|im_start|>assistant\n<think>\n' }}{%- endif %}{# enable_thinking </think> #}" >"$work/think.jinja"
 python3 tests/cli/lib/gguf_set_template.py "$M" "$work/think.gguf" "$work/think.jinja" ||
     bad "writing a copy of the model with a thinking template"
-"$SLUICE" serve -m "$work/think.gguf" --port 0 -c 512 -np 2 --max-queue 4 -t 1 --cors http://ui.example >"$work/out2" 2>"$work/err2" &
-pid=$!
-port=
-for _ in $(seq 1 600); do
-    port=$(sed -n 's/^sluice serve: listening on http:\/\/127\.0\.0\.1:\([0-9]*\) .*/\1/p' "$work/err2")
-    [ -n "$port" ] && break
-    kill -0 "$pid" 2>/dev/null || break
-    sleep 0.1
-done
-if [ -n "$port" ] && grep -q "chat template qwen3, 2 slots x 512 tokens" "$work/err2"; then
+serve_start srv2 -m "$work/think.gguf" -c 512 -np 2 --max-queue 4 -t 1 --cors http://ui.example
+port=$serve_port
+pid=$serve_pid
+if [ -n "$port" ] && grep -q "chat template qwen3, 2 slots x 512 tokens" "$work/srv2.err"; then
     ok "-np 2: the start-up line says 2 slots x 512 tokens"
     expected_clients=$((expected_clients + 1))
     while IFS= read -r line; do
@@ -129,12 +111,12 @@ if [ -n "$port" ] && grep -q "chat template qwen3, 2 slots x 512 tokens" "$work/
         esac
     done < <(timeout 300 python3 tests/cli/lib/serve_parallel.py "$port" 2>&1)
 else
-    bad "-np 2: the server did not start: $(tail -c 600 "$work/err2")"
+    [ -n "$port" ] && bad "-np 2: the start-up line: $(tail -c 600 "$work/srv2.err")"
 fi
 kill -TERM "$pid"
 wait "$pid"
 pid=
-cat "$work/err2" >>"$work/err"
+cat "$work/srv2.err" >>"$work/srv.err"
 if [ "$finished" -eq "$expected_clients" ]; then ok "every client script ran to its end ($finished)"
 else bad "a client script stopped early ($finished of $expected_clients finished)"; fi
 
@@ -145,18 +127,11 @@ else bad "a client script stopped early ($finished of $expected_clients finished
 # disk (same text, cached_tokens, faster); a corrupt file is refused with a
 # log line and the request answered cold with the same text
 mkdir -p "$work/pc" "$work/slots"
-start_pc() { # start_pc LOG [MODEL]: a server with the prompt cache; sets pid and port
-    "$SLUICE" serve -m "${2:-$M}" --port 0 -c 2048 -t 2 --prompt-cache "$work/pc" \
-        --slot-save-path "$work/slots" >/dev/null 2>"$1" &
-    pid=$!
-    port=
-    for _ in $(seq 1 600); do
-        port=$(sed -n 's/^sluice serve: listening on http:\/\/127\.0\.0\.1:\([0-9]*\) .*/\1/p' "$1")
-        [ -n "$port" ] && break
-        kill -0 "$pid" 2>/dev/null || break
-        sleep 0.1
-    done
-    [ -n "$port" ] || bad "the prompt-cache server did not start: $(tail -c 600 "$1")"
+start_pc() { # start_pc NAME [MODEL]: a server with the prompt cache, log $work/NAME.err; sets pid and port
+    serve_start "$1" -m "${2:-$M}" -c 2048 -t 2 --prompt-cache "$work/pc" \
+        --slot-save-path "$work/slots"
+    pid=$serve_pid
+    port=$serve_port
 }
 stop_pc() {
     kill -TERM "$pid"
@@ -195,13 +170,13 @@ PY
 }
 field() { printf '%s' "$1" | cut -f"$2"; }
 
-start_pc "$work/pc1.err"
+start_pc pc1
 cold=$(pc_client same)
 stop_pc
 n_files=$(ls "$work/pc" | grep -c '\.state$')
 check "prompt cache: the first request saved its first turn and whole prompt ($n_files files)" [ "$n_files" -eq 2 ]
 check "prompt cache: no temporary file left in the directory" bash -c "! ls -a '$work/pc' | grep -q tmp"
-start_pc "$work/pc2.err"
+start_pc pc2
 check "prompt cache: after a restart the server finds the 2 saved prefixes" \
     grep -q "prompt cache in .*: 2 saved prefixes" "$work/pc2.err"
 warm=$(pc_client same)
@@ -252,7 +227,7 @@ for f in "$work"/pc/*.state; do
     size=$(stat -c %s "$f")
     printf '\x5a' | dd of="$f" bs=1 seek=$((size / 2)) conv=notrunc 2>/dev/null
 done
-start_pc "$work/pc3.err"
+start_pc pc3
 bad_run=$(pc_client same)
 stop_pc
 check "prompt cache: a corrupt file is refused with a log line" \
@@ -263,7 +238,7 @@ check "prompt cache: nothing was taken from the corrupt files (cached $(field "$
 # finds the files by name, and each is refused as made for another model
 mkdir -p "$work/other"
 if "$SLUICE" mkmodel --arch qwen3moe --preset tiny-k --layers 12 --seed 6 -q -o "$work/other/m.gguf"; then
-    start_pc "$work/pc4.err" "$work/other/m.gguf"
+    start_pc pc4 "$work/other/m.gguf"
     foreign_run=$(pc_client same)
     stop_pc
     check "prompt cache: a file made for another model is refused with a log line" \
@@ -273,8 +248,8 @@ if "$SLUICE" mkmodel --arch qwen3moe --preset tiny-k --layers 12 --seed 6 -q -o 
 else
     bad "mkmodel of the other model"
 fi
-cat "$work"/pc[1234].err >>"$work/err"
+cat "$work"/pc[1234].err >>"$work/srv.err"
 
-if grep -q "ERROR: \|runtime error\|ThreadSanitizer" "$work/err"; then bad "sanitizer reports: $(grep -m3 -A30 'ERROR: \|runtime error\|ThreadSanitizer' "$work/err")"
+if grep -q "ERROR: \|runtime error\|ThreadSanitizer" "$work/srv.err"; then bad "sanitizer reports: $(grep -m3 -A30 'ERROR: \|runtime error\|ThreadSanitizer' "$work/srv.err")"
 else ok "no sanitizer report from the server"; fi
 finish

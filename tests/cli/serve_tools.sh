@@ -12,12 +12,8 @@
 set -u
 . "$(dirname "$0")/lib/common.sh"
 work=$(mktemp -d "${TMPDIR:-/tmp}/sluice-serve-tools-XXXXXX")
-pid=
-cleanup() {
-    [ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
-    rm -rf "$work"
-}
-trap cleanup EXIT
+. "$(dirname "$0")/lib/serve.sh"
+trap 'serve_stop_all; rm -rf "$work"' EXIT
 if ! command -v python3 >/dev/null; then
     bad "python3 is needed by this test"
     finish
@@ -29,20 +25,12 @@ if ! "$SLUICE" mkmodel --arch qwen3moe --preset tiny-k --layers 2 --seed 5 -q -o
     finish
     exit 1
 fi
-"$SLUICE" serve -m "$M" --port 0 -c 1024 --chat-template qwen3 -t 2 >"$work/out" 2>"$work/err" &
-pid=$!
-port=
-for _ in $(seq 1 600); do
-    port=$(sed -n 's/^sluice serve: listening on http:\/\/127\.0\.0\.1:\([0-9]*\) .*/\1/p' "$work/err")
-    [ -n "$port" ] && break
-    kill -0 "$pid" 2>/dev/null || break
-    sleep 0.1
-done
-if [ -z "$port" ]; then
-    bad "the server did not start: $(tail -c 600 "$work/err")"
+if ! serve_start srv -m "$M" -c 1024 --chat-template qwen3 -t 2; then
     finish
     exit 1
 fi
+port=$serve_port
+pid=$serve_pid
 
 while IFS= read -r line; do
     case $line in
@@ -196,6 +184,17 @@ const tools = [{ type: "function", function: { name: "get_weather", parameters: 
                 { role: "user", content: [{ type: "tool_result", tool_use_id: "c1", content: "21 C" }] }] });
         console.log(am.type === "message" ? "ok   anthropic client: tools and a tool round trip"
                                           : "FAIL anthropic client: " + JSON.stringify(am));
+        const f = await c.chat.completions.create({ model: "m", max_tokens: 4, temperature: 0, tools,
+            tool_choice: { type: "function", function: { name: "get_weather" } },
+            messages: [{ role: "user", content: "Weather in Paris?" }] });
+        console.log(f.choices[0].message.role === "assistant"
+            ? "ok   openai client: a forced tool_choice (a named function) is answered"
+            : "FAIL openai client: forced tool_choice: " + JSON.stringify(f));
+        const fa = await an.messages.create({ model: "m", max_tokens: 4, temperature: 0,
+            tools: [{ name: "get_weather", input_schema: { type: "object" } }],
+            tool_choice: { type: "any" }, messages: [{ role: "user", content: "Weather?" }] });
+        console.log(fa.type === "message" ? "ok   anthropic client: tool_choice any is answered"
+                                          : "FAIL anthropic client: tool_choice any: " + JSON.stringify(fa));
     } catch (e) {
         console.log("FAIL openai client: " + e);
     }
@@ -211,7 +210,5 @@ JS
 else
     echo "note: the openai npm package is not in $NPM_DIR (serve.sh installs it): client check skipped"
 fi
-kill -TERM "$pid"
-wait "$pid" 2>/dev/null
-pid=
+serve_stop "$pid"
 finish

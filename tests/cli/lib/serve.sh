@@ -1,0 +1,44 @@
+# serve.sh - sourced by the tests of `sluice serve` (after common.sh, with
+# $work set): starting a server on a free loopback port and stopping it.
+#
+#   serve_start NAME ARGS...   runs "$SLUICE" serve --port 0 ARGS with its
+#                              output in $work/NAME.out and $work/NAME.err;
+#                              sets serve_pid and serve_port; on failure
+#                              reports `bad` and returns 1
+#   serve_stop PID             stops one server (SIGTERM) and waits for it;
+#                              returns its exit status
+#   serve_stop_all             stops every server serve_start started that
+#                              is still running (for the EXIT trap)
+serve_pids=
+serve_start() {
+    local name=$1
+    shift
+    "$SLUICE" serve --port 0 "$@" >"$work/$name.out" 2>"$work/$name.err" &
+    serve_pid=$!
+    serve_pids="$serve_pids $serve_pid"
+    serve_port=
+    for _ in $(seq 1 1200); do
+        serve_port=$(sed -n 's/^sluice serve: listening on http:\/\/[^ ]*:\([0-9][0-9]*\) .*/\1/p' "$work/$name.err")
+        [ -n "$serve_port" ] && return 0
+        kill -0 "$serve_pid" 2>/dev/null || break
+        sleep 0.1
+    done
+    bad "the server ($name) did not start: $(tail -c 600 "$work/$name.err")"
+    return 1
+}
+
+serve_stop() {
+    kill "$1" 2>/dev/null
+    wait "$1" 2>/dev/null
+}
+
+serve_stop_all() { # only this shell's own background jobs still running (no reused pid)
+    local running
+    running=" $(jobs -pr | tr '\n' ' ') "
+    for p in $serve_pids; do
+        case "$running" in
+        *" $p "*) kill "$p" 2>/dev/null && wait "$p" 2>/dev/null ;;
+        esac
+    done
+    serve_pids=
+}

@@ -1,0 +1,210 @@
+/* test_forward_multi.c - sl_session_eval_multi (continuous batching across
+ * sessions): each member's logits after every step are bit-identical to the
+ * same tokens evaluated on a session of its own, step by step, for
+ * attention MoE models (q8_0 and q4_k_m, resident and streamed), a dense
+ * model and qwen35moe's recurrent layers; members of
+ * different lengths (a prompt chunk beside decode tokens) share one step;
+ * bad calls are refused and leave the sessions unchanged; gemma4 (sandwich
+ * norms) is not batched. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/testutil.h"
+#include "sluice.h"
+#include "synth/synth.h"
+#include "test.h"
+
+#define N_MEM 3
+#define N_STEPS 4
+
+static int gen_model(char *path, size_t cap, const char *arch, sl_synth_type type)
+{
+    sl_synth_config c;
+    sl_err err;
+    if (sl_synth_config_init(&c, arch, "tiny", &err)) {
+        fprintf(stderr, "  mkmodel %s: %s\n", arch, err.msg);
+        return -1;
+    }
+    c.type = type;
+    c.seed = 13;
+    char name[64];
+    snprintf(name, sizeof name, "%s-%d.gguf", arch, (int)type);
+    t_path(path, cap, name);
+    if (sl_synth_config_validate(&c, &err) || sl_synth_write(&c, path, NULL, NULL, NULL, &err)) {
+        fprintf(stderr, "  mkmodel %s: %s\n", arch, err.msg);
+        return -1;
+    }
+    return 0;
+}
+
+/* Step k of member i: how many tokens it evaluates (a prompt first, of
+ * different lengths; then decode tokens, except member 2 which adds a
+ * second chunk at step 2), and which. */
+static int step_len(int i, int k)
+{
+    static const int len[N_MEM][N_STEPS] = {{5, 1, 1, 1}, {1, 1, 1, 1}, {3, 1, 4, 1}};
+    return len[i][k];
+}
+static int32_t tok_at(int i, int pos) { return (int32_t)(5 + (i * 101 + pos * 37) % 400); }
+
+static sl_session *new_session(sl_model *m, int batch, bool all)
+{
+    sl_session_params sp = sl_session_default_params();
+    sp.n_ctx = all ? 1 : 32;
+    sp.n_batch_max = batch;
+    sp.all_logits = all;
+    sl_session *s = NULL;
+    sl_err err;
+    if (sl_session_create(&s, m, &sp, &err)) fprintf(stderr, "  session: %s\n", err.msg);
+    return s;
+}
+
+/* Runs the steps both ways on the model at path; returns the number of
+ * (member, step) logit rows that differ, or -1 on a failure. */
+static int compare(const char *path, int cache_experts, int threads)
+{
+    sl_model_params mp = sl_model_default_params();
+    mp.n_threads = threads;
+    if (cache_experts > 0) {
+        mp.stream = SL_STREAM_ON;
+        mp.cache_experts = cache_experts;
+    }
+    sl_model *m;
+    sl_err err;
+    if (sl_model_load(&m, path, &mp, &err)) {
+        fprintf(stderr, "  load: %s\n", err.msg);
+        return -1;
+    }
+    const size_t V = (size_t)sl_model_n_vocab(m);
+    sl_session *solo[N_MEM], *mem[N_MEM], *batch = new_session(m, 16, true);
+    for (int i = 0; i < N_MEM; i++) {
+        solo[i] = new_session(m, 8, false);
+        mem[i] = new_session(m, 8, false);
+    }
+    int bad = 0, pos[N_MEM] = {0};
+    for (int k = 0; k < N_STEPS && bad >= 0; k++) {
+        int32_t toks[N_MEM][8];
+        const int32_t *tp[N_MEM];
+        int n[N_MEM];
+        for (int i = 0; i < N_MEM; i++) {
+            n[i] = step_len(i, k);
+            for (int t = 0; t < n[i]; t++) toks[i][t] = tok_at(i, pos[i] + t);
+            tp[i] = toks[i];
+            if (sl_session_eval(solo[i], toks[i], n[i], &err)) {
+                fprintf(stderr, "  solo eval: %s\n", err.msg);
+                bad = -1;
+            }
+            pos[i] += n[i];
+        }
+        if (bad < 0) break;
+        if (sl_session_eval_multi(batch, mem, tp, n, N_MEM, &err)) {
+            fprintf(stderr, "  multi eval: %s\n", err.msg);
+            bad = -1;
+            break;
+        }
+        for (int i = 0; i < N_MEM; i++) {
+            bad += sl_session_n_past(mem[i]) != pos[i];
+            bad += memcmp(sl_session_logits(solo[i]), sl_session_logits(mem[i]),
+                          V * sizeof(float)) != 0;
+        }
+    }
+    for (int i = 0; i < N_MEM; i++) {
+        sl_session_free(solo[i]);
+        sl_session_free(mem[i]);
+    }
+    sl_session_free(batch);
+    sl_model_free(m);
+    return bad;
+}
+
+static char p_moe8[512], p_moe4k[512], p_dense[512], p_q35[512], p_g4[512];
+
+TEST(attention_moe_q8_0_bit_identical)
+{
+    CHECK(compare(p_moe8, 0, 2) == 0);
+    CHECK(compare(p_moe8, 0, 1) == 0);
+}
+
+TEST(attention_moe_q4_k_m_bit_identical)
+{
+    CHECK(compare(p_moe4k, 0, 2) == 0);
+}
+
+TEST(streamed_experts_bit_identical)
+{
+    CHECK(compare(p_moe4k, 6, 2) == 0);
+}
+
+TEST(dense_and_recurrent_bit_identical)
+{
+    CHECK(compare(p_dense, 0, 2) == 0);
+    CHECK(compare(p_q35, 0, 2) == 0);
+}
+
+TEST(bad_calls_are_refused_and_change_nothing)
+{
+    sl_model *m;
+    sl_err err;
+    CHECK(sl_model_load(&m, p_moe8, NULL, &err) == 0);
+    CHECK(sl_model_multi_ok(m));
+    sl_session *b = new_session(m, 4, true), *nob = new_session(m, 4, false);
+    sl_session *a = new_session(m, 8, false), *c = new_session(m, 8, false);
+    const int32_t t5[5] = {5, 6, 7, 8, 9}, bad_id[1] = {-3};
+    sl_session *pair[2] = {a, c}, *twice[2] = {a, a};
+    const int32_t *tp[2] = {t5, t5};
+    int n2[2] = {2, 2}, n_big[2] = {3, 2};
+    CHECK(sl_session_eval_multi(b, twice, tp, n2, 2, &err) == SL_EINVAL);
+    CHECK(sl_session_eval_multi(nob, pair, tp, n2, 2, &err) == SL_EINVAL);
+    CHECK(sl_session_eval_multi(b, pair, tp, n_big, 2, &err) == SL_EINVAL); /* 5 > 4 */
+    const int32_t *tbad[2] = {t5, bad_id};
+    int n_one[2] = {1, 1};
+    CHECK(sl_session_eval_multi(b, pair, tbad, n_one, 2, &err) == SL_EINVAL);
+    CHECK(strstr(err.msg, "outside the vocabulary") != NULL);
+    CHECK(sl_session_n_past(a) == 0 && sl_session_n_past(c) == 0);
+    CHECK(sl_session_eval_multi(b, pair, tp, n2, 2, &err) == SL_OK);
+    CHECK(sl_session_n_past(a) == 2 && sl_session_n_past(c) == 2);
+    sl_session_free(a);
+    sl_session_free(c);
+    sl_session_free(b);
+    sl_session_free(nob);
+    sl_model_free(m);
+}
+
+TEST(sandwich_norm_models_are_not_batched)
+{
+    sl_model *m;
+    sl_err err;
+    CHECK(sl_model_load(&m, p_g4, NULL, &err) == 0);
+    CHECK(!sl_model_multi_ok(m));
+    sl_session *b = new_session(m, 4, true), *a = new_session(m, 8, false),
+               *c = new_session(m, 8, false);
+    sl_session *pair[2] = {a, c};
+    const int32_t t1[1] = {7};
+    const int32_t *tp[2] = {t1, t1};
+    int n1[2] = {1, 1};
+    CHECK(sl_session_eval_multi(b, pair, tp, n1, 2, &err) == SL_EINVAL);
+    CHECK(sl_session_n_past(a) == 0);
+    sl_session_free(a);
+    sl_session_free(c);
+    sl_session_free(b);
+    sl_model_free(m);
+}
+
+int main(void)
+{
+    if (gen_model(p_moe8, sizeof p_moe8, "qwen3moe", SL_SYNTH_Q8_0) ||
+        gen_model(p_moe4k, sizeof p_moe4k, "qwen3moe", SL_SYNTH_Q4_K_M) ||
+        gen_model(p_dense, sizeof p_dense, "qwen3", SL_SYNTH_Q8_0) ||
+        gen_model(p_q35, sizeof p_q35, "qwen35moe", SL_SYNTH_Q8_0) ||
+        gen_model(p_g4, sizeof p_g4, "gemma4", SL_SYNTH_Q8_0)) {
+        printf("cannot generate the test models\n");
+        return 1;
+    }
+    RUN(attention_moe_q8_0_bit_identical);
+    RUN(attention_moe_q4_k_m_bit_identical);
+    RUN(streamed_experts_bit_identical);
+    RUN(dense_and_recurrent_bit_identical);
+    RUN(bad_calls_are_refused_and_change_nothing);
+    RUN(sandwich_norm_models_are_not_batched);
+    return TEST_REPORT();
+}
