@@ -152,26 +152,13 @@ int sl_session_eval_multi(sl_session *batch, sl_session *const *ss, const int32_
     int total = 0;
     int rc = check_multi(batch, ss, toks, n, count, &total, err);
     if (rc) return rc;
-    for (int i = 0; i < count; i++) {
-        sl_session *s = ss[i];
-        s->n_logits = 0;
-        if (s->n_past == 0) /* a new sequence: recurrent states start from zero */
-            memset(s->seq_state, 0, (size_t)s->layout.bytes[SL_SB_seq_state]);
-    }
+    for (int i = 0; i < count; i++) sl_session_batch_begin(ss[i]);
     batch->n_logits = 0;
     rc = forward_multi(batch, ss, toks, n, count, total, err);
     sl_session_guards_verify(&batch->layout, batch->arena);
-    for (int i = 0; i < count; i++) sl_session_guards_verify(&ss[i]->layout, ss[i]->arena);
-    if (rc) return rc;
     for (int i = 0; i < count; i++) {
-        sl_session *s = ss[i];
-        s->n_past += n[i];
-        /* as sl_session_eval: a multi-token batch ends at a snapshot */
-        const size_t seq = (size_t)s->layout.bytes[SL_SB_seq_state];
-        if (n[i] > 1 && seq > 0) {
-            memcpy(s->seq_snap, s->seq_state, seq);
-            s->snap_pos = s->n_past;
-        }
+        sl_session_guards_verify(&ss[i]->layout, ss[i]->arena);
+        sl_session_batch_end(ss[i], n[i], rc); /* as sl_session_eval: rings, position, snapshot */
     }
-    return SL_OK;
+    return rc;
 }

@@ -151,13 +151,24 @@ int sl_session_eval(sl_session *s, const int32_t *tokens, int n, sl_err *err)
         if (tokens[i] < 0 || tokens[i] >= s->m->hp.n_vocab)
             return sl_err_set(err, SL_EINVAL, "token id %d at batch position %d is outside "
                               "the vocabulary [0, %d)", tokens[i], i, s->m->hp.n_vocab);
+    sl_session_batch_begin(s);
+    const int rc = sl_forward_batch(s, tokens, n, err);
+    sl_session_guards_verify(&s->layout, s->arena);
+    sl_session_batch_end(s, n, rc);
+    return rc;
+}
+
+void sl_session_batch_begin(sl_session *s)
+{
     s->n_logits = 0;
     if (s->n_past == 0) { /* a new sequence: recurrent states start from zero */
         memset(s->seq_state, 0, (size_t)s->layout.bytes[SL_SB_seq_state]);
         for (int il = 0; il < s->m->hp.n_layer; il++) s->layer_state[il].ring_lo = 0;
     }
-    int rc = sl_forward_batch(s, tokens, n, err);
-    sl_session_guards_verify(&s->layout, s->arena);
+}
+
+void sl_session_batch_end(sl_session *s, int n, int rc)
+{
     /* a ring's appended rows replaced those ring_cap positions earlier
      * (also when the batch failed after appending) */
     for (int il = 0; il < s->m->hp.n_layer; il++) {
@@ -165,7 +176,7 @@ int sl_session_eval(sl_session *s, const int32_t *tokens, int n, sl_err *err)
         const int lo = s->n_past + n - st->ring_cap;
         if (st->ring_cap > 0 && lo > st->ring_lo) st->ring_lo = lo;
     }
-    if (rc) return rc;
+    if (rc) return;
     s->n_past += n;
     /* a prompt (more than one token): remember where it ended, so a chat
      * turn or a reused prefix can come back to it */
@@ -174,7 +185,6 @@ int sl_session_eval(sl_session *s, const int32_t *tokens, int n, sl_err *err)
         memcpy(s->seq_snap, s->seq_state, seq);
         s->snap_pos = s->n_past;
     }
-    return SL_OK;
 }
 
 const float *sl_session_logits(const sl_session *s)

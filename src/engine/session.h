@@ -101,4 +101,14 @@ struct sl_session {
  * read; the KV cache past n_past is then garbage, which is harmless. */
 int sl_forward_batch(sl_session *s, const int32_t *tokens, int n, sl_err *err);
 
+/* The bookkeeping around one batch of n tokens of s, shared by
+ * sl_session_eval and sl_session_eval_multi. begin: no logits yet, and at
+ * position 0 (a new sequence) recurrent states from zero and rings empty.
+ * end (rc: the forward pass's result): rings forget the positions the
+ * batch's rows replaced (also after a failure, since rows may have been
+ * written); on success n_past advances by n and a multi-token batch leaves
+ * the recurrent-state snapshot at its end. Cannot fail. */
+void sl_session_batch_begin(sl_session *s);
+void sl_session_batch_end(sl_session *s, int n, int rc);
+
 #endif

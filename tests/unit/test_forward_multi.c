@@ -43,7 +43,7 @@ static int gen_model(char *path, size_t cap, const char *arch, sl_synth_type typ
 static int step_len(int i, int k)
 {
     static const int len[N_MEM][N_STEPS] = {{5, 1, 1, 1}, {1, 1, 1, 1}, {3, 1, 4, 1}};
-    return len[i][k];
+    return k < N_STEPS ? len[i][k] : 1;
 }
 static int32_t tok_at(int i, int pos) { return (int32_t)(5 + (i * 101 + pos * 37) % 400); }
 
@@ -59,9 +59,11 @@ static sl_session *new_session(sl_model *m, int batch, bool all)
     return s;
 }
 
-/* Runs the steps both ways on the model at path; returns the number of
- * (member, step) logit rows that differ, or -1 on a failure. */
-static int compare(const char *path, int cache_experts, int threads)
+/* Runs n_steps steps (the first N_STEPS as step_len says, then one token
+ * each) both ways on the model at path; returns the number of (member,
+ * step) logit rows, positions or earliest truncation points (a sliding
+ * window's ring) that differ, or -1 on a failure. */
+static int compare_steps(const char *path, int cache_experts, int threads, int n_steps)
 {
     sl_model_params mp = sl_model_default_params();
     mp.n_threads = threads;
@@ -82,7 +84,7 @@ static int compare(const char *path, int cache_experts, int threads)
         mem[i] = new_session(m, 8, false);
     }
     int bad = 0, pos[N_MEM] = {0};
-    for (int k = 0; k < N_STEPS && bad >= 0; k++) {
+    for (int k = 0; k < n_steps && bad >= 0; k++) {
         int32_t toks[N_MEM][8];
         const int32_t *tp[N_MEM];
         int n[N_MEM];
@@ -104,6 +106,7 @@ static int compare(const char *path, int cache_experts, int threads)
         }
         for (int i = 0; i < N_MEM; i++) {
             bad += sl_session_n_past(mem[i]) != pos[i];
+            bad += sl_session_truncate_floor(mem[i]) != sl_session_truncate_floor(solo[i]);
             bad += memcmp(sl_session_logits(solo[i]), sl_session_logits(mem[i]),
                           V * sizeof(float)) != 0;
         }
@@ -117,7 +120,12 @@ static int compare(const char *path, int cache_experts, int threads)
     return bad;
 }
 
-static char p_moe8[512], p_moe4k[512], p_dense[512], p_q35[512], p_g4[512];
+static int compare(const char *path, int cache_experts, int threads)
+{
+    return compare_steps(path, cache_experts, threads, N_STEPS);
+}
+
+static char p_moe8[512], p_moe4k[512], p_dense[512], p_q35[512], p_g4[512], p_go[512];
 
 TEST(attention_moe_q8_0_bit_identical)
 {
@@ -139,6 +147,15 @@ TEST(dense_and_recurrent_bit_identical)
 {
     CHECK(compare(p_dense, 0, 2) == 0);
     CHECK(compare(p_q35, 0, 2) == 0);
+}
+
+/* gpt-oss: sliding layers (window 8) kept as rings of 8 + 8 - 1 rows in
+ * 32-position sessions; 20 steps run every member past its ring, so the
+ * rings' bookkeeping (the earliest truncation point) must follow batched
+ * steps as it follows single ones. */
+TEST(sliding_window_rings_bit_identical)
+{
+    CHECK(compare_steps(p_go, 0, 2, 20) == 0);
 }
 
 TEST(bad_calls_are_refused_and_change_nothing)
@@ -196,7 +213,8 @@ int main(void)
         gen_model(p_moe4k, sizeof p_moe4k, "qwen3moe", SL_SYNTH_Q4_K_M) ||
         gen_model(p_dense, sizeof p_dense, "qwen3", SL_SYNTH_Q8_0) ||
         gen_model(p_q35, sizeof p_q35, "qwen35moe", SL_SYNTH_Q8_0) ||
-        gen_model(p_g4, sizeof p_g4, "gemma4", SL_SYNTH_Q8_0)) {
+        gen_model(p_g4, sizeof p_g4, "gemma4", SL_SYNTH_Q8_0) ||
+        gen_model(p_go, sizeof p_go, "gpt-oss", SL_SYNTH_MXFP4)) {
         printf("cannot generate the test models\n");
         return 1;
     }
@@ -204,6 +222,7 @@ int main(void)
     RUN(attention_moe_q4_k_m_bit_identical);
     RUN(streamed_experts_bit_identical);
     RUN(dense_and_recurrent_bit_identical);
+    RUN(sliding_window_rings_bit_identical);
     RUN(bad_calls_are_refused_and_change_nothing);
     RUN(sandwich_norm_models_are_not_batched);
     return TEST_REPORT();
