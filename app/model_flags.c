@@ -501,6 +501,11 @@ static void print_bound(const sl_model *m, const run_totals *t, const sl_stream_
     else if (warm_start_path()[0])
         fprintf(stderr, "warm start      no history yet (cold start); it is kept in %s\n",
                 warm_start_path());
+    if (ss.union_guessed)
+        fprintf(stderr, "prefill ahead   each micro-batch's union for the next layer guessed "
+                "%.1f%% right (%llu experts guessed)\n",
+                100.0 * (double)ss.union_right / (double)ss.union_guessed,
+                (unsigned long long)ss.union_guessed);
     if (ss.prefetch_dropped)
         fprintf(stderr, "read ahead      %llu guesses dropped as too late (still queued when "
                 "their layer came without them)\n", (unsigned long long)ss.prefetch_dropped);

@@ -246,34 +246,41 @@ static int predict_experts(sl_session *s, int next)
 /* Tokens of a micro-batch whose guesses make the union (spread evenly). */
 #define UNION_ROWS 64
 
-/* Whether s->hb holds what predict_union keeps there for a batch of n. */
-static bool union_fits(const sl_session *s, int n, int X)
+/* Rows of the batch predict_union guesses from: up to UNION_ROWS, as
+ * many as s->hb2 (their normalised inputs) and s->hb (their logits, the
+ * ids and a mark per expert) hold; 0: no union guess. */
+static int union_rows(const sl_session *s, int n, int X)
 {
-    const size_t rows = (size_t)(n < UNION_ROWS ? n : UNION_ROWS);
-    return (rows * (size_t)X + (size_t)X) * sizeof(float) + (size_t)X <=
-           (size_t)s->layout.bytes[SL_SB_hb];
+    const size_t E = (size_t)s->m->hp.n_embd;
+    size_t rows = (size_t)(n < UNION_ROWS ? n : UNION_ROWS);
+    const size_t in_cap = (size_t)s->layout.bytes[SL_SB_hb2] / sizeof(float) / E;
+    if (rows > in_cap) rows = in_cap;
+    const size_t hb = (size_t)s->layout.bytes[SL_SB_hb];
+    while (rows > 0 && (rows * (size_t)X + (size_t)X) * sizeof(float) + (size_t)X > hb) rows--;
+    return (int)rows;
 }
 
 /* predict_experts for a micro-batch (prefill): the union of the experts
- * layer `next` would pick for up to UNION_ROWS of its tokens, from the
- * residual stream as it is now. Uses s->tmp and s->hb as scratch (both
- * are written before they are read again in this layer) and leaves the
- * ids, ascending, in s->hb; *out points at them. Returns how many. */
-static int predict_union(sl_session *s, int next, int n, const int **out)
+ * layer `next` would pick for `rows` of its tokens (spread evenly), from
+ * the residual stream as it is now. Uses s->hb2 and s->hb as scratch: the
+ * experts' gate and up outputs, written before they are read in this
+ * layer (and free on entry: gemma4's dense MLP, which uses them too, has
+ * left its output in s->tmp). Leaves the ids, ascending, in s->hb; *out
+ * points at them. Returns how many. */
+static int predict_union(sl_session *s, int next, int n, int rows, const int **out)
 {
     const sl_hparams *hp = &s->m->hp;
     const sl_layer *N = &s->m->layers[next];
     const sl_router_desc *r = &N->d.ffn.router;
     const int E = hp->n_embd, X = r->n_expert, K = r->top_k;
-    const int rows = n < UNION_ROWS ? n : UNION_ROWS;
     for (int i = 0; i < rows; i++) {
         const float *x = s->x + (size_t)((int64_t)i * n / rows) * (size_t)E;
-        float *o = s->tmp + (size_t)i * (size_t)E;
+        float *o = s->hb2 + (size_t)i * (size_t)E;
         if (r->own_norm) sl_router_own_input(N, x, 1, E, hp->rms_eps, o);
         else sl_rmsnorm(o, x, N->ffn_norm.data, E, hp->rms_eps);
     }
     float *logits = s->hb;
-    sl_fwd_mm_tensor(s, &N->router, s->tmp, rows, logits);
+    sl_fwd_mm_tensor(s, &N->router, s->hb2, rows, logits);
     sl_add_rows_bias(logits, N->router_b.data, rows, (size_t)X);
     int *ids = (int *)(logits + (size_t)rows * (size_t)X);
     unsigned char *seen = (unsigned char *)(ids + X);
@@ -315,15 +322,17 @@ int sl_moe_block(sl_session *s, const sl_layer *L, int il, int n, sl_err *err)
     int n_pf = guess ? predict_experts(s, il + 1) : 0;
     const int *pf_ids = s->pf_ids;
     /* prefill: the next layer's union is read while this layer computes */
-    bool uguess = s->m->streamer && n > 1 && il + 1 < hp->n_layer &&
-                  s->m->layers[il + 1].d.ffn.kind == SL_FFN_ROUTED &&
-                  union_fits(s, n, s->m->layers[il + 1].d.ffn.router.n_expert);
+    const int u_rows = s->m->streamer && n > 1 && il + 1 < hp->n_layer &&
+                               s->m->layers[il + 1].d.ffn.kind == SL_FFN_ROUTED
+                           ? union_rows(s, n, s->m->layers[il + 1].d.ffn.router.n_expert)
+                           : 0;
+    bool uguess = u_rows > 0;
     if (uguess) {
         pthread_mutex_lock(&s->m->stream_mu);
         uguess = sl_streamer_wants_union_guess(s->m->streamer);
         pthread_mutex_unlock(&s->m->stream_mu);
     }
-    if (uguess) n_pf = predict_union(s, il + 1, n, &pf_ids);
+    if (uguess) n_pf = predict_union(s, il + 1, n, u_rows, &pf_ids);
     prepare_expert_inputs(s, L, n);
 
     /* the experts in use, in id order */

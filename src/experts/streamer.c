@@ -23,6 +23,7 @@
 #define GUESS_START 0.5
 #define GUESS_WEIGHT 0.125
 #define GUESS_PROBE 16u
+#define UNION_START 0.9
 
 /* Warm start: preloads in flight at most (experts), and never more than
  * this share of the slots, so a set always finds room. */
@@ -161,7 +162,10 @@ int sl_streamer_create(sl_streamer **out, const sl_streamer_config *cfg, sl_err 
     st->want = calloc((size_t)cfg->n_expert, sizeof *st->want);
     st->guess_layer = -1;
     st->guess_acc = GUESS_START;
-    st->union_acc = GUESS_START;
+    /* unions start trusted: a micro-batch's union is mostly right, its
+     * reads wait behind every demand read, and a prefill has few layers'
+     * worth of calls to open a closed gate with */
+    st->union_acc = UNION_START;
     st->guess_min = cfg->prefetch_min_right != 0.0 ? cfg->prefetch_min_right : GUESS_MIN;
     st->guesses = cfg->guesses;
     if (!st->layers || !st->set || !st->entry_of_slot || !st->entry_of_expert || !st->ready ||
