@@ -15,6 +15,10 @@
 #include "util/json.h"
 #include "util/mem.h"
 #include "util/timer.h"
+#include "warm_start.h"
+
+/* whole experts the drive calibration reads (3 reads each) */
+#define CAL_EXPERTS 24
 
 void model_flags_init(model_flags *f)
 {
@@ -66,7 +70,11 @@ void model_flags_help(FILE *out)
             "      --stats-json FILE  write the same as JSON\n"
             "      --stats-csv FILE   one CSV row per decoded token (run, chat, bench): time\n"
             "                         split, hits, misses, bytes read, read-ahead, faults, RSS\n"
-            "      --progress         a live status line on stderr\n");
+            "      --progress         a live status line on stderr\n"
+            "      --no-warm          streamed experts: keep no usage history and preload\n"
+            "                         nothing (default: the hottest experts of earlier runs,\n"
+            "                         $XDG_CACHE_HOME/sluice/MODEL.usage, are read in the\n"
+            "                         background at start)\n");
 }
 
 static bool mb_arg(const char *cmd, const char *flag, const char *v, uint64_t *out)
@@ -184,6 +192,8 @@ int model_flags_parse(model_flags *f, const char *cmd, int argc, char **argv, in
         f->stats_csv = v;
     } else if (!strcmp(a, "--progress")) {
         f->progress = true;
+    } else if (!strcmp(a, "--no-warm")) {
+        f->no_warm = true;
     } else {
         return 0;
     }
@@ -334,6 +344,15 @@ sl_model *model_flags_load(const model_flags *f, const char *cmd, const char *pa
         sl_model_free(m);
         return NULL;
     }
+    if (st.streaming && (f->stats || f->stats_json)) {
+        /* the drive's rate for the printed bound, measured the same way
+         * every run: whole experts read at once on the lanes */
+        double bps;
+        if (sl_streamer_calibrate(m->streamer, CAL_EXPERTS, &bps, &err))
+            fprintf(stderr, "sluice %s: note: the drive calibration failed (%s); --stats "
+                    "prints no bound\n", cmd, err.msg);
+    }
+    if (st.streaming && !f->no_warm) warm_start_begin(cmd, m, path, true);
     if (f->params.cache_route_from && !st.streaming)
         fprintf(stderr, "sluice %s: note: --cache-route changes nothing here: every expert is "
                 "resident (the model is not streamed), so each candidate counts as cached and "
@@ -355,9 +374,39 @@ sl_model *model_flags_load(const model_flags *f, const char *cmd, const char *pa
 
 static double last_progress = -1.0;
 
+/* The decode phase for the printed bound: the sums over every decoded
+ * token (model_flags_progress with done > 0) of its wall time, stall,
+ * cache management and bytes read. */
+typedef struct decode_sums {
+    uint64_t t_prev;        /* sl_now_ns() at the previous progress call */
+    sl_stream_stats prev;   /* the counters then */
+    long tokens;
+    double wall_s, stall_s, manage_s;
+    uint64_t bytes;
+} decode_sums;
+static decode_sums dec;
+
+static void decode_account(const sl_model *m, long done)
+{
+    sl_stream_stats now;
+    sl_model_stream_stats(m, &now);
+    const uint64_t t = sl_now_ns();
+    if (done > 0 && dec.t_prev) {
+        dec.tokens++;
+        dec.wall_s += sl_ns_to_s(t - dec.t_prev);
+        dec.stall_s += now.stall_s - dec.prev.stall_s;
+        dec.manage_s += now.manage_s - dec.prev.manage_s;
+        dec.bytes += now.window_bytes - dec.prev.window_bytes;
+    }
+    dec.t_prev = t;
+    dec.prev = now;
+}
+
 void model_flags_progress(const model_flags *f, const sl_model *m, long done, double seconds)
 {
     if (f->stats_csv) stats_csv_row(m, done);
+    if (m->streamer && (f->stats || f->stats_json)) decode_account(m, done);
+    if (m->streamer && !f->no_warm) warm_start_save(NULL, (sl_model *)m, false);
     if (done == 0) return; /* the prompt is done: a mark for --stats-csv */
     if (!f->progress || (last_progress >= 0 && seconds - last_progress < 0.5)) return;
     last_progress = seconds;
@@ -406,9 +455,82 @@ static void knob_cost(FILE *out, const sl_knob_stats *k)
         fprintf(out, " (%llu experts taken for being cached)", (unsigned long long)k->substituted);
 }
 
+typedef struct bound_figures {
+    bool decode;        /* of the decode phase (else of the whole run) */
+    double achieved, bound; /* tok/s */
+    double compute_s, io_s; /* per token */
+    double bytes;       /* read per token */
+    double drive_bps;
+} bound_figures;
+
+/* The figures of the bound; false without a drive calibration. */
+static bool bound_of(const sl_model *m, const run_totals *t, const sl_stream_stats *st,
+                     bound_figures *b)
+{
+    sl_streamer_stats ss;
+    sl_streamer_get_stats(m->streamer, &ss);
+    if (ss.drive_bps <= 0) return false;
+    b->decode = dec.tokens > 0;
+    const double n = b->decode ? (double)dec.tokens : (t->tokens > 0 ? (double)t->tokens : 1.0);
+    const double wall = b->decode ? dec.wall_s : t->seconds;
+    b->compute_s = (b->decode ? dec.wall_s - dec.stall_s - dec.manage_s
+                              : t->seconds - st->stall_s - st->manage_s) / n;
+    b->bytes = (b->decode ? (double)dec.bytes : (double)st->window_bytes) / n;
+    b->drive_bps = ss.drive_bps;
+    b->io_s = b->bytes / ss.drive_bps;
+    const double worst = b->compute_s > b->io_s ? b->compute_s : b->io_s;
+    b->bound = worst > 0 ? 1.0 / worst : 0.0;
+    b->achieved = wall > 0 ? n / wall : 0.0;
+    return true;
+}
+
+/* The bound `1 / max(compute per token, bytes read per token / drive
+ * rate)` of the decode phase (or of the whole run when nothing was
+ * decoded one token at a time), beside the rate achieved, and the warm
+ * start's preload. */
+static void print_bound(const sl_model *m, const run_totals *t, const sl_stream_stats *st)
+{
+    sl_streamer_stats ss;
+    sl_streamer_get_stats(m->streamer, &ss);
+    if (ss.warm_planned)
+        fprintf(stderr, "warm start      %llu of %llu hottest experts preloaded (%.0f MiB in "
+                "%.2f s: %.0f MiB/s), %llu of them used; history %s\n",
+                (unsigned long long)ss.warm_loaded, (unsigned long long)ss.warm_planned,
+                (double)ss.warm_bytes / MIB,
+                ss.warm_last_ns > ss.warm_first_ns ? sl_ns_to_s(ss.warm_last_ns - ss.warm_first_ns)
+                                                   : 0.0,
+                ss.warm_last_ns > ss.warm_first_ns
+                    ? (double)ss.warm_bytes / MIB / sl_ns_to_s(ss.warm_last_ns - ss.warm_first_ns)
+                    : 0.0,
+                (unsigned long long)ss.warm_used, warm_start_path());
+    else if (warm_start_path()[0])
+        fprintf(stderr, "warm start      no history yet (cold start); it is kept in %s\n",
+                warm_start_path());
+    if (ss.union_guessed)
+        fprintf(stderr, "prefill ahead   each micro-batch's union for the next layer guessed "
+                "%.1f%% right (%llu experts guessed)\n",
+                100.0 * (double)ss.union_right / (double)ss.union_guessed,
+                (unsigned long long)ss.union_guessed);
+    if (ss.prefetch_dropped)
+        fprintf(stderr, "read ahead      %llu guesses dropped as too late (still queued when "
+                "their layer came without them)\n", (unsigned long long)ss.prefetch_dropped);
+    bound_figures b;
+    if (!bound_of(m, t, st, &b)) return;
+    const bool decode = b.decode;
+    const double got = b.achieved, bound = b.bound, compute = b.compute_s, io = b.io_s,
+                 bytes = b.bytes;
+    fprintf(stderr, "bound           %s: %.2f tok/s achieved, bound %.2f tok/s = 1 / max(compute "
+            "%.2f ms, %.2f MiB / %.0f MiB/s = %.2f ms) per token: %.0f%% of the bound (%s); "
+            "drive calibrated on %.0f MiB of whole experts at start\n",
+            decode ? "decode" : "whole run", got, bound, 1e3 * compute, bytes / MIB,
+            ss.drive_bps / MIB, 1e3 * io, bound > 0 ? 100.0 * got / bound : 0.0,
+            compute > io ? "compute-bound" : "I/O-bound", (double)ss.drive_cal_bytes / MIB);
+}
+
 bool model_flags_report(const model_flags *f, const char *cmd, const sl_model *m,
                         const run_totals *t)
 {
+    if (m->streamer && !f->no_warm) warm_start_save(cmd, (sl_model *)m, true);
     const bool csv_ok = stats_csv_close(cmd);
     const bool trace = trace_ok(f, cmd, m) && csv_ok;
     sl_knob_stats ks;
@@ -488,6 +610,7 @@ bool model_flags_report(const model_flags *f, const char *cmd, const sl_model *m
                     "latency p50 %.0f us, p90 %.0f us, p99 %.0f us\n",
                     (double)st.window_bytes / MIB / toks, (double)st.window_bytes / MIB,
                     (unsigned long long)st.reads, st.lat_p50_us, st.lat_p90_us, st.lat_p99_us);
+            print_bound(m, t, &st);
         }
         if (ks.active) {
             fprintf(stderr, "lossy routing   ");
@@ -530,6 +653,23 @@ bool model_flags_report(const model_flags *f, const char *cmd, const sl_model *m
         if (proc) {
             json_object_set_new(proc, "load_bytes", json_integer((json_int_t)lj.bytes));
             json_object_set_new(proc, "load_s", json_real(lj.seconds));
+        }
+        bound_figures bf;
+        if (proc && m->streamer && bound_of(m, t, &st, &bf)) {
+            json_object_set_new(proc, "drive_bytes_per_s", json_real(bf.drive_bps));
+            json_object_set_new(proc, "bound_phase", json_string(bf.decode ? "decode" : "run"));
+            json_object_set_new(proc, "bound_tok_s", json_real(bf.bound));
+            json_object_set_new(proc, "achieved_tok_s", json_real(bf.achieved));
+        }
+        if (proc && m->streamer) {
+            sl_streamer_stats ws;
+            sl_streamer_get_stats(m->streamer, &ws);
+            json_object_set_new(proc, "warm_planned", json_integer((json_int_t)ws.warm_planned));
+            json_object_set_new(proc, "warm_loaded", json_integer((json_int_t)ws.warm_loaded));
+            json_object_set_new(proc, "warm_used", json_integer((json_int_t)ws.warm_used));
+            json_object_set_new(proc, "warm_bytes", json_integer((json_int_t)ws.warm_bytes));
+            json_object_set_new(proc, "prefetch_dropped",
+                                json_integer((json_int_t)ws.prefetch_dropped));
         }
         if (ks.active && proc) {
             json_object_set_new(proc, "knob_experts_used", json_integer(ks.n_expert_used));

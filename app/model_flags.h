@@ -18,6 +18,7 @@ typedef struct model_flags {
     const char *route_trace; /* --route-trace FILE: replay recorded expert choices */
     const char *cache_policy; /* --cache-policy NAME (streamed experts) */
     const char *stats_csv;   /* --stats-csv FILE: one row per decoded token */
+    bool no_warm;            /* --no-warm: no expert usage history, no preload */
     /* the command's other files, for the output-is-an-input check of
      * model_flags_load (the model, --stats-json and --io-trace are known) */
     file_role inputs[4];     /* e.g. -f TEXT, a KLD base being read */

@@ -182,14 +182,18 @@ static sl_mat slice_mat(const sl_tensor *t, const void *data)
  * of those that have landed. The cache may be smaller than the set; then
  * it is taken in rounds. */
 static int run_streamed_experts(sl_session *s, const sl_layer *L, int il, int *ids, int n_ids,
-                                sl_expert_w *xs, int n_pf, sl_err *err)
+                                sl_expert_w *xs, const int *pf_ids, int n_pf, bool pf_union,
+                                sl_err *err)
 {
     sl_streamer *st = s->m->streamer;
     for (int done = 0; done < n_ids;) {
         int taken = 0;
         int rc = sl_streamer_begin(st, il, ids + done, n_ids - done, &taken, err);
         /* after this layer's own misses, so those are read first */
-        if (!rc && done == 0 && n_pf > 0) sl_streamer_prefetch(st, il + 1, s->pf_ids, n_pf);
+        if (!rc && done == 0 && n_pf > 0) {
+            if (pf_union) sl_streamer_prefetch_union(st, il + 1, pf_ids, n_pf);
+            else sl_streamer_prefetch(st, il + 1, pf_ids, n_pf);
+        }
         if (!rc && taken == 0)
             rc = sl_err_set(err, SL_ENOMEM, "the expert cache has no free slot");
         while (!rc) {
@@ -239,6 +243,59 @@ static int predict_experts(sl_session *s, int next)
     return r->top_k;
 }
 
+/* Tokens of a micro-batch whose guesses make the union (spread evenly). */
+#define UNION_ROWS 64
+
+/* Rows of the batch predict_union guesses from: up to UNION_ROWS, as
+ * many as s->hb2 (their normalised inputs) and s->hb (their logits, the
+ * ids and a mark per expert) hold; 0: no union guess. */
+static int union_rows(const sl_session *s, int n, int X)
+{
+    const size_t E = (size_t)s->m->hp.n_embd;
+    size_t rows = (size_t)(n < UNION_ROWS ? n : UNION_ROWS);
+    const size_t in_cap = (size_t)s->layout.bytes[SL_SB_hb2] / sizeof(float) / E;
+    if (rows > in_cap) rows = in_cap;
+    const size_t hb = (size_t)s->layout.bytes[SL_SB_hb];
+    while (rows > 0 && (rows * (size_t)X + (size_t)X) * sizeof(float) + (size_t)X > hb) rows--;
+    return (int)rows;
+}
+
+/* predict_experts for a micro-batch (prefill): the union of the experts
+ * layer `next` would pick for `rows` of its tokens (spread evenly), from
+ * the residual stream as it is now. Uses s->hb2 and s->hb as scratch: the
+ * experts' gate and up outputs, written before they are read in this
+ * layer (and free on entry: gemma4's dense MLP, which uses them too, has
+ * left its output in s->tmp). Leaves the ids, ascending, in s->hb; *out
+ * points at them. Returns how many. */
+static int predict_union(sl_session *s, int next, int n, int rows, const int **out)
+{
+    const sl_hparams *hp = &s->m->hp;
+    const sl_layer *N = &s->m->layers[next];
+    const sl_router_desc *r = &N->d.ffn.router;
+    const int E = hp->n_embd, X = r->n_expert, K = r->top_k;
+    for (int i = 0; i < rows; i++) {
+        const float *x = s->x + (size_t)((int64_t)i * n / rows) * (size_t)E;
+        float *o = s->hb2 + (size_t)i * (size_t)E;
+        if (r->own_norm) sl_router_own_input(N, x, 1, E, hp->rms_eps, o);
+        else sl_rmsnorm(o, x, N->ffn_norm.data, E, hp->rms_eps);
+    }
+    float *logits = s->hb;
+    sl_fwd_mm_tensor(s, &N->router, s->hb2, rows, logits);
+    sl_add_rows_bias(logits, N->router_b.data, rows, (size_t)X);
+    int *ids = (int *)(logits + (size_t)rows * (size_t)X);
+    unsigned char *seen = (unsigned char *)(ids + X);
+    memset(seen, 0, (size_t)X);
+    for (int i = 0; i < rows; i++) {
+        sl_router_guess(N, logits + (size_t)i * (size_t)X, s->pf_ids, s->pf_w);
+        for (int k = 0; k < K; k++) seen[s->pf_ids[k]] = 1;
+    }
+    int m = 0;
+    for (int e = 0; e < X; e++)
+        if (seen[e]) ids[m++] = e;
+    *out = ids;
+    return m;
+}
+
 int sl_moe_block(sl_session *s, const sl_layer *L, int il, int n, sl_err *err)
 {
     const sl_hparams *hp = &s->m->hp;
@@ -262,7 +319,20 @@ int sl_moe_block(sl_session *s, const sl_layer *L, int il, int n, sl_err *err)
         guess = sl_streamer_wants_guess(s->m->streamer);
         pthread_mutex_unlock(&s->m->stream_mu);
     }
-    const int n_pf = guess ? predict_experts(s, il + 1) : 0;
+    int n_pf = guess ? predict_experts(s, il + 1) : 0;
+    const int *pf_ids = s->pf_ids;
+    /* prefill: the next layer's union is read while this layer computes */
+    const int u_rows = s->m->streamer && n > 1 && il + 1 < hp->n_layer &&
+                               s->m->layers[il + 1].d.ffn.kind == SL_FFN_ROUTED
+                           ? union_rows(s, n, s->m->layers[il + 1].d.ffn.router.n_expert)
+                           : 0;
+    bool uguess = u_rows > 0;
+    if (uguess) {
+        pthread_mutex_lock(&s->m->stream_mu);
+        uguess = sl_streamer_wants_union_guess(s->m->streamer);
+        pthread_mutex_unlock(&s->m->stream_mu);
+    }
+    if (uguess) n_pf = predict_union(s, il + 1, n, u_rows, &pf_ids);
     prepare_expert_inputs(s, L, n);
 
     /* the experts in use, in id order */
@@ -272,7 +342,7 @@ int sl_moe_block(sl_session *s, const sl_layer *L, int il, int n, sl_err *err)
     sl_expert_w *xs = s->moe_xw;
     if (s->m->streamer) {
         pthread_mutex_lock(&s->m->stream_mu);
-        int rc = run_streamed_experts(s, L, il, ids, n_ids, xs, n_pf, err);
+        int rc = run_streamed_experts(s, L, il, ids, n_ids, xs, pf_ids, n_pf, uguess, err);
         pthread_mutex_unlock(&s->m->stream_mu);
         if (rc) return rc;
     } else {

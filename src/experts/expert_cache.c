@@ -208,3 +208,14 @@ int sl_cache_set_policy(sl_expert_cache *c, sl_cache_policy policy, sl_err *err)
 }
 
 const char *sl_cache_policy_name(const sl_expert_cache *c) { return c->policy.name; }
+
+bool sl_cache_has_free(sl_expert_cache *c)
+{
+    for (int i = c->free_hint; i < c->n_slots; i++)
+        if (c->slots[i].state == SL_SLOT_FREE && c->slots[i].pins == 0) {
+            c->free_hint = i;
+            return true;
+        }
+    c->free_hint = c->n_slots;
+    return false;
+}

@@ -128,4 +128,8 @@ int sl_cache_set_policy(sl_expert_cache *c, sl_cache_policy policy, sl_err *err)
 /* The policy's name. */
 const char *sl_cache_policy_name(const sl_expert_cache *c);
 
+/* Whether a FREE unpinned slot is left (sl_cache_claim would then take it
+ * without evicting). */
+bool sl_cache_has_free(sl_expert_cache *c);
+
 #endif

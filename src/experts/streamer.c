@@ -23,6 +23,12 @@
 #define GUESS_START 0.5
 #define GUESS_WEIGHT 0.125
 #define GUESS_PROBE 16u
+#define UNION_START 0.9
+
+/* Warm start: preloads in flight at most (experts), and never more than
+ * this share of the slots, so a set always finds room. */
+#define WARM_INFLIGHT 32
+#define WARM_SLOT_SHARE 4
 
 #define LAT_BINS 320
 #define LAT_STEP 1.05 /* bin b holds latencies in [STEP^b, STEP^(b+1)) us */
@@ -43,6 +49,8 @@ typedef struct pf_entry {
     int layer, expert;
     int reads_left;  /* > 0 while in flight */
     bool failed;
+    bool warm;       /* a warm-start preload, not a guess: never dropped as late */
+    bool cancelled;  /* a read of it was dropped from the queue (too late) */
 } pf_entry;
 
 struct sl_streamer {
@@ -77,12 +85,21 @@ struct sl_streamer {
     int guess_n, guess_layer;
     double guess_acc;
     double guess_min;     /* the gate's bar (config, or GUESS_MIN) */
+    bool guess_union;     /* the last guess is a batch's union (its own gate) */
+    double union_acc;     /* the running share right of union guesses */
+    unsigned union_calls;
     bool guesses;         /* guessing at all (config) */
     unsigned guess_calls;
 
     sl_streamer_stats st;
     uint32_t lat_hist[LAT_BINS];
     sl_route_trace *route; /* --route-trace, owned; NULL: the router decides */
+
+    /* warm start */
+    sl_usage *usage;       /* owned; every expert a set asks for is a use */
+    int *warm_layer, *warm_expert; /* the preload list, in reading order */
+    int warm_n, warm_next, warm_inflight;
+    bool *want;            /* (n_expert) scratch: the experts of a begin */
 };
 
 static uint64_t align_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
@@ -142,12 +159,18 @@ int sl_streamer_create(sl_streamer **out, const sl_streamer_config *cfg, sl_err 
     st->pf = calloc((size_t)cfg->n_slots, sizeof *st->pf);
     st->pf_unused = calloc((size_t)cfg->n_slots, sizeof *st->pf_unused);
     st->guess = calloc((size_t)cfg->n_expert, sizeof *st->guess);
+    st->want = calloc((size_t)cfg->n_expert, sizeof *st->want);
     st->guess_layer = -1;
     st->guess_acc = GUESS_START;
+    /* unions start trusted: a micro-batch's union is mostly right, its
+     * reads wait behind every demand read, and a prefill has few layers'
+     * worth of calls to open a closed gate with */
+    st->union_acc = UNION_START;
     st->guess_min = cfg->prefetch_min_right != 0.0 ? cfg->prefetch_min_right : GUESS_MIN;
     st->guesses = cfg->guesses;
     if (!st->layers || !st->set || !st->entry_of_slot || !st->entry_of_expert || !st->ready ||
-        !st->slot_w || !st->reqs || !st->pf || !st->pf_unused || !st->guess) {
+        !st->slot_w || !st->reqs || !st->pf || !st->pf_unused || !st->guess ||
+        !st->want) {
         rc = sl_err_set(err, SL_ENOMEM, "out of memory");
         goto fail;
     }
@@ -188,6 +211,10 @@ void sl_streamer_free(sl_streamer *st)
     free(st->pf);
     free(st->pf_unused);
     free(st->guess);
+    sl_usage_free(st->usage);
+    free(st->warm_layer);
+    free(st->warm_expert);
+    free(st->want);
     free(st);
 }
 
@@ -222,11 +249,18 @@ static void make_req(sl_streamer *st, int layer, int slot, int expert, int p, sl
     r->dst = mem + st->proj_off[p];
     r->dst_cap = (p + 1 < SL_N_PROJ ? st->proj_off[p + 1] : cap) - st->proj_off[p];
     r->tag = (uint64_t)slot * SL_N_PROJ + (uint64_t)p;
+    r->ahead = false;
 }
 
-static int submit_reads(sl_streamer *st, int layer, int slot, int expert, sl_err *err)
+/* The three reads of an expert; ahead: queued behind every demand read
+ * (a guess or a preload), see sl_io_promote. */
+static int submit_reads(sl_streamer *st, int layer, int slot, int expert, bool ahead,
+                        sl_err *err)
 {
-    for (int p = 0; p < SL_N_PROJ; p++) make_req(st, layer, slot, expert, p, &st->reqs[p]);
+    for (int p = 0; p < SL_N_PROJ; p++) {
+        make_req(st, layer, slot, expert, p, &st->reqs[p]);
+        st->reqs[p].ahead = ahead;
+    }
     return sl_io_submit_many(st->io, st->reqs, SL_N_PROJ, err);
 }
 
@@ -262,17 +296,25 @@ static void prefetch_done(sl_streamer *st, int slot, const sl_io_done *d)
 {
     pf_entry *pf = &st->pf[slot];
     SL_ASSERT(pf->reads_left > 0);
-    record_latency(st, d, pf->layer, pf->expert);
+    if (d->cancelled) pf->cancelled = true;
+    else record_latency(st, d, pf->layer, pf->expert);
     if (d->status != SL_OK) pf->failed = true;
     else count_read(st, slot, d);
+    if (pf->warm && d->status == SL_OK) {
+        st->st.warm_bytes += d->window_bytes;
+        if (d->t_end_ns > st->st.warm_last_ns) st->st.warm_last_ns = d->t_end_ns;
+    }
     if (--pf->reads_left > 0) return;
     st->pf_inflight--;
+    if (pf->warm) st->warm_inflight--;
     if (pf->failed) {
         sl_cache_mark_failed(st->cache, slot);
-        st->st.prefetch_failed++;
+        if (pf->cancelled) st->st.prefetch_dropped++;
+        else st->st.prefetch_failed++;
     } else {
         sl_cache_mark_ready(st->cache, slot);
         st->pf_unused[slot] = true;
+        if (pf->warm) st->st.warm_loaded++;
     }
     sl_cache_unpin(st->cache, slot);
 }
@@ -371,6 +413,64 @@ static int claim_slot(sl_streamer *st, int layer, int expert, sl_err *err, int *
     }
 }
 
+/* Guesses for this layer that its set did not ask for and whose reads no
+ * lane has started yet are dropped (cancelled in the I/O queue): they
+ * arrive too late to help and would only take the drive from demand reads.
+ * Their completions come back cancelled and free the slot. */
+static void drop_late_guesses(sl_streamer *st, int layer, const int *ids, int n)
+{
+    if (st->pf_inflight <= st->warm_inflight) return;
+    for (int k = 0; k < n; k++) st->want[ids[k]] = true;
+    const int ns = sl_cache_n_slots(st->cache);
+    for (int slot = 0; slot < ns; slot++) {
+        const pf_entry *pf = &st->pf[slot];
+        if (pf->reads_left == 0 || pf->warm || pf->layer != layer || st->want[pf->expert])
+            continue;
+        for (int p = 0; p < SL_N_PROJ; p++)
+            sl_io_cancel(st->io, (uint64_t)slot * SL_N_PROJ + (uint64_t)p);
+    }
+    for (int k = 0; k < n; k++) st->want[ids[k]] = false;
+}
+
+/* Keeps the warm-start preload going: while the list has experts, free
+ * slots remain and fewer than the allowance are in flight, submits the
+ * next ones as reads ahead (behind every demand read). Never evicts. */
+static void warm_pump(sl_streamer *st)
+{
+    int lim = sl_cache_n_slots(st->cache) / WARM_SLOT_SHARE;
+    if (lim > WARM_INFLIGHT) lim = WARM_INFLIGHT;
+    if (lim < 1) lim = 1;
+    sl_err ignored;
+    while (st->warm_next < st->warm_n && st->warm_inflight < lim) {
+        const int l = st->warm_layer[st->warm_next], e = st->warm_expert[st->warm_next];
+        if (sl_cache_find(st->cache, l, e) >= 0) {
+            st->warm_next++;
+            continue;
+        }
+        if ((int)sl_io_outstanding(st->io) + SL_N_PROJ > st->max_reads) return;
+        if (!sl_cache_has_free(st->cache)) { /* the cache is full: the preload ends */
+            st->warm_n = st->warm_next;
+            return;
+        }
+        const int slot = claim(st, l, e);
+        SL_ASSERT(slot >= 0);
+        if (submit_reads(st, l, slot, e, true, &ignored)) {
+            sl_cache_mark_failed(st->cache, slot);
+            sl_cache_unpin(st->cache, slot);
+            st->warm_n = st->warm_next;
+            return;
+        }
+        if (st->st.warm_first_ns == 0) st->st.warm_first_ns = sl_now_ns();
+        st->pf[slot] = (pf_entry){.layer = l, .expert = e, .reads_left = SL_N_PROJ,
+                                  .warm = true};
+        st->pf_inflight++;
+        st->warm_inflight++;
+        st->st.prefetched++;
+        st->st.warm_started++;
+        st->warm_next++;
+    }
+}
+
 int sl_streamer_begin(sl_streamer *st, int layer, const int *ids, int n, int *taken,
                       sl_err *err)
 {
@@ -383,9 +483,15 @@ int sl_streamer_begin(sl_streamer *st, int layer, const int *ids, int n, int *ta
         int right = 0;
         for (int g = 0; g < st->guess_n; g++)
             for (int k = 0; k < n; k++) right += ids[k] == st->guess[g];
-        st->st.guessed += (uint64_t)st->guess_n;
-        st->st.guessed_right += (uint64_t)right;
-        st->guess_acc += GUESS_WEIGHT * ((double)right / st->guess_n - st->guess_acc);
+        if (st->guess_union) {
+            st->st.union_guessed += (uint64_t)st->guess_n;
+            st->st.union_right += (uint64_t)right;
+            st->union_acc += GUESS_WEIGHT * ((double)right / st->guess_n - st->union_acc);
+        } else {
+            st->st.guessed += (uint64_t)st->guess_n;
+            st->st.guessed_right += (uint64_t)right;
+            st->guess_acc += GUESS_WEIGHT * ((double)right / st->guess_n - st->guess_acc);
+        }
         st->guess_layer = -1;
     }
     file_landed_prefetches(st);
@@ -408,9 +514,17 @@ int sl_streamer_begin(sl_streamer *st, int layer, const int *ids, int n, int *ta
         st->entry_of_slot[slot] = st->set_n;
         st->entry_of_expert[e] = st->set_n;
         st->set_n++;
+        if (st->usage) sl_usage_add(st->usage, layer, e, 1.0);
         if (hit && st->pf[slot].reads_left > 0) {
             /* prefetched and still in flight: its reads now belong to the
-             * set (file_done finds the set entry first), its pin goes */
+             * set (file_done finds the set entry first), its pin goes; the
+             * ones still queued behind demand reads become demand reads */
+            for (int p = 0; p < SL_N_PROJ; p++)
+                sl_io_promote(st->io, (uint64_t)slot * SL_N_PROJ + (uint64_t)p);
+            if (st->pf[slot].warm) {
+                st->warm_inflight--;
+                st->st.warm_used++;
+            }
             en->reads_left = st->pf[slot].reads_left;
             en->adopted = true;
             st->pf[slot].reads_left = 0;
@@ -422,12 +536,15 @@ int sl_streamer_begin(sl_streamer *st, int layer, const int *ids, int n, int *ta
         }
         if (hit) {
             SL_ASSERT(sl_cache_state(st->cache, slot) == SL_SLOT_READY);
-            if (st->pf_unused[slot]) st->st.prefetch_used++;
+            if (st->pf_unused[slot]) {
+                st->st.prefetch_used++;
+                if (st->pf[slot].warm) st->st.warm_used++;
+            }
             st->pf_unused[slot] = false;
             st->ready[st->ready_tail++] = st->set_n - 1;
             continue;
         }
-        if ((rc = submit_reads(st, layer, slot, e, err))) {
+        if ((rc = submit_reads(st, layer, slot, e, false, err))) {
             sl_cache_mark_failed(st->cache, slot);
             sl_cache_unpin(st->cache, slot);
             en->pinned = false;
@@ -437,18 +554,23 @@ int sl_streamer_begin(sl_streamer *st, int layer, const int *ids, int n, int *ta
         st->loading++;
     }
     *taken = i;
+    if (!rc) {
+        drop_late_guesses(st, layer, ids, n);
+        warm_pump(st);
+    }
     st->st.manage_ns += sl_now_ns() - t0;
     return rc;
 }
 
-int sl_streamer_prefetch(sl_streamer *st, int layer, const int *ids, int n)
+static int prefetch_guess(sl_streamer *st, int layer, const int *ids, int n, bool uni)
 {
     SL_ASSERT(layer >= 0 && layer < st->n_layer && n <= st->n_expert);
     const uint64_t t0 = sl_now_ns();
     memcpy(st->guess, ids, sizeof(int) * (size_t)n);
     st->guess_n = n;
     st->guess_layer = n > 0 ? layer : -1;
-    if (st->guess_acc < st->guess_min) return 0; /* only scored */
+    st->guess_union = uni;
+    if ((uni ? st->union_acc : st->guess_acc) < st->guess_min) return 0; /* only scored */
     /* No filing of completions here: this layer's set is in flight, and a
      * failed read of it must reach the caller through next(). */
     sl_err ignored;
@@ -460,7 +582,7 @@ int sl_streamer_prefetch(sl_streamer *st, int layer, const int *ids, int n)
         if ((int)sl_io_outstanding(st->io) + SL_N_PROJ > st->max_reads) break;
         const int slot = claim(st, layer, e);
         if (slot < 0) break; /* nothing evictable: the set comes first */
-        if (submit_reads(st, layer, slot, e, &ignored)) {
+        if (submit_reads(st, layer, slot, e, true, &ignored)) {
             sl_cache_mark_failed(st->cache, slot);
             sl_cache_unpin(st->cache, slot);
             break;
@@ -488,6 +610,22 @@ int sl_streamer_next(sl_streamer *st, int *expert, const void *w[SL_N_PROJ], sl_
         for (int p = 0; p < SL_N_PROJ; p++) w[p] = st->slot_w[en->slot][p];
         return 1;
     }
+}
+
+int sl_streamer_prefetch(sl_streamer *st, int layer, const int *ids, int n)
+{
+    return prefetch_guess(st, layer, ids, n, false);
+}
+
+int sl_streamer_prefetch_union(sl_streamer *st, int layer, const int *ids, int n)
+{
+    return prefetch_guess(st, layer, ids, n, true);
+}
+
+bool sl_streamer_wants_union_guess(sl_streamer *st)
+{
+    if (!st->guesses) return false;
+    return st->union_acc >= st->guess_min || st->union_calls++ % GUESS_PROBE == 0;
 }
 
 bool sl_streamer_wants_guess(sl_streamer *st)
@@ -573,4 +711,93 @@ sl_route_trace *sl_streamer_route_trace(const sl_streamer *st) { return st->rout
 bool sl_streamer_has(const sl_streamer *st, int layer, int expert)
 {
     return sl_cache_find(st->cache, layer, expert) >= 0;
+}
+
+void sl_streamer_set_usage(sl_streamer *st, sl_usage *u)
+{
+    sl_usage_free(st->usage);
+    st->usage = u;
+}
+
+sl_usage *sl_streamer_usage(const sl_streamer *st) { return st->usage; }
+
+int sl_streamer_warm_start(sl_streamer *st, int max_experts)
+{
+    if (!st->usage || sl_usage_n_layer(st->usage) != st->n_layer ||
+        sl_usage_n_expert(st->usage) != st->n_expert)
+        return 0;
+    int cap = sl_cache_n_slots(st->cache);
+    if (max_experts > 0 && max_experts < cap) cap = max_experts;
+    free(st->warm_layer);
+    free(st->warm_expert);
+    st->warm_layer = malloc(sizeof(int) * (size_t)cap);
+    st->warm_expert = malloc(sizeof(int) * (size_t)cap);
+    st->warm_n = st->warm_next = 0;
+    if (!st->warm_layer || !st->warm_expert) return 0;
+    const int k = sl_usage_top(st->usage, cap, st->warm_layer, st->warm_expert);
+    /* only layers with streamed experts */
+    int n = 0;
+    for (int i = 0; i < k; i++)
+        if (st->layers[st->warm_layer[i]].stride[SL_PROJ_GATE] != 0) {
+            st->warm_layer[n] = st->warm_layer[i];
+            st->warm_expert[n++] = st->warm_expert[i];
+        }
+    st->warm_n = n;
+    st->st.warm_planned = (uint64_t)n;
+    const uint64_t t0 = sl_now_ns();
+    warm_pump(st);
+    st->st.manage_ns += sl_now_ns() - t0;
+    return n;
+}
+
+int sl_streamer_calibrate(sl_streamer *st, int n_experts, double *bytes_per_s, sl_err *err)
+{
+    *bytes_per_s = 0;
+    if (sl_io_outstanding(st->io) != 0 || st->set_n != 0)
+        return sl_err_set(err, SL_EINVAL, "the drive calibration runs only before any expert "
+                          "is read (reads are in flight)");
+    const int ns = sl_cache_n_slots(st->cache);
+    int *slots = malloc(sizeof(int) * (size_t)(n_experts > 0 ? n_experts : 1));
+    int *routed = malloc(sizeof(int) * (size_t)st->n_layer);
+    if (!slots || !routed) {
+        free(slots);
+        free(routed);
+        return sl_err_set(err, SL_ENOMEM, "out of memory");
+    }
+    int nr = 0, n = 0;
+    for (int l = 0; l < st->n_layer; l++)
+        if (st->layers[l].stride[SL_PROJ_GATE] != 0) routed[nr++] = l;
+    for (int s = 0; s < ns && n < n_experts; s++)
+        if (sl_cache_state(st->cache, s) == SL_SLOT_FREE && sl_cache_pins(st->cache, s) == 0)
+            slots[n++] = s;
+    int rc = SL_OK, submitted = 0;
+    for (int i = 0; i < n && nr > 0 && !rc; i++) {
+        /* spread over the layers and experts, as a token's misses are */
+        const int l = routed[(i * 7) % nr], e = (i * 37 + 11) % st->n_expert;
+        rc = submit_reads(st, l, slots[i], e, false, err);
+        if (!rc) submitted += SL_N_PROJ;
+    }
+    uint64_t bytes = 0, first = UINT64_MAX, last = 0;
+    for (int i = 0; i < submitted; i++) {
+        sl_io_done d;
+        sl_err werr;
+        if (sl_io_wait(st->io, &d, &werr)) break;
+        if (d.status != SL_OK) {
+            if (!rc) rc = sl_err_set(err, d.status, "drive calibration: %s", d.err.msg);
+            continue;
+        }
+        bytes += d.window_bytes;
+        if (d.t_submit_ns < first) first = d.t_submit_ns;
+        if (d.t_end_ns > last) last = d.t_end_ns;
+    }
+    free(slots);
+    free(routed);
+    if (rc) return rc;
+    if (bytes == 0 || last <= first)
+        return sl_err_set(err, SL_EINVAL, "drive calibration read nothing (%d free slots, %d "
+                          "layers with streamed experts)", n, nr);
+    *bytes_per_s = (double)bytes / ((double)(last - first) * 1e-9);
+    st->st.drive_bps = *bytes_per_s;
+    st->st.drive_cal_bytes = bytes;
+    return SL_OK;
 }

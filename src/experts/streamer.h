@@ -29,6 +29,7 @@
 
 #include "experts/expert_cache.h"
 #include "experts/route_trace.h"
+#include "experts/usage_history.h"
 #include "io/io.h"
 #include "util/status.h"
 
@@ -77,6 +78,20 @@ typedef struct sl_streamer_stats {
     uint64_t guessed;        /* experts guessed for a layer (sl_streamer_prefetch) */
     uint64_t guessed_right;  /* of those, asked for by the layer's set */
     double lat_p50_us, lat_p90_us, lat_p99_us; /* read latency (submit to end) */
+    uint64_t prefetch_dropped; /* read ahead still queued when its layer came
+                                  without asking for it: cancelled (too late) */
+    /* warm start (each preload also counts in prefetched, and in
+     * prefetch_used / prefetch_wasted) */
+    uint64_t warm_planned;   /* experts on the preload list */
+    uint64_t warm_started;   /* of those, read (not already cached, room left) */
+    uint64_t warm_loaded;    /* their reads landed */
+    uint64_t warm_bytes;     /* window bytes of the preload reads */
+    uint64_t warm_used;      /* preloaded experts a set then asked for */
+    uint64_t warm_first_ns, warm_last_ns; /* first submit, last byte (sl_now_ns) */
+    double drive_bps;        /* sl_streamer_calibrate's rate, 0 if not run */
+    uint64_t drive_cal_bytes; /* bytes it read */
+    uint64_t union_guessed, union_right; /* the same as guessed / guessed_right
+                                            for batches' unions (prefill) */
 } sl_streamer_stats;
 
 typedef struct sl_streamer sl_streamer;
@@ -116,6 +131,12 @@ int sl_streamer_next(sl_streamer *st, int *expert, const void *w[SL_N_PROJ], sl_
  * still in flight. Returns how many experts it started reading. */
 int sl_streamer_prefetch(sl_streamer *st, int layer, const int *ids, int n);
 
+/* The same for a micro-batch: ids are the union of the experts guessed
+ * for its tokens. Scored and gated apart from single-token guesses (a
+ * union of many tokens' guesses is right far more often). */
+int sl_streamer_prefetch_union(sl_streamer *st, int layer, const int *ids, int n);
+bool sl_streamer_wants_union_guess(sl_streamer *st);
+
 /* Whether a guess is worth making now: never when the config turned
  * guesses off; always while they pay off; else now and then to keep
  * scoring them (a guess costs the caller a router product). */
@@ -151,5 +172,28 @@ sl_route_trace *sl_streamer_route_trace(const sl_streamer *st);
  * For --cache-route; the caller holds whatever lock serialises the
  * streamer's users. */
 bool sl_streamer_has(const sl_streamer *st, int layer, int expert);
+
+/* Warm start. The streamer adopts u (freed with it; a previous one is
+ * freed): from then on every expert a set asks for adds a use. The caller
+ * saves it (sl_usage_save) under the lock that serialises the streamer. */
+void sl_streamer_set_usage(sl_streamer *st, sl_usage *u);
+sl_usage *sl_streamer_usage(const sl_streamer *st);
+
+/* Starts preloading the hottest experts of the usage history (at most
+ * max_experts, 0: as many as the cache holds) in the background: reads
+ * ahead, served only by lanes with no demand read to do, into free slots
+ * only (nothing is evicted). A set that asks for a preload in flight takes
+ * it over (its queued reads become demand reads). Kept going from each
+ * begin() until the list is read or the cache is full. Returns how many
+ * experts are on the list (0 without a history of this shape). */
+int sl_streamer_warm_start(sl_streamer *st, int max_experts);
+
+/* Measures the drive as the streamer reads it: n_experts whole experts
+ * (gate, up, down at their offsets, spread over the layers) read at once
+ * on the lanes into free slots, which stay free (nothing is cached or
+ * counted). *bytes_per_s: window bytes over first submit to last byte;
+ * also kept in the stats (drive_bps). Only before any expert is read
+ * (SL_EINVAL); SL_EIO if a read fails. */
+int sl_streamer_calibrate(sl_streamer *st, int n_experts, double *bytes_per_s, sl_err *err);
 
 #endif

@@ -161,8 +161,9 @@ int sl_io_open(sl_io **out, const sl_io_config *cfg, const char *const *paths,
 
     io->sq = calloc(io->cap, sizeof *io->sq);
     io->cq = calloc(io->cap, sizeof *io->cq);
+    io->aq = calloc(io->cap, sizeof *io->aq);
     io->lanes = calloc(cfg->lanes, sizeof *io->lanes);
-    if (!io->sq || !io->cq || !io->lanes) {
+    if (!io->sq || !io->cq || !io->aq || !io->lanes) {
         rc = sl_err_set(err, SL_ENOMEM, "out of memory for io queues of %zu entries", io->cap);
         goto err;
     }
@@ -201,6 +202,7 @@ void sl_io_close(sl_io *io)
     sl_io_files_close(io);
     free(io->lanes);
     free(io->sq);
+    free(io->aq);
     free(io->cq);
     pthread_cond_destroy(&io->cq_cond);
     pthread_cond_destroy(&io->sq_cond);
@@ -279,11 +281,11 @@ int sl_io_submit_many(sl_io *io, const sl_io_req *reqs, size_t n, sl_err *err)
                           (unsigned long long)o, n, io->cap);
     }
     for (size_t i = 0; i < n; i++) {
-        io_item *it = &io->sq[(io->sq_head + io->sq_count) % io->cap];
+        io_item *it = reqs[i].ahead ? &io->aq[(io->aq_head + io->aq_count++) % io->cap]
+                                    : &io->sq[(io->sq_head + io->sq_count++) % io->cap];
         check_req(io, &reqs[i], it, NULL);
         it->seq = io->next_seq++;
         it->t_submit = now;
-        io->sq_count++;
     }
     io->outstanding += n;
     io->stats.submitted += n;
@@ -302,6 +304,68 @@ int sl_io_submit_many(sl_io *io, const sl_io_req *reqs, size_t n, sl_err *err)
 int sl_io_submit(sl_io *io, const sl_io_req *req, sl_err *err)
 {
     return sl_io_submit_many(io, req, 1, err);
+}
+
+/* ---- the read-ahead queue ------------------------------------------------------ */
+
+/* Index (from aq_head) of the queued read ahead tagged tag, or -1. */
+static long find_ahead(const sl_io *io, uint64_t tag)
+{
+    for (size_t i = 0; i < io->aq_count; i++)
+        if (io->aq[(io->aq_head + i) % io->cap].req.tag == tag) return (long)i;
+    return -1;
+}
+
+/* Removes entry i (from aq_head) of the read-ahead ring, keeping the order. */
+static io_item remove_ahead(sl_io *io, size_t i)
+{
+    io_item it = io->aq[(io->aq_head + i) % io->cap];
+    for (size_t j = i; j + 1 < io->aq_count; j++)
+        io->aq[(io->aq_head + j) % io->cap] = io->aq[(io->aq_head + j + 1) % io->cap];
+    io->aq_count--;
+    return it;
+}
+
+int sl_io_promote(sl_io *io, uint64_t tag)
+{
+    pthread_mutex_lock(&io->mu);
+    const long i = find_ahead(io, tag);
+    if (i >= 0) {
+        /* outstanding <= cap bounds the two queues together */
+        io->sq[(io->sq_head + io->sq_count++) % io->cap] = remove_ahead(io, (size_t)i);
+        pthread_cond_signal(&io->sq_cond);
+    }
+    pthread_mutex_unlock(&io->mu);
+    return i >= 0;
+}
+
+int sl_io_cancel(sl_io *io, uint64_t tag)
+{
+    pthread_mutex_lock(&io->mu);
+    const long i = find_ahead(io, tag);
+    if (i >= 0) {
+        const io_item it = remove_ahead(io, (size_t)i);
+        sl_io_done *d = &io->cq[(io->cq_head + io->cq_count++) % io->cap];
+        memset(d, 0, sizeof *d);
+        d->tag = it.req.tag;
+        d->status = SL_EINVAL;
+        d->file = it.req.file;
+        d->offset = it.req.offset;
+        d->len = it.req.len;
+        d->window_offset = it.w.offset;
+        d->seq = it.seq;
+        d->t_submit_ns = d->t_start_ns = d->t_end_ns = it.t_submit;
+        d->cancelled = true;
+        snprintf(d->err.msg, sizeof d->err.msg, "read ahead of %llu bytes at offset %llu "
+                 "cancelled before it started", (unsigned long long)it.req.len,
+                 (unsigned long long)it.req.offset);
+        d->err.code = SL_EINVAL;
+        io->stats.completed++;
+        io->stats.cancelled++;
+        pthread_cond_signal(&io->cq_cond);
+    }
+    pthread_mutex_unlock(&io->mu);
+    return i >= 0;
 }
 
 /* ---- completions ------------------------------------------------------------ */
@@ -355,13 +419,20 @@ void sl_io_get_stats(sl_io *io, sl_io_stats *st)
 
 /* ---- lane side --------------------------------------------------------------- */
 
-static size_t take_locked(sl_io *io, io_item *out, size_t max)
+/* Demand requests first; one read ahead only if allowed (an idle lane)
+ * and no demand request is queued. */
+static size_t take_locked(sl_io *io, io_item *out, size_t max, bool ahead_ok)
 {
     size_t n = 0;
     while (n < max && io->sq_count > 0) {
         out[n++] = io->sq[io->sq_head];
         io->sq_head = (io->sq_head + 1) % io->cap;
         io->sq_count--;
+    }
+    if (n == 0 && max > 0 && ahead_ok && io->aq_count > 0) {
+        out[n++] = io->aq[io->aq_head];
+        io->aq_head = (io->aq_head + 1) % io->cap;
+        io->aq_count--;
     }
     return n;
 }
@@ -370,8 +441,9 @@ size_t sl_io_lane_take(io_lane *ln, io_item *out, size_t max, bool block)
 {
     sl_io *io = ln->io;
     pthread_mutex_lock(&io->mu);
-    while (block && io->sq_count == 0 && !io->stop) pthread_cond_wait(&io->sq_cond, &io->mu);
-    size_t n = io->stop ? 0 : take_locked(io, out, max);
+    while (block && io->sq_count == 0 && io->aq_count == 0 && !io->stop)
+        pthread_cond_wait(&io->sq_cond, &io->mu);
+    size_t n = io->stop ? 0 : take_locked(io, out, max, true);
     pthread_mutex_unlock(&io->mu);
     return n;
 }
@@ -381,7 +453,7 @@ size_t sl_io_lane_take_or_mark(io_lane *ln, io_item *out, size_t max, bool *stop
     sl_io *io = ln->io;
     pthread_mutex_lock(&io->mu);
     *stop = io->stop;
-    size_t n = io->stop ? 0 : take_locked(io, out, max);
+    size_t n = io->stop ? 0 : take_locked(io, out, max, false);
     ln->kwait_room = !io->stop && n < max; /* drained with room to spare */
     pthread_mutex_unlock(&io->mu);
     return n;

@@ -120,6 +120,11 @@ typedef struct sl_io_req {
     void *dst;         /* receives the window; aligned to info.mem_align */
     uint64_t dst_cap;  /* bytes available at dst, >= window length */
     uint64_t tag;      /* returned untouched in the completion */
+    bool ahead;        /* a read ahead of need (a guess, a warm-start preload):
+                          queued apart and started only by a lane with
+                          nothing else to do, after every queued demand
+                          read; sl_io_promote makes it a demand read,
+                          sl_io_cancel drops it while it is still queued */
 } sl_io_req;
 
 typedef struct sl_io_done {
@@ -138,6 +143,8 @@ typedef struct sl_io_done {
     uint64_t t_start_ns;   /* the lane issued the first raw read */
     uint64_t t_end_ns;     /* the last byte arrived (or the read failed) */
     sl_err err;            /* the failure, when status != SL_OK */
+    bool cancelled;        /* dropped by sl_io_cancel before any lane started
+                              it (status SL_EINVAL, nothing read) */
 } sl_io_done;
 
 typedef struct sl_io_window {
@@ -150,6 +157,7 @@ typedef struct sl_io_stats {
     uint64_t submitted, completed, failed;
     uint64_t window_bytes;  /* sum of done.window_bytes of successful reads */
     uint64_t retries;       /* sum of done.retries */
+    uint64_t cancelled;     /* reads ahead dropped by sl_io_cancel */
 } sl_io_stats;
 
 typedef struct sl_io sl_io;
@@ -194,6 +202,21 @@ int sl_io_submit(sl_io *io, const sl_io_req *req, sl_err *err);
 
 /* Queues n reads all-or-nothing, waking the lanes once. */
 int sl_io_submit_many(sl_io *io, const sl_io_req *reqs, size_t n, sl_err *err);
+
+/* Read-ahead queue. A request submitted with .ahead waits behind every
+ * demand request, and a lane takes it only when the demand queue is empty
+ * and the lane has no read in flight (an io_uring lane: none of its queue
+ * depth in use), so a guess never sits in front of a demand read.
+ * sl_io_promote: if the read ahead tagged `tag` is still queued, moves it
+ * to the tail of the demand queue (its completion comes as usual) and
+ * returns 1; 0 when no queued read ahead has that tag (started, done, or
+ * never ahead). sl_io_cancel: if it is still queued, removes it and posts
+ * its completion at once with status SL_EINVAL and .cancelled set (the
+ * caller takes it with wait/poll like any other; nothing was read) and
+ * returns 1; else 0, and the read completes as usual. Tags should be
+ * unique among outstanding reads ahead; the first match is taken. */
+int sl_io_promote(sl_io *io, uint64_t tag);
+int sl_io_cancel(sl_io *io, uint64_t tag);
 
 /* Blocks until a completion is available and moves it to *done. Returns
  * SL_OK (look at done->status for the read's own outcome), or SL_EINVAL if

@@ -118,7 +118,7 @@ static void issue(bulk *b, uint32_t file, uint64_t off, uint64_t len, uint8_t *d
 {
     while (!b->rc && b->inflight >= b->cap) reap(b);
     if (b->rc) return;
-    const sl_io_req q = {file, off, len, dst, cap, 0};
+    const sl_io_req q = {file, off, len, dst, cap, 0, false};
     sl_err e;
     if (sl_io_submit(b->io, &q, &e)) {
         b->rc = e.code;

@@ -78,8 +78,10 @@ struct sl_io {
     pthread_cond_t sq_cond;  /* lanes wait here for requests */
     pthread_cond_t cq_cond;  /* callers wait here for completions */
     size_t cap;              /* max outstanding; both rings have this size */
-    io_item *sq;             /* ring of queued requests */
+    io_item *sq;             /* ring of queued demand requests */
     size_t sq_head, sq_count;
+    io_item *aq;             /* ring of queued reads ahead (req.ahead) */
+    size_t aq_head, aq_count;
     sl_io_done *cq;          /* ring of completions */
     size_t cq_head, cq_count;
     uint64_t outstanding;    /* submitted, completion not yet taken */
@@ -95,12 +97,14 @@ extern const io_backend_ops sl_io_uring_ops;
 
 /* --- queues (io.c) --- */
 
-/* Takes up to max queued requests into out[]. If block and none is queued,
- * waits until one is or the handle stops. Returns how many were taken; 0 with
- * block set means "stop". */
+/* Takes up to max queued requests into out[]: demand requests first; only
+ * when none is queued, one read ahead (the caller is an idle lane). If block
+ * and none is queued, waits until one is or the handle stops. Returns how
+ * many were taken; 0 with block set means "stop". */
 size_t sl_io_lane_take(io_lane *ln, io_item *out, size_t max, bool block);
 
-/* Uring lanes: takes up to max requests and, if that drained the queue with
+/* Uring lanes with reads in flight: takes up to max demand requests (no
+ * read ahead: the lane is not idle) and, if that drained the queue with
  * room to spare, marks the lane kwait_room in the same critical section, so
  * the next submit wakes it. Returns 0 and leaves the mark clear when
  * stopping (*stop set). */

@@ -11,6 +11,7 @@
 
 #include "common/testutil.h"
 #include "experts/streamer.h"
+#include "io/io_internal.h"
 #include "test.h"
 
 #define LAYERS 2
@@ -40,7 +41,8 @@ static const char *model_file(void)
 }
 
 /* min_right: the read-ahead gate's bar (negative: always read ahead) */
-static sl_streamer *open_streamer(int slots, const sl_io_fault *fault, double min_right)
+static sl_streamer *open_streamer_lanes(int slots, const sl_io_fault *fault, double min_right,
+                                        unsigned lanes)
 {
     sl_expert_layout lay[LAYERS];
     for (int l = 0; l < LAYERS; l++)
@@ -56,7 +58,7 @@ static sl_streamer *open_streamer(int slots, const sl_io_fault *fault, double mi
                               .overlap = true, .trace = NULL, .guesses = true,
                               .prefetch_min_right = min_right};
     cfg.io.backend = SL_IO_PREAD;
-    cfg.io.lanes = 2;
+    cfg.io.lanes = lanes;
     cfg.io.fault = fault;
     sl_streamer *st = NULL;
     sl_err err;
@@ -65,6 +67,11 @@ static sl_streamer *open_streamer(int slots, const sl_io_fault *fault, double mi
         return NULL;
     }
     return st;
+}
+
+static sl_streamer *open_streamer(int slots, const sl_io_fault *fault, double min_right)
+{
+    return open_streamer_lanes(slots, fault, min_right, 2);
 }
 
 static bool slice_ok(const void *w, int l, int e, int p)
@@ -182,7 +189,9 @@ TEST(prefetch_takes_no_pinned_slot_and_waste_is_counted)
     const int later[2] = {0, 1};
     CHECK_EQ_INT(run_set(st, 1, later, 2), 2);
     sl_streamer_stats s = stats(st);
-    CHECK_EQ_INT(s.prefetch_wasted, 1);
+    /* landed before layer 1 came: evicted unused; still queued then:
+     * dropped as too late */
+    CHECK_EQ_INT(s.prefetch_wasted + s.prefetch_dropped, 1);
     CHECK_EQ_INT(s.prefetch_used, 0);
     sl_streamer_free(st);
 }
@@ -260,6 +269,128 @@ TEST(set_read_error_survives_a_read_ahead)
     sl_streamer_free(st);
 }
 
+/* A fault seed under which each of the first n requests sleeps at least
+ * min_us before its read (so a lane stays busy while the test submits). */
+static sl_io_fault slow_reads(int n, uint64_t min_us)
+{
+    sl_io_fault f = {.delay_p = 1.0, .delay_us_max = 40000};
+    for (f.seed = 1;; f.seed++) {
+        int ok = 1;
+        for (int q = 1; q <= n && ok; q++) ok = sl_io_fault_delay_ns(&f, (uint64_t)q) >= min_us * 1000;
+        if (ok) return f;
+    }
+}
+
+/* Guesses for a layer that are still queued when the layer comes without
+ * them are dropped (counted), a wanted one still queued is taken over, and
+ * the dropped experts are read afresh, right, when asked for later. */
+TEST(late_guesses_are_dropped)
+{
+    const sl_io_fault f = slow_reads(12, 3000);
+    /* one lane: busy with the set's reads while the guesses queue */
+    sl_streamer *st = open_streamer_lanes(8, &f, -1.0, 1);
+    CHECK(st != NULL);
+    if (!st) return;
+    sl_err err;
+    const int set0[1] = {0}, guess[3] = {1, 2, 3}, set1[1] = {3}, rest[2] = {1, 2};
+    int taken = 0;
+    CHECK(sl_streamer_begin(st, 0, set0, 1, &taken, &err) == 0 && taken == 1);
+    CHECK_EQ_INT(sl_streamer_prefetch(st, 1, guess, 3), 3);
+    int e, rc;
+    const void *w[SL_N_PROJ];
+    while ((rc = sl_streamer_next(st, &e, w, &err)) == 1) sl_streamer_release(st, e);
+    CHECK_EQ_INT(rc, 0);
+    /* the lane has started at most the first read ahead */
+    CHECK_EQ_INT(run_set(st, 1, set1, 1), 1);
+    sl_streamer_stats s = stats(st);
+    CHECK_EQ_INT(s.prefetch_dropped, 2);
+    CHECK_EQ_INT(s.prefetch_used, 1);
+    CHECK_EQ_INT(run_set(st, 1, rest, 2), 2);
+    s = stats(st);
+    CHECK_EQ_INT(s.cache.hits, 1); /* 1 and 2 were read again: misses */
+    sl_streamer_free(st);
+}
+
+/* The warm start preloads the history's hottest experts into free slots
+ * (never evicting), and a set finds them as hits with the right bytes,
+ * landed or still in flight. */
+TEST(warm_start_preloads_the_hottest)
+{
+    sl_streamer *st = open_streamer(8, NULL, 0.0);
+    CHECK(st != NULL);
+    if (!st) return;
+    sl_usage *u = NULL;
+    sl_err err;
+    CHECK(sl_usage_create(&u, "t", LAYERS, EXPERTS, &err) == SL_OK);
+    if (!u) return;
+    sl_usage_add(u, 1, 2, 5);
+    sl_usage_add(u, 0, 3, 4);
+    sl_usage_add(u, 1, 0, 3);
+    sl_usage_add(u, 0, 1, 2);
+    sl_usage_add(u, 1, 3, 1);
+    sl_streamer_set_usage(st, u);
+    CHECK_EQ_INT(sl_streamer_warm_start(st, 3), 3); /* at most 3 asked for */
+    /* two preloads in flight at most (a quarter of the slots): each begin
+     * keeps the list going */
+    const int other[1] = {0}, a[1] = {2}, b[2] = {1, 3};
+    struct timespec ts = {0, 20 * 1000 * 1000};
+    for (int i = 0; i < 3; i++) {
+        nanosleep(&ts, NULL);
+        CHECK_EQ_INT(run_set(st, 0, other, 1), 1);
+    }
+    CHECK_EQ_INT(run_set(st, 1, a, 1), 1);
+    CHECK_EQ_INT(run_set(st, 0, b, 2), 2);
+    sl_streamer_stats s = stats(st);
+    CHECK_EQ_INT(s.warm_planned, 3);
+    CHECK_EQ_INT(s.warm_started, 3);
+    CHECK_EQ_INT(s.warm_loaded, 3);
+    CHECK_EQ_INT(s.warm_used, 2);       /* (1, 2) and (0, 3); (1, 0) was not asked for */
+    CHECK_EQ_INT(s.cache.hits, 2 + 2);  /* and expert 0 of layer 0, twice */
+    CHECK_EQ_INT(s.cache.misses, 3 + 2); /* 3 preloads; (0, 0) and (0, 1) */
+    CHECK_EQ_INT(s.cache.evictions, 0);
+    /* the sets' uses went into the history */
+    CHECK(sl_usage_get(sl_streamer_usage(st), 1, 2) == 6.0);
+    CHECK(sl_usage_get(sl_streamer_usage(st), 0, 0) == 3.0);
+    sl_streamer_free(st);
+
+    /* a full cache: the preload reads nothing and evicts nothing */
+    st = open_streamer(2, NULL, 0.0);
+    if (!st) return;
+    CHECK(sl_usage_create(&u, "t", LAYERS, EXPERTS, &err) == SL_OK);
+    sl_usage_add(u, 1, 1, 1);
+    const int both[2] = {0, 1};
+    CHECK_EQ_INT(run_set(st, 0, both, 2), 2);
+    sl_streamer_set_usage(st, u);
+    CHECK_EQ_INT(sl_streamer_warm_start(st, 0), 1);
+    s = stats(st);
+    CHECK_EQ_INT(s.warm_started, 0);
+    CHECK_EQ_INT(s.cache.evictions, 0);
+    sl_streamer_free(st);
+}
+
+/* The drive calibration reads whole experts without caching them. */
+TEST(calibration_caches_nothing)
+{
+    sl_streamer *st = open_streamer(4, NULL, 0.0);
+    CHECK(st != NULL);
+    if (!st) return;
+    double bps = 0;
+    sl_err err;
+    CHECK(sl_streamer_calibrate(st, 8, &bps, &err) == SL_OK);
+    CHECK(bps > 0);
+    sl_streamer_stats s = stats(st);
+    CHECK(s.drive_bps == bps);
+    /* 4 free slots: 4 experts of 3 slices, each window at least a slice */
+    CHECK(s.drive_cal_bytes >= 4ull * SL_N_PROJ * SLICE);
+    CHECK_EQ_INT(s.reads, 0);
+    CHECK_EQ_INT(s.cache.misses, 0);
+    const int a[1] = {1};
+    CHECK_EQ_INT(run_set(st, 0, a, 1), 1);
+    s = stats(st);
+    CHECK_EQ_INT(s.cache.misses, 1);
+    sl_streamer_free(st);
+}
+
 int main(void)
 {
     RUN(prefetched_experts_are_hits_with_the_right_bytes);
@@ -269,5 +400,8 @@ int main(void)
     RUN(wrong_guesses_stop_reading_ahead);
     RUN(default_gate_starts_closed);
     RUN(set_read_error_survives_a_read_ahead);
+    RUN(late_guesses_are_dropped);
+    RUN(warm_start_preloads_the_hottest);
+    RUN(calibration_caches_nothing);
     return TEST_REPORT();
 }

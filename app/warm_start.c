@@ -1,0 +1,115 @@
+/* warm_start.c - see warm_start.h. */
+#include "warm_start.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "experts/streamer.h"
+#include "util/timer.h"
+
+#define DECAY 0.5            /* each earlier run weighs half the next one */
+#define SAVE_EVERY_NS (30ull * 1000000000ull)
+
+static char usage_path[4096];
+static char model_id[256];
+static uint64_t last_save_ns;
+static const char *run_cmd = "";
+
+const char *warm_start_path(void) { return usage_path; }
+
+/* The cache directory, created (with its parents) if missing; false when
+ * neither $XDG_CACHE_HOME nor $HOME gives one. */
+static bool cache_dir(char *out, size_t cap)
+{
+    const char *x = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+    int n;
+    if (x && x[0] == '/') n = snprintf(out, cap, "%s/sluice", x);
+    else if (home && home[0]) n = snprintf(out, cap, "%s/.cache/sluice", home);
+    else return false;
+    if (n < 0 || (size_t)n >= cap) return false;
+    for (char *p = out + 1; *p; p++) /* mkdir -p */
+        if (*p == '/') {
+            *p = '\0';
+            mkdir(out, 0755);
+            *p = '/';
+        }
+    return mkdir(out, 0755) == 0 || errno == EEXIST;
+}
+
+/* The model's id: its file name (letters, digits, '.', '_', '-' kept,
+ * others as '_') and a hash of its size and modification time, so a
+ * rewritten file starts a new history. */
+static bool make_id(const char *path, char *out, size_t cap)
+{
+    struct stat sb;
+    if (stat(path, &sb) != 0) return false;
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    char name[120];
+    size_t n = 0;
+    for (const char *c = base; *c && n + 1 < sizeof name; c++) {
+        const bool ok = (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
+                        (*c >= '0' && *c <= '9') || *c == '.' || *c == '_' || *c == '-';
+        name[n++] = ok ? *c : '_';
+    }
+    name[n] = '\0';
+    uint64_t h = 0xcbf29ce484222325ull;
+    const uint64_t parts[3] = {(uint64_t)sb.st_size, (uint64_t)sb.st_mtim.tv_sec,
+                               (uint64_t)sb.st_mtim.tv_nsec};
+    for (int i = 0; i < 3; i++)
+        for (int b = 0; b < 8; b++) {
+            h ^= (parts[i] >> (8 * b)) & 0xff;
+            h *= 0x100000001b3ull;
+        }
+    return snprintf(out, cap, "%s-%016llx", n ? name : "model", (unsigned long long)h) <
+           (int)cap;
+}
+
+void warm_start_begin(const char *cmd, sl_model *m, const char *path, bool preload)
+{
+    usage_path[0] = '\0';
+    run_cmd = cmd;
+    if (!m->streamer) return;
+    char dir[3800];
+    if (!make_id(path, model_id, sizeof model_id) || !cache_dir(dir, sizeof dir)) return;
+    snprintf(usage_path, sizeof usage_path, "%s/%s.usage", dir, model_id);
+    sl_usage *u = NULL;
+    bool found = false;
+    sl_err err;
+    if (sl_usage_load(&u, &found, usage_path, model_id, m->hp.n_layer, m->hp.n_expert, DECAY,
+                      &err)) {
+        fprintf(stderr, "sluice %s: warning: ignoring the expert usage history: %s (it is "
+                "rewritten at the end of this run)\n", cmd, err.msg);
+        if (sl_usage_create(&u, model_id, m->hp.n_layer, m->hp.n_expert, &err)) {
+            usage_path[0] = '\0';
+            return;
+        }
+    }
+    pthread_mutex_lock(&m->stream_mu);
+    sl_streamer_set_usage(m->streamer, u);
+    if (preload && found) sl_streamer_warm_start(m->streamer, 0);
+    pthread_mutex_unlock(&m->stream_mu);
+    last_save_ns = sl_now_ns();
+}
+
+void warm_start_save(const char *cmd, sl_model *m, bool force)
+{
+    if (!usage_path[0] || !m->streamer) return;
+    if (!cmd) cmd = run_cmd;
+    const uint64_t now = sl_now_ns();
+    if (!force && now - last_save_ns < SAVE_EVERY_NS) return;
+    last_save_ns = now;
+    char dir[3800];
+    sl_err err;
+    pthread_mutex_lock(&m->stream_mu);
+    const sl_usage *u = sl_streamer_usage(m->streamer);
+    const int rc = u && cache_dir(dir, sizeof dir) ? sl_usage_save(u, usage_path, 0, &err)
+                                                  : SL_OK;
+    pthread_mutex_unlock(&m->stream_mu);
+    if (rc)
+        fprintf(stderr, "sluice %s: warning: could not save the expert usage history: %s\n",
+                cmd, err.msg);
+}
