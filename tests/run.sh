@@ -2,6 +2,13 @@
 # Runs every test binary given on the command line (and the shell tests in
 # tests/cli/), sums their "N passed, N failed" lines and ends with the total.
 set -u
+# Streamed runs keep an expert-usage history under $XDG_CACHE_HOME/sluice/
+# and start warm from it; tests must not see one another's (nor the user's).
+if [ -z "${SLUICE_TEST_KEEP_CACHE:-}" ]; then
+    XDG_CACHE_HOME=$(mktemp -d "${TMPDIR:-/tmp}/sluice-test-cache.XXXXXX")
+    export XDG_CACHE_HOME
+    trap 'rm -rf "$XDG_CACHE_HOME"' EXIT
+fi
 total_pass=0
 total_fail=0
 failed_bins=()
