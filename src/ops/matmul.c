@@ -36,6 +36,12 @@ sl_mm_order sl_mm_order_for(sl_type type, int64_t rows, int64_t n_experts)
     return n_experts == 0 ? SL_MM_RP_GEMM /* a 2-d tensor: MUL_MAT */ : SL_MM_RP_GEMV;
 }
 
+sl_fp_order sl_mm_fp_order_for(int64_t rows, int64_t cols, int64_t n_experts)
+{
+    if (n_experts >= 1 || rows % 4 != 0 || cols % 8 != 0) return SL_FP_VECDOT;
+    return SL_FP_TINYBLAS;
+}
+
 /* The repacked-order kernels: whole blocks of 8 rows through the rows8
  * kernel, tokens in groups of SL_VEC_DOT_ROWS8_MAX (the 8 rows stay in L1
  * across the groups); a shorter tail through the multi-token kernel. Both
@@ -105,6 +111,17 @@ void sl_matmul_rows(const sl_mat *mat, const void *const *acts, int n, float *y,
     const sl_mm_order order = sl_mm_order_for(mat->type, mat->rows, mat->n_experts);
     if (order != SL_MM_PLAIN) {
         repacked_rows(mat, order, acts, n, y, ldy, r0, r1, row_tmp);
+        return;
+    }
+    if (mat->type == SL_TYPE_F16 || mat->type == SL_TYPE_BF16) {
+        /* the reference's float order for this matrix (matmul_order.h) */
+        const sl_vec_dot_fn dot = sl_vec_dot_fp_order(
+            mat->type, sl_mm_fp_order_for(mat->rows, mat->cols, mat->n_experts));
+        SL_ASSERT(dot);
+        for (int64_t r = r0; r < r1; r++) {
+            const uint8_t *row = w + (size_t)r * mat->row_bytes;
+            for (int t = 0; t < n; t++) dot(mat->cols, &y[(size_t)t * ldy + r], row, acts[t]);
+        }
         return;
     }
     if (sl_matvec_has_kernel(mat->type) && tr->vec_dot_n && n > 1) {
