@@ -8,13 +8,16 @@
  * A 256 x 2048 matrix (288 KiB of Q4_K: it stays in L2), every row against
  * 1, 8 and 64 activation rows; figures are GB/s of weight bytes per token,
  * best of 5 runs of 0.15 s in thread CPU time (robust on a busy machine).
- * One thread. Not a test: nothing is asserted. */
+ * One thread. Not a test: nothing is asserted. Q4_0, IQ4_NL and MXFP4 get
+ * three lines (plain / rp32 / x8, see below), measured interleaved. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "ops/ops.h"
 #include "quant/quant.h"
+#include "quant/vec_dot_rp.h"
 
 static double now(void)
 {
@@ -47,6 +50,20 @@ int main(int argc, char **argv)
             sl_quantize_fast(t, x, w + rb * (size_t)r, COLS);
         }
         sl_mat m = {.type = t, .rows = ROWS, .cols = COLS, .row_bytes = rb, .data = w};
+        /* Q4_0 / IQ4_NL / MXFP4: three forms in one run, so their ratios
+         * hold on a busy machine: "plain" (the plain dot kernel, the order
+         * before issue 11: a one-expert tensor takes it), "rp32" (the
+         * reference's order on the plain layout) and "x8" (the same order
+         * on the eight-row interleaved layout, the engine's resident form) */
+        uint8_t *w8 = NULL;
+        if (sl_rp32_x8_applies(t, ROWS)) {
+            w8 = malloc(rb * ROWS);
+            uint8_t *tmp = malloc(rb * 8);
+            if (!w8 || !tmp) return 1;
+            memcpy(w8, w, rb * ROWS);
+            sl_rp32_x8_interleave(t, w8, ROWS, COLS, rb, tmp);
+            free(tmp);
+        }
         const size_t ab = sl_matvec_act_bytes(t, COLS);
         uint8_t *a = malloc(ab * NMAX);
         const void *ap[NMAX];
@@ -56,23 +73,36 @@ int main(int argc, char **argv)
             sl_matvec_prepare(&m, x, a + ab * (size_t)k);
             ap[k] = a + ab * (size_t)k;
         }
-        printf("%-6s", types[ti]);
+        static const char *const forms[3] = {"rp32", "plain", "x8"};
+        const int n_forms = w8 ? 3 : 1;
+        sl_mat f[3] = {m, m, m};
+        f[1].n_experts = 1;
+        f[2].data = w8;
+        f[2].layout = SL_MAT_X8;
+        double gbs[3][3];
         for (size_t j = 0; j < sizeof ns / sizeof ns[0]; j++) {
             const int n = ns[j];
-            double best = 1e9;
-            for (int rep = 0; rep < 5; rep++) {
-                const double t0 = now();
-                int it = 0;
-                while (now() - t0 < 0.15) {
-                    sl_matmul_rows(&m, ap, n, y, ROWS, 0, ROWS, x);
-                    it++;
+            double best[3] = {1e9, 1e9, 1e9};
+            for (int rep = 0; rep < 5; rep++) /* forms alternate within each rep */
+                for (int k = 0; k < n_forms; k++) {
+                    const double t0 = now();
+                    int it = 0;
+                    while (now() - t0 < 0.15) {
+                        sl_matmul_rows(&f[k], ap, n, y, ROWS, 0, ROWS, x);
+                        it++;
+                    }
+                    const double dt = (now() - t0) / it / n;
+                    if (dt < best[k]) best[k] = dt;
                 }
-                const double dt = (now() - t0) / it / n;
-                if (dt < best) best = dt;
-            }
-            printf("  n=%-2d %6.2f GB/s", n, (double)(rb * ROWS) / best / 1e9);
+            for (int k = 0; k < n_forms; k++) gbs[k][j] = (double)(rb * ROWS) / best[k] / 1e9;
         }
-        printf("\n");
+        for (int k = 0; k < n_forms; k++) {
+            printf("%-6s %-5s", types[ti], w8 ? forms[k] : "");
+            for (size_t j = 0; j < sizeof ns / sizeof ns[0]; j++)
+                printf("  n=%-2d %6.2f GB/s", ns[j], gbs[k][j]);
+            printf("\n");
+        }
+        free(w8);
         free(w);
         free(a);
     }

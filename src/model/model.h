@@ -81,6 +81,10 @@ typedef struct sl_tensor {
     int view_of;
     uint64_t view_offset;
     uint64_t expert_bytes;
+    /* How data holds the rows: SL_MAT_ROWS (0) as in the file, or SL_MAT_X8
+     * (ops/ops.h) when the load rewrote them eight-row interleaved for the
+     * repacked-order kernels (model_load.c). */
+    int layout;
 } sl_tensor;
 
 /* The tensors of a layer by role: the index into sl_layer.t. The role

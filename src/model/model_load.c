@@ -16,6 +16,9 @@
 #include "engine/route_knobs.h"
 #include "experts/streamer.h"
 #include "io/io.h"
+#include "ops/matmul_order.h"
+#include "ops/ops.h"
+#include "quant/vec_dot_rp.h"
 #include "util/file.h"
 #include "util/timer.h"
 #include "util/status.h"
@@ -290,6 +293,82 @@ static int place_weights(sl_model *m, const sl_model_params *p, sl_err *err)
     return SL_OK;
 }
 
+/* Rewrites the resident matrices that take the reference's repacked
+ * Q4_0 / IQ4_NL / MXFP4 order (ops/matmul_order.h: rows % 8 == 0, a 2-d
+ * weight or an expert tensor of several experts) into the eight-row
+ * interleaved layout their kernel streams (quant/vec_dot_rp.h), and marks
+ * them so (sl_tensor.layout). Only the attention, dense, shared and routed
+ * expert projections and an untied output head: matrices read whole by
+ * the products alone (not the embedding's rows, not a view or a tensor
+ * cut into per-head slices). Mapped weights (read-only) stay as they are;
+ * so do streamed experts (read into the expert cache as the file has
+ * them). Bits never change, only speed. Fails only for want of memory. */
+static int interleave_x8(sl_model *m, sl_err *err)
+{
+    static const sl_ltensor roles[] = {
+        SL_LT_WQ, SL_LT_WK, SL_LT_WV, SL_LT_WO, SL_LT_FFN_GATE, SL_LT_FFN_UP, SL_LT_FFN_DOWN,
+        SL_LT_GATE_EXPS, SL_LT_UP_EXPS, SL_LT_DOWN_EXPS,
+        SL_LT_GATE_SHEXP, SL_LT_UP_SHEXP, SL_LT_DOWN_SHEXP};
+    if (m->maps) return SL_OK;
+    const size_t nr = sizeof roles / sizeof roles[0];
+    const size_t cap = (size_t)m->hp.n_layer * nr + 1;
+    sl_tensor **ts = malloc(sizeof *ts * cap);
+    bool *routed = malloc(sizeof *routed * cap);
+    if (!ts || !routed) {
+        free(ts);
+        free(routed);
+        return sl_err_set(err, SL_ENOMEM, "out of memory");
+    }
+    size_t n = 0;
+    if (!m->output_tied) {
+        routed[n] = false;
+        ts[n++] = &m->output;
+    }
+    for (int il = 0; il < m->hp.n_layer; il++) {
+        sl_layer *L = &m->layers[il];
+        bool viewed[SL_LT_COUNT] = {false};
+        for (int r = 0; r < SL_LT_COUNT; r++)
+            if (L->t[r].view_of > 0 && L->t[r].view_of <= SL_LT_COUNT) viewed[L->t[r].view_of - 1] = true;
+        for (size_t k = 0; k < nr; k++)
+            if (!viewed[roles[k]]) {
+                routed[n] = sl_layer_role(roles[k])->routed;
+                ts[n++] = &L->t[roles[k]];
+            }
+    }
+    size_t tmp_bytes = 0;
+    size_t todo = 0;
+    for (size_t i = 0; i < n; i++) {
+        const sl_tensor *t = ts[i];
+        const uint64_t n_mat = t->ne[2] ? t->ne[2] : 1;
+        /* the n_experts the forward pass gives its matrices (forward.c) */
+        const int64_t n_exp = routed[i] ? (int64_t)t->ne[2] : 0;
+        const bool ok = t->info && t->data && !t->view_of && t->ne[3] <= 1 &&
+                        (routed[i] || n_mat == 1) && sl_rp32_x8_applies(t->type, (int64_t)t->ne[1]) &&
+                        sl_mm_order_for(t->type, (int64_t)t->ne[1], n_exp) == SL_MM_RP_B32 &&
+                        t->row_bytes * t->ne[1] * n_mat == t->nbytes;
+        if (!ok) continue;
+        ts[todo++] = ts[i]; /* todo <= i: the list compacts in place */
+        if (8 * (size_t)t->row_bytes > tmp_bytes) tmp_bytes = 8 * (size_t)t->row_bytes;
+    }
+    void *tmp = todo ? malloc(tmp_bytes) : NULL;
+    free(routed);
+    if (todo && !tmp) {
+        free(ts);
+        return sl_err_set(err, SL_ENOMEM, "out of memory for the weight interleave (%zu bytes)",
+                          tmp_bytes);
+    }
+    for (size_t i = 0; i < todo; i++) {
+        sl_tensor *t = ts[i];
+        const int64_t all_rows = (int64_t)(t->ne[1] * (t->ne[2] ? t->ne[2] : 1));
+        sl_rp32_x8_interleave(t->type, (void *)t->data, all_rows, (int64_t)t->ne[0],
+                              (size_t)t->row_bytes, tmp);
+        t->layout = SL_MAT_X8;
+    }
+    free(tmp);
+    free(ts);
+    return SL_OK;
+}
+
 int sl_bind_global(sl_binder *b, sl_tensor *t, const char *name, bool required, int n,
                    uint64_t w0, uint64_t w1, uint64_t w2)
 {
@@ -389,6 +468,7 @@ int sl_model_load(sl_model **out, const char *path, const sl_model_params *param
         goto fail;
     if ((rc = sl_model_plan(m, params, err))) goto fail;
     if ((rc = place_weights(m, params, err))) goto fail;
+    if ((rc = interleave_x8(m, err))) goto fail;
     if (m->streaming && (rc = sl_model_start_streamer(m, params, err))) goto fail;
     if (m->streamer) pthread_mutex_init(&m->stream_mu, NULL);
     *out = m;

@@ -36,22 +36,58 @@ sl_mm_order sl_mm_order_for(sl_type type, int64_t rows, int64_t n_experts)
     return n_experts == 0 ? SL_MM_RP_GEMM /* a 2-d tensor: MUL_MAT */ : SL_MM_RP_GEMV;
 }
 
+sl_fp_order sl_mm_fp_order_for(int64_t rows, int64_t cols, int64_t n_experts)
+{
+    if (n_experts >= 1 || rows % 4 != 0 || cols % 8 != 0) return SL_FP_VECDOT;
+    return SL_FP_TINYBLAS;
+}
+
 /* The repacked-order kernels: whole blocks of 8 rows through the rows8
  * kernel, tokens in groups of SL_VEC_DOT_ROWS8_MAX (the 8 rows stay in L1
  * across the groups); a shorter tail through the multi-token kernel. Both
  * give each (row, token) the same bits (vec_dot_rp.h), so the split never
- * shows. */
+ * shows. An x8 matrix (SL_MAT_X8) takes its groups that lie wholly in
+ * [r0, r1) through the x8 kernel, reading the group front to back, and
+ * the rows of a group cut by r0 or r1 one at a time, each copied back to
+ * the plain layout in row_tmp first (same bits again). */
+static void rows_one_by_one(const sl_mat *mat, sl_vec_dot_n_fn dot_n, const void *const *acts,
+                            int n, float *y, size_t ldy, int64_t r0, int64_t r1, void *row_tmp)
+{
+    const bool x8 = mat->layout == SL_MAT_X8;
+    float s[SL_VEC_DOT_RP_MAX];
+    for (int64_t r = r0; r < r1; r++) {
+        const void *row = (const uint8_t *)mat->data + (size_t)r * mat->row_bytes;
+        if (x8) {
+            SL_ASSERT(row_tmp);
+            sl_rp32_x8_row(mat->type, mat->data, r, 0, mat->cols, mat->row_bytes, row_tmp);
+            row = row_tmp;
+        }
+        for (int t0 = 0; t0 < n; t0 += SL_VEC_DOT_RP_MAX) {
+            const int nt = n - t0 < SL_VEC_DOT_RP_MAX ? n - t0 : SL_VEC_DOT_RP_MAX;
+            dot_n(mat->cols, s, row, acts + t0, nt);
+            for (int k = 0; k < nt; k++) y[(size_t)(t0 + k) * ldy + (size_t)r] = s[k];
+        }
+    }
+}
+
 static void repacked_rows(const sl_mat *mat, sl_mm_order order, const void *const *acts, int n,
-                          float *y, size_t ldy, int64_t r0, int64_t r1)
+                          float *y, size_t ldy, int64_t r0, int64_t r1, void *row_tmp)
 {
     const uint8_t *w = mat->data;
     const sl_rp_order o = order == SL_MM_RP_GEMV ? SL_RP_GEMV : SL_RP_GEMM;
     const bool b32 = order == SL_MM_RP_B32;
-    const sl_vec_dot_rows8_fn r8 = b32 ? sl_vec_dot_rows8_b32_rp(mat->type) : sl_vec_dot_rows8_q4_K_rp(o);
+    const bool x8 = b32 && mat->layout == SL_MAT_X8;
+    SL_ASSERT(mat->layout == SL_MAT_ROWS || x8);
+    const sl_vec_dot_rows8_fn r8 = x8    ? sl_vec_dot_x8_b32_rp(mat->type)
+                                   : b32 ? sl_vec_dot_rows8_b32_rp(mat->type)
+                                         : sl_vec_dot_rows8_q4_K_rp(o);
     const sl_vec_dot_n_fn dot_n = b32 ? sl_vec_dot_n_b32_rp(mat->type) : sl_vec_dot_n_q4_K_rp(o);
     SL_ASSERT(r8 && dot_n);
+    /* x8: whole groups only, from the first group boundary at or after r0 */
+    int64_t rb = x8 ? (r0 + 7) / 8 * 8 : r0;
+    if (rb > r1) rb = r1;
+    rows_one_by_one(mat, dot_n, acts, n, y, ldy, r0, rb, row_tmp);
     float s[8 * SL_VEC_DOT_ROWS8_MAX];
-    int64_t rb = r0;
     for (; rb + 8 <= r1; rb += 8)
         for (int t0 = 0; t0 < n; t0 += SL_VEC_DOT_ROWS8_MAX) {
             const int nt = n - t0 < SL_VEC_DOT_ROWS8_MAX ? n - t0 : SL_VEC_DOT_ROWS8_MAX;
@@ -60,13 +96,7 @@ static void repacked_rows(const sl_mat *mat, sl_mm_order order, const void *cons
                 for (int k = 0; k < 8; k++)
                     y[(size_t)(t0 + t) * ldy + (size_t)rb + (size_t)k] = s[8 * t + k];
         }
-    for (int t0 = 0; t0 < n; t0 += SL_VEC_DOT_RP_MAX) {
-        const int nt = n - t0 < SL_VEC_DOT_RP_MAX ? n - t0 : SL_VEC_DOT_RP_MAX;
-        for (int64_t r = rb; r < r1; r++) {
-            dot_n(mat->cols, s, w + (size_t)r * mat->row_bytes, acts + t0, nt);
-            for (int k = 0; k < nt; k++) y[(size_t)(t0 + k) * ldy + (size_t)r] = s[k];
-        }
-    }
+    rows_one_by_one(mat, dot_n, acts, n, y, ldy, rb, r1, row_tmp);
 }
 
 void sl_matmul_rows(const sl_mat *mat, const void *const *acts, int n, float *y, size_t ldy,
@@ -80,7 +110,18 @@ void sl_matmul_rows(const sl_mat *mat, const void *const *acts, int n, float *y,
      * else the plain kernel (matmul_order.h) */
     const sl_mm_order order = sl_mm_order_for(mat->type, mat->rows, mat->n_experts);
     if (order != SL_MM_PLAIN) {
-        repacked_rows(mat, order, acts, n, y, ldy, r0, r1);
+        repacked_rows(mat, order, acts, n, y, ldy, r0, r1, row_tmp);
+        return;
+    }
+    if (mat->type == SL_TYPE_F16 || mat->type == SL_TYPE_BF16) {
+        /* the reference's float order for this matrix (matmul_order.h) */
+        const sl_vec_dot_fn dot = sl_vec_dot_fp_order(
+            mat->type, sl_mm_fp_order_for(mat->rows, mat->cols, mat->n_experts));
+        SL_ASSERT(dot);
+        for (int64_t r = r0; r < r1; r++) {
+            const uint8_t *row = w + (size_t)r * mat->row_bytes;
+            for (int t = 0; t < n; t++) dot(mat->cols, &y[(size_t)t * ldy + r], row, acts[t]);
+        }
         return;
     }
     if (sl_matvec_has_kernel(mat->type) && tr->vec_dot_n && n > 1) {

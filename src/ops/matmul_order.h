@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "quant/quant.h"
+#include "quant/vec_dot_fp_order.h"
 
 typedef enum sl_mm_order {
     SL_MM_PLAIN = 0,   /* the traits' vec_dot / vec_dot_n */
@@ -32,5 +33,17 @@ typedef enum sl_mm_order {
  * tensor of n_experts experts (0: a 2-d tensor, not an expert tensor).
  * Pure; never fails. */
 sl_mm_order sl_mm_order_for(sl_type type, int64_t rows, int64_t n_experts);
+
+
+/* The float order of an F16 or BF16 matrix (rows x cols, cut from a tensor
+ * of n_experts experts as above). llama.cpp hands a 2-d weight's batched
+ * MUL_MAT to tinyBLAS (llamafile sgemm) when rows % 4 == 0 and
+ * cols % 8 == 0, and everything else to ggml_vec_dot_*: MUL_MAT_ID's
+ * experts (any n_experts >= 1), single activation rows, the shapes tinyBLAS
+ * refuses. sluice takes tinyBLAS's order for every batch size of such a 2-d
+ * weight (a batch split never changes a bit; a one-token decode then
+ * differs from the reference's by float rounding) and the vec_dot order
+ * for the rest. Pure; never fails. */
+sl_fp_order sl_mm_fp_order_for(int64_t rows, int64_t cols, int64_t n_experts);
 
 #endif

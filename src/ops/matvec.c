@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "ops/ops.h"
+#include "quant/vec_dot_rp.h"
 #include "util/status.h"
 
 static const sl_type_traits *act_traits(sl_type t)
@@ -46,6 +47,16 @@ void sl_mat_row_to_float(const sl_mat *mat, int64_t r, float *out)
 {
     const sl_type_traits *tr = sl_type_get(mat->type);
     SL_ASSERT(tr && tr->to_float);
+    if (mat->layout == SL_MAT_X8) { /* block by block out of the interleaved group */
+        uint8_t row[256];
+        const int64_t per = (int64_t)(sizeof row / tr->type_size) * tr->block_size;
+        for (int64_t c0 = 0; c0 < mat->cols; c0 += per) {
+            const int64_t nc = mat->cols - c0 < per ? mat->cols - c0 : per;
+            sl_rp32_x8_row(mat->type, mat->data, r, c0, nc, mat->row_bytes, row);
+            tr->to_float(row, out + c0, nc);
+        }
+        return;
+    }
     tr->to_float((const uint8_t *)mat->data + (size_t)r * mat->row_bytes, out, mat->cols);
 }
 

@@ -23,7 +23,14 @@ typedef struct sl_mat {
     int64_t n_experts;  /* an expert's slice of a stacked tensor of this many
                            experts (llama.cpp repacks those differently), 0: a
                            2-d matrix */
+    int layout;         /* SL_MAT_ROWS (0, what a zeroed sl_mat says) or
+                           SL_MAT_X8: rows interleaved eight at a time
+                           (quant/vec_dot_rp.h), only ever for a matrix
+                           that sl_mm_order_for gives SL_MM_RP_B32 */
 } sl_mat;
+
+/* sl_mat.layout values. */
+enum { SL_MAT_ROWS = 0, SL_MAT_X8 = 1 };
 
 /* out[i] = x[i] / rms(x) * w[i], rms over n with eps, in llama.cpp's
  * arithmetic (float squares summed in double, mean and scale in float).

@@ -78,4 +78,49 @@ sl_vec_dot_rows8_fn sl_vec_dot_rows8_b32_rp_ref(sl_type type);
 sl_vec_dot_n_fn sl_vec_dot_n_b32_rp_avx2(sl_type type);
 sl_vec_dot_rows8_fn sl_vec_dot_rows8_b32_rp_avx2(sl_type type);
 
+/* ---- the eight-row interleaved layout (x8) of the 32-element types ----
+ *
+ * llama.cpp keeps the matrices it repacks interleaved eight rows at a time,
+ * so that its kernel reads memory front to back; sluice can store the same
+ * matrices so too (sl_mat.layout == SL_MAT_X8, set where the weights are
+ * loaded). Rows 8g..8g+7 ("group" g) occupy the bytes rows 8g..8g+7 held
+ * before, 8 * row_bytes from data + 8 g row_bytes, as n/32 x8 blocks in
+ * block order; x8 block i (8 * the block size, at group + 8 i bb) is
+ *   8 scales, row 0 first (Q4_0 / IQ4_NL: f16 d, 2 bytes each; MXFP4: the
+ *     E8M0 byte), then
+ *   4 chunks of 32 bytes: chunk c is bytes 4c..4c+3 of the 16 nibble
+ *     bytes of rows 0..7's block i, row 0 first
+ * (so a 32-byte chunk holds, in 32-bit lane r, elements 4c..4c+3 of row r
+ * in its low nibbles and 16+4c..16+4c+3 in its high ones). Only the layout
+ * changes: the kernels below give the bits of the rp32 kernels above. */
+
+/* Whether a matrix of `type` with `rows` rows can be stored x8: one of the
+ * three types and rows % 8 == 0. */
+bool sl_rp32_x8_applies(sl_type type, int64_t rows);
+
+/* Rewrites `rows` rows (row_bytes apart, cols elements each) at data, in
+ * place, from the plain layout into x8; tmp holds 8 * row_bytes bytes of
+ * scratch. The caller checks sl_rp32_x8_applies; cols % 32 == 0 and
+ * row_bytes == cols / 32 * the block size (the rows are contiguous). */
+void sl_rp32_x8_interleave(sl_type type, void *data, int64_t rows, int64_t cols,
+                           size_t row_bytes, void *tmp);
+
+/* Elements [c0, c0 + nc) of row r of an x8 matrix at data (c0, nc
+ * multiples of 32), copied out in the plain row layout (nc / 32 blocks) to
+ * out: the inverse of the interleave for part of one row. */
+void sl_rp32_x8_row(sl_type type, const void *data, int64_t r, int64_t c0, int64_t nc,
+                    size_t row_bytes, void *out);
+
+/* The eight rows of one x8 group at x (its first x8 block) against nt
+ * activation rows, 1 <= nt <= SL_VEC_DOT_ROWS8_MAX: s[8 t + r] gets exactly
+ * the bits of sl_vec_dot_rows8_b32_rp's row r and token t on the plain
+ * layout. row_bytes is the matrix's (unused by the kernel: the group is
+ * contiguous). NULL for other types or an isa that cannot run here. */
+sl_vec_dot_rows8_fn sl_vec_dot_x8_b32_rp_isa(sl_type type, sl_isa isa);
+sl_vec_dot_rows8_fn sl_vec_dot_x8_b32_rp(sl_type type);
+
+/* Internal to src/quant. */
+sl_vec_dot_rows8_fn sl_vec_dot_x8_b32_rp_ref(sl_type type);
+sl_vec_dot_rows8_fn sl_vec_dot_x8_b32_rp_avx2(sl_type type);
+
 #endif
