@@ -8,6 +8,10 @@
 #include <math.h>
 #include <string.h>
 
+/* Register arrays indexed by constant-bound loops stay in registers only
+ * when the loops are unrolled, which -O2 does not do by itself. */
+#define UNROLL _Pragma("GCC unroll 8")
+
 static float hsum(__m256 v)
 {
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
@@ -66,20 +70,20 @@ static void axpy_f32(float *out, float a, const float *v, int n)
 }
 
 /* Transposes the 8 x 8 block r[0..8) in place: r[j] lane i <- r[i] lane j. */
-static void transpose8(__m256 r[8])
+static inline void transpose8(__m256 r[8])
 {
     __m256 t[8], u[8];
-    for (int i = 0; i < 8; i += 2) {
+    UNROLL for (int i = 0; i < 8; i += 2) {
         t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
         t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
     }
-    for (int i = 0; i < 8; i += 4) {
+    UNROLL for (int i = 0; i < 8; i += 4) {
         u[i] = _mm256_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(1, 0, 1, 0));
         u[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(3, 2, 3, 2));
         u[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(1, 0, 1, 0));
         u[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(3, 2, 3, 2));
     }
-    for (int i = 0; i < 4; i++) {
+    UNROLL for (int i = 0; i < 4; i++) {
         r[i] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x20);
         r[i + 4] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x31);
     }
@@ -90,64 +94,271 @@ static void transpose8(__m256 r[8])
 static void load_k8x8_f16(const sl_attn_block *b, int ic, int t, int d, float *kt)
 {
     __m256 r[8];
-    for (int i = 0; i < 8; i++) {
+    UNROLL for (int i = 0; i < 8; i++) {
         const uint16_t *kh = (const uint16_t *)((const uint8_t *)b->k + (size_t)(ic + t + i) * b->k_stride);
         r[i] = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(kh + d)));
     }
     transpose8(r);
-    for (int j = 0; j < 8; j++) _mm256_storeu_ps(kt + (size_t)(d + j) * SL_ATTN_TILE + t, r[j]);
+    UNROLL for (int j = 0; j < 8; j++) _mm256_storeu_ps(kt + (size_t)(d + j) * SL_ATTN_TILE + t, r[j]);
 }
 
-static void load_tile(const sl_attn_block *b, int ic, int t_lo, int kv, int f16, float *kt,
-                      float *vt)
+/* The K tile, transposed to kt[d][t] as f32 (positions outside [t_lo, kv)
+ * zero; they are masked before any use). V is read in place. */
+static void load_k_tile(const sl_attn_block *b, int ic, int t_lo, int kv, int f16, float *kt)
 {
-    const int T = SL_ATTN_TILE, dk = b->dk, dv = b->dv;
+    const int T = SL_ATTN_TILE, dk = b->dk;
     /* whole eights of positions and key dims by register transposes (a
      * window's first tile takes the scalar path) */
     const int t8 = f16 && dk % 8 == 0 && t_lo == 0 ? kv - kv % 8 : 0;
     for (int t = 0; t < t8; t += 8)
         for (int d = 0; d < dk; d += 8) load_k8x8_f16(b, ic, t, d, kt);
-    for (int t = 0; t < t_lo; t++) /* outside the window: zeros, never read as weights */
+    for (int t = 0; t < t_lo; t++)
         for (int d = 0; d < dk; d++) kt[(size_t)d * T + t] = 0.0f;
-    for (int t = t_lo; t < kv; t++) {
+    for (int t = t_lo > t8 ? t_lo : t8; t < kv; t++) {
         const uint8_t *kr = (const uint8_t *)b->k + (size_t)(ic + t) * b->k_stride;
-        const uint8_t *vr = (const uint8_t *)b->v + (size_t)(ic + t) * b->v_stride;
         if (f16) {
-            const uint16_t *kh = (const uint16_t *)kr, *vh = (const uint16_t *)vr;
-            if (t >= t8)
-                for (int d = 0; d < dk; d++) kt[(size_t)d * T + t] = _cvtsh_ss(kh[d]);
-            int d = 0;
-            for (; d + 8 <= dv; d += 8)
-                _mm256_storeu_ps(vt + (size_t)t * dv + d,
-                                 _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(vh + d))));
-            for (; d < dv; d++) vt[(size_t)t * dv + d] = _cvtsh_ss(vh[d]);
+            const uint16_t *kh = (const uint16_t *)kr;
+            for (int d = 0; d < dk; d++) kt[(size_t)d * T + t] = _cvtsh_ss(kh[d]);
         } else {
             const float *kf = (const float *)kr;
             for (int d = 0; d < dk; d++) kt[(size_t)d * T + t] = kf[d];
-            memcpy(vt + (size_t)t * dv, vr, (size_t)dv * sizeof(float));
         }
     }
     for (int t = kv; t < T; t++)
         for (int d = 0; d < dk; d++) kt[(size_t)d * T + t] = 0.0f;
 }
 
-static void attend(const sl_attn_block *b, int f16)
+/* Raw scores q . k (one FMA chain over d per lane = position) of two query
+ * rows against 32 positions [8 v0, 8 v0 + 32) of the transposed tile; each
+ * K load serves both rows. */
+static void scores_2x4(const float *kt, int dk, const float *qa, const float *qb, int v0,
+                       float *sa, float *sb)
+{
+    enum { T = SL_ATTN_TILE };
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, b0 = a0, b1 = a0, b2 = a0,
+           b3 = a0;
+    const float *k = kt + 8 * v0;
+    for (int d = 0; d < dk; d++, k += T) {
+        const __m256 k0 = _mm256_loadu_ps(k), k1 = _mm256_loadu_ps(k + 8);
+        const __m256 k2 = _mm256_loadu_ps(k + 16), k3 = _mm256_loadu_ps(k + 24);
+        const __m256 x = _mm256_set1_ps(qa[d]), y = _mm256_set1_ps(qb[d]);
+        a0 = _mm256_fmadd_ps(x, k0, a0);
+        a1 = _mm256_fmadd_ps(x, k1, a1);
+        a2 = _mm256_fmadd_ps(x, k2, a2);
+        a3 = _mm256_fmadd_ps(x, k3, a3);
+        b0 = _mm256_fmadd_ps(y, k0, b0);
+        b1 = _mm256_fmadd_ps(y, k1, b1);
+        b2 = _mm256_fmadd_ps(y, k2, b2);
+        b3 = _mm256_fmadd_ps(y, k3, b3);
+    }
+    sa += 8 * v0, sb += 8 * v0;
+    _mm256_storeu_ps(sa, a0), _mm256_storeu_ps(sa + 8, a1);
+    _mm256_storeu_ps(sa + 16, a2), _mm256_storeu_ps(sa + 24, a3);
+    _mm256_storeu_ps(sb, b0), _mm256_storeu_ps(sb + 8, b1);
+    _mm256_storeu_ps(sb + 16, b2), _mm256_storeu_ps(sb + 24, b3);
+}
+
+/* The same for one row over all 64 positions (an odd group's last row). */
+static void scores_1x8(const float *kt, int dk, const float *q, float *s_out)
 {
     enum { T = SL_ATTN_TILE, NV = SL_ATTN_TILE / 8 };
-    const int dk = b->dk, dv = b->dv;
-    float *kt = b->scratch, *vt = kt + (size_t)T * dk, *sc = vt + (size_t)T * dv;
-    float *acc = sc + T, *mx = acc + (size_t)b->n_q * dv, *sum = mx + b->n_q;
-    for (int r = 0; r < b->n_q; r++) {
+    __m256 s[NV];
+    for (int v = 0; v < NV; v++) s[v] = _mm256_setzero_ps();
+    for (int d = 0; d < dk; d++) {
+        const __m256 qd = _mm256_set1_ps(q[d]);
+        for (int v = 0; v < NV; v++)
+            s[v] = _mm256_fmadd_ps(qd, _mm256_loadu_ps(kt + (size_t)d * T + 8 * v), s[v]);
+    }
+    for (int v = 0; v < NV; v++) _mm256_storeu_ps(s_out + 8 * v, s[v]);
+}
+
+static __m256 load_v8(const void *row, int d, int f16)
+{
+    return f16 ? _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const uint16_t *)row + d)))
+               : _mm256_loadu_ps((const float *)row + d);
+}
+
+/* acc[r][d..d+8 C) of NR rows += sum over t in [t_lo, kv) of p[r][t] V[t],
+ * one FMA chain over positions per lane, NR x C chains at once, each V
+ * load serving every row. */
+#define DEF_VACC(NAME, NR, C)                                                                   \
+    static void NAME(const sl_attn_block *b, int ic, int t_lo, int kv, int f16, const float *p, \
+                     size_t rs, size_t ts, float *acc, int d)                                   \
+    {                                                                                           \
+        const int dv = b->dv;                                                                   \
+        __m256 o[NR][C];                                                                        \
+        UNROLL for (int r = 0; r < NR; r++)                                                     \
+            UNROLL for (int c = 0; c < C; c++) o[r][c] = _mm256_loadu_ps(acc + (size_t)r * dv + d + 8 * c); \
+        const uint8_t *vr = (const uint8_t *)b->v + (size_t)(ic + t_lo) * b->v_stride;         \
+        for (int t = t_lo; t < kv; t++, vr += b->v_stride) {                                    \
+            __m256 x[C];                                                                        \
+            UNROLL for (int c = 0; c < C; c++) x[c] = load_v8(vr, d + 8 * c, f16);                     \
+            UNROLL for (int r = 0; r < NR; r++) {                                                      \
+                const __m256 w = _mm256_set1_ps(p[(size_t)r * rs + (size_t)t * ts]);            \
+                UNROLL for (int c = 0; c < C; c++) o[r][c] = _mm256_fmadd_ps(w, x[c], o[r][c]);        \
+            }                                                                                   \
+        }                                                                                       \
+        UNROLL for (int r = 0; r < NR; r++)                                                     \
+            UNROLL for (int c = 0; c < C; c++) _mm256_storeu_ps(acc + (size_t)r * dv + d + 8 * c, o[r][c]); \
+    }
+DEF_VACC(vacc_4x2, 4, 2)
+DEF_VACC(vacc_2x4, 2, 4)
+DEF_VACC(vacc_1x8, 1, 8)
+DEF_VACC(vacc_4x1, 4, 1)
+DEF_VACC(vacc_2x1, 2, 1)
+DEF_VACC(vacc_1x1, 1, 1)
+
+/* The value step of one tile for nq rows whose accumulators start at acc
+ * (dv apart) and whose weights are p[r rs + t ts]: whole eights of dims by
+ * the blocked chains above, the dv % 8 tail one scalar chain per element. */
+static void vacc_tile(const sl_attn_block *b, int ic, int t_lo, int kv, int f16, const float *p,
+                      size_t rs, size_t ts, int nq, float *acc)
+{
+    const int dv = b->dv, dv8 = dv - dv % 8;
+    int r = 0;
+    for (; r + 4 <= nq; r += 4) {
+        float *a = acc + (size_t)r * dv;
+        const float *pr = p + (size_t)r * rs;
+        int d = 0;
+        for (; d + 16 <= dv8; d += 16) vacc_4x2(b, ic, t_lo, kv, f16, pr, rs, ts, a, d);
+        for (; d < dv8; d += 8) vacc_4x1(b, ic, t_lo, kv, f16, pr, rs, ts, a, d);
+    }
+    for (; r + 2 <= nq; r += 2) {
+        float *a = acc + (size_t)r * dv;
+        const float *pr = p + (size_t)r * rs;
+        int d = 0;
+        for (; d + 32 <= dv8; d += 32) vacc_2x4(b, ic, t_lo, kv, f16, pr, rs, ts, a, d);
+        for (; d < dv8; d += 8) vacc_2x1(b, ic, t_lo, kv, f16, pr, rs, ts, a, d);
+    }
+    for (; r < nq; r++) {
+        float *a = acc + (size_t)r * dv;
+        const float *pr = p + (size_t)r * rs;
+        int d = 0;
+        for (; d + 64 <= dv8; d += 64) vacc_1x8(b, ic, t_lo, kv, f16, pr, rs, ts, a, d);
+        for (; d < dv8; d += 8) vacc_1x1(b, ic, t_lo, kv, f16, pr, rs, ts, a, d);
+    }
+    for (int d = dv8; d < dv; d++)
+        for (r = 0; r < nq; r++) {
+            float o = acc[(size_t)r * dv + d];
+            for (int t = t_lo; t < kv; t++) {
+                const uint8_t *vr = (const uint8_t *)b->v + (size_t)(ic + t) * b->v_stride;
+                const float x = f16 ? _cvtsh_ss(((const uint16_t *)vr)[d]) : ((const float *)vr)[d];
+                o = fmaf(p[(size_t)r * rs + (size_t)t * ts], x, o);
+            }
+            acc[(size_t)r * dv + d] = o;
+        }
+}
+
+/* Converts an f16 tile's V rows [t_lo, kv) once into room (T x dv floats:
+ * the K tile's room, free once the scores are computed) when it fits
+ * (dv <= dk), and points *vb at them (else *vb = *b). Returns whether the
+ * value step reads f16: then at tile start *vic = ic, else *vic = 0. */
+static int values_f32(const sl_attn_block *b, int ic, int t_lo, int kv, int f16, float *room,
+                      sl_attn_block *vb, int *vic)
+{
+    *vb = *b;
+    *vic = ic;
+    const int dv = b->dv;
+    if (!f16 || dv > b->dk) return f16;
+    for (int t = t_lo; t < kv; t++) {
+        const uint16_t *vh = (const uint16_t *)((const uint8_t *)b->v + (size_t)(ic + t) * b->v_stride);
+        float *o = room + (size_t)t * dv;
+        int d = 0;
+        for (; d + 8 <= dv; d += 8)
+            _mm256_storeu_ps(o + d, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(vh + d))));
+        for (; d < dv; d++) o[d] = _cvtsh_ss(vh[d]);
+    }
+    vb->v = room, vb->v_stride = (size_t)dv * sizeof(float);
+    *vic = 0;
+    return 0;
+}
+
+/* Asks for the next tile's K and V rows (into L2) while this one is computed. */
+static void prefetch_tile(const sl_attn_block *b, int ic, int f16)
+{
+    const int n = b->n_pos - ic < SL_ATTN_TILE ? b->n_pos - ic : SL_ATTN_TILE;
+    const size_t kb = (size_t)b->dk * (f16 ? 2 : 4), vb = (size_t)b->dv * (f16 ? 2 : 4);
+    for (int t = 0; t < n; t++) {
+        const char *kr = (const char *)b->k + (size_t)(ic + t) * b->k_stride;
+        const char *vr = (const char *)b->v + (size_t)(ic + t) * b->v_stride;
+        for (size_t o = 0; o < kb; o += 64) _mm_prefetch(kr + o, _MM_HINT_T1);
+        for (size_t o = 0; o < vb; o += 64) _mm_prefetch(vr + o, _MM_HINT_T1);
+    }
+}
+
+/* One tile's softmax step for a row whose raw scores are in s[0..T): the
+ * scale and mask, the tile maximum, the rescale of its accumulator and
+ * sum, then s replaced by the weights e^(s - max) and their sum added. */
+static void softmax_tile_row(const sl_attn_block *b, const __m256 *outside, float *s, float *a,
+                             float *mx, float *sum)
+{
+    enum { NV = SL_ATTN_TILE / 8 };
+    const __m256 scale = _mm256_set1_ps(b->scale), ninf = _mm256_set1_ps(-INFINITY);
+    __m256 sv[NV];
+    __m256 vmax = ninf;
+    for (int v = 0; v < NV; v++) {
+        sv[v] = _mm256_blendv_ps(_mm256_mul_ps(_mm256_loadu_ps(s + 8 * v), scale), ninf, outside[v]);
+        vmax = _mm256_max_ps(vmax, sv[v]);
+    }
+    __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(vmax), _mm256_extractf128_ps(vmax, 1));
+    m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+    m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
+    const float tmax = _mm_cvtss_f32(m4);
+    const float m_new = fmaxf(*mx, tmax);
+    if (m_new > *mx) {
+        const float ms = expf(*mx - m_new);
+        const __m256 msv = _mm256_set1_ps(ms);
+        int d = 0;
+        for (; d + 8 <= b->dv; d += 8) _mm256_storeu_ps(a + d, _mm256_mul_ps(_mm256_loadu_ps(a + d), msv));
+        for (; d < b->dv; d++) a[d] *= ms;
+        *sum *= ms;
+    }
+    *mx = m_new;
+    const __m256 mv = _mm256_set1_ps(m_new);
+    double tsum = 0.0;
+    for (int v = 0; v < NV; v++) {
+        const __m256 p = sl_vexp8(_mm256_sub_ps(sv[v], mv));
+        _mm256_storeu_ps(s + 8 * v, p);
+        tsum += (double)hsum(p);
+    }
+    *sum = (float)((double)*sum + tsum);
+}
+
+/* The query rows of the group together, for groups under eight rows: per
+ * tile the K tile transposed once, the scores of two rows at a time (each
+ * K load shared), each row's softmax step, then the values of four rows at
+ * a time (each V load shared). Every row's arithmetic is the one-row
+ * kernel's, step for step. */
+static void attend_rows(const sl_attn_block *b, int f16)
+{
+    enum { T = SL_ATTN_TILE, NV = SL_ATTN_TILE / 8 };
+    const int dk = b->dk, dv = b->dv, nq = b->n_q;
+    if (nq > dv) { /* more rows than the score room holds: in slices of dv rows */
+        for (int r0 = 0; r0 < nq; r0 += dv) {
+            sl_attn_block s = *b;
+            s.n_q = nq - r0 < dv ? nq - r0 : dv;
+            s.q = b->q + (size_t)r0 * b->q_stride;
+            s.out = b->out + (size_t)r0 * b->out_stride;
+            s.sinks = b->sinks ? b->sinks + r0 : NULL;
+            attend_rows(&s, f16);
+        }
+        return;
+    }
+    /* scratch: kt [dk][T], the rows' scores p [n_q][T] (in the V tile's
+     * room, n_q <= dv), acc [n_q][dv], mx, sum */
+    float *kt = b->scratch, *p = kt + (size_t)T * dk, *sc = p + (size_t)T * dv;
+    float *acc = sc + T, *mx = acc + (size_t)nq * dv, *sum = mx + nq;
+    for (int r = 0; r < nq; r++) {
         mx[r] = -INFINITY;
         sum[r] = 0.0f;
         memset(acc + (size_t)r * dv, 0, (size_t)dv * sizeof(float));
     }
-    const __m256 scale = _mm256_set1_ps(b->scale), ninf = _mm256_set1_ps(-INFINITY);
     /* tiles stay aligned to position 0, as the reference's are to its cells */
     for (int ic = b->pos_lo - b->pos_lo % T; ic < b->n_pos; ic += T) {
         const int kv = b->n_pos - ic < T ? b->n_pos - ic : T;
         const int t_lo = b->pos_lo > ic ? b->pos_lo - ic : 0; /* earlier: outside the window */
-        load_tile(b, ic, t_lo, kv, f16, kt, vt);
+        if (ic + T < b->n_pos) prefetch_tile(b, ic + T, f16);
+        load_k_tile(b, ic, t_lo, kv, f16, kt);
         /* the tile's lanes outside [t_lo, kv) take no weight */
         __m256 outside[NV];
         for (int v = 0; v < NV; v++) {
@@ -156,59 +367,210 @@ static void attend(const sl_attn_block *b, int f16)
             outside[v] = _mm256_or_ps(_mm256_cmp_ps(lane, _mm256_set1_ps((float)kv), _CMP_GE_OQ),
                                       _mm256_cmp_ps(lane, _mm256_set1_ps((float)t_lo), _CMP_LT_OQ));
         }
-        for (int r = 0; r < b->n_q; r++) {
-            const float *q = b->q + (size_t)r * b->q_stride;
-            __m256 s[NV];
-            for (int v = 0; v < NV; v++) s[v] = _mm256_setzero_ps();
-            for (int d = 0; d < dk; d++) {
-                const __m256 qd = _mm256_set1_ps(q[d]);
-                for (int v = 0; v < NV; v++)
-                    s[v] = _mm256_fmadd_ps(qd, _mm256_loadu_ps(kt + (size_t)d * T + 8 * v), s[v]);
-            }
-            __m256 vmax = ninf;
-            for (int v = 0; v < NV; v++) {
-                s[v] = _mm256_blendv_ps(_mm256_mul_ps(s[v], scale), ninf, outside[v]);
-                vmax = _mm256_max_ps(vmax, s[v]);
-            }
-            __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(vmax), _mm256_extractf128_ps(vmax, 1));
-            m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
-            m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
-            const float tmax = _mm_cvtss_f32(m4);
-            float *a = acc + (size_t)r * dv;
-            const float m_new = fmaxf(mx[r], tmax);
-            if (m_new > mx[r]) {
-                const float ms = expf(mx[r] - m_new);
-                for (int d = 0; d < dv; d++) a[d] *= ms;
-                sum[r] *= ms;
-            }
-            mx[r] = m_new;
-            const __m256 mv = _mm256_set1_ps(m_new);
-            double tsum = 0.0;
-            for (int v = 0; v < NV; v++) {
-                const __m256 p = sl_vexp8(_mm256_sub_ps(s[v], mv));
-                _mm256_storeu_ps(sc + 8 * v, p);
-                tsum += (double)hsum(p);
-            }
-            sum[r] = (float)((double)sum[r] + tsum);
-            int d = 0;
-            for (; d + 8 <= dv; d += 8) {
-                __m256 o = _mm256_loadu_ps(a + d);
-                for (int t = t_lo; t < kv; t++)
-                    o = _mm256_fmadd_ps(_mm256_set1_ps(sc[t]), _mm256_loadu_ps(vt + (size_t)t * dv + d), o);
-                _mm256_storeu_ps(a + d, o);
-            }
-            for (; d < dv; d++) {
-                float o = a[d];
-                for (int t = t_lo; t < kv; t++) o = fmaf(sc[t], vt[(size_t)t * dv + d], o);
-                a[d] = o;
-            }
+        int r = 0;
+        for (; r + 2 <= nq; r += 2) {
+            const float *qa = b->q + (size_t)r * b->q_stride, *qb = qa + b->q_stride;
+            float *sa = p + (size_t)r * T, *sb = sa + T;
+            scores_2x4(kt, dk, qa, qb, 0, sa, sb);
+            scores_2x4(kt, dk, qa, qb, 4, sa, sb);
         }
+        if (r < nq) scores_1x8(kt, dk, b->q + (size_t)r * b->q_stride, p + (size_t)r * T);
+        for (r = 0; r < nq; r++)
+            softmax_tile_row(b, outside, p + (size_t)r * T, acc + (size_t)r * dv, mx + r, sum + r);
+        sl_attn_block vb;
+        int vic;
+        const int v16 = values_f32(b, ic, t_lo, kv, f16, kt, &vb, &vic);
+        vacc_tile(&vb, vic, t_lo, kv, v16, p, T, 1, nq, acc);
     }
     if (b->sinks) sl_attn_sinks_ref(b, acc, mx, sum);
-    for (int r = 0; r < b->n_q; r++) {
+    for (int r = 0; r < nq; r++) {
         const float inv = sum[r] == 0.0f ? 0.0f : 1.0f / sum[r];
         float *o = b->out + (size_t)r * b->out_stride;
         for (int d = 0; d < dv; d++) o[d] = acc[(size_t)r * dv + d] * inv;
+    }
+}
+
+/* Scores of eight query rows (the lanes) against eight positions t0..t0+8
+ * of the converted K tile kf[t][dk]: lane r of S[i] is q_r . k_(t0+i), one
+ * FMA chain over d, as the one-row kernel computes each. */
+__attribute__((noinline)) static void scores_heads8(const float *qt, const float *kf, int dk,
+                                                    int t0, __m256 S[8])
+{
+    __m256 s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0, s3 = s0, s4 = s0, s5 = s0, s6 = s0, s7 = s0;
+    const size_t n = (size_t)dk;
+    const float *k0 = kf + (size_t)t0 * n, *k1 = k0 + n, *k2 = k1 + n, *k3 = k2 + n;
+    const float *k4 = k3 + n, *k5 = k4 + n, *k6 = k5 + n, *k7 = k6 + n;
+    for (size_t d = 0; d < n; d++) {
+        const __m256 q = _mm256_loadu_ps(qt + 8 * d);
+        s0 = _mm256_fmadd_ps(q, _mm256_broadcast_ss(k0 + d), s0);
+        s1 = _mm256_fmadd_ps(q, _mm256_broadcast_ss(k1 + d), s1);
+        s2 = _mm256_fmadd_ps(q, _mm256_broadcast_ss(k2 + d), s2);
+        s3 = _mm256_fmadd_ps(q, _mm256_broadcast_ss(k3 + d), s3);
+        s4 = _mm256_fmadd_ps(q, _mm256_broadcast_ss(k4 + d), s4);
+        s5 = _mm256_fmadd_ps(q, _mm256_broadcast_ss(k5 + d), s5);
+        s6 = _mm256_fmadd_ps(q, _mm256_broadcast_ss(k6 + d), s6);
+        s7 = _mm256_fmadd_ps(q, _mm256_broadcast_ss(k7 + d), s7);
+    }
+    S[0] = s0, S[1] = s1, S[2] = s2, S[3] = s3, S[4] = s4, S[5] = s5, S[6] = s6, S[7] = s7;
+}
+
+/* The K rows [t_lo, kv) of a tile as f32 rows kf[t][dk] (others zero). */
+static void load_k_rows(const sl_attn_block *b, int ic, int t_lo, int kv, int f16, float *kf)
+{
+    const int T = SL_ATTN_TILE, dk = b->dk;
+    for (int t = 0; t < T; t++) {
+        float *o = kf + (size_t)t * dk;
+        if (t < t_lo || t >= kv) {
+            memset(o, 0, (size_t)dk * sizeof(float));
+            continue;
+        }
+        const uint8_t *kr = (const uint8_t *)b->k + (size_t)(ic + t) * b->k_stride;
+        if (!f16) {
+            memcpy(o, kr, (size_t)dk * sizeof(float));
+            continue;
+        }
+        const uint16_t *kh = (const uint16_t *)kr;
+        int d = 0;
+        for (; d + 8 <= dk; d += 8)
+            _mm256_storeu_ps(o + d, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(kh + d))));
+        for (; d < dk; d++) o[d] = _cvtsh_ss(kh[d]);
+    }
+}
+
+/* Groups of eight rows or more: the heads are the lanes. Per tile the K
+ * rows converted once; per eight rows (the last group padded with zero
+ * queries, its extra lanes unused) the scores of eight positions at a
+ * time, each lane one head's FMA chain over d; the tile maximum, the
+ * weights by the polynomial exponential and their sums in eights then
+ * double, lane by lane in the one-row kernel's order; then the values of
+ * four rows at a time. Scratch: kf [T][dk] in the K tile's room; the
+ * transposed queries [G][dk][8] and weights [G][T][8] (G groups of eight)
+ * in the V tile's room, which the caller checked holds them. */
+static void attend_heads(const sl_attn_block *b, int f16)
+{
+    enum { T = SL_ATTN_TILE };
+    const int dk = b->dk, dv = b->dv, nq = b->n_q, G = (nq + 7) / 8;
+    float *kf = b->scratch, *qt = kf + (size_t)T * dk, *pw = qt + (size_t)G * dk * 8;
+    float *acc = b->scratch + (size_t)T * (dk + dv + 1), *mx = acc + (size_t)nq * dv;
+    float *sum = mx + nq;
+    for (int g = 0; g < G; g++)
+        for (int d = 0; d < dk; d++)
+            for (int l = 0; l < 8; l++) {
+                const int r = 8 * g + l;
+                qt[((size_t)g * dk + d) * 8 + l] = r < nq ? b->q[(size_t)r * b->q_stride + d] : 0.0f;
+            }
+    for (int r = 0; r < nq; r++) {
+        mx[r] = -INFINITY;
+        sum[r] = 0.0f;
+        memset(acc + (size_t)r * dv, 0, (size_t)dv * sizeof(float));
+    }
+    const __m256 scale = _mm256_set1_ps(b->scale), ninf = _mm256_set1_ps(-INFINITY);
+    for (int ic = b->pos_lo - b->pos_lo % T; ic < b->n_pos; ic += T) {
+        const int kv = b->n_pos - ic < T ? b->n_pos - ic : T;
+        const int t_lo = b->pos_lo > ic ? b->pos_lo - ic : 0;
+        if (ic + T < b->n_pos) prefetch_tile(b, ic + T, f16);
+        load_k_rows(b, ic, t_lo, kv, f16, kf);
+        for (int g = 0; g < G; g++) {
+            const int nr = nq - 8 * g < 8 ? nq - 8 * g : 8;
+            const float *q8 = qt + (size_t)g * dk * 8;
+            float *p = pw + (size_t)g * T * 8;
+            __m256 vmax = ninf;
+            for (int t0 = 0; t0 < T; t0 += 8) {
+                __m256 S[8];
+                if (t0 + 8 <= t_lo || t0 >= kv) {
+                    for (int i = 0; i < 8; i++) S[i] = ninf;
+                } else {
+                    scores_heads8(q8, kf, dk, t0, S);
+                    for (int i = 0; i < 8; i++) {
+                        const int t = t0 + i;
+                        S[i] = t < t_lo || t >= kv ? ninf : _mm256_mul_ps(S[i], scale);
+                    }
+                }
+                for (int i = 0; i < 8; i++) {
+                    vmax = _mm256_max_ps(vmax, S[i]);
+                    _mm256_storeu_ps(p + (size_t)(t0 + i) * 8, S[i]);
+                }
+            }
+            float tmax[8], mnew[8];
+            _mm256_storeu_ps(tmax, vmax);
+            for (int l = 0; l < nr; l++) {
+                const int r = 8 * g + l;
+                const float m_new = fmaxf(mx[r], tmax[l]);
+                if (m_new > mx[r]) {
+                    const float ms = expf(mx[r] - m_new);
+                    float *a = acc + (size_t)r * dv;
+                    const __m256 msv = _mm256_set1_ps(ms);
+                    int d = 0;
+                    for (; d + 8 <= dv; d += 8)
+                        _mm256_storeu_ps(a + d, _mm256_mul_ps(_mm256_loadu_ps(a + d), msv));
+                    for (; d < dv; d++) a[d] *= ms;
+                    sum[r] *= ms;
+                }
+                mx[r] = mnew[l] = m_new;
+            }
+            for (int l = nr; l < 8; l++) mnew[l] = 0.0f;
+            const __m256 mv = _mm256_loadu_ps(mnew);
+            __m256d ts_lo = _mm256_setzero_pd(), ts_hi = _mm256_setzero_pd();
+            for (int t0 = 0; t0 < T; t0 += 8) {
+                __m256 P[8];
+                for (int i = 0; i < 8; i++) {
+                    float *pt = p + (size_t)(t0 + i) * 8;
+                    P[i] = sl_vexp8(_mm256_sub_ps(_mm256_loadu_ps(pt), mv));
+                    _mm256_storeu_ps(pt, P[i]);
+                }
+                /* hsum's order over the eight positions, per lane */
+                const __m256 h = _mm256_add_ps(
+                    _mm256_add_ps(_mm256_add_ps(P[0], P[4]), _mm256_add_ps(P[2], P[6])),
+                    _mm256_add_ps(_mm256_add_ps(P[1], P[5]), _mm256_add_ps(P[3], P[7])));
+                ts_lo = _mm256_add_pd(ts_lo, _mm256_cvtps_pd(_mm256_castps256_ps128(h)));
+                ts_hi = _mm256_add_pd(ts_hi, _mm256_cvtps_pd(_mm256_extractf128_ps(h, 1)));
+            }
+            double ts[8];
+            _mm256_storeu_pd(ts, ts_lo);
+            _mm256_storeu_pd(ts + 4, ts_hi);
+            for (int l = 0; l < nr; l++) {
+                const int r = 8 * g + l;
+                sum[r] = (float)((double)sum[r] + ts[l]);
+            }
+        }
+        /* the values: an f16 tile converted once into the K rows' room */
+        sl_attn_block vb;
+        int vic;
+        const int v16 = values_f32(b, ic, t_lo, kv, f16, kf, &vb, &vic);
+        for (int g = 0; g < G; g++) {
+            const int nr = nq - 8 * g < 8 ? nq - 8 * g : 8;
+            vacc_tile(&vb, vic, t_lo, kv, v16, pw + (size_t)g * T * 8, 1, 8, nr,
+                      acc + (size_t)8 * g * dv);
+        }
+    }
+    if (b->sinks) sl_attn_sinks_ref(b, acc, mx, sum);
+    for (int r = 0; r < nq; r++) {
+        const float inv = sum[r] == 0.0f ? 0.0f : 1.0f / sum[r];
+        float *o = b->out + (size_t)r * b->out_stride;
+        for (int d = 0; d < dv; d++) o[d] = acc[(size_t)r * dv + d] * inv;
+    }
+}
+
+/* Groups of eight rows or more take attend_heads, in slices of as many
+ * rows as the scratch's V tile room holds (rows are independent); smaller
+ * groups, or a room too small for eight rows, attend_rows. */
+static void attend(const sl_attn_block *b, int f16)
+{
+    enum { T = SL_ATTN_TILE };
+    const size_t room = (size_t)T * ((size_t)b->dv + 1);
+    const size_t per8 = (size_t)8 * ((size_t)b->dk + T);
+    const int max_rows = (int)(room / per8 > 1024 ? 8192 : 8 * (room / per8));
+    if (b->n_q < 8 || max_rows < 8) {
+        attend_rows(b, f16);
+        return;
+    }
+    for (int r0 = 0; r0 < b->n_q; r0 += max_rows) {
+        sl_attn_block s = *b;
+        s.n_q = b->n_q - r0 < max_rows ? b->n_q - r0 : max_rows;
+        s.q = b->q + (size_t)r0 * b->q_stride;
+        s.out = b->out + (size_t)r0 * b->out_stride;
+        s.sinks = b->sinks ? b->sinks + r0 : NULL;
+        attend_heads(&s, f16);
     }
 }
 

@@ -86,14 +86,20 @@ static void attend_double(const sl_attn_block *b, const float *kf, const float *
 }
 
 /* Blocks of several shapes (positions across tile boundaries, head sizes
- * with and without an 8-lane tail, one and several query rows): the f16
- * and f32 forms of a kernel set agree with the double loop, and the AVX2
- * set agrees with the scalar one bit for bit. */
+ * with and without an 8-lane tail, one to 128 query rows, every branch of
+ * the AVX2 grouping): the f16 and f32 forms of a kernel set agree with the
+ * double loop, and the AVX2 set agrees with the scalar one bit for bit. */
 TEST(attend_blocks_match_double_and_each_other)
 {
     static const int shapes[][4] = {/* dk, dv, n_q, n_pos */
         {32, 32, 4, 1}, {32, 32, 4, 63}, {64, 64, 1, 64}, {64, 64, 2, 65}, {128, 128, 8, 130},
-        {20, 12, 3, 70}, {8, 8, 1, 200}, {256, 256, 2, 129}};
+        {20, 12, 3, 70}, {8, 8, 1, 200}, {256, 256, 2, 129},
+        /* groups of eight rows or more (the heads-as-lanes form): a padded
+         * second group, two whole groups, head sizes off the eights with
+         * dv < dk (V converted) and dv > dk (V read in place), the MLA
+         * shape in slices of rows, and rooms too small for eight rows */
+        {128, 128, 8, 1}, {64, 64, 12, 200}, {128, 128, 16, 300}, {40, 20, 9, 100},
+        {24, 40, 8, 70}, {576, 512, 128, 70}, {128, 8, 8, 70}, {16, 4, 8, 70}, {64, 64, 7, 129}};
     const sl_attn_kernels *ref = sl_attn_kernels_ref(), *avx = sl_attn_kernels_avx2();
     const bool have_avx2 = sl_quant_isa() == SL_ISA_AVX2 && avx;
     unsigned seed = 11;
@@ -132,7 +138,7 @@ TEST(attend_blocks_match_double_and_each_other)
             CHECK_MSG(!memcmp(o[3], o[1], sizeof(float) * nout), "avx2 f32 != ref, shape %zu", si);
         }
         /* a sliding window (positions before pos_lo unseen) and sink logits */
-        float sinks[8];
+        float sinks[128];
         for (int i = 0; i < nq; i++) sinks[i] = frand(&seed) * 3.0f;
         b.pos_lo = np > 5 ? np - 5 - (int)si : 0;
         b.sinks = sinks;
