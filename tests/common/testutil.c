@@ -79,3 +79,30 @@ float *t_batched_logits(const t_logits_run *r)
     sl_model_free(m);
     return out;
 }
+
+char *t_read_all(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    size_t cap = 1 << 16, n = 0;
+    char *buf = malloc(cap);
+    while (buf) {
+        if (n + 4096 > cap) {
+            char *nb = realloc(buf, cap *= 2);
+            if (!nb) {
+                free(buf);
+                buf = NULL;
+                break;
+            }
+            buf = nb;
+        }
+        const size_t r = fread(buf + n, 1, cap - n - 1, f);
+        if (r == 0) break;
+        n += r;
+    }
+    fclose(f);
+    if (!buf) return NULL;
+    buf[n] = '\0';
+    *len = n;
+    return buf;
+}

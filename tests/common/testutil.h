@@ -14,6 +14,10 @@ const char *t_tmpdir(void);
 /* Writes "<t_tmpdir()>/<name>" into buf and returns buf. */
 char *t_path(char *buf, size_t cap, const char *name);
 
+/* The whole file at path, NUL-terminated (malloc'ed: the caller frees),
+ * its length in *len; NULL when it cannot be opened or memory runs out. */
+char *t_read_all(const char *path, size_t *len);
+
 /* sqrt(sum (x - y)^2 / sum x^2) over n values, in double: the relative RMS
  * error of y as a copy of x (0 when x is all zero and y equals it). */
 double t_rel_rms(const float *x, const float *y, int n);

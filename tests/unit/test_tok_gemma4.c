@@ -22,29 +22,12 @@
 #include <string.h>
 
 #include "chat/chat.h"
+#include "common/testutil.h"
 #include "test.h"
 #include "tok/tok_internal.h"
 #include "tok/tokenizer.h"
 
 #define N_VOCAB 262145 /* Gemma's 262,144 + <image_soft_token> */
-
-static char *read_all(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    size_t cap = 1 << 16, n = 0;
-    char *buf = malloc(cap);
-    for (;;) {
-        if (n + 4096 > cap) buf = realloc(buf, cap *= 2);
-        size_t r = fread(buf + n, 1, cap - n - 1, f);
-        if (r == 0) break;
-        n += r;
-    }
-    fclose(f);
-    buf[n] = '\0';
-    *len = n;
-    return buf;
-}
 
 static void data_path(char *out, size_t cap, const char *name)
 {
@@ -87,7 +70,7 @@ static sl_tokenizer *build(int add_bos)
         g_types[i] = SL_TOK_TYPE_NORMAL;
     }
     data_path(path, sizeof path, "gemma4-subset.vocab");
-    char *text = read_all(path, &len);
+    char *text = t_read_all(path, &len);
     CHECK_MSG(text != NULL, "missing %s", path);
     if (!text) return NULL;
     int n_lines = 0;
@@ -108,7 +91,7 @@ static sl_tokenizer *build(int add_bos)
 
     if (!g_merges) {
         data_path(path, sizeof path, "gemma4-subset.merges");
-        text = read_all(path, &len);
+        text = t_read_all(path, &len);
         CHECK_MSG(text != NULL, "missing %s", path);
         if (!text) return NULL;
         size_t cap = 1024;
@@ -193,9 +176,9 @@ static int run_golden(const sl_tokenizer *tok, const char *inp_name, const char 
     char path[512];
     size_t inp_len, out_len;
     data_path(path, sizeof path, inp_name);
-    char *inp = read_all(path, &inp_len);
+    char *inp = t_read_all(path, &inp_len);
     data_path(path, sizeof path, out_name);
-    char *outf = read_all(path, &out_len);
+    char *outf = t_read_all(path, &out_len);
     CHECK_MSG(inp && outf, "missing %s or %s", inp_name, out_name);
     *n_pass = 0;
     if (!inp || !outf) {
@@ -382,7 +365,7 @@ TEST(gemma4_errors)
     char path[512];
     data_path(path, sizeof path, "gemma4-tiny.gguf");
     size_t len;
-    char *bytes = read_all(path, &len);
+    char *bytes = t_read_all(path, &len);
     CHECK(bytes != NULL);
     if (!bytes) return;
     char *key = memmem(bytes, len, "tokenizer.ggml.merges", 21);

@@ -15,30 +15,13 @@
 #include <string.h>
 
 #include "gguf/gguf.h"
+#include "common/testutil.h"
 #include "test.h"
 #include "tok/tok_internal.h" /* spm_word_split, for the equivalence test */
 #include "tok/tokenizer.h"
 
 static const char *const k_vocabs[] = {"gpt-2", "deepseek-llm", "starcoder", "llama-spm", "phi-3"};
 #define N_VOCABS (sizeof k_vocabs / sizeof *k_vocabs)
-
-static char *read_all(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    size_t cap = 1 << 16, n = 0;
-    char *buf = malloc(cap);
-    for (;;) {
-        if (n + 4096 > cap) buf = realloc(buf, cap *= 2);
-        size_t r = fread(buf + n, 1, cap - n - 1, f);
-        if (r == 0) break;
-        n += r;
-    }
-    fclose(f);
-    buf[n] = '\0';
-    *len = n;
-    return buf;
-}
 
 static const char *data_dir(void)
 {
@@ -126,9 +109,9 @@ static void check_vocab(const char *name)
     char path[512];
     size_t inp_len, out_len;
     snprintf(path, sizeof path, "%s/tokenizers/ggml-vocab-%s.gguf.inp", data_dir(), name);
-    char *inp = read_all(path, &inp_len);
+    char *inp = t_read_all(path, &inp_len);
     snprintf(path, sizeof path, "%s/tokenizers/ggml-vocab-%s.gguf.out", data_dir(), name);
-    char *outf = read_all(path, &out_len);
+    char *outf = t_read_all(path, &out_len);
     CHECK_MSG(inp && outf, "missing fixture files for %s", name);
     if (!inp || !outf) {
         free(inp);
@@ -262,7 +245,7 @@ TEST(spm_word_split_equivalence)
             size_t len;
             snprintf(path, sizeof path, "%s/tokenizers/ggml-vocab-%s.gguf.inp", data_dir(),
                      k_vocabs[f]);
-            char *text = read_all(path, &len);
+            char *text = t_read_all(path, &len);
             CHECK(text != NULL);
             if (!text) continue;
             sl_tok_ids a = {0}, b = {0};

@@ -13,29 +13,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/testutil.h"
 #include "test.h"
 #include "tok/tok_internal.h"
 #include "tok/tokenizer.h"
 
 #define N_VOCAB 201088 /* gpt-oss's vocabulary size (padded past the specials) */
-
-static char *read_all(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    size_t cap = 1 << 16, n = 0;
-    char *buf = malloc(cap);
-    for (;;) {
-        if (n + 4096 > cap) buf = realloc(buf, cap *= 2);
-        size_t r = fread(buf + n, 1, cap - n - 1, f);
-        if (r == 0) break;
-        n += r;
-    }
-    fclose(f);
-    buf[n] = '\0';
-    *len = n;
-    return buf;
-}
 
 static const char *data_dir(void)
 {
@@ -80,7 +63,7 @@ static sl_tokenizer *build(void)
         g_v.types[i] = SL_TOK_TYPE_NORMAL;
     }
     snprintf(path, sizeof path, "%s/o200k/o200k-subset.vocab", data_dir());
-    char *text = read_all(path, &len);
+    char *text = t_read_all(path, &len);
     CHECK_MSG(text != NULL, "missing %s", path);
     if (!text) return NULL;
     int n_lines = 0;
@@ -100,7 +83,7 @@ static sl_tokenizer *build(void)
     CHECK(n_lines > 400);
 
     snprintf(path, sizeof path, "%s/o200k/o200k-subset.merges", data_dir());
-    text = read_all(path, &len);
+    text = t_read_all(path, &len);
     CHECK_MSG(text != NULL, "missing %s", path);
     if (!text) return NULL;
     size_t cap = 1024;
@@ -173,9 +156,9 @@ TEST(golden_o200k)
     char path[512];
     size_t inp_len, out_len;
     snprintf(path, sizeof path, "%s/o200k/o200k.inp", data_dir());
-    char *inp = read_all(path, &inp_len);
+    char *inp = t_read_all(path, &inp_len);
     snprintf(path, sizeof path, "%s/o200k/o200k.out", data_dir());
-    char *outf = read_all(path, &out_len);
+    char *outf = t_read_all(path, &out_len);
     CHECK(inp && outf);
     if (!inp || !outf) return;
     static const char sep[] = "\n__ggml_vocab_test__\n";

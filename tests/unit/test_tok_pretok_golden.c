@@ -15,28 +15,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/testutil.h"
 #include "test.h"
 #include "gguf/gguf.h"
 #include "tok/tok_internal.h"
 #include "tok/tokenizer.h"
-
-static char *read_all(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    size_t cap = 1 << 16, n = 0;
-    char *buf = malloc(cap);
-    for (;;) {
-        if (n + 4096 > cap) buf = realloc(buf, cap *= 2);
-        size_t r = fread(buf + n, 1, cap - n - 1, f);
-        if (r == 0) break;
-        n += r;
-    }
-    fclose(f);
-    buf[n] = '\0';
-    *len = n;
-    return buf;
-}
 
 static void data_path(char *out, size_t cap, const char *name)
 {
@@ -87,9 +70,9 @@ TEST(kimi_split_golden)
     char path[512];
     size_t inp_len, sp_len;
     data_path(path, sizeof path, "pretok/pretok.inp");
-    char *inp = read_all(path, &inp_len);
+    char *inp = t_read_all(path, &inp_len);
     data_path(path, sizeof path, "pretok/kimi-k2.split");
-    char *spl = read_all(path, &sp_len);
+    char *spl = t_read_all(path, &sp_len);
     CHECK(inp && spl);
     if (!inp || !spl) return;
     char *s0 = inp, *end = inp + inp_len, *line = spl;
@@ -203,11 +186,11 @@ static void gpt2_as_file(const char *name, const char *file_name)
 
     size_t inp_len, out_len;
     data_path(path, sizeof path, "pretok/pretok.inp");
-    char *inp = read_all(path, &inp_len);
+    char *inp = t_read_all(path, &inp_len);
     char file[128];
     snprintf(file, sizeof file, "pretok/gpt2-as-%s.out", file_name);
     data_path(path, sizeof path, file);
-    char *outf = read_all(path, &out_len);
+    char *outf = t_read_all(path, &out_len);
     CHECK(inp && outf);
     char *s0 = inp, *end = inp ? inp + inp_len : NULL, *line = outf;
     int n_cases = 0, n_pass = 0, n_skipped = 0;
@@ -302,7 +285,7 @@ TEST(gpt2_as_aliases)
     char path[512];
     size_t len;
     data_path(path, sizeof path, "pretok/aliases.txt");
-    char *text = read_all(path, &len);
+    char *text = t_read_all(path, &len);
     CHECK_MSG(text != NULL, "missing %s", path);
     if (!text) return;
     int n = 0;
