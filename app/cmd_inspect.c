@@ -242,7 +242,8 @@ typedef struct layer_sz {
     uint64_t experts;    /* experts in this layer (see experts_in) */
     bool mismatch;       /* its _exps tensors disagree with each other or with
                             <arch>.expert_count */
-    uint64_t proj[P_COUNT]; /* one expert's slice of ffn_{gate,up,down}_exps */
+    uint64_t proj[P_COUNT]; /* one expert's slice of ffn_{gate,up,down}_exps (a
+                               fused ffn_gate_up_exps: its halves) */
     uint64_t other;      /* one expert's slice of any other _exps tensor */
     uint64_t per_expert; /* sum of the above */
     uint64_t bytes;      /* all routed bytes of the layer */
@@ -258,6 +259,10 @@ typedef struct sizing {
     bool have_cycle;
     uint64_t cycle; /* sum over expert layers of used x per_expert */
 } sizing;
+
+/* The fused gate/up experts {n_embd, 2 * n_ff, experts} (gemma4; bound by
+ * src/model/bind_gate_up.c): counted half as gate, half as up. */
+#define FFN_GATE_UP_EXPS "ffn_gate_up_exps.weight"
 
 static bool is_routed(const sl_gguf_tensor *t)
 {
@@ -348,7 +353,11 @@ static int compute_sizing(const sl_gguf *g, const char *arch, sizing *z)
         if (!strcmp(sfx, SL_T_FFN_GATE_EXPS)) ls->proj[P_GATE] += slice;
         else if (!strcmp(sfx, SL_T_FFN_UP_EXPS)) ls->proj[P_UP] += slice;
         else if (!strcmp(sfx, SL_T_FFN_DOWN_EXPS)) ls->proj[P_DOWN] += slice;
-        else ls->other += slice;
+        else if (!strcmp(sfx, FFN_GATE_UP_EXPS)) { /* fused: each expert's rows [0, F)
+                                                       gate, [F, 2F) up, same row size */
+            ls->proj[P_GATE] += slice / 2;
+            ls->proj[P_UP] += slice - slice / 2;
+        } else ls->other += slice;
         ls->per_expert += slice;
     }
     for (uint32_t l = 0; l < z->n_layers; l++) z->n_expert_layers += z->layers[l].has;

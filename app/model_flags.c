@@ -2,6 +2,7 @@
 #include "model_flags.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "args.h"
@@ -9,6 +10,7 @@
 #include "engine/kv_rows.h"
 #include "experts/streamer.h"
 #include "gguf/gguf.h"
+#include "model/llama_rev.h"
 #include "model/model.h"
 #include "stats_csv.h"
 #include "util/file.h"
@@ -75,6 +77,12 @@ void model_flags_help(FILE *out)
             "                         nothing (default: the hottest experts of earlier runs,\n"
             "                         $XDG_CACHE_HOME/sluice/MODEL.usage, are read in the\n"
             "                         background at start)\n");
+    /* --llama-ref */
+    fprintf(out,
+            "      --llama-ref REV    the llama.cpp build whose last-bit arithmetic to follow\n"
+            "                         where builds differ (qwen35moe's DeltaNet q/k norm):\n"
+            "                         2026-08 (default, the reference fixtures') or 2026-09\n"
+            "                         (node-llama-cpp 3.22.1's); SLUICE_LLAMA_REF is not read\n");
 }
 
 static bool mb_arg(const char *cmd, const char *flag, const char *v, uint64_t *out)
@@ -194,6 +202,13 @@ int model_flags_parse(model_flags *f, const char *cmd, int argc, char **argv, in
         f->progress = true;
     } else if (!strcmp(a, "--no-warm")) {
         f->no_warm = true;
+    } else if (!strcmp(a, "--llama-ref")) {
+        VALUE();
+        sl_err err;
+        if (sl_llama_rev_parse(v, &p->llama_rev, &err)) {
+            fprintf(stderr, "sluice %s: --llama-ref: %s\n", cmd, err.msg);
+            return -1;
+        }
     } else {
         return 0;
     }
@@ -317,6 +332,11 @@ sl_model *model_flags_load(const model_flags *f, const char *cmd, const char *pa
     sl_model *m;
     sl_err err;
     if (!model_flags_check_outputs(f, cmd, path)) return NULL;
+    if (getenv("SLUICE_LLAMA_REF")) /* the variable of the first release of issue 12 */
+        fprintf(stderr, "sluice %s: warning: SLUICE_LLAMA_REF is set but no longer read; "
+                "pass --llama-ref %s to follow that llama.cpp revision (this run follows "
+                "%s)\n", cmd, getenv("SLUICE_LLAMA_REF"),
+                sl_llama_rev_name(f->params.llama_rev));
     sl_model_params params = f->params;
     load_line line = {sl_now_ns(), 0, false};
     if (f->progress) {

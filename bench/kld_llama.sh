@@ -4,7 +4,10 @@
 # f32 files and generated models of the other architectures), each type T
 # (the model requantised by tests/tools/retype_main.c), llama.cpp's own
 # KL-divergence base of that T file (bench/llama_ref.sh), then
-#   sluice perplexity -m T.gguf --kl-divergence-base T.kld --kl-divergence
+#   sluice perplexity -m T.gguf --kl-divergence-base T.kld --kl-divergence \
+#       --llama-ref 2026-09
+# (bench/llama_ref.sh runs node-llama-cpp 3.22.1's build, llama.cpp revision
+# 2026-09: sluice follows that one's arithmetic; docs/ARCHITECTURE.md).
 # Prints a markdown table: mean KLD and same top token per model and type.
 # Text: the first 5000 bytes of the fixtures' text (about 20 chunks of 128).
 set -eu
@@ -35,7 +38,8 @@ for m in dense1 qwen3moe qwen2moe olmoe mixtral qwen3 qwen2 qwen35moe; do
         if ! bench/llama_ref.sh "$f" "$work/text.txt" "$work/base.kld" >/dev/null 2>&1; then
             row="$row llama.cpp failed |"; rm -f "$f"; continue
         fi
-        out=$("$S" perplexity -m "$f" --kl-divergence-base "$work/base.kld" --kl-divergence -t 2 2>&1) ||
+        out=$("$S" perplexity -m "$f" --kl-divergence-base "$work/base.kld" --kl-divergence \
+            --llama-ref 2026-09 -t 2 2>&1) ||
             { row="$row sluice failed |"; rm -f "$f"; continue; }
         kld=$(echo "$out" | sed -n 's/^Mean    KLD: *\([0-9.e+-]*\).*/\1/p')
         top=$(echo "$out" | sed -n 's/^Same top p: *\([0-9.]*\).*/\1/p')

@@ -68,6 +68,15 @@ typedef enum sl_io_kind {
     SL_IO_KIND_URING = 1,  /* io_uring (falls back to pread if unavailable) */
 } sl_io_kind;
 
+/* Which llama.cpp build's arithmetic to follow where two builds compute an
+ * operation differently in the last bit (docs/ARCHITECTURE.md, "llama.cpp
+ * revisions"); today only qwen35moe's DeltaNet q/k norm differs. */
+typedef enum sl_llama_rev {
+    SL_LLAMA_REV_2026_08 = 0, /* the reference fixtures' build: the default */
+    SL_LLAMA_REV_2026_09,     /* node-llama-cpp 3.22.1's (bench/llama_ref.sh) */
+    SL_LLAMA_REV_COUNT
+} sl_llama_rev;
+
 typedef struct sl_model_params {
     int n_threads;          /* compute threads; <= 0 picks the number of cores */
     sl_stream_mode stream;
@@ -116,6 +125,9 @@ typedef struct sl_model_params {
      * (--swa-full) instead of a ring of their window and one micro-batch;
      * the same outputs, more memory, any truncation. Sessions take it. */
     bool swa_full;
+    /* The llama.cpp revision to reproduce (0: SL_LLAMA_REV_2026_08); a value
+     * outside the enum refuses a model that depends on it with SL_EINVAL. */
+    sl_llama_rev llama_rev;
 } sl_model_params;
 
 /* Defaults for sl_model_params. */

@@ -142,11 +142,10 @@ static int bind_delta_net(sl_binder *b, int il)
         return sl_err_set(b->err, SL_EUNSUPPORTED, "tensor '%s' has type %s; sluice expects "
                           "the DeltaNet conv weights in f32", L->ssm_conv.name,
                           sl_type_name(L->ssm_conv.type));
-    sl_llama_rev rev;
-    if ((rc = sl_llama_rev_from_env(&rev, b->err))) return rc;
+    if ((rc = sl_llama_rev_check(b->llama_rev, b->err))) return rc;
     L->d.mixer = SL_MIXER_GDN;
     L->d.gdn = (sl_gdn_desc){.conv_k = K, .d_state = ds, .n_qk = nk, .n_v = nv,
-                             .eps = hp->rms_eps, .l2_rms = rev >= SL_LLAMA_REV_2026_09};
+                             .eps = hp->rms_eps, .l2_rms = b->llama_rev >= SL_LLAMA_REV_2026_09};
     return SL_OK;
 }
 

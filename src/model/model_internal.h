@@ -12,6 +12,7 @@ struct sl_binder {
     sl_model *m;
     bool experts;     /* the tensors being bound are routed experts */
     sl_err *err;
+    sl_llama_rev llama_rev; /* sl_model_params.llama_rev (model/llama_rev.h) */
 };
 
 /* Binds layer il's tensor of role r by its GGUF name, checking its shape

@@ -423,7 +423,8 @@ int sl_model_load(sl_model **out, const char *path, const sl_model_params *param
     if ((rc = sl_hparams_read(&m->hp, m->gguf, m->arch, err))) goto fail;
     m->n_threads = params && params->n_threads > 0 ? params->n_threads : 0;
 
-    binder b = {.m = m, .experts = false, .err = err};
+    binder b = {.m = m, .experts = false, .err = err,
+                .llama_rev = params ? params->llama_rev : SL_LLAMA_REV_2026_08};
     const sl_gguf_tensor *emb = sl_gguf_find_tensor(m->gguf, SL_T_TOKEN_EMBD);
     if (!emb) {
         rc = sl_err_set(err, SL_EFORMAT, "tensor '%s' is missing", SL_T_TOKEN_EMBD);

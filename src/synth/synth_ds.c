@@ -10,6 +10,7 @@
 
 #include "gguf/gguf_writer.h"
 #include "model/arch.h"
+#include "synth/synth_stream.h"
 #include "synth/synth_vocab.h"
 
 typedef struct ds_preset {
@@ -459,32 +460,7 @@ static int write_metadata(sl_gguf_writer *w, const sl_synth_ds *c, const sl_synt
     return k.rc;
 }
 
-/* ---- data ------------------------------------------------------------------ */
-
-/* Writes tensor t's rows in chunks of about 4 MiB of floats. */
-static int write_tensor(sl_gguf_writer *w, const sl_synth_config *g, const sl_synth_tensor *t,
-                        float *fbuf, void *qbuf, uint64_t chunk_rows, sl_err *err)
-{
-    const sl_type_traits *tr = sl_type_get(t->type);
-    const uint64_t ne0 = t->ne[0], rows = sl_synth_tensor_rows(t);
-    const uint64_t rb = ne0 / tr->block_size * tr->type_size;
-    for (uint64_t r0 = 0; r0 < rows; r0 += chunk_rows) {
-        const uint64_t nr = rows - r0 < chunk_rows ? rows - r0 : chunk_rows;
-        sl_synth_gen_rows(g, t, r0, nr, fbuf);
-        const void *src = fbuf;
-        if (t->type != SL_TYPE_F32) {
-            for (uint64_t r = 0; r < nr; r++)
-                if (!sl_quantize_fast(t->type, fbuf + r * ne0, (uint8_t *)qbuf + r * rb,
-                                      (int64_t)ne0))
-                    return sl_err_set(err, SL_EUNSUPPORTED, "no quantiser for %s (tensor %s)",
-                                      sl_type_name(t->type), t->name);
-            src = qbuf;
-        }
-        int rc = sl_gguf_writer_write(w, src, (size_t)(nr * rb), err);
-        if (rc) return rc;
-    }
-    return SL_OK;
-}
+/* ---- data: synth_stream.c's pipeline -------------------------------------- */
 
 int sl_synth_ds_write(const sl_synth_ds *c, const char *path, uint64_t *bytes, sl_err *err)
 {
@@ -500,41 +476,27 @@ int sl_synth_ds_write(const sl_synth_ds *c, const char *path, uint64_t *bytes, s
         return rc;
     }
     sl_gguf_writer *w = NULL;
-    float *fbuf = NULL;
-    void *qbuf = NULL;
-    uint64_t total = 0, widest = 0;
+    bool created = false;
+    sl_synth_stream_size sz;
+    if ((rc = sl_synth_stream_measure(p.t, p.n, &sz, err))) goto done;
     if ((rc = sl_gguf_writer_open(&w, path, err))) goto done;
+    created = true;
     if ((rc = write_metadata(w, c, &v))) {
         rc = sl_err_set(err, rc, "cannot set model metadata (out of memory?)");
         goto done;
     }
-    for (size_t i = 0; i < p.n; i++) {
+    for (size_t i = 0; i < p.n; i++)
         if ((rc = sl_gguf_writer_add_tensor(w, p.t[i].name, p.t[i].type, p.t[i].n_dims,
                                             p.t[i].ne, err)))
             goto done;
-        if (p.t[i].ne[0] > widest) widest = p.t[i].ne[0];
-    }
-    const uint64_t chunk_rows = widest >= (1u << 20) ? 1 : (1u << 20) / widest;
-    fbuf = malloc((size_t)(chunk_rows * widest) * sizeof(float));
-    qbuf = malloc((size_t)(chunk_rows * widest) * sizeof(float));
-    if (!fbuf || !qbuf) {
-        rc = sl_err_set(err, SL_ENOMEM, "out of memory for the generator's rows");
-        goto done;
-    }
-    const sl_synth_config g = generic_view(c);
-    for (size_t i = 0; i < p.n; i++) {
-        if ((rc = write_tensor(w, &g, &p.t[i], fbuf, qbuf, chunk_rows, err))) goto done;
-        const sl_type_traits *tr = sl_type_get(p.t[i].type);
-        total += sl_synth_tensor_rows(&p.t[i]) * (p.t[i].ne[0] / tr->block_size * tr->type_size);
-    }
+    const sl_synth_config g = generic_view(c); /* threads 0: all in this thread */
+    if ((rc = sl_synth_stream_write(w, &g, p.t, p.n, &sz, NULL, NULL, err))) goto done;
     rc = sl_gguf_writer_close(w, err);
     w = NULL;
 done:
     if (w) sl_gguf_writer_abort(w);
-    if (rc) unlink(path);
-    if (!rc && bytes) *bytes = total;
-    free(fbuf);
-    free(qbuf);
+    if (rc && created) unlink(path); /* never leave a half-written model */
+    if (!rc && bytes) *bytes = sz.data_bytes;
     free(p.t);
     sl_synth_vocab_free(&v);
     return rc;

@@ -193,5 +193,24 @@ else
 fi
 rm -f "$Q35"
 
+# Fused gate/up experts: the gemma4 reference fixture stores each layer's
+# ffn_gate_up_exps [256, 2 x 128, 8] in q8_0 (a row of 256 is 8 blocks of 34
+# bytes = 272). One expert's gate half is 128 rows x 272 = 34816 bytes, the up
+# half the same; ffn_down_exps [128, 256, 8]: 256 rows x 4 blocks x 34 = 34816;
+# ffn_down_exps.scale [8] f32: 4 bytes an expert (other). Per expert 104452.
+g4=""
+for d in ../shared/fixtures/reference /work/shared/fixtures/reference; do
+    [ -f "$d/gemma4-Q8_0.gguf" ] && g4=$d/gemma4-Q8_0.gguf && break
+done
+if [ -z "$g4" ]; then
+    echo "skipped: the gemma4 reference fixture not found (../shared/fixtures/reference)"
+else
+    "$SLUICE" inspect --json --no-tensors "$g4" >"$work/g4.json"
+    check "fused gate/up: shape [256, 256, 8] q8_0" [ "$("$SLUICE" inspect "$g4" | grep -c 'ffn_gate_up_exps\.weight  *q8_0  *\[256, 256, 8\]')" = 4 ]
+    check "fused gate/up: gate 34816, up 34816, down 34816, other 4 in every layer" [ "$(json "$work/g4.json" "sorted(set((l['gate'], l['up'], l['down'], l['other'], l['bytes_per_expert']) for l in d['sizing']['layers']))")" = "[(34816, 34816, 34816, 4, 104452)]" ]
+    "$SLUICE" inspect --no-tensors "$g4" >"$work/g4.txt"
+    check "fused gate/up: text columns gate and up 34.00 KiB" grep -Eq "^ +0-3 +8 +102\.00 KiB +34\.00 KiB +34\.00 KiB +34\.00 KiB +4 B" "$work/g4.txt"
+fi
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

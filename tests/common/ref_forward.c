@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/ref_math.h"
 #include "gguf/gguf.h"
 #include "quant/quant.h"
 
@@ -44,22 +45,13 @@ static rt load_f32(sl_gguf *g, const char *name, int required, char *eb, int ec,
         }
         return none;
     }
-    const sl_type_traits *tr = sl_type_get(t->type);
-    void *raw = malloc(t->nbytes);
-    float *f = malloc(t->n_elements * sizeof(float));
-    sl_err err;
-    if (!raw || !f || sl_gguf_read_tensor(g, t, 0, raw, t->nbytes, &err) != 0 || !tr->to_float) {
+    ref_w r;
+    if (ref_w_read(g, t, &r)) {
         snprintf(eb, (size_t)ec, "ref: cannot read %s", name);
         *bad = 1;
-        free(raw);
-        free(f);
         return none;
     }
-    tr->to_float(raw, f, (int64_t)t->n_elements);
-    free(raw);
-    rt r = {f, -1};
-    if (tr->vec_dot && tr->vec_dot_type != SL_TYPE_F32) r.act_type = (int)tr->vec_dot_type;
-    return r;
+    return (rt){r.w, r.act_type};
 }
 
 static int get_int(sl_gguf *g, const char *arch, const char *key, int dflt)
@@ -181,22 +173,7 @@ int ref_model_n_vocab(const ref_model *m) { return m->n_vocab; }
  * model computes in every GGUF engine. Sums are in double. */
 static void matmul(float *y, const rt *W, size_t off, const float *x, int rows, int cols)
 {
-    float *xr = malloc(sizeof(float) * (size_t)cols);
-    memcpy(xr, x, sizeof(float) * (size_t)cols);
-    if (W->act_type >= 0) {
-        const sl_type_traits *at = sl_type_get((uint32_t)W->act_type);
-        void *q = malloc((size_t)cols * 4 + 64);
-        at->from_float(x, q, cols);
-        at->to_float(q, xr, cols);
-        free(q);
-    }
-    const float *w = W->w + off;
-    for (int r = 0; r < rows; r++) {
-        double acc = 0.0;
-        for (int c = 0; c < cols; c++) acc += (double)w[(size_t)r * cols + c] * xr[c];
-        y[r] = (float)acc;
-    }
-    free(xr);
+    ref_matvec(y, W->w + off, W->act_type, x, rows, cols);
 }
 
 static void rmsnorm(float *o, const float *x, const float *w, int n, float eps)
@@ -222,7 +199,6 @@ static void rope(float *v, int hd, int n_rot, int pos, float base, int neox)
     (void)hd;
 }
 
-static float silu(float x) { return x / (1.0f + expf(-x)); }
 
 /* out = down(silu(gate x) * up x) for one expert/dense block */
 static void ffn(float *out, const rt *gate, const rt *up, const rt *down, size_t off,
@@ -231,7 +207,7 @@ static void ffn(float *out, const rt *gate, const rt *up, const rt *down, size_t
     float *g = malloc(sizeof(float) * n_ff), *u = malloc(sizeof(float) * n_ff);
     matmul(g, gate, off, x, n_ff, n_embd);
     matmul(u, up, off, x, n_ff, n_embd);
-    for (int i = 0; i < n_ff; i++) g[i] = silu(g[i]) * u[i];
+    for (int i = 0; i < n_ff; i++) g[i] = ref_silu(g[i]) * u[i];
     matmul(out, down, off, g, n_embd, n_ff);
     free(g);
     free(u);

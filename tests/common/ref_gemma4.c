@@ -10,16 +10,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/ref_math.h"
 #include "gguf/gguf.h"
 #include "quant/quant.h"
 
 /* A weight dequantised to f32, its shape, and the type its products round
- * the activations to (-1: they stay f32). */
-typedef struct w32 {
-    float *w;
-    int act_type;
-    uint64_t ne[3];
-} w32;
+ * the activations to (common/ref_math.h). */
+typedef ref_w w32;
 
 typedef struct g4_layer {
     bool swa, moe;
@@ -74,22 +71,7 @@ static w32 load(loader *ld, const char *name, bool required, uint64_t ne0, uint6
             fail(ld, "tensor %s: dimension %lld has the wrong size", name, d);
             return r;
         }
-    const sl_type_traits *tr = sl_type_get(t->type);
-    void *raw = malloc(t->nbytes);
-    float *f = malloc(t->n_elements * sizeof(float));
-    sl_err err;
-    if (!tr || !tr->to_float || !raw || !f ||
-        sl_gguf_read_tensor(ld->g, t, 0, raw, t->nbytes, &err) != 0) {
-        fail(ld, "cannot read tensor %s%.0lld", name, 0);
-        free(raw);
-        free(f);
-        return r;
-    }
-    tr->to_float(raw, f, (int64_t)t->n_elements);
-    free(raw);
-    r.w = f;
-    if (tr->vec_dot && tr->vec_dot_type != SL_TYPE_F32) r.act_type = (int)tr->vec_dot_type;
-    for (int d = 0; d < 3; d++) r.ne[d] = t->ne[d];
+    if (ref_w_read(ld->g, t, &r)) fail(ld, "cannot read tensor %s%.0lld", name, 0);
     return r;
 }
 
@@ -268,31 +250,13 @@ ref_g4 *ref_g4_load(const char *path, char *errbuf, int errcap)
  * activation type first. */
 static void matmul(float *y, const w32 *W, size_t row0, const float *x, int rows, int cols)
 {
-    float *xr = malloc(sizeof(float) * (size_t)cols);
-    memcpy(xr, x, sizeof(float) * (size_t)cols);
-    if (W->act_type >= 0) {
-        const sl_type_traits *at = sl_type_get((uint32_t)W->act_type);
-        void *q = malloc((size_t)cols * 4 + 64);
-        at->from_float(x, q, cols);
-        at->to_float(q, xr, cols);
-        free(q);
-    }
-    const float *w = W->w + row0 * (size_t)cols;
-    for (int r = 0; r < rows; r++) {
-        double acc = 0.0;
-        for (int c = 0; c < cols; c++) acc += (double)w[(size_t)r * cols + c] * xr[c];
-        y[r] = (float)acc;
-    }
-    free(xr);
+    ref_matvec(y, W->w + row0 * (size_t)cols, W->act_type, x, rows, cols);
 }
 
 /* RMS norm, the sum of squares in double; w NULL: no weight. */
 static void rmsnorm(float *o, const float *x, const float *w, int n, float eps)
 {
-    double ss = 0.0;
-    for (int i = 0; i < n; i++) ss += (double)x[i] * x[i];
-    const float scale = 1.0f / sqrtf((float)(ss / n) + eps);
-    for (int i = 0; i < n; i++) o[i] = w ? (x[i] * scale) * w[i] : x[i] * scale;
+    ref_rmsnorm(o, x, w, n, eps);
 }
 
 static float f16_round(float x) { return sl_fp16_to_f32(sl_f32_to_fp16(x)); }

@@ -8,14 +8,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/ref_math.h"
 #include "gguf/gguf.h"
 #include "quant/quant.h"
 
-typedef struct wt {
-    float *w;       /* dequantised, row-major: ne[1] (x ne[2]) rows of ne[0] */
-    int act_type;   /* the type its products round their input to, or -1 */
-    uint64_t ne[3];
-} wt;
+/* A weight dequantised to f32, row-major, its shape and activation type
+ * (common/ref_math.h). */
+typedef ref_w wt;
 
 typedef struct lay {
     bool dense;
@@ -73,22 +72,7 @@ static wt load(ld *l, const char *name, bool required, uint64_t n0, uint64_t n1,
         fail(l, "ref_mla: tensor %s has an unexpected shape", name);
         return r;
     }
-    const sl_type_traits *tr = sl_type_get(t->type);
-    void *raw = malloc(t->nbytes);
-    r.w = malloc(t->n_elements * sizeof(float));
-    sl_err err;
-    if (!tr || !tr->to_float || !raw || !r.w ||
-        sl_gguf_read_tensor(l->g, t, 0, raw, t->nbytes, &err) != 0) {
-        fail(l, "ref_mla: cannot read tensor %s", name);
-        free(raw);
-        free(r.w);
-        r.w = NULL;
-        return r;
-    }
-    tr->to_float(raw, r.w, (int64_t)t->n_elements);
-    free(raw);
-    if (tr->vec_dot && tr->vec_dot_type != SL_TYPE_F32) r.act_type = (int)tr->vec_dot_type;
-    for (int d = 0; d < 3; d++) r.ne[d] = t->ne[d];
+    if (ref_w_read(l->g, t, &r)) fail(l, "ref_mla: cannot read tensor %s", name);
     return r;
 }
 
@@ -262,33 +246,13 @@ ref_ds *ref_ds_load(const char *path, char *eb, int ec)
 /* y[0..rows) = W[row0 ..] x, x rounded through W's activation type. */
 static void mv(const wt *W, size_t row0, int rows, int cols, const float *x, float *y)
 {
-    float *xr = malloc(sizeof(float) * (size_t)cols);
-    memcpy(xr, x, sizeof(float) * (size_t)cols);
-    if (W->act_type >= 0) {
-        const sl_type_traits *at = sl_type_get((uint32_t)W->act_type);
-        void *q = malloc((size_t)cols * 4 + 64);
-        at->from_float(x, q, cols);
-        at->to_float(q, xr, cols);
-        free(q);
-    }
-    for (int r = 0; r < rows; r++) {
-        double acc = 0.0;
-        const float *w = W->w + (row0 + (size_t)r) * (size_t)cols;
-        for (int c = 0; c < cols; c++) acc += (double)w[c] * xr[c];
-        y[r] = (float)acc;
-    }
-    free(xr);
+    ref_matvec(y, W->w + row0 * (size_t)cols, W->act_type, x, rows, cols);
 }
 
 /* x[0..n) rounded through W's activation type (nothing for f32 weights). */
 static void round_act(const wt *W, float *x, int n)
 {
-    if (W->act_type < 0) return;
-    const sl_type_traits *at = sl_type_get((uint32_t)W->act_type);
-    void *q = malloc((size_t)n * 4 + 64);
-    at->from_float(x, q, n);
-    at->to_float(q, x, n);
-    free(q);
+    ref_round_act(W->act_type, x, n);
 }
 
 static void rms(float *y, const float *x, const float *w, int n, float eps)
@@ -328,7 +292,6 @@ static void rope(const ref_ds *m, float *x, int pos, bool neox)
     }
 }
 
-static float silu(float v) { return v / (1.0f + expf(-v)); }
 
 /* SwiGLU through gate/up/down slices (expert e; e = 0 for 2-D). */
 static void swiglu(const wt *g, const wt *u, const wt *d, int e, const float *x, int E,
@@ -338,7 +301,7 @@ static void swiglu(const wt *g, const wt *u, const wt *d, int e, const float *x,
     float *a = malloc(sizeof(float) * (size_t)F), *b = malloc(sizeof(float) * (size_t)F);
     mv(g, (size_t)e * F, F, E, x, a);
     mv(u, (size_t)e * F, F, E, x, b);
-    for (int i = 0; i < F; i++) a[i] = silu(a[i]) * b[i];
+    for (int i = 0; i < F; i++) a[i] = ref_silu(a[i]) * b[i];
     mv(d, (size_t)e * E, E, F, a, out);
     free(a);
     free(b);

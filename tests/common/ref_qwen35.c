@@ -10,16 +10,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/ref_math.h"
 #include "gguf/gguf.h"
 #include "quant/quant.h"
 
 /* A weight dequantised to f32, its shape, and the type its products round
- * the activations to (-1: they stay f32). */
-typedef struct w32 {
-    float *w;
-    int act_type;
-    uint64_t ne[3];
-} w32;
+ * the activations to (common/ref_math.h). */
+typedef ref_w w32;
 
 typedef struct q35_layer {
     bool linear;
@@ -64,23 +61,10 @@ static w32 load(loader *ld, const char *name, bool required)
         }
         return r;
     }
-    const sl_type_traits *tr = sl_type_get(t->type);
-    void *raw = malloc(t->nbytes);
-    float *f = malloc(t->n_elements * sizeof(float));
-    sl_err err;
-    if (!tr || !tr->to_float || !raw || !f ||
-        sl_gguf_read_tensor(ld->g, t, 0, raw, t->nbytes, &err) != 0) {
+    if (ref_w_read(ld->g, t, &r)) {
         snprintf(ld->eb, (size_t)ld->ec, "ref_q35: cannot read tensor %s", name);
         ld->bad = 1;
-        free(raw);
-        free(f);
-        return r;
     }
-    tr->to_float(raw, f, (int64_t)t->n_elements);
-    free(raw);
-    r.w = f;
-    if (tr->vec_dot && tr->vec_dot_type != SL_TYPE_F32) r.act_type = (int)tr->vec_dot_type;
-    for (int d = 0; d < 3; d++) r.ne[d] = t->ne[d];
     return r;
 }
 
@@ -287,33 +271,14 @@ int ref_q35_layer_is_linear(const ref_q35 *m, int l)
  * integer kernels do. */
 static void matmul(float *y, const w32 *W, size_t row0, const float *x, int rows, int cols)
 {
-    float *xr = malloc(sizeof(float) * (size_t)cols);
-    memcpy(xr, x, sizeof(float) * (size_t)cols);
-    if (W->act_type >= 0) {
-        const sl_type_traits *at = sl_type_get((uint32_t)W->act_type);
-        void *q = malloc((size_t)cols * 4 + 64);
-        at->from_float(x, q, cols);
-        at->to_float(q, xr, cols);
-        free(q);
-    }
-    const float *w = W->w + row0 * (size_t)cols;
-    for (int r = 0; r < rows; r++) {
-        double acc = 0.0;
-        for (int c = 0; c < cols; c++) acc += (double)w[(size_t)r * cols + c] * xr[c];
-        y[r] = (float)acc;
-    }
-    free(xr);
+    ref_matvec(y, W->w + row0 * (size_t)cols, W->act_type, x, rows, cols);
 }
 
 /* RMS norm: the sum of squares in double, the scale 1/sqrt(mean + eps) in
  * float as ggml's rms_norm_f32, then the weight. o may alias x. */
 static void rmsnorm(float *o, const float *x, const float *w, int n, float eps)
 {
-    double ss = 0.0;
-    for (int i = 0; i < n; i++) ss += (double)x[i] * x[i];
-    const float mean = (float)(ss / n);
-    const float scale = 1.0f / sqrtf(mean + eps);
-    for (int i = 0; i < n; i++) o[i] = (x[i] * scale) * w[i];
+    ref_rmsnorm(o, x, w, n, eps);
 }
 
 /* L2 norm: x / max(||x||, eps), the sum in double. */
@@ -326,7 +291,6 @@ static void l2norm(float *x, int n, float eps)
     for (int i = 0; i < n; i++) x[i] *= scale;
 }
 
-static float silu(float x) { return x / (1.0f + expf(-x)); }
 static float sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
 static float softplus(float x) { return x > 20.0f ? x : log1pf(expf(x)); }
 
@@ -450,7 +414,7 @@ static void delta_net(const ref_q35 *m, const q35_layer *L, scratch *s, float *c
         float acc = 0.0f;
         for (int j = 0; j < K - 1; j++) acc += w[j] * conv[(size_t)j * C + ch];
         acc += w[K - 1] * s->u[ch];
-        s->c[ch] = silu(acc);
+        s->c[ch] = ref_silu(acc);
     }
     /* shift the conv state by one token */
     if (K > 1) {
@@ -486,7 +450,7 @@ static void delta_net(const ref_q35 *m, const q35_layer *L, scratch *s, float *c
             oh[i] = (float)(acc * qscale);
         }
         rmsnorm(oh, oh, L->ssm_norm.w, ds, m->eps);
-        for (int i = 0; i < ds; i++) oh[i] *= silu(s->z[hh * ds + i]);
+        for (int i = 0; i < ds; i++) oh[i] *= ref_silu(s->z[hh * ds + i]);
     }
     free(sk);
     matmul(s->tmp, &L->ssm_out, 0, s->o, E, vd);
@@ -500,7 +464,7 @@ static void swiglu(float *out, const w32 *gate, size_t g0, const w32 *up, size_t
 {
     matmul(ga, gate, g0, x, F, E);
     matmul(ua, up, u0, x, F, E);
-    for (int i = 0; i < F; i++) ga[i] = silu(ga[i]) * ua[i];
+    for (int i = 0; i < F; i++) ga[i] = ref_silu(ga[i]) * ua[i];
     matmul(out, down, d0, ga, E, F);
 }
 
