@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "chat/chat.h"
+#include "common/golden.h"
 #include "common/testutil.h"
 #include "test.h"
 #include "tok/tok_internal.h"
@@ -149,13 +150,6 @@ static void free_vocab(void)
     free(g_merge_text);
 }
 
-static void print_ids(const char *label, const int32_t *ids, size_t n)
-{
-    fprintf(stderr, "    %s:", label);
-    for (size_t i = 0; i < n && i < 64; i++) fprintf(stderr, " %d", ids[i]);
-    fprintf(stderr, "\n");
-}
-
 static bool has_u2581_or_invalid(const char *s, size_t n)
 {
     if (memmem(s, n, "\xE2\x96\x81", 3)) return true;
@@ -173,67 +167,45 @@ static bool has_u2581_or_invalid(const char *s, size_t n)
 static int run_golden(const sl_tokenizer *tok, const char *inp_name, const char *out_name,
                       unsigned flags, int *n_pass)
 {
-    char path[512];
-    size_t inp_len, out_len;
-    data_path(path, sizeof path, inp_name);
-    char *inp = t_read_all(path, &inp_len);
-    data_path(path, sizeof path, out_name);
-    char *outf = t_read_all(path, &out_len);
-    CHECK_MSG(inp && outf, "missing %s or %s", inp_name, out_name);
+    char inp_path[512], out_path[512];
+    data_path(inp_path, sizeof inp_path, inp_name);
+    data_path(out_path, sizeof out_path, out_name);
+    t_golden g;
     *n_pass = 0;
-    if (!inp || !outf) {
-        free(inp);
-        free(outf);
+    if (t_golden_open(&g, inp_path, out_path)) {
+        CHECK_MSG(0, "missing %s or %s", inp_name, out_name);
         return 0;
     }
-    static const char sep[] = "\n__ggml_vocab_test__\n";
-    char *p = inp, *end = inp + inp_len, *line = outf;
     int n_cases = 0;
     sl_tok_ids ids = {0};
-    static int32_t want[4096];
-    while (p < end) {
-        char *s = memmem(p, (size_t)(end - p), sep, sizeof sep - 1);
-        if (!s) break;
-        size_t slen = (size_t)(s - p);
-        char *nl = strchr(line, '\n');
-        CHECK(nl != NULL);
-        if (!nl) break;
-        *nl = '\0';
-        size_t n_want = 0;
-        for (char *q = line; *q && n_want < 4096;) {
-            while (*q == ' ') q++;
-            if (!*q) break;
-            want[n_want++] = (int32_t)strtol(q, &q, 10);
-        }
-        line = nl + 1;
+    while (t_golden_next(&g)) {
         ids.n = 0;
         sl_err err = {0};
-        int rc = sl_tokenizer_encode(tok, p, slen, flags, &ids, &err);
-        bool ok = rc == 0 && ids.n == n_want &&
-                  (n_want == 0 || !memcmp(ids.ids, want, n_want * sizeof *want));
+        int rc = sl_tokenizer_encode(tok, g.text, g.len, flags, &ids, &err);
+        bool ok = rc == 0 && ids.n == g.n_want &&
+                  (g.n_want == 0 || !memcmp(ids.ids, g.want, g.n_want * sizeof *g.want));
         n_cases++;
         if (ok) {
             (*n_pass)++;
-            if (!(flags & SL_TOK_ADD_BOS) && !has_u2581_or_invalid(p, slen)) {
+            if (!(flags & SL_TOK_ADD_BOS) && !has_u2581_or_invalid(g.text, g.len)) {
                 char *dec = NULL;
                 size_t dn = 0;
                 CHECK(sl_tokenizer_decode(tok, ids.ids, ids.n, SL_TOK_DECODE_SPECIAL, &dec, &dn,
                                           &err) == 0);
-                CHECK_MSG(dn == slen && (slen == 0 || !memcmp(dec, p, slen)),
+                CHECK_MSG(dn == g.len && (g.len == 0 || !memcmp(dec, g.text, g.len)),
                           "%s case %d does not round-trip", inp_name, n_cases);
                 free(dec);
             }
         } else {
             fprintf(stderr, "  %s case %d (%.*s) differs (rc %d %s)\n", inp_name, n_cases,
-                    (int)(slen < 60 ? slen : 60), p, rc, err.msg);
-            print_ids("want", want, n_want);
-            print_ids("got ", ids.ids, ids.n);
+                    (int)(g.len < 60 ? g.len : 60), g.text, rc, err.msg);
+            t_golden_print_ids("want", g.want, g.n_want);
+            t_golden_print_ids("got ", ids.ids, ids.n);
         }
-        p = s + sizeof sep - 1;
     }
+    CHECK_MSG(!g.out_short, "%s: %s has fewer lines than strings", inp_name, out_name);
     sl_tok_ids_free(&ids);
-    free(inp);
-    free(outf);
+    t_golden_close(&g);
     return n_cases;
 }
 

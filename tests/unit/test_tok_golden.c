@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "gguf/gguf.h"
+#include "common/golden.h"
 #include "common/testutil.h"
 #include "test.h"
 #include "tok/tok_internal.h" /* spm_word_split, for the equivalence test */
@@ -77,13 +78,6 @@ static bool valid_utf8(const char *s, size_t n)
     return true;
 }
 
-static void print_ids(const char *label, const int32_t *ids, size_t n)
-{
-    fprintf(stderr, "    %s:", label);
-    for (size_t i = 0; i < n && i < 64; i++) fprintf(stderr, " %d", ids[i]);
-    fprintf(stderr, "%s\n", n > 64 ? " ..." : "");
-}
-
 static int g_lines_total, g_lines_pass;
 
 /* Decodes ids with the prefix space stripped and compares with text. */
@@ -106,65 +100,40 @@ static void check_vocab(const char *name)
     CHECK_MSG(tok != NULL, "vocabulary %s did not load", name);
     if (!tok) return;
 
-    char path[512];
-    size_t inp_len, out_len;
-    snprintf(path, sizeof path, "%s/tokenizers/ggml-vocab-%s.gguf.inp", data_dir(), name);
-    char *inp = t_read_all(path, &inp_len);
-    snprintf(path, sizeof path, "%s/tokenizers/ggml-vocab-%s.gguf.out", data_dir(), name);
-    char *outf = t_read_all(path, &out_len);
-    CHECK_MSG(inp && outf, "missing fixture files for %s", name);
-    if (!inp || !outf) {
-        free(inp);
-        free(outf);
+    char inp_path[512], out_path[512];
+    snprintf(inp_path, sizeof inp_path, "%s/tokenizers/ggml-vocab-%s.gguf.inp", data_dir(), name);
+    snprintf(out_path, sizeof out_path, "%s/tokenizers/ggml-vocab-%s.gguf.out", data_dir(), name);
+    t_golden g;
+    if (t_golden_open(&g, inp_path, out_path)) {
+        CHECK_MSG(0, "missing fixture files for %s", name);
         sl_tokenizer_free(tok);
         return;
     }
 
-    static const char sep[] = "\n__ggml_vocab_test__\n";
-    const size_t sep_len = sizeof sep - 1;
-    char *p = inp, *end = inp + inp_len;
-    char *line = outf;
     int n_cases = 0, n_pass = 0, n_rt = 0, n_rt_pass = 0;
     sl_tok_ids ids = {0};
-    while (p < end) {
-        char *s = memmem(p, (size_t)(end - p), sep, sep_len);
-        if (!s) break;
-        size_t slen = (size_t)(s - p);
-
-        /* expected ids: the next line of .out */
-        char *nl = strchr(line, '\n');
-        CHECK_MSG(nl != NULL, "%s: .out has fewer lines than .inp has strings", name);
-        if (!nl) break;
-        *nl = '\0';
-        int32_t want[4096];
-        size_t n_want = 0;
-        for (char *q = line; *q;) {
-            while (*q == ' ') q++;
-            if (!*q) break;
-            want[n_want++] = (int32_t)strtol(q, &q, 10);
-        }
-        line = nl + 1;
-
+    while (t_golden_next(&g)) {
         ids.n = 0;
         sl_err err = {0};
-        int rc = sl_tokenizer_encode(tok, p, slen, 0, &ids, &err);
-        bool ok = rc == 0 && ids.n == n_want && memcmp(ids.ids, want, n_want * sizeof *want) == 0;
+        int rc = sl_tokenizer_encode(tok, g.text, g.len, 0, &ids, &err);
+        bool ok = rc == 0 && ids.n == g.n_want &&
+                  memcmp(ids.ids, g.want, g.n_want * sizeof *g.want) == 0;
         n_cases++;
         if (ok) {
             n_pass++;
         } else {
-            fprintf(stderr, "  %s case %d (%zu bytes) differs%s%s\n", name, n_cases, slen,
+            fprintf(stderr, "  %s case %d (%zu bytes) differs%s%s\n", name, n_cases, g.len,
                     rc ? ": " : "", rc ? err.msg : "");
-            print_ids("want", want, n_want);
-            print_ids("got ", ids.ids, ids.n);
+            t_golden_print_ids("want", g.want, g.n_want);
+            t_golden_print_ids("got ", ids.ids, ids.n);
         }
-        if (rc == 0 && valid_utf8(p, slen)) {
+        if (rc == 0 && valid_utf8(g.text, g.len)) {
             n_rt++;
-            if (round_trips(tok, p, slen, ids.ids, ids.n)) n_rt_pass++;
+            if (round_trips(tok, g.text, g.len, ids.ids, ids.n)) n_rt_pass++;
             else fprintf(stderr, "  %s case %d does not round-trip\n", name, n_cases);
         }
-        p = s + sep_len;
     }
+    CHECK_MSG(!g.out_short, "%s: .out has fewer lines than .inp has strings", name);
     printf("     %s: %d/%d strings match, %d/%d round-trip\n", name, n_pass, n_cases, n_rt_pass,
            n_rt);
     CHECK_EQ_INT(n_pass, n_cases);
@@ -175,8 +144,7 @@ static void check_vocab(const char *name)
     g_lines_total += n_cases;
     g_lines_pass += n_pass;
     sl_tok_ids_free(&ids);
-    free(inp);
-    free(outf);
+    t_golden_close(&g);
     sl_tokenizer_free(tok);
 }
 

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/golden.h"
 #include "common/testutil.h"
 #include "test.h"
 #include "tok/tok_internal.h"
@@ -137,13 +138,6 @@ static void free_vocab(void)
     free(g_v.merge_text);
 }
 
-static void print_ids(const char *label, const int32_t *ids, size_t n)
-{
-    fprintf(stderr, "    %s:", label);
-    for (size_t i = 0; i < n && i < 64; i++) fprintf(stderr, " %d", ids[i]);
-    fprintf(stderr, "\n");
-}
-
 static sl_tokenizer *g_tok;
 
 /* Every golden string encodes (special tokens parsed, as the official
@@ -153,39 +147,21 @@ TEST(golden_o200k)
     CHECK(g_tok != NULL);
     if (!g_tok) return;
     CHECK(!strcmp(sl_tokenizer_pre_name(g_tok), "gpt-4o"));
-    char path[512];
-    size_t inp_len, out_len;
-    snprintf(path, sizeof path, "%s/o200k/o200k.inp", data_dir());
-    char *inp = t_read_all(path, &inp_len);
-    snprintf(path, sizeof path, "%s/o200k/o200k.out", data_dir());
-    char *outf = t_read_all(path, &out_len);
-    CHECK(inp && outf);
-    if (!inp || !outf) return;
-    static const char sep[] = "\n__ggml_vocab_test__\n";
-    char *p = inp, *end = inp + inp_len, *line = outf;
+    char inp_path[512], out_path[512];
+    snprintf(inp_path, sizeof inp_path, "%s/o200k/o200k.inp", data_dir());
+    snprintf(out_path, sizeof out_path, "%s/o200k/o200k.out", data_dir());
+    t_golden g;
+    int opened = t_golden_open(&g, inp_path, out_path);
+    CHECK(opened == 0);
+    if (opened) return;
     int n_cases = 0, n_pass = 0;
     sl_tok_ids ids = {0};
-    while (p < end) {
-        char *s = memmem(p, (size_t)(end - p), sep, sizeof sep - 1);
-        if (!s) break;
-        size_t slen = (size_t)(s - p);
-        char *nl = strchr(line, '\n');
-        CHECK(nl != NULL);
-        if (!nl) break;
-        *nl = '\0';
-        int32_t want[512];
-        size_t n_want = 0;
-        for (char *q = line; *q;) {
-            while (*q == ' ') q++;
-            if (!*q) break;
-            want[n_want++] = (int32_t)strtol(q, &q, 10);
-        }
-        line = nl + 1;
+    while (t_golden_next(&g)) {
         ids.n = 0;
         sl_err err = {0};
-        int rc = sl_tokenizer_encode(g_tok, p, slen, SL_TOK_PARSE_SPECIAL, &ids, &err);
-        bool ok = rc == 0 && ids.n == n_want &&
-                  (n_want == 0 || !memcmp(ids.ids, want, n_want * sizeof *want));
+        int rc = sl_tokenizer_encode(g_tok, g.text, g.len, SL_TOK_PARSE_SPECIAL, &ids, &err);
+        bool ok = rc == 0 && ids.n == g.n_want &&
+                  (g.n_want == 0 || !memcmp(ids.ids, g.want, g.n_want * sizeof *g.want));
         n_cases++;
         if (ok) {
             n_pass++;
@@ -193,22 +169,22 @@ TEST(golden_o200k)
             size_t dn = 0;
             CHECK(sl_tokenizer_decode(g_tok, ids.ids, ids.n, SL_TOK_DECODE_SPECIAL, &dec, &dn,
                                       &err) == 0);
-            CHECK_MSG(dn == slen && (slen == 0 || !memcmp(dec, p, slen)), "case %d does not round-trip",
-                      n_cases);
+            CHECK_MSG(dn == g.len && (g.len == 0 || !memcmp(dec, g.text, g.len)),
+                      "case %d does not round-trip", n_cases);
             free(dec);
         } else {
-            fprintf(stderr, "  case %d (%.*s) differs\n", n_cases, (int)(slen < 60 ? slen : 60), p);
-            print_ids("want", want, n_want);
-            print_ids("got ", ids.ids, ids.n);
+            fprintf(stderr, "  case %d (%.*s) differs\n", n_cases, (int)(g.len < 60 ? g.len : 60),
+                    g.text);
+            t_golden_print_ids("want", g.want, g.n_want);
+            t_golden_print_ids("got ", ids.ids, ids.n);
         }
-        p = s + sizeof sep - 1;
     }
+    CHECK(!g.out_short);
     printf("     o200k: %d/%d strings match\n", n_pass, n_cases);
     CHECK_EQ_INT(n_pass, n_cases);
     CHECK(n_cases >= 44);
     sl_tok_ids_free(&ids);
-    free(inp);
-    free(outf);
+    t_golden_close(&g);
 }
 
 /* Splits written from the pattern by hand: case-driven word boundaries,

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/golden.h"
 #include "common/testutil.h"
 #include "test.h"
 #include "gguf/gguf.h"
@@ -31,8 +32,6 @@ static int hexval(char c)
 {
     return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
 }
-
-static const char sep[] = "\n__ggml_vocab_test__\n";
 
 /* True if s holds a sequence that llama.cpp reads as one code point but
  * that is not well-formed UTF-8 (an overlong form, a surrogate): sluice's
@@ -67,26 +66,19 @@ TEST(kimi_split_golden)
     sl_tok_pretok p;
     sl_err err = {0};
     CHECK(sl_tok_pretok_init(&p, set, &err) == 0);
-    char path[512];
-    size_t inp_len, sp_len;
-    data_path(path, sizeof path, "pretok/pretok.inp");
-    char *inp = t_read_all(path, &inp_len);
-    data_path(path, sizeof path, "pretok/kimi-k2.split");
-    char *spl = t_read_all(path, &sp_len);
-    CHECK(inp && spl);
-    if (!inp || !spl) return;
-    char *s0 = inp, *end = inp + inp_len, *line = spl;
+    char inp_path[512], split_path[512];
+    data_path(inp_path, sizeof inp_path, "pretok/pretok.inp");
+    data_path(split_path, sizeof split_path, "pretok/kimi-k2.split");
+    t_golden g;
+    int opened = t_golden_open(&g, inp_path, split_path);
+    CHECK(opened == 0);
+    if (opened) return;
     int n_cases = 0, n_pass = 0, n_skipped = 0;
     sl_tok_spans spans = {0};
     static char want[1 << 16];
-    while (s0 < end) {
-        char *s = memmem(s0, (size_t)(end - s0), sep, sizeof sep - 1);
-        if (!s) break;
-        size_t slen = (size_t)(s - s0);
-        char *nl = strchr(line, '\n');
-        CHECK(nl != NULL);
-        if (!nl) break;
-        *nl = '\0';
+    while (t_golden_next_line(&g)) {
+        const char *s0 = g.text;
+        size_t slen = g.len;
         bool valid = true;
         for (size_t i = 0; i < slen;) {
             size_t k = sl_tok_utf8_valid_len((const unsigned char *)s0 + i, slen - i);
@@ -98,46 +90,44 @@ TEST(kimi_split_golden)
         }
         if (!valid) {
             n_skipped++;
-        } else {
-            n_cases++;
-            CHECK(sl_tok_pretok_split(&p, s0, slen, &spans, &err) == 0);
-            /* rebuild the expected pieces as "len:bytes" runs and compare */
-            bool same = true;
-            size_t k = 0, at = 0;
-            for (char *q = line; *q && same;) {
-                size_t n = 0;
-                while (q[0] && q[0] != ' ') {
-                    want[n++] = (char)(hexval(q[0]) * 16 + hexval(q[1]));
-                    q += 2;
-                }
-                if (*q == ' ') q++;
-                same = k < spans.n && spans.v[k].off == at && spans.v[k].len == n &&
-                       !memcmp(s0 + at, want, n);
-                at += n;
-                k++;
-            }
-            same = same && k == spans.n;
-            if (same) {
-                n_pass++;
-            } else {
-                fprintf(stderr, "  case %d \"%.*s\": sluice cut", n_cases, (int)(slen < 60 ? slen : 60),
-                        s0);
-                for (size_t i = 0; i < spans.n; i++)
-                    fprintf(stderr, " [%.*s]", (int)spans.v[i].len, s0 + spans.v[i].off);
-                fprintf(stderr, "\n    llama.cpp: %s\n", line);
-            }
+            continue;
         }
-        line = nl + 1;
-        s0 = s + sizeof sep - 1;
+        n_cases++;
+        CHECK(sl_tok_pretok_split(&p, s0, slen, &spans, &err) == 0);
+        /* rebuild the expected pieces as "len:bytes" runs and compare */
+        bool same = true;
+        size_t k = 0, at = 0;
+        for (const char *q = g.out_line; *q && same;) {
+            size_t n = 0;
+            while (q[0] && q[0] != ' ') {
+                want[n++] = (char)(hexval(q[0]) * 16 + hexval(q[1]));
+                q += 2;
+            }
+            if (*q == ' ') q++;
+            same = k < spans.n && spans.v[k].off == at && spans.v[k].len == n &&
+                   !memcmp(s0 + at, want, n);
+            at += n;
+            k++;
+        }
+        same = same && k == spans.n;
+        if (same) {
+            n_pass++;
+        } else {
+            fprintf(stderr, "  case %d \"%.*s\": sluice cut", n_cases, (int)(slen < 60 ? slen : 60),
+                    s0);
+            for (size_t i = 0; i < spans.n; i++)
+                fprintf(stderr, " [%.*s]", (int)spans.v[i].len, s0 + spans.v[i].off);
+            fprintf(stderr, "\n    llama.cpp: %s\n", g.out_line);
+        }
     }
+    CHECK(!g.out_short);
     printf("     kimi-k2 split: %d/%d strings match llama.cpp (%d not UTF-8)\n", n_pass, n_cases,
            n_skipped);
     CHECK_EQ_INT(n_pass, n_cases);
     CHECK(n_cases >= 300);
     sl_tok_spans_free(&spans);
     sl_tok_pretok_free(&p);
-    free(inp);
-    free(spl);
+    t_golden_close(&g);
 }
 
 /* The GPT-2 vocabulary with pre-tokenizer NAME: every string (the invalid
@@ -184,55 +174,38 @@ static void gpt2_as_file(const char *name, const char *file_name)
     if (!tok) return;
     CHECK(sl_tokenizer_pre_warning(tok) == NULL);
 
-    size_t inp_len, out_len;
-    data_path(path, sizeof path, "pretok/pretok.inp");
-    char *inp = t_read_all(path, &inp_len);
-    char file[128];
+    char inp_path[512], file[128];
+    data_path(inp_path, sizeof inp_path, "pretok/pretok.inp");
     snprintf(file, sizeof file, "pretok/gpt2-as-%s.out", file_name);
     data_path(path, sizeof path, file);
-    char *outf = t_read_all(path, &out_len);
-    CHECK(inp && outf);
-    char *s0 = inp, *end = inp ? inp + inp_len : NULL, *line = outf;
+    t_golden gd;
+    int opened = t_golden_open(&gd, inp_path, path);
+    CHECK(opened == 0);
     int n_cases = 0, n_pass = 0, n_skipped = 0;
     sl_tok_ids ids = {0};
-    static int32_t want[4096];
-    while (inp && outf && s0 < end) {
-        char *s = memmem(s0, (size_t)(end - s0), sep, sizeof sep - 1);
-        if (!s) break;
-        size_t slen = (size_t)(s - s0);
-        char *nl = strchr(line, '\n');
-        if (!nl) break;
-        *nl = '\0';
-        size_t n_want = 0;
-        for (char *q = line; *q && n_want < 4096;) {
-            while (*q == ' ') q++;
-            if (!*q) break;
-            want[n_want++] = (int32_t)strtol(q, &q, 10);
-        }
-        line = nl + 1;
-        if (read_differently(s0, slen)) {
+    while (!opened && t_golden_next(&gd)) {
+        if (read_differently(gd.text, gd.len)) {
             n_skipped++;
-            s0 = s + sizeof sep - 1;
             continue;
         }
         ids.n = 0;
-        int rc = sl_tokenizer_encode(tok, s0, slen, SL_TOK_PARSE_SPECIAL, &ids, &err);
+        int rc = sl_tokenizer_encode(tok, gd.text, gd.len, SL_TOK_PARSE_SPECIAL, &ids, &err);
         n_cases++;
-        if (rc == 0 && ids.n == n_want && (!n_want || !memcmp(ids.ids, want, n_want * 4)))
+        if (rc == 0 && ids.n == gd.n_want &&
+            (!gd.n_want || !memcmp(ids.ids, gd.want, gd.n_want * sizeof *gd.want)))
             n_pass++;
         else
             fprintf(stderr, "  %s case %d (%.*s) ids differ\n", name, n_cases,
-                    (int)(slen < 60 ? slen : 60), s0);
-        s0 = s + sizeof sep - 1;
+                    (int)(gd.len < 60 ? gd.len : 60), gd.text);
     }
+    CHECK(!gd.out_short);
     printf("     %-15s %d/%d strings match llama.cpp (%d overlong/surrogate skipped)\n", name,
            n_pass, n_cases, n_skipped);
     CHECK(n_skipped == 3);
     CHECK_EQ_INT(n_pass, n_cases);
     CHECK(n_cases >= 300);
     sl_tok_ids_free(&ids);
-    free(inp);
-    free(outf);
+    t_golden_close(&gd);
     sl_tokenizer_free(tok);
 }
 

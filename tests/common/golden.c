@@ -1,0 +1,93 @@
+/* golden.c - see golden.h. */
+#include "common/golden.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/testutil.h"
+
+static const char sep[] = "\n__ggml_vocab_test__\n";
+
+int t_golden_open(t_golden *g, const char *inp_path, const char *out_path)
+{
+    memset(g, 0, sizeof *g);
+    size_t inp_len, out_len;
+    g->inp = t_read_all(inp_path, &inp_len);
+    g->out = t_read_all(out_path, &out_len);
+    g->cap = 256;
+    g->ids = malloc(g->cap * sizeof *g->ids);
+    if (!g->inp || !g->out || !g->ids) {
+        t_golden_close(g);
+        return -1;
+    }
+    g->next = g->inp;
+    g->end = g->inp + inp_len;
+    g->line = g->out;
+    g->want = g->ids;
+    return 0;
+}
+
+/* Appends id to g->ids, growing it; false when memory runs out. */
+static bool push_id(t_golden *g, int32_t id)
+{
+    if (g->n_want == g->cap) {
+        size_t cap = 2 * g->cap;
+        int32_t *ids = realloc(g->ids, cap * sizeof *ids);
+        if (!ids) return false;
+        g->ids = ids;
+        g->want = ids;
+        g->cap = cap;
+    }
+    g->ids[g->n_want++] = id;
+    return true;
+}
+
+bool t_golden_next_line(t_golden *g)
+{
+    if (g->next >= g->end) return false;
+    char *s = memmem(g->next, (size_t)(g->end - g->next), sep, sizeof sep - 1);
+    if (!s) return false;
+    char *nl = strchr(g->line, '\n');
+    if (!nl) {
+        g->out_short = true;
+        return false;
+    }
+    *nl = '\0';
+    g->out_line = g->line;
+    g->line = nl + 1;
+    g->text = g->next;
+    g->len = (size_t)(s - g->next);
+    g->next = s + sizeof sep - 1;
+    return true;
+}
+
+bool t_golden_next(t_golden *g)
+{
+    if (!t_golden_next_line(g)) return false;
+    g->n_want = 0;
+    for (const char *q = g->out_line; *q;) {
+        while (*q == ' ') q++;
+        if (!*q) break;
+        char *after;
+        long id = strtol(q, &after, 10);
+        if (after == q || !push_id(g, (int32_t)id)) return false; /* not a number, or no memory */
+        q = after;
+    }
+    return true;
+}
+
+void t_golden_print_ids(const char *label, const int32_t *ids, size_t n)
+{
+    fprintf(stderr, "    %s:", label);
+    for (size_t i = 0; i < n && i < 64; i++) fprintf(stderr, " %d", ids[i]);
+    fprintf(stderr, "%s\n", n > 64 ? " ..." : "");
+}
+
+void t_golden_close(t_golden *g)
+{
+    free(g->inp);
+    free(g->out);
+    free(g->ids);
+    memset(g, 0, sizeof *g);
+}

@@ -1,0 +1,47 @@
+/* golden.h - reading llama.cpp's tokenizer test files: X.inp holds test
+ * strings, each followed by "\n__ggml_vocab_test__\n"; X.out holds, line by
+ * line, the token ids (decimal, space-separated) of the string of the same
+ * rank. */
+#ifndef SL_TESTS_GOLDEN_H
+#define SL_TESTS_GOLDEN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct {
+    const char *text; /* the current string (inside the .inp buffer; not NUL-terminated) */
+    size_t len;
+    const char *out_line; /* its line of .out (NUL-terminated, in the .out buffer) */
+    const int32_t *want; /* its expected ids, read from out_line by t_golden_next */
+    size_t n_want;
+    bool out_short; /* set when .out ended before .inp: the walk stopped early */
+    /* private */
+    char *inp, *out, *next, *end, *line;
+    int32_t *ids;
+    size_t cap;
+} t_golden;
+
+/* Reads the two files whole into g (zeroed first). Returns 0, or -1 when
+ * either cannot be read or memory runs out (g then holds nothing to
+ * free). */
+int t_golden_open(t_golden *g, const char *inp_path, const char *out_path);
+
+/* Moves to the next string and its line of .out (text, len, out_line).
+ * Returns false at the end of .inp, or when .out has no line for the
+ * string (out_short set). */
+bool t_golden_next_line(t_golden *g);
+
+/* t_golden_next_line, then reads the line's ids into want / n_want (the
+ * array grows as needed). Also false on a line that is not ids, or when
+ * memory runs out. */
+bool t_golden_next(t_golden *g);
+
+/* Prints "    LABEL: id id ..." (the first 64 ids, " ..." after them when
+ * there are more) on stderr: a failing case's wanted and got ids. */
+void t_golden_print_ids(const char *label, const int32_t *ids, size_t n);
+
+/* Frees what t_golden_open read; g's pointers are then invalid. */
+void t_golden_close(t_golden *g);
+
+#endif
