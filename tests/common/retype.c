@@ -41,7 +41,8 @@ static int copy_data(const sl_gguf *g, sl_gguf_writer *w, const sl_gguf_tensor *
     return rc;
 }
 
-int t_gguf_retype(const char *src, const char *dst, const char *match, sl_type type)
+int t_gguf_rewrite(const char *src, const char *dst, const char *what, t_tensor_step declare,
+                   t_tensor_step write, void *ctx)
 {
     sl_err err = {0};
     sl_gguf *g = NULL;
@@ -53,21 +54,41 @@ int t_gguf_retype(const char *src, const char *dst, const char *match, sl_type t
         rc = sl_gguf_writer_set_value(w, kv->key.ptr, &kv->value);
     }
     const uint64_t nt = g ? sl_gguf_tensor_count(g) : 0;
-    for (uint64_t i = 0; !rc && i < nt; i++) {
-        const sl_gguf_tensor *t = sl_gguf_tensor_at(g, i);
-        rc = sl_gguf_writer_add_tensor(w, t->name.ptr, retyped(t, match) ? type : t->type,
-                                       t->n_dims, t->ne, &err);
-    }
-    for (uint64_t i = 0; !rc && i < nt; i++) {
-        const sl_gguf_tensor *t = sl_gguf_tensor_at(g, i);
-        rc = copy_data(g, w, t, retyped(t, match) ? type : t->type, &err);
-    }
+    for (uint64_t i = 0; !rc && i < nt; i++) rc = declare(ctx, g, w, sl_gguf_tensor_at(g, i), &err);
+    for (uint64_t i = 0; !rc && i < nt; i++) rc = write(ctx, g, w, sl_gguf_tensor_at(g, i), &err);
     if (!rc) {
         rc = sl_gguf_writer_close(w, &err);
         w = NULL;
     }
     if (w) sl_gguf_writer_abort(w);
     if (g) sl_gguf_close(g);
-    if (rc) fprintf(stderr, "  retype %s -> %s: %s\n", src, dst, err.msg[0] ? err.msg : "failed");
+    if (rc) fprintf(stderr, "  %s %s -> %s: %s\n", what, src, dst, err.msg[0] ? err.msg : "failed");
     return rc ? -1 : 0;
+}
+
+/* What a retype changes: the type of the matrices whose name holds match. */
+typedef struct {
+    const char *match;
+    sl_type type;
+} retype_ctx;
+
+static int retype_declare(void *ctx, const sl_gguf *g, sl_gguf_writer *w, const sl_gguf_tensor *t,
+                          sl_err *err)
+{
+    const retype_ctx *c = ctx;
+    return sl_gguf_writer_add_tensor(w, t->name.ptr, retyped(t, c->match) ? c->type : t->type,
+                                     t->n_dims, t->ne, err);
+}
+
+static int retype_write(void *ctx, const sl_gguf *g, sl_gguf_writer *w, const sl_gguf_tensor *t,
+                        sl_err *err)
+{
+    const retype_ctx *c = ctx;
+    return copy_data(g, w, t, retyped(t, c->match) ? c->type : t->type, err);
+}
+
+int t_gguf_retype(const char *src, const char *dst, const char *match, sl_type type)
+{
+    retype_ctx c = {match, type};
+    return t_gguf_rewrite(src, dst, "retype", retype_declare, retype_write, &c);
 }

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/retype.h"
 #include "common/testutil.h"
 #include "engine/session.h"
 #include "gguf/gguf.h"
@@ -25,74 +26,64 @@
 #define N_GEN 4
 #define BATCH 8
 
+/* The fused name for gate tensor t (its "ffn_gate_exps.weight" at s) or,
+ * with part "up", its up tensor's name, in nm. */
+static void exps_name(char nm[160], const sl_gguf_tensor *t, const char *s, const char *part)
+{
+    snprintf(nm, 160, "%.*sffn_%s_exps.weight", (int)(s - t->name.ptr), t->name.ptr, part);
+}
+
+/* declare: the fused tensor where the gate was, the up dropped */
+static int fuse_declare(void *ctx, const sl_gguf *g, sl_gguf_writer *w, const sl_gguf_tensor *t,
+                        sl_err *err)
+{
+    if (strstr(t->name.ptr, "ffn_up_exps.weight")) return 0;
+    const char *s = strstr(t->name.ptr, "ffn_gate_exps.weight");
+    if (!s) return sl_gguf_writer_add_tensor(w, t->name.ptr, t->type, t->n_dims, t->ne, err);
+    char nm[160];
+    exps_name(nm, t, s, "gate_up");
+    uint64_t ne[SL_GGUF_MAX_DIMS];
+    memcpy(ne, t->ne, sizeof ne);
+    ne[1] *= 2;
+    return sl_gguf_writer_add_tensor(w, nm, t->type, t->n_dims, ne, err);
+}
+
+/* write: each expert's gate rows, then its up rows */
+static int fuse_write(void *ctx, const sl_gguf *g, sl_gguf_writer *w, const sl_gguf_tensor *t,
+                      sl_err *err)
+{
+    if (strstr(t->name.ptr, "ffn_up_exps.weight")) return 0;
+    const char *s = strstr(t->name.ptr, "ffn_gate_exps.weight");
+    const sl_gguf_tensor *up = NULL;
+    if (s) {
+        char nm[160];
+        exps_name(nm, t, s, "up");
+        up = sl_gguf_find_tensor(g, nm);
+        if (!up || up->nbytes != t->nbytes || up->type != t->type) {
+            fprintf(stderr, "  fuse: '%s' has no matching up tensor\n", t->name.ptr);
+            return -1;
+        }
+    }
+    uint8_t *a = malloc(t->nbytes ? t->nbytes : 1);
+    uint8_t *b = up ? malloc(up->nbytes) : NULL;
+    int rc = a && (!up || b) ? sl_gguf_read_tensor(g, t, 0, a, t->nbytes, err) : -1;
+    if (!rc && up) rc = sl_gguf_read_tensor(g, up, 0, b, up->nbytes, err);
+    if (!rc && !up) rc = sl_gguf_writer_write(w, a, t->nbytes, err);
+    const uint64_t X = t->ne[2], slice = X ? t->nbytes / X : 0;
+    for (uint64_t e = 0; !rc && up && e < X; e++) {
+        rc = sl_gguf_writer_write(w, a + e * slice, slice, err);
+        if (!rc) rc = sl_gguf_writer_write(w, b + e * slice, slice, err);
+    }
+    free(a);
+    free(b);
+    return rc;
+}
+
 /* Writes a copy of src to dst with every layer's gate and up experts
  * fused. Returns 0, or -1 with a message on stderr. */
 static int fuse_file(const char *src, const char *dst)
 {
-    sl_err err = {0};
-    sl_gguf *g = NULL;
-    sl_gguf_writer *w = NULL;
-    int rc = sl_gguf_open(&g, src, &err);
-    if (!rc) rc = sl_gguf_writer_open(&w, dst, &err);
-    for (uint64_t i = 0; !rc && i < sl_gguf_kv_count(g); i++) {
-        const sl_gguf_kv *kv = sl_gguf_kv_at(g, i);
-        rc = sl_gguf_writer_set_value(w, kv->key.ptr, &kv->value);
-    }
-    const uint64_t nt = g ? sl_gguf_tensor_count(g) : 0;
-    /* declare: the fused tensor where the gate was, the up dropped */
-    for (uint64_t i = 0; !rc && i < nt; i++) {
-        const sl_gguf_tensor *t = sl_gguf_tensor_at(g, i);
-        const char *s = strstr(t->name.ptr, "ffn_gate_exps.weight");
-        if (strstr(t->name.ptr, "ffn_up_exps.weight")) continue;
-        if (!s) {
-            rc = sl_gguf_writer_add_tensor(w, t->name.ptr, t->type, t->n_dims, t->ne, &err);
-            continue;
-        }
-        char nm[160];
-        snprintf(nm, sizeof nm, "%.*sffn_gate_up_exps.weight", (int)(s - t->name.ptr),
-                 t->name.ptr);
-        uint64_t ne[SL_GGUF_MAX_DIMS];
-        memcpy(ne, t->ne, sizeof ne);
-        ne[1] *= 2;
-        rc = sl_gguf_writer_add_tensor(w, nm, t->type, t->n_dims, ne, &err);
-    }
-    for (uint64_t i = 0; !rc && i < nt; i++) {
-        const sl_gguf_tensor *t = sl_gguf_tensor_at(g, i);
-        if (strstr(t->name.ptr, "ffn_up_exps.weight")) continue;
-        const char *s = strstr(t->name.ptr, "ffn_gate_exps.weight");
-        const sl_gguf_tensor *up = NULL;
-        if (s) {
-            char nm[160];
-            snprintf(nm, sizeof nm, "%.*sffn_up_exps.weight", (int)(s - t->name.ptr),
-                     t->name.ptr);
-            up = sl_gguf_find_tensor(g, nm);
-            if (!up || up->nbytes != t->nbytes || up->type != t->type) {
-                fprintf(stderr, "  fuse: '%s' has no matching up tensor\n", t->name.ptr);
-                rc = -1;
-                break;
-            }
-        }
-        uint8_t *a = malloc(t->nbytes ? t->nbytes : 1);
-        uint8_t *b = up ? malloc(up->nbytes) : NULL;
-        rc = a && (!up || b) ? sl_gguf_read_tensor(g, t, 0, a, t->nbytes, &err) : -1;
-        if (!rc && up) rc = sl_gguf_read_tensor(g, up, 0, b, up->nbytes, &err);
-        if (!rc && !up) rc = sl_gguf_writer_write(w, a, t->nbytes, &err);
-        const uint64_t X = t->ne[2], slice = X ? t->nbytes / X : 0;
-        for (uint64_t e = 0; !rc && up && e < X; e++) {
-            rc = sl_gguf_writer_write(w, a + e * slice, slice, &err);
-            if (!rc) rc = sl_gguf_writer_write(w, b + e * slice, slice, &err);
-        }
-        free(a);
-        free(b);
-    }
-    if (!rc) {
-        rc = sl_gguf_writer_close(w, &err);
-        w = NULL;
-    }
-    if (w) sl_gguf_writer_abort(w);
-    if (g) sl_gguf_close(g);
-    if (rc) fprintf(stderr, "  fuse %s -> %s: %s\n", src, dst, err.msg[0] ? err.msg : "failed");
-    return rc ? -1 : 0;
+    return t_gguf_rewrite(src, dst, "fuse", fuse_declare, fuse_write, NULL);
 }
 
 /* Bytes of one expert (gate + up + down) of the first routed layer of the
