@@ -17,28 +17,17 @@
 
 #include "quant/quant_internal.h"
 #include "quant/vec_dot_fp_order.h"
+#include "quant/vec_dot_fp_steps.h"
 #include "util/hsum.h"
-
-static float bf(uint16_t v) { return sl_bits2f((uint32_t)v << 16); }
 
 static void f16_vecdot(int64_t n, float *s, const void *vx, const void *vy)
 {
     const uint16_t *x = vx, *y = vy;
-    float c[4][8] = {{0}};
-    int64_t i = 0;
-    for (; i + 32 <= n; i += 32)
-        for (int j = 0; j < 4; j++)
-            for (int l = 0; l < 8; l++) {
-                const int64_t e = i + 8 * j + l;
-                c[j][l] = fmaf(sl_h2f(x[e]), sl_h2f(y[e]), c[j][l]);
-            }
-    float t[4];
-    for (int l = 0; l < 4; l++) {
-        const float lo = (c[0][l] + c[2][l]) + (c[1][l] + c[3][l]);
-        const float hi = (c[0][l + 4] + c[2][l + 4]) + (c[1][l + 4] + c[3][l + 4]);
-        t[l] = lo + hi;
-    }
-    double sum = (double)((t[0] + t[1]) + (t[2] + t[3]));
+    float t[8];
+    int64_t i = sl_fp_steps32(n, x, y, sl_h2f, true, t);
+    /* the 128-bit halves added, then two horizontal adds */
+    const float h0 = t[0] + t[4], h1 = t[1] + t[5], h2 = t[2] + t[6], h3 = t[3] + t[7];
+    double sum = (double)((h0 + h1) + (h2 + h3));
     for (; i < n; i++) sum += (double)(sl_h2f(x[i]) * sl_h2f(y[i]));
     *s = (float)sum;
 }
@@ -49,9 +38,9 @@ static void bf16_tinyblas(int64_t n, float *s, const void *vx, const void *vy)
     float lane[8] = {0};
     int64_t i = 0;
     for (; i + 8 <= n; i += 8)
-        for (int l = 0; l < 8; l++) lane[l] = fmaf(bf(x[i + l]), bf(y[i + l]), lane[l]);
+        for (int l = 0; l < 8; l++) lane[l] = fmaf(sl_bf2f(x[i + l]), sl_bf2f(y[i + l]), lane[l]);
     float sum = sl_hsum8(lane);
-    for (; i < n; i++) sum = fmaf(bf(x[i]), bf(y[i]), sum);
+    for (; i < n; i++) sum = fmaf(sl_bf2f(x[i]), sl_bf2f(y[i]), sum);
     *s = sum;
 }
 

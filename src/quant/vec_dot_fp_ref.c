@@ -7,6 +7,7 @@
 #include <math.h>
 
 #include "quant/quant_internal.h"
+#include "quant/vec_dot_fp_steps.h"
 #include "util/hsum.h"
 
 /* The order of the AVX2 kernel (llama.cpp's batched f32 product): eight
@@ -43,20 +44,10 @@ static void vec_dot_f16_f16(int64_t n, float *s, const void *vx, const void *vy)
 static void vec_dot_bf16_bf16(int64_t n, float *s, const void *vx, const void *vy)
 {
     const uint16_t *x = vx, *y = vy;
-    float c[4][8] = {{0}};
-    int64_t i = 0;
-    for (; i + 32 <= n; i += 32)
-        for (int j = 0; j < 4; j++)
-            for (int l = 0; l < 8; l++) {
-                const int64_t e = i + 8 * j + l;
-                const float p = sl_bits2f((uint32_t)x[e] << 16) * sl_bits2f((uint32_t)y[e] << 16);
-                c[j][l] = p + c[j][l];
-            }
     float t[8];
-    for (int l = 0; l < 8; l++) t[l] = (c[0][l] + c[2][l]) + (c[1][l] + c[3][l]);
+    int64_t i = sl_fp_steps32(n, x, y, sl_bf2f, false, t);
     double sum = (double)sl_hsum8(t);
-    for (; i < n; i++)
-        sum += (double)(sl_bits2f((uint32_t)x[i] << 16) * sl_bits2f((uint32_t)y[i] << 16));
+    for (; i < n; i++) sum += (double)(sl_bf2f(x[i]) * sl_bf2f(y[i]));
     *s = (float)sum;
 }
 
