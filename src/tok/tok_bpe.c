@@ -20,18 +20,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static bool add_pair(const sl_tokenizer *tok, sl_tok_scratch *s, int32_t l, int32_t r)
-{
-    if (l < 0 || r < 0) return true;
-    const sl_tok_symbol *L = &s->sym[l], *R = &s->sym[r];
-    uint32_t size = L->n + R->n;
-    /* Adjacent live symbols are contiguous bytes of the word. */
-    int32_t rank = sl_tok_map_get(&tok->merges, s->word + L->off, size, L->n);
-    if (rank < 0) return true;
-    sl_tok_bigram b = {.key = (double)rank, .left = l, .right = r, .size = size};
-    return sl_tok_heap_push(&s->heap, b);
-}
-
 static int encode_piece(const sl_tokenizer *tok, const unsigned char *p, size_t n,
                         sl_tok_scratch *s, sl_tok_ids *out)
 {
@@ -57,21 +45,7 @@ static int encode_piece(const sl_tokenizer *tok, const unsigned char *p, size_t 
         if (id >= 0) return sl_tok_ids_push(out, id);
     }
 
-    s->heap.n = 0;
-    for (size_t i = 1; i < n; i++)
-        if (!add_pair(tok, s, (int32_t)i - 1, (int32_t)i)) return SL_ENOMEM;
-
-    sl_tok_bigram b;
-    while (sl_tok_heap_pop(&s->heap, &b)) {
-        sl_tok_symbol *L = &s->sym[b.left], *R = &s->sym[b.right];
-        if (L->n == 0 || R->n == 0 || L->n + R->n != b.size) continue;
-        L->n += R->n;
-        R->n = 0;
-        L->next = R->next;
-        if (R->next >= 0) s->sym[R->next].prev = b.left;
-        if (!add_pair(tok, s, L->prev, b.left)) return SL_ENOMEM;
-        if (!add_pair(tok, s, b.left, L->next)) return SL_ENOMEM;
-    }
+    if (sl_tok_merge(tok, s, s->word, 0, (int32_t)n, SL_TOK_MERGE_RANK)) return SL_ENOMEM;
 
     for (int32_t i = 0; i != -1; i = s->sym[i].next) {
         const sl_tok_symbol *sy = &s->sym[i];

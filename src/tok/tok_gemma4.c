@@ -79,19 +79,6 @@ static size_t normalize(const char *text, size_t len, sl_tok_scratch *s)
     return w;
 }
 
-static bool add_pair(const sl_tokenizer *tok, sl_tok_scratch *s, const char *word, int32_t l,
-                     int32_t r)
-{
-    if (l < 0 || r < 0) return true;
-    const sl_tok_symbol *L = &s->sym[l], *R = &s->sym[r];
-    uint32_t size = L->n + R->n;
-    /* adjacent live symbols are contiguous bytes of the word */
-    int32_t rank = sl_tok_map_get(&tok->merges, word + L->off, size, L->n);
-    if (rank < 0) return true;
-    sl_tok_bigram b = {.key = (double)rank, .left = l, .right = r, .size = size};
-    return sl_tok_heap_push(&s->heap, b);
-}
-
 /* Steps 3-5 for one run word[0..n) (valid UTF-8). */
 static int encode_run(const sl_tokenizer *tok, const char *word, size_t n, sl_tok_scratch *s,
                       sl_tok_ids *out)
@@ -113,22 +100,7 @@ static int encode_run(const sl_tokenizer *tok, const char *word, size_t n, sl_to
         s->sym[ns].next = off == n ? -1 : ns + 1;
         ns++;
     }
-    s->heap.n = 0;
-    for (int32_t i = 1; i < ns; i++)
-        if (!add_pair(tok, s, word, i - 1, i)) return SL_ENOMEM;
-
-    sl_tok_bigram b;
-    while (sl_tok_heap_pop(&s->heap, &b)) {
-        sl_tok_symbol *L = &s->sym[b.left], *R = &s->sym[b.right];
-        /* symbols only grow rightwards: an unchanged size is unchanged text */
-        if (L->n == 0 || R->n == 0 || L->n + R->n != b.size) continue;
-        L->n += R->n;
-        R->n = 0;
-        L->next = R->next;
-        if (R->next >= 0) s->sym[R->next].prev = b.left;
-        if (!add_pair(tok, s, word, L->prev, b.left)) return SL_ENOMEM;
-        if (!add_pair(tok, s, word, b.left, L->next)) return SL_ENOMEM;
-    }
+    if (sl_tok_merge(tok, s, word, 0, ns, SL_TOK_MERGE_RANK)) return SL_ENOMEM;
 
     for (int32_t i = 0; i != -1; i = s->sym[i].next) {
         const sl_tok_symbol *sy = &s->sym[i];

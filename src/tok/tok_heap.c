@@ -1,6 +1,9 @@
-/* tok_heap.c - the binary min-heap of candidate merges both encoders use.
- * Order: smaller key first, then smaller left position (what llama.cpp's
- * priority queues produce), so equal-rank merges resolve left to right. */
+/* tok_heap.c - the binary min-heap of candidate merges the encoders use,
+ * and the merge loop over it. Order: smaller key first, then smaller left
+ * position (what llama.cpp's priority queues produce), so equal-rank merges
+ * resolve left to right. A queued pair made stale by an earlier merge is
+ * recognised by its recorded byte size: symbols only grow rightwards, so an
+ * unchanged size is unchanged text. */
 #include "tok/tok_internal.h"
 
 static bool before(const sl_tok_bigram *a, const sl_tok_bigram *b)
@@ -38,4 +41,47 @@ bool sl_tok_heap_pop(sl_tok_heap *h, sl_tok_bigram *out)
     }
     if (n) h->v[i] = last;
     return true;
+}
+
+/* Queues the pair (l, r) when it can merge; false only when memory runs
+ * out. */
+static bool add_pair(const sl_tokenizer *tok, sl_tok_scratch *s, const char *text, int32_t l,
+                     int32_t r, sl_tok_merge_order order)
+{
+    if (l < 0 || r < 0) return true;
+    const sl_tok_symbol *L = &s->sym[l], *R = &s->sym[r];
+    uint32_t size = L->n + R->n;
+    double key;
+    if (order == SL_TOK_MERGE_RANK) {
+        int32_t rank = sl_tok_map_get(&tok->merges, text + L->off, size, L->n);
+        if (rank < 0) return true;
+        key = (double)rank;
+    } else {
+        int32_t id = sl_tok_map_get(&tok->vocab, text + L->off, size, 0);
+        if (id < 0) return true;
+        key = -(double)tok->tokens[id].score;
+    }
+    sl_tok_bigram b = {.key = key, .left = l, .right = r, .size = size};
+    return sl_tok_heap_push(&s->heap, b);
+}
+
+int sl_tok_merge(const sl_tokenizer *tok, sl_tok_scratch *s, const char *text, int32_t start,
+                 int32_t end, sl_tok_merge_order order)
+{
+    s->heap.n = 0;
+    for (int32_t i = start + 1; i < end; i++)
+        if (!add_pair(tok, s, text, i - 1, i, order)) return SL_ENOMEM;
+
+    sl_tok_bigram b;
+    while (sl_tok_heap_pop(&s->heap, &b)) {
+        sl_tok_symbol *L = &s->sym[b.left], *R = &s->sym[b.right];
+        if (L->n == 0 || R->n == 0 || L->n + R->n != b.size) continue; /* stale */
+        L->n += R->n;
+        R->n = 0;
+        L->next = R->next;
+        if (R->next >= 0) s->sym[R->next].prev = b.left;
+        if (!add_pair(tok, s, text, L->prev, b.left, order)) return SL_ENOMEM;
+        if (!add_pair(tok, s, text, b.left, L->next, order)) return SL_ENOMEM;
+    }
+    return SL_OK;
 }

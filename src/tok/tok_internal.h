@@ -172,7 +172,7 @@ bool sl_tok_reserve(void **p, size_t *cap, size_t n, size_t sz);
 
 int sl_tok_ids_push(sl_tok_ids *v, int32_t id);
 
-/* ---- merge queue (tok_heap.c) -------------------------------------------- */
+/* ---- merge queue and merge loop (tok_heap.c) ------------------------------ */
 
 /* A candidate merge of symbols left and right. Smaller key pops first, ties
  * broken by the leftmost position (both encoders want exactly this order:
@@ -208,6 +208,22 @@ typedef struct sl_tok_scratch {
 } sl_tok_scratch;
 
 void sl_tok_scratch_free(sl_tok_scratch *s);
+
+/* Which adjacent pair merges first. */
+typedef enum sl_tok_merge_order {
+    SL_TOK_MERGE_RANK,  /* the pair with the lowest rank in tok->merges (BPE, Gemma 4) */
+    SL_TOK_MERGE_SCORE, /* the pair whose concatenation is the vocabulary token
+                           with the highest score (SentencePiece) */
+} sl_tok_merge_order;
+
+/* Merges the symbols s->sym[start..end) of text (linked among themselves
+ * only; adjacent live symbols are contiguous bytes of text), pair by pair
+ * in `order` (leftmost first on ties), until no pair can merge. Merged-away
+ * symbols are left with n == 0; the survivors stay linked from start.
+ * Uses s->heap. Returns SL_OK, or SL_ENOMEM (the symbols then partly
+ * merged). */
+int sl_tok_merge(const sl_tokenizer *tok, sl_tok_scratch *s, const char *text, int32_t start,
+                 int32_t end, sl_tok_merge_order order);
 
 /* ---- special-token partition (tok_special.c) ------------------------------ */
 

@@ -11,17 +11,6 @@
 
 #include <string.h>
 
-static bool add_pair(const sl_tokenizer *tok, sl_tok_scratch *s, int32_t l, int32_t r)
-{
-    if (l < 0 || r < 0) return true;
-    const sl_tok_symbol *L = &s->sym[l], *R = &s->sym[r];
-    uint32_t size = L->n + R->n;
-    int32_t id = sl_tok_map_get(&tok->vocab, s->text + L->off, size, 0);
-    if (id < 0) return true;
-    sl_tok_bigram b = {.key = -(double)tok->tokens[id].score, .left = l, .right = r, .size = size};
-    return sl_tok_heap_push(&s->heap, b);
-}
-
 static bool is_space_mark(const sl_tok_scratch *s, int32_t i)
 {
     return s->sym[i].n == 3 && memcmp(s->text + s->sym[i].off, "\xE2\x96\x81", 3) == 0;
@@ -40,21 +29,7 @@ static bool word_starts(const sl_tok_scratch *s, int32_t j)
 static int encode_word(const sl_tokenizer *tok, sl_tok_scratch *s, int32_t start, int32_t end,
                        sl_tok_ids *out, sl_err *err)
 {
-    s->heap.n = 0;
-    for (int32_t i = start + 1; i < end; i++)
-        if (!add_pair(tok, s, i - 1, i)) goto nomem;
-
-    sl_tok_bigram b;
-    while (sl_tok_heap_pop(&s->heap, &b)) {
-        sl_tok_symbol *L = &s->sym[b.left], *R = &s->sym[b.right];
-        if (L->n == 0 || R->n == 0 || L->n + R->n != b.size) continue;
-        L->n += R->n;
-        R->n = 0;
-        L->next = R->next;
-        if (R->next >= 0) s->sym[R->next].prev = b.left;
-        if (!add_pair(tok, s, L->prev, b.left)) goto nomem;
-        if (!add_pair(tok, s, b.left, L->next)) goto nomem;
-    }
+    if (sl_tok_merge(tok, s, s->text, start, end, SL_TOK_MERGE_SCORE)) goto nomem;
 
     for (int32_t i = start; i != -1; i = s->sym[i].next) {
         const sl_tok_symbol *sy = &s->sym[i];
