@@ -10,6 +10,7 @@
 
 #include "gguf/gguf_writer.h"
 #include "model/arch.h"
+#include "synth/synth_keys.h"
 #include "synth/synth_stream.h"
 #include "synth/synth_vocab.h"
 
@@ -335,124 +336,78 @@ static int build_plan(const sl_synth_ds *c, plan *p)
 
 /* ---- metadata ------------------------------------------------------------ */
 
-typedef struct kw {
-    sl_gguf_writer *w;
-    const char *arch;
-    int rc;
-} kw;
-
-static void ku(kw *k, const char *suffix, uint32_t v)
-{
-    char key[128];
-    if (!k->rc) k->rc = sl_gguf_writer_set_u32(k->w, sl_arch_key(key, sizeof key, k->arch, suffix), v);
-}
-
-static void kf(kw *k, const char *suffix, float v)
-{
-    char key[128];
-    if (!k->rc) k->rc = sl_gguf_writer_set_f32(k->w, sl_arch_key(key, sizeof key, k->arch, suffix), v);
-}
-
-static void kb(kw *k, const char *suffix, bool v)
-{
-    char key[128];
-    if (!k->rc) k->rc = sl_gguf_writer_set_bool(k->w, sl_arch_key(key, sizeof key, k->arch, suffix), v);
-}
-
 /* The keys llama.cpp's converter writes (ARCHS.md sections 3 and 4). */
 /* glm-dsa's attention.indexer.types: one bool per layer (true: full). */
-static void idx_types(kw *k, const sl_synth_ds *c)
+static void idx_types(sl_synth_keys *k, const sl_synth_ds *c)
 {
     uint8_t full[1024];
     for (uint32_t l = 0; l < c->n_layer; l++) full[l] = idx_full(c, l);
     sl_gguf_value v = {.type = SL_GGUF_ARRAY,
                        .v.arr = {.type = SL_GGUF_BOOL, .n = c->n_layer, .data = full}};
-    char key[128];
-    if (!k->rc)
-        k->rc = sl_gguf_writer_set_value(
-            k->w, sl_arch_key(key, sizeof key, k->arch, "attention.indexer.types"), &v);
+    sl_synth_key_value(k, "attention.indexer.types", &v);
 }
 
-static void arch_keys(kw *k, const sl_synth_ds *c)
+static void arch_keys(sl_synth_keys *k, const sl_synth_ds *c)
 {
     const bool mla = is_mla(c);
-    ku(k, SL_KEY_BLOCK_COUNT, c->n_layer + c->n_nextn);
-    if (c->n_nextn) ku(k, "nextn_predict_layers", c->n_nextn);
-    ku(k, SL_KEY_CONTEXT_LENGTH, c->n_ctx);
-    ku(k, SL_KEY_EMBEDDING_LENGTH, c->n_embd);
-    ku(k, SL_KEY_FEED_FORWARD_LENGTH, c->n_ff);
-    ku(k, SL_KEY_HEAD_COUNT, c->n_head);
-    kf(k, SL_KEY_RMS_EPS, c->rms_eps);
-    kf(k, SL_KEY_ROPE_FREQ_BASE, c->rope_base);
-    ku(k, SL_KEY_EXPERT_COUNT, c->n_expert);
-    ku(k, SL_KEY_EXPERT_USED_COUNT, c->n_expert_used);
-    ku(k, SL_KEY_EXPERT_FF_LENGTH, c->n_ff_exp);
-    ku(k, "expert_shared_count", c->n_expert_shared);
-    ku(k, "leading_dense_block_count", c->n_dense_lead);
-    ku(k, "expert_group_count", c->n_group);
-    ku(k, "expert_group_used_count", c->n_group_used);
-    ku(k, "expert_gating_func", c->gating);
-    kf(k, "expert_weights_scale", c->w_scale);
-    kb(k, SL_KEY_EXPERT_WEIGHTS_NORM, c->w_norm);
+    sl_synth_key_u32(k, SL_KEY_BLOCK_COUNT, c->n_layer + c->n_nextn);
+    if (c->n_nextn) sl_synth_key_u32(k, "nextn_predict_layers", c->n_nextn);
+    sl_synth_key_u32(k, SL_KEY_CONTEXT_LENGTH, c->n_ctx);
+    sl_synth_key_u32(k, SL_KEY_EMBEDDING_LENGTH, c->n_embd);
+    sl_synth_key_u32(k, SL_KEY_FEED_FORWARD_LENGTH, c->n_ff);
+    sl_synth_key_u32(k, SL_KEY_HEAD_COUNT, c->n_head);
+    sl_synth_key_f32(k, SL_KEY_RMS_EPS, c->rms_eps);
+    sl_synth_key_f32(k, SL_KEY_ROPE_FREQ_BASE, c->rope_base);
+    sl_synth_key_u32(k, SL_KEY_EXPERT_COUNT, c->n_expert);
+    sl_synth_key_u32(k, SL_KEY_EXPERT_USED_COUNT, c->n_expert_used);
+    sl_synth_key_u32(k, SL_KEY_EXPERT_FF_LENGTH, c->n_ff_exp);
+    sl_synth_key_u32(k, "expert_shared_count", c->n_expert_shared);
+    sl_synth_key_u32(k, "leading_dense_block_count", c->n_dense_lead);
+    sl_synth_key_u32(k, "expert_group_count", c->n_group);
+    sl_synth_key_u32(k, "expert_group_used_count", c->n_group_used);
+    sl_synth_key_u32(k, "expert_gating_func", c->gating);
+    sl_synth_key_f32(k, "expert_weights_scale", c->w_scale);
+    sl_synth_key_bool(k, SL_KEY_EXPERT_WEIGHTS_NORM, c->w_norm);
     if (mla) {
-        ku(k, SL_KEY_HEAD_COUNT_KV, 1);
-        ku(k, "vocab_size", c->n_vocab);
-        if (c->q_lora) ku(k, "attention.q_lora_rank", c->q_lora);
-        ku(k, "attention.kv_lora_rank", c->kv_lora);
-        ku(k, SL_KEY_KEY_LENGTH, c->kv_lora + c->rope);
-        ku(k, SL_KEY_VALUE_LENGTH, c->kv_lora);
-        ku(k, "attention.key_length_mla", c->nope + c->rope);
-        ku(k, "attention.value_length_mla", c->v_head);
-        ku(k, SL_KEY_ROPE_DIM, c->rope);
+        sl_synth_key_u32(k, SL_KEY_HEAD_COUNT_KV, 1);
+        sl_synth_key_u32(k, "vocab_size", c->n_vocab);
+        if (c->q_lora) sl_synth_key_u32(k, "attention.q_lora_rank", c->q_lora);
+        sl_synth_key_u32(k, "attention.kv_lora_rank", c->kv_lora);
+        sl_synth_key_u32(k, SL_KEY_KEY_LENGTH, c->kv_lora + c->rope);
+        sl_synth_key_u32(k, SL_KEY_VALUE_LENGTH, c->kv_lora);
+        sl_synth_key_u32(k, "attention.key_length_mla", c->nope + c->rope);
+        sl_synth_key_u32(k, "attention.value_length_mla", c->v_head);
+        sl_synth_key_u32(k, SL_KEY_ROPE_DIM, c->rope);
         if (c->yarn_factor > 0.0f) {
-            char key[128];
-            if (!k->rc)
-                k->rc = sl_gguf_writer_set_str(
-                    k->w, sl_arch_key(key, sizeof key, k->arch, SL_KEY_ROPE_SCALING_TYPE), "yarn");
-            kf(k, SL_KEY_ROPE_SCALING_FACTOR, c->yarn_factor);
-            ku(k, SL_KEY_ROPE_SCALING_ORIG_CTX, c->yarn_orig_ctx);
-            kf(k, "rope.scaling.yarn_log_multiplier", c->yarn_log_mul);
+            sl_synth_key_str(k, SL_KEY_ROPE_SCALING_TYPE, "yarn");
+            sl_synth_key_f32(k, SL_KEY_ROPE_SCALING_FACTOR, c->yarn_factor);
+            sl_synth_key_u32(k, SL_KEY_ROPE_SCALING_ORIG_CTX, c->yarn_orig_ctx);
+            sl_synth_key_f32(k, "rope.scaling.yarn_log_multiplier", c->yarn_log_mul);
         }
         if (!strcmp(c->arch, "glm-dsa")) {
             const idx_dims ix = idx_of(c);
-            ku(k, "attention.indexer.head_count", ix.n_head);
-            ku(k, "attention.indexer.key_length", ix.dim);
-            ku(k, "attention.indexer.top_k", ix.top_k);
+            sl_synth_key_u32(k, "attention.indexer.head_count", ix.n_head);
+            sl_synth_key_u32(k, "attention.indexer.key_length", ix.dim);
+            sl_synth_key_u32(k, "attention.indexer.top_k", ix.top_k);
             if (!is_glm5(c)) idx_types(k, c);
         }
     } else {
-        ku(k, SL_KEY_HEAD_COUNT_KV, c->n_head_kv);
-        ku(k, SL_KEY_KEY_LENGTH, c->head_dim);
-        ku(k, SL_KEY_VALUE_LENGTH, c->head_dim);
-        ku(k, SL_KEY_ROPE_DIM, c->rope_dim);
+        sl_synth_key_u32(k, SL_KEY_HEAD_COUNT_KV, c->n_head_kv);
+        sl_synth_key_u32(k, SL_KEY_KEY_LENGTH, c->head_dim);
+        sl_synth_key_u32(k, SL_KEY_VALUE_LENGTH, c->head_dim);
+        sl_synth_key_u32(k, SL_KEY_ROPE_DIM, c->rope_dim);
     }
 }
 
 static int write_metadata(sl_gguf_writer *w, const sl_synth_ds *c, const sl_synth_vocab *v)
 {
-    kw k = {w, c->arch, SL_OK};
+    sl_synth_keys k = {w, c->arch, SL_OK};
     char name[128];
     snprintf(name, sizeof name, "sluice synthetic %s %s (seed %llu)", c->arch, c->preset,
              (unsigned long long)c->seed);
-    if (!k.rc) k.rc = sl_gguf_writer_set_str(w, "general.architecture", c->arch);
-    if (!k.rc) k.rc = sl_gguf_writer_set_str(w, "general.name", name);
-    if (!k.rc) k.rc = sl_gguf_writer_set_u32(w, "general.file_type", sl_synth_file_type(c->type));
-    if (!k.rc) k.rc = sl_gguf_writer_set_u32(w, "general.quantization_version", 2);
-    if (!k.rc) k.rc = sl_gguf_writer_set_u32(w, "general.alignment", SL_GGUF_DEFAULT_ALIGNMENT);
+    sl_synth_keys_general(&k, name, c->type);
     arch_keys(&k, c);
-    if (!k.rc) k.rc = sl_gguf_writer_set_str(w, "tokenizer.ggml.model", "gpt2");
-    if (!k.rc)
-        k.rc = sl_gguf_writer_set_str(w, "tokenizer.ggml.pre", c->pre[0] ? c->pre : SL_SYNTH_PRE_NAME);
-    if (!k.rc)
-        k.rc = sl_gguf_writer_set_arr_str(w, "tokenizer.ggml.tokens",
-                                          (const char *const *)v->tokens, v->n_tokens);
-    if (!k.rc)
-        k.rc = sl_gguf_writer_set_arr_i32(w, "tokenizer.ggml.token_type", v->types, v->n_tokens);
-    if (!k.rc)
-        k.rc = sl_gguf_writer_set_arr_str(w, "tokenizer.ggml.merges",
-                                          (const char *const *)v->merges, v->n_merges);
-    if (!k.rc) k.rc = sl_gguf_writer_set_u32(w, "tokenizer.ggml.bos_token_id", (uint32_t)v->bos_id);
-    if (!k.rc) k.rc = sl_gguf_writer_set_u32(w, "tokenizer.ggml.eos_token_id", (uint32_t)v->eos_id);
+    sl_synth_keys_vocab(&k, v, c->pre[0] ? c->pre : SL_SYNTH_PRE_NAME);
     if (!k.rc) k.rc = sl_gguf_writer_set_bool(w, "tokenizer.ggml.add_bos_token", false);
     if (!k.rc) k.rc = sl_gguf_writer_set_str(w, "tokenizer.chat_template", sl_synth_chat_template());
     if (!k.rc) k.rc = sl_gguf_writer_set_u64(w, "sluice.synth.seed", c->seed);

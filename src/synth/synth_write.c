@@ -15,6 +15,7 @@
 
 #include "gguf/gguf_writer.h"
 #include "model/arch.h"
+#include "synth/synth_keys.h"
 #include "synth/synth_stream.h"
 #include "synth/synth_vocab.h"
 #include "util/checked.h"
@@ -23,151 +24,103 @@
 
 /* ---- metadata ---------------------------------------------------------- */
 
-typedef struct kw {
-    sl_gguf_writer *w;
-    const char *arch;
-    int rc;
-} kw;
-
-static void key_u32(kw *k, const char *suffix, uint32_t v)
-{
-    char key[128];
-    if (!k->rc) k->rc = sl_gguf_writer_set_u32(k->w, sl_arch_key(key, sizeof key, k->arch, suffix), v);
-}
-
-static void key_f32(kw *k, const char *suffix, float v)
-{
-    char key[128];
-    if (!k->rc) k->rc = sl_gguf_writer_set_f32(k->w, sl_arch_key(key, sizeof key, k->arch, suffix), v);
-}
-
 /* qwen35moe's own keys (llama.cpp llama_model_qwen35moe::load_arch_hparams,
  * written as the converter's Qwen3NextModel / _Qwen35MRopeMixin do). */
-static void write_hybrid_keys(kw *k, const sl_synth_config *c)
+static void write_hybrid_keys(sl_synth_keys *k, const sl_synth_config *c)
 {
-    char key[128];
     int32_t sections[4];
     sl_synth_rope_sections(c, sections);
-    if (!k->rc)
-        k->rc = sl_gguf_writer_set_arr_i32(
-            k->w, sl_arch_key(key, sizeof key, k->arch, "rope.dimension_sections"), sections, 4);
-    key_u32(k, "ssm.conv_kernel", c->ssm_conv_kernel);
-    key_u32(k, "ssm.state_size", c->ssm_state);
-    key_u32(k, "ssm.group_count", c->ssm_groups);
-    key_u32(k, "ssm.time_step_rank", c->ssm_v_heads);
-    key_u32(k, "ssm.inner_size", c->ssm_v_heads * c->ssm_state);
-    key_u32(k, "full_attention_interval", c->full_attn_interval);
+    sl_synth_key_i32s(k, "rope.dimension_sections", sections, 4);
+    sl_synth_key_u32(k, "ssm.conv_kernel", c->ssm_conv_kernel);
+    sl_synth_key_u32(k, "ssm.state_size", c->ssm_state);
+    sl_synth_key_u32(k, "ssm.group_count", c->ssm_groups);
+    sl_synth_key_u32(k, "ssm.time_step_rank", c->ssm_v_heads);
+    sl_synth_key_u32(k, "ssm.inner_size", c->ssm_v_heads * c->ssm_state);
+    sl_synth_key_u32(k, "full_attention_interval", c->full_attn_interval);
 }
 
 /* gemma4's own keys (llama.cpp llama_model_gemma4::load_arch_hparams, as
  * its converter writes them): per-layer K/V heads and the window pattern as
  * arrays, the sliding layers' head size and rope, the softcap. */
-static void write_gemma4_keys(kw *k, const sl_synth_config *c)
+static void write_gemma4_keys(sl_synth_keys *k, const sl_synth_config *c)
 {
-    char key[128];
     int32_t kv[1024];
     uint8_t swa[1024];
     for (uint32_t l = 0; l < c->n_layer && l < 1024; l++) {
         swa[l] = sl_synth_gemma4_slides(c, l);
         kv[l] = (int32_t)(swa[l] ? c->n_head_kv_swa : c->n_head_kv);
     }
-    if (!k->rc)
-        k->rc = sl_gguf_writer_set_arr_i32(
-            k->w, sl_arch_key(key, sizeof key, k->arch, SL_KEY_HEAD_COUNT_KV), kv, c->n_layer);
+    sl_synth_key_i32s(k, SL_KEY_HEAD_COUNT_KV, kv, c->n_layer);
     sl_gguf_value pat = {.type = SL_GGUF_ARRAY};
     pat.v.arr = (sl_gguf_array){SL_GGUF_BOOL, c->n_layer, swa};
-    if (!k->rc)
-        k->rc = sl_gguf_writer_set_value(
-            k->w, sl_arch_key(key, sizeof key, k->arch, "attention.sliding_window_pattern"), &pat);
-    key_u32(k, "attention.key_length_swa", c->head_dim_swa);
-    key_u32(k, "attention.value_length_swa", c->head_dim_swa);
-    key_u32(k, "rope.dimension_count_swa", c->head_dim_swa);
-    key_f32(k, "rope.freq_base_swa", 10000.0f);
-    key_u32(k, "attention.sliding_window", c->n_swa);
-    key_u32(k, "attention.shared_kv_layers", 0);
-    key_u32(k, "embedding_length_per_layer_input", 0);
-    key_f32(k, "final_logit_softcapping", 30.0f);
+    sl_synth_key_value(k, "attention.sliding_window_pattern", &pat);
+    sl_synth_key_u32(k, "attention.key_length_swa", c->head_dim_swa);
+    sl_synth_key_u32(k, "attention.value_length_swa", c->head_dim_swa);
+    sl_synth_key_u32(k, "rope.dimension_count_swa", c->head_dim_swa);
+    sl_synth_key_f32(k, "rope.freq_base_swa", 10000.0f);
+    sl_synth_key_u32(k, "attention.sliding_window", c->n_swa);
+    sl_synth_key_u32(k, "attention.shared_kv_layers", 0);
+    sl_synth_key_u32(k, "embedding_length_per_layer_input", 0);
+    sl_synth_key_f32(k, "final_logit_softcapping", 30.0f);
 }
 
 /* gpt-oss's own keys (llama.cpp's openai-moe loader, as its converter
  * writes them): the window (the pattern is the loader's default, period
  * 2, which the converter does not write either) and YaRN rope, factor 32
  * over an original context of 4096. */
-static void write_gptoss_keys(kw *k, const sl_synth_config *c)
+static void write_gptoss_keys(sl_synth_keys *k, const sl_synth_config *c)
 {
-    char key[128];
-    key_u32(k, "attention.sliding_window", c->n_swa);
-    if (!k->rc)
-        k->rc = sl_gguf_writer_set_str(
-            k->w, sl_arch_key(key, sizeof key, k->arch, "rope.scaling.type"), "yarn");
-    key_f32(k, "rope.scaling.factor", 32.0f);
-    key_u32(k, "rope.scaling.original_context_length", 4096);
+    sl_synth_key_u32(k, "attention.sliding_window", c->n_swa);
+    sl_synth_key_str(k, "rope.scaling.type", "yarn");
+    sl_synth_key_f32(k, "rope.scaling.factor", 32.0f);
+    sl_synth_key_u32(k, "rope.scaling.original_context_length", 4096);
 }
 
 static int write_metadata(sl_gguf_writer *w, const sl_synth_config *c, const sl_synth_vocab *v,
                           sl_err *err)
 {
-    kw k = {w, c->arch, SL_OK};
+    sl_synth_keys k = {w, c->arch, SL_OK};
     char name[128];
     snprintf(name, sizeof name, "sluice synthetic %s %s (seed %llu)",
              c->moe && !strcmp(c->arch, "llama") ? "mixtral" : c->arch, c->preset,
              (unsigned long long)c->seed);
-    if (!k.rc) k.rc = sl_gguf_writer_set_str(w, "general.architecture", c->arch);
-    if (!k.rc) k.rc = sl_gguf_writer_set_str(w, "general.name", name);
-    if (!k.rc) k.rc = sl_gguf_writer_set_u32(w, "general.file_type", sl_synth_file_type(c->type));
-    if (!k.rc) k.rc = sl_gguf_writer_set_u32(w, "general.quantization_version", 2);
-    if (!k.rc) k.rc = sl_gguf_writer_set_u32(w, "general.alignment", SL_GGUF_DEFAULT_ALIGNMENT);
+    sl_synth_keys_general(&k, name, c->type);
 
     /* llama.cpp sizes the experts of llama (Mixtral) and olmoe by
      * feed_forward_length, and those of qwen2moe/qwen3moe by
      * expert_feed_forward_length (their feed_forward_length is the dense
      * width of the original model); write both so either reading works. */
     bool ff_is_expert = c->moe && (!strcmp(c->arch, "llama") || !strcmp(c->arch, "olmoe"));
-    key_u32(&k, SL_KEY_BLOCK_COUNT, c->n_layer);
-    key_u32(&k, SL_KEY_CONTEXT_LENGTH, c->n_ctx);
-    key_u32(&k, SL_KEY_EMBEDDING_LENGTH, c->n_embd);
-    key_u32(&k, SL_KEY_FEED_FORWARD_LENGTH, ff_is_expert ? c->n_ff_exp : c->n_ff);
-    key_u32(&k, SL_KEY_HEAD_COUNT, c->n_head);
+    sl_synth_key_u32(&k, SL_KEY_BLOCK_COUNT, c->n_layer);
+    sl_synth_key_u32(&k, SL_KEY_CONTEXT_LENGTH, c->n_ctx);
+    sl_synth_key_u32(&k, SL_KEY_EMBEDDING_LENGTH, c->n_embd);
+    sl_synth_key_u32(&k, SL_KEY_FEED_FORWARD_LENGTH, ff_is_expert ? c->n_ff_exp : c->n_ff);
+    sl_synth_key_u32(&k, SL_KEY_HEAD_COUNT, c->n_head);
     const bool gemma4 = !strcmp(c->arch, "gemma4");
     if (gemma4) write_gemma4_keys(&k, c);
-    else key_u32(&k, SL_KEY_HEAD_COUNT_KV, c->n_head_kv);
-    key_u32(&k, SL_KEY_KEY_LENGTH, c->head_dim);
-    key_u32(&k, SL_KEY_VALUE_LENGTH, c->head_dim);
-    key_f32(&k, SL_KEY_RMS_EPS, c->rms_eps);
-    key_f32(&k, SL_KEY_ROPE_FREQ_BASE, c->rope_base);
-    key_u32(&k, SL_KEY_ROPE_DIM, c->rope_dim ? c->rope_dim : c->head_dim);
+    else sl_synth_key_u32(&k, SL_KEY_HEAD_COUNT_KV, c->n_head_kv);
+    sl_synth_key_u32(&k, SL_KEY_KEY_LENGTH, c->head_dim);
+    sl_synth_key_u32(&k, SL_KEY_VALUE_LENGTH, c->head_dim);
+    sl_synth_key_f32(&k, SL_KEY_RMS_EPS, c->rms_eps);
+    sl_synth_key_f32(&k, SL_KEY_ROPE_FREQ_BASE, c->rope_base);
+    sl_synth_key_u32(&k, SL_KEY_ROPE_DIM, c->rope_dim ? c->rope_dim : c->head_dim);
     const bool hybrid = !strcmp(c->arch, "qwen35moe");
     if (hybrid) write_hybrid_keys(&k, c);
     if (!strcmp(c->arch, "gpt-oss")) write_gptoss_keys(&k, c);
     if (c->moe) {
-        key_u32(&k, SL_KEY_EXPERT_COUNT, c->n_expert);
-        key_u32(&k, SL_KEY_EXPERT_USED_COUNT, c->n_expert_used);
-        key_u32(&k, SL_KEY_EXPERT_FF_LENGTH, c->n_ff_exp);
-        if (c->shared_expert) key_u32(&k, SL_KEY_EXPERT_SHARED_FF_LENGTH, c->n_ff_shexp);
+        sl_synth_key_u32(&k, SL_KEY_EXPERT_COUNT, c->n_expert);
+        sl_synth_key_u32(&k, SL_KEY_EXPERT_USED_COUNT, c->n_expert_used);
+        sl_synth_key_u32(&k, SL_KEY_EXPERT_FF_LENGTH, c->n_ff_exp);
+        if (c->shared_expert) sl_synth_key_u32(&k, SL_KEY_EXPERT_SHARED_FF_LENGTH, c->n_ff_shexp);
         /* Renormalising the top-k weights: Mixtral and Qwen3-MoE do,
          * Qwen2-MoE and OLMoE do not (model/arch.h, norm_topk_default). */
         /* qwen35moe: llama.cpp always renormalises and reads no key, and
          * its converter writes none; so neither do we. */
         const sl_arch *a = sl_arch_find(c->arch);
-        char key[128];
-        if (!k.rc && !hybrid)
-            k.rc = sl_gguf_writer_set_bool(
-                w, sl_arch_key(key, sizeof key, c->arch, SL_KEY_EXPERT_WEIGHTS_NORM),
-                a ? a->norm_topk_default : false);
+        if (!hybrid) sl_synth_key_bool(&k, SL_KEY_EXPERT_WEIGHTS_NORM, a ? a->norm_topk_default : false);
     }
 
-    if (!k.rc) k.rc = sl_gguf_writer_set_str(w, "tokenizer.ggml.model", "gpt2");
-    if (!k.rc) k.rc = sl_gguf_writer_set_str(w, "tokenizer.ggml.pre", SL_SYNTH_PRE_NAME);
-    if (!k.rc)
-        k.rc = sl_gguf_writer_set_arr_str(w, "tokenizer.ggml.tokens",
-                                          (const char *const *)v->tokens, v->n_tokens);
-    if (!k.rc)
-        k.rc = sl_gguf_writer_set_arr_i32(w, "tokenizer.ggml.token_type", v->types, v->n_tokens);
-    if (!k.rc)
-        k.rc = sl_gguf_writer_set_arr_str(w, "tokenizer.ggml.merges",
-                                          (const char *const *)v->merges, v->n_merges);
-    if (!k.rc) k.rc = sl_gguf_writer_set_u32(w, "tokenizer.ggml.bos_token_id", (uint32_t)v->bos_id);
-    if (!k.rc) k.rc = sl_gguf_writer_set_u32(w, "tokenizer.ggml.eos_token_id", (uint32_t)v->eos_id);
+    sl_synth_keys_vocab(&k, v, SL_SYNTH_PRE_NAME);
     if (!k.rc)
         k.rc = sl_gguf_writer_set_u32(w, "tokenizer.ggml.padding_token_id", (uint32_t)v->pad_id);
     if (!k.rc) k.rc = sl_gguf_writer_set_bool(w, "tokenizer.ggml.add_bos_token", false);
