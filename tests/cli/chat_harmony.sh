@@ -8,14 +8,8 @@
 # spec's system message (checked through /apply-template) and answers it.
 set -u
 . "$(dirname "$0")/lib/common.sh"
-work=$(mktemp -d "${TMPDIR:-/tmp}/sluice-harmony-XXXXXX")
 . "$(dirname "$0")/lib/serve.sh"
-trap 'serve_stop_all; rm -rf "$work"' EXIT
-if ! command -v python3 >/dev/null; then
-    bad "python3 is needed by this test"
-    finish
-    exit 1
-fi
+serve_setup harmony
 "$SLUICE" mkmodel --arch qwen3moe --preset tiny-k --layers 2 --seed 3 -q -o "$work/m.gguf" || bad "mkmodel"
 printf '%s' "{{- '<|start|>system<|message|>' }}{# harmony: <|channel|>final #}" >"$work/h.jinja"
 python3 tests/cli/lib/gguf_set_template.py "$work/m.gguf" "$work/h.gguf" "$work/h.jinja" ||
@@ -51,13 +45,7 @@ if ! serve_start srv -m "$H" -c 1024 -t 2 --reasoning low; then
 fi
 port=$serve_port
 pid=$serve_pid
-while IFS= read -r line; do
-    case $line in
-    "ok   "*) ok "${line#ok   }" ;;
-    "FAIL "*) bad "${line#FAIL }" ;;
-    *) echo "$line" ;;
-    esac
-done < <(timeout 300 python3 - "$port" <<'PY' 2>&1
+serve_relay < <(timeout 300 python3 - "$port" <<'PY' 2>&1
 import datetime, json, sys, urllib.request, urllib.error
 port = int(sys.argv[1])
 def post(path, body):

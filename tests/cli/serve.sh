@@ -14,24 +14,14 @@
 # trip, path traversal refused). The server is stopped on any exit.
 set -u
 . "$(dirname "$0")/lib/common.sh"
-work=$(mktemp -d "${TMPDIR:-/tmp}/sluice-serve-XXXXXX")
 . "$(dirname "$0")/lib/serve.sh"
-trap 'serve_stop_all; rm -rf "$work"' EXIT
-if ! command -v python3 >/dev/null; then
-    bad "python3 is needed by this test"
-    finish
-    exit 1
-fi
+serve_setup serve
 
 M=$work/m.gguf
 KEY=test-key-13
 PROMPT="Once upon a time"
 N=16
-if ! "$SLUICE" mkmodel --arch qwen3moe --preset tiny-k --layers 12 --seed 5 -q -o "$M"; then
-    bad "mkmodel"
-    finish
-    exit 1
-fi
+serve_model "$M" --arch qwen3moe --preset tiny-k --layers 12 --seed 5
 timeout 120 "$SLUICE" run -m "$M" -p "$PROMPT" -n $N --temp 0 -c 2048 >"$work/run.txt" 2>"$work/run.err" ||
     bad "sluice run for the reference text: $(tail -c 300 "$work/run.err")"
 
@@ -49,16 +39,8 @@ else
     bad "start-up line: $(head -c 400 "$work/srv.err")"
 fi
 
-finished=0
 expected_clients=1
-while IFS= read -r line; do
-    case $line in
-    "ok   "*) ok "${line#ok   }" ;;
-    "FAIL "*) bad "${line#FAIL }" ;;
-    client-finished) finished=$((finished + 1)) ;;
-    *) echo "$line" ;;
-    esac
-done < <(timeout 600 python3 tests/cli/lib/serve_client.py "$port" "$KEY" "$work/run.txt" "$PROMPT" $N 2>&1)
+serve_relay < <(timeout 600 python3 tests/cli/lib/serve_client.py "$port" "$KEY" "$work/run.txt" "$PROMPT" $N 2>&1)
 
 # the official clients (npm packages into build/npm, once; skipped offline)
 NPM_DIR=${SLUICE_NPM_DIR:-$PWD/build/npm}
@@ -71,14 +53,7 @@ if command -v node >/dev/null && command -v npm >/dev/null; then
     fi
     if [ -d "$NPM_DIR/node_modules/openai" ] && [ -d "$NPM_DIR/node_modules/@anthropic-ai/sdk" ]; then
         expected_clients=$((expected_clients + 1))
-        while IFS= read -r line; do
-            case $line in
-            "ok   "*) ok "${line#ok   }" ;;
-            "FAIL "*) bad "${line#FAIL }" ;;
-            client-finished) finished=$((finished + 1)) ;;
-            *) echo "$line" ;;
-            esac
-        done < <(NODE_PATH="$NPM_DIR/node_modules" timeout 300 node tests/cli/lib/serve_sdk.cjs \
+        serve_relay < <(NODE_PATH="$NPM_DIR/node_modules" timeout 300 node tests/cli/lib/serve_sdk.cjs \
                  "$port" "$KEY" "$work/run.txt" "$PROMPT" $N 2>&1)
     fi
 else
@@ -102,14 +77,7 @@ pid=$serve_pid
 if [ -n "$port" ] && grep -q "chat template qwen3, 2 slots x 512 tokens" "$work/srv2.err"; then
     ok "-np 2: the start-up line says 2 slots x 512 tokens"
     expected_clients=$((expected_clients + 1))
-    while IFS= read -r line; do
-        case $line in
-        "ok   "*) ok "${line#ok   }" ;;
-        "FAIL "*) bad "${line#FAIL }" ;;
-        client-finished) finished=$((finished + 1)) ;;
-        *) echo "$line" ;;
-        esac
-    done < <(timeout 300 python3 tests/cli/lib/serve_parallel.py "$port" 2>&1)
+    serve_relay < <(timeout 300 python3 tests/cli/lib/serve_parallel.py "$port" 2>&1)
 else
     [ -n "$port" ] && bad "-np 2: the start-up line: $(tail -c 600 "$work/srv2.err")"
 fi
@@ -117,8 +85,8 @@ kill -TERM "$pid"
 wait "$pid"
 pid=
 cat "$work/srv2.err" >>"$work/srv.err"
-if [ "$finished" -eq "$expected_clients" ]; then ok "every client script ran to its end ($finished)"
-else bad "a client script stopped early ($finished of $expected_clients finished)"; fi
+if [ "$serve_finished" -eq "$expected_clients" ]; then ok "every client script ran to its end ($serve_finished)"
+else bad "a client script stopped early ($serve_finished of $expected_clients finished)"; fi
 
 
 # ---- --prompt-cache DIR across restarts, slot save / restore ---------------------------

@@ -7,31 +7,16 @@
 # /metrics shows steps of several slots.
 set -u
 . "$(dirname "$0")/lib/common.sh"
-work=$(mktemp -d "${TMPDIR:-/tmp}/sluice-serve-batch-XXXXXX")
 . "$(dirname "$0")/lib/serve.sh"
-trap 'serve_stop_all; rm -rf "$work"' EXIT
-if ! command -v python3 >/dev/null; then
-    bad "python3 is needed by this test"
-    finish
-    exit 1
-fi
+serve_setup serve-batch
 M=$work/m.gguf
-if ! "$SLUICE" mkmodel --arch qwen3moe --preset tiny-k --layers 6 --seed 9 -q -o "$M"; then
-    bad "mkmodel"
-    finish
-    exit 1
-fi
+serve_model "$M" --arch qwen3moe --preset tiny-k --layers 6 --seed 9
 if serve_start solo -m "$M" -c 1024 -np 1 -t 2; then
     solo=$serve_port
     if serve_start batch -m "$M" -c 1024 -np 4 -t 2 --batch-step 24; then
         timeout 300 python3 tests/cli/lib/serve_batch.py "$solo" "$serve_port" >"$work/py.out" 2>&1
         rc=$?
-        while IFS= read -r line; do
-            case "$line" in
-            ok*) ok "${line#ok   }" ;;
-            FAIL*) bad "${line#FAIL }" ;;
-            esac
-        done <"$work/py.out"
+        serve_relay <"$work/py.out"
         [ $rc -eq 0 ] || bad "serve_batch.py exited $rc: $(tail -c 600 "$work/py.out")"
         kill -0 "$serve_pid" 2>/dev/null && ok "the four-slot server is still running" ||
             bad "the four-slot server died: $(tail -c 600 "$work/batch.err")"

@@ -8,15 +8,10 @@
 # growing (the third round adds at most 48 MiB to the second's).
 set -u
 . "$(dirname "$0")/lib/common.sh"
-work=$(mktemp -d "${TMPDIR:-/tmp}/sluice-serve-soak-XXXXXX")
 . "$(dirname "$0")/lib/serve.sh"
-trap 'serve_stop_all; rm -rf "$work"' EXIT
+serve_setup serve-soak
 M=$work/m.gguf
-if ! "$SLUICE" mkmodel --arch qwen3moe --preset tiny-k --layers 2 --seed 3 -q -o "$M"; then
-    bad "mkmodel"
-    finish
-    exit 1
-fi
+serve_model "$M" --arch qwen3moe --preset tiny-k --layers 2 --seed 3
 rss() { awk '/^VmRSS/ {print int($2 / 1024)}' "/proc/$1/status"; }
 if serve_start soak -m "$M" -c 512 -np 2 -t 2 --max-queue 64; then
     for round in 1 2 3; do

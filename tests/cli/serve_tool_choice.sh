@@ -10,24 +10,14 @@
 # itself is not asserted here.
 set -u
 . "$(dirname "$0")/lib/common.sh"
-work=$(mktemp -d "${TMPDIR:-/tmp}/sluice-serve-tc-XXXXXX")
 . "$(dirname "$0")/lib/serve.sh"
-trap 'serve_stop_all; rm -rf "$work"' EXIT
+serve_setup serve-tc
 M=$work/m.gguf
-if ! "$SLUICE" mkmodel --arch qwen3moe --preset tiny-k --layers 2 --seed 5 -q -o "$M"; then
-    bad "mkmodel"
-    finish
-    exit 1
-fi
+serve_model "$M" --arch qwen3moe --preset tiny-k --layers 2 --seed 5
 if serve_start tc -m "$M" -c 1024 --chat-template qwen3 -t 2; then
     timeout 120 python3 tests/cli/lib/serve_tool_choice.py "$serve_port" >"$work/py.out" 2>&1
     rc=$?
-    while IFS= read -r line; do
-        case "$line" in
-        ok*) ok "${line#ok   }" ;;
-        FAIL*) bad "${line#FAIL }" ;;
-        esac
-    done <"$work/py.out"
+    serve_relay <"$work/py.out"
     [ $rc -eq 0 ] || bad "serve_tool_choice.py exited $rc: $(tail -c 600 "$work/py.out")"
 fi
 finish

@@ -11,20 +11,10 @@
 # is tested in tests/unit/test_chat_tools.c and test_chat_harmony.c.
 set -u
 . "$(dirname "$0")/lib/common.sh"
-work=$(mktemp -d "${TMPDIR:-/tmp}/sluice-serve-tools-XXXXXX")
 . "$(dirname "$0")/lib/serve.sh"
-trap 'serve_stop_all; rm -rf "$work"' EXIT
-if ! command -v python3 >/dev/null; then
-    bad "python3 is needed by this test"
-    finish
-    exit 1
-fi
+serve_setup serve-tools
 M=$work/m.gguf
-if ! "$SLUICE" mkmodel --arch qwen3moe --preset tiny-k --layers 2 --seed 5 -q -o "$M"; then
-    bad "mkmodel"
-    finish
-    exit 1
-fi
+serve_model "$M" --arch qwen3moe --preset tiny-k --layers 2 --seed 5
 if ! serve_start srv -m "$M" -c 1024 --chat-template qwen3 -t 2; then
     finish
     exit 1
@@ -32,13 +22,7 @@ fi
 port=$serve_port
 pid=$serve_pid
 
-while IFS= read -r line; do
-    case $line in
-    "ok   "*) ok "${line#ok   }" ;;
-    "FAIL "*) bad "${line#FAIL }" ;;
-    *) echo "$line" ;;
-    esac
-done < <(timeout 300 python3 - "$port" <<'PY' 2>&1
+serve_relay < <(timeout 300 python3 - "$port" <<'PY' 2>&1
 import json, sys, urllib.request, urllib.error
 port = int(sys.argv[1])
 
@@ -200,13 +184,7 @@ const tools = [{ type: "function", function: { name: "get_weather", parameters: 
     }
 })();
 JS
-    while IFS= read -r line; do
-        case $line in
-        "ok   "*) ok "${line#ok   }" ;;
-        "FAIL "*) bad "${line#FAIL }" ;;
-        *) echo "$line" ;;
-        esac
-    done < <(NODE_PATH="$NPM_DIR/node_modules" timeout 120 node "$work/sdk.cjs" "$port" 2>&1)
+    serve_relay < <(NODE_PATH="$NPM_DIR/node_modules" timeout 120 node "$work/sdk.cjs" "$port" 2>&1)
 else
     echo "note: the openai npm package is not in $NPM_DIR (serve.sh installs it): client check skipped"
 fi

@@ -1,6 +1,14 @@
-# serve.sh - sourced by the tests of `sluice serve` (after common.sh, with
-# $work set): starting a server on a free loopback port and stopping it.
+# serve.sh - sourced by the tests of `sluice serve` (after common.sh):
+# a scratch folder, a generated model, starting a server on a free loopback
+# port and stopping it, and counting the results a client script prints.
 #
+#   serve_setup TAG            makes $work (a fresh ${TMPDIR:-/tmp}/sluice-TAG-*
+#                              folder), stops every server serve_start started
+#                              and removes $work on exit; reports `bad` and
+#                              exits when python3 (the clients) is missing
+#   serve_model FILE ARGS...   writes a generated model: "$SLUICE" mkmodel
+#                              ARGS -q -o FILE; reports `bad` and exits when
+#                              that fails
 #   serve_start NAME ARGS...   runs "$SLUICE" serve --port 0 ARGS with its
 #                              output in $work/NAME.out and $work/NAME.err;
 #                              sets serve_pid and serve_port; on failure
@@ -9,6 +17,43 @@
 #                              returns its exit status
 #   serve_stop_all             stops every server serve_start started that
 #                              is still running (for the EXIT trap)
+#   serve_relay                counts the "ok   NAME" / "FAIL NAME" lines of
+#                              its input (a client's report) as ok / bad, a
+#                              "client-finished" line in serve_finished, and
+#                              echoes any other line
+serve_finished=0
+serve_setup() {
+    work=$(mktemp -d "${TMPDIR:-/tmp}/sluice-$1-XXXXXX")
+    trap 'serve_stop_all; rm -rf "$work"' EXIT
+    if ! command -v python3 >/dev/null; then
+        bad "python3 is needed by this test"
+        finish
+        exit 1
+    fi
+}
+
+serve_model() {
+    local file=$1
+    shift
+    if ! "$SLUICE" mkmodel "$@" -q -o "$file"; then
+        bad "mkmodel"
+        finish
+        exit 1
+    fi
+}
+
+serve_relay() {
+    local line
+    while IFS= read -r line; do
+        case $line in
+        "ok   "*) ok "${line#ok   }" ;;
+        "FAIL "*) bad "${line#FAIL }" ;;
+        client-finished) serve_finished=$((serve_finished + 1)) ;;
+        *) echo "$line" ;;
+        esac
+    done
+}
+
 serve_pids=
 serve_start() {
     local name=$1
