@@ -215,14 +215,26 @@ void gen_close(gen_ctx *g)
     memset(g, 0, sizeof *g);
 }
 
+/* Evaluates up to n of ids on g's session (g->eval, or all at once):
+ * how many (1..n), or a negative SL_E*. */
+static int eval_some(gen_ctx *g, const int32_t *ids, int n, sl_err *err)
+{
+    if (g->eval) return g->eval(g->eval_ud, g->s, ids, n, err);
+    const int rc = sl_session_eval(g->s, ids, n, err);
+    return rc ? rc : n;
+}
+
 int gen_eval(gen_ctx *g, const int32_t *ids, int n, sl_err *err)
 {
-    for (int i = 0; i < n; i += g->n_batch) {
-        int nb = n - i < g->n_batch ? n - i : g->n_batch;
-        int rc = sl_session_eval(g->s, ids + i, nb, err);
-        if (rc) return rc;
-        for (int j = 0; j < nb; j++)
-            if ((rc = sl_sampling_accept(g->smp, ids[i + j], err))) return rc;
+    for (int i = 0; i < n;) {
+        const int want = n - i < g->n_batch ? n - i : g->n_batch;
+        const int got = eval_some(g, ids + i, want, err);
+        if (got < 0) return got;
+        for (int j = 0; j < got; j++) {
+            const int rc = sl_sampling_accept(g->smp, ids[i + j], err);
+            if (rc) return rc;
+        }
+        i += got;
     }
     return SL_OK;
 }
@@ -281,7 +293,9 @@ int gen_eval_cached(gen_ctx *g, const char *cmd, const char *path, const int32_t
 /* Holds back the tail of the output that could begin a stop text. */
 typedef struct textstop {
     const char *const *stops; /* NULL-terminated; NULL: no text stops */
-    char pend[128];           /* bytes not yet written */
+    char pend[2 * 64 + 8];    /* bytes not yet written: stop texts are at most 64
+                                 bytes (run's --stop, the server's "stop") or the
+                                 template's own short markers */
     size_t np;
 } textstop;
 
@@ -328,6 +342,18 @@ static bool textstop_feed(textstop *t, const char *text, size_t len, FILE *out)
     return false;
 }
 
+/* Flushes out: 0, or SL_EIO with err filled when writing failed (now or
+ * before). */
+static int flush_out(const gen_ctx *g, FILE *out, sl_err *err)
+{
+    errno = 0;
+    if (fflush(out) == 0 && !ferror(out)) return SL_OK;
+    /* a full disk, a closed stdout or a client gone: no point generating more */
+    return sl_err_set(err, SL_EIO, "cannot write %s: %s",
+                      g->out_name ? g->out_name : "the output (standard output)",
+                      errno ? strerror(errno) : "an earlier write failed");
+}
+
 int gen_reply(gen_ctx *g, int max, bool (*is_stop)(void *ud, int32_t id), void *ud,
               const char *const *stop_texts, volatile sig_atomic_t *interrupt, FILE *out,
               gen_reply_stats *st, sl_err *err)
@@ -339,6 +365,7 @@ int gen_reply(gen_ctx *g, int max, bool (*is_stop)(void *ud, int32_t id), void *
     bool text_stop = false;
     double t0 = now_s();
     st->n_gen = 0;
+    st->stop = GEN_STOP_EOG;
     if (g->mf) model_flags_progress(g->mf, g->m, 0, 0.0); /* the prompt's --stats-csv row */
     for (;;) {
         if (interrupt && *interrupt) {
@@ -361,13 +388,7 @@ int gen_reply(gen_ctx *g, int max, bool (*is_stop)(void *ud, int32_t id), void *
         if ((rc = sl_sampling_accept(g->smp, id, err))) break;
         if ((rc = sl_detok_push(g->dt, id, &text, &len, err))) break;
         text_stop = textstop_feed(&ts, text, len, out);
-        errno = 0;
-        if (fflush(out) != 0 || ferror(out)) {
-            /* a full disk or a closed stdout: no point generating more */
-            rc = sl_err_set(err, SL_EIO, "cannot write the output (standard output): %s",
-                            errno ? strerror(errno) : "an earlier write failed");
-            break;
-        }
+        if ((rc = flush_out(g, out, err))) break;
         st->n_gen++;
         if (text_stop) {
             st->stop = GEN_STOP_EOG;
@@ -377,8 +398,12 @@ int gen_reply(gen_ctx *g, int max, bool (*is_stop)(void *ud, int32_t id), void *
             st->stop = GEN_STOP_CTX;
             break;
         }
-        int32_t tok = id;
-        if ((rc = sl_session_eval(g->s, &tok, 1, err))) break;
+        const int32_t tok = id;
+        const int got = eval_some(g, &tok, 1, err);
+        if (got < 0) {
+            rc = got;
+            break;
+        }
         if (g->mf) model_flags_progress(g->mf, g->m, st->n_gen, now_s() - t0);
     }
     if (g->mf) model_flags_progress_end(g->mf);
@@ -387,10 +412,8 @@ int gen_reply(gen_ctx *g, int max, bool (*is_stop)(void *ud, int32_t id), void *
         if (textstop_feed(&ts, text, len, out)) st->stop = GEN_STOP_EOG;
         else pend_write(&ts, ts.np, out);
     }
-    errno = 0;
-    if ((fflush(out) != 0 || ferror(out)) && rc == SL_OK)
-        rc = sl_err_set(err, SL_EIO, "cannot write the output (standard output): %s",
-                        errno ? strerror(errno) : "an earlier write failed");
+    if (rc == SL_OK) rc = flush_out(g, out, err);
+    else fflush(out); /* the held text goes out; the first error stands */
     st->seconds = now_s() - t0;
     return rc;
 }

@@ -48,6 +48,14 @@ typedef struct gen_ctx {
     int n_batch;
     double load_s;            /* seconds to load the model */
     const model_flags *mf;    /* for --progress; set by gen_open */
+    /* How tokens are evaluated on s (gen_eval, gen_reply): up to n of ids,
+     * returning how many (1..n), or a negative SL_E* with err filled.
+     * NULL (gen_open's choice): all n at once by sl_session_eval. The
+     * server's slots submit them to its batched steps (server_run.c). */
+    int (*eval)(void *eval_ud, sl_session *s, const int32_t *ids, int n, sl_err *err);
+    void *eval_ud;
+    const char *out_name;     /* names gen_reply's output in a write error;
+                                 NULL: "the output (standard output)" */
 } gen_ctx;
 
 /* Loads the model, creates a session (n_ctx, n_batch, kv type), a sampler
@@ -56,8 +64,8 @@ typedef struct gen_ctx {
 int gen_open(gen_ctx *g, const gen_opts *o, const char *cmd);
 void gen_close(gen_ctx *g);
 
-/* Evaluates ids[0..n) in batches of g->n_batch, recording each in the
- * sampler's penalty history. */
+/* Evaluates ids[0..n) in batches of at most g->n_batch (g->eval may take
+ * fewer at a time), recording each in the sampler's penalty history. */
 int gen_eval(gen_ctx *g, const int32_t *ids, int n, sl_err *err);
 
 /* --prompt-cache FILE (run, chat): evaluates ids[0..n) like gen_eval, but
@@ -88,7 +96,7 @@ typedef struct gen_reply_stats {
  * from its logits, stops on is_stop(ud, id) (the stop token is neither
  * printed nor evaluated), prints the decoded text to out as it becomes
  * valid UTF-8 (flushing after every token), evaluates the token and goes
- * on, up to max tokens (< 0: no limit). stop_texts (NULL-terminated, or
+ * on (g->eval), up to max tokens (< 0: no limit). stop_texts (NULL-terminated, or
  * NULL) also end the reply when they appear in the text: output that could
  * be the start of one is held back, and the marker itself is not printed
  * (its last token is not evaluated). Returns non-zero on an engine error

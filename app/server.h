@@ -11,8 +11,9 @@
  * server_slots.c  slots, the job queue, worker threads (server_slots.h)
  * server_run.c    one job on one slot: prompt reuse and generation
  * server_batch.c  continuous batching: the busy slots' evaluations as one
- *                 forward pass per step (server_batch.h)
- * server_decode.c a slot's prompt chunks and reply loop on the batcher
+ *                 forward pass per step (server_batch.h); a slot's prompt
+ *                 and reply are gen_eval's and gen_reply's (gen.h) with
+ *                 their evaluations submitted to it
  * server_logprobs.c log-probabilities of the generated tokens
  * server_think.c  a thinking model's reasoning apart from its answer
  * cmd_serve.c     flags, model, start-up line, signals */

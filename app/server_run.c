@@ -14,16 +14,18 @@
  *
  * Evaluation goes through the pool's batcher (server_batch.h): from its
  * first evaluation to the end of its reply the slot is engaged, and each
- * prompt chunk or decode token joins the next batched step. Generation is
- * srv_reply's (server_decode.h, gen_reply's behaviour), writing into a
- * stdio stream whose writes come here (fopencookie): each flush, one per
- * token, becomes a piece for the job's formatter, cut on a UTF-8
- * character boundary. */
+ * prompt chunk or decode token joins the next batched step (the slot's
+ * gen_ctx evaluates through it: batch_eval). Prompt and reply are
+ * gen_eval's and gen_reply's (gen.h), the reply written into a stdio
+ * stream whose writes come here (fopencookie): each flush, one per token,
+ * becomes a piece for the job's formatter, cut on a UTF-8 character
+ * boundary. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "server_decode.h"
+#include "gen.h"
+#include "server_batch.h"
 #include "server_slots.h"
 #include "util/escape.h"
 #include "util/timer.h"
@@ -202,6 +204,12 @@ static void finish(srv_slot *s, srv_job *j, srv_finish f, const char *msg)
     pthread_mutex_unlock(&j->mu);
 }
 
+/* gen_ctx.eval for a slot: the tokens join the next batched step. */
+static int batch_eval(void *batcher, sl_session *s, const int32_t *ids, int n, sl_err *err)
+{
+    return srv_batch_eval(batcher, s, ids, n, err);
+}
+
 void srv_run_job(srv_slot *s, srv_job *j)
 {
     gen_ctx *g = &s->g;
@@ -227,6 +235,9 @@ void srv_run_job(srv_slot *s, srv_job *j)
     }
     j->n_cached = p;
     srv_batcher *bt = &pool->batch;
+    g->eval = batch_eval;
+    g->eval_ud = bt;
+    g->out_name = "the reply";
     srv_batch_join(bt); /* from here the slot takes part in every step, until it leaves */
     for (int i = 0; i < p; i++)
         if (sl_sampling_accept(g->smp, j->ids[i], &err)) goto engine_error;
@@ -236,14 +247,14 @@ void srv_run_job(srv_slot *s, srv_job *j)
          * its own, so that requests that differ after it find it */
         const int cut = first_turn_end(s, j);
         if (cut > p && cut < j->n_ids) {
-            if (srv_eval_prompt(bt, g, j->ids + p, cut - p, &err)) goto engine_error;
+            if (gen_eval(g, j->ids + p, cut - p, &err)) goto engine_error;
             srv_batch_leave(bt); /* the other slots go on while the file is written */
             srv_pcache_save(pool->pcache, g->s, j->ids, cut);
             srv_batch_join(bt);
             p = cut;
         }
     }
-    if (srv_eval_prompt(bt, g, j->ids + p, j->n_ids - p, &err)) goto engine_error;
+    if (gen_eval(g, j->ids + p, j->n_ids - p, &err)) goto engine_error;
     if (pool->pcache && p < j->n_ids) {
         srv_batch_leave(bt);
         srv_pcache_save(pool->pcache, g->s, j->ids, j->n_ids);
@@ -272,8 +283,8 @@ void srv_run_job(srv_slot *s, srv_job *j)
     }
     setvbuf(out, NULL, _IOFBF, 1 << 16);
     gen_reply_stats st;
-    int rc = srv_reply(bt, g, j->max_tokens, is_stop, &c, ns ? stops : NULL, &c.stop_now, out,
-                       &st, &err);
+    int rc = gen_reply(g, j->max_tokens, is_stop, &c, ns ? stops : NULL, &c.stop_now, out, &st,
+                       &err);
     srv_batch_leave(bt);
     fclose(out);
     j->n_gen = st.n_gen;
