@@ -21,6 +21,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "common/rand_blocks.h"
 #include "ops/ops.h"
 #include "quant/quant_internal.h"
 #include "test.h"
@@ -28,17 +29,8 @@
 
 static uint64_t g_rng = 0x9E3779B97F4A7C15ull;
 
-static uint32_t rnd32(void)
-{
-    g_rng = g_rng * 6364136223846793005ull + 1442695040888963407ull;
-    return (uint32_t)(g_rng >> 32);
-}
-
-static float grand(void)
-{
-    double u1 = (rnd32() + 0.5) / 4294967296.0, u2 = (rnd32() + 0.5) / 4294967296.0;
-    return (float)(sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2));
-}
+static uint32_t rnd32(void) { return t_rng_u32(&g_rng); }
+static float grand(void) { return t_rng_gauss(&g_rng); }
 
 /* the weight types with multi-token kernels, and the byte offsets of
  * their f16 scales */
@@ -102,10 +94,7 @@ static void fill_weights(const wtype *w, void *dst, int n, int mode)
  * magnitude scale, or on zeros. */
 static void make_act(sl_type at, float scale, void *dst, int n, bool zeros)
 {
-    float *x = malloc(sizeof(float) * (size_t)n);
-    for (int i = 0; i < n; i++) x[i] = zeros ? 0.0f : scale * grand();
-    sl_quant_from_float_isa(at, SL_ISA_SCALAR)(x, dst, n);
-    free(x);
+    t_make_act(&g_rng, at, dst, n, scale, zeros);
 }
 
 static bool have_avx2(void)

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/rand_blocks.h"
 #include "ops/matmul_order.h"
 #include "ops/ops.h"
 #include "quant/quant_internal.h"
@@ -26,17 +27,8 @@
 
 static uint64_t g_rng = 0xD1B54A32D192ED03ull;
 
-static uint32_t rnd32(void)
-{
-    g_rng = g_rng * 6364136223846793005ull + 1442695040888963407ull;
-    return (uint32_t)(g_rng >> 32);
-}
-
-static float grand(void)
-{
-    double u1 = (rnd32() + 0.5) / 4294967296.0, u2 = (rnd32() + 0.5) / 4294967296.0;
-    return (float)(sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2));
-}
+static uint32_t rnd32(void) { return t_rng_u32(&g_rng); }
+static float grand(void) { return t_rng_gauss(&g_rng); }
 
 enum { FILL_RANDOM, FILL_GAUSS, FILL_ZERO, FILL_HUGE_SCALE, FILL_DENORMAL_SCALE };
 
@@ -73,10 +65,7 @@ static void fill_q4k(sl_block_q4_K *b, int nb, int mode)
 
 static void make_act(sl_block_q8_K *y, int n, float scale, bool zeros)
 {
-    float *x = malloc(sizeof(float) * (size_t)n);
-    for (int i = 0; i < n; i++) x[i] = zeros ? 0.0f : scale * grand();
-    sl_quant_from_float_isa(SL_TYPE_Q8_K, SL_ISA_SCALAR)(x, y, n);
-    free(x);
+    t_make_act(&g_rng, SL_TYPE_Q8_K, y, n, scale, zeros);
 }
 
 /* scale and min of sub-block k from the 12 bytes (quant_blocks.h): k < 4:

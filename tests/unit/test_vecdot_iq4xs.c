@@ -14,22 +14,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/rand_blocks.h"
 #include "quant/quant_internal.h"
 #include "test.h"
 
 static uint64_t g_rng = 0x243F6A8885A308D3ull;
 
-static uint32_t rnd32(void)
-{
-    g_rng = g_rng * 6364136223846793005ull + 1442695040888963407ull;
-    return (uint32_t)(g_rng >> 32);
-}
-
-static float grand(void)
-{
-    double u1 = (rnd32() + 0.5) / 4294967296.0, u2 = (rnd32() + 0.5) / 4294967296.0;
-    return (float)(sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2));
-}
+static uint32_t rnd32(void) { return t_rng_u32(&g_rng); }
+static float grand(void) { return t_rng_gauss(&g_rng); }
 
 static const int levels[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
                                1,    13,   25,  38,  53,  69,  89,  113};

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/rand_blocks.h"
 #include "ops/matmul_order.h"
 #include "ops/ops.h"
 #include "quant/quant_internal.h"
@@ -27,17 +28,8 @@
 
 static uint64_t g_rng = 0x9E3779B97F4A7C15ull;
 
-static uint32_t rnd32(void)
-{
-    g_rng = g_rng * 6364136223846793005ull + 1442695040888963407ull;
-    return (uint32_t)(g_rng >> 32);
-}
-
-static float grand(void)
-{
-    double u1 = (rnd32() + 0.5) / 4294967296.0, u2 = (rnd32() + 0.5) / 4294967296.0;
-    return (float)(sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2));
-}
+static uint32_t rnd32(void) { return t_rng_u32(&g_rng); }
+static float grand(void) { return t_rng_gauss(&g_rng); }
 
 static const sl_type types[3] = {SL_TYPE_Q4_0, SL_TYPE_IQ4_NL, SL_TYPE_MXFP4};
 static const char *const names[3] = {"q4_0", "iq4_nl", "mxfp4"};
@@ -50,49 +42,17 @@ static const int mxfp4_levels[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4,
 
 static size_t bbytes(int k) { return k == 2 ? 17 : 18; }
 
-enum { FILL_RANDOM, FILL_GAUSS, FILL_ZERO, FILL_HUGE_SCALE, FILL_TINY_SCALE };
+enum { FILL_RANDOM = T_FILL_RANDOM, FILL_GAUSS = T_FILL_GAUSS, FILL_ZERO = T_FILL_ZERO,
+       FILL_HUGE_SCALE = T_FILL_HUGE_SCALE, FILL_TINY_SCALE = T_FILL_TINY_SCALE };
 
 /* nb blocks of type k: random bytes with finite scales, a quantised
- * Gaussian row, zeros, the largest or subnormal scales */
-static void fill(int k, uint8_t *b, int nb, int mode)
-{
-    const size_t bb = bbytes(k);
-    if (mode == FILL_GAUSS) {
-        float *x = malloc(sizeof(float) * SL_QK * (size_t)nb);
-        for (int i = 0; i < SL_QK * nb; i++) x[i] = grand();
-        const sl_type_traits *tr = sl_type_get(types[k]);
-        CHECK(tr && tr->from_float);
-        tr->from_float(x, b, SL_QK * nb);
-        free(x);
-        return;
-    }
-    if (mode == FILL_ZERO) {
-        memset(b, 0, bb * (size_t)nb);
-        return;
-    }
-    for (size_t i = 0; i < bb * (size_t)nb; i++) b[i] = (uint8_t)rnd32();
-    for (int i = 0; i < nb; i++) {
-        uint8_t *p = b + (size_t)i * bb;
-        if (k == 2) {
-            p[0] = mode == FILL_HUGE_SCALE  ? (uint8_t)(200 + rnd32() % 20)
-                   : mode == FILL_TINY_SCALE ? (uint8_t)(rnd32() % 3)
-                                             : (uint8_t)(118 + rnd32() % 16);
-            continue;
-        }
-        uint16_t h = mode == FILL_HUGE_SCALE  ? 0x7BFF
-                     : mode == FILL_TINY_SCALE ? (uint16_t)(1 + rnd32() % 0x3FF)
-                                               : (uint16_t)(((7 + rnd32() % 12) << 10) | (rnd32() & 0x3FF));
-        h |= (uint16_t)((rnd32() & 1) << 15);
-        memcpy(p, &h, 2);
-    }
-}
+ * Gaussian row, zeros, the largest or subnormal scales
+ * (tests/common/rand_blocks.h) */
+static void fill(int k, uint8_t *b, int nb, int mode) { t_fill_rp32(&g_rng, types[k], b, nb, mode); }
 
 static void make_act(sl_block_q8_0 *y, int n, float scale, bool zeros)
 {
-    float *x = malloc(sizeof(float) * (size_t)n);
-    for (int i = 0; i < n; i++) x[i] = zeros ? 0.0f : scale * grand();
-    sl_quant_from_float_isa(SL_TYPE_Q8_0, SL_ISA_SCALAR)(x, y, n);
-    free(x);
+    t_make_act(&g_rng, SL_TYPE_Q8_0, y, n, scale, zeros);
 }
 
 static int level(int k, const uint8_t *p, int j)

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/rand_blocks.h"
 #include "ops/matmul_order.h"
 #include "ops/ops.h"
 #include "quant/quant_internal.h"
@@ -24,18 +25,6 @@
 #include "test.h"
 
 static uint64_t g_rng = 0x2545F4914F6CDD1Dull;
-
-static uint32_t rnd32(void)
-{
-    g_rng = g_rng * 6364136223846793005ull + 1442695040888963407ull;
-    return (uint32_t)(g_rng >> 32);
-}
-
-static float grand(void)
-{
-    double u1 = (rnd32() + 0.5) / 4294967296.0, u2 = (rnd32() + 0.5) / 4294967296.0;
-    return (float)(sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2));
-}
 
 static const sl_type types[3] = {SL_TYPE_Q4_0, SL_TYPE_IQ4_NL, SL_TYPE_MXFP4};
 static const char *const names[3] = {"q4_0", "iq4_nl", "mxfp4"};
@@ -46,42 +35,15 @@ static const int mxfp4_levels[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4,
 static size_t bbytes(int k) { return k == 2 ? 17 : 18; }
 static size_t sbytes(int k) { return k == 2 ? 1 : 2; }
 
-enum { FILL_RANDOM, FILL_GAUSS, FILL_HUGE, FILL_TINY };
+enum { FILL_RANDOM = T_FILL_RANDOM, FILL_GAUSS = T_FILL_GAUSS, FILL_HUGE = T_FILL_HUGE_SCALE,
+       FILL_TINY = T_FILL_TINY_SCALE };
 
-/* nb plain blocks of type k */
-static void fill(int k, uint8_t *b, int nb, int mode)
-{
-    const size_t bb = bbytes(k);
-    if (mode == FILL_GAUSS) {
-        float *x = malloc(sizeof(float) * SL_QK * (size_t)nb);
-        for (int i = 0; i < SL_QK * nb; i++) x[i] = grand();
-        sl_type_get(types[k])->from_float(x, b, SL_QK * nb);
-        free(x);
-        return;
-    }
-    for (size_t i = 0; i < bb * (size_t)nb; i++) b[i] = (uint8_t)rnd32();
-    for (int i = 0; i < nb; i++) {
-        uint8_t *p = b + (size_t)i * bb;
-        if (k == 2) {
-            p[0] = mode == FILL_HUGE   ? (uint8_t)(200 + rnd32() % 20)
-                   : mode == FILL_TINY ? (uint8_t)(rnd32() % 3)
-                                       : (uint8_t)(118 + rnd32() % 16);
-            continue;
-        }
-        uint16_t h = mode == FILL_HUGE   ? 0x7BFF
-                     : mode == FILL_TINY ? (uint16_t)(1 + rnd32() % 0x3FF)
-                                         : (uint16_t)(((7 + rnd32() % 12) << 10) | (rnd32() & 0x3FF));
-        h |= (uint16_t)((rnd32() & 1) << 15);
-        memcpy(p, &h, 2);
-    }
-}
+/* nb plain blocks of type k (tests/common/rand_blocks.h) */
+static void fill(int k, uint8_t *b, int nb, int mode) { t_fill_rp32(&g_rng, types[k], b, nb, mode); }
 
 static void make_act(sl_block_q8_0 *y, int n, float scale)
 {
-    float *x = malloc(sizeof(float) * (size_t)n);
-    for (int i = 0; i < n; i++) x[i] = scale * grand();
-    sl_quant_from_float_isa(SL_TYPE_Q8_0, SL_ISA_SCALAR)(x, y, n);
-    free(x);
+    t_make_act(&g_rng, SL_TYPE_Q8_0, y, n, scale, false);
 }
 
 /* the formula on plain row bytes */
