@@ -87,19 +87,8 @@ static int encode_run(const sl_tokenizer *tok, const char *word, size_t n, sl_to
         int32_t id = sl_tok_map_get(&tok->vocab, word, n, 0);
         if (id >= 0) return sl_tok_ids_push(out, id);
     }
-    if (n > UINT32_MAX) return SL_ENOMEM;
-    if (!sl_tok_reserve((void **)&s->sym, &s->sym_cap, n, sizeof *s->sym)) return SL_ENOMEM;
-    int32_t ns = 0;
-    for (size_t off = 0; off < n;) {
-        size_t cl = sl_tok_utf8_len((unsigned char)word[off]);
-        if (cl > n - off) cl = n - off;
-        s->sym[ns].off = (uint32_t)off;
-        s->sym[ns].n = (uint32_t)cl;
-        s->sym[ns].prev = ns - 1;
-        off += cl;
-        s->sym[ns].next = off == n ? -1 : ns + 1;
-        ns++;
-    }
+    const int32_t ns = sl_tok_char_symbols(s, word, n);
+    if (ns < 0) return SL_ENOMEM;
     if (sl_tok_merge(tok, s, word, 0, ns, SL_TOK_MERGE_RANK)) return SL_ENOMEM;
 
     for (int32_t i = 0; i != -1; i = s->sym[i].next) {

@@ -6,6 +6,8 @@
  * unchanged size is unchanged text. */
 #include "tok/tok_internal.h"
 
+#include <stdint.h>
+
 static bool before(const sl_tok_bigram *a, const sl_tok_bigram *b)
 {
     return a->key < b->key || (a->key == b->key && a->left < b->left);
@@ -41,6 +43,24 @@ bool sl_tok_heap_pop(sl_tok_heap *h, sl_tok_bigram *out)
     }
     if (n) h->v[i] = last;
     return true;
+}
+
+int32_t sl_tok_char_symbols(sl_tok_scratch *s, const char *text, size_t n)
+{
+    if (n > UINT32_MAX || n > INT32_MAX) return -1;
+    if (!sl_tok_reserve((void **)&s->sym, &s->sym_cap, n, sizeof *s->sym)) return -1;
+    int32_t ns = 0;
+    for (size_t off = 0; off < n;) {
+        size_t cl = sl_tok_utf8_len((unsigned char)text[off]);
+        if (cl > n - off) cl = n - off;
+        s->sym[ns].off = (uint32_t)off;
+        s->sym[ns].n = (uint32_t)cl;
+        s->sym[ns].prev = ns - 1;
+        off += cl;
+        s->sym[ns].next = off == n ? -1 : ns + 1;
+        ns++;
+    }
+    return ns;
 }
 
 /* Queues the pair (l, r) when it can merge; false only when memory runs

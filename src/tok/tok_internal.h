@@ -209,6 +209,12 @@ typedef struct sl_tok_scratch {
 
 void sl_tok_scratch_free(sl_tok_scratch *s);
 
+/* Makes text[0..n) one symbol per character, linked in order, the
+ * character's length read from its lead byte as llama.cpp reads it (so
+ * ill-formed bytes still form symbols), cut at n. Returns the number of
+ * symbols, or -1 when s->sym cannot grow (or n exceeds 32 bits). */
+int32_t sl_tok_char_symbols(sl_tok_scratch *s, const char *text, size_t n);
+
 /* Which adjacent pair merges first. */
 typedef enum sl_tok_merge_order {
     SL_TOK_MERGE_RANK,  /* the pair with the lowest rank in tok->merges (BPE, Gemma 4) */

@@ -78,18 +78,8 @@ int sl_tok_spm_encode(const sl_tokenizer *tok, const char *text, size_t len, boo
 
     /* One symbol per character, counted by the lead byte as llama.cpp does
      * (so ill-formed bytes still form symbols and end up as byte tokens). */
-    if (!sl_tok_reserve((void **)&s->sym, &s->sym_cap, n, sizeof *s->sym)) goto nomem;
-    int32_t ns = 0;
-    for (size_t off = 0; off < n;) {
-        size_t cl = sl_tok_utf8_len((unsigned char)s->text[off]);
-        if (cl > n - off) cl = n - off;
-        s->sym[ns].off = (uint32_t)off;
-        s->sym[ns].n = (uint32_t)cl;
-        s->sym[ns].prev = ns - 1;
-        off += cl;
-        s->sym[ns].next = off == n ? -1 : ns + 1;
-        ns++;
-    }
+    const int32_t ns = sl_tok_char_symbols(s, s->text, n);
+    if (ns < 0) goto nomem;
 
     /* With a vocabulary where U+2581 only ever follows U+2581 inside a
      * token, no merge can join a character to a following ▁: the text

@@ -84,6 +84,19 @@ void t_golden_print_ids(const char *label, const int32_t *ids, size_t n)
     fprintf(stderr, "%s\n", n > 64 ? " ..." : "");
 }
 
+char *t_unhex(const char *h, size_t hn, size_t *n)
+{
+    char *out = malloc(hn / 2 + 1);
+    if (!out) return NULL;
+    for (size_t i = 0; i + 1 < hn; i += 2) {
+        char two[3] = {h[i], h[i + 1], 0};
+        out[i / 2] = (char)strtol(two, NULL, 16);
+    }
+    *n = hn / 2;
+    out[*n] = '\0';
+    return out;
+}
+
 void t_golden_close(t_golden *g)
 {
     free(g->inp);

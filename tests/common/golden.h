@@ -41,6 +41,11 @@ bool t_golden_next(t_golden *g);
  * there are more) on stderr: a failing case's wanted and got ids. */
 void t_golden_print_ids(const char *label, const int32_t *ids, size_t n);
 
+/* Decodes hn hex digits at h (pairs; a lone last digit is ignored) into a
+ * new NUL-terminated buffer of *n bytes (the fixtures spell tokens and
+ * merges in hex). NULL when memory runs out. */
+char *t_unhex(const char *h, size_t hn, size_t *n);
+
 /* Frees what t_golden_open read; g's pointers are then invalid. */
 void t_golden_close(t_golden *g);
 

@@ -36,18 +36,6 @@ static void data_path(char *out, size_t cap, const char *name)
     snprintf(out, cap, "%s/gemma4/%s", d ? d : "tests/data", name);
 }
 
-static char *unhex(const char *h, size_t hn, size_t *n)
-{
-    char *out = malloc(hn / 2 + 1);
-    for (size_t i = 0; i + 1 < hn; i += 2) {
-        char two[3] = {h[i], h[i + 1], 0};
-        out[i / 2] = (char)strtol(two, NULL, 16);
-    }
-    *n = hn / 2;
-    out[*n] = '\0';
-    return out;
-}
-
 static sl_tok_str g_tokens[N_VOCAB];
 static int32_t g_types[N_VOCAB];
 static char *g_owned[N_VOCAB];
@@ -82,7 +70,7 @@ static sl_tokenizer *build(int add_bos)
         if (id < 0 || id >= N_VOCAB) continue;
         free(g_owned[id]);
         size_t tn;
-        g_owned[id] = unhex(line, strlen(line), &tn);
+        g_owned[id] = t_unhex(line, strlen(line), &tn);
         g_tokens[id] = (sl_tok_str){g_owned[id], tn};
         g_types[id] = (int32_t)type;
         n_lines++;
@@ -102,7 +90,7 @@ static sl_tokenizer *build(int add_bos)
         for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
             char *a = strchr(line, '\t') + 1, *b = strchr(a, '\t') + 1;
             size_t an, bn;
-            char *l = unhex(a, (size_t)(b - 1 - a), &an), *r = unhex(b, strlen(b), &bn);
+            char *l = t_unhex(a, (size_t)(b - 1 - a), &an), *r = t_unhex(b, strlen(b), &bn);
             char *m = malloc(an + bn + 2);
             memcpy(m, l, an);
             m[an] = ' ';

@@ -27,19 +27,6 @@ static const char *data_dir(void)
     return d ? d : "tests/data";
 }
 
-/* Decodes hex in place into a new buffer; *n its length. */
-static char *unhex(const char *h, size_t hn, size_t *n)
-{
-    char *out = malloc(hn / 2 + 1);
-    for (size_t i = 0; i + 1 < hn; i += 2) {
-        char two[3] = {h[i], h[i + 1], 0};
-        out[i / 2] = (char)strtol(two, NULL, 16);
-    }
-    *n = hn / 2;
-    out[*n] = '\0';
-    return out;
-}
-
 typedef struct vocab {
     sl_tok_str tokens[N_VOCAB];
     int32_t types[N_VOCAB];
@@ -75,7 +62,7 @@ static sl_tokenizer *build(void)
         if (id < 0 || id >= N_VOCAB) continue;
         free(g_v.owned[id]);
         size_t tn;
-        g_v.owned[id] = unhex(line, strlen(line), &tn);
+        g_v.owned[id] = t_unhex(line, strlen(line), &tn);
         g_v.tokens[id] = (sl_tok_str){g_v.owned[id], tn};
         g_v.types[id] = (int32_t)type;
         n_lines++;
@@ -93,7 +80,7 @@ static sl_tokenizer *build(void)
     for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
         char *a = strchr(line, '\t') + 1, *b = strchr(a, '\t') + 1;
         size_t an, bn;
-        char *l = unhex(a, (size_t)(b - 1 - a), &an), *r = unhex(b, strlen(b), &bn);
+        char *l = t_unhex(a, (size_t)(b - 1 - a), &an), *r = t_unhex(b, strlen(b), &bn);
         char *m = malloc(an + bn + 2);
         memcpy(m, l, an);
         m[an] = ' ';
