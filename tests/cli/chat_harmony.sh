@@ -46,19 +46,10 @@ fi
 port=$serve_port
 pid=$serve_pid
 serve_relay < <(timeout 300 python3 - "$port" <<'PY' 2>&1
-import datetime, json, sys, urllib.request, urllib.error
-port = int(sys.argv[1])
-def post(path, body):
-    req = urllib.request.Request("http://127.0.0.1:%d%s" % (port, path),
-                                 data=json.dumps(body).encode(), method="POST",
-                                 headers={"Content-Type": "application/json"})
-    try:
-        with urllib.request.urlopen(req, timeout=120) as r:
-            return r.status, r.read().decode()
-    except urllib.error.HTTPError as e:
-        return e.code, e.read().decode()
-def check(name, cond, detail=""):
-    print(("ok   " if cond else "FAIL ") + name + ("" if cond else ": " + str(detail)[:500]))
+import datetime, json, sys
+sys.path.insert(0, "tests/cli/lib")
+from http_post import check, poster
+post = poster(int(sys.argv[1]))
 today = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
 def system(effort):
     return ("<|start|>system<|message|>You are ChatGPT, a large language model trained by OpenAI.\n"
