@@ -97,6 +97,60 @@ char *t_unhex(const char *h, size_t hn, size_t *n)
     return out;
 }
 
+int t_hex_vocab_read(const char *path, uint32_t n_vocab, char **owned, sl_tok_str *tokens,
+                     int32_t *types)
+{
+    size_t len;
+    char *text = t_read_all(path, &len);
+    if (!text) return -1;
+    int n_lines = 0;
+    for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
+        long id = strtol(line, &line, 10);
+        long type = strtol(line + 1, &line, 10);
+        line++;
+        if (id < 0 || id >= (long)n_vocab) continue;
+        free(owned[id]);
+        size_t tn;
+        owned[id] = t_unhex(line, strlen(line), &tn);
+        tokens[id] = (sl_tok_str){owned[id], tn};
+        types[id] = (int32_t)type;
+        n_lines++;
+    }
+    free(text);
+    return n_lines;
+}
+
+int t_hex_merges_read(const char *path, sl_tok_str **merges, char ***text, uint32_t *n)
+{
+    size_t len;
+    char *file = t_read_all(path, &len);
+    if (!file) return -1;
+    size_t cap = 1024;
+    *merges = malloc(cap * sizeof **merges);
+    *text = malloc(cap * sizeof **text);
+    *n = 0;
+    for (char *line = strtok(file, "\n"); line; line = strtok(NULL, "\n")) {
+        char *a = strchr(line, '\t') + 1, *b = strchr(a, '\t') + 1;
+        size_t an, bn;
+        char *l = t_unhex(a, (size_t)(b - 1 - a), &an), *r = t_unhex(b, strlen(b), &bn);
+        char *m = malloc(an + bn + 2);
+        memcpy(m, l, an);
+        m[an] = ' ';
+        memcpy(m + an + 1, r, bn + 1);
+        free(l);
+        free(r);
+        if (*n == cap) {
+            cap *= 2;
+            *merges = realloc(*merges, cap * sizeof **merges);
+            *text = realloc(*text, cap * sizeof **text);
+        }
+        (*text)[*n] = m;
+        (*merges)[(*n)++] = (sl_tok_str){m, an + bn + 1};
+    }
+    free(file);
+    return 0;
+}
+
 void t_golden_close(t_golden *g)
 {
     free(g->inp);

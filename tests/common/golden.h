@@ -9,6 +9,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "tok/tokenizer.h"
+
 typedef struct {
     const char *text; /* the current string (inside the .inp buffer; not NUL-terminated) */
     size_t len;
@@ -45,6 +47,19 @@ void t_golden_print_ids(const char *label, const int32_t *ids, size_t n);
  * new NUL-terminated buffer of *n bytes (the fixtures spell tokens and
  * merges in hex). NULL when memory runs out. */
 char *t_unhex(const char *h, size_t hn, size_t *n);
+
+/* Reads a hex vocabulary subset (lines "ID TYPE HEX": a token's id, type
+ * and text in hex) into owned / tokens / types (each n_vocab long): every
+ * listed id's text replaces owned[id] (freed) and tokens[id]. Returns the
+ * number of lines taken, or -1 when the file cannot be read. */
+int t_hex_vocab_read(const char *path, uint32_t n_vocab, char **owned, sl_tok_str *tokens,
+                     int32_t *types);
+
+/* Reads a hex merges file (lines "RANK\tLEFT\tRIGHT", left and right in
+ * hex, in rank order) as "LEFT RIGHT" texts: *merges and *text (the same
+ * strings, to free) are new arrays of *n. Returns 0, or -1 when the file
+ * cannot be read. */
+int t_hex_merges_read(const char *path, sl_tok_str **merges, char ***text, uint32_t *n);
 
 /* Frees what t_golden_open read; g's pointers are then invalid. */
 void t_golden_close(t_golden *g);

@@ -48,7 +48,6 @@ static uint32_t g_n_merges;
 static sl_tokenizer *build(int add_bos)
 {
     char path[512];
-    size_t len;
     for (uint32_t i = 0; i < N_VOCAB; i++) {
         if (g_owned[i]) continue;
         /* 0xFF never appears in normalized text: no piece can match */
@@ -59,53 +58,17 @@ static sl_tokenizer *build(int add_bos)
         g_types[i] = SL_TOK_TYPE_NORMAL;
     }
     data_path(path, sizeof path, "gemma4-subset.vocab");
-    char *text = t_read_all(path, &len);
-    CHECK_MSG(text != NULL, "missing %s", path);
-    if (!text) return NULL;
-    int n_lines = 0;
-    for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
-        long id = strtol(line, &line, 10);
-        long type = strtol(line + 1, &line, 10);
-        line++;
-        if (id < 0 || id >= N_VOCAB) continue;
-        free(g_owned[id]);
-        size_t tn;
-        g_owned[id] = t_unhex(line, strlen(line), &tn);
-        g_tokens[id] = (sl_tok_str){g_owned[id], tn};
-        g_types[id] = (int32_t)type;
-        n_lines++;
-    }
-    free(text);
+    int n_lines = t_hex_vocab_read(path, N_VOCAB, g_owned, g_tokens, g_types);
+    CHECK_MSG(n_lines >= 0, "missing %s", path);
+    if (n_lines < 0) return NULL;
     CHECK(n_lines > 1000);
 
     if (!g_merges) {
-        data_path(path, sizeof path, "gemma4-subset.merges");
-        text = t_read_all(path, &len);
-        CHECK_MSG(text != NULL, "missing %s", path);
-        if (!text) return NULL;
-        size_t cap = 1024;
-        g_merges = malloc(cap * sizeof *g_merges);
-        g_merge_text = malloc(cap * sizeof *g_merge_text);
         /* file order is rank order: only the relative order of ranks counts */
-        for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
-            char *a = strchr(line, '\t') + 1, *b = strchr(a, '\t') + 1;
-            size_t an, bn;
-            char *l = t_unhex(a, (size_t)(b - 1 - a), &an), *r = t_unhex(b, strlen(b), &bn);
-            char *m = malloc(an + bn + 2);
-            memcpy(m, l, an);
-            m[an] = ' ';
-            memcpy(m + an + 1, r, bn + 1);
-            free(l);
-            free(r);
-            if (g_n_merges == cap) {
-                cap *= 2;
-                g_merges = realloc(g_merges, cap * sizeof *g_merges);
-                g_merge_text = realloc(g_merge_text, cap * sizeof *g_merge_text);
-            }
-            g_merge_text[g_n_merges] = m;
-            g_merges[g_n_merges++] = (sl_tok_str){m, an + bn + 1};
-        }
-        free(text);
+        data_path(path, sizeof path, "gemma4-subset.merges");
+        int mrc = t_hex_merges_read(path, &g_merges, &g_merge_text, &g_n_merges);
+        CHECK_MSG(mrc == 0, "missing %s", path);
+        if (mrc) return NULL;
     }
     CHECK(g_n_merges > 700);
 

@@ -41,7 +41,6 @@ static vocab g_v;
 static sl_tokenizer *build(void)
 {
     char path[512];
-    size_t len;
     for (uint32_t i = 0; i < N_VOCAB; i++) {
         /* raw 0x7F never appears in byte-mapped text: no piece matches */
         char tmp[24];
@@ -51,51 +50,15 @@ static sl_tokenizer *build(void)
         g_v.types[i] = SL_TOK_TYPE_NORMAL;
     }
     snprintf(path, sizeof path, "%s/o200k/o200k-subset.vocab", data_dir());
-    char *text = t_read_all(path, &len);
-    CHECK_MSG(text != NULL, "missing %s", path);
-    if (!text) return NULL;
-    int n_lines = 0;
-    for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
-        long id = strtol(line, &line, 10);
-        long type = strtol(line + 1, &line, 10);
-        line++;
-        if (id < 0 || id >= N_VOCAB) continue;
-        free(g_v.owned[id]);
-        size_t tn;
-        g_v.owned[id] = t_unhex(line, strlen(line), &tn);
-        g_v.tokens[id] = (sl_tok_str){g_v.owned[id], tn};
-        g_v.types[id] = (int32_t)type;
-        n_lines++;
-    }
-    free(text);
+    int n_lines = t_hex_vocab_read(path, N_VOCAB, g_v.owned, g_v.tokens, g_v.types);
+    CHECK_MSG(n_lines >= 0, "missing %s", path);
+    if (n_lines < 0) return NULL;
     CHECK(n_lines > 400);
 
     snprintf(path, sizeof path, "%s/o200k/o200k-subset.merges", data_dir());
-    text = t_read_all(path, &len);
-    CHECK_MSG(text != NULL, "missing %s", path);
-    if (!text) return NULL;
-    size_t cap = 1024;
-    g_v.merges = malloc(cap * sizeof *g_v.merges);
-    g_v.merge_text = malloc(cap * sizeof *g_v.merge_text);
-    for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
-        char *a = strchr(line, '\t') + 1, *b = strchr(a, '\t') + 1;
-        size_t an, bn;
-        char *l = t_unhex(a, (size_t)(b - 1 - a), &an), *r = t_unhex(b, strlen(b), &bn);
-        char *m = malloc(an + bn + 2);
-        memcpy(m, l, an);
-        m[an] = ' ';
-        memcpy(m + an + 1, r, bn + 1);
-        free(l);
-        free(r);
-        if (g_v.n_merges == cap) {
-            cap *= 2;
-            g_v.merges = realloc(g_v.merges, cap * sizeof *g_v.merges);
-            g_v.merge_text = realloc(g_v.merge_text, cap * sizeof *g_v.merge_text);
-        }
-        g_v.merge_text[g_v.n_merges] = m;
-        g_v.merges[g_v.n_merges++] = (sl_tok_str){m, an + bn + 1};
-    }
-    free(text);
+    int mrc = t_hex_merges_read(path, &g_v.merges, &g_v.merge_text, &g_v.n_merges);
+    CHECK_MSG(mrc == 0, "missing %s", path);
+    if (mrc) return NULL;
     CHECK(g_v.n_merges > 100);
 
     sl_tok_spec spec;
