@@ -58,6 +58,7 @@ serve_pids=
 serve_start() {
     local name=$1
     shift
+    : >"$work/$name.err" # exists before the background job opens it (the loop below reads it)
     "$SLUICE" serve --port 0 "$@" >"$work/$name.out" 2>"$work/$name.err" &
     serve_pid=$!
     serve_pids="$serve_pids $serve_pid"
