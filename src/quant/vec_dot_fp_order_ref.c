@@ -34,14 +34,7 @@ static void f16_vecdot(int64_t n, float *s, const void *vx, const void *vy)
 
 static void bf16_tinyblas(int64_t n, float *s, const void *vx, const void *vy)
 {
-    const uint16_t *x = vx, *y = vy;
-    float lane[8] = {0};
-    int64_t i = 0;
-    for (; i + 8 <= n; i += 8)
-        for (int l = 0; l < 8; l++) lane[l] = fmaf(sl_bf2f(x[i + l]), sl_bf2f(y[i + l]), lane[l]);
-    float sum = sl_hsum8(lane);
-    for (; i < n; i++) sum = fmaf(sl_bf2f(x[i]), sl_bf2f(y[i]), sum);
-    *s = sum;
+    *s = sl_fp_lanes8(n, vx, vy, sl_bf2f);
 }
 
 sl_vec_dot_fn sl_vec_dot_fp_order_ref(sl_type t, sl_fp_order o)

@@ -28,14 +28,7 @@ static void vec_dot_f32_f32(int64_t n, float *s, const void *vx, const void *vy)
 /* f16 x f16: the f32 kernel's lanes over the converted values. */
 static void vec_dot_f16_f16(int64_t n, float *s, const void *vx, const void *vy)
 {
-    const uint16_t *x = vx, *y = vy;
-    float lane[8] = {0};
-    int64_t i = 0;
-    for (; i + 8 <= n; i += 8)
-        for (int l = 0; l < 8; l++) lane[l] = fmaf(sl_h2f(x[i + l]), sl_h2f(y[i + l]), lane[l]);
-    float sum = sl_hsum8(lane);
-    for (; i < n; i++) sum = fmaf(sl_h2f(x[i]), sl_h2f(y[i]), sum);
-    *s = sum;
+    *s = sl_fp_lanes8(n, vx, vy, sl_h2f);
 }
 
 /* bf16 x bf16 in the AVX2 kernel's order: four 8-lane sums of rounded

@@ -1,9 +1,11 @@
-/* vec_dot_fp_steps.h - the main loop of ggml's ggml_vec_dot_f16 and
- * ggml_vec_dot_bf16 (AVX2) in scalar form, for the scalar kernels that
- * follow them (vec_dot_fp_order_ref.c: F16; vec_dot_fp_ref.c: BF16): four
- * 8-lane sums over steps of 32 (sum j takes elements 32 i + 8 j + l), then
- * folded lane by lane as (s0 + s2) + (s1 + s3). The kernels differ in how
- * a product joins its sum and in how the eight folded lanes are reduced.
+/* vec_dot_fp_steps.h - the two loops the scalar F16 / BF16 dot kernels
+ * follow (vec_dot_fp_ref.c, vec_dot_fp_order_ref.c), in scalar form:
+ *   sl_fp_steps32, ggml_vec_dot_f16 and ggml_vec_dot_bf16 (AVX2): four
+ *     8-lane sums over steps of 32 (sum j takes elements 32 i + 8 j + l),
+ *     folded lane by lane as (s0 + s2) + (s1 + s3); the kernels differ in
+ *     how a product joins its sum and in how the folded lanes are reduced;
+ *   sl_fp_lanes8, tinyBLAS: one 8-lane FMA chain in steps of 8, the lanes
+ *     summed by sl_hsum8, the tail by FMA in order.
  * Must not know: instruction sets. */
 #ifndef SL_QUANT_VEC_DOT_FP_STEPS_H
 #define SL_QUANT_VEC_DOT_FP_STEPS_H
@@ -13,6 +15,7 @@
 #include <stdint.h>
 
 #include "quant/quant_internal.h"
+#include "util/hsum.h"
 
 /* bfloat16 -> float (exact: the top half of the float's bits). */
 static inline float sl_bf2f(uint16_t v) { return sl_bits2f((uint32_t)v << 16); }
@@ -35,6 +38,20 @@ static inline int64_t sl_fp_steps32(int64_t n, const uint16_t *x, const uint16_t
             }
     for (int l = 0; l < 8; l++) t[l] = (c[0][l] + c[2][l]) + (c[1][l] + c[3][l]);
     return i;
+}
+
+/* The dot product of x and y (n values, each converted by cv) in
+ * tinyBLAS's order (above). */
+static inline float sl_fp_lanes8(int64_t n, const uint16_t *x, const uint16_t *y,
+                                 float (*cv)(uint16_t))
+{
+    float lane[8] = {0};
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int l = 0; l < 8; l++) lane[l] = fmaf(cv(x[i + l]), cv(y[i + l]), lane[l]);
+    float sum = sl_hsum8(lane);
+    for (; i < n; i++) sum = fmaf(cv(x[i]), cv(y[i]), sum);
+    return sum;
 }
 
 #endif
