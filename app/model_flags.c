@@ -448,7 +448,7 @@ static void decode_account(const sl_model *m, long done)
 void model_flags_progress(const model_flags *f, const sl_model *m, long done, double seconds)
 {
     if (f->stats_csv) stats_csv_row(m, done);
-    if (m->streamer && (f->stats || f->stats_json)) decode_account(m, done);
+    if (f->stats || f->stats_json) decode_account(m, done);
     if (m->streamer && !f->no_warm) warm_start_save(NULL, (sl_model *)m, false);
     if (done == 0) return; /* the prompt is done: a mark for --stats-csv */
     if (!f->progress || (last_progress >= 0 && seconds - last_progress < 0.5)) return;
@@ -660,6 +660,13 @@ bool model_flags_report(const model_flags *f, const char *cmd, const sl_model *m
                     (double)st.window_bytes / MIB / toks, (double)st.window_bytes / MIB,
                     (unsigned long long)st.reads, st.lat_p50_us, st.lat_p90_us, st.lat_p99_us);
             print_bound(m, t, &st);
+        } else if (dec.tokens > 0) {
+            /* the decode phase alone, as the streamed bound's compute is taken: the
+             * time per token above averages the prompt's batched tokens in */
+            fprintf(stderr, "decode          %.2f tok/s: %.2f ms per decoded token (%ld "
+                    "tokens; compare with a streamed run's bound compute)\n",
+                    dec.wall_s > 0 ? (double)dec.tokens / dec.wall_s : 0.0,
+                    1e3 * dec.wall_s / (double)dec.tokens, dec.tokens);
         }
         if (ks.active) {
             fprintf(stderr, "lossy routing   ");

@@ -3,7 +3,8 @@
 # per device under $XDG_CACHE_HOME/sluice/, used by --stats' printed bound
 # instead of the calibration when it has the streamer's lane count; a
 # damaged file is ignored with a warning; iobench runs that do not measure
-# the streamer's reads (no --expert) keep nothing.
+# the streamer's reads (no --expert) keep nothing. Also the resident run's
+# decode-only line, the figure a streamed bound's compute compares with.
 set -u
 . "$(dirname "$0")/lib/common.sh"
 work=$(mktemp -d "${TMPDIR:-/tmp}/sluice-iorate-XXXXXX")
@@ -13,7 +14,12 @@ export XDG_CACHE_HOME=$work/cache
 M=$work/tiny.gguf
 if ! "$SLUICE" mkmodel --arch qwen3moe --preset tiny --seed 9 -q -o "$M"; then
     bad "mkmodel"
-    finish
+    
+"$SLUICE" run -m "$M" -p "The river" -n 6 --temp 0 --ignore-eos --no-stream --stats \
+    >"$work/res" 2>"$work/res.err"
+check "a resident run with --stats prints its decode-only rate" \
+    grep -q "^decode  *[0-9.]* tok/s: [0-9.]* ms per decoded token (6 tokens" "$work/res.err"
+finish
     exit 1
 fi
 run() { # run OUT ARGS...
@@ -40,7 +46,7 @@ check "one row per lane count" [ "$(grep -c '^lanes [14] mib_s ' "$f")" -eq 2 ]
 run "$work/kept"
 check "a run with --stats succeeds" [ $? -eq 0 ]
 check "the bound uses the kept rate" grep -q "drive rate kept by .sluice iobench --expert." "$work/kept.err"
-rate=$(sed -n 's/^lanes 4 mib_s \([0-9]*\)\..*/\1/p' "$f")
+rate=$(awk '$1 == "lanes" && $2 == 4 { printf "%.0f", $4 }' "$f")
 check "at the rate iobench measured for 4 lanes" grep -q " / ${rate} MiB/s = " "$work/kept.err"
 
 run "$work/other" --io-threads 2
@@ -52,4 +58,9 @@ check "a damaged file: the run still succeeds" [ $? -eq 0 ]
 check "a damaged file is ignored with a warning" \
     grep -q "warning: ignoring the kept drive rate: .*checksum" "$work/damaged.err"
 check "and the bound calibrates" grep -q "drive calibrated on" "$work/damaged.err"
+
+"$SLUICE" run -m "$M" -p "The river" -n 6 --temp 0 --ignore-eos --no-stream --stats \
+    >"$work/res" 2>"$work/res.err"
+check "a resident run with --stats prints its decode-only rate" \
+    grep -q "^decode  *[0-9.]* tok/s: [0-9.]* ms per decoded token (6 tokens" "$work/res.err"
 finish
