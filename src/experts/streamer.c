@@ -439,9 +439,6 @@ static void drop_late_guesses(sl_streamer *st, int layer, const int *ids, int n)
     for (int k = 0; k < n; k++) st->want[ids[k]] = false;
 }
 
-/* Keeps the warm-start preload going: while the list has experts, free
- * slots remain and fewer than the allowance are in flight, submits the
- * next ones as reads ahead (behind every demand read). Never evicts. */
 /* Preloads in flight at most: WARM_INFLIGHT, and a share of the slots. */
 static int warm_limit(const sl_streamer *st)
 {
@@ -450,6 +447,9 @@ static int warm_limit(const sl_streamer *st)
     return lim < 1 ? 1 : lim;
 }
 
+/* Keeps the warm-start preload going: while the list has experts, free
+ * slots remain and fewer than the allowance are in flight, submits the
+ * next ones as reads ahead (behind every demand read). Never evicts. */
 static void warm_pump(sl_streamer *st)
 {
     const int lim = warm_limit(st);
