@@ -130,7 +130,7 @@ int sl_io_rate_load(sl_io_rate *r, bool *found, const char *path, sl_err *err)
                 rc = bad(path, line, "expected 'device <key>'", err);
                 break;
             }
-            snprintf(r->device, sizeof r->device, "%s", l + 7);
+            memcpy(r->device, l + 7, strlen(l + 7) + 1); /* fits: checked above */
         } else if (line == 3) {
             if (sscanf(l, "when %lld%n", &r->when, &used) != 1 || l[used] != '\0') {
                 rc = bad(path, line, "expected 'when <seconds>'", err);
