@@ -95,6 +95,25 @@ static int finite_rows(sl_session *const *ss, const int *n, int count, const flo
     return SL_OK;
 }
 
+/* Profile (fwd_mm.h, bench only): the time since *t0 to the current
+ * phase, then `next` becomes current. */
+static void prof_phase(sl_fwd_prof *p, int next, double *t0)
+{
+    const double t = sl_fwd_prof_now(p);
+    p->total[p->phase] += t - *t0;
+    p->phase = next;
+    *t0 = t;
+}
+
+/* Profile: the distinct experts and the choices of a routed layer's step
+ * (the batch session's moe_count holds the offsets group_by_expert left). */
+static void prof_experts(sl_fwd_prof *p, const sl_session *b, const sl_router_desc *r, int n)
+{
+    for (int e = 0; e < r->n_expert; e++) p->experts += b->moe_count[e + 1] > b->moe_count[e];
+    p->choices += (long long)n * r->top_k;
+    p->layer_steps++;
+}
+
 static int forward_multi(sl_session *b, sl_session *const *ss, const int32_t *const *toks,
                          const int *n, int count, int total, sl_err *err)
 {
@@ -106,19 +125,29 @@ static int forward_multi(sl_session *b, sl_session *const *ss, const int32_t *co
             sl_mat_row_to_float(&emb, toks[i][t], b->x + (size_t)(row + t) * E);
     if (m->embd_scale != 0.0f)
         for (size_t i = 0; i < (size_t)total * E; i++) b->x[i] *= m->embd_scale;
+    sl_fwd_prof *prof = sl_fwd_prof_get();
+    double t0 = prof ? sl_fwd_prof_now(prof) : 0.0;
+    if (prof) prof->phase = SL_PROF_OTHER;
     for (int il = 0; il < m->hp.n_layer; il++) {
         const sl_layer *L = &m->layers[il];
         for (int t = 0; t < total; t++)
             sl_rmsnorm(b->xb + (size_t)t * E, b->x + (size_t)t * E, L->attn_norm.data, E,
                        m->hp.rms_eps);
+        if (prof) prof_phase(prof, SL_PROF_MIXER, &t0);
         const sl_mixer_ops *mx = sl_mixer_of(L->d.mixer);
         for (int i = 0, row = 0; i < count; row += n[i], i++) {
             sl_session *s = ss[i];
             memcpy(s->xb, b->xb + (size_t)row * E, sizeof(float) * (size_t)n[i] * E);
             mx->forward(s, L, il, n[i], b->tmp + (size_t)row * E);
         }
+        if (prof) prof_phase(prof, SL_PROF_OTHER, &t0);
         for (size_t i = 0; i < (size_t)total * E; i++) b->x[i] += b->tmp[i];
+        if (prof) prof_phase(prof, SL_PROF_FFN, &t0);
         int rc = sl_ffn_block(b, L, il, total, err);
+        if (prof) {
+            prof_phase(prof, SL_PROF_OTHER, &t0);
+            if (L->d.ffn.kind == SL_FFN_ROUTED) prof_experts(prof, b, &L->d.ffn.router, total);
+        }
         if (!rc) rc = finite_rows(ss, n, count, b->x, E, il, err);
         if (rc) return rc;
     }
@@ -126,7 +155,9 @@ static int forward_multi(sl_session *b, sl_session *const *ss, const int32_t *co
     for (int i = 0, row = 0; i < count; row += n[i], i++)
         sl_rmsnorm(b->xb + (size_t)i * E, b->x + (size_t)(row + n[i] - 1) * E,
                    m->output_norm.data, E, m->hp.rms_eps);
+    if (prof) prof_phase(prof, SL_PROF_HEAD, &t0);
     sl_fwd_mm_tensor(b, &m->output, b->xb, count, b->logits);
+    if (prof) prof_phase(prof, SL_PROF_OTHER, &t0);
     const size_t V = (size_t)m->hp.n_vocab;
     if (m->logit_softcap > 0.0f) sl_softcap(b->logits, (int64_t)count * (int64_t)V, m->logit_softcap);
     for (int i = 0; i < count; i++) {
@@ -135,6 +166,10 @@ static int forward_multi(sl_session *b, sl_session *const *ss, const int32_t *co
             return sl_err_set(err, SL_EFORMAT, "the logits of the token at position %d are "
                               "not finite (NaN or infinity): the weights may be damaged",
                               ss[i]->n_past + last);
+    }
+    if (prof) {
+        prof_phase(prof, SL_PROF_OTHER, &t0);
+        prof->steps++;
     }
     for (int i = 0; i < count; i++) {
         memcpy(ss[i]->logits, b->logits + (size_t)i * V, sizeof(float) * V);

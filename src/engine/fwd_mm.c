@@ -3,6 +3,20 @@
 #include "engine/fwd_mm.h"
 
 #include <string.h>
+#include <time.h>
+
+static sl_fwd_prof *g_prof;
+
+void sl_fwd_prof_set(sl_fwd_prof *p) { g_prof = p; }
+
+sl_fwd_prof *sl_fwd_prof_get(void) { return g_prof; }
+
+double sl_fwd_prof_now(const sl_fwd_prof *p)
+{
+    struct timespec t;
+    clock_gettime(p->cpu ? CLOCK_THREAD_CPUTIME_ID : CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
 
 size_t sl_fwd_act_stride(sl_type t, int64_t cols)
 {
@@ -35,7 +49,10 @@ void sl_fwd_prepare(sl_session *s, const sl_prep *p)
     SL_ASSERT(sl_matvec_act_bytes(p->mat->type, p->mat->cols) <= p->stride);
     /* a row takes about a microsecond: chunks of at least four rows */
     const int chunks = p->n < 8 ? 1 : p->n / 4 < 32 ? p->n / 4 : 32;
+    sl_fwd_prof *prof = g_prof;
+    const double t0 = prof ? sl_fwd_prof_now(prof) : 0.0;
     sl_pool_run(s->pool, prepare_worker, (void *)p, chunks);
+    if (prof) prof->prepare[prof->phase] += sl_fwd_prof_now(prof) - t0;
 }
 
 /* ---- several products as one job --------------------------------------- */
@@ -106,7 +123,13 @@ void sl_fwd_mm_run(sl_session *s, const sl_mm_item *items, int n_items)
     int *c0 = s->mm_c0;
     const int c = assign_chunks(items, n_items, c0, wanted, SL_POOL_MAX_CHUNKS - n_items);
     mm_job j = {s, items, n_items, c0};
+    sl_fwd_prof *prof = g_prof;
+    const double t0 = prof ? sl_fwd_prof_now(prof) : 0.0;
     sl_pool_run(s->pool, mm_worker, &j, c);
+    if (prof) {
+        const bool expert = n_items > 0 && items[0].mat->n_experts > 1;
+        (expert ? prof->mm_expert : prof->mm_dense)[prof->phase] += sl_fwd_prof_now(prof) - t0;
+    }
 }
 
 void sl_fwd_mm_shared(sl_session *s, const sl_mat *const *mats, float *const *ys, int n_mats,

@@ -74,6 +74,41 @@ sl_mat sl_fwd_mat(const sl_tensor *t);
  * one matrix. */
 void sl_fwd_mm_tensor(sl_session *s, const sl_tensor *t, const float *x, int n, float *y);
 
+/* ---- timing of a multi-session step (bench only) ----------------------
+ *
+ * bench/bench_multi.c measures where a step of sl_session_eval_multi
+ * spends its time. While a profile is installed (sl_fwd_prof_set), every
+ * matrix-product job adds its wall time to the bucket of the step's
+ * current phase (set by forward_multi.c) and of its kind (routed expert
+ * matrices, n_experts > 1, or dense ones), activation preparing likewise;
+ * forward_multi.c adds each phase's whole time and the number of distinct
+ * experts each layer's step computes. One process-wide pointer, not
+ * synchronised: install it only while one thread evaluates (the bench);
+ * nothing else installs one, and a NULL profile costs one load per job. */
+enum { SL_PROF_MIXER, SL_PROF_FFN, SL_PROF_HEAD, SL_PROF_OTHER, SL_PROF_N };
+typedef struct sl_fwd_prof {
+    bool cpu;                      /* time on the calling thread's CPU clock (for
+                                      one compute thread on a busy machine), else
+                                      a monotonic wall clock */
+    int phase;                     /* SL_PROF_*: set by forward_multi.c */
+    double total[SL_PROF_N];       /* seconds of each phase */
+    double mm_dense[SL_PROF_N];    /* of which products of dense matrices */
+    double mm_expert[SL_PROF_N];   /* of which products of routed experts */
+    double prepare[SL_PROF_N];     /* of which quantising activations */
+    long long steps, layer_steps;  /* steps, and (step, routed layer) pairs */
+    long long experts, choices;    /* distinct experts and (token, rank) choices
+                                      summed over the layer steps */
+} sl_fwd_prof;
+
+/* Installs p (NULL: none) for the calls that follow; the caller owns p. */
+void sl_fwd_prof_set(sl_fwd_prof *p);
+
+/* The installed profile, or NULL. */
+sl_fwd_prof *sl_fwd_prof_get(void);
+
+/* Seconds on p's clock (p->cpu). */
+double sl_fwd_prof_now(const sl_fwd_prof *p);
+
 /* Row stride for activations of `cols` values prepared for matrices of
  * type t: the prepared size rounded up to a cache line. */
 size_t sl_fwd_act_stride(sl_type t, int64_t cols);
