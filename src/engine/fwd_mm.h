@@ -74,6 +74,45 @@ sl_mat sl_fwd_mat(const sl_tensor *t);
  * one matrix. */
 void sl_fwd_mm_tensor(sl_session *s, const sl_tensor *t, const float *x, int n, float *y);
 
+/* ---- products shared across the members of a multi-session step -------
+ *
+ * forward_multi.c runs each member's mixer on that member's own session, and
+ * the mixer multiplies its own rows by its projections (mix_attn.c: q, k, v
+ * of s->xb, then o of s->attn_out), one member at a time. A hook lets the
+ * step do those products once over the rows of every member instead:
+ *
+ *   pre: the next sl_fwd_mm_shared on session s whose matrices are exactly
+ *        pre_data[0..n_pre) (by data pointer, in that order) over n rows
+ *        takes its outputs from pre_src[i] (n rows of mats[i]->rows values,
+ *        computed by the step beforehand from the same input rows) instead
+ *        of computing them;
+ *   def: the next sl_fwd_mm_tensor on s of the tensor with data def_data
+ *        over n rows copies its input rows (n x def_cols) to def_x and
+ *        leaves y unwritten: the step computes y for every member afterwards
+ *        (only when nothing in the mixer reads or changes y after that
+ *        call: the step checks what it can, e.g. no output bias).
+ *
+ * Each output row is computed from its own input row by the kernel of the
+ * same matrix whatever the number of rows (matmul_order.h), so values are
+ * bit-identical either way; a call that does not match is computed as
+ * usual (the *_used flags say what was taken). One hook per thread
+ * (thread-local): set it around one member's mixer, clear it after. */
+typedef struct sl_fwd_hook {
+    const sl_session *s;
+    int n;                    /* the member's rows */
+    int n_pre;                /* 0: no pre */
+    const void *pre_data[4];
+    const float *pre_src[4];
+    bool pre_used;
+    const void *def_data;     /* NULL: no def */
+    float *def_x;
+    int64_t def_cols;
+    bool def_used;
+} sl_fwd_hook;
+
+/* Installs h on the calling thread (NULL: none); the caller owns h. */
+void sl_fwd_hook_set(sl_fwd_hook *h);
+
 /* ---- timing of a multi-session step (bench only) ----------------------
  *
  * bench/bench_multi.c measures where a step of sl_session_eval_multi
