@@ -51,6 +51,9 @@ static void print_prof(const char *name, const sl_fwd_prof *p, int members, doub
     printf("  head  %.1f ms (product %.1f, quantise %.1f); other %.1f ms\n",
            p->total[SL_PROF_HEAD] * ms, p->mm_dense[SL_PROF_HEAD] * ms,
            p->prepare[SL_PROF_HEAD] * ms, p->total[SL_PROF_OTHER] * ms);
+    if (p->hook_calls > 0)
+        printf("  shared projections: %lld member mixers, q/k/v taken %lld, o taken %lld\n",
+               p->hook_calls, p->hook_pre, p->hook_def);
     if (p->layer_steps > 0)
         printf("  experts per routed layer and step: %.2f distinct of %.2f chosen\n",
                (double)p->experts / (double)p->layer_steps,
@@ -115,7 +118,8 @@ int main(int argc, char **argv)
     }
     for (int i = 0; i < K; i++) { /* distinct prompts, evaluated alone */
         int32_t toks[64];
-        for (int t = 0; t < prompt; t++) toks[t] = (int32_t)(10 + (i * 7919 + t * 104729) % (V - 20));
+        for (int t = 0; t < prompt; t++)
+            toks[t] = (int32_t)(10 + (i * 7919 + t * 104729) % (V - 20));
         if (sl_session_eval(mem[i], toks, prompt, &err)) {
             fprintf(stderr, "bench_multi: prompt: %s\n", err.msg);
             return 1;

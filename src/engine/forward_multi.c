@@ -146,6 +146,12 @@ static void run_mixers(sl_session *b, const sl_layer *L, int il, sl_session *con
         sl_fwd_hook_set(NULL);
         deferred[i] = h.def_used;
         all = all && h.def_used;
+        sl_fwd_prof *prof = sl_fwd_prof_get();
+        if (prof && shared) {
+            prof->hook_calls++;
+            prof->hook_pre += h.pre_used;
+            prof->hook_def += h.def_used;
+        }
     }
     if (!defer) return;
     if (all) {

@@ -137,6 +137,8 @@ typedef struct sl_fwd_prof {
     long long steps, layer_steps;  /* steps, and (step, routed layer) pairs */
     long long experts, choices;    /* distinct experts and (token, rank) choices
                                       summed over the layer steps */
+    long long hook_calls, hook_pre, hook_def; /* members' mixers run with the shared-
+                                      projection hook, and how many took pre / def */
 } sl_fwd_prof;
 
 /* Installs p (NULL: none) for the calls that follow; the caller owns p. */
