@@ -17,14 +17,18 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "commands.h"
 #include "gguf/gguf.h"
 #include "io/io.h"
+#include "io/io_rate.h"
 #include "model/arch.h"
 #include "util/file.h"
 #include "util/timer.h"
+
+#include "user_cache.h"
 
 #define MAX_ROWS 32
 #define MAX_PARTS 64
@@ -876,6 +880,39 @@ static void print_json(const opts *o, const layout *L, const row *rows, unsigned
     printf("],\"peak\":{\"lanes\":%u,\"mib_s\":%.3f}}\n", rows[peak].lanes, rows[peak].mib_s);
 }
 
+/* Keeps the rows' rates as the drive's for `--stats`' printed bound (see
+ * io/io_rate.h) when they measured what the streamer does: whole experts of
+ * a GGUF model (--expert, no --range-mb), direct pread lanes into huge
+ * pages, nothing else changed (--fresh, --compute-load, --scatter, --mmap,
+ * --reopen-lanes, --small-pages, --buffered). Prints where, unless --json;
+ * a failure to write is a warning. */
+static void keep_rates(const opts *o, const layout *L, const row *rows, unsigned n)
+{
+    if (!L->real_experts || o->backend != SL_IO_PREAD || o->buffered || o->fresh ||
+        o->compute_load || o->scatter > 1 || o->use_mmap || o->reopen || o->small_pages)
+        return;
+    sl_io_rate r;
+    memset(&r, 0, sizeof r);
+    for (unsigned i = 0; i < n && r.n < SL_IO_RATE_MAX_ROWS; i++) {
+        if (!rows[i].info.direct || rows[i].info.direct_fell_back || !(rows[i].mib_s > 0))
+            return; /* not the drive's figure */
+        r.lanes[r.n] = rows[i].lanes;
+        r.mib_s[r.n++] = rows[i].mib_s;
+    }
+    char path[4096];
+    sl_err err;
+    if (r.n == 0 || !user_cache_rate_path(o->model, path, sizeof path) ||
+        sl_io_rate_device(o->model, r.device, sizeof r.device, &err))
+        return;
+    r.when = (long long)time(NULL);
+    if (sl_io_rate_save(&r, path, &err)) {
+        fprintf(stderr, "sluice iobench: warning: could not keep the drive's rate: %s\n",
+                err.msg);
+        return;
+    }
+    if (!o->json) printf("  kept as this drive's rate for --stats' bound: %s\n", path);
+}
+
 int cmd_iobench(int argc, char **argv)
 {
     opts o;
@@ -934,6 +971,7 @@ int cmd_iobench(int argc, char **argv)
                    ? "  [buffered fallback: NOT the drive's figure]"
                    : "  [buffered: page cache included, not the drive's figure]");
     }
+    keep_rates(&o, &L, rows, o.n_lanes);
     rc = 0;
 out_mem:
     if (b.raw) munmap(b.raw, b.raw_len);

@@ -10,6 +10,7 @@
 #include "engine/kv_rows.h"
 #include "experts/streamer.h"
 #include "gguf/gguf.h"
+#include "io/io_rate.h"
 #include "model/llama_rev.h"
 #include "model/model.h"
 #include "stats_csv.h"
@@ -17,6 +18,7 @@
 #include "util/json.h"
 #include "util/mem.h"
 #include "util/timer.h"
+#include "user_cache.h"
 #include "warm_start.h"
 
 /* whole experts the drive calibration reads (3 reads each) */
@@ -262,6 +264,27 @@ static bool check_parts(const model_flags *f, const char *cmd, const sl_model *m
     return true;
 }
 
+/* The drive's rate kept by `sluice iobench --expert` for the device that
+ * holds the model and the streamer's lane count, handed to the streamer
+ * for the printed bound; false (calibrate instead) when there is none. A
+ * damaged file is ignored with a warning. */
+static bool kept_drive_rate(const char *cmd, sl_model *m, const char *path)
+{
+    char file[4096];
+    if (!user_cache_rate_path(path, file, sizeof file)) return false;
+    sl_io_rate r;
+    bool found = false;
+    sl_err err;
+    if (sl_io_rate_load(&r, &found, file, &err)) {
+        fprintf(stderr, "sluice %s: warning: ignoring the kept drive rate: %s\n", cmd, err.msg);
+        return false;
+    }
+    const double bps = found ? sl_io_rate_for(&r, sl_streamer_io_info(m->streamer)->lanes) : 0;
+    if (bps <= 0) return false;
+    sl_streamer_set_drive_rate(m->streamer, bps);
+    return true;
+}
+
 /* --cache-policy and --route-trace, on the loaded model's streamer: the
  * trace must fit the model (layers, experts, every routed layer's top-k). */
 static bool replay_setup(const model_flags *f, const char *cmd, sl_model *m)
@@ -364,7 +387,7 @@ sl_model *model_flags_load(const model_flags *f, const char *cmd, const char *pa
         sl_model_free(m);
         return NULL;
     }
-    if (st.streaming && (f->stats || f->stats_json)) {
+    if (st.streaming && (f->stats || f->stats_json) && !kept_drive_rate(cmd, m, path)) {
         /* the drive's rate for the printed bound, measured the same way
          * every run: whole experts read at once on the lanes */
         double bps;
@@ -425,7 +448,7 @@ static void decode_account(const sl_model *m, long done)
 void model_flags_progress(const model_flags *f, const sl_model *m, long done, double seconds)
 {
     if (f->stats_csv) stats_csv_row(m, done);
-    if (m->streamer && (f->stats || f->stats_json)) decode_account(m, done);
+    if (f->stats || f->stats_json) decode_account(m, done);
     if (m->streamer && !f->no_warm) warm_start_save(NULL, (sl_model *)m, false);
     if (done == 0) return; /* the prompt is done: a mark for --stats-csv */
     if (!f->progress || (last_progress >= 0 && seconds - last_progress < 0.5)) return;
@@ -539,12 +562,18 @@ static void print_bound(const sl_model *m, const run_totals *t, const sl_stream_
     const bool decode = b.decode;
     const double got = b.achieved, bound = b.bound, compute = b.compute_s, io = b.io_s,
                  bytes = b.bytes;
+    char src[128];
+    if (ss.drive_cached)
+        snprintf(src, sizeof src, "drive rate kept by `sluice iobench --expert` for this device");
+    else
+        snprintf(src, sizeof src, "drive calibrated on %.0f MiB of whole experts at start",
+                 (double)ss.drive_cal_bytes / MIB);
     fprintf(stderr, "bound           %s: %.2f tok/s achieved, bound %.2f tok/s = 1 / max(compute "
             "%.2f ms, %.2f MiB / %.0f MiB/s = %.2f ms) per token: %.0f%% of the bound (%s); "
-            "drive calibrated on %.0f MiB of whole experts at start\n",
+            "%s\n",
             decode ? "decode" : "whole run", got, bound, 1e3 * compute, bytes / MIB,
             ss.drive_bps / MIB, 1e3 * io, bound > 0 ? 100.0 * got / bound : 0.0,
-            compute > io ? "compute-bound" : "I/O-bound", (double)ss.drive_cal_bytes / MIB);
+            compute > io ? "compute-bound" : "I/O-bound", src);
 }
 
 bool model_flags_report(const model_flags *f, const char *cmd, const sl_model *m,
@@ -631,6 +660,13 @@ bool model_flags_report(const model_flags *f, const char *cmd, const sl_model *m
                     (double)st.window_bytes / MIB / toks, (double)st.window_bytes / MIB,
                     (unsigned long long)st.reads, st.lat_p50_us, st.lat_p90_us, st.lat_p99_us);
             print_bound(m, t, &st);
+        } else if (dec.tokens > 0) {
+            /* the decode phase alone, as the streamed bound's compute is taken: the
+             * time per token above averages the prompt's batched tokens in */
+            fprintf(stderr, "decode          %.2f tok/s: %.2f ms per decoded token (%ld "
+                    "tokens; compare with a streamed run's bound compute)\n",
+                    dec.wall_s > 0 ? (double)dec.tokens / dec.wall_s : 0.0,
+                    1e3 * dec.wall_s / (double)dec.tokens, dec.tokens);
         }
         if (ks.active) {
             fprintf(stderr, "lossy routing   ");

@@ -1,7 +1,8 @@
 /* warm_start.c - see warm_start.h. */
 #include "warm_start.h"
 
-#include <errno.h>
+#include "user_cache.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,25 +20,6 @@ static uint64_t last_save_ns;
 static const char *run_cmd = "";
 
 const char *warm_start_path(void) { return usage_path; }
-
-/* The cache directory, created (with its parents) if missing; false when
- * neither $XDG_CACHE_HOME nor $HOME gives one. */
-static bool cache_dir(char *out, size_t cap)
-{
-    const char *x = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
-    int n;
-    if (x && x[0] == '/') n = snprintf(out, cap, "%s/sluice", x);
-    else if (home && home[0]) n = snprintf(out, cap, "%s/.cache/sluice", home);
-    else return false;
-    if (n < 0 || (size_t)n >= cap) return false;
-    for (char *p = out + 1; *p; p++) /* mkdir -p */
-        if (*p == '/') {
-            *p = '\0';
-            mkdir(out, 0755);
-            *p = '/';
-        }
-    return mkdir(out, 0755) == 0 || errno == EEXIST;
-}
 
 /* The model's id: its file name (letters, digits, '.', '_', '-' kept,
  * others as '_') and a hash of its size and modification time, so a
@@ -74,7 +56,7 @@ void warm_start_begin(const char *cmd, sl_model *m, const char *path, bool prelo
     run_cmd = cmd;
     if (!m->streamer) return;
     char dir[3800];
-    if (!make_id(path, model_id, sizeof model_id) || !cache_dir(dir, sizeof dir)) return;
+    if (!make_id(path, model_id, sizeof model_id) || !user_cache_dir(dir, sizeof dir)) return;
     snprintf(usage_path, sizeof usage_path, "%s/%s.usage", dir, model_id);
     sl_usage *u = NULL;
     bool found = false;
@@ -106,7 +88,7 @@ void warm_start_save(const char *cmd, sl_model *m, bool force)
     sl_err err;
     pthread_mutex_lock(&m->stream_mu);
     const sl_usage *u = sl_streamer_usage(m->streamer);
-    const int rc = u && cache_dir(dir, sizeof dir) ? sl_usage_save(u, usage_path, 0, &err)
+    const int rc = u && user_cache_dir(dir, sizeof dir) ? sl_usage_save(u, usage_path, 0, &err)
                                                   : SL_OK;
     pthread_mutex_unlock(&m->stream_mu);
     if (rc)

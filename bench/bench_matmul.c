@@ -6,10 +6,12 @@
  *   make build/rel/bench/bench_matmul && build/rel/bench/bench_matmul [TYPE...]
  *
  * A 256 x 2048 matrix (288 KiB of Q4_K: it stays in L2), every row against
- * 1, 8 and 64 activation rows; figures are GB/s of weight bytes per token,
+ * 1, 2, 4, 8 and 64 activation rows; figures are GB/s of weight bytes per token,
  * best of 5 runs of 0.15 s in thread CPU time (robust on a busy machine).
  * One thread. Not a test: nothing is asserted. Q4_0, IQ4_NL and MXFP4 get
- * three lines (plain / rp32 / x8, see below), measured interleaved. */
+ * three lines (plain / rp32 / x8, see below), measured interleaved; Q4_K
+ * two (gemm: a 2-d weight, the reference's repacked gemm order; gemv: an
+ * expert of a 128-expert tensor, its gemv order). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,7 +34,7 @@ int main(int argc, char **argv)
     /* the types named on the command line, else the K-quants */
     const char *const *types = argc > 1 ? (const char *const *)(argv + 1) : k_types;
     const size_t n_types = argc > 1 ? (size_t)(argc - 1) : sizeof k_types / sizeof k_types[0];
-    static const int ns[] = {1, 8, 64};
+    static const int ns[] = {1, 2, 4, 8, 64};
     enum { ROWS = 256, COLS = 2048, NMAX = 64 };
     float *x = malloc(sizeof(float) * COLS);
     float *y = malloc(sizeof(float) * ROWS * NMAX);
@@ -74,12 +76,14 @@ int main(int argc, char **argv)
             ap[k] = a + ab * (size_t)k;
         }
         static const char *const forms[3] = {"rp32", "plain", "x8"};
-        const int n_forms = w8 ? 3 : 1;
+        static const char *const k4forms[2] = {"gemm", "gemv"};
+        const bool k4 = t == SL_TYPE_Q4_K;
+        const int n_forms = w8 ? 3 : k4 ? 2 : 1;
         sl_mat f[3] = {m, m, m};
-        f[1].n_experts = 1;
+        f[1].n_experts = k4 ? 128 : 1;
         f[2].data = w8;
         f[2].layout = SL_MAT_X8;
-        double gbs[3][3];
+        double gbs[3][sizeof ns / sizeof ns[0]];
         for (size_t j = 0; j < sizeof ns / sizeof ns[0]; j++) {
             const int n = ns[j];
             double best[3] = {1e9, 1e9, 1e9};
@@ -97,7 +101,7 @@ int main(int argc, char **argv)
             for (int k = 0; k < n_forms; k++) gbs[k][j] = (double)(rb * ROWS) / best[k] / 1e9;
         }
         for (int k = 0; k < n_forms; k++) {
-            printf("%-6s %-5s", types[ti], w8 ? forms[k] : "");
+            printf("%-6s %-5s", types[ti], w8 ? forms[k] : k4 ? k4forms[k] : "");
             for (size_t j = 0; j < sizeof ns / sizeof ns[0]; j++)
                 printf("  n=%-2d %6.2f GB/s", ns[j], gbs[k][j]);
             printf("\n");

@@ -530,8 +530,8 @@ void sl_model_load_stats(const sl_model *m, sl_load_stats *out);
 /* The most sessions one sl_session_eval_multi call takes. */
 #define SL_MULTI_MAX 64
 
-/* Whether sl_session_eval_multi can run m: every layer pre-norm (not
- * gemma4's sandwich), no --route-trace replay, no lossy routing knob. */
+/* Whether sl_session_eval_multi can run m: no --route-trace replay, no
+ * lossy routing knob. */
 bool sl_model_multi_ok(const sl_model *m);
 
 /* Evaluates, in one forward pass, the n[i] tokens toks[i] appended to

@@ -19,6 +19,13 @@ int sl_moe_block(sl_session *s, const sl_layer *L, int il, int n, sl_err *err);
  * streamed expert cannot be read. (block_gemma4.c) */
 int sl_block_sandwich(sl_session *s, const sl_layer *L, int il, int n, sl_err *err);
 
+/* The part of sl_block_sandwich after the attention: s->tmp (n, n_embd)
+ * holds the mixer's output of the n rows; post_attention_norm of it is
+ * added to s->x, then the MLP, experts and layer scalar as above. The
+ * multi-session step (forward_multi.c) runs the members' mixers, then this
+ * once over all their rows. (block_gemma4.c) */
+int sl_block_sandwich_after_mixer(sl_session *s, const sl_layer *L, int il, int n, sl_err *err);
+
 /* The FFN block of layer L (pre-norm layers) on the n rows of the residual
  * stream s->x: ffn_norm, dense SwiGLU or the routed experts, added to
  * s->x. Fails only when a streamed expert cannot be read. (forward.c) */

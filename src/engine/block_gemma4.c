@@ -46,10 +46,18 @@ int sl_block_sandwich(sl_session *s, const sl_layer *L, int il, int n, sl_err *e
     const sl_hparams *hp = &s->m->hp;
     const int E = hp->n_embd;
     const float eps = hp->rms_eps;
-    const size_t nE = (size_t)n * (size_t)E;
     for (int t = 0; t < n; t++)
         sl_rmsnorm(s->xb + (size_t)t * E, s->x + (size_t)t * E, L->attn_norm.data, E, eps);
     sl_mixer_of(L->d.mixer)->forward(s, L, il, n, s->tmp);
+    return sl_block_sandwich_after_mixer(s, L, il, n, err);
+}
+
+int sl_block_sandwich_after_mixer(sl_session *s, const sl_layer *L, int il, int n, sl_err *err)
+{
+    const sl_hparams *hp = &s->m->hp;
+    const int E = hp->n_embd;
+    const float eps = hp->rms_eps;
+    const size_t nE = (size_t)n * (size_t)E;
     norm_rows(s->tmp, &L->post_attn_norm, n, E, eps);
     for (size_t i = 0; i < nE; i++) s->x[i] = s->tmp[i] + s->x[i];
 

@@ -7,10 +7,14 @@
  *   attn_norm of every row (batch scratch)
  *   -> each session's mixer on its own rows, in its own session: its
  *      positions, its K/V rows or recurrent state, its scratch and pool;
- *      the output lands in the batch's rows
+ *      the output lands in the batch's rows. An attention layer's q, k, v
+ *      products run once over every member's rows before the mixers, its o
+ *      product once after them (fwd_mm.h's hook), so a weight row is read
+ *      and unpacked once per step, not once per member
  *   -> +residual; the FFN block on all rows at once in the batch session
  *      (the router per row; each routed expert read and computed once for
- *      every row that chose it)
+ *      every row that chose it); gemma4's sandwich layers: the part of the
+ *      block after the mixer (block_gemma4.c) on all rows the same way
  *   -> output norm and lm head of each session's last row, together.
  *
  * Every value is computed as sl_forward_batch computes it: matrix
@@ -33,7 +37,8 @@ bool sl_model_multi_ok(const sl_model *m)
     if (!m || m->knobs) return false;
     if (m->streamer && sl_streamer_route_trace(m->streamer)) return false;
     for (int il = 0; il < m->hp.n_layer; il++)
-        if (m->layers[il].d.norm != SL_NORM_PRE) return false;
+        if (m->layers[il].d.norm != SL_NORM_PRE && m->layers[il].d.norm != SL_NORM_SANDWICH)
+            return false;
     return true;
 }
 
@@ -43,8 +48,8 @@ static int check_multi(sl_session *b, sl_session *const *ss, const int32_t *cons
 {
     if (count < 1) return sl_err_set(err, SL_EINVAL, "a multi-session batch of %d sessions", count);
     if (!sl_model_multi_ok(b->m))
-        return sl_err_set(err, SL_EINVAL, "this model cannot batch sessions together (a "
-                          "sandwich-norm layer, --route-trace or a lossy routing knob): "
+        return sl_err_set(err, SL_EINVAL, "this model cannot batch sessions together "
+                          "(--route-trace or a lossy routing knob): "
                           "evaluate each session on its own");
     if (!b->all_logits)
         return sl_err_set(err, SL_EINVAL, "the batch session of a multi-session batch needs "
@@ -95,6 +100,89 @@ static int finite_rows(sl_session *const *ss, const int *n, int count, const flo
     return SL_OK;
 }
 
+/* Each member's mixer of layer L on its own rows and state, the output in
+ * the batch's rows of b->tmp. An attention layer's projections are shared
+ * by the members (fwd_mm.h's hook): q, k, v computed here once over every
+ * row; o over every row after the last member's attention, when the layer
+ * has no output bias (the mixer then leaves its output as the product
+ * wrote it). Any product the hook does not take is computed by the mixer
+ * as usual, so the hook changes which call computes a row, never its bits. */
+static void run_mixers(sl_session *b, const sl_layer *L, int il, sl_session *const *ss,
+                       const int *n, int count, int total)
+{
+    const int E = b->m->hp.n_embd;
+    const sl_mixer_ops *mx = sl_mixer_of(L->d.mixer);
+    const bool shared = count > 1 && L->d.mixer == SL_MIXER_ATTN;
+    const sl_mat wq = sl_fwd_mat(&L->wq), wk = sl_fwd_mat(&L->wk), wv = sl_fwd_mat(&L->wv);
+    const int n_qkv = L->d.attn.v_from_k ? 2 : 3; /* gemma4's full layers: no v */
+    if (shared) {
+        const sl_mat *qkv[3] = {&wq, &wk, &wv};
+        float *out[3] = {b->q, b->k, b->v};
+        sl_fwd_mm_shared(b, qkv, out, n_qkv, b->xb, total);
+    }
+    const int64_t o_cols = (int64_t)L->wo.ne[0];
+    const bool defer = shared && !L->bo.data;
+    bool deferred[SL_MULTI_MAX], all = true;
+    for (int i = 0, row = 0; i < count; row += n[i], i++) {
+        sl_session *s = ss[i];
+        memcpy(s->xb, b->xb + (size_t)row * E, sizeof(float) * (size_t)n[i] * E);
+        sl_fwd_hook h = {.s = s, .n = n[i]};
+        if (shared) {
+            h.n_pre = n_qkv;
+            h.pre_data[0] = wq.data;
+            h.pre_data[1] = wk.data;
+            h.pre_data[2] = wv.data;
+            h.pre_src[0] = b->q + (size_t)row * (size_t)wq.rows;
+            h.pre_src[1] = b->k + (size_t)row * (size_t)wk.rows;
+            h.pre_src[2] = b->v + (size_t)row * (size_t)wv.rows;
+        }
+        if (defer) {
+            h.def_data = L->wo.data;
+            h.def_x = b->attn_out + (size_t)row * (size_t)o_cols;
+            h.def_cols = o_cols;
+        }
+        sl_fwd_hook_set(&h);
+        mx->forward(s, L, il, n[i], b->tmp + (size_t)row * E);
+        sl_fwd_hook_set(NULL);
+        deferred[i] = h.def_used;
+        all = all && h.def_used;
+        sl_fwd_prof *prof = sl_fwd_prof_get();
+        if (prof && shared) {
+            prof->hook_calls++;
+            prof->hook_pre += h.pre_used;
+            prof->hook_def += h.def_used;
+        }
+    }
+    if (!defer) return;
+    if (all) {
+        sl_fwd_mm_tensor(b, &L->wo, b->attn_out, total, b->tmp);
+        return;
+    }
+    for (int i = 0, row = 0; i < count; row += n[i], i++)
+        if (deferred[i])
+            sl_fwd_mm_tensor(b, &L->wo, b->attn_out + (size_t)row * (size_t)o_cols, n[i],
+                             b->tmp + (size_t)row * E);
+}
+
+/* Profile (fwd_mm.h, bench only): the time since *t0 to the current
+ * phase, then `next` becomes current. */
+static void prof_phase(sl_fwd_prof *p, int next, double *t0)
+{
+    const double t = sl_fwd_prof_now(p);
+    p->total[p->phase] += t - *t0;
+    p->phase = next;
+    *t0 = t;
+}
+
+/* Profile: the distinct experts and the choices of a routed layer's step
+ * (the batch session's moe_count holds the offsets group_by_expert left). */
+static void prof_experts(sl_fwd_prof *p, const sl_session *b, const sl_router_desc *r, int n)
+{
+    for (int e = 0; e < r->n_expert; e++) p->experts += b->moe_count[e + 1] > b->moe_count[e];
+    p->choices += (long long)n * r->top_k;
+    p->layer_steps++;
+}
+
 static int forward_multi(sl_session *b, sl_session *const *ss, const int32_t *const *toks,
                          const int *n, int count, int total, sl_err *err)
 {
@@ -106,19 +194,28 @@ static int forward_multi(sl_session *b, sl_session *const *ss, const int32_t *co
             sl_mat_row_to_float(&emb, toks[i][t], b->x + (size_t)(row + t) * E);
     if (m->embd_scale != 0.0f)
         for (size_t i = 0; i < (size_t)total * E; i++) b->x[i] *= m->embd_scale;
+    sl_fwd_prof *prof = sl_fwd_prof_get();
+    double t0 = prof ? sl_fwd_prof_now(prof) : 0.0;
+    if (prof) prof->phase = SL_PROF_OTHER;
     for (int il = 0; il < m->hp.n_layer; il++) {
         const sl_layer *L = &m->layers[il];
         for (int t = 0; t < total; t++)
             sl_rmsnorm(b->xb + (size_t)t * E, b->x + (size_t)t * E, L->attn_norm.data, E,
                        m->hp.rms_eps);
-        const sl_mixer_ops *mx = sl_mixer_of(L->d.mixer);
-        for (int i = 0, row = 0; i < count; row += n[i], i++) {
-            sl_session *s = ss[i];
-            memcpy(s->xb, b->xb + (size_t)row * E, sizeof(float) * (size_t)n[i] * E);
-            mx->forward(s, L, il, n[i], b->tmp + (size_t)row * E);
+        if (prof) prof_phase(prof, SL_PROF_MIXER, &t0);
+        run_mixers(b, L, il, ss, n, count, total);
+        if (prof) prof_phase(prof, SL_PROF_FFN, &t0);
+        int rc;
+        if (L->d.norm == SL_NORM_SANDWICH) { /* gemma4 (block_gemma4.c) */
+            rc = sl_block_sandwich_after_mixer(b, L, il, total, err);
+        } else {
+            for (size_t i = 0; i < (size_t)total * E; i++) b->x[i] += b->tmp[i];
+            rc = sl_ffn_block(b, L, il, total, err);
         }
-        for (size_t i = 0; i < (size_t)total * E; i++) b->x[i] += b->tmp[i];
-        int rc = sl_ffn_block(b, L, il, total, err);
+        if (prof) {
+            prof_phase(prof, SL_PROF_OTHER, &t0);
+            if (L->d.ffn.kind == SL_FFN_ROUTED) prof_experts(prof, b, &L->d.ffn.router, total);
+        }
         if (!rc) rc = finite_rows(ss, n, count, b->x, E, il, err);
         if (rc) return rc;
     }
@@ -126,7 +223,9 @@ static int forward_multi(sl_session *b, sl_session *const *ss, const int32_t *co
     for (int i = 0, row = 0; i < count; row += n[i], i++)
         sl_rmsnorm(b->xb + (size_t)i * E, b->x + (size_t)(row + n[i] - 1) * E,
                    m->output_norm.data, E, m->hp.rms_eps);
+    if (prof) prof_phase(prof, SL_PROF_HEAD, &t0);
     sl_fwd_mm_tensor(b, &m->output, b->xb, count, b->logits);
+    if (prof) prof_phase(prof, SL_PROF_OTHER, &t0);
     const size_t V = (size_t)m->hp.n_vocab;
     if (m->logit_softcap > 0.0f) sl_softcap(b->logits, (int64_t)count * (int64_t)V, m->logit_softcap);
     for (int i = 0; i < count; i++) {
@@ -135,6 +234,10 @@ static int forward_multi(sl_session *b, sl_session *const *ss, const int32_t *co
             return sl_err_set(err, SL_EFORMAT, "the logits of the token at position %d are "
                               "not finite (NaN or infinity): the weights may be damaged",
                               ss[i]->n_past + last);
+    }
+    if (prof) {
+        prof_phase(prof, SL_PROF_OTHER, &t0);
+        prof->steps++;
     }
     for (int i = 0; i < count; i++) {
         memcpy(ss[i]->logits, b->logits + (size_t)i * V, sizeof(float) * V);

@@ -3,6 +3,33 @@
 #include "engine/fwd_mm.h"
 
 #include <string.h>
+#include <time.h>
+
+static sl_fwd_prof *g_prof;
+static _Thread_local sl_fwd_hook *g_hook;
+
+void sl_fwd_hook_set(sl_fwd_hook *h) { g_hook = h; }
+
+/* Whether the hook's pre takes this call (fwd_mm.h). */
+static bool hook_pre(const sl_session *s, const sl_mat *const *mats, int n_mats, int n)
+{
+    sl_fwd_hook *h = g_hook;
+    if (!h || h->s != s || h->pre_used || h->n_pre != n_mats || h->n != n) return false;
+    for (int i = 0; i < n_mats; i++)
+        if (mats[i]->data != h->pre_data[i]) return false;
+    return true;
+}
+
+void sl_fwd_prof_set(sl_fwd_prof *p) { g_prof = p; }
+
+sl_fwd_prof *sl_fwd_prof_get(void) { return g_prof; }
+
+double sl_fwd_prof_now(const sl_fwd_prof *p)
+{
+    struct timespec t;
+    clock_gettime(p->cpu ? CLOCK_THREAD_CPUTIME_ID : CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
 
 size_t sl_fwd_act_stride(sl_type t, int64_t cols)
 {
@@ -35,7 +62,10 @@ void sl_fwd_prepare(sl_session *s, const sl_prep *p)
     SL_ASSERT(sl_matvec_act_bytes(p->mat->type, p->mat->cols) <= p->stride);
     /* a row takes about a microsecond: chunks of at least four rows */
     const int chunks = p->n < 8 ? 1 : p->n / 4 < 32 ? p->n / 4 : 32;
+    sl_fwd_prof *prof = g_prof;
+    const double t0 = prof ? sl_fwd_prof_now(prof) : 0.0;
     sl_pool_run(s->pool, prepare_worker, (void *)p, chunks);
+    if (prof) prof->prepare[prof->phase] += sl_fwd_prof_now(prof) - t0;
 }
 
 /* ---- several products as one job --------------------------------------- */
@@ -106,13 +136,25 @@ void sl_fwd_mm_run(sl_session *s, const sl_mm_item *items, int n_items)
     int *c0 = s->mm_c0;
     const int c = assign_chunks(items, n_items, c0, wanted, SL_POOL_MAX_CHUNKS - n_items);
     mm_job j = {s, items, n_items, c0};
+    sl_fwd_prof *prof = g_prof;
+    const double t0 = prof ? sl_fwd_prof_now(prof) : 0.0;
     sl_pool_run(s->pool, mm_worker, &j, c);
+    if (prof) {
+        const bool expert = n_items > 0 && items[0].mat->n_experts > 1;
+        (expert ? prof->mm_expert : prof->mm_dense)[prof->phase] += sl_fwd_prof_now(prof) - t0;
+    }
 }
 
 void sl_fwd_mm_shared(sl_session *s, const sl_mat *const *mats, float *const *ys, int n_mats,
                       const float *x, int n)
 {
     SL_ASSERT(n_mats >= 1 && n_mats <= 4);
+    if (hook_pre(s, mats, n_mats, n)) { /* computed by the step for every member */
+        for (int i = 0; i < n_mats; i++)
+            memcpy(ys[i], g_hook->pre_src[i], sizeof(float) * (size_t)n * (size_t)mats[i]->rows);
+        g_hook->pre_used = true;
+        return;
+    }
     bool done[4] = {false, false, false, false};
     /* one pass per distinct activation type among the matrices */
     for (int first = 0; first < n_mats; first++) {
@@ -144,6 +186,13 @@ sl_mat sl_fwd_mat(const sl_tensor *t)
 
 void sl_fwd_mm_tensor(sl_session *s, const sl_tensor *t, const float *x, int n, float *y)
 {
+    sl_fwd_hook *h = g_hook;
+    if (h && h->s == s && h->def_data && !h->def_used && t->data == h->def_data && h->n == n &&
+        (int64_t)t->ne[0] == h->def_cols) { /* the step computes y for every member */
+        memcpy(h->def_x, x, sizeof(float) * (size_t)n * (size_t)h->def_cols);
+        h->def_used = true;
+        return;
+    }
     const sl_mat m = sl_fwd_mat(t);
     const sl_mat *mats[1] = {&m};
     float *ys[1] = {y};

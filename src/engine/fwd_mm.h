@@ -74,6 +74,82 @@ sl_mat sl_fwd_mat(const sl_tensor *t);
  * one matrix. */
 void sl_fwd_mm_tensor(sl_session *s, const sl_tensor *t, const float *x, int n, float *y);
 
+/* ---- products shared across the members of a multi-session step -------
+ *
+ * forward_multi.c runs each member's mixer on that member's own session, and
+ * the mixer multiplies its own rows by its projections (mix_attn.c: q, k, v
+ * of s->xb, then o of s->attn_out), one member at a time. A hook lets the
+ * step do those products once over the rows of every member instead:
+ *
+ *   pre: the next sl_fwd_mm_shared on session s whose matrices are exactly
+ *        pre_data[0..n_pre) (by data pointer, in that order) over n rows
+ *        takes its outputs from pre_src[i] (n rows of mats[i]->rows values,
+ *        computed by the step beforehand from the same input rows) instead
+ *        of computing them;
+ *   def: the next sl_fwd_mm_tensor on s of the tensor with data def_data
+ *        over n rows copies its input rows (n x def_cols) to def_x and
+ *        leaves y unwritten: the step computes y for every member afterwards
+ *        (only when nothing in the mixer reads or changes y after that
+ *        call: the step checks what it can, e.g. no output bias).
+ *
+ * Each output row is computed from its own input row by the kernel of the
+ * same matrix whatever the number of rows (matmul_order.h), so values are
+ * bit-identical either way; a call that does not match is computed as
+ * usual (the *_used flags say what was taken). One hook per thread
+ * (thread-local): set it around one member's mixer, clear it after. */
+typedef struct sl_fwd_hook {
+    const sl_session *s;
+    int n;                    /* the member's rows */
+    int n_pre;                /* 0: no pre */
+    const void *pre_data[4];
+    const float *pre_src[4];
+    bool pre_used;
+    const void *def_data;     /* NULL: no def */
+    float *def_x;
+    int64_t def_cols;
+    bool def_used;
+} sl_fwd_hook;
+
+/* Installs h on the calling thread (NULL: none); the caller owns h. */
+void sl_fwd_hook_set(sl_fwd_hook *h);
+
+/* ---- timing of a multi-session step (bench only) ----------------------
+ *
+ * bench/bench_multi.c measures where a step of sl_session_eval_multi
+ * spends its time. While a profile is installed (sl_fwd_prof_set), every
+ * matrix-product job adds its wall time to the bucket of the step's
+ * current phase (set by forward_multi.c) and of its kind (routed expert
+ * matrices, n_experts > 1, or dense ones), activation preparing likewise;
+ * forward_multi.c adds each phase's whole time and the number of distinct
+ * experts each layer's step computes. One process-wide pointer, not
+ * synchronised: install it only while one thread evaluates (the bench);
+ * nothing else installs one, and a NULL profile costs one load per job. */
+enum { SL_PROF_MIXER, SL_PROF_FFN, SL_PROF_HEAD, SL_PROF_OTHER, SL_PROF_N };
+typedef struct sl_fwd_prof {
+    bool cpu;                      /* time on the calling thread's CPU clock (for
+                                      one compute thread on a busy machine), else
+                                      a monotonic wall clock */
+    int phase;                     /* SL_PROF_*: set by forward_multi.c */
+    double total[SL_PROF_N];       /* seconds of each phase */
+    double mm_dense[SL_PROF_N];    /* of which products of dense matrices */
+    double mm_expert[SL_PROF_N];   /* of which products of routed experts */
+    double prepare[SL_PROF_N];     /* of which quantising activations */
+    long long steps, layer_steps;  /* steps, and (step, routed layer) pairs */
+    long long experts, choices;    /* distinct experts and (token, rank) choices
+                                      summed over the layer steps */
+    long long hook_calls, hook_pre, hook_def; /* members' mixers run with the shared-
+                                      projection hook, and how many took pre / def */
+} sl_fwd_prof;
+
+/* Installs p (NULL: none) for the calls that follow; the caller owns p. */
+void sl_fwd_prof_set(sl_fwd_prof *p);
+
+/* The installed profile, or NULL. */
+sl_fwd_prof *sl_fwd_prof_get(void);
+
+/* Seconds on p's clock (p->cpu). */
+double sl_fwd_prof_now(const sl_fwd_prof *p);
+
 /* Row stride for activations of `cols` values prepared for matrices of
  * type t: the prepared size rounded up to a cache line. */
 size_t sl_fwd_act_stride(sl_type t, int64_t cols);

@@ -26,8 +26,14 @@
 #define UNION_START 0.9
 
 /* Warm start: preloads in flight at most (experts), and never more than
- * this share of the slots, so a set always finds room. */
-#define WARM_INFLIGHT 32
+ * this share of the slots, so a set always finds room. The preload is
+ * topped up only when the compute thread calls in (each begin, and before
+ * each wait in next), so what is in flight must cover the longest stretch
+ * of compute between two calls: a prefill layer of a long batch takes tens
+ * of milliseconds, in which the drive reads ~100 MB. With 32 in flight (93
+ * MB of 2.9 MB experts) the lanes ran dry within each prefill layer and
+ * the preload ran at a third of the drive's rate (docs/perf.md). */
+#define WARM_INFLIGHT 256
 #define WARM_SLOT_SHARE 4
 
 #define LAT_BINS 320
@@ -142,8 +148,9 @@ int sl_streamer_create(sl_streamer **out, const sl_streamer_config *cfg, sl_err 
     st->t_origin = sl_now_ns();
     int rc;
     sl_io_config io = cfg->io;
-    /* a whole set plus a layer's worth of prefetches */
-    if (io.max_inflight == 0) io.max_inflight = (unsigned)(2 * SL_N_PROJ * cfg->n_expert + 16);
+    /* a whole set plus a layer's worth of prefetches, and the preload */
+    if (io.max_inflight == 0)
+        io.max_inflight = (unsigned)(SL_N_PROJ * (2 * cfg->n_expert + WARM_INFLIGHT) + 16);
     st->max_reads = (int)io.max_inflight;
     if ((rc = sl_io_open(&st->io, &io, cfg->paths, cfg->n_paths, err))) goto fail;
     const sl_io_info *info = sl_io_get_info(st->io);
@@ -432,14 +439,20 @@ static void drop_late_guesses(sl_streamer *st, int layer, const int *ids, int n)
     for (int k = 0; k < n; k++) st->want[ids[k]] = false;
 }
 
+/* Preloads in flight at most: WARM_INFLIGHT, and a share of the slots. */
+static int warm_limit(const sl_streamer *st)
+{
+    int lim = sl_cache_n_slots(st->cache) / WARM_SLOT_SHARE;
+    if (lim > WARM_INFLIGHT) lim = WARM_INFLIGHT;
+    return lim < 1 ? 1 : lim;
+}
+
 /* Keeps the warm-start preload going: while the list has experts, free
  * slots remain and fewer than the allowance are in flight, submits the
  * next ones as reads ahead (behind every demand read). Never evicts. */
 static void warm_pump(sl_streamer *st)
 {
-    int lim = sl_cache_n_slots(st->cache) / WARM_SLOT_SHARE;
-    if (lim > WARM_INFLIGHT) lim = WARM_INFLIGHT;
-    if (lim < 1) lim = 1;
+    const int lim = warm_limit(st);
     sl_err ignored;
     while (st->warm_next < st->warm_n && st->warm_inflight < lim) {
         const int l = st->warm_layer[st->warm_next], e = st->warm_expert[st->warm_next];
@@ -600,6 +613,13 @@ int sl_streamer_next(sl_streamer *st, int *expert, const void *w[SL_N_PROJ], sl_
 {
     for (;;) {
         if (st->loading > 0 && (!st->overlap || st->ready_head == st->ready_tail)) {
+            /* the set's misses are all submitted: the preload may take the
+             * slots still free (its reads queue behind the set's) */
+            if (st->warm_next < st->warm_n && st->warm_inflight * 2 < warm_limit(st)) {
+                const uint64_t t0 = sl_now_ns();
+                warm_pump(st);
+                st->st.manage_ns += sl_now_ns() - t0;
+            }
             int rc = wait_one(st, err);
             if (rc) return rc;
             continue;
@@ -800,4 +820,12 @@ int sl_streamer_calibrate(sl_streamer *st, int n_experts, double *bytes_per_s, s
     st->st.drive_bps = *bytes_per_s;
     st->st.drive_cal_bytes = bytes;
     return SL_OK;
+}
+
+void sl_streamer_set_drive_rate(sl_streamer *st, double bytes_per_s)
+{
+    SL_ASSERT(bytes_per_s > 0);
+    st->st.drive_bps = bytes_per_s;
+    st->st.drive_cal_bytes = 0;
+    st->st.drive_cached = true;
 }

@@ -92,6 +92,8 @@ typedef struct sl_streamer_stats {
     uint64_t drive_cal_bytes; /* bytes it read */
     uint64_t union_guessed, union_right; /* the same as guessed / guessed_right
                                             for batches' unions (prefill) */
+    bool drive_cached;       /* drive_bps came from sl_streamer_set_drive_rate
+                                (a kept iobench result), not a calibration */
 } sl_streamer_stats;
 
 typedef struct sl_streamer sl_streamer;
@@ -195,5 +197,10 @@ int sl_streamer_warm_start(sl_streamer *st, int max_experts);
  * also kept in the stats (drive_bps). Only before any expert is read
  * (SL_EINVAL); SL_EIO if a read fails. */
 int sl_streamer_calibrate(sl_streamer *st, int n_experts, double *bytes_per_s, sl_err *err);
+
+/* Takes the drive's rate from elsewhere (a kept `sluice iobench` result for
+ * this device and lane count) instead of sl_streamer_calibrate: it goes into
+ * the stats as drive_bps with drive_cached set. bytes_per_s must be > 0. */
+void sl_streamer_set_drive_rate(sl_streamer *st, double bytes_per_s);
 
 #endif

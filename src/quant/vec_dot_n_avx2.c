@@ -434,25 +434,31 @@ INLINE void q4k_rp_n(int64_t n, float *s, const void *vx, const void *const *ys,
 /* Eight consecutive rows against nt tokens, the same bits per (row,
  * token) as q4k_rp_n: each row's chunk lanes reduced to [I_0..I_3]
  * (hadd), the eight rows' values transposed to one vector per chunk with a
- * lane per row, and the chains run as vector FMAs across the rows. The
- * rows' scales are decoded once per super-block for all tokens. Lanes hold
+ * lane per row, and the chains run as vector FMAs across the rows.
+ * Rows outermost within a super-block: each row's nibbles are unpacked and
+ * its scales decoded once per chunk, then applied to every token (the
+ * per-token lanes of a row go to qv, 1 KB of stack); only then does each
+ * token transpose its eight rows and run its chains. The integer lanes of
+ * each (row, token) are those of the one-token form, so the sums are the
+ * same exact integers and every float operation is unchanged. Lanes hold
  * rows in the order 0, 2, 4, 6, 1, 3, 5, 7 until the final permute;
- * s[8 t + r] is row r against token t. */
+ * s[8 t + r] is row r against token t. nt <= SL_VEC_DOT_ROWS8_MAX. */
 INLINE void q4k_rp_rows8(int64_t n, float *s, const uint8_t *x0, size_t rbytes,
                          const void *const *ys, const int nt, const int per_chunk)
 {
-    __m256 A[NT], M[NT];
+    __m256 A[SL_VEC_DOT_ROWS8_MAX], M[SL_VEC_DOT_ROWS8_MAX];
     UNROLL
     for (int t = 0; t < nt; t++) {
         A[t] = _mm256_setzero_ps();
         M[t] = _mm256_setzero_ps();
     }
     for (int64_t i = 0; i < n / SL_QK_K; i++) {
-        __m256i sc256[8];
+        const sl_block_q8_K *b[SL_VEC_DOT_ROWS8_MAX];
+        UNROLL
+        for (int t = 0; t < nt; t++) b[t] = (const sl_block_q8_K *)ys[t] + i;
+        __m256i qv[8][SL_VEC_DOT_ROWS8_MAX]; /* row r, token t: partial [I_0..I_3] x 2 */
         __m128i m16[8];
         uint16_t hd[8], hm[8];
-        const uint8_t *qs[8];
-        UNROLL
         for (int r = 0; r < 8; r++) {
             const sl_block_q4_K *x = (const sl_block_q4_K *)(x0 + (size_t)r * rbytes) + i;
             hd[r / 2 + 4 * (r % 2)] = x->d; /* row r at lane r / 2 + 4 (r % 2) */
@@ -460,47 +466,46 @@ INLINE void q4k_rp_rows8(int64_t n, float *s, const uint8_t *x0, size_t rbytes,
             uint32_t sc[2], mn[2];
             k4_unpack(x->scales, sc, mn);
             m16[r] = _mm_cvtepu8_epi16(_mm_set_epi32(0, 0, (int)mn[1], (int)mn[0]));
-            sc256[r] = _mm256_broadcastsi128_si256(
+            const __m256i sc256 = _mm256_broadcastsi128_si256(
                 _mm_cvtepu8_epi16(_mm_set_epi32(0, 0, (int)sc[1], (int)sc[0])));
-            qs[r] = x->qs;
+            __m256i h01[SL_VEC_DOT_ROWS8_MAX], cur[SL_VEC_DOT_ROWS8_MAX];
+            UNROLL
+            for (int c = 0; c < 4; c++) {
+                const __m256i m4 = _mm256_set1_epi8(0x0F);
+                const __m256i q4 = sl_avx2_load256(x->qs + 32 * c);
+                const __m256i lo = _mm256_and_si256(q4, m4);
+                const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(q4, 4), m4);
+                const __m256i slo = sl_avx2_scale_of(sc256, 2 * c);
+                const __m256i shi = sl_avx2_scale_of(sc256, 2 * c + 1);
+                UNROLL
+                for (int t = 0; t < nt; t++) {
+                    const int8_t *a = b[t]->qs + 64 * c;
+                    __m256i plo = _mm256_madd_epi16(_mm256_maddubs_epi16(lo, sl_avx2_load256(a)), slo);
+                    __m256i phi =
+                        _mm256_madd_epi16(_mm256_maddubs_epi16(hi, sl_avx2_load256(a + 32)), shi);
+                    __m256i sc_ = _mm256_add_epi32(plo, phi);
+                    if (c % 2 == 0) cur[t] = sc_;
+                    else if (c == 1) h01[t] = _mm256_hadd_epi32(cur[t], sc_);
+                    else cur[t] = _mm256_hadd_epi32(cur[t], sc_);
+                    KEEP(cur[t]);
+                }
+            }
+            UNROLL
+            for (int t = 0; t < nt; t++) qv[r][t] = _mm256_hadd_epi32(h01[t], cur[t]);
         }
         const __m256 xdv = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)hd));
         const __m256 xmv = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)hm));
         UNROLL
         for (int t = 0; t < nt; t++) {
-            const sl_block_q8_K *b = (const sl_block_q8_K *)ys[t] + i;
-            const __m128i bs = _mm_hadd_epi16(_mm_loadu_si128((const __m128i *)b->bsums),
-                                              _mm_loadu_si128((const __m128i *)(b->bsums + 8)));
+            const __m128i bs = _mm_hadd_epi16(_mm_loadu_si128((const __m128i *)b[t]->bsums),
+                                              _mm_loadu_si128((const __m128i *)(b[t]->bsums + 8)));
             __m256i u[4], jv[4];
             UNROLL
             for (int pr = 0; pr < 4; pr++) {
-                __m256i q[2];
-                UNROLL
-                for (int k = 0; k < 2; k++) {
-                    const int r = 2 * pr + k;
-                    __m256i h01 = _mm256_setzero_si256(), cur = _mm256_setzero_si256();
-                    UNROLL
-                    for (int c = 0; c < 4; c++) {
-                        const __m256i m4 = _mm256_set1_epi8(0x0F);
-                        __m256i q4 = sl_avx2_load256(qs[r] + 32 * c);
-                        __m256i lo = _mm256_and_si256(q4, m4);
-                        __m256i hi = _mm256_and_si256(_mm256_srli_epi16(q4, 4), m4);
-                        const int8_t *a = b->qs + 64 * c;
-                        __m256i plo = _mm256_madd_epi16(_mm256_maddubs_epi16(lo, sl_avx2_load256(a)),
-                                                        sl_avx2_scale_of(sc256[r], 2 * c));
-                        __m256i phi = _mm256_madd_epi16(
-                            _mm256_maddubs_epi16(hi, sl_avx2_load256(a + 32)),
-                            sl_avx2_scale_of(sc256[r], 2 * c + 1));
-                        __m256i sc_ = _mm256_add_epi32(plo, phi);
-                        if (c % 2 == 0) cur = sc_;
-                        else if (c == 1) h01 = _mm256_hadd_epi32(cur, sc_);
-                        else cur = _mm256_hadd_epi32(cur, sc_);
-                    }
-                    q[k] = _mm256_hadd_epi32(h01, cur); /* halves: partial [c0..c3] */
-                }
+                const __m256i q0 = qv[2 * pr][t], q1 = qv[2 * pr + 1][t];
                 /* [row 2pr: I_0..I_3 | row 2pr + 1: I_0..I_3] */
-                u[pr] = _mm256_add_epi32(_mm256_permute2x128_si256(q[0], q[1], 0x20),
-                                         _mm256_permute2x128_si256(q[0], q[1], 0x31));
+                u[pr] = _mm256_add_epi32(_mm256_permute2x128_si256(q0, q1, 0x20),
+                                         _mm256_permute2x128_si256(q0, q1, 0x31));
                 jv[pr] = _mm256_set_m128i(_mm_madd_epi16(m16[2 * pr + 1], bs),
                                           _mm_madd_epi16(m16[2 * pr], bs));
             }
@@ -520,7 +525,7 @@ INLINE void q4k_rp_rows8(int64_t n, float *s, const uint8_t *x0, size_t rbytes,
             Jc[1] = _mm256_unpackhi_epi64(t0, t2);
             Jc[2] = _mm256_unpacklo_epi64(t1, t3);
             Jc[3] = _mm256_unpackhi_epi64(t1, t3);
-            const __m256 yd = _mm256_set1_ps(b->d);
+            const __m256 yd = _mm256_set1_ps(b[t]->d);
             const __m256 pd = _mm256_mul_ps(xdv, yd), pm = _mm256_mul_ps(xmv, yd);
             if (per_chunk) {
                 UNROLL

@@ -391,6 +391,110 @@ TEST(calibration_caches_nothing)
     sl_streamer_free(st);
 }
 
+/* A long preload list: a quarter of the slots (up to 256) is read at once,
+ * not 32, and the rest follows from later calls until every listed expert
+ * is in, each with its own bytes. Uses its own wider file (MANY experts a
+ * layer; the pattern is the same function of layer, expert, projection). */
+#define MANY 160
+static const char *many_file(void)
+{
+    static char path[512];
+    if (path[0]) return path;
+    t_path(path, sizeof path, "many.bin");
+    FILE *f = fopen(path, "wb");
+    for (int l = 0; l < LAYERS; l++)
+        for (int p = 0; p < SL_N_PROJ; p++)
+            for (int e = 0; e < MANY; e++)
+                for (size_t i = 0; i < SLICE; i++) fputc(pattern(l, e, p, i), f);
+    fclose(f);
+    return path;
+}
+
+TEST(warm_start_reads_a_quarter_of_the_slots_at_once)
+{
+    sl_expert_layout lay[LAYERS];
+    for (int l = 0; l < LAYERS; l++)
+        for (int p = 0; p < SL_N_PROJ; p++) {
+            lay[l].file[p] = 0;
+            lay[l].base[p] = ((uint64_t)l * SL_N_PROJ + (uint64_t)p) * MANY * SLICE;
+            lay[l].stride[p] = SLICE;
+            lay[l].len[p] = 0;
+        }
+    const char *paths[1] = {many_file()};
+    sl_streamer_config cfg = {.n_layer = LAYERS, .n_expert = MANY, .layers = lay,
+                              .paths = paths, .n_paths = 1, .n_slots = 2 * MANY,
+                              .overlap = true, .guesses = false};
+    cfg.io.backend = SL_IO_PREAD;
+    cfg.io.lanes = 2;
+    sl_streamer *st = NULL;
+    sl_err err;
+    CHECK(sl_streamer_create(&st, &cfg, &err) == SL_OK);
+    if (!st) return;
+    sl_usage *u = NULL;
+    CHECK(sl_usage_create(&u, "t", LAYERS, MANY, &err) == SL_OK);
+    if (!u) return;
+    for (int l = 0; l < LAYERS; l++) /* 240 experts, layer 1's hottest */
+        for (int e = 0; e < (l ? MANY : 80); e++) sl_usage_add(u, l, e, 1000.0 * l + e + 1);
+    sl_streamer_set_usage(st, u);
+    CHECK_EQ_INT(sl_streamer_warm_start(st, 0), 240);
+    sl_streamer_stats s = stats(st);
+    CHECK_EQ_INT(s.warm_started, 2 * MANY / 4); /* 80 at once: a quarter of 320 slots */
+    /* sets of layer 0's expert 100 (never preloaded) keep the preload going */
+    const int probe[1] = {100};
+    for (int i = 0; i < 2000 && stats(st).warm_loaded < 240; i++) {
+        CHECK_EQ_INT(run_set(st, 0, probe, 1), 1);
+        struct timespec ts = {0, 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    s = stats(st);
+    CHECK_EQ_INT(s.warm_started, 240);
+    CHECK_EQ_INT(s.warm_loaded, 240);
+    CHECK_EQ_INT(s.cache.evictions, 0);
+    /* every preloaded expert is a hit with its own bytes */
+    sl_streamer_stats before = stats(st);
+    for (int l = 0; l < LAYERS; l++) {
+        int ids[MANY], n = 0;
+        for (int e = 0; e < (l ? MANY : 80); e++) ids[n++] = e;
+        for (int k = 0; k < n; k += 40) {
+            sl_err e2;
+            int taken = 0, good = 0, x, rc;
+            const int cnt = n - k < 40 ? n - k : 40;
+            CHECK(sl_streamer_begin(st, l, ids + k, cnt, &taken, &e2) == SL_OK);
+            CHECK_EQ_INT(taken, cnt);
+            const void *w[SL_N_PROJ];
+            while ((rc = sl_streamer_next(st, &x, w, &e2)) == 1) {
+                const uint8_t *b[SL_N_PROJ] = {w[0], w[1], w[2]};
+                bool ok = true;
+                for (int p = 0; p < SL_N_PROJ; p++)
+                    for (size_t i = 0; i < SLICE; i++) ok = ok && b[p][i] == pattern(l, x, p, i);
+                good += ok;
+                sl_streamer_release(st, x);
+            }
+            CHECK_EQ_INT(rc, 0);
+            CHECK_EQ_INT(good, cnt);
+        }
+    }
+    s = stats(st);
+    CHECK_EQ_INT(s.cache.hits - before.cache.hits, 240);
+    CHECK_EQ_INT(s.cache.misses - before.cache.misses, 0);
+    sl_streamer_free(st);
+}
+
+/* A rate handed in (a kept iobench result) is the stats' drive rate. */
+TEST(kept_drive_rate_is_the_stats_rate)
+{
+    sl_streamer *st = open_streamer(4, NULL, 0.0);
+    CHECK(st != NULL);
+    if (!st) return;
+    CHECK(!stats(st).drive_cached);
+    sl_streamer_set_drive_rate(st, 3.0e9);
+    sl_streamer_stats s = stats(st);
+    CHECK(s.drive_bps == 3.0e9);
+    CHECK(s.drive_cached);
+    CHECK_EQ_INT(s.drive_cal_bytes, 0);
+    sl_streamer_free(st);
+}
+
 int main(void)
 {
     RUN(prefetched_experts_are_hits_with_the_right_bytes);
@@ -403,5 +507,7 @@ int main(void)
     RUN(late_guesses_are_dropped);
     RUN(warm_start_preloads_the_hottest);
     RUN(calibration_caches_nothing);
+    RUN(warm_start_reads_a_quarter_of_the_slots_at_once);
+    RUN(kept_drive_rate_is_the_stats_rate);
     return TEST_REPORT();
 }

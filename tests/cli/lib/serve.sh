@@ -17,8 +17,9 @@
 #                              returns its exit status
 #   serve_stop_all             stops every server serve_start started that
 #                              is still running (for the EXIT trap)
-#   serve_relay                counts the "ok   NAME" / "FAIL NAME" lines of
-#                              its input (a client's report) as ok / bad, a
+#   serve_relay [PREFIX]       counts the "ok   NAME" / "FAIL NAME" lines of
+#                              its input (a client's report) as ok / bad
+#                              (named PREFIX NAME), a
 #                              "client-finished" line in serve_finished, and
 #                              echoes any other line
 serve_finished=0
@@ -43,11 +44,11 @@ serve_model() {
 }
 
 serve_relay() {
-    local line
+    local line prefix=${1:-}
     while IFS= read -r line; do
         case $line in
-        "ok   "*) ok "${line#ok   }" ;;
-        "FAIL "*) bad "${line#FAIL }" ;;
+        "ok   "*) ok "$prefix${line#ok   }" ;;
+        "FAIL "*) bad "$prefix${line#FAIL }" ;;
         client-finished) serve_finished=$((serve_finished + 1)) ;;
         *) echo "$line" ;;
         esac

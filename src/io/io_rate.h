@@ -1,0 +1,49 @@
+/* io_rate.h - a drive's measured read rate kept between runs.
+ *
+ * `sluice iobench --expert` measures how fast the streamer's own reads
+ * (whole experts: gate, up, down at their offsets, on N pread lanes) come
+ * off the drive that holds a model; the rate is kept per device and lane
+ * count in a small text file, and `--stats`' printed bound uses it instead
+ * of its short calibration at start when one is there.
+ *
+ * Owns: the file's format (`sluice io rate v1`, one `lanes=N mib_s=R` line
+ * per lane count, a checksum line), its crash-safe writing (a temporary
+ * beside it, fsync, rename) and its strict reading. Knows nothing of where
+ * the per-user cache directory is (the caller passes the path). */
+#ifndef SL_IO_IO_RATE_H
+#define SL_IO_IO_RATE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "util/status.h"
+
+#define SL_IO_RATE_MAX_ROWS 32
+
+typedef struct sl_io_rate {
+    char device[64];   /* "dev-MAJOR-MINOR" of the file measured */
+    int n;             /* rows */
+    unsigned lanes[SL_IO_RATE_MAX_ROWS];
+    double mib_s[SL_IO_RATE_MAX_ROWS];
+    long long when;    /* seconds since the epoch of the measurement */
+} sl_io_rate;
+
+/* The device key of the file at path ("dev-MAJOR-MINOR", the device that
+ * holds it) into key[cap]. SL_EIO if path cannot be stat'ed. */
+int sl_io_rate_device(const char *path, char *key, size_t cap, sl_err *err);
+
+/* Writes r to path crash-safe (a reader sees the old file or the new one,
+ * never a torn one). SL_EIO naming the file on failure; SL_EINVAL for a
+ * rate that is not positive and finite or a device key with characters
+ * other than letters, digits, '-' and '_'. */
+int sl_io_rate_save(const sl_io_rate *r, const char *path, sl_err *err);
+
+/* Reads path into *r. *found is false (SL_OK) when there is no file; a
+ * damaged or foreign file (bad header, field, checksum) is SL_EFORMAT
+ * naming the line, so the caller can warn and measure instead. */
+int sl_io_rate_load(sl_io_rate *r, bool *found, const char *path, sl_err *err);
+
+/* The rate r keeps for `lanes` lanes in bytes per second, or 0. */
+double sl_io_rate_for(const sl_io_rate *r, unsigned lanes);
+
+#endif
