@@ -11,7 +11,8 @@
  *                         activations y0|y1 (elements 0..15 | 16..31),
  *   rp_x8_sums(w, y0, y1, lo, hi)  the exact block sums of the eight rows
  *                         of an x8 block (w as x8_levels leaves it) with
- *                         one token: rows 0..3 in *lo, 4..7 in *hi.
+ *                         one token: rows 0..3 in *lo, 4..7 in *hi,
+ *   SL_RP_X8_UNROLL       the pragma string unrolling the x8 token loop.
  * The order is the scalar twins' (vec_dot_rp32_ref.c, vec_dot_rp32x8_ref.c):
  * per (row, token) an exact integer sum per 32-element block (exact in any
  * grouping: |sum| <= 32 * 127 * 128 < 2^24, so its float conversion is
@@ -207,7 +208,10 @@ SL_RP_INLINE void SL_RP_NAME(x8_body)(int kind, int64_t n, float *s, const uint8
         sl_rp_x8_levels(kind, tab, p, w);
         float32x4_t dlo, dhi;
         sl_rp_scales8(kind, p, &dlo, &dhi);
-        _Pragma("GCC unroll 4") /* nt is a constant: the accumulators stay in registers */
+        /* SL_RP_X8_UNROLL: the includer's token unroll (SDOT: all tokens,
+         * the accumulators in registers; ARMv8.0: one, its sums need more
+         * registers than four tokens leave) */
+        _Pragma(SL_RP_X8_UNROLL)
         for (int t = 0; t < nt; t++) {
             const sl_block_q8_0 *y = (const sl_block_q8_0 *)ys[t] + i;
             int32x4_t lo, hi;

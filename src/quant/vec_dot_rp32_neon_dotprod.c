@@ -42,6 +42,7 @@ static inline __attribute__((always_inline)) void rp_x8_sums(const int8x16_t w[1
 }
 #undef X8_CHUNK
 
+#define SL_RP_X8_UNROLL "GCC unroll 4"
 #define SL_RP_NAME(x) sdot_rp_##x
 #include "quant/vec_dot_rp32_neon.h"
 
