@@ -13,7 +13,8 @@
  * forms (vec_dot_iq_neon.c / vec_dot_iq_dotprod.c), and so has the rp32
  * order of Q4_0 / IQ4_NL / MXFP4 on both its layouts (vec_dot_rp32_neon*.c,
  * reached through vec_dot_rp32_ref.c's and vec_dot_rp32x8_ref.c's dispatch).
- * The Q4_K repacked orders have none: the scalar set serves them.
+ * So have Q4_K's repacked orders (vec_dot_rp32_neon.h too, reached through
+ * vec_dot_n_ref.c's dispatch).
  * Each fill returns false (and leaves k untouched) when built for another
  * target. Include only inside src/quant/ (and tests). */
 #ifndef SL_QUANT_QUANT_NEON_H
@@ -59,6 +60,11 @@ typedef struct sl_rp32_neon {
 bool sl_rp32_neon_get(sl_type type, bool dotprod, sl_rp32_neon *k);
 /* The SDOT forms alone (vec_dot_rp32_neon_dotprod.c). */
 bool sl_rp32_sdot_get(sl_type type, sl_rp32_neon *k);
+
+/* The same for Q4_K's repacked orders (vec_dot_rp.h: gemm, gemv): the
+ * multi-token kernel and the eight-row one (x8 NULL); false off aarch64. */
+bool sl_rp_q4k_neon_get(sl_rp_order order, bool dotprod, sl_rp32_neon *k);
+bool sl_rp_q4k_sdot_get(sl_rp_order order, sl_rp32_neon *k);
 
 /* Whether the NEON set was chosen with SDOT (quant.c; false before
  * sl_quant_init and off aarch64). */

@@ -66,10 +66,25 @@ bool sl_rp32_neon_get(sl_type type, bool dotprod, sl_rp32_neon *k)
     if (dotprod) return sl_rp32_sdot_get(type, k);
     return neon_rp_get(type, k);
 }
+
+bool sl_rp_q4k_neon_get(sl_rp_order order, bool dotprod, sl_rp32_neon *k)
+{
+    if (dotprod) return sl_rp_q4k_sdot_get(order, k);
+    neon_rp_q4k_get(order, k);
+    return true;
+}
 #else
 bool sl_rp32_neon_get(sl_type type, bool dotprod, sl_rp32_neon *k)
 {
     (void)type;
+    (void)dotprod;
+    (void)k;
+    return false;
+}
+
+bool sl_rp_q4k_neon_get(sl_rp_order order, bool dotprod, sl_rp32_neon *k)
+{
+    (void)order;
     (void)dotprod;
     (void)k;
     return false;

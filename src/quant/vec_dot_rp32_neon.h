@@ -323,3 +323,99 @@ static bool SL_RP_NAME(get)(sl_type type, sl_rp32_neon *k)
     default: return false;
     }
 }
+
+/* ---- Q4_K in the repacked orders (vec_dot_rp.h: SL_RP_GEMM, SL_RP_GEMV) ----
+ * The scalar twin (vec_dot_n_ref.c's q4k_rp): per (row, token) the exact
+ * integers I = sum_k sc_k (q_k . a_k) and J = sum_k m_k (bsums of sub-block
+ * k) over a 64-element chunk (gemm) or the super-block (gemv), then
+ * A = fma(float(I), xd * yd, A), M = fma(float(J), xdmin * yd, M), and
+ * A - M. Here a sub-block's dot is rp_dot32 (four lanes, exact), scaled by
+ * sc_k into int32 lanes (|I| < 8 * 63 * 32 * 15 * 128 < 2^31), summed
+ * across lanes at the FMA; J in scalar integers as the twin does. */
+SL_RP_INLINE void SL_RP_NAME(q4k_body)(int per_chunk, int64_t n, float *s, const void *vx,
+                                        const void *const *ys, int nt)
+{
+    const sl_block_q4_K *x = vx;
+    float A[SL_VEC_DOT_RP_MAX], M[SL_VEC_DOT_RP_MAX];
+    for (int t = 0; t < nt; t++) A[t] = M[t] = 0.0f;
+    for (int64_t i = 0; i < n / SL_QK_K; i++) {
+        /* q[2k], q[2k + 1]: elements 32k..32k+15, 32k+16..32k+31 */
+        int8x16_t q[16];
+        for (int c = 0; c < 4; c++)
+            for (int h = 0; h < 2; h++) {
+                const uint8x16_t b = vld1q_u8(x[i].qs + 32 * c + 16 * h);
+                q[4 * c + h] = vreinterpretq_s8_u8(vandq_u8(b, vdupq_n_u8(0x0F)));
+                q[4 * c + 2 + h] = vreinterpretq_s8_u8(vshrq_n_u8(b, 4));
+            }
+        uint8_t sc[8], m[8];
+        for (int k = 0; k < 8; k++) sl_k4_scale_min(x[i].scales, k, &sc[k], &m[k]);
+        const float xd = sl_rp_h2f(x[i].d), xdmin = sl_rp_h2f(x[i].dmin);
+        for (int t = 0; t < nt; t++) {
+            const sl_block_q8_K *y = (const sl_block_q8_K *)ys[t] + i;
+            const float pd = xd * y->d, pm = xdmin * y->d;
+            int32x4_t I = vdupq_n_s32(0);
+            int J = 0;
+            _Pragma("GCC unroll 8") /* the chunk ends become straight code */
+            for (int k = 0; k < 8; k++) {
+                const int32x4_t d = rp_dot32(q[2 * k], q[2 * k + 1], vld1q_s8(y->qs + 32 * k),
+                                             vld1q_s8(y->qs + 32 * k + 16));
+                I = vmlaq_n_s32(I, d, sc[k]);
+                J += m[k] * (y->bsums[2 * k] + y->bsums[2 * k + 1]);
+                if (per_chunk && k % 2 == 1) {
+                    A[t] = fmaf((float)vaddvq_s32(I), pd, A[t]);
+                    M[t] = fmaf((float)J, pm, M[t]);
+                    I = vdupq_n_s32(0);
+                    J = 0;
+                }
+            }
+            if (!per_chunk) {
+                A[t] = fmaf((float)vaddvq_s32(I), pd, A[t]);
+                M[t] = fmaf((float)J, pm, M[t]);
+            }
+        }
+    }
+    for (int t = 0; t < nt; t++) s[t] = A[t] - M[t];
+}
+
+static void SL_RP_NAME(q4k_gemm)(int64_t n, float *s, const void *vx, const void *const *ys,
+                                 int nt)
+{
+    SL_RP_NAME(q4k_body)(1, n, s, vx, ys, nt);
+}
+
+static void SL_RP_NAME(q4k_gemv)(int64_t n, float *s, const void *vx, const void *const *ys,
+                                 int nt)
+{
+    SL_RP_NAME(q4k_body)(0, n, s, vx, ys, nt);
+}
+
+/* eight rows: the one-row kernel per row, as the scalar twin does */
+SL_RP_INLINE void SL_RP_NAME(q4k_rows8)(int per_chunk, int64_t n, float *s, const void *x,
+                                         size_t row_bytes, const void *const *ys, int nt)
+{
+    float v[SL_VEC_DOT_ROWS8_MAX];
+    for (int r = 0; r < 8; r++) {
+        SL_RP_NAME(q4k_body)(per_chunk, n, v, (const uint8_t *)x + (size_t)r * row_bytes, ys, nt);
+        for (int t = 0; t < nt; t++) s[8 * t + r] = v[t];
+    }
+}
+
+static void SL_RP_NAME(q4k_rows8_gemm)(int64_t n, float *s, const void *x, size_t rb,
+                                       const void *const *ys, int nt)
+{
+    SL_RP_NAME(q4k_rows8)(1, n, s, x, rb, ys, nt);
+}
+
+static void SL_RP_NAME(q4k_rows8_gemv)(int64_t n, float *s, const void *x, size_t rb,
+                                       const void *const *ys, int nt)
+{
+    SL_RP_NAME(q4k_rows8)(0, n, s, x, rb, ys, nt);
+}
+
+/* this copy's Q4_K kernels of order into *k (x8 stays NULL: no such layout) */
+static void SL_RP_NAME(q4k_get)(sl_rp_order order, sl_rp32_neon *k)
+{
+    const bool gemm = order == SL_RP_GEMM;
+    *k = (sl_rp32_neon){gemm ? SL_RP_NAME(q4k_gemm) : SL_RP_NAME(q4k_gemv),
+                        gemm ? SL_RP_NAME(q4k_rows8_gemm) : SL_RP_NAME(q4k_rows8_gemv), NULL};
+}

@@ -47,6 +47,12 @@ static inline __attribute__((always_inline)) void rp_x8_sums(const int8x16_t w[1
 #include "quant/vec_dot_rp32_neon.h"
 
 bool sl_rp32_sdot_get(sl_type type, sl_rp32_neon *k) { return sdot_rp_get(type, k); }
+
+bool sl_rp_q4k_sdot_get(sl_rp_order order, sl_rp32_neon *k)
+{
+    sdot_rp_q4k_get(order, k);
+    return true;
+}
 #elif defined(__aarch64__)
 #error "vec_dot_rp32_neon_dotprod.c needs -march=armv8.2-a+dotprod (see mk/aarch64.mk)"
 #else
@@ -54,6 +60,13 @@ bool sl_rp32_sdot_get(sl_type type, sl_rp32_neon *k) { return sdot_rp_get(type, 
 bool sl_rp32_sdot_get(sl_type type, sl_rp32_neon *k)
 {
     (void)type;
+    (void)k;
+    return false;
+}
+
+bool sl_rp_q4k_sdot_get(sl_rp_order order, sl_rp32_neon *k)
+{
+    (void)order;
     (void)k;
     return false;
 }

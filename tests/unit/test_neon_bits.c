@@ -929,6 +929,97 @@ TEST(neon_rp32_kernels_equal_scalar)
     CHECK(compared > 0);
 }
 
+/* Q4_K in the repacked orders (gemm: per 64-element chunk, gemv: per
+ * super-block): both NEON forms' multi-token and eight-row kernels give the
+ * scalar twin's bits (vec_dot_n_ref.c; test_vec_dot_rp.c checks that one
+ * against the formula) for every token count, on 1 and 3 super-blocks:
+ * random bytes with sane d / dmin, all zero, every byte 0xFF (scales and
+ * mins 63, every level 15) with the largest d, and quantised random rows
+ * against activations of several magnitudes. */
+TEST(neon_q4k_rp_kernels_equal_scalar)
+{
+    if (!have_neon()) {
+        printf("   (no NEON kernels here: skipped)\n");
+        return;
+    }
+    sl_cpu_features cpu;
+    sl_cpu_detect(&cpu);
+    const int n_forms = cpu.dotprod ? 2 : 1;
+    const size_t bx = sizeof(sl_block_q4_K), by = sizeof(sl_block_q8_K);
+    uint32_t seed = 99;
+    long compared = 0;
+    for (int o = 0; o < 2; o++) {
+        const sl_rp_order order = o ? SL_RP_GEMV : SL_RP_GEMM;
+        const sl_vec_dot_n_fn ref = sl_vec_dot_n_q4_K_rp_isa(order, SL_ISA_SCALAR);
+        sl_rp32_neon chosen;
+        CHECK(sl_rp_q4k_neon_get(order, sl_quant_neon_dotprod(), &chosen));
+        CHECK(sl_vec_dot_n_q4_K_rp_isa(order, SL_ISA_NEON) == chosen.n);
+        CHECK(sl_vec_dot_rows8_q4_K_rp_isa(order, SL_ISA_NEON) == chosen.rows8);
+        for (int nb = 1; nb <= 3; nb += 2)
+            for (int m = 0; m < 4; m++) {
+                const int64_t n = (int64_t)nb * SL_QK_K;
+                const size_t rb = (size_t)nb * bx;
+                uint8_t *rows = malloc(8 * rb), *ya = malloc((size_t)nb * by * RP_NT);
+                float *f = malloc(sizeof(float) * (size_t)n);
+                if (m == 3) {
+                    for (int r = 0; r < 8; r++) {
+                        for (int64_t j = 0; j < n; j++) f[j] = frand(&seed) + 0.3f;
+                        sl_type_get(SL_TYPE_Q4_K)->from_float(f, rows + (size_t)r * rb, n);
+                    }
+                } else {
+                    for (size_t j = 0; j < 8 * rb; j++)
+                        rows[j] = m == 1 ? 0 : m == 2 ? 0xFF : (uint8_t)rnd(&seed);
+                    for (int b = 0; b < 8 * nb; b++) {
+                        sl_block_q4_K *blk = (sl_block_q4_K *)(rows + (size_t)b * bx);
+                        blk->d = m == 1 ? 0 : m == 2 ? 0x7BFF : (uint16_t)(0x1C00 + (rnd(&seed) & 0x7FF));
+                        blk->dmin = m == 1 ? 0 : m == 2 ? 0x7BFF : (uint16_t)(0x1800 + (rnd(&seed) & 0x7FF));
+                    }
+                }
+                const void *ys[RP_NT];
+                for (int k = 0; k < RP_NT; k++) {
+                    for (int64_t j = 0; j < n; j++)
+                        f[j] = m == 1 ? 0.0f : frand(&seed) * (k == 2 ? 1e4f : 3.0f);
+                    sl_quant_from_float_isa(SL_TYPE_Q8_K, SL_ISA_SCALAR)(f, ya + (size_t)k * (size_t)nb * by, n);
+                    ys[k] = ya + (size_t)k * (size_t)nb * by;
+                }
+                float want[8 * RP_NT], one[RP_NT];
+                for (int r = 0; r < 8; r++) {
+                    ref(n, one, rows + (size_t)r * rb, ys, RP_NT);
+                    for (int k = 0; k < RP_NT; k++) want[8 * k + r] = one[k];
+                }
+                for (int form = 0; form < n_forms; form++) {
+                    sl_rp32_neon kf;
+                    CHECK(sl_rp_q4k_neon_get(order, form == 1, &kf));
+                    CHECK(kf.x8 == NULL);
+                    for (int nt = 1; nt <= RP_NT; nt++) {
+                        for (int r = 0; r < 8; r++) {
+                            kf.n(n, one, rows + (size_t)r * rb, ys, nt);
+                            for (int q = 0; q < nt; q++, compared++)
+                                CHECK_MSG(same_or_nan(one[q], want[8 * q + r]),
+                                          "q4_K %s %s nb %d fill %d nt %d row %d tok %d: %.9g, scalar %.9g",
+                                          o ? "gemv" : "gemm", form ? "sdot" : "v8.0", nb, m, nt, r,
+                                          q, (double)one[q], (double)want[8 * q + r]);
+                        }
+                        if (nt > SL_VEC_DOT_ROWS8_MAX) continue;
+                        float got[8 * SL_VEC_DOT_ROWS8_MAX];
+                        kf.rows8(n, got, rows, rb, ys, nt);
+                        for (int j = 0; j < 8 * nt; j++, compared++)
+                            CHECK_MSG(same_or_nan(got[j], want[j]),
+                                      "q4_K rows8 %s %s nb %d fill %d nt %d row %d tok %d: %.9g, scalar %.9g",
+                                      o ? "gemv" : "gemm", form ? "sdot" : "v8.0", nb, m, nt, j % 8,
+                                      j / 8, (double)got[j], (double)want[j]);
+                    }
+                }
+                free(rows);
+                free(ya);
+                free(f);
+            }
+    }
+    printf("   q4_K rp forms checked: %s (%ld values)\n", n_forms == 2 ? "v8.0 and sdot" : "v8.0",
+           compared);
+    CHECK(compared > 0);
+}
+
 int main(void)
 {
     RUN(neon_presence_matches_platform);
@@ -938,6 +1029,7 @@ int main(void)
     RUN(neon_legacy_dots_equal_scalar);
     RUN(table_type_dots_follow_their_orders);
     RUN(neon_rp32_kernels_equal_scalar);
+    RUN(neon_q4k_rp_kernels_equal_scalar);
     RUN(neon_activation_quantisers_equal_scalar);
     RUN(neon_vexp_and_activations_equal_scalar);
     RUN(neon_attention_equals_scalar);
