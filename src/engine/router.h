@@ -38,6 +38,10 @@ void sl_router_group_limit(float *sel, int n, int n_group, int n_group_used);
 void sl_router_select(const sl_router_desc *rd, const float *p, const float *bias, int *ids,
                       float *w);
 
+/* The chosen experts' weights w[0..top_k) finished as rd says: renormalised
+ * (rd->renorm) and scaled (rd->w_scale). Cannot fail. */
+void sl_router_weights(const sl_router_desc *rd, float *w);
+
 /* A guess of the experts layer L picks for one token from its router
  * logits (logits[0..n_expert), overwritten): the same selection as
  * sl_route_batch for sigmoid scores (bias and groups included), the top-k
