@@ -21,10 +21,9 @@
  * compressor's f32 rows of the blocks in progress (8 positions on ratio-4
  * layers: the previous block and this one; 128 on ratio-128 layers). The
  * attention is llama.cpp's tiled flash attention over the concatenation
- * of its raw cells (position p in cell p mod n_raw) and the compressed
- * rows after them: tiles of 64 cells, keys outside the visible set weigh
- * nothing and tiles without one are skipped, so the bits are the
- * reference's. Work per (token, group of heads) in the pool. */
+ * of its raw cells and the compressed rows after them (key_src): tiles of
+ * 64 cells, keys outside the visible set weigh nothing and tiles without
+ * one are skipped. Work per (token, group of heads) in the pool. */
 #include <math.h>
 #include <string.h>
 
@@ -263,23 +262,20 @@ static void idx_worker(void *ctx, int chunk, int n_chunks, int tid)
 
 /* ---- attention --------------------------------------------------------- */
 
-/* The raw cells of llama.cpp's window cache: pad256(min(n_ctx, n_swa +
- * n_ubatch)); position p sits in cell p mod this. */
-static int raw_cells(const sl_session *s, const sl_ds4_desc *a)
-{
-    long long c = (long long)a->n_swa + s->n_batch_max;
-    if (c > s->n_ctx) c = s->n_ctx;
-    return (int)((c + 255) / 256 * 256);
-}
-
-/* The keys a token attends, in cell order: the window's raw rows (ring
- * cells ascending: wrapped positions first), then its compressed blocks
- * (all visible ones, or the indexer's choice). */
+/* The keys a token attends, in cell order: the window's raw rows (cell =
+ * position), then its compressed blocks (cell = comp_cell + block: all
+ * visible ones, or the indexer's choice). llama.cpp's raw cache is a ring
+ * of pad256(min(n_ctx, n_swa + n_ubatch)) cells followed by the
+ * compressed rows; its cells are the positions until the ring wraps,
+ * which a context of at most that size never does (then the tiles below
+ * group the keys as its do: the bits are the reference's). Beyond, only
+ * tiles that straddle the ring's end would group differently (float
+ * rounding), and the result never depends on the batch size. */
 typedef struct key_src {
     const uint8_t *raw;   /* position q's row at raw + q * raw_stride */
     size_t raw_stride;
-    int lo, p, cells;     /* window [lo, p]; cells of the ring */
-    int n_wrap;           /* positions of the window in cells below lo's */
+    int lo, p;            /* the window [lo, p] */
+    int comp_cell;        /* cell of block 0: a multiple of the tile */
     const uint8_t *comp;  /* block b's row at comp + b * comp_stride */
     size_t comp_stride;
     const int *blocks;    /* the chosen blocks (ascending), NULL: 0 .. n_blocks - 1 */
@@ -293,12 +289,11 @@ static const uint8_t *key_at(const key_src *k, int i, int *cell)
 {
     const int n_raw = k->p - k->lo + 1;
     if (i < n_raw) {
-        const int q = i < k->n_wrap ? k->p - k->n_wrap + 1 + i : k->lo + (i - k->n_wrap);
-        *cell = q % k->cells;
-        return k->raw + (size_t)q * k->raw_stride;
+        *cell = k->lo + i;
+        return k->raw + (size_t)(k->lo + i) * k->raw_stride;
     }
     const int b = k->blocks ? k->blocks[i - n_raw] : i - n_raw;
-    *cell = k->cells + b;
+    *cell = k->comp_cell + b;
     return k->comp + (size_t)b * k->comp_stride;
 }
 
@@ -307,7 +302,7 @@ typedef struct attn_job {
     const sl_layer *L;
     const sl_layer_state *st;
     const int *sel;
-    int n, per, groups, cells;
+    int n, per, groups;
 } attn_job;
 
 static float elem_at(const uint8_t *row, int d, size_t elem)
@@ -397,11 +392,11 @@ static key_src token_keys(const attn_job *j, int t)
 {
     const sl_session *s = j->s;
     const sl_ds4_desc *a = &j->L->d.ds4;
-    const int p = s->n_past + t, C = j->cells;
+    const int p = s->n_past + t;
     const int lo = p - a->n_swa + 1 > 0 ? p - a->n_swa + 1 : 0;
-    key_src k = {j->st->rows[0], j->st->row_bytes[0], lo, p, C, 0,
+    const int comp_cell = (s->n_ctx + SL_ATTN_TILE - 1) / SL_ATTN_TILE * SL_ATTN_TILE;
+    key_src k = {j->st->rows[0], j->st->row_bytes[0], lo, p, comp_cell,
                  j->st->rows[1], (size_t)block_bytes(a, s->kv_elem), NULL, 0};
-    if (lo / C != p / C) k.n_wrap = p % C + 1; /* the ring wrapped inside the window */
     if (a->ratio == 128) {
         k.n_blocks = (p + 1) / 128;
     } else if (a->ratio == 4) {
@@ -516,7 +511,7 @@ static void ds4_forward(sl_session *s, const sl_layer *L, int il, int n, float *
 
     /* attention: items of (token, group of heads) */
     const int groups = H < 4 ? H : 4, per = (H + groups - 1) / groups;
-    attn_job j = {s, L, st, sel, n, per, (H + per - 1) / per, raw_cells(s, a)};
+    attn_job j = {s, L, st, sel, n, per, (H + per - 1) / per};
     const int items = n * j.groups;
     sl_pool_run(s->pool, attn_worker, &j, items < 64 ? items : 64);
 
