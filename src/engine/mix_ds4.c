@@ -15,11 +15,17 @@
  *     head's sink, of q_i . K / sqrt(D), times the same rows
  *   de-rope o_i at p; z_g = Wo_a[g] o_group; out = Wo_b [z_0 .. z_G-1]
  *
- * State per layer (sl_layer_state): rows[0] the raw key of every position
- * (f16 or f32 as the session's cache); rows[1] the compressed rows packed
- * by block (D values, then di indexer values on ratio-4 layers); seq the
+ * State per layer (sl_layer_state): rows[1] the compressed rows packed by
+ * block (D values, then di indexer values on ratio-4 layers; f16 or f32 as
+ * the session's cache), rows[0] nothing; seq, fixed per sequence: the
  * compressor's f32 rows of the blocks in progress (8 positions on ratio-4
- * layers: the previous block and this one; 128 on ratio-128 layers). The
+ * layers: the previous block and this one; 128 on ratio-128 layers), then
+ * the raw keys of the last n_swa positions before the batch (a ring, slot
+ * p mod n_swa, values of the cache's type in room sized for f32). A batch
+ * attends its own keys from the scratch where it projected them (rounded
+ * as the cache rounds them) and the earlier window from the ring, then
+ * leaves its last n_swa keys in the ring. Like any recurrent state it
+ * rewinds only to its snapshot. The
  * attention is llama.cpp's tiled flash attention over the concatenation
  * of its raw cells and the compressed rows after them (key_src): tiles of
  * 64 cells, keys outside the visible set weigh nothing and tiles without
@@ -44,7 +50,7 @@ static uint64_t block_bytes(const sl_ds4_desc *a, size_t elem)
 static void ds4_state_rows(const sl_layer_desc *d, size_t elem, uint64_t row_bytes[2])
 {
     const sl_ds4_desc *a = &d->ds4;
-    row_bytes[0] = (uint64_t)a->head_dim * elem;
+    row_bytes[0] = 0; /* the raw window is a ring in the sequence state */
     /* the blocks packed: a position's share, rounded up */
     row_bytes[1] = a->ratio ? (block_bytes(a, elem) + (uint64_t)a->ratio - 1) / (uint64_t)a->ratio
                             : 0;
@@ -52,7 +58,7 @@ static void ds4_state_rows(const sl_layer_desc *d, size_t elem, uint64_t row_byt
 
 /* Floats of the compressor state: rows of a and g for each position of
  * the blocks in progress. */
-static uint64_t state_floats(const sl_ds4_desc *a)
+static uint64_t comp_floats(const sl_ds4_desc *a)
 {
     const uint64_t D = (uint64_t)a->head_dim, di = (uint64_t)a->idx_dim;
     if (a->ratio == 4) return 2 * 8 * (2 * D) + 2 * 8 * (2 * di);
@@ -60,9 +66,16 @@ static uint64_t state_floats(const sl_ds4_desc *a)
     return 0;
 }
 
+/* The ring of the window's raw keys after them: n_swa rows of D. */
+static float *ring_of(const sl_layer_state *st, const sl_ds4_desc *a)
+{
+    return st->seq + comp_floats(a);
+}
+
 static uint64_t ds4_state_seq(const sl_layer_desc *d)
 {
-    return state_floats(&d->ds4) * sizeof(float);
+    const sl_ds4_desc *a = &d->ds4;
+    return (comp_floats(a) + (uint64_t)a->n_swa * (uint64_t)a->head_dim) * sizeof(float);
 }
 
 void sl_ds4_scratch_layout(const sl_model *m, uint64_t B, sl_ds4_scratch *o)
@@ -272,26 +285,34 @@ static void idx_worker(void *ctx, int chunk, int n_chunks, int tid)
  * tiles that straddle the ring's end would group differently (float
  * rounding), and the result never depends on the batch size. */
 typedef struct key_src {
-    const uint8_t *raw;   /* position q's row at raw + q * raw_stride */
-    size_t raw_stride;
+    const uint8_t *ring;  /* position q < pos0's row: slot q mod n_swa, elem bytes each */
+    const float *batch;   /* position q >= pos0's: batch row q - pos0 (f32) */
+    size_t ring_stride;
+    int n_swa, pos0;
     int lo, p;            /* the window [lo, p] */
     int comp_cell;        /* cell of block 0: a multiple of the tile */
     const uint8_t *comp;  /* block b's row at comp + b * comp_stride */
     size_t comp_stride;
+    size_t batch_stride;  /* floats between batch rows (D) */
     const int *blocks;    /* the chosen blocks (ascending), NULL: 0 .. n_blocks - 1 */
     int n_blocks;
 } key_src;
 
 static int key_count(const key_src *k) { return k->p - k->lo + 1 + k->n_blocks; }
 
-/* Key i's cell and row. */
-static const uint8_t *key_at(const key_src *k, int i, int *cell)
+/* Key i's cell and row; *f32 says whether the row holds floats (else the
+ * cache's values). */
+static const uint8_t *key_at(const key_src *k, int i, int *cell, bool *f32)
 {
     const int n_raw = k->p - k->lo + 1;
     if (i < n_raw) {
-        *cell = k->lo + i;
-        return k->raw + (size_t)(k->lo + i) * k->raw_stride;
+        const int q = k->lo + i;
+        *cell = q;
+        *f32 = q >= k->pos0;
+        if (*f32) return (const uint8_t *)(k->batch + (size_t)(q - k->pos0) * k->batch_stride);
+        return k->ring + (size_t)(q % k->n_swa) * k->ring_stride;
     }
+    *f32 = false;
     const int b = k->blocks ? k->blocks[i - n_raw] : i - n_raw;
     *cell = k->comp_cell + b;
     return k->comp + (size_t)b * k->comp_stride;
@@ -328,16 +349,18 @@ static void attend(const sl_ds4_desc *a, const key_src *ks, const float *q, int 
     int i0 = 0;
     while (i0 < nk) {
         int c0;
-        key_at(ks, i0, &c0);
+        bool f0;
+        key_at(ks, i0, &c0, &f0);
         const int ic = c0 - c0 % T;
         int i1 = i0, m = 0;
         for (; i1 < nk; i1++) {
             int c;
-            const uint8_t *row = key_at(ks, i1, &c);
+            bool f32;
+            const uint8_t *row = key_at(ks, i1, &c, &f32);
             if (c >= ic + T) break;
             const int t = c - ic;
             cells[m++] = t;
-            for (int d = 0; d < D; d++) kt[(size_t)t * D + d] = elem_at(row, d, elem);
+            for (int d = 0; d < D; d++) kt[(size_t)t * D + d] = elem_at(row, d, f32 ? 4 : elem);
         }
         for (int r = 0; r < nq; r++) {
             const float *qr = q + (size_t)r * D;
@@ -395,8 +418,9 @@ static key_src token_keys(const attn_job *j, int t)
     const int p = s->n_past + t;
     const int lo = p - a->n_swa + 1 > 0 ? p - a->n_swa + 1 : 0;
     const int comp_cell = (s->n_ctx + SL_ATTN_TILE - 1) / SL_ATTN_TILE * SL_ATTN_TILE;
-    key_src k = {j->st->rows[0], j->st->row_bytes[0], lo, p, comp_cell,
-                 j->st->rows[1], (size_t)block_bytes(a, s->kv_elem), NULL, 0};
+    key_src k = {(const uint8_t *)ring_of(j->st, a), s->k, (size_t)a->head_dim * s->kv_elem,
+                 a->n_swa, s->n_past, lo, p, comp_cell, j->st->rows[1],
+                 (size_t)block_bytes(a, s->kv_elem), (size_t)a->head_dim, NULL, 0};
     if (a->ratio == 128) {
         k.n_blocks = (p + 1) / 128;
     } else if (a->ratio == 4) {
@@ -479,7 +503,8 @@ static void ds4_forward(sl_session *s, const sl_layer *L, int il, int n, float *
             hadamard(q, (int)qd, a->hadamard);
             hadamard(k, D, a->hadamard);
         }
-        store_row(st->rows[0] + (size_t)pos * st->row_bytes[0], k, D, s->kv_elem);
+        if (s->kv_elem == 2) /* read back as the cache holds it */
+            for (int d = 0; d < D; d++) k[d] = sl_fp16_to_f32(sl_f32_to_fp16(k[d]));
     }
 
     /* the compressors: blocks completed by the batch's tokens */
@@ -514,6 +539,13 @@ static void ds4_forward(sl_session *s, const sl_layer *L, int il, int n, float *
     attn_job j = {s, L, st, sel, n, per, (H + per - 1) / per};
     const int items = n * j.groups;
     sl_pool_run(s->pool, attn_worker, &j, items < 64 ? items : 64);
+
+    /* the batch's last n_swa keys into the ring, for the batches after */
+    float *ring = ring_of(st, a);
+    const int first = n > a->n_swa ? n - a->n_swa : 0;
+    for (int t = first; t < n; t++)
+        store_row((uint8_t *)ring + (size_t)((s->n_past + t) % a->n_swa) * D * s->kv_elem,
+                  kv + (size_t)t * D, D, s->kv_elem);
 
     /* de-rope, then the grouped low-rank output */
     sl_rope back = a->rope;

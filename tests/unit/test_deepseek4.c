@@ -124,10 +124,12 @@ TEST(batches_threads_and_streaming_do_not_change_bits)
     free(a), free(b), free(c), free(d);
 }
 
-/* Per token: every layer's raw key (2 D bytes, f16), plus the compressed
- * rows: (D + di) / 2 on ratio-4 layers, D / 64 on ratio-128 ones (rounded
- * up to whole bytes per position). Per sequence: the compressor state,
- * 128 (D + di) bytes (ratio 4) and 1024 D (ratio 128), ARCHS.md section 9. */
+/* Per token: the compressed rows, (D + di) / 2 bytes on ratio-4 layers,
+ * D / 64 on ratio-128 ones (f16, rounded up to whole bytes per position),
+ * nothing on ratio-0 ones. Per sequence: the compressor state, 128 (D +
+ * di) bytes (ratio 4) and 1024 D (ratio 128), as ARCHS.md section 9
+ * counts them, and every layer's window ring of n_swa raw keys (room for
+ * f32: 4 D n_swa bytes). */
 TEST(state_bytes_and_layer_kinds)
 {
     char path[512];
@@ -141,8 +143,8 @@ TEST(state_bytes_and_layer_kinds)
     uint64_t tokb = 0, seqb = 0;
     sl_model_state_bytes(m, &tokb, &seqb);
     /* tiny: D 128, di 64, ratios 0 / 4 / 128 / 4 */
-    CHECK_EQ_INT((int)tokb, 4 * 256 + 2 * 96 + 2);
-    CHECK_EQ_INT((int)seqb, 2 * 128 * (128 + 64) + 1024 * 128);
+    CHECK_EQ_INT((int)tokb, 2 * 96 + 2);
+    CHECK_EQ_INT((int)seqb, 2 * 128 * (128 + 64) + 1024 * 128 + 4 * 4 * 128 * 8);
     CHECK(!strcmp(sl_model_layer_mixer(m, 0), "ds4-window"));
     CHECK(!strcmp(sl_model_layer_mixer(m, 1), "ds4-ratio4"));
     CHECK(!strcmp(sl_model_layer_mixer(m, 2), "ds4-ratio128"));
