@@ -199,7 +199,8 @@ int sl_synth_ds4_keys(const sl_synth_ds *c, sl_gguf_writer *w)
         {SL_KEY_ROPE_DIM, c->rope_dim}, {"attention.q_lora_rank", c->q_lora},
         {"attention.sliding_window", c->n_swa}, {SL_KEY_EXPERT_COUNT, c->n_expert},
         {SL_KEY_EXPERT_USED_COUNT, c->n_expert_used}, {SL_KEY_EXPERT_FF_LENGTH, c->n_ff_exp},
-        {"expert_shared_count", c->n_expert_shared}, {"expert_gating_func", 4},
+        /* 4 (sqrt-softplus) unless a test asks for another to see it refused */
+        {"expert_shared_count", c->n_expert_shared}, {"expert_gating_func", c->gating ? c->gating : 4},
         {"attention.indexer.head_count", c->idx_head},
         {"attention.indexer.key_length", c->idx_dim}, {"attention.indexer.top_k", c->idx_top_k},
         {"attention.output_group_count", c->o_groups},

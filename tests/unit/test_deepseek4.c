@@ -195,11 +195,27 @@ TEST(rewind_to_snapshot_save_and_restore)
     sl_model_free(m);
 }
 
+/* A limit llama.cpp enforces is refused with its reason, not run. */
+TEST(other_gating_is_refused)
+{
+    sl_synth_ds c;
+    sl_err err;
+    CHECK(sl_synth_ds_init(&c, "deepseek4", "tiny", &err) == 0);
+    c.gating = 2; /* sigmoid */
+    char path[512];
+    CHECK(write_model(&c, "ds4-sigmoid", path, sizeof path) == 0);
+    sl_model *m = NULL;
+    CHECK(sl_model_load(&m, path, NULL, &err) != SL_OK);
+    CHECK(m == NULL);
+    CHECK(strstr(err.msg, "sqrt-softplus") != NULL);
+}
+
 int main(void)
 {
     RUN(engine_matches_the_reference);
     RUN(batches_threads_and_streaming_do_not_change_bits);
     RUN(state_bytes_and_layer_kinds);
     RUN(rewind_to_snapshot_save_and_restore);
+    RUN(other_gating_is_refused);
     return TEST_REPORT();
 }
