@@ -105,12 +105,13 @@ void sl_route_batch(sl_session *s, const sl_layer *L, int n)
         if (rd->score == SL_SCORE_SQRT_SOFTPLUS) { /* deepseek4: as ggml_softplus, ggml_sqrt */
             for (int e = 0; e < X; e++)
                 p[e] = sqrtf(p[e] > 20.0f ? p[e] : logf(1.0f + expf(p[e])));
-            if (rd->hash) { /* the token's row of the table, weights from p */
-                const int32_t *row = (const int32_t *)L->tid2eid.data + (size_t)s->tokens[t] * K;
-                for (int r = 0; r < K; r++) {
-                    const int e = row[r] >= 0 && row[r] < X ? row[r] : 0;
-                    ids[r] = e;
-                    w[r] = p[e];
+            if (rd->hash) { /* the token's row of the table (its first K when
+                               --n-expert-used lowered K), weights from p */
+                const int32_t *row = (const int32_t *)L->tid2eid.data +
+                                     (size_t)s->tokens[t] * (size_t)L->tid2eid.ne[0];
+                for (int r = 0; r < K; r++) { /* ids checked at load */
+                    ids[r] = row[r];
+                    w[r] = p[row[r]];
                 }
                 sl_router_weights(rd, w);
             } else {

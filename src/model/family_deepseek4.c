@@ -12,6 +12,7 @@
  * hc 4, sqrt-softplus gating, ratios 0/4/128, one KV head, key length =
  * value length, indexer key length a multiple of 64. */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "model/model_internal.h"
@@ -167,6 +168,25 @@ static int bind_compressor(sl_binder *b, int il, int r)
     return sl_bind_role(b, il, SL_LT_IDX_COMP_NORM, true, 1, di, 0, 0);
 }
 
+/* Every id of layer il's token-id table must name an expert: read from
+ * the file here (V K 4 bytes), before any token is routed. */
+static int check_table(sl_binder *b, int il)
+{
+    const sl_tensor *t = &b->m->layers[il].tid2eid;
+    const int X = b->m->hp.n_expert;
+    int32_t *ids = malloc((size_t)t->nbytes);
+    if (!ids) return sl_err_set(b->err, SL_ENOMEM, "out of memory reading %s", t->name);
+    int rc = sl_gguf_read_tensor(b->m->gguf, t->info, 0, ids, t->nbytes, b->err);
+    const uint64_t n = t->nbytes / 4;
+    for (uint64_t i = 0; !rc && i < n; i++)
+        if (ids[i] < 0 || ids[i] >= X)
+            rc = sl_err_set(b->err, SL_EFORMAT, "deepseek4: %s gives token %llu expert %d, "
+                            "outside [0, %d)", t->name,
+                            (unsigned long long)(i / t->ne[0]), (int)ids[i], X);
+    free(ids);
+    return rc;
+}
+
 /* The routed FFN: router, the hash table or the selection bias, the
  * split experts, the shared expert, the clamps. */
 static int bind_ffn(sl_binder *b, int il)
@@ -187,6 +207,7 @@ static int bind_ffn(sl_binder *b, int il)
         if (L->tid2eid.type != SL_TYPE_I32)
             return sl_err_set(b->err, SL_EFORMAT, "deepseek4: blk.%d.ffn_gate_tid2eid.weight "
                               "must be I32", il);
+        if ((rc = check_table(b, il))) return rc;
     } else if ((rc = sl_bind_role(b, il, SL_LT_EXP_PROBS_B, true, 1, X, 0, 0))) {
         return rc;
     }
