@@ -24,7 +24,7 @@ typedef struct ds4_preset {
  * indexer 64 x 128 top-512, hc 4 with 20 iterations, vocab 129280; its
  * expert and output-group figures are the converter's keys for that
  * config: 256 experts top-6 of 2048, one shared, 8 groups of rank 1024,
- * 3 hash layers). Use --layers for a few. */
+ * 3 hash layers, one MTP block). Use --layers for a few. */
 static const ds4_preset presets[] = {
     {"tiny",
      {.n_layer = 4, .n_embd = 256, .n_head = 4, .head_dim = 128, .rope_dim = 32, .q_lora = 64,
@@ -34,7 +34,7 @@ static const ds4_preset presets[] = {
       .clamp = 2.5f, .comp_base = 160000.0f, .yarn_factor = 16.0f, .yarn_orig_ctx = 4096,
       .n_vocab = 512, .n_ctx = 4096, .rope_base = 10000.0f, .rms_eps = 1e-6f}},
     {"v4-flash",
-     {.n_layer = 43, .n_embd = 4096, .n_head = 64, .head_dim = 512, .rope_dim = 64,
+     {.n_layer = 43, .n_nextn = 1, .n_embd = 4096, .n_head = 64, .head_dim = 512, .rope_dim = 64,
       .q_lora = 1024, .n_ff = 2048, .n_ff_exp = 2048, .n_expert = 256, .n_expert_used = 6,
       .n_expert_shared = 1, .w_scale = 1.5f, .w_norm = true, .n_swa = 128, .n_raw = 2,
       .o_groups = 8, .o_lora = 1024, .idx_head = 64, .idx_dim = 128, .idx_top_k = 512,
@@ -61,7 +61,7 @@ int sl_synth_ds4_init(sl_synth_ds *c, const char *preset, sl_err *err)
 
 uint32_t sl_synth_ds4_ratio(const sl_synth_ds *c, uint32_t l)
 {
-    if (l < c->n_raw) return 0;
+    if (l < c->n_raw || l >= c->n_layer) return 0; /* an MTP block: ratio 0 */
     return (l - c->n_raw) % 2 == 0 ? 4 : 128;
 }
 
@@ -69,9 +69,9 @@ uint32_t sl_synth_ds4_ratio(const sl_synth_ds *c, uint32_t l)
 
 int sl_synth_ds4_validate(const sl_synth_ds *c, sl_err *err)
 {
-    if (c->n_layer < 1 || c->n_layer > 1024 || c->n_nextn != 0)
-        return sl_err_set(err, SL_EINVAL, "deepseek4: layer count %u out of range 1..1024 (no "
-                          "MTP blocks)", c->n_layer);
+    if (c->n_layer < 1 || c->n_layer > 1023 || c->n_nextn > 1)
+        return sl_err_set(err, SL_EINVAL, "deepseek4: layer count %u out of range 1..1023 (and "
+                          "at most one MTP block, as llama.cpp)", c->n_layer);
     if (c->n_embd < 32 || c->n_embd > MAX_DIM || c->n_embd % 32 || c->n_head < 1 ||
         c->n_head > 1024)
         return sl_err_set(err, SL_EINVAL, "deepseek4: n_embd %u (a multiple of 32) or head count "
@@ -120,9 +120,14 @@ int sl_synth_ds4_plan(const sl_synth_ds *c, sl_synth_ds_add_fn add, void *p)
     add(p, -1, "output_hc_fn.weight", SL_SYNTH_R_ATTN_K, 2, hc * E, hc, 0);
     add(p, -1, "output_hc_base.weight", SL_SYNTH_R_BIAS, 1, hc, 0, 0);
     add(p, -1, "output_hc_scale.weight", SL_SYNTH_R_NORM, 1, 1, 0, 0);
-    for (uint32_t u = 0; u < c->n_layer; u++) {
+    for (uint32_t u = 0; u < c->n_layer + c->n_nextn; u++) {
         const int l = (int)u;
         const uint32_t r = sl_synth_ds4_ratio(c, u);
+        if (u >= c->n_layer) { /* the MTP block: a ratio-0, non-hash layer and its inputs */
+            add(p, l, "nextn.eh_proj.weight", SL_SYNTH_R_ATTN_OUT, 2, 2 * E, E, 0);
+            add(p, l, "nextn.enorm.weight", SL_SYNTH_R_NORM, 1, E, 0, 0);
+            add(p, l, "nextn.hnorm.weight", SL_SYNTH_R_NORM, 1, E, 0, 0);
+        }
         add(p, l, "hc_attn_fn.weight", SL_SYNTH_R_ATTN_K, 2, hc * E, mix, 0);
         add(p, l, "hc_attn_base.weight", SL_SYNTH_R_BIAS, 1, mix, 0, 0);
         add(p, l, "hc_attn_scale.weight", SL_SYNTH_R_NORM, 1, 3, 0, 0);
@@ -187,12 +192,13 @@ int sl_synth_ds4_keys(const sl_synth_ds *c, sl_gguf_writer *w)
     char key[128];
     int32_t ratios[1024];
     float clamps[1024];
-    for (uint32_t l = 0; l < c->n_layer; l++) {
+    const uint32_t n_all = c->n_layer + c->n_nextn;
+    for (uint32_t l = 0; l < n_all; l++) {
         ratios[l] = (int32_t)sl_synth_ds4_ratio(c, l);
         clamps[l] = c->clamp;
     }
     const struct { const char *k; uint32_t v; } u[] = {
-        {SL_KEY_BLOCK_COUNT, c->n_layer}, {SL_KEY_CONTEXT_LENGTH, c->n_ctx},
+        {SL_KEY_BLOCK_COUNT, n_all}, {SL_KEY_CONTEXT_LENGTH, c->n_ctx},
         {SL_KEY_EMBEDDING_LENGTH, c->n_embd}, {SL_KEY_FEED_FORWARD_LENGTH, c->n_ff},
         {SL_KEY_HEAD_COUNT, c->n_head}, {SL_KEY_HEAD_COUNT_KV, 1},
         {SL_KEY_KEY_LENGTH, c->head_dim}, {SL_KEY_VALUE_LENGTH, c->head_dim},
@@ -210,6 +216,7 @@ int sl_synth_ds4_keys(const sl_synth_ds *c, sl_gguf_writer *w)
     };
     int rc = SL_OK;
     for (size_t i = 0; i < sizeof u / sizeof u[0] && !rc; i++) rc = key_u32(w, u[i].k, u[i].v);
+    if (!rc && c->n_nextn) rc = key_u32(w, "nextn_predict_layers", c->n_nextn);
     if (!rc) rc = key_f32(w, SL_KEY_RMS_EPS, c->rms_eps);
     if (!rc) rc = key_f32(w, SL_KEY_ROPE_FREQ_BASE, c->rope_base);
     if (!rc) rc = key_f32(w, "expert_weights_scale", c->w_scale);
@@ -221,13 +228,13 @@ int sl_synth_ds4_keys(const sl_synth_ds *c, sl_gguf_writer *w)
     if (!rc)
         rc = sl_gguf_writer_set_arr_i32(
             w, sl_arch_key(key, sizeof key, "deepseek4", "attention.compress_ratios"), ratios,
-            c->n_layer);
+            n_all);
     if (!rc)
         rc = sl_gguf_writer_set_arr_f32(
-            w, sl_arch_key(key, sizeof key, "deepseek4", "swiglu_clamp_exp"), clamps, c->n_layer);
+            w, sl_arch_key(key, sizeof key, "deepseek4", "swiglu_clamp_exp"), clamps, n_all);
     if (!rc)
         rc = sl_gguf_writer_set_arr_f32(
-            w, sl_arch_key(key, sizeof key, "deepseek4", "swiglu_clamp_shexp"), clamps, c->n_layer);
+            w, sl_arch_key(key, sizeof key, "deepseek4", "swiglu_clamp_shexp"), clamps, n_all);
     if (!rc && c->yarn_factor > 0.0f) {
         rc = sl_gguf_writer_set_str(
             w, sl_arch_key(key, sizeof key, "deepseek4", SL_KEY_ROPE_SCALING_TYPE), "yarn");

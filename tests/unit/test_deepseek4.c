@@ -195,6 +195,33 @@ TEST(rewind_to_snapshot_save_and_restore)
     sl_model_free(m);
 }
 
+/* An MTP block (ratio 0, after the main layers) is recognised, not run
+ * and not refused: the main pass has the preset's 4 layers and the logits
+ * are those of the file without it. */
+TEST(mtp_block_loaded_not_run)
+{
+    sl_synth_ds c;
+    sl_err err;
+    CHECK(sl_synth_ds_init(&c, "deepseek4", "tiny", &err) == 0);
+    c.type = SL_SYNTH_Q8_0;
+    c.seed = 23;
+    c.n_nextn = 1;
+    char path[512], plain[512];
+    CHECK(write_model(&c, "ds4-mtp", path, sizeof path) == 0);
+    CHECK(make("ds4-q8", SL_SYNTH_Q8_0, plain, sizeof plain) == 0);
+    sl_model *m = NULL;
+    CHECK(sl_model_load(&m, path, NULL, &err) == 0);
+    if (m) {
+        CHECK_EQ_INT(sl_model_n_layer(m), 4);
+        sl_model_free(m);
+    }
+    const sl_kv_type kv = sl_session_default_params().kv_type;
+    float *a = run(path, 16, 2, 0, kv), *b = run(plain, 16, 2, 0, kv);
+    CHECK(a && b);
+    if (a && b) CHECK(memcmp(a, b, 512 * (size_t)N_TOK * sizeof(float)) == 0);
+    free(a), free(b);
+}
+
 /* A limit llama.cpp enforces is refused with its reason, not run. */
 TEST(other_gating_is_refused)
 {
@@ -216,6 +243,7 @@ int main(void)
     RUN(batches_threads_and_streaming_do_not_change_bits);
     RUN(state_bytes_and_layer_kinds);
     RUN(rewind_to_snapshot_save_and_restore);
+    RUN(mtp_block_loaded_not_run);
     RUN(other_gating_is_refused);
     return TEST_REPORT();
 }
