@@ -259,7 +259,8 @@ static int predict_experts(sl_session *s, int next)
         sl_rmsnorm(s->pf_x, s->x, N->ffn_norm.data, hp->n_embd, hp->rms_eps);
     sl_fwd_mm_tensor(s, &N->router, s->pf_x, 1, s->pf_logits);
     sl_add_rows_bias(s->pf_logits, N->router_b.data, 1, (size_t)r->n_expert);
-    sl_router_guess(N, s->pf_logits, s->pf_ids, s->pf_w);
+    const int32_t tk = r->hash ? s->tokens[0] : -1; /* deepseek4's hash layers */
+    sl_router_guess(N, s->pf_logits, tk, s->pf_ids, s->pf_w);
     return r->top_k;
 }
 
@@ -306,7 +307,8 @@ static int predict_union(sl_session *s, int next, int n, int rows, const int **o
     unsigned char *seen = (unsigned char *)(ids + X);
     memset(seen, 0, (size_t)X);
     for (int i = 0; i < rows; i++) {
-        sl_router_guess(N, logits + (size_t)i * (size_t)X, s->pf_ids, s->pf_w);
+        const int32_t tk = r->hash ? s->tokens[(int64_t)i * n / rows] : -1;
+        sl_router_guess(N, logits + (size_t)i * (size_t)X, tk, s->pf_ids, s->pf_w);
         for (int k = 0; k < K; k++) seen[s->pf_ids[k]] = 1;
     }
     int m = 0;

@@ -134,9 +134,14 @@ void sl_route_batch(sl_session *s, const sl_layer *L, int n)
     }
 }
 
-void sl_router_guess(const sl_layer *L, float *logits, int *ids, float *w)
+void sl_router_guess(const sl_layer *L, float *logits, int32_t token, int *ids, float *w)
 {
     const sl_router_desc *rd = &L->d.ffn.router;
+    if (rd->hash && token >= 0) { /* the table says it exactly */
+        const int32_t *row = (const int32_t *)L->tid2eid.data + (size_t)token * L->tid2eid.ne[0];
+        for (int r = 0; r < rd->top_k; r++) ids[r] = row[r], w[r] = 0.0f;
+        return;
+    }
     if (rd->score == SL_SCORE_SQRT_SOFTPLUS && !rd->hash) { /* monotone: as its scores */
         for (int e = 0; e < rd->n_expert; e++)
             logits[e] = sqrtf(logits[e] > 20.0f ? logits[e] : logf(1.0f + expf(logits[e])));
