@@ -675,7 +675,9 @@ static int run_row(bench *b, unsigned lanes, row *r, sl_io_info *info_out)
         /* Huge pages by default: a read into physically contiguous memory
          * is a few large DMA segments instead of one per 4 KiB page, which
          * on some virtual disks is worth up to 2x (docs/perf.md). */
+#ifdef MADV_HUGEPAGE /* Linux only (not macOS) */
         if (!o->small_pages) madvise(b->mem, b->mem_len, MADV_HUGEPAGE);
+#endif
     }
     if (!o->fresh) memset(b->mem, 0, b->mem_len); /* commit the pages once */
 

@@ -94,7 +94,8 @@ static bool parse_u64(const char *flag, const char *s, uint64_t *out)
     return true;
 }
 
-/* deepseek2 / glm4moe (synth_ds.h): their own presets and writer. */
+/* deepseek2 / glm4moe / glm-dsa / deepseek4 (synth_ds.h): their own
+ * presets and writer. */
 static int mkmodel_ds(const char *arch, const char *preset, const char *type, long layers,
                       long experts, long top_k, long vocab, long ctx, uint64_t seed, bool quiet,
                       const char *out)
@@ -112,6 +113,7 @@ static int mkmodel_ds(const char *arch, const char *preset, const char *type, lo
     if (layers > 0) {
         c.n_layer = (uint32_t)layers;
         if (c.n_dense_lead > c.n_layer) c.n_dense_lead = c.n_layer;
+        if (c.n_hash > c.n_layer) c.n_hash = c.n_layer; /* deepseek4 */
     }
     if (experts > 0) c.n_expert = (uint32_t)experts;
     if (top_k > 0) c.n_expert_used = (uint32_t)top_k;

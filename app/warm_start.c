@@ -39,8 +39,12 @@ static bool make_id(const char *path, char *out, size_t cap)
     }
     name[n] = '\0';
     uint64_t h = 0xcbf29ce484222325ull;
-    const uint64_t parts[3] = {(uint64_t)sb.st_size, (uint64_t)sb.st_mtim.tv_sec,
-                               (uint64_t)sb.st_mtim.tv_nsec};
+#if defined(__APPLE__) /* macOS names the modification time st_mtimespec */
+    const struct timespec mt = sb.st_mtimespec;
+#else
+    const struct timespec mt = sb.st_mtim;
+#endif
+    const uint64_t parts[3] = {(uint64_t)sb.st_size, (uint64_t)mt.tv_sec, (uint64_t)mt.tv_nsec};
     for (int i = 0; i < 3; i++)
         for (int b = 0; b < 8; b++) {
             h ^= (parts[i] >> (8 * b)) & 0xff;

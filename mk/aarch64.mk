@@ -44,10 +44,28 @@ A64_TESTS ?= test_neon_bits test_io_direct_check test_quant_dot test_quant_dot_n
   test_quant_fp test_quant_roundtrip test_vec_dot_legacy_bits test_vec_dot_rp test_vexp \
   test_attn_kernels test_synth_rng test_gguf test_gguf_corrupt test_gguf_direct \
   test_tok test_tok_pretok test_tok_golden test_io test_io_fault test_file test_stream \
-  test_expert_cache test_vecdot_rp32x8 test_vecdot_fp_order
+  test_expert_cache test_vecdot_rp32x8 test_vecdot_rp32 test_vecdot_fp_order
 A64_TEST_BINS := $(A64_TESTS:%=$(A64)/tests/%)
 # max: every extension qemu knows (dotprod, i8mm); cortex-a53: ARMv8.0, NEON only
 A64_CPUS ?= max cortex-a53
+
+# A native build on an ARM host (Linux aarch64, macOS arm64: `make`, the
+# sanitizer and TSan builds) compiles the *_dotprod.c files with the
+# extension too; the rest keeps the compiler's default target. (A pattern
+# with the longer fixed part wins over the generic %.o rules.)
+ifneq ($(filter aarch64 arm64,$(HOST_ARCH)),)
+$(REL)/%_dotprod.o: %_dotprod.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CSTD) $(WARN) $(OPT) $(CDEFS) $(INC) $(DEPFLAGS) $(A64_DOTPROD) -c $< -o $@
+
+$(SAN)/%_dotprod.o: %_dotprod.c
+	@mkdir -p $(dir $@)
+	$(SAN_CC) $(CSTD) $(WARN) $(SAN_FLAGS) $(CDEFS) $(INC) $(DEPFLAGS) $(A64_DOTPROD) -c $< -o $@
+
+$(TSAN)/%_dotprod.o: %_dotprod.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CSTD) $(WARN) $(TSAN_FLAGS) $(CDEFS) $(INC) $(DEPFLAGS) $(A64_DOTPROD) -c $< -o $@
+endif
 
 $(A64_STAMP):
 	./scripts/aarch64-sysroot.sh $(A64_SYSROOT)

@@ -304,7 +304,10 @@ int sl_model_n_layer(const sl_model *m) { return m->hp.n_layer; }
 const char *sl_model_layer_mixer(const sl_model *m, int il)
 {
     if (il < 0 || il >= m->hp.n_layer) return NULL;
-    return sl_mixer_of(m->layers[il].d.mixer)->name;
+    const sl_layer_desc *d = &m->layers[il].d;
+    if (d->mixer == SL_MIXER_DS4) /* deepseek4: its compression ratio */
+        return d->ds4.ratio == 4 ? "ds4-ratio4" : d->ds4.ratio == 128 ? "ds4-ratio128" : "ds4-window";
+    return sl_mixer_of(d->mixer)->name;
 }
 
 void sl_model_state_bytes(const sl_model *m, uint64_t *per_token, uint64_t *per_seq)

@@ -20,6 +20,7 @@
 #include "experts/streamer.h"
 
 #include "engine/block.h"
+#include "engine/ds4.h"
 #include "engine/fwd_mm.h"
 #include "engine/mixer.h"
 #include "engine/route_knobs.h"
@@ -64,13 +65,28 @@ static void scale_rows(float *y, const sl_tensor *sc, int e, int first, int cnt,
     for (size_t i = (size_t)first * w; i < (size_t)(first + cnt) * w; i++) y[i] *= f;
 }
 
-/* out(n, E) = down(silu(gate x) * up x) for the n rows of x */
+/* deepseek4's clamped SwiGLU inputs: the gate min(g, lim) (before silu),
+ * the up clamp(u, -lim, lim), over one row of F. */
+static void clamp_swiglu(float *g, float *u, size_t F, float lim)
+{
+    for (size_t i = 0; i < F; i++) {
+        g[i] = fminf(g[i], lim);
+        u[i] = fminf(fmaxf(u[i], -lim), lim);
+    }
+}
+
+/* out(n, E) = down(silu(gate x) * up x) for the n rows of x; clamp > 0:
+ * deepseek4's clamped form */
 static void swiglu_ffn(sl_session *s, const sl_mat *gate, const sl_mat *up, const sl_mat *down,
-                       const float *x, int n, float *out)
+                       const float *x, int n, float *out, float clamp)
 {
     const sl_mat *gu[2] = {gate, up};
     float *gu_out[2] = {s->hb, s->hb2};
     sl_fwd_mm_shared(s, gu, gu_out, 2, x, n);
+    if (clamp > 0.0f)
+        for (int t = 0; t < n; t++)
+            clamp_swiglu(s->hb + (size_t)t * (size_t)down->cols, s->hb2 + (size_t)t * (size_t)down->cols,
+                         (size_t)down->cols, clamp);
     prepare_down(s, down, NULL, n, s->down_acts, SL_ACT_SWIGLU);
     const sl_mm_item d = {down, s->down_acts, n, out, (size_t)down->rows};
     sl_fwd_mm_run(s, &d, 1);
@@ -149,6 +165,10 @@ static void run_experts(sl_session *s, const sl_layer *L, const sl_expert_w *xs,
         scale_rows(s->hb, &L->gate_exps_s, xs[i].e, first, cnt, F);
         scale_rows(s->hb2, &L->up_exps_s, xs[i].e, first, cnt, F);
     }
+    if (L->d.ffn.clamp > 0.0f) /* deepseek4 */
+        for (int i = 0; i < n_rows; i++)
+            clamp_swiglu(s->hb + (size_t)s->moe_rows[i] * F, s->hb2 + (size_t)s->moe_rows[i] * F, F,
+                         L->d.ffn.clamp);
     prepare_down(s, &xs[0].d, s->moe_rows, n_rows, s->down_acts, L->d.ffn.act);
     for (int i = 0; i < nx; i++) {
         const int first = s->moe_count[xs[i].e], cnt = s->moe_count[xs[i].e + 1] - first;
@@ -239,7 +259,8 @@ static int predict_experts(sl_session *s, int next)
         sl_rmsnorm(s->pf_x, s->x, N->ffn_norm.data, hp->n_embd, hp->rms_eps);
     sl_fwd_mm_tensor(s, &N->router, s->pf_x, 1, s->pf_logits);
     sl_add_rows_bias(s->pf_logits, N->router_b.data, 1, (size_t)r->n_expert);
-    sl_router_guess(N, s->pf_logits, s->pf_ids, s->pf_w);
+    const int32_t tk = r->hash ? s->tokens[0] : -1; /* deepseek4's hash layers */
+    sl_router_guess(N, s->pf_logits, tk, s->pf_ids, s->pf_w);
     return r->top_k;
 }
 
@@ -286,7 +307,8 @@ static int predict_union(sl_session *s, int next, int n, int rows, const int **o
     unsigned char *seen = (unsigned char *)(ids + X);
     memset(seen, 0, (size_t)X);
     for (int i = 0; i < rows; i++) {
-        sl_router_guess(N, logits + (size_t)i * (size_t)X, s->pf_ids, s->pf_w);
+        const int32_t tk = r->hash ? s->tokens[(int64_t)i * n / rows] : -1;
+        sl_router_guess(N, logits + (size_t)i * (size_t)X, tk, s->pf_ids, s->pf_w);
         for (int k = 0; k < K; k++) seen[s->pf_ids[k]] = 1;
     }
     int m = 0;
@@ -362,7 +384,7 @@ int sl_moe_block(sl_session *s, const sl_layer *L, int il, int n, sl_err *err)
     }
     if (L->d.ffn.n_ff_shexp > 0) {
         sl_mat g = sl_fwd_mat(&L->gate_shexp), u = sl_fwd_mat(&L->up_shexp), d = sl_fwd_mat(&L->down_shexp);
-        swiglu_ffn(s, &g, &u, &d, s->xb, n, s->tmp);
+        swiglu_ffn(s, &g, &u, &d, s->xb, n, s->tmp, L->d.ffn.clamp_sh);
         const float *gw = L->shexp_gate.data;
         for (int t = 0; t < n; t++) {
             const float *xb = s->xb + (size_t)t * E, *sh = s->tmp + (size_t)t * E;
@@ -389,7 +411,7 @@ static int ffn_block(sl_session *s, const sl_layer *L, int il, int n, sl_err *er
         if (rc) return rc;
     } else {
         sl_mat g = sl_fwd_mat(&L->ffn_gate), u = sl_fwd_mat(&L->ffn_up), d = sl_fwd_mat(&L->ffn_down);
-        swiglu_ffn(s, &g, &u, &d, s->xb, n, s->ffn_out);
+        swiglu_ffn(s, &g, &u, &d, s->xb, n, s->ffn_out, 0.0f);
     }
     for (size_t i = 0; i < (size_t)n * E; i++) s->x[i] += s->ffn_out[i];
     return SL_OK;
@@ -422,8 +444,16 @@ int sl_forward_batch(sl_session *s, const int32_t *tokens, int n, sl_err *err)
     for (int t = 0; t < n; t++) sl_mat_row_to_float(&emb, tokens[t], s->x + (size_t)t * E);
     if (m->embd_scale != 0.0f) /* gemma4: the rows times sqrt(n_embd) */
         for (size_t i = 0; i < (size_t)n * E; i++) s->x[i] *= m->embd_scale;
+    s->tokens = tokens; /* hash routing reads them */
+    if (m->hp.n_hc > 0) sl_ds4_embed(s, n); /* deepseek4: the rows to every stream */
     for (int il = 0; il < m->hp.n_layer; il++) {
         const sl_layer *L = &m->layers[il];
+        if (L->d.norm == SL_NORM_HC) { /* deepseek4 (block_ds4.c) */
+            int rc = sl_block_ds4(s, L, il, n, err);
+            if (!rc) rc = check_finite(s, s->x, n, E, 0, "hidden state", il, err);
+            if (rc) return rc;
+            continue;
+        }
         if (L->d.norm == SL_NORM_SANDWICH) { /* gemma4 (block_gemma4.c) */
             int rc = sl_block_sandwich(s, L, il, n, err);
             if (!rc) rc = check_finite(s, s->x, n, E, 0, "hidden state", il, err);
@@ -446,6 +476,7 @@ int sl_forward_batch(sl_session *s, const int32_t *tokens, int n, sl_err *err)
     /* logits: every token's, or only the last one's */
     const int first = s->all_logits ? 0 : n - 1;
     const int cnt = n - first;
+    if (m->hp.n_hc > 0) sl_ds4_head(s, first, cnt); /* deepseek4: the streams collapsed */
     for (int t = 0; t < cnt; t++)
         sl_rmsnorm(s->xb + (size_t)t * E, s->x + (size_t)(first + t) * E, m->output_norm.data, E,
                    m->hp.rms_eps);

@@ -48,8 +48,8 @@ static int check_multi(sl_session *b, sl_session *const *ss, const int32_t *cons
 {
     if (count < 1) return sl_err_set(err, SL_EINVAL, "a multi-session batch of %d sessions", count);
     if (!sl_model_multi_ok(b->m))
-        return sl_err_set(err, SL_EINVAL, "this model cannot batch sessions together "
-                          "(--route-trace or a lossy routing knob): "
+        return sl_err_set(err, SL_EINVAL, "this model cannot batch sessions together (a "
+                          "hyper-connection layer, --route-trace or a lossy routing knob): "
                           "evaluate each session on its own");
     if (!b->all_logits)
         return sl_err_set(err, SL_EINVAL, "the batch session of a multi-session batch needs "

@@ -68,5 +68,7 @@ extern const sl_mixer_ops sl_mixer_attn;
 extern const sl_mixer_ops sl_mixer_gdn;
 /* Multi-head latent attention (mix_mla.c, deepseek2). */
 extern const sl_mixer_ops sl_mixer_mla;
+/* deepseek4's attention: raw window, compressed blocks, indexer (mix_ds4.c). */
+extern const sl_mixer_ops sl_mixer_ds4;
 
 #endif

@@ -62,6 +62,12 @@ void sl_router_select(const sl_router_desc *rd, const float *p, const float *bia
     if (rd->n_group > 1) sl_router_group_limit(sel, X, rd->n_group, rd->n_group_used);
     sl_router_topk(sel, X, K, false, ids, w);
     for (int r = 0; r < K; r++) w[r] = p[ids[r]]; /* the unbiased scores */
+    sl_router_weights(rd, w);
+}
+
+void sl_router_weights(const sl_router_desc *rd, float *w)
+{
+    const int K = rd->top_k;
     if (rd->renorm) renorm_weights(w, K);
     if (rd->w_scale != 0.0f && rd->w_scale != 1.0f)
         for (int r = 0; r < K; r++) w[r] *= rd->w_scale;
@@ -96,7 +102,22 @@ void sl_route_batch(sl_session *s, const sl_layer *L, int n)
         int *ids = s->topk_ids + (size_t)t * K;
         float *w = s->topk_w + (size_t)t * K;
         const float *bias = rd->sel_bias ? L->exp_probs_b.data : NULL;
-        if (rd->score == SL_SCORE_SIGMOID) { /* deepseek2, glm4moe: as ggml_sigmoid */
+        if (rd->score == SL_SCORE_SQRT_SOFTPLUS) { /* deepseek4: as ggml_softplus, ggml_sqrt */
+            for (int e = 0; e < X; e++)
+                p[e] = sqrtf(p[e] > 20.0f ? p[e] : logf(1.0f + expf(p[e])));
+            if (rd->hash) { /* the token's row of the table (its first K when
+                               --n-expert-used lowered K), weights from p */
+                const int32_t *row = (const int32_t *)L->tid2eid.data +
+                                     (size_t)s->tokens[t] * (size_t)L->tid2eid.ne[0];
+                for (int r = 0; r < K; r++) { /* ids checked at load */
+                    ids[r] = row[r];
+                    w[r] = p[row[r]];
+                }
+                sl_router_weights(rd, w);
+            } else {
+                sl_router_select(rd, p, bias, ids, w);
+            }
+        } else if (rd->score == SL_SCORE_SIGMOID) { /* deepseek2, glm4moe: as ggml_sigmoid */
             for (int e = 0; e < X; e++) p[e] = 1.0f / (1.0f + expf(-p[e]));
             sl_router_select(rd, p, bias, ids, w);
         } else if (rd->score == SL_SCORE_SOFTMAX &&
@@ -113,9 +134,20 @@ void sl_route_batch(sl_session *s, const sl_layer *L, int n)
     }
 }
 
-void sl_router_guess(const sl_layer *L, float *logits, int *ids, float *w)
+void sl_router_guess(const sl_layer *L, float *logits, int32_t token, int *ids, float *w)
 {
     const sl_router_desc *rd = &L->d.ffn.router;
+    if (rd->hash && token >= 0) { /* the table says it exactly */
+        const int32_t *row = (const int32_t *)L->tid2eid.data + (size_t)token * L->tid2eid.ne[0];
+        for (int r = 0; r < rd->top_k; r++) ids[r] = row[r], w[r] = 0.0f;
+        return;
+    }
+    if (rd->score == SL_SCORE_SQRT_SOFTPLUS && !rd->hash) { /* monotone: as its scores */
+        for (int e = 0; e < rd->n_expert; e++)
+            logits[e] = sqrtf(logits[e] > 20.0f ? logits[e] : logf(1.0f + expf(logits[e])));
+        sl_router_select(rd, logits, L->exp_probs_b.data, ids, w);
+        return;
+    }
     if (rd->score == SL_SCORE_SIGMOID) { /* the selection the layer will make */
         for (int e = 0; e < rd->n_expert; e++) logits[e] = 1.0f / (1.0f + expf(-logits[e]));
         sl_router_select(rd, logits, rd->sel_bias ? L->exp_probs_b.data : NULL, ids, w);

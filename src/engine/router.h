@@ -38,19 +38,26 @@ void sl_router_group_limit(float *sel, int n, int n_group, int n_group_used);
 void sl_router_select(const sl_router_desc *rd, const float *p, const float *bias, int *ids,
                       float *w);
 
+/* The chosen experts' weights w[0..top_k) finished as rd says: renormalised
+ * (rd->renorm) and scaled (rd->w_scale). Cannot fail. */
+void sl_router_weights(const sl_router_desc *rd, float *w);
+
 /* A guess of the experts layer L picks for one token from its router
  * logits (logits[0..n_expert), overwritten): the same selection as
  * sl_route_batch for sigmoid scores (bias and groups included), the top-k
- * of the logits otherwise (a softmax keeps their order). For read-ahead
- * only. Cannot fail. */
-void sl_router_guess(const sl_layer *L, float *logits, int *ids, float *w);
+ * of the logits otherwise (a softmax keeps their order); on a hash layer
+ * (deepseek4) with token >= 0, that token's row of the table. For
+ * read-ahead only. Cannot fail. */
+void sl_router_guess(const sl_layer *L, float *logits, int32_t token, int *ids, float *w);
 /* gemma4's router input (sl_router_desc.own_norm) for the n rows of x
  * (n, n_embd): each row's unweighted RMS norm, times 1/sqrt(n_embd), times
  * L's per-channel router scale, into out (n, n_embd). Cannot fail. */
 void sl_router_own_input(const sl_layer *L, const float *x, int n, int n_embd, float eps,
                          float *out);
 
-/* Routes the n tokens of the batch through layer L's router: the logits of
+/* Routes the n tokens of the batch through layer L's router (a hash layer,
+ * deepseek4's first ones: the experts are s->tokens[t]'s row of the
+ * layer's table, weighted by their scores): the logits of
  * s->xb (the FFN's normalised input; with own_norm, sl_router_own_input of
  * the residual stream s->x, built in s->ffn_out) into s->router (with the router's bias
  * if the layer has one), then for each token t its top_k experts into

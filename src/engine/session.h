@@ -51,6 +51,8 @@ struct sl_session {
     float *gdn_beta;     /* (B, nv) */
     float *gdn_alpha;    /* (B, nv) */
     float *gdn_o;        /* (B, nv ds) its output before Wout */
+    float *ds4;          /* deepseek4's scratch (engine/ds4.h), empty otherwise */
+    const int32_t *tokens; /* the batch's token ids during sl_forward_batch (hash routing) */
     float *ffn_out;      /* (B, n_embd) */
     float *tmp;          /* (B, n_embd) one projection's output before scatter */
     float *hb;           /* (H, ff) gate activations, then SwiGLU's output */

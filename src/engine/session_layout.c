@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "engine/session_layout.h"
+#include "engine/ds4.h"
 #include "engine/fwd_mm.h"
 #include "engine/kv_rows.h"
 #include "engine/mixer.h"
@@ -331,6 +332,9 @@ int sl_session_layout_make(sl_session_layout *lay, const sl_model *m, const sl_s
     n[SL_SB_gdn_u] = mul3(&z, f, B, aw.u);
     n[SL_SB_gdn_z] = n[SL_SB_gdn_o] = mul3(&z, f, B, aw.vd);
     n[SL_SB_gdn_beta] = n[SL_SB_gdn_alpha] = mul3(&z, f, B, aw.nv);
+    sl_ds4_scratch ds4;
+    sl_ds4_scratch_layout(m, B, &ds4);
+    n[SL_SB_ds4] = mul(&z, f, ds4.total);
 
     uint64_t off = 0;
     for (int b = 0; b < SL_SB_COUNT && !z.overflow; b++) {

@@ -222,7 +222,11 @@ int sl_io_lane_open_fds(sl_io *io, io_lane *ln, sl_err *err)
                               io->files[i].path, strerror(errno));
         /* After a fallback, readahead would read bytes nobody asked for and
          * keep them cached: say the access is random. */
+#if defined(POSIX_FADV_RANDOM)
         if (io->info.direct_fell_back) posix_fadvise(fd, 0, 0, POSIX_FADV_RANDOM);
+#elif defined(F_RDAHEAD) /* macOS: no posix_fadvise; readahead off instead */
+        if (io->info.direct_fell_back) fcntl(fd, F_RDAHEAD, 0);
+#endif
         ln->fds[i] = fd;
     }
     return SL_OK;

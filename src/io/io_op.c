@@ -132,6 +132,10 @@ void sl_io_op_finish(io_lane *ln, io_op *op)
     op->d.t_end_ns = sl_now_ns();
     /* Buffered fallback: the bytes now live in the caller's buffer; keeping
      * them in the page cache too would double their memory. */
+#if defined(POSIX_FADV_DONTNEED) /* not on macOS: the pages stay until evicted */
     if (ln->io->info.direct_fell_back)
         posix_fadvise(op->fd, (off_t)op->it.w.offset, (off_t)op->it.want, POSIX_FADV_DONTNEED);
+#else
+    (void)ln;
+#endif
 }

@@ -19,6 +19,7 @@ static const sl_arch archs[] = {
     {"deepseek2",  sl_family_deepseek2_layer, SL_ROPE_NORMAL, SL_QK_NORM_NONE, false, true, false, true, false},
     {"glm4moe",    sl_family_glm4moe_layer, SL_ROPE_NEOX, SL_QK_NORM_HEAD, true,  true,  false, true,  false},
     {"glm-dsa",    sl_family_glm_dsa_layer, SL_ROPE_NORMAL, SL_QK_NORM_NONE, false, true, false, true, false},
+    {"deepseek4",  sl_family_deepseek4_layer, SL_ROPE_NORMAL, SL_QK_NORM_NONE, false, true, false, true, false},
 };
 
 const sl_arch *sl_arch_find(const char *name)
@@ -32,7 +33,7 @@ const sl_arch *sl_arch_find(const char *name)
 const char *sl_arch_supported_list(void)
 {
     return "llama, qwen2, qwen3, qwen2moe, qwen3moe, olmoe, qwen35moe, gpt-oss, gemma4, deepseek2, "
-           "glm4moe, glm-dsa";
+           "glm4moe, glm-dsa, deepseek4";
 }
 
 char *sl_arch_key(char *buf, size_t cap, const char *arch, const char *suffix)

@@ -66,6 +66,24 @@ static const sl_lt_role roles[SL_LT_COUNT] = {
     [SL_LT_IDX_PROJ] = {"indexer.proj.weight", SL_READS_INPUT, false},
     [SL_LT_IDX_K] = {"indexer.attn_k.weight", SL_READS_INPUT, false},
     [SL_LT_IDX_Q_B] = {"indexer.attn_q_b.weight", SL_READS_INPUT, false}, /* the q latent */
+    [SL_LT_HC_ATTN_FN] = {"hc_attn_fn.weight", SL_READS_INPUT, false}, /* the 4 streams' norm */
+    [SL_LT_HC_ATTN_BASE] = {"hc_attn_base.weight", SL_READS_NOTHING, false},
+    [SL_LT_HC_ATTN_SCALE] = {"hc_attn_scale.weight", SL_READS_NOTHING, false},
+    [SL_LT_HC_FFN_FN] = {"hc_ffn_fn.weight", SL_READS_INPUT, false},
+    [SL_LT_HC_FFN_BASE] = {"hc_ffn_base.weight", SL_READS_NOTHING, false},
+    [SL_LT_HC_FFN_SCALE] = {"hc_ffn_scale.weight", SL_READS_NOTHING, false},
+    [SL_LT_WKV] = {"attn_kv.weight", SL_READS_INPUT, false},
+    [SL_LT_WO_A] = {"attn_output_a.weight", SL_READS_INPUT, false}, /* a group's heads */
+    [SL_LT_WO_B] = {"attn_output_b.weight", SL_READS_INPUT, false}, /* the groups' ranks */
+    [SL_LT_COMP_KV] = {"attn_compressor_kv.weight", SL_READS_INPUT, false},
+    [SL_LT_COMP_GATE] = {"attn_compressor_gate.weight", SL_READS_INPUT, false},
+    [SL_LT_COMP_APE] = {"attn_compressor_ape.weight", SL_READS_NOTHING, false},
+    [SL_LT_COMP_NORM] = {"attn_compressor_norm.weight", SL_READS_NOTHING, false},
+    [SL_LT_IDX_COMP_KV] = {"indexer_compressor_kv.weight", SL_READS_INPUT, false},
+    [SL_LT_IDX_COMP_GATE] = {"indexer_compressor_gate.weight", SL_READS_INPUT, false},
+    [SL_LT_IDX_COMP_APE] = {"indexer_compressor_ape.weight", SL_READS_NOTHING, false},
+    [SL_LT_IDX_COMP_NORM] = {"indexer_compressor_norm.weight", SL_READS_NOTHING, false},
+    [SL_LT_TID2EID] = {"ffn_gate_tid2eid.weight", SL_READS_NOTHING, false},
 };
 
 /* The named fields of sl_layer alias t[] in the enum's order. */
@@ -132,6 +150,24 @@ ROLE_AT(idx_k_norm_b, SL_LT_IDX_K_NORM_B);
 ROLE_AT(idx_proj, SL_LT_IDX_PROJ);
 ROLE_AT(idx_k, SL_LT_IDX_K);
 ROLE_AT(idx_q_b, SL_LT_IDX_Q_B);
+ROLE_AT(hc_attn_fn, SL_LT_HC_ATTN_FN);
+ROLE_AT(hc_attn_base, SL_LT_HC_ATTN_BASE);
+ROLE_AT(hc_attn_scale, SL_LT_HC_ATTN_SCALE);
+ROLE_AT(hc_ffn_fn, SL_LT_HC_FFN_FN);
+ROLE_AT(hc_ffn_base, SL_LT_HC_FFN_BASE);
+ROLE_AT(hc_ffn_scale, SL_LT_HC_FFN_SCALE);
+ROLE_AT(wkv, SL_LT_WKV);
+ROLE_AT(wo_a, SL_LT_WO_A);
+ROLE_AT(wo_b, SL_LT_WO_B);
+ROLE_AT(comp_kv, SL_LT_COMP_KV);
+ROLE_AT(comp_gate, SL_LT_COMP_GATE);
+ROLE_AT(comp_ape, SL_LT_COMP_APE);
+ROLE_AT(comp_norm, SL_LT_COMP_NORM);
+ROLE_AT(idx_comp_kv, SL_LT_IDX_COMP_KV);
+ROLE_AT(idx_comp_gate, SL_LT_IDX_COMP_GATE);
+ROLE_AT(idx_comp_ape, SL_LT_IDX_COMP_APE);
+ROLE_AT(idx_comp_norm, SL_LT_IDX_COMP_NORM);
+ROLE_AT(tid2eid, SL_LT_TID2EID);
 _Static_assert(offsetof(sl_layer, d) == sizeof(sl_tensor) * SL_LT_COUNT,
                "every named tensor has a role");
 

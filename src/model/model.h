@@ -61,6 +61,15 @@ typedef struct sl_hparams {
     int idx_n_head;      /* attention.indexer.head_count */
     int idx_dim;         /* attention.indexer.key_length */
     int idx_top_k;       /* attention.indexer.top_k */
+    /* deepseek4 (ARCHS.md section 9; 0: not that family) */
+    int n_hc;            /* hyper_connection.count: residual streams per token */
+    int hc_iters;        /* hyper_connection.sinkhorn_iterations */
+    float hc_eps;        /* hyper_connection.epsilon */
+    int n_swa;           /* attention.sliding_window */
+    int n_hash;          /* hash_layer_count: layers routed by token id */
+    int o_groups;        /* attention.output_group_count */
+    int o_lora;          /* attention.output_lora_rank */
+    float comp_rope_base; /* attention.compress_rope_freq_base */
 } sl_hparams;
 
 /* A resident tensor: shape, type and a pointer into the model's memory. */
@@ -118,6 +127,16 @@ typedef enum sl_ltensor {
     /* glm-dsa: the indexer's key norm (LayerNorm weight and bias), head
      * weights, key and query projections */
     SL_LT_IDX_K_NORM, SL_LT_IDX_K_NORM_B, SL_LT_IDX_PROJ, SL_LT_IDX_K, SL_LT_IDX_Q_B,
+    /* deepseek4: the hyper-connection mixes of the attention and FFN halves
+     * (fn, base, scale each), the shared key/value projection, the grouped
+     * low-rank output, the compressor and the indexer's compressor (kv,
+     * gate, ape, norm each), the hash layers' token-id table */
+    SL_LT_HC_ATTN_FN, SL_LT_HC_ATTN_BASE, SL_LT_HC_ATTN_SCALE,
+    SL_LT_HC_FFN_FN, SL_LT_HC_FFN_BASE, SL_LT_HC_FFN_SCALE,
+    SL_LT_WKV, SL_LT_WO_A, SL_LT_WO_B,
+    SL_LT_COMP_KV, SL_LT_COMP_GATE, SL_LT_COMP_APE, SL_LT_COMP_NORM,
+    SL_LT_IDX_COMP_KV, SL_LT_IDX_COMP_GATE, SL_LT_IDX_COMP_APE, SL_LT_IDX_COMP_NORM,
+    SL_LT_TID2EID,
     SL_LT_COUNT
 } sl_ltensor;
 
@@ -144,6 +163,8 @@ typedef enum sl_mixer_kind {
     SL_MIXER_ATTN = 0, /* causal softmax attention over a K/V cache */
     SL_MIXER_GDN,      /* gated DeltaNet: a causal conv and a delta-rule state */
     SL_MIXER_MLA,      /* multi-head latent attention over a compressed KV cache */
+    SL_MIXER_DS4,      /* deepseek4: one shared K=V head over a raw window and
+                          compressed blocks (mix_ds4.c) */
     SL_MIXER_COUNT
 } sl_mixer_kind;
 
@@ -193,6 +214,24 @@ typedef struct sl_mla_desc {
                         selection of the last full layer before it */
 } sl_mla_desc;
 
+/* deepseek4's attention (ARCHS.md section 9): H query heads against one
+ * shared head of D values that is both key and value, over the raw keys
+ * of the last n_swa positions and, when ratio is 4 or 128, the compressed
+ * blocks of ratio positions each (ratio 4: the indexer's top_k of them). */
+typedef struct sl_ds4_desc {
+    int ratio;       /* 0, 4 or 128 */
+    int n_head, head_dim, n_rot, q_lora;
+    int n_swa;
+    int o_groups, o_lora;
+    int idx_n_head, idx_dim, idx_top_k; /* ratio 4 only */
+    int hadamard;    /* > 0: q, k and compressed rows pass through an
+                        orthonormal Hadamard transform of this size (D == di) */
+    int idx_hadamard; /* the indexer's transform size */
+    sl_rope rope;    /* of q, k and the output's de-rope at the token's position */
+    sl_rope comp_rope; /* of compressed rows and the indexer (compress base, YaRN) */
+    float scale;     /* 1 / sqrt(D) */
+} sl_ds4_desc;
+
 /* Gated DeltaNet (ARCHS.md section 1): nk q/k heads and nv v heads of ds
  * values, a causal depthwise conv of conv_k taps over the 2 nk ds + nv ds
  * projected channels, and one ds x ds state per v head. */
@@ -221,6 +260,7 @@ typedef enum sl_router_score {
     SL_SCORE_SOFTMAX = 0, /* softmax over every expert, then top-k */
     SL_SCORE_TOPK_SOFTMAX, /* top-k of the raw logits, softmax over those k (gpt-oss) */
     SL_SCORE_SIGMOID,      /* sigmoid of each logit (deepseek2, glm4moe) */
+    SL_SCORE_SQRT_SOFTPLUS, /* sqrt(softplus(logit)) (deepseek4) */
 } sl_router_score;
 
 typedef struct sl_router_desc {
@@ -239,6 +279,8 @@ typedef struct sl_router_desc {
                                   n_group_used best groups are eligible */
     float w_scale;           /* the weights multiplied by it after renorm
                                 (0 or 1: not) */
+    bool hash;               /* deepseek4's first layers: the experts are the
+                                token's row of the tid2eid table */
 } sl_router_desc;
 
 typedef struct sl_ffn_desc {
@@ -254,6 +296,8 @@ typedef struct sl_ffn_desc {
                                 beside the routed experts (0: none) */
     bool shexp_ungated;      /* the shared expert's output is added as it is
                                 (deepseek2, glm4moe): no sigmoid gate tensor */
+    float clamp, clamp_sh;   /* deepseek4: > 0 clamps the SwiGLU of the routed
+                                (shared) experts: gate min(g, L), up clamp(u, -L, L) */
 } sl_ffn_desc;
 
 /* Where the RMS norms sit around a layer's two blocks. */
@@ -261,6 +305,8 @@ typedef enum sl_norm_place {
     SL_NORM_PRE = 0, /* x += mixer(norm(x)); x += ffn(norm(x)) */
     SL_NORM_SANDWICH, /* gemma4: x += post(mixer(norm(x))); x += post(ffn(...)),
                          then x *= the layer's scalar (engine/block_gemma4.c) */
+    SL_NORM_HC,       /* deepseek4: four hyper-connection streams mixed around
+                         each half (engine/block_ds4.c) */
 } sl_norm_place;
 
 typedef struct sl_layer_desc {
@@ -270,6 +316,7 @@ typedef struct sl_layer_desc {
     sl_ffn_desc ffn;
     sl_norm_place norm;
     sl_mla_desc mla;         /* SL_MIXER_MLA */
+    sl_ds4_desc ds4;         /* SL_MIXER_DS4 */
 } sl_layer_desc;
 
 /* A layer's tensors, by role (t[SL_LT_WQ]) or by name (wq): the same
@@ -309,6 +356,14 @@ typedef struct sl_layer {
             /* glm-dsa indexer: k_norm, its bias [di], proj [n_embd, ih],
              * attn_k [n_embd, di], attn_q_b [q_lora, ih*di] */
             sl_tensor idx_k_norm, idx_k_norm_b, idx_proj, idx_k, idx_q_b;
+            /* deepseek4: hc fn [4E, 24], base [24], scale [3] (attention,
+             * FFN); kv [E, D]; wo_a [H D / G, G R] (group g: rows
+             * [g R, (g+1) R)); wo_b [G R, E]; compressor kv / gate
+             * [E, c D], ape [c D, ratio], norm [D]; the indexer's the same
+             * with di; tid2eid [top_k, n_vocab] (I32) */
+            sl_tensor hc_attn_fn, hc_attn_base, hc_attn_scale, hc_ffn_fn, hc_ffn_base,
+                hc_ffn_scale, wkv, wo_a, wo_b, comp_kv, comp_gate, comp_ape, comp_norm,
+                idx_comp_kv, idx_comp_gate, idx_comp_ape, idx_comp_norm, tid2eid;
         };
     };
     sl_layer_desc d;
@@ -346,6 +401,9 @@ struct sl_model {
     /* gemma4: rope_freqs [head_dim_full / 2] (absent: NULL data), the
      * embedding rows' scale (0: none) and the final logit softcap (0: none) */
     sl_tensor rope_freqs;
+    /* deepseek4: the hyper-connection head, output_hc_fn [4E, 4], _base [4],
+     * _scale [1] (absent: NULL data) */
+    sl_tensor hc_head_fn, hc_head_base, hc_head_scale;
     float embd_scale;
     float logit_softcap;
     struct sl_route_knobs *knobs; /* lossy routing knobs, owned; NULL: exact routing

@@ -13,6 +13,8 @@ struct sl_binder {
     bool experts;     /* the tensors being bound are routed experts */
     sl_err *err;
     sl_llama_rev llama_rev; /* sl_model_params.llama_rev (model/llama_rev.h) */
+    bool allow_i32;   /* the tensor being bound may be an I32 table (deepseek4's
+                         tid2eid), read as it is, never as weights */
 };
 
 /* Binds layer il's tensor of role r by its GGUF name, checking its shape
@@ -78,6 +80,10 @@ int sl_bind_mla_layer(sl_binder *b, int il, sl_router_score default_score);
 /* The layer function of glm-dsa (family_glm_dsa.c): sl_bind_mla_layer
  * with sigmoid routing by default, and the sparse-attention indexer. */
 int sl_family_glm_dsa_layer(sl_binder *b, int il);
+
+/* The layer function of deepseek4 (family_deepseek4.c); layer 0 also
+ * reads the model-wide keys and binds the hc head. */
+int sl_family_deepseek4_layer(sl_binder *b, int il);
 
 /* The layer function of gpt-oss (family_gptoss.c). */
 int sl_family_gptoss_layer(sl_binder *b, int il);

@@ -65,7 +65,8 @@ static int bind(binder *b, sl_tensor *t, const char *name, bool required, int n,
                           got, exp);
     }
     const sl_type_traits *tr = sl_type_get(info->type);
-    if (!tr || !tr->to_float)
+    const bool i32 = b->allow_i32 && info->type == SL_TYPE_I32 && n == 2;
+    if (!i32 && (!tr || !tr->to_float))
         return sl_err_set(b->err, SL_EUNSUPPORTED, "tensor '%s' has type %s, which sluice "
                           "cannot compute with yet", name, sl_type_name(info->type));
     if (n == 1 && info->type != SL_TYPE_F32)
@@ -75,7 +76,11 @@ static int bind(binder *b, sl_tensor *t, const char *name, bool required, int n,
     t->type = info->type;
     memcpy(t->ne, info->ne, sizeof t->ne);
     t->nbytes = info->nbytes;
-    t->row_bytes = info->ne[0] / tr->block_size * tr->type_size;
+    t->row_bytes = i32 ? info->ne[0] * 4 : info->ne[0] / tr->block_size * tr->type_size;
+    if (i32 && info->nbytes != t->row_bytes * info->ne[1])
+        return sl_err_set(b->err, SL_EFORMAT, "tensor '%s' has %llu bytes for an I32 table of "
+                          "%llu x %llu", name, (unsigned long long)info->nbytes,
+                          (unsigned long long)info->ne[0], (unsigned long long)info->ne[1]);
     t->info = info;
     uint64_t aligned;
     uint64_t *total = b->experts ? &b->m->expert_bytes : &b->m->dense_bytes;
@@ -137,7 +142,7 @@ static int map_files(sl_model *m, sl_err *err)
 }
 
 /* The tensors that are resident (routed experts only when not streaming),
- * in placing order, into ts (room for 4 + n_layer * SL_LT_COUNT); returns
+ * in placing order, into ts (room for 8 + n_layer * SL_LT_COUNT); returns
  * how many. */
 static size_t resident_tensors(sl_model *m, sl_tensor **ts)
 {
@@ -151,6 +156,9 @@ static size_t resident_tensors(sl_model *m, sl_tensor **ts)
                 m->layers[il].t[r].info && !m->layers[il].t[r].view_of)
                 ts[n++] = &m->layers[il].t[r];
     if (m->rope_freqs.info) ts[n++] = &m->rope_freqs;
+    sl_tensor *head[3] = {&m->hc_head_fn, &m->hc_head_base, &m->hc_head_scale};
+    for (int i = 0; i < 3; i++)
+        if (head[i]->info) ts[n++] = head[i];
     return n;
 }
 
@@ -177,7 +185,7 @@ static int read_direct(sl_model *m, const sl_model_params *p, sl_err *err)
 {
     const uint32_t nf = sl_gguf_file_count(m->gguf);
     const char **paths = calloc(nf ? nf : 1, sizeof *paths);
-    const size_t cap = 4 + (size_t)m->hp.n_layer * SL_LT_COUNT;
+    const size_t cap = 8 + (size_t)m->hp.n_layer * SL_LT_COUNT;
     sl_tensor **ts = malloc(sizeof *ts * cap);
     sl_io_range *rg = malloc(sizeof *rg * cap);
     sl_io *io = NULL;
@@ -284,6 +292,9 @@ static int place_weights(sl_model *m, const sl_model_params *p, sl_err *err)
         }
     }
     if ((rc = place(m, &m->rope_freqs, &cur, err))) return rc;
+    if ((rc = place(m, &m->hc_head_fn, &cur, err)) || (rc = place(m, &m->hc_head_base, &cur, err)) ||
+        (rc = place(m, &m->hc_head_scale, &cur, err)))
+        return rc;
     set_views(m);
     if (!m->maps) {
         m->load.bytes = (uint64_t)(cur - (uint8_t *)m->weights);

@@ -180,7 +180,8 @@ void sl_rope_apply(const sl_rope *r, float *x, int n_heads, int head_dim, int64_
             theta = fmaf(theta, 1.0f - mix, theta_extrap * mix);
             mscale *= fmaf(0.1f, logf(1.0f / r->freq_scale), 1.0f);
         }
-        const float c = cosf(theta) * mscale, s = sinf(theta) * mscale;
+        const float c = cosf(theta) * mscale;
+        const float s = r->inverse ? -(sinf(theta) * mscale) : sinf(theta) * mscale;
         const int a = r->neox ? i0 / 2 : i0;
         const int b = r->neox ? i0 / 2 + nd / 2 : i0 + 1;
         for (int h = 0; h < n_heads; h++) {

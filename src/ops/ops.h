@@ -87,6 +87,7 @@ typedef struct sl_rope {
     float attn_factor; /* magnitude scale (1) */
     float beta_fast, beta_slow;
     int n_ctx_orig;    /* yarn: original training context */
+    bool inverse;      /* rotate by -theta (ggml_rope_ext_back: deepseek4's de-rope) */
 } sl_rope;
 
 /* Rotates n_heads heads of head_dim values at x (head h at x + h*head_dim)

@@ -112,7 +112,7 @@ static void choose_kernels(void)
         bool ok = sl_vec_dot_fill_k_neon(k, cpu.dotprod);
         ok = sl_vec_dot_fill_q8_neon(k, cpu.dotprod) && ok;
         ok = sl_vec_dot_fill_fp_neon(k) && ok;
-        ok = sl_vec_dot_fill_legacy_neon(k) && ok;
+        ok = sl_vec_dot_fill_legacy_neon(k, cpu.dotprod) && ok;
         /* the types without a NEON kernel take the scalar one (with its
          * multi-token twin) into this set, so the set is complete like
          * AVX2's and the traits always name the chosen set's kernel */
@@ -172,6 +172,12 @@ const char *sl_quant_kernel_set(void)
     case SL_ISA_NEON: return g_dotprod ? "neon+dotprod" : "neon";
     default: return "ref";
     }
+}
+
+bool sl_quant_neon_dotprod(void)
+{
+    sl_quant_init();
+    return g_dotprod;
 }
 
 sl_vec_dot_fn sl_quant_vec_dot_isa(uint32_t t, sl_isa isa)

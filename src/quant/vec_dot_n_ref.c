@@ -14,6 +14,7 @@
 #include <math.h>
 
 #include "quant/quant_internal.h"
+#include "quant/quant_neon.h"
 #include "quant/vec_dot_k_lanes.h"
 #include "quant/vec_dot_rp.h"
 
@@ -210,6 +211,10 @@ sl_vec_dot_rows8_fn sl_vec_dot_rows8_q4_K_rp_isa(sl_rp_order order, sl_isa isa)
     if (isa == SL_ISA_SCALAR) return order == SL_RP_GEMM ? rows8_q4_K_rp64 : rows8_q4_K_rp256;
     if (isa == SL_ISA_AVX2 && sl_quant_vec_dot_isa(SL_TYPE_Q4_K, SL_ISA_AVX2))
         return sl_vec_dot_rows8_q4_K_rp_avx2(order);
+    sl_rp32_neon k; /* the NEON set: the SDOT form when it was chosen with it */
+    if (isa == SL_ISA_NEON && sl_quant_vec_dot_isa(SL_TYPE_Q4_K, SL_ISA_NEON) &&
+        sl_rp_q4k_neon_get(order, sl_quant_neon_dotprod(), &k))
+        return k.rows8;
     return NULL;
 }
 
@@ -225,6 +230,10 @@ sl_vec_dot_n_fn sl_vec_dot_n_q4_K_rp_isa(sl_rp_order order, sl_isa isa)
     /* the AVX2 set exists and runs here exactly when its Q4_K kernel does */
     if (isa == SL_ISA_AVX2 && sl_quant_vec_dot_isa(SL_TYPE_Q4_K, SL_ISA_AVX2))
         return sl_vec_dot_n_q4_K_rp_avx2(order);
+    sl_rp32_neon k;
+    if (isa == SL_ISA_NEON && sl_quant_vec_dot_isa(SL_TYPE_Q4_K, SL_ISA_NEON) &&
+        sl_rp_q4k_neon_get(order, sl_quant_neon_dotprod(), &k))
+        return k.n;
     return NULL;
 }
 

@@ -1,12 +1,14 @@
 /* vec_dot_rp32_ref.c - scalar Q4_0 / IQ4_NL / MXFP4 x Q8_0 kernels in the
  * order of llama.cpp's repacked 8x8 gemm and gemv (vec_dot_rp.h): per
  * (row, token) an exact integer sum per 32-element block and one fmaf per
- * block, in block order. The AVX2 twins (vec_dot_rp32_avx2.c) give the
- * same bits; the dispatch between the two sets lives here too.
+ * block, in block order. The AVX2 twins (vec_dot_rp32_avx2.c) and the NEON
+ * ones (vec_dot_rp32_neon*.c) give the same bits; the dispatch between the
+ * sets lives here too.
  * Must not know: threads, matrices, which CPU we run on. */
 #include <math.h>
 
 #include "quant/quant_internal.h"
+#include "quant/quant_neon.h"
 #include "quant/vec_dot_rp.h"
 
 /* The signed levels of block i of a row of `type` and its weight scale. */
@@ -126,8 +128,18 @@ static bool avx2_runs(sl_type type)
     return sl_quant_vec_dot_isa((uint32_t)type, SL_ISA_AVX2) != NULL;
 }
 
+/* the NEON kernels of type when the NEON set runs here (the SDOT forms when
+ * the set was chosen with them); false otherwise */
+static bool neon_kernels(sl_type type, sl_rp32_neon *k)
+{
+    return sl_quant_vec_dot_isa((uint32_t)type, SL_ISA_NEON) != NULL &&
+           sl_rp32_neon_get(type, sl_quant_neon_dotprod(), k);
+}
+
 sl_vec_dot_n_fn sl_vec_dot_n_b32_rp_isa(sl_type type, sl_isa isa)
 {
+    sl_rp32_neon k;
+    if (isa == SL_ISA_NEON) return neon_kernels(type, &k) ? k.n : NULL;
     if (isa == SL_ISA_SCALAR) return sl_vec_dot_n_b32_rp_ref(type);
     if (isa == SL_ISA_AVX2 && sl_vec_dot_n_b32_rp_ref(type) && avx2_runs(type))
         return sl_vec_dot_n_b32_rp_avx2(type);
@@ -142,6 +154,8 @@ sl_vec_dot_n_fn sl_vec_dot_n_b32_rp(sl_type type)
 
 sl_vec_dot_rows8_fn sl_vec_dot_rows8_b32_rp_isa(sl_type type, sl_isa isa)
 {
+    sl_rp32_neon k;
+    if (isa == SL_ISA_NEON) return neon_kernels(type, &k) ? k.rows8 : NULL;
     if (isa == SL_ISA_SCALAR) return sl_vec_dot_rows8_b32_rp_ref(type);
     if (isa == SL_ISA_AVX2 && sl_vec_dot_rows8_b32_rp_ref(type) && avx2_runs(type))
         return sl_vec_dot_rows8_b32_rp_avx2(type);

@@ -3,12 +3,14 @@
  * one row back out, and the scalar kernel over it, which gives the bits of
  * the rp32 kernels on the plain layout (per (row, token) the same exact
  * block sums and the same fmaf chain). The AVX2 twin is
- * vec_dot_rp32x8_avx2.c; the dispatch between the two lives here.
+ * vec_dot_rp32x8_avx2.c, the NEON ones vec_dot_rp32_neon*.c; the
+ * dispatch between the sets lives here.
  * Must not know: threads, matrices beyond their bytes, which CPU. */
 #include <math.h>
 #include <string.h>
 
 #include "quant/quant_internal.h"
+#include "quant/quant_neon.h"
 #include "quant/vec_dot_rp.h"
 
 /* bytes of one row's block, and of its scale (the part before the nibbles) */
@@ -141,6 +143,10 @@ sl_vec_dot_rows8_fn sl_vec_dot_x8_b32_rp_isa(sl_type type, sl_isa isa)
     /* the AVX2 set exists exactly where the plain-layout rp32 one does */
     if (isa == SL_ISA_AVX2 && sl_vec_dot_rows8_b32_rp_isa(type, SL_ISA_AVX2))
         return sl_vec_dot_x8_b32_rp_avx2(type);
+    sl_rp32_neon k;
+    if (isa == SL_ISA_NEON && sl_quant_vec_dot_isa((uint32_t)type, SL_ISA_NEON) &&
+        sl_rp32_neon_get(type, sl_quant_neon_dotprod(), &k))
+        return k.x8;
     return NULL;
 }
 

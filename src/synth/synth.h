@@ -164,6 +164,8 @@ typedef enum sl_synth_role {
     SL_SYNTH_R_SSM_OUT,     /* ssm_out {nv ds, E} */
     SL_SYNTH_R_ROPE_FREQS,  /* gemma4 rope_freqs {D/2}: 1 on the first quarter of
                                the pairs, 1e30 after (proportional rope), F32 */
+    SL_SYNTH_R_TID2EID,     /* deepseek4's hash table {K, V}: I32, each token's row
+                               K distinct expert ids below n_expert */
 } sl_synth_role;
 
 typedef struct sl_synth_tensor {

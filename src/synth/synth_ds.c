@@ -78,7 +78,7 @@ static const ds_preset presets[] = {
 bool sl_synth_ds_arch(const char *arch)
 {
     return arch && (!strcmp(arch, "deepseek2") || !strcmp(arch, "glm4moe") ||
-                    !strcmp(arch, "glm-dsa"));
+                    !strcmp(arch, "glm-dsa") || !strcmp(arch, "deepseek4"));
 }
 
 /* MLA attention: deepseek2 and glm-dsa. */
@@ -111,18 +111,20 @@ static bool idx_full(const sl_synth_ds *c, uint32_t l)
 
 const char *sl_synth_ds_presets(void)
 {
-    return "tiny (deepseek2, glm4moe and glm-dsa: n_embd 64, 3 layers, 8 experts top-2), "
+    return "tiny (deepseek2, glm4moe and glm-dsa: n_embd 64, 3 layers, 8 experts top-2; "
+           "deepseek4: the reference fixture's shape, 4 layers with ratios 0/4/128/4), "
            "deepseek-v3, "
-           "kimi-k2 (deepseek2), glm-4.6 (glm4moe), glm-5 (glm-dsa) with the published dimensions "
-           "(use --layers for a few)";
+           "kimi-k2 (deepseek2), glm-4.6 (glm4moe), glm-5 (glm-dsa), v4-flash (deepseek4) with "
+           "the published dimensions (use --layers for a few)";
 }
 
 int sl_synth_ds_init(sl_synth_ds *c, const char *arch, const char *preset, sl_err *err)
 {
     memset(c, 0, sizeof *c);
     if (!sl_synth_ds_arch(arch))
-        return sl_err_set(err, SL_EINVAL, "'%s' is not deepseek2, glm4moe or glm-dsa",
+        return sl_err_set(err, SL_EINVAL, "'%s' is not deepseek2, glm4moe, glm-dsa or deepseek4",
                           arch ? arch : "(none)");
+    if (!strcmp(arch, "deepseek4")) return sl_synth_ds4_init(c, preset, err);
     for (size_t i = 0; i < N_PRESETS; i++)
         if (preset && !strcmp(preset, presets[i].name) && !strcmp(arch, presets[i].arch)) {
             *c = presets[i].c;
@@ -143,6 +145,7 @@ int sl_synth_ds_validate(const sl_synth_ds *c, sl_err *err)
     const bool mla = is_mla(c);
     if (!sl_synth_ds_arch(c->arch))
         return sl_err_set(err, SL_EINVAL, "unknown architecture '%s'", c->arch);
+    if (!strcmp(c->arch, "deepseek4")) return sl_synth_ds4_validate(c, err);
     if (c->n_layer < 1 || c->n_layer > 1024 || c->n_nextn > 4)
         return sl_err_set(err, SL_EINVAL, "layer count %u (MTP %u) out of range 1..1024",
                           c->n_layer, c->n_nextn);
@@ -199,6 +202,16 @@ typedef struct plan {
     size_t n, cap;
     int rc;
 } plan;
+
+static void add(plan *p, int layer, const char *suffix, sl_synth_role role, uint32_t n_dims,
+                uint64_t ne0, uint64_t ne1, uint64_t ne2);
+
+/* add for synth_ds4.c (sl_synth_ds_add_fn) */
+static void add_cb(void *p, int layer, const char *suffix, sl_synth_role role, uint32_t n_dims,
+                   uint64_t ne0, uint64_t ne1, uint64_t ne2)
+{
+    add(p, layer, suffix, role, n_dims, ne0, ne1, ne2);
+}
 
 static void add(plan *p, int layer, const char *suffix, sl_synth_role role, uint32_t n_dims,
                 uint64_t ne0, uint64_t ne1, uint64_t ne2)
@@ -306,6 +319,7 @@ static sl_synth_config generic_view(const sl_synth_ds *c)
     memset(&g, 0, sizeof g);
     snprintf(g.arch, sizeof g.arch, "%s", c->arch);
     g.n_layer = c->n_layer + c->n_nextn;
+    g.n_expert = c->n_expert; /* deepseek4's token-id table draws ids below it */
     g.type = c->type;
     g.seed = c->seed;
     return g;
@@ -315,16 +329,20 @@ static int build_plan(const sl_synth_ds *c, plan *p)
 {
     memset(p, 0, sizeof *p);
     const uint64_t E = c->n_embd, V = c->n_vocab;
-    add(p, -1, SL_T_TOKEN_EMBD, SL_SYNTH_R_TOKEN_EMBD, 2, E, V, 0);
-    add(p, -1, SL_T_OUTPUT_NORM, SL_SYNTH_R_NORM, 1, E, 0, 0);
-    add(p, -1, SL_T_OUTPUT, SL_SYNTH_R_OUTPUT, 2, E, V, 0);
-    for (uint32_t l = 0; l < c->n_layer + c->n_nextn; l++) {
-        add_attention(p, c, (int)l);
-        add_ffn(p, c, (int)l);
-        if (l >= c->n_layer) { /* an MTP block: loaded as weights, never run */
-            add(p, (int)l, "nextn.eh_proj.weight", SL_SYNTH_R_ATTN_OUT, 2, 2 * E, E, 0);
-            add(p, (int)l, "nextn.enorm.weight", SL_SYNTH_R_NORM, 1, E, 0, 0);
-            add(p, (int)l, "nextn.hnorm.weight", SL_SYNTH_R_NORM, 1, E, 0, 0);
+    if (!strcmp(c->arch, "deepseek4")) {
+        sl_synth_ds4_plan(c, add_cb, p);
+    } else {
+        add(p, -1, SL_T_TOKEN_EMBD, SL_SYNTH_R_TOKEN_EMBD, 2, E, V, 0);
+        add(p, -1, SL_T_OUTPUT_NORM, SL_SYNTH_R_NORM, 1, E, 0, 0);
+        add(p, -1, SL_T_OUTPUT, SL_SYNTH_R_OUTPUT, 2, E, V, 0);
+        for (uint32_t l = 0; l < c->n_layer + c->n_nextn; l++) {
+            add_attention(p, c, (int)l);
+            add_ffn(p, c, (int)l);
+            if (l >= c->n_layer) { /* an MTP block: loaded as weights, never run */
+                add(p, (int)l, "nextn.eh_proj.weight", SL_SYNTH_R_ATTN_OUT, 2, 2 * E, E, 0);
+                add(p, (int)l, "nextn.enorm.weight", SL_SYNTH_R_NORM, 1, E, 0, 0);
+                add(p, (int)l, "nextn.hnorm.weight", SL_SYNTH_R_NORM, 1, E, 0, 0);
+            }
         }
     }
     const sl_synth_config g = generic_view(c);
@@ -406,7 +424,11 @@ static int write_metadata(sl_gguf_writer *w, const sl_synth_ds *c, const sl_synt
     snprintf(name, sizeof name, "sluice synthetic %s %s (seed %llu)", c->arch, c->preset,
              (unsigned long long)c->seed);
     sl_synth_keys_general(&k, name, c->type);
-    arch_keys(&k, c);
+    if (!strcmp(c->arch, "deepseek4")) {
+        if (!k.rc) k.rc = sl_synth_ds4_keys(c, w);
+    } else {
+        arch_keys(&k, c);
+    }
     sl_synth_keys_vocab(&k, v, c->pre[0] ? c->pre : SL_SYNTH_PRE_NAME);
     if (!k.rc) k.rc = sl_gguf_writer_set_bool(w, "tokenizer.ggml.add_bos_token", false);
     if (!k.rc) k.rc = sl_gguf_writer_set_str(w, "tokenizer.chat_template", sl_synth_chat_template());

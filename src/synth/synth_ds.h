@@ -47,9 +47,32 @@ typedef struct sl_synth_ds {
     uint64_t seed;
     char pre[24];          /* tokenizer.ggml.pre written ("" : the generic
                               generator's qwen2; its vocabulary either way) */
+    /* deepseek4 (synth_ds4.c; ARCHS.md section 9): head_dim is D, rope_dim
+     * the roped tail, q_lora the q rank; layers < n_raw are ratio 0, then
+     * ratio 4 and 128 alternate (V4-Flash's [0, 0, 4, 128, 4, 128, ...]) */
+    uint32_t n_swa, n_raw, o_groups, o_lora, idx_head, idx_dim, idx_top_k;
+    uint32_t hc_iters, n_hash;
+    float clamp, comp_base;
 } sl_synth_ds;
 
-/* True if arch is one this file writes (deepseek2, glm4moe). */
+/* deepseek4's presets, checks and tensor list (synth_ds4.c), called by
+ * the functions below for that architecture. */
+int sl_synth_ds4_init(sl_synth_ds *c, const char *preset, sl_err *err);
+int sl_synth_ds4_validate(const sl_synth_ds *c, sl_err *err);
+/* The compress ratio of main layer l (0, 4 or 128). */
+uint32_t sl_synth_ds4_ratio(const sl_synth_ds *c, uint32_t l);
+/* Adds one tensor to a plan (synth_ds.c's list): layer -1 for a global
+ * tensor, suffix its name (after "blk.N."), its role and shape. */
+typedef void (*sl_synth_ds_add_fn)(void *plan, int layer, const char *suffix, sl_synth_role role,
+                                   uint32_t n_dims, uint64_t ne0, uint64_t ne1, uint64_t ne2);
+/* deepseek4's tensor list through add, and its architecture keys into w
+ * (0 or the writer's error). */
+int sl_synth_ds4_plan(const sl_synth_ds *c, sl_synth_ds_add_fn add, void *plan);
+struct sl_gguf_writer;
+int sl_synth_ds4_keys(const sl_synth_ds *c, struct sl_gguf_writer *w);
+
+/* True if arch is one this file writes (deepseek2, glm4moe, glm-dsa,
+ * deepseek4). */
 bool sl_synth_ds_arch(const char *arch);
 
 /* Fills c from an architecture and a preset: "tiny" (unit tests), and the

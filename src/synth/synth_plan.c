@@ -56,6 +56,7 @@ sl_type sl_synth_pick_type(const sl_synth_config *c, sl_synth_role role, int lay
                            uint64_t ne0, bool *fell_back)
 {
     *fell_back = false;
+    if (role == SL_SYNTH_R_TID2EID) return SL_TYPE_I32;
     switch (role) {
     case SL_SYNTH_R_NORM:
     case SL_SYNTH_R_BIAS:
@@ -141,6 +142,13 @@ void sl_synth_gen_rows_simd(const sl_synth_config *c, const sl_synth_tensor *t, 
         for (uint64_t i = 0; i < nrows * ne0; i++) dst[i] = -expf(dst[i]);
     if (t->role == SL_SYNTH_R_ROPE_FREQS) /* gemma4's proportional rope */
         for (uint64_t i = 0; i < nrows * ne0; i++) dst[i] = i % ne0 < ne0 / 4 ? 1.0f : 1e30f;
+    if (t->role == SL_SYNTH_R_TID2EID) { /* a run of ne0 distinct ids from a token's start */
+        const uint64_t X = c->n_expert ? c->n_expert : 1;
+        for (uint64_t r = 0; r < nrows; r++) {
+            const uint64_t start = sl_rng_derive(c->seed, salt, row0 + r) % X;
+            for (uint64_t k = 0; k < ne0; k++) dst[r * ne0 + k] = (float)((start + k) % X);
+        }
+    }
 }
 
 void sl_synth_gen_rows(const sl_synth_config *c, const sl_synth_tensor *t, uint64_t row0,

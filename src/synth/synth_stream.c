@@ -44,6 +44,8 @@ static void encode(const sl_synth_tensor *t, const float *src, uint64_t n, void 
 {
     if (t->type == SL_TYPE_F32) {
         memcpy(dst, src, n * sizeof(float));
+    } else if (t->type == SL_TYPE_I32) { /* a table of small integers */
+        for (uint64_t i = 0; i < n; i++) ((int32_t *)dst)[i] = (int32_t)src[i];
     } else {
         /* The fast variant (F16 included: F16C where the CPU has it): one
          * candidate scale per group. Synthetic weights gain nothing from a
@@ -242,7 +244,8 @@ int sl_synth_stream_measure(const sl_synth_tensor *t, size_t nt, sl_synth_stream
     memset(out, 0, sizeof *out);
     for (size_t i = 0; i < nt; i++) {
         const sl_type_traits *tr = sl_type_get(t[i].type);
-        if (!tr || (t[i].type != SL_TYPE_F32 && t[i].type != SL_TYPE_F16 && !tr->from_float))
+        if (!tr || (t[i].type != SL_TYPE_F32 && t[i].type != SL_TYPE_F16 &&
+                    t[i].type != SL_TYPE_I32 && !tr->from_float))
             return sl_err_set(err, SL_EUNSUPPORTED, "tensor '%s': no quantiser for type %s",
                               t[i].name, sl_type_name(t[i].type));
         uint64_t rows = sl_synth_tensor_rows(&t[i]), rpc = rows_per_chunk(&t[i]), nb;

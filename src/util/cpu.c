@@ -12,6 +12,8 @@
 #define SL_HWCAP_ASIMD (1ul << 1)
 #define SL_HWCAP_ASIMDDP (1ul << 20)
 #define SL_HWCAP2_I8MM (1ul << 13)
+#elif defined(__aarch64__) && defined(__APPLE__)
+#include <sys/sysctl.h>
 #endif
 
 #if defined(__x86_64__)
@@ -34,6 +36,16 @@ static bool x86_has_avx2(void)
 }
 #endif
 
+#if defined(__aarch64__) && defined(__APPLE__)
+/* whether the integer sysctl `name` exists and is nonzero */
+static bool apple_has(const char *name)
+{
+    int v = 0;
+    size_t len = sizeof v;
+    return sysctlbyname(name, &v, &len, NULL, 0) == 0 && v != 0;
+}
+#endif
+
 void sl_cpu_detect(sl_cpu_features *f)
 {
     memset(f, 0, sizeof *f);
@@ -46,9 +58,17 @@ void sl_cpu_detect(sl_cpu_features *f)
 #if defined(AT_HWCAP2)
     f->i8mm = f->neon && (getauxval(AT_HWCAP2) & SL_HWCAP2_I8MM) != 0;
 #endif
+#elif defined(__aarch64__) && defined(__APPLE__)
+    /* macOS on Apple silicon: no getauxval; the kernel answers feature
+     * questions by sysctl (hw.optional.arm.FEAT_*, 1 when present; an
+     * unknown name fails, read as absent). Not compiled here (no macOS
+     * toolchain): see docs/ARCHITECTURE.md, "ARM64 (issue 16)". */
+    f->neon = true;
+    f->dotprod = apple_has("hw.optional.arm.FEAT_DotProd");
+    f->i8mm = apple_has("hw.optional.arm.FEAT_I8MM");
 #elif defined(__aarch64__)
-    /* no getauxval (e.g. macOS: sysctlbyname("hw.optional.arm.FEAT_DotProd")
-     * would answer; not wired up): NEON is architectural on ARMv8-A */
+    /* no way to ask (another OS): NEON is architectural on ARMv8-A, the
+     * extensions are taken as absent */
     f->neon = true;
 #endif
 }

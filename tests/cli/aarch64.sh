@@ -6,7 +6,7 @@
 # NEON without SDOT) and with the scalar kernels (SLUICE_NO_SIMD=1); the
 # logits of every position of a 32-token prefill (perplexity's
 # KL-divergence base file) are byte for byte the x86 ones on both cpu
-# models; a
+# models, and so are those of tiny q4_0 and MXFP4 models (the rp32 kernels); a
 # generated tiny model written under emulation is byte for byte the x86
 # one (the generator's loops); and `bench --kernels` names its kernel set.
 # Skipped (0 passed) when build/aarch64/sluice (make ARCH=aarch64) or
@@ -49,6 +49,23 @@ for cpu in max cortex-a53; do
         --kl-divergence-base "$work/a64-$cpu.kld" >/dev/null 2>&1
     check "aarch64 ($cpu) prefill logits equal x86's bit for bit" \
         cmp -s "$work/x86.kld" "$work/a64-$cpu.kld"
+done
+
+# the rp32 order (llama.cpp's repacked Q4_0 / MXFP4 matrices, interleaved x8
+# at load: the NEON rp32 kernels, SDOT and ARMv8.0): a tiny q4_0 qwen3moe and
+# a tiny gpt-oss with MXFP4 experts, prefill logits bit for bit
+for spec in "qwen3moe q4_0" "gpt-oss mxfp4"; do
+    set -- $spec
+    "$X86" mkmodel --arch "$1" --preset tiny --type "$2" --seed 2 -q -o "$work/rp-$2.gguf"
+    "$X86" perplexity -m "$work/rp-$2.gguf" -f "$T" -c 32 --chunks 1 -t 2 \
+        --kl-divergence-base "$work/rp-$2-x86.kld" >/dev/null 2>&1
+    check "x86 writes the $2 logits file" [ -s "$work/rp-$2-x86.kld" ]
+    for cpu in max cortex-a53; do
+        qemu-aarch64 -cpu "$cpu" "$A64" perplexity -m "$work/rp-$2.gguf" -f "$T" -c 32 --chunks 1 \
+            -t 2 --kl-divergence-base "$work/rp-$2-$cpu.kld" >/dev/null 2>&1
+        check "aarch64 ($cpu) $1 $2 prefill logits equal x86's bit for bit" \
+            cmp -s "$work/rp-$2-x86.kld" "$work/rp-$2-$cpu.kld"
+    done
 done
 
 "$X86" mkmodel --arch qwen3moe --preset tiny --seed 3 -q -o "$work/tiny-x86.gguf"

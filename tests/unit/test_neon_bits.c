@@ -26,6 +26,8 @@
 #include "ops/vexp.h"
 #include "quant/quant.h"
 #include "quant/quant_internal.h"
+#include "quant/quant_neon.h"
+#include "quant/vec_dot_rp.h"
 #include "synth/synth_gen.h"
 #include "synth/synth_rng.h"
 #include "test.h"
@@ -494,6 +496,13 @@ TEST(neon_legacy_dots_equal_scalar)
     static const sl_type lt[] = {SL_TYPE_Q4_0, SL_TYPE_Q5_0, SL_TYPE_Q4_1, SL_TYPE_Q5_1};
     enum { N = 1024, NB = N / 32 };
     uint32_t seed = 777;
+    static sl_quant_kernels forms[2];
+    int n_forms = 0;
+    sl_cpu_features cpu;
+    sl_cpu_detect(&cpu);
+    CHECK(sl_vec_dot_fill_legacy_neon(&forms[n_forms++], false));
+    if (cpu.dotprod) CHECK(sl_vec_dot_fill_legacy_neon(&forms[n_forms++], true));
+    printf("   legacy forms checked: %s\n", n_forms == 2 ? "v8.0 and sdot" : "v8.0");
     for (size_t ti = 0; ti < sizeof lt / sizeof lt[0]; ti++) {
         const sl_type t = lt[ti];
         const sl_type_traits *tr = sl_type_get(t);
@@ -548,6 +557,27 @@ TEST(neon_legacy_dots_equal_scalar)
                                   (isnan(many[tok]) && isnan(want[tok])),
                               "%s rep %d nt %d tok %d: neon %.9g, scalar %.9g", tr->name, rep,
                               nt, tok, (double)many[tok], (double)want[tok]);
+            }
+            /* both forms, whichever the dispatch chose: ARMv8.0 always,
+             * SDOT where the CPU has it */
+            for (int form = 0; form < n_forms; form++) {
+                const sl_quant_kernels *kf = &forms[form];
+                for (int tok = 0; tok < max; tok++) {
+                    kf->vec_dot[t](N, &got, wq, ys[tok]);
+                    CHECK_MSG(same_bits(got, want[tok]) || (isnan(got) && isnan(want[tok])),
+                              "%s %s rep %d tok %d: %.9g, scalar %.9g", tr->name,
+                              form ? "sdot" : "v8.0", rep, tok, (double)got, (double)want[tok]);
+                }
+                for (int nt = 1; nt <= SL_VEC_DOT_N_MAX; nt++) {
+                    float many[SL_VEC_DOT_N_MAX];
+                    kf->vec_dot_n[t](N, many, wq, ys, nt);
+                    for (int tok = 0; tok < nt; tok++)
+                        CHECK_MSG(same_bits(many[tok], want[tok]) ||
+                                      (isnan(many[tok]) && isnan(want[tok])),
+                                  "%s %s rep %d nt %d tok %d: %.9g, scalar %.9g", tr->name,
+                                  form ? "sdot" : "v8.0", rep, nt, tok, (double)many[tok],
+                                  (double)want[tok]);
+                }
             }
         }
         /* quantised random rows: the double-dot check of compare_dot too */
@@ -754,6 +784,242 @@ TEST(table_type_dots_follow_their_orders)
     }
 }
 
+/* ---- the rp32 order (Q4_0 / IQ4_NL / MXFP4 x Q8_0, vec_dot_rp.h) ------------
+ * Each NEON form (ARMv8.0, and SDOT where the CPU has it) of the
+ * multi-token and eight-row kernels on the plain layout and of the
+ * eight-row kernel on the x8 layout gives the scalar twins' bits
+ * (vec_dot_rp32_ref.c, vec_dot_rp32x8_ref.c; those are checked against
+ * the formula written out in test_vecdot_rp32x8.c) for every token count,
+ * on 1, 3, 9 and 64 blocks, and on these fills: random bytes with sane
+ * scales, all zero (weights and activations), the largest magnitudes
+ * (f16 scales +-65504 or E8M0 254 / 255, activations +-127 / -128 with
+ * the largest d: the products overflow to inf), the smallest scales (f16
+ * subnormals, E8M0 0 / 1), every nibble 0xF, and NaN / inf scales. */
+enum { RP_NT = SL_VEC_DOT_RP_MAX };
+
+/* the bytes of 8 plain rows of nb blocks of type t (bb bytes each) and of
+ * RP_NT activation rows, for fill mode m */
+static void rp_fill(sl_type t, int nb, int m, uint8_t *rows, sl_block_q8_0 *y, uint32_t *seed)
+{
+    const bool mx = t == SL_TYPE_MXFP4;
+    const size_t bb = mx ? 17 : 18;
+    for (size_t i = 0; i < 8 * (size_t)nb * bb; i++)
+        rows[i] = m == 1 ? 0 : m == 4 ? 0xFF : (uint8_t)rnd(seed);
+    for (int b = 0; b < 8 * nb; b++) {
+        uint8_t *p = rows + (size_t)b * bb;
+        const uint32_t r = rnd(seed);
+        if (mx) {
+            p[0] = m == 1   ? 0
+                   : m == 2 ? (uint8_t)(254 + (r & 1))
+                   : m == 3 ? (uint8_t)(r & 1)
+                   : m == 5 ? 0xFF
+                            : (uint8_t)(110 + r % 30);
+            continue;
+        }
+        uint16_t h = m == 1   ? 0
+                     : m == 2 ? 0x7BFF
+                     : m == 3 ? (uint16_t)(1 + r % 0x3FF)
+                     : m == 5 ? (r & 2 ? 0x7C00 : 0x7E01)
+                              : (uint16_t)(((8 + r % 10) << 10) | (r >> 8 & 0x3FF));
+        if (m != 1) h |= (uint16_t)((r >> 20 & 1) << 15);
+        memcpy(p, &h, 2);
+    }
+    for (int k = 0; k < RP_NT; k++)
+        for (int b = 0; b < nb; b++) {
+            sl_block_q8_0 *q = &y[(size_t)k * (size_t)nb + (size_t)b];
+            const uint32_t r = rnd(seed);
+            q->d = m == 1 ? 0 : m == 2 ? 0x7BFF : (uint16_t)(((6 + r % 10) << 10) | (r >> 8 & 0x3FF));
+            for (int j = 0; j < SL_QK; j++)
+                q->qs[j] = m == 1   ? 0
+                           : m == 2 ? (int8_t)(j % 3 == 0 ? -128 : j % 3 == 1 ? 127 : -127)
+                                    : (int8_t)rnd(seed);
+        }
+}
+
+TEST(neon_rp32_kernels_equal_scalar)
+{
+    if (!have_neon()) {
+        printf("   (no NEON kernels here: skipped)\n");
+        return;
+    }
+    static const sl_type tt[] = {SL_TYPE_Q4_0, SL_TYPE_IQ4_NL, SL_TYPE_MXFP4};
+    static const int nbs[] = {1, 3, 9, 64};
+    sl_cpu_features cpu;
+    sl_cpu_detect(&cpu);
+    const int n_forms = cpu.dotprod ? 2 : 1;
+    uint32_t seed = 4242;
+    long compared = 0;
+    for (size_t ti = 0; ti < sizeof tt / sizeof tt[0]; ti++) {
+        const sl_type t = tt[ti];
+        const size_t bb = t == SL_TYPE_MXFP4 ? 17 : 18;
+        /* the dispatch hands out the NEON kernels of the chosen form */
+        sl_rp32_neon chosen;
+        CHECK(sl_rp32_neon_get(t, sl_quant_neon_dotprod(), &chosen));
+        CHECK(sl_vec_dot_n_b32_rp_isa(t, SL_ISA_NEON) == chosen.n);
+        CHECK(sl_vec_dot_rows8_b32_rp_isa(t, SL_ISA_NEON) == chosen.rows8);
+        CHECK(sl_vec_dot_x8_b32_rp_isa(t, SL_ISA_NEON) == chosen.x8);
+        CHECK(getenv("SLUICE_NO_SIMD") || sl_vec_dot_x8_b32_rp(t) == chosen.x8);
+        const sl_vec_dot_n_fn ref_n = sl_vec_dot_n_b32_rp_isa(t, SL_ISA_SCALAR);
+        const sl_vec_dot_rows8_fn ref_r8 = sl_vec_dot_rows8_b32_rp_isa(t, SL_ISA_SCALAR);
+        const sl_vec_dot_rows8_fn ref_x8 = sl_vec_dot_x8_b32_rp_isa(t, SL_ISA_SCALAR);
+        for (size_t ni = 0; ni < sizeof nbs / sizeof nbs[0]; ni++)
+            for (int m = 0; m < 6; m++) {
+                const int nb = nbs[ni];
+                const int64_t n = (int64_t)nb * SL_QK;
+                const size_t rb = (size_t)nb * bb;
+                uint8_t *rows = malloc(8 * rb), *x8 = malloc(8 * rb), *tmp = malloc(8 * rb);
+                sl_block_q8_0 *y = malloc(sizeof *y * (size_t)nb * RP_NT);
+                rp_fill(t, nb, m, rows, y, &seed);
+                memcpy(x8, rows, 8 * rb);
+                sl_rp32_x8_interleave(t, x8, 8, n, rb, tmp);
+                const void *ys[RP_NT];
+                for (int k = 0; k < RP_NT; k++) ys[k] = y + (size_t)k * (size_t)nb;
+                /* the scalar twins: want[8 t + r] */
+                float want[8 * RP_NT], one[RP_NT];
+                for (int r = 0; r < 8; r++) {
+                    ref_n(n, one, rows + (size_t)r * rb, ys, RP_NT);
+                    for (int k = 0; k < RP_NT; k++) want[8 * k + r] = one[k];
+                }
+                float w8[8 * SL_VEC_DOT_ROWS8_MAX];
+                ref_r8(n, w8, rows, rb, ys, SL_VEC_DOT_ROWS8_MAX);
+                for (int i = 0; i < 8 * SL_VEC_DOT_ROWS8_MAX; i++)
+                    CHECK(same_or_nan(w8[i], want[i]));
+                ref_x8(n, w8, x8, rb, ys, SL_VEC_DOT_ROWS8_MAX);
+                for (int i = 0; i < 8 * SL_VEC_DOT_ROWS8_MAX; i++)
+                    CHECK(same_or_nan(w8[i], want[i]));
+                for (int form = 0; form < n_forms; form++) {
+                    sl_rp32_neon k;
+                    CHECK(sl_rp32_neon_get(t, form == 1, &k));
+                    const char *fn = form ? "sdot" : "v8.0";
+                    for (int nt = 1; nt <= RP_NT; nt++) {
+                        float got[8 * RP_NT];
+                        for (int r = 0; r < 8; r++) {
+                            k.n(n, one, rows + (size_t)r * rb, ys, nt);
+                            for (int q = 0; q < nt; q++) {
+                                CHECK_MSG(same_or_nan(one[q], want[8 * q + r]),
+                                          "%s %s n nb %d fill %d nt %d row %d tok %d: %.9g, scalar %.9g",
+                                          sl_type_name(t), fn, nb, m, nt, r, q, (double)one[q],
+                                          (double)want[8 * q + r]);
+                                compared++;
+                            }
+                        }
+                        if (nt > SL_VEC_DOT_ROWS8_MAX) continue;
+                        for (int lay = 0; lay < 2; lay++) {
+                            memset(got, 0xA5, sizeof got);
+                            if (lay == 0) k.rows8(n, got, rows, rb, ys, nt);
+                            else k.x8(n, got, x8, rb, ys, nt);
+                            for (int i = 0; i < 8 * nt; i++) {
+                                CHECK_MSG(same_or_nan(got[i], want[i]),
+                                          "%s %s %s nb %d fill %d nt %d row %d tok %d: %.9g, scalar %.9g",
+                                          sl_type_name(t), fn, lay ? "x8" : "rows8", nb, m, nt,
+                                          i % 8, i / 8, (double)got[i], (double)want[i]);
+                                compared++;
+                            }
+                        }
+                    }
+                }
+                free(rows);
+                free(x8);
+                free(tmp);
+                free(y);
+            }
+    }
+    printf("   rp32 forms checked: %s (%ld values)\n", n_forms == 2 ? "v8.0 and sdot" : "v8.0",
+           compared);
+    CHECK(compared > 0);
+}
+
+/* Q4_K in the repacked orders (gemm: per 64-element chunk, gemv: per
+ * super-block): both NEON forms' multi-token and eight-row kernels give the
+ * scalar twin's bits (vec_dot_n_ref.c; test_vec_dot_rp.c checks that one
+ * against the formula) for every token count, on 1 and 3 super-blocks:
+ * random bytes with sane d / dmin, all zero, every byte 0xFF (scales and
+ * mins 63, every level 15) with the largest d, and quantised random rows
+ * against activations of several magnitudes. */
+TEST(neon_q4k_rp_kernels_equal_scalar)
+{
+    if (!have_neon()) {
+        printf("   (no NEON kernels here: skipped)\n");
+        return;
+    }
+    sl_cpu_features cpu;
+    sl_cpu_detect(&cpu);
+    const int n_forms = cpu.dotprod ? 2 : 1;
+    const size_t bx = sizeof(sl_block_q4_K), by = sizeof(sl_block_q8_K);
+    uint32_t seed = 99;
+    long compared = 0;
+    for (int o = 0; o < 2; o++) {
+        const sl_rp_order order = o ? SL_RP_GEMV : SL_RP_GEMM;
+        const sl_vec_dot_n_fn ref = sl_vec_dot_n_q4_K_rp_isa(order, SL_ISA_SCALAR);
+        sl_rp32_neon chosen;
+        CHECK(sl_rp_q4k_neon_get(order, sl_quant_neon_dotprod(), &chosen));
+        CHECK(sl_vec_dot_n_q4_K_rp_isa(order, SL_ISA_NEON) == chosen.n);
+        CHECK(sl_vec_dot_rows8_q4_K_rp_isa(order, SL_ISA_NEON) == chosen.rows8);
+        for (int nb = 1; nb <= 3; nb += 2)
+            for (int m = 0; m < 4; m++) {
+                const int64_t n = (int64_t)nb * SL_QK_K;
+                const size_t rb = (size_t)nb * bx;
+                uint8_t *rows = malloc(8 * rb), *ya = malloc((size_t)nb * by * RP_NT);
+                float *f = malloc(sizeof(float) * (size_t)n);
+                if (m == 3) {
+                    for (int r = 0; r < 8; r++) {
+                        for (int64_t j = 0; j < n; j++) f[j] = frand(&seed) + 0.3f;
+                        sl_type_get(SL_TYPE_Q4_K)->from_float(f, rows + (size_t)r * rb, n);
+                    }
+                } else {
+                    for (size_t j = 0; j < 8 * rb; j++)
+                        rows[j] = m == 1 ? 0 : m == 2 ? 0xFF : (uint8_t)rnd(&seed);
+                    for (int b = 0; b < 8 * nb; b++) {
+                        sl_block_q4_K *blk = (sl_block_q4_K *)(rows + (size_t)b * bx);
+                        blk->d = m == 1 ? 0 : m == 2 ? 0x7BFF : (uint16_t)(0x1C00 + (rnd(&seed) & 0x7FF));
+                        blk->dmin = m == 1 ? 0 : m == 2 ? 0x7BFF : (uint16_t)(0x1800 + (rnd(&seed) & 0x7FF));
+                    }
+                }
+                const void *ys[RP_NT];
+                for (int k = 0; k < RP_NT; k++) {
+                    for (int64_t j = 0; j < n; j++)
+                        f[j] = m == 1 ? 0.0f : frand(&seed) * (k == 2 ? 1e4f : 3.0f);
+                    sl_quant_from_float_isa(SL_TYPE_Q8_K, SL_ISA_SCALAR)(f, ya + (size_t)k * (size_t)nb * by, n);
+                    ys[k] = ya + (size_t)k * (size_t)nb * by;
+                }
+                float want[8 * RP_NT], one[RP_NT];
+                for (int r = 0; r < 8; r++) {
+                    ref(n, one, rows + (size_t)r * rb, ys, RP_NT);
+                    for (int k = 0; k < RP_NT; k++) want[8 * k + r] = one[k];
+                }
+                for (int form = 0; form < n_forms; form++) {
+                    sl_rp32_neon kf;
+                    CHECK(sl_rp_q4k_neon_get(order, form == 1, &kf));
+                    CHECK(kf.x8 == NULL);
+                    for (int nt = 1; nt <= RP_NT; nt++) {
+                        for (int r = 0; r < 8; r++) {
+                            kf.n(n, one, rows + (size_t)r * rb, ys, nt);
+                            for (int q = 0; q < nt; q++, compared++)
+                                CHECK_MSG(same_or_nan(one[q], want[8 * q + r]),
+                                          "q4_K %s %s nb %d fill %d nt %d row %d tok %d: %.9g, scalar %.9g",
+                                          o ? "gemv" : "gemm", form ? "sdot" : "v8.0", nb, m, nt, r,
+                                          q, (double)one[q], (double)want[8 * q + r]);
+                        }
+                        if (nt > SL_VEC_DOT_ROWS8_MAX) continue;
+                        float got[8 * SL_VEC_DOT_ROWS8_MAX];
+                        kf.rows8(n, got, rows, rb, ys, nt);
+                        for (int j = 0; j < 8 * nt; j++, compared++)
+                            CHECK_MSG(same_or_nan(got[j], want[j]),
+                                      "q4_K rows8 %s %s nb %d fill %d nt %d row %d tok %d: %.9g, scalar %.9g",
+                                      o ? "gemv" : "gemm", form ? "sdot" : "v8.0", nb, m, nt, j % 8,
+                                      j / 8, (double)got[j], (double)want[j]);
+                    }
+                }
+                free(rows);
+                free(ya);
+                free(f);
+            }
+    }
+    printf("   q4_K rp forms checked: %s (%ld values)\n", n_forms == 2 ? "v8.0 and sdot" : "v8.0",
+           compared);
+    CHECK(compared > 0);
+}
+
 int main(void)
 {
     RUN(neon_presence_matches_platform);
@@ -762,6 +1028,8 @@ int main(void)
     RUN(neon_multi_token_equals_scalar_single);
     RUN(neon_legacy_dots_equal_scalar);
     RUN(table_type_dots_follow_their_orders);
+    RUN(neon_rp32_kernels_equal_scalar);
+    RUN(neon_q4k_rp_kernels_equal_scalar);
     RUN(neon_activation_quantisers_equal_scalar);
     RUN(neon_vexp_and_activations_equal_scalar);
     RUN(neon_attention_equals_scalar);

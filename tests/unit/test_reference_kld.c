@@ -55,10 +55,13 @@ static const bound k_bounds[] = {
     /* glm-dsa (the indexer's top-k of 8 over 128-token chunks, a shared
      * layer): all chunks 0.000000 (max 8e-6), 100 % same top */
     {"glm-dsa-Q8_0", 1e-4, 0.99, 1e-6, 0.995},
+    /* deepseek4 (hyper-connections, window + compressed blocks, indexer
+     * top-2, hash routing): all 58 chunks 0.000000 (max 7e-6), 100 % */
+    {"deepseek4-Q8_0", 1e-4, 0.99, 1e-6, 0.995},
 };
 
 static const char *k_supported[] = {"llama", "qwen3moe", "qwen35moe", "gpt-oss", "deepseek2",
-                                    "glm4moe", "gemma4", "glm-dsa"};
+                                    "glm4moe", "gemma4", "glm-dsa", "deepseek4"};
 
 static const char *fixture_dir(void)
 {

@@ -229,6 +229,10 @@ TEST(avx2_present_where_built)
         CHECK(sl_vec_dot_n_q4_K_rp(orders[o]) != NULL);
         CHECK(sl_vec_dot_rows8_q4_K_rp_isa(orders[o], SL_ISA_SCALAR) != NULL);
         CHECK((sl_vec_dot_rows8_q4_K_rp_isa(orders[o], SL_ISA_AVX2) != NULL) == avx2);
+        /* NEON: both kernels where the NEON set runs (aarch64) */
+        const bool neon = sl_quant_vec_dot_isa(SL_TYPE_Q4_K, SL_ISA_NEON) != NULL;
+        CHECK((sl_vec_dot_n_q4_K_rp_isa(orders[o], SL_ISA_NEON) != NULL) == neon);
+        CHECK((sl_vec_dot_rows8_q4_K_rp_isa(orders[o], SL_ISA_NEON) != NULL) == neon);
         CHECK(sl_vec_dot_rows8_q4_K_rp(orders[o]) != NULL);
     }
 }

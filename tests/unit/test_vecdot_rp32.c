@@ -185,12 +185,19 @@ TEST(sets_present_where_built)
         CHECK((sl_vec_dot_n_b32_rp_isa(types[k], SL_ISA_AVX2) != NULL) == avx2);
         CHECK(sl_vec_dot_rows8_b32_rp_isa(types[k], SL_ISA_SCALAR) != NULL);
         CHECK((sl_vec_dot_rows8_b32_rp_isa(types[k], SL_ISA_AVX2) != NULL) == avx2);
+        /* NEON: every kernel of the order where the NEON set runs (aarch64) */
+        const bool neon = sl_quant_vec_dot_isa(types[k], SL_ISA_NEON) != NULL;
+        CHECK((sl_vec_dot_n_b32_rp_isa(types[k], SL_ISA_NEON) != NULL) == neon);
+        CHECK((sl_vec_dot_rows8_b32_rp_isa(types[k], SL_ISA_NEON) != NULL) == neon);
+        CHECK((sl_vec_dot_x8_b32_rp_isa(types[k], SL_ISA_NEON) != NULL) == neon);
         CHECK(sl_vec_dot_n_b32_rp(types[k]) != NULL);
         CHECK(sl_vec_dot_rows8_b32_rp(types[k]) != NULL);
     }
     /* other types have no such kernel */
     CHECK(sl_vec_dot_n_b32_rp_isa(SL_TYPE_Q8_0, SL_ISA_SCALAR) == NULL);
     CHECK(sl_vec_dot_rows8_b32_rp_isa(SL_TYPE_Q4_K, SL_ISA_AVX2) == NULL);
+    CHECK(sl_vec_dot_n_b32_rp_isa(SL_TYPE_Q8_0, SL_ISA_NEON) == NULL);
+    CHECK(sl_vec_dot_x8_b32_rp_isa(SL_TYPE_Q4_K, SL_ISA_NEON) == NULL);
 }
 
 /* Two Q4_0 blocks: d = 1 and 0.5, every nibble 9 (level 1) in the first,
