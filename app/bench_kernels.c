@@ -40,6 +40,22 @@ int bench_kernels(int threads, int mb)
                100.0 * g / copy, 100.0 * g / read);
         fflush(stdout);
     }
+    /* the eight-row interleaved layout resident Q4_0 / IQ4_NL / MXFP4
+     * weights are kept in (the rows above are the plain layout, the form
+     * of streamed experts) */
+    static const sl_type x8_types[] = {SL_TYPE_Q4_0, SL_TYPE_IQ4_NL, SL_TYPE_MXFP4};
+    for (size_t i = 0; i < sizeof x8_types / sizeof x8_types[0]; i++) {
+        double g;
+        char name[16];
+        snprintf(name, sizeof name, "%s x8", sl_type_name(x8_types[i]));
+        if (sl_kbench_matvec_layout_gbs(pool, x8_types[i], true, bytes, 5, &g, &err)) {
+            printf("| %-7s | %10s | %13s | %13s |\n", name, "n/a", "", "");
+            continue;
+        }
+        printf("| %-7s | %10.2f | %12.0f%% | %12.0f%% |\n", name, g, 100.0 * g / copy,
+               100.0 * g / read);
+        fflush(stdout);
+    }
     sl_pool_free(pool);
     return 0;
 }

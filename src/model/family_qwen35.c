@@ -3,7 +3,8 @@
  * full_attention_interval, or attention.recurrent_layers) are gated
  * DeltaNet, the others full attention whose q projection carries a
  * sigmoid output gate per head, q/k norms and partial rope (IMROPE, which
- * for text is NeoX over rope.dimension_count dims). Every layer's FFN reads
+ * for text is NeoX over rope.dimension_count dims, but for the pairs its
+ * sections give the fourth position, 0 for text). Every layer's FFN reads
  * post_attention_norm and is softmax-routed experts (top-k renormalised)
  * beside a sigmoid-gated shared expert. */
 #include <math.h>
@@ -55,9 +56,12 @@ static int is_linear(sl_binder *b, int il, bool *linear)
     return SL_OK;
 }
 
-/* IMROPE for text rotates like NeoX unless some pair falls to the fourth
- * ("e") section, whose position is 0; sluice supports the former. */
-static int check_rope_sections(sl_binder *b)
+/* IMROPE's rope.dimension_sections into sec: four counts (t, h, w, e),
+ * none negative, one of t/h/w positive, summing to at most the head size
+ * (what llama.cpp's rope op asserts). Any such split is honoured: for text the pairs whose
+ * sector falls to "e" rotate by position 0 (sl_rope_pair_at_zero), the
+ * others as NeoX. */
+static int read_rope_sections(sl_binder *b, int sec[4])
 {
     char key[128];
     const sl_gguf_array *arr = sl_gguf_get_arr(
@@ -65,21 +69,22 @@ static int check_rope_sections(sl_binder *b)
     if (!arr) return sl_err_set(b->err, SL_EFORMAT, "metadata '%s' is missing", key);
     if (arr->n != 4 || (arr->type != SL_GGUF_INT32 && arr->type != SL_GGUF_UINT32))
         return sl_err_set(b->err, SL_EFORMAT, "'%s' must be 4 integers", key);
-    int32_t sec[4];
-    memcpy(sec, arr->data, sizeof sec);
-    const int sum = sec[0] + sec[1] + sec[2] + sec[3];
-    if (sec[0] < 0 || sec[1] < 0 || sec[2] < 0 || sec[3] < 0 || sum <= 0)
-        return sl_err_set(b->err, SL_EFORMAT, "'%s' = [%d, %d, %d, %d] is not a split of the "
-                          "rotated pairs", key, sec[0], sec[1], sec[2], sec[3]);
-    for (int i = 0; i < b->m->hp.rope_dim / 2; i++) {
-        const int s = i % sum;
-        const bool t = s % 3 == 0 && s < 3 * sec[0], h = s % 3 == 1 && s < 3 * sec[1];
-        const bool w = s % 3 == 2 && s < 3 * sec[2];
-        if (!t && !h && !w)
-            return sl_err_set(b->err, SL_EUNSUPPORTED, "'%s' = [%d, %d, %d, %d] leaves rotated "
-                              "pair %d unrotated for text; sluice supports sections that "
-                              "cover every pair", key, sec[0], sec[1], sec[2], sec[3], i);
+    int32_t v[4];
+    memcpy(v, arr->data, sizeof v);
+    int64_t sum = 0;
+    for (int i = 0; i < 4; i++) {
+        if (v[i] < 0 || v[i] > 65536)
+            sum = -1;
+        else if (sum >= 0)
+            sum += v[i];
+        sec[i] = v[i];
     }
+    /* llama.cpp asserts both of these in its rope op (ggml_compute_forward_rope) */
+    if (sum <= 0 || (v[0] == 0 && v[1] == 0 && v[2] == 0) || sum > b->m->hp.head_dim)
+        return sl_err_set(b->err, SL_EFORMAT, "'%s' = [%d, %d, %d, %d] is not a split of the "
+                          "rotated pairs (none negative, one of the first three positive, "
+                          "their sum at most the head size %d)", key, v[0], v[1], v[2], v[3],
+                          b->m->hp.head_dim);
     return SL_OK;
 }
 
@@ -110,7 +115,7 @@ static int bind_full_attention(sl_binder *b, int il)
         .rope = sl_hparams_rope(hp, true),
         .gated = true,
     };
-    return SL_OK;
+    return read_rope_sections(b, d->attn.rope.sections);
 }
 
 static int bind_delta_net(sl_binder *b, int il)
@@ -189,7 +194,8 @@ static int bind_ffn(sl_binder *b, int il)
 int sl_family_qwen35_layer(sl_binder *b, int il)
 {
     int rc;
-    if (il == 0 && (rc = check_rope_sections(b))) return rc;
+    int sec[4];
+    if (il == 0 && (rc = read_rope_sections(b, sec))) return rc;
     bool linear = false;
     if ((rc = is_linear(b, il, &linear))) return rc;
     const uint64_t E = (uint64_t)b->m->hp.n_embd;

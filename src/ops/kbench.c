@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "ops/ops.h"
+#include "quant/vec_dot_rp.h"
 #include "util/timer.h"
 
 typedef struct mem_job {
@@ -102,12 +103,24 @@ static void mv_worker(void *ctx, int chunk, int n_chunks, int tid)
 int sl_kbench_matvec_gbs(sl_pool *pool, sl_type t, size_t bytes, int reps, double *gbs,
                          sl_err *err)
 {
+    return sl_kbench_matvec_layout_gbs(pool, t, false, bytes, reps, gbs, err);
+}
+
+int sl_kbench_matvec_layout_gbs(sl_pool *pool, sl_type t, bool x8, size_t bytes, int reps,
+                                double *gbs, sl_err *err)
+{
     const sl_type_traits *tr = sl_type_get(t);
     if (!tr || !tr->from_float)
         return sl_err_set(err, SL_EUNSUPPORTED, "type %s has no quantiser", sl_type_name(t));
     const int64_t cols = 4096;
     const size_t row_bytes = (size_t)cols / tr->block_size * tr->type_size;
-    const int64_t rows = (int64_t)(bytes / row_bytes) > 0 ? (int64_t)(bytes / row_bytes) : 1;
+    int64_t rows = (int64_t)(bytes / row_bytes) > 0 ? (int64_t)(bytes / row_bytes) : 1;
+    if (x8) {
+        rows = rows / 8 * 8;
+        if (rows == 0 || !sl_rp32_x8_applies(t, rows))
+            return sl_err_set(err, SL_EUNSUPPORTED, "type %s has no x8 layout",
+                              sl_type_name(t));
+    }
     uint8_t *w = malloc((size_t)rows * row_bytes);
     float *row = malloc(sizeof(float) * (size_t)cols);
     float *x = malloc(sizeof(float) * (size_t)cols);
@@ -129,6 +142,16 @@ int sl_kbench_matvec_gbs(sl_pool *pool, sl_type t, size_t bytes, int reps, doubl
     tr->from_float(row, w, cols);
     for (int64_t r = 1; r < rows; r++) memcpy(w + (size_t)r * row_bytes, w, row_bytes);
     sl_mat mat = {.type = t, .rows = rows, .cols = cols, .row_bytes = row_bytes, .data = w};
+    if (x8) { /* the engine's resident form: eight rows interleaved at load */
+        uint8_t *scratch = malloc(8 * row_bytes);
+        if (!scratch) {
+            rc = sl_err_set(err, SL_ENOMEM, "out of memory for the x8 interleave");
+            goto done;
+        }
+        sl_rp32_x8_interleave(t, w, rows, cols, row_bytes, scratch);
+        free(scratch);
+        mat.layout = SL_MAT_X8;
+    }
     sl_matvec_prepare(&mat, x, act);
     mv_job j = {&mat, act, y, tmp};
     double best = 0.0;

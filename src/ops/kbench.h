@@ -3,6 +3,7 @@
 #ifndef SL_OPS_KBENCH_H
 #define SL_OPS_KBENCH_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "quant/quant.h"
@@ -22,5 +23,12 @@ double sl_kbench_read_gbs(sl_pool *pool, size_t bytes, int reps);
  * SL_EUNSUPPORTED if t has no quantiser (the matrix cannot be made). */
 int sl_kbench_matvec_gbs(sl_pool *pool, sl_type t, size_t bytes, int reps, double *gbs,
                          sl_err *err);
+
+/* sl_kbench_matvec_gbs with the matrix in the eight-row interleaved
+ * layout when x8 (quant/vec_dot_rp.h: Q4_0, IQ4_NL and MXFP4, the form the
+ * engine keeps resident weights in), else the plain one. SL_EUNSUPPORTED
+ * when x8 is asked of a type without that layout. */
+int sl_kbench_matvec_layout_gbs(sl_pool *pool, sl_type t, bool x8, size_t bytes, int reps,
+                                double *gbs, sl_err *err);
 
 #endif

@@ -170,14 +170,17 @@ void sl_rope_apply(const sl_rope *r, float *x, int n_heads, int head_dim, int64_
     }
     const float theta_scale = powf(r->freq_base, -2.0f / (float)nd);
     float theta_extrap = (float)pos;
+    const bool sectioned = r->sections[0] | r->sections[1] | r->sections[2] | r->sections[3];
     for (int i0 = 0; i0 < nd; i0 += 2) {
-        float theta = r->freq_scale * theta_extrap;
+        /* IMROPE's "e" pairs: their position (and so every power of it) is 0 */
+        const float th = sectioned && sl_rope_pair_at_zero(r, i0 / 2) ? 0.0f : theta_extrap;
+        float theta = r->freq_scale * th;
         float mscale = r->attn_factor;
         if (r->ext_factor != 0.0f) {
             /* the reference's compiler fuses the first product and the
              * magnitude's multiply-add */
             const float mix = yarn_ramp(corr_lo, corr_hi, i0) * r->ext_factor;
-            theta = fmaf(theta, 1.0f - mix, theta_extrap * mix);
+            theta = fmaf(theta, 1.0f - mix, th * mix);
             mscale *= fmaf(0.1f, logf(1.0f / r->freq_scale), 1.0f);
         }
         const float c = cosf(theta) * mscale;

@@ -88,11 +88,22 @@ typedef struct sl_rope {
     float beta_fast, beta_slow;
     int n_ctx_orig;    /* yarn: original training context */
     bool inverse;      /* rotate by -theta (ggml_rope_ext_back: deepseek4's de-rope) */
+    int sections[4];   /* IMROPE (qwen35moe): rope.dimension_sections (t, h, w, e);
+                        * all 0 for every other rope */
 } sl_rope;
 
 /* Rotates n_heads heads of head_dim values at x (head h at x + h*head_dim)
- * for position pos. Dimensions past n_dims are left untouched. */
+ * for position pos. Dimensions past n_dims are left untouched. With
+ * sections (IMROPE) the text position is (pos, pos, pos, 0): a pair whose
+ * sector falls to "e" rotates by angle 0 (sl_rope_pair_at_zero). */
 void sl_rope_apply(const sl_rope *r, float *x, int n_heads, int head_dim, int64_t pos);
+
+/* IMROPE (rope_sections.c): whether rotated pair `pair` (< n_dims / 2) takes
+ * the fourth ("e") section's position, which is 0 for text, under the
+ * interleaved rule of ggml's IMROPE: sector = pair mod (s0+s1+s2+s3); h when
+ * sector % 3 == 1 and sector < 3 s1, w when % 3 == 2 and < 3 s2, t when
+ * % 3 == 0 and < 3 s0, else e. False when r has no sections (sum 0). */
+bool sl_rope_pair_at_zero(const sl_rope *r, int pair);
 
 /* Bytes needed to hold `cols` activations quantised for a matrix of type t
  * (the traits' vec_dot_type), or cols floats when t has no integer kernel. */

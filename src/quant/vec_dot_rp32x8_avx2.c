@@ -57,13 +57,18 @@ INLINE __m256i bcast4(const int8_t *p)
     return _mm256_set1_epi32(v);
 }
 
-/* sum of the 32 activation levels, in every lane */
-INLINE __m256i sum_y(const int8_t *qs)
+/* off times the sum of the 32 activation levels, in every lane: the
+ * offset rides in maddubs (|off * (a + b)| <= 12 * 254, no saturation) and
+ * the lanes are summed with shuffles, never leaving the vector unit (no
+ * extract, broadcast or 32-bit multiply); integer, so exact as before */
+INLINE __m256i off_sum_y(int off, const int8_t *qs)
 {
     const __m256i a = _mm256_loadu_si256((const __m256i *)qs);
-    const __m256i s = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1), a),
-                                        _mm256_set1_epi16(1));
-    return _mm256_set1_epi32(sl_avx2_hsum_epi32(s));
+    __m256i s = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8((char)off), a),
+                                  _mm256_set1_epi16(1));
+    s = _mm256_add_epi32(s, _mm256_permute2x128_si256(s, s, 1));
+    s = _mm256_add_epi32(s, _mm256_shuffle_epi32(s, 0x4E));
+    return _mm256_add_epi32(s, _mm256_shuffle_epi32(s, 0xB1));
 }
 
 INLINE void x8_kernel(int kind, int64_t n, float *s, const uint8_t *x, const void *const *ys,
@@ -120,9 +125,7 @@ INLINE void x8_kernel(int kind, int64_t n, float *s, const uint8_t *x, const voi
                     I = _mm256_add_epi32(I, sl_avx2_dot_i8(w[c], bcast4(a)));
                 }
             }
-            if (offset_of(kind))
-                I = _mm256_sub_epi32(I, _mm256_mullo_epi32(sum_y(y->qs),
-                                                           _mm256_set1_epi32(offset_of(kind))));
+            if (offset_of(kind)) I = _mm256_sub_epi32(I, off_sum_y(offset_of(kind), y->qs));
             const __m256 dxy = _mm256_mul_ps(dx, _mm256_set1_ps(sl_avx2_h2f(y->d)));
             acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(I), dxy, acc[t]);
         }

@@ -23,9 +23,10 @@
  * multiple of it, inner_size nv*ds, ssm_a negative), gated full attention
  * (q of 2*H*D rows), post_attention_norm, routed experts beside the
  * sigmoid-gated shared expert (its width given or n_ff), and
- * rope.dimension_sections that cover every rotated pair. A few plans are
- * invalid on purpose and must be refused: sections leaving a pair to the
- * "e" section (or negative), inner_size != nv*ds, an f16 ssm_conv1d,
+ * rope.dimension_sections of any split (pairs left to the "e" section
+ * rotate by position 0 for text). A few plans are invalid on purpose and
+ * must be refused: sections negative, all of t/h/w zero or summing past
+ * the head size, inner_size != nv*ds, an f16 ssm_conv1d,
  * value_length != key_length. Its sessions rewind often: to 0, to the
  * snapshot (the end of the last multi-token batch; the single tokens
  * evaluated after it are replayed and must give bit-identical logits) and
@@ -147,7 +148,7 @@ typedef struct hybrid_plan {
     unsigned conv_k, d_state, n_group, n_v; /* K, ds, nk, nv (nv % nk == 0) */
     unsigned inner;            /* ssm.inner_size: nv * ds unless bad_inner */
     int32_t sections[4];       /* rope.dimension_sections */
-    bool sections_cover;       /* every rotated pair falls to t, h or w */
+    bool sections_valid;       /* a split llama.cpp's rope op takes */
     bool shexp_given;          /* expert_shared_feed_forward_length written */
     bool mtp_extras;           /* the optional nextn.shared_head_* and embed_tokens */
     bool bad_conv_type;        /* ssm_conv1d not f32 (the loader refuses) */
@@ -320,20 +321,15 @@ static void add_hybrid_layer(choices *c, model_plan *mp, unsigned il)
 #undef ADD
 }
 
-/* Whether IMROPE sections rotate every one of the rope pairs for text, by
- * ARCHS.md's rule (pair i's sector s = i mod sum: t when s%3 == 0 and
- * s < 3*s0, h when s%3 == 1 and s < 3*s1, w when s%3 == 2 and s < 3*s2,
- * else e, which text does not rotate). */
-static bool sections_cover(const int32_t sec[4], unsigned pairs)
+/* Whether IMROPE sections are a split llama.cpp's rope op takes: none
+ * negative, one of t/h/w positive, a sum (the sectors: pair i's is i mod
+ * sum) of at most the head size. Splits that leave pairs to the "e"
+ * section are valid: for text those pairs rotate by 0. */
+static bool sections_valid(const int32_t sec[4], unsigned head_dim)
 {
     if (sec[0] < 0 || sec[1] < 0 || sec[2] < 0 || sec[3] < 0) return false;
-    const int64_t sum = (int64_t)sec[0] + sec[1] + sec[2] + sec[3];
-    if (sum <= 0) return false;
-    for (unsigned i = 0; i < pairs; i++) {
-        const int64_t s = (int64_t)i % sum, lim = 3 * (int64_t)sec[s % 3];
-        if (s >= lim) return false;
-    }
-    return true;
+    if (sec[0] == 0 && sec[1] == 0 && sec[2] == 0) return false;
+    return (int64_t)sec[0] + sec[1] + sec[2] + sec[3] <= (int64_t)head_dim;
 }
 
 /* qwen35moe's choices, read after the common ones. */
@@ -360,20 +356,19 @@ static void plan_hybrid(choices *c, model_plan *mp)
     h->mtp_extras = pick_bool(c);
     /* value_length must equal key_length (the converter writes both) */
     if (pick(c, 8) != 0) mp->head_dim_v = mp->head_dim;
-    /* sections: random, then most of the time replaced by a covering
-     * split when they do not cover (the converter's [11,11,10,0] or
-     * [a,a,a,0], which cover any rope size) */
+    /* sections: random (any split, most leaving some pairs to "e"), now
+     * and then the converter's [11,11,10,0] or [a,a,a,0], which cover any
+     * rope size */
     for (int i = 0; i < 3; i++) h->sections[i] = (int32_t)pick(c, 13);
     h->sections[3] = (int32_t)pick(c, 4);
     if (pick(c, 32) == 0) h->sections[pick(c, 4)] = -1 - (int32_t)pick(c, 3);
-    const unsigned pairs = mp->rope_dim / 2;
-    if (!sections_cover(h->sections, pairs) && pick(c, 8) != 0) {
+    if (pick(c, 4) == 0) {
         const int32_t a = (int32_t)(1 + pick(c, 12));
         const bool conv = pick_bool(c);
         const int32_t s[4] = {conv ? 11 : a, conv ? 11 : a, conv ? 10 : a, 0};
         memcpy(h->sections, s, sizeof s);
     }
-    h->sections_cover = sections_cover(h->sections, pairs);
+    h->sections_valid = sections_valid(h->sections, mp->head_dim);
     for (unsigned il = 0; il < mp->n_layer + h->n_nextn; il++) mp->moe_layer[il] = true;
     if (avoid_one_row && h->n_v == 1) { /* nk is 1 too: 2 is a multiple */
         h->n_v = 2;
@@ -390,7 +385,7 @@ static const char *hybrid_refusal(const model_plan *mp)
         any_linear |= h->linear[il];
         any_full |= !h->linear[il];
     }
-    if (!h->sections_cover) return "rope.dimension_sections leave a pair unrotated";
+    if (!h->sections_valid) return "rope.dimension_sections not a valid split";
     if (any_linear && h->bad_inner) return "ssm.inner_size is not time_step_rank x state_size";
     if (any_linear && h->bad_conv_type) return "ssm_conv1d is not f32";
     if (any_full && mp->head_dim_v != mp->head_dim) return "value_length != key_length";
