@@ -10,8 +10,9 @@
  *   -> per (token, head): softmax(q . K[0..pos] * scale) . V -> attn_out
  *   -> out = attn_out Wo
  *
- * Work is split over (token, head) pairs; each pair is computed by one
- * thread in a fixed order, so results do not depend on the thread count. */
+ * Work is split over (token block, K/V head) pairs; each token's rows are
+ * computed with the same arithmetic whatever block and thread holds them,
+ * so results do not depend on the thread count or the batch split. */
 #include <math.h>
 #include <string.h>
 
@@ -57,15 +58,18 @@ typedef struct attn_job {
     const sl_layer_state *st;
     int n;
     int pos0;
+    int blk;                /* tokens per work item (a query block) */
     const float *sinks; /* n_head sink logits, or NULL */
     const uint8_t *k0, *v0; /* from which + p * row_bytes is position p's row, for
                                every position the batch attends to (kv_ring.h) */
 } attn_job;
 
-/* Work item w = (token, K/V head): the query heads of that group attend
- * together, so each K/V row is converted once for all of them. An f16 or
- * f32 cache of one type takes the tiled kernels; a quantised or mixed one
- * the position-by-position form (llama.cpp's paths for the same caches). */
+/* Work item w = (block of blk tokens, K/V head): the query heads of that
+ * group, for every token of the block, attend together, so each K/V tile
+ * is read and converted once for all of them (sl_attn_attend_tokens). An
+ * f16 or f32 cache of one type takes the tiled kernels; a quantised or
+ * mixed one the position-by-position form, token by token (llama.cpp's
+ * paths for the same caches). */
 static void attn_worker(void *ctx, int chunk, int n_chunks, int tid)
 {
     attn_job *j = ctx;
@@ -75,8 +79,7 @@ static void attn_worker(void *ctx, int chunk, int n_chunks, int tid)
     const int group = H / HKV;
     const sl_attn_kernels *kr = s->attn_k;
     const bool tiled = s->type_k == s->type_v && !sl_kv_type_quantized(s->type_k);
-    void (*attend)(const sl_attn_block *) =
-        s->type_k == SL_KV_F32 ? kr->attend_f32 : kr->attend_f16;
+    const int f16 = s->type_k != SL_KV_F32;
     /* bytes of one K/V head within a position's row */
     const size_t k_head = j->st->row_bytes[0] / (size_t)HKV;
     const size_t v_head = j->st->row_bytes[1] / (size_t)HKV;
@@ -84,22 +87,37 @@ static void attn_worker(void *ctx, int chunk, int n_chunks, int tid)
         .q_stride = (size_t)hd, .k_stride = j->st->row_bytes[0], .v_stride = j->st->row_bytes[1],
         .dk = hd, .dv = hdv, .n_q = group, .scale = a->scale, .out_stride = (size_t)hdv,
         .scratch = s->att + (size_t)tid * s->layout.att_floats,
+        .q_tok = (size_t)H * hd, .out_tok = (size_t)H * hdv, .n_swa = a->n_swa,
     };
     const int k_type = (int)sl_kv_quant_type(s->type_k), v_type = (int)sl_kv_quant_type(s->type_v);
     const float *sinks = a->sinks ? j->sinks : NULL;
     long long w0, w1;
-    sl_split_range((long long)j->n * HKV, chunk, n_chunks, &w0, &w1);
+    const long long n_blk = (j->n + j->blk - 1) / j->blk;
+    sl_split_range(n_blk * HKV, chunk, n_chunks, &w0, &w1);
     for (long long w = w0; w < w1; w++) {
-        const int t = (int)(w / HKV), kvh = (int)(w % HKV);
-        b.n_pos = j->pos0 + t + 1; /* causal: itself and everything before */
+        const int t0 = (int)(w / HKV) * j->blk, kvh = (int)(w % HKV);
+        const int nt = j->n - t0 < j->blk ? j->n - t0 : j->blk;
+        b.n_pos = j->pos0 + t0 + 1; /* causal: itself and everything before */
         b.pos_lo = a->n_swa > 0 && b.n_pos > a->n_swa ? b.n_pos - a->n_swa : 0;
         b.sinks = sinks ? sinks + (size_t)kvh * group : NULL;
-        b.q = s->q + (size_t)t * H * hd + (size_t)kvh * group * hd;
+        b.q = s->q + (size_t)t0 * H * hd + (size_t)kvh * group * hd;
         b.k = j->k0 + (size_t)kvh * k_head;
         b.v = j->v0 + (size_t)kvh * v_head;
-        b.out = s->attn_out + (size_t)t * H * hdv + (size_t)kvh * group * hdv;
-        if (tiled) attend(&b);
-        else sl_attn_attend_seq(kr, &b, k_type, v_type);
+        b.out = s->attn_out + (size_t)t0 * H * hdv + (size_t)kvh * group * hdv;
+        b.n_tok = nt;
+        if (tiled) {
+            sl_attn_attend_tokens(kr, &b, f16);
+            continue;
+        }
+        for (int i = 0; i < nt; i++) { /* by position: token by token */
+            sl_attn_block one = b;
+            one.n_tok = 1;
+            one.n_pos = b.n_pos + i;
+            one.pos_lo = sl_attn_tok_lo(&b, i);
+            one.q = b.q + (size_t)i * b.q_tok;
+            one.out = b.out + (size_t)i * b.out_tok;
+            sl_attn_attend_seq(kr, &one, k_type, v_type);
+        }
     }
 }
 
@@ -130,6 +148,18 @@ static int attn_truncate_floor(const sl_layer_desc *d, const sl_layer_state *st)
 {
     if (d->attn.n_swa <= 0 || st->ring_lo <= 0) return 0;
     return st->ring_lo + d->attn.n_swa - 1;
+}
+
+/* Tokens per work item for a batch of n: as many as the scratch holds
+ * (sl_attn_block_tokens), fewer when that would leave fewer than two items
+ * per thread. Any choice gives the same bits. */
+static int query_block(const sl_session *s, const sl_attn_desc *a, int n)
+{
+    const int group = a->n_head / a->n_head_kv;
+    int blk = sl_attn_block_tokens(a->head_dim, a->head_dim_v, group, s->layout.att_floats);
+    const int want = 2 * sl_pool_size(s->pool);
+    while (blk > 1 && (n + blk - 1) / blk * a->n_head_kv < want) blk /= 2;
+    return blk;
 }
 
 static void attn_forward(sl_session *s, const sl_layer *L, int il, int n, float *out)
@@ -181,9 +211,9 @@ static void attn_forward(sl_session *s, const sl_layer *L, int il, int n, float 
     }
 
     const int first = batch_first_pos(a, s->n_past);
-    attn_job j = {s, a, st, n, s->n_past, L->sinks.data, sl_kv_base(st, 0, first),
-                  sl_kv_base(st, 1, first)};
-    const int items = n * a->n_head_kv;
+    attn_job j = {s, a, st, n, s->n_past, query_block(s, a, n), L->sinks.data,
+                  sl_kv_base(st, 0, first), sl_kv_base(st, 1, first)};
+    const int items = (n + j.blk - 1) / j.blk * a->n_head_kv;
     sl_pool_run(s->pool, attn_worker, &j, items < 64 ? items : 64);
     if (a->gated) {
         const size_t o_n = (size_t)n * (size_t)a->n_head * (size_t)a->head_dim_v;

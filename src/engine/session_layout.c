@@ -250,6 +250,8 @@ static mixer_widths widest_mixers(const sl_model *m, sizer *z)
         /* ... or the position-by-position form's, when larger */
         const uint64_t seq = mul(z, group, (uint64_t)a->head_dim + (uint64_t)a->head_dim_v + 2);
         w.tile = umax(w.tile, seq + (uint64_t)a->head_dim_v);
+        /* ... and a prompt's query blocks (the formula's owner) */
+        w.tile = umax(w.tile, sl_attn_scratch_floats(a->head_dim, a->head_dim_v, (int)group));
     }
     return w;
 }

@@ -10,6 +10,59 @@
 #include "util/hsum.h"
 #include "quant/quant.h"
 
+/* Floats one token of a query block keeps (attn_kernels_avx2.c's
+ * attend_heads: transposed queries and weights per eight rows,
+ * accumulators, maxima and sums), and the block's shared K tile. */
+static size_t tok_state_floats(int dk, int dv, int n_q)
+{
+    const size_t g8 = 8 * (size_t)((n_q + 7) / 8);
+    return g8 * ((size_t)dk + SL_ATTN_TILE) + (size_t)n_q * ((size_t)dv + 2);
+}
+
+/* Tokens of a block worth keeping together: at most ~256 KiB of token
+ * state, so that a block stays in the L2 cache; 0 or 1: none. */
+static int tok_cap(int dk, int dv, int n_q)
+{
+    const size_t n = 65536 / tok_state_floats(dk, dv, n_q);
+    return n > SL_ATTN_QBLOCK ? SL_ATTN_QBLOCK : (int)n;
+}
+
+int sl_attn_block_tokens(int dk, int dv, int n_q, size_t scratch_floats)
+{
+    const size_t kt = (size_t)SL_ATTN_TILE * (size_t)dk;
+    const size_t fit = scratch_floats > kt ? (scratch_floats - kt) / tok_state_floats(dk, dv, n_q) : 0;
+    const int cap = tok_cap(dk, dv, n_q);
+    const int n = fit < (size_t)cap ? (int)fit : cap;
+    return n < 1 ? 1 : n;
+}
+
+int sl_attn_tok_lo(const sl_attn_block *b, int i)
+{
+    const int np = b->n_pos + i;
+    if (i == 0 || b->n_swa <= 0 || np - b->n_swa <= b->pos_lo) return b->pos_lo;
+    return np - b->n_swa;
+}
+
+void sl_attn_attend_tokens(const sl_attn_kernels *kr, const sl_attn_block *b, int f16)
+{
+    void (*tok)(const sl_attn_block *) = f16 ? kr->attend_tok_f16 : kr->attend_tok_f32;
+    if (b->n_tok > 1 && tok) {
+        tok(b);
+        return;
+    }
+    void (*one)(const sl_attn_block *) = f16 ? kr->attend_f16 : kr->attend_f32;
+    const int nt = b->n_tok > 1 ? b->n_tok : 1;
+    for (int i = 0; i < nt; i++) {
+        sl_attn_block t = *b;
+        t.n_tok = 1;
+        t.n_pos = b->n_pos + i;
+        t.pos_lo = sl_attn_tok_lo(b, i);
+        t.q = b->q + (size_t)i * b->q_tok;
+        t.out = b->out + (size_t)i * b->out_tok;
+        one(&t);
+    }
+}
+
 size_t sl_attn_scratch_floats(int dk, int dv, int n_q)
 {
     /* tiled: K tile [dk][TILE], V tile [TILE][dv], scores [TILE], and per
@@ -19,7 +72,12 @@ size_t sl_attn_scratch_floats(int dk, int dv, int n_q)
     const size_t tiled = (size_t)SL_ATTN_TILE * ((size_t)dk + (size_t)dv + 1) +
                          (size_t)n_q * ((size_t)dv + 2);
     const size_t seq = (size_t)n_q * ((size_t)dk + (size_t)dv + 2) + (size_t)dv;
-    return tiled > seq ? tiled : seq;
+    const size_t m = tiled > seq ? tiled : seq;
+    /* a query block: the K tile [TILE][dk] and each token's state */
+    const int cap = tok_cap(dk, dv, n_q);
+    if (cap < 2) return m;
+    const size_t blk = (size_t)SL_ATTN_TILE * (size_t)dk + (size_t)cap * tok_state_floats(dk, dv, n_q);
+    return m > blk ? m : blk;
 }
 
 static float load_elem(const void *row, int i, int f16)
@@ -178,7 +236,7 @@ static float dot_f16f16_ref(const uint16_t *x, const uint16_t *y, int n)
 
 static const sl_attn_kernels ref = {
     dot_f16_ref,  axpy_f16_ref,  dot_f32_ref, axpy_f32_ref,  attend_f16_ref, attend_f32_ref,
-    mad_f32_ref,  scale_f32_ref, mad_f16_ref, scale_f16_ref, dot_f16f16_ref,
+    mad_f32_ref,  scale_f32_ref, mad_f16_ref, scale_f16_ref, dot_f16f16_ref, NULL, NULL,
 };
 
 /* The score of one query row (converted as K's dot product takes it)

@@ -13,8 +13,11 @@
 /* One block of blocked causal attention: n_q query rows that share one K/V
  * head (a grouped-query group of one token), over cache positions
  * [pos_lo, n_pos), with an optional sink logit per row in the softmax's
- * denominator. The caller owns every buffer; scratch holds
- * sl_attn_scratch_floats(dk, dv, n_q) floats. */
+ * denominator. A block may hold n_tok > 1 consecutive tokens of a prompt
+ * (sl_attn_attend_tokens): token i's rows are q + i q_tok, its outputs
+ * out + i out_tok, and it attends to [lo_i, n_pos + i), lo_i = max(pos_lo,
+ * n_pos + i - n_swa) when n_swa > 0, else pos_lo. The caller owns every
+ * buffer; scratch holds sl_attn_scratch_floats(dk, dv, n_q) floats. */
 typedef struct sl_attn_block {
     const float *q;       /* n_q rows of dk values, q_stride floats apart */
     size_t q_stride;
@@ -27,6 +30,9 @@ typedef struct sl_attn_block {
     float *scratch;
     int pos_lo;           /* the first position attended (a sliding window), else 0 */
     const float *sinks;   /* n_q sink logits (one per query row) or NULL */
+    int n_tok;            /* tokens in the block (0 counts as 1) */
+    size_t q_tok, out_tok; /* floats from one token's rows to the next's */
+    int n_swa;            /* the sliding window of the tokens after the first, or 0 */
 } sl_attn_block;
 
 /* Adds the block's sinks to its rows' accumulators acc[n_q][dv], running
@@ -35,8 +41,19 @@ typedef struct sl_attn_block {
 void sl_attn_sinks_ref(const sl_attn_block *b, float *acc, const float *mx, float *sum);
 
 /* Scratch floats sl_attn_block needs for these dimensions (enough for
- * the tiled kernels and for sl_attn_attend_seq). */
+ * the tiled kernels, for a block of sl_attn_block_tokens tokens, and for
+ * sl_attn_attend_seq). */
 size_t sl_attn_scratch_floats(int dk, int dv, int n_q);
+
+/* The most tokens one block of these dimensions takes at once
+ * (sl_attn_attend_tokens; >= 1) with scratch_floats of scratch: as many as
+ * the scratch holds the state of, at most SL_ATTN_QBLOCK and ~256 KiB of
+ * state. sl_attn_scratch_floats(dk, dv, n_q) holds that many. */
+#define SL_ATTN_QBLOCK 16
+int sl_attn_block_tokens(int dk, int dv, int n_q, size_t scratch_floats);
+
+/* Token i's first position in a block of several tokens (see sl_attn_block). */
+int sl_attn_tok_lo(const sl_attn_block *b, int i);
 
 typedef struct sl_attn_kernels {
     float (*dot_f16)(const float *q, const uint16_t *k, int n);
@@ -63,7 +80,19 @@ typedef struct sl_attn_kernels {
     void (*mad_f16)(uint16_t *y, const uint16_t *x, float v, int n);
     void (*scale_f16)(uint16_t *y, float v, int n);
     float (*dot_f16f16)(const uint16_t *x, const uint16_t *y, int n);
+    /* attend_f16/f32 for a block of n_tok tokens at once (a prompt's query
+     * block against each K/V tile: the flash-attention tiling), each token's
+     * rows computed with the one-token kernel's arithmetic, so the bits are
+     * those of n_tok one-token calls; NULL when the set has none (then
+     * sl_attn_attend_tokens makes the one-token calls). */
+    void (*attend_tok_f16)(const sl_attn_block *b);
+    void (*attend_tok_f32)(const sl_attn_block *b);
 } sl_attn_kernels;
+
+/* The block's tokens (n_tok, or one) attended with kr's kernels: the
+ * query-block kernel when the set has one, else token by token; f16 or
+ * f32 cache. Bit-identical either way. */
+void sl_attn_attend_tokens(const sl_attn_kernels *kr, const sl_attn_block *b, int f16);
 
 /* softmax(q . K * scale) . V for each query row of the block over a cache
  * of any K and V types (k_type, v_type: SL_TYPE_F32, F16, Q8_0 or Q4_0), as

@@ -437,15 +437,135 @@ static void load_k_rows(const sl_attn_block *b, int ic, int t_lo, int kv, int f1
     }
 }
 
+/* The queries of nq rows transposed into qt [G][dk][8] (G groups of eight
+ * rows, the last padded with zero queries), the rows' maxima at -inf, sums
+ * and accumulators at zero. */
+static void heads_init(const sl_attn_block *b, const float *q, float *qt, float *acc, float *mx,
+                       float *sum)
+{
+    const int dk = b->dk, dv = b->dv, nq = b->n_q, G = (nq + 7) / 8;
+    for (int g = 0; g < G; g++)
+        for (int d = 0; d < dk; d++)
+            for (int l = 0; l < 8; l++) {
+                const int r = 8 * g + l;
+                qt[((size_t)g * dk + d) * 8 + l] = r < nq ? q[(size_t)r * b->q_stride + d] : 0.0f;
+            }
+    for (int r = 0; r < nq; r++) {
+        mx[r] = -INFINITY;
+        sum[r] = 0.0f;
+        memset(acc + (size_t)r * dv, 0, (size_t)dv * sizeof(float));
+    }
+}
+
+/* One tile's scores and softmax step for one token's rows against the
+ * converted K rows kf[t][dk] (positions [t_lo, kv) of the tile its own):
+ * per eight rows the scores of eight positions at a time, each lane one
+ * head's FMA chain over d; the tile maximum, the rescale of accumulators
+ * and sums, the weights by the polynomial exponential into pw [G][T][8]
+ * and their sums in eights then double, lane by lane in the one-row
+ * kernel's order. */
+static void heads_scores(const sl_attn_block *b, const float *kf, int t_lo, int kv,
+                         const float *qt, float *pw, float *acc, float *mx, float *sum)
+{
+    enum { T = SL_ATTN_TILE };
+    const int dk = b->dk, dv = b->dv, nq = b->n_q, G = (nq + 7) / 8;
+    const __m256 scale = _mm256_set1_ps(b->scale), ninf = _mm256_set1_ps(-INFINITY);
+    for (int g = 0; g < G; g++) {
+        const int nr = nq - 8 * g < 8 ? nq - 8 * g : 8;
+        const float *q8 = qt + (size_t)g * dk * 8;
+        float *p = pw + (size_t)g * T * 8;
+        __m256 vmax = ninf;
+        for (int t0 = 0; t0 < T; t0 += 8) {
+            __m256 S[8];
+            if (t0 + 8 <= t_lo || t0 >= kv) {
+                for (int i = 0; i < 8; i++) S[i] = ninf;
+            } else {
+                scores_heads8(q8, kf, dk, t0, S);
+                for (int i = 0; i < 8; i++) {
+                    const int t = t0 + i;
+                    S[i] = t < t_lo || t >= kv ? ninf : _mm256_mul_ps(S[i], scale);
+                }
+            }
+            for (int i = 0; i < 8; i++) {
+                vmax = _mm256_max_ps(vmax, S[i]);
+                _mm256_storeu_ps(p + (size_t)(t0 + i) * 8, S[i]);
+            }
+        }
+        float tmax[8], mnew[8];
+        _mm256_storeu_ps(tmax, vmax);
+        for (int l = 0; l < nr; l++) {
+            const int r = 8 * g + l;
+            const float m_new = fmaxf(mx[r], tmax[l]);
+            if (m_new > mx[r]) {
+                const float ms = expf(mx[r] - m_new);
+                float *a = acc + (size_t)r * dv;
+                const __m256 msv = _mm256_set1_ps(ms);
+                int d = 0;
+                for (; d + 8 <= dv; d += 8)
+                    _mm256_storeu_ps(a + d, _mm256_mul_ps(_mm256_loadu_ps(a + d), msv));
+                for (; d < dv; d++) a[d] *= ms;
+                sum[r] *= ms;
+            }
+            mx[r] = mnew[l] = m_new;
+        }
+        for (int l = nr; l < 8; l++) mnew[l] = 0.0f;
+        const __m256 mv = _mm256_loadu_ps(mnew);
+        __m256d ts_lo = _mm256_setzero_pd(), ts_hi = _mm256_setzero_pd();
+        for (int t0 = 0; t0 < T; t0 += 8) {
+            __m256 P[8];
+            for (int i = 0; i < 8; i++) {
+                float *pt = p + (size_t)(t0 + i) * 8;
+                P[i] = sl_vexp8(_mm256_sub_ps(_mm256_loadu_ps(pt), mv));
+                _mm256_storeu_ps(pt, P[i]);
+            }
+            /* hsum's order over the eight positions, per lane */
+            const __m256 h = _mm256_add_ps(
+                _mm256_add_ps(_mm256_add_ps(P[0], P[4]), _mm256_add_ps(P[2], P[6])),
+                _mm256_add_ps(_mm256_add_ps(P[1], P[5]), _mm256_add_ps(P[3], P[7])));
+            ts_lo = _mm256_add_pd(ts_lo, _mm256_cvtps_pd(_mm256_castps256_ps128(h)));
+            ts_hi = _mm256_add_pd(ts_hi, _mm256_cvtps_pd(_mm256_extractf128_ps(h, 1)));
+        }
+        double ts[8];
+        _mm256_storeu_pd(ts, ts_lo);
+        _mm256_storeu_pd(ts + 4, ts_hi);
+        for (int l = 0; l < nr; l++) {
+            const int r = 8 * g + l;
+            sum[r] = (float)((double)sum[r] + ts[l]);
+        }
+    }
+}
+
+/* One tile's value step for one token's rows: four rows at a time over the
+ * tile's positions [t_lo, kv), as vb / vic give them (values_f32). */
+static void heads_values(const sl_attn_block *vb, int vic, int t_lo, int kv, int v16,
+                         const float *pw, float *acc)
+{
+    const int nq = vb->n_q, G = (nq + 7) / 8;
+    for (int g = 0; g < G; g++) {
+        const int nr = nq - 8 * g < 8 ? nq - 8 * g : 8;
+        vacc_tile(vb, vic, t_lo, kv, v16, pw + (size_t)g * SL_ATTN_TILE * 8, 1, 8, nr,
+                  acc + (size_t)8 * g * vb->dv);
+    }
+}
+
+/* The sinks and the division by the sums, into out. */
+static void heads_finish(const sl_attn_block *b, float *acc, const float *mx, float *sum,
+                         float *out)
+{
+    if (b->sinks) sl_attn_sinks_ref(b, acc, mx, sum);
+    for (int r = 0; r < b->n_q; r++) {
+        const float inv = sum[r] == 0.0f ? 0.0f : 1.0f / sum[r];
+        float *o = out + (size_t)r * b->out_stride;
+        for (int d = 0; d < b->dv; d++) o[d] = acc[(size_t)r * b->dv + d] * inv;
+    }
+}
+
 /* Groups of eight rows or more: the heads are the lanes. Per tile the K
- * rows converted once; per eight rows (the last group padded with zero
- * queries, its extra lanes unused) the scores of eight positions at a
- * time, each lane one head's FMA chain over d; the tile maximum, the
- * weights by the polynomial exponential and their sums in eights then
- * double, lane by lane in the one-row kernel's order; then the values of
- * four rows at a time. Scratch: kf [T][dk] in the K tile's room; the
- * transposed queries [G][dk][8] and weights [G][T][8] (G groups of eight)
- * in the V tile's room, which the caller checked holds them. */
+ * rows converted once, each eight rows' scores and softmax step
+ * (heads_scores), the V rows converted once into the K rows' room, then
+ * the values of four rows at a time. Scratch: kf [T][dk] in the K tile's
+ * room; the transposed queries [G][dk][8] and weights [G][T][8] in the V
+ * tile's room, which the caller checked holds them. */
 static void attend_heads(const sl_attn_block *b, int f16)
 {
     enum { T = SL_ATTN_TILE };
@@ -453,102 +573,87 @@ static void attend_heads(const sl_attn_block *b, int f16)
     float *kf = b->scratch, *qt = kf + (size_t)T * dk, *pw = qt + (size_t)G * dk * 8;
     float *acc = b->scratch + (size_t)T * (dk + dv + 1), *mx = acc + (size_t)nq * dv;
     float *sum = mx + nq;
-    for (int g = 0; g < G; g++)
-        for (int d = 0; d < dk; d++)
-            for (int l = 0; l < 8; l++) {
-                const int r = 8 * g + l;
-                qt[((size_t)g * dk + d) * 8 + l] = r < nq ? b->q[(size_t)r * b->q_stride + d] : 0.0f;
-            }
-    for (int r = 0; r < nq; r++) {
-        mx[r] = -INFINITY;
-        sum[r] = 0.0f;
-        memset(acc + (size_t)r * dv, 0, (size_t)dv * sizeof(float));
-    }
-    const __m256 scale = _mm256_set1_ps(b->scale), ninf = _mm256_set1_ps(-INFINITY);
+    heads_init(b, b->q, qt, acc, mx, sum);
     for (int ic = b->pos_lo - b->pos_lo % T; ic < b->n_pos; ic += T) {
         const int kv = b->n_pos - ic < T ? b->n_pos - ic : T;
         const int t_lo = b->pos_lo > ic ? b->pos_lo - ic : 0;
         if (ic + T < b->n_pos) prefetch_tile(b, ic + T, f16);
         load_k_rows(b, ic, t_lo, kv, f16, kf);
-        for (int g = 0; g < G; g++) {
-            const int nr = nq - 8 * g < 8 ? nq - 8 * g : 8;
-            const float *q8 = qt + (size_t)g * dk * 8;
-            float *p = pw + (size_t)g * T * 8;
-            __m256 vmax = ninf;
-            for (int t0 = 0; t0 < T; t0 += 8) {
-                __m256 S[8];
-                if (t0 + 8 <= t_lo || t0 >= kv) {
-                    for (int i = 0; i < 8; i++) S[i] = ninf;
-                } else {
-                    scores_heads8(q8, kf, dk, t0, S);
-                    for (int i = 0; i < 8; i++) {
-                        const int t = t0 + i;
-                        S[i] = t < t_lo || t >= kv ? ninf : _mm256_mul_ps(S[i], scale);
-                    }
-                }
-                for (int i = 0; i < 8; i++) {
-                    vmax = _mm256_max_ps(vmax, S[i]);
-                    _mm256_storeu_ps(p + (size_t)(t0 + i) * 8, S[i]);
-                }
-            }
-            float tmax[8], mnew[8];
-            _mm256_storeu_ps(tmax, vmax);
-            for (int l = 0; l < nr; l++) {
-                const int r = 8 * g + l;
-                const float m_new = fmaxf(mx[r], tmax[l]);
-                if (m_new > mx[r]) {
-                    const float ms = expf(mx[r] - m_new);
-                    float *a = acc + (size_t)r * dv;
-                    const __m256 msv = _mm256_set1_ps(ms);
-                    int d = 0;
-                    for (; d + 8 <= dv; d += 8)
-                        _mm256_storeu_ps(a + d, _mm256_mul_ps(_mm256_loadu_ps(a + d), msv));
-                    for (; d < dv; d++) a[d] *= ms;
-                    sum[r] *= ms;
-                }
-                mx[r] = mnew[l] = m_new;
-            }
-            for (int l = nr; l < 8; l++) mnew[l] = 0.0f;
-            const __m256 mv = _mm256_loadu_ps(mnew);
-            __m256d ts_lo = _mm256_setzero_pd(), ts_hi = _mm256_setzero_pd();
-            for (int t0 = 0; t0 < T; t0 += 8) {
-                __m256 P[8];
-                for (int i = 0; i < 8; i++) {
-                    float *pt = p + (size_t)(t0 + i) * 8;
-                    P[i] = sl_vexp8(_mm256_sub_ps(_mm256_loadu_ps(pt), mv));
-                    _mm256_storeu_ps(pt, P[i]);
-                }
-                /* hsum's order over the eight positions, per lane */
-                const __m256 h = _mm256_add_ps(
-                    _mm256_add_ps(_mm256_add_ps(P[0], P[4]), _mm256_add_ps(P[2], P[6])),
-                    _mm256_add_ps(_mm256_add_ps(P[1], P[5]), _mm256_add_ps(P[3], P[7])));
-                ts_lo = _mm256_add_pd(ts_lo, _mm256_cvtps_pd(_mm256_castps256_ps128(h)));
-                ts_hi = _mm256_add_pd(ts_hi, _mm256_cvtps_pd(_mm256_extractf128_ps(h, 1)));
-            }
-            double ts[8];
-            _mm256_storeu_pd(ts, ts_lo);
-            _mm256_storeu_pd(ts + 4, ts_hi);
-            for (int l = 0; l < nr; l++) {
-                const int r = 8 * g + l;
-                sum[r] = (float)((double)sum[r] + ts[l]);
-            }
-        }
+        heads_scores(b, kf, t_lo, kv, qt, pw, acc, mx, sum);
         /* the values: an f16 tile converted once into the K rows' room */
         sl_attn_block vb;
         int vic;
         const int v16 = values_f32(b, ic, t_lo, kv, f16, kf, &vb, &vic);
-        for (int g = 0; g < G; g++) {
-            const int nr = nq - 8 * g < 8 ? nq - 8 * g : 8;
-            vacc_tile(&vb, vic, t_lo, kv, v16, pw + (size_t)g * T * 8, 1, 8, nr,
-                      acc + (size_t)8 * g * dv);
+        heads_values(&vb, vic, t_lo, kv, v16, pw, acc);
+    }
+    heads_finish(b, acc, mx, sum, b->out);
+}
+
+/* A query block: n_tok consecutive tokens of a prompt, eight rows or more
+ * each, against each K/V tile in turn (the flash-attention tiling: each
+ * tile's K and V rows read and converted once for the whole block). Token
+ * i covers the tiles of its own positions [lo_i, n_pos + i) and takes
+ * exactly attend_heads's steps on each of them (its own mask, maximum,
+ * sums, value chains), so its rows' bits are attend_heads's. Scratch: the
+ * K tile kf [T][dk], then per token its transposed queries [G][dk][8],
+ * weights [G][T][8], accumulators [n_q][dv], maxima and sums (the sizes
+ * sl_attn_block_tokens allows for). */
+static void attend_heads_tok(const sl_attn_block *b, int f16)
+{
+    enum { T = SL_ATTN_TILE };
+    const int dk = b->dk, dv = b->dv, nq = b->n_q, G = (nq + 7) / 8, nt = b->n_tok;
+    const size_t per = (size_t)G * 8 * ((size_t)dk + T) + (size_t)nq * ((size_t)dv + 2);
+    float *kf = b->scratch, *st = kf + (size_t)T * dk;
+#define TOK_QT(i) (st + (size_t)(i) * per)
+#define TOK_PW(i) (TOK_QT(i) + (size_t)G * dk * 8)
+#define TOK_ACC(i) (TOK_PW(i) + (size_t)G * T * 8)
+#define TOK_MX(i) (TOK_ACC(i) + (size_t)nq * dv)
+#define TOK_SUM(i) (TOK_MX(i) + nq)
+    for (int i = 0; i < nt; i++)
+        heads_init(b, b->q + (size_t)i * b->q_tok, TOK_QT(i), TOK_ACC(i), TOK_MX(i), TOK_SUM(i));
+    const int lo0 = sl_attn_tok_lo(b, 0), n_end = b->n_pos + nt - 1;
+    sl_attn_block pb = *b; /* the block's whole span, for the prefetch */
+    pb.n_pos = n_end;
+    for (int ic = lo0 - lo0 % T; ic < n_end; ic += T) {
+        /* the tokens whose positions meet this tile, and the union of
+         * their ranges in it */
+        int u_lo = T, u_kv = 0, first = -1, last = -1;
+        for (int i = 0; i < nt; i++) {
+            const int lo = sl_attn_tok_lo(b, i), np = b->n_pos + i;
+            if (ic + T <= lo || ic >= np) continue;
+            const int kv = np - ic < T ? np - ic : T, t_lo = lo > ic ? lo - ic : 0;
+            if (first < 0) first = i;
+            last = i;
+            if (t_lo < u_lo) u_lo = t_lo;
+            if (kv > u_kv) u_kv = kv;
+        }
+        if (first < 0) continue;
+        if (ic + T < n_end) prefetch_tile(&pb, ic + T, f16);
+        load_k_rows(b, ic, u_lo, u_kv, f16, kf);
+        for (int i = first; i <= last; i++) {
+            const int lo = sl_attn_tok_lo(b, i), np = b->n_pos + i;
+            if (ic + T <= lo || ic >= np) continue;
+            const int kv = np - ic < T ? np - ic : T, t_lo = lo > ic ? lo - ic : 0;
+            heads_scores(b, kf, t_lo, kv, TOK_QT(i), TOK_PW(i), TOK_ACC(i), TOK_MX(i),
+                         TOK_SUM(i));
+        }
+        sl_attn_block vb;
+        int vic;
+        const int v16 = values_f32(b, ic, u_lo, u_kv, f16, kf, &vb, &vic);
+        for (int i = first; i <= last; i++) {
+            const int lo = sl_attn_tok_lo(b, i), np = b->n_pos + i;
+            if (ic + T <= lo || ic >= np) continue;
+            const int kv = np - ic < T ? np - ic : T, t_lo = lo > ic ? lo - ic : 0;
+            heads_values(&vb, vic, t_lo, kv, v16, TOK_PW(i), TOK_ACC(i));
         }
     }
-    if (b->sinks) sl_attn_sinks_ref(b, acc, mx, sum);
-    for (int r = 0; r < nq; r++) {
-        const float inv = sum[r] == 0.0f ? 0.0f : 1.0f / sum[r];
-        float *o = b->out + (size_t)r * b->out_stride;
-        for (int d = 0; d < dv; d++) o[d] = acc[(size_t)r * dv + d] * inv;
-    }
+    for (int i = 0; i < nt; i++)
+        heads_finish(b, TOK_ACC(i), TOK_MX(i), TOK_SUM(i), b->out + (size_t)i * b->out_tok);
+#undef TOK_QT
+#undef TOK_PW
+#undef TOK_ACC
+#undef TOK_MX
+#undef TOK_SUM
 }
 
 /* Groups of eight rows or more take attend_heads, in slices of as many
@@ -576,6 +681,28 @@ static void attend(const sl_attn_block *b, int f16)
 
 static void attend_f16(const sl_attn_block *b) { attend(b, 1); }
 static void attend_f32(const sl_attn_block *b) { attend(b, 0); }
+
+/* A block of tokens: eight rows or more per token together (attend_heads_tok),
+ * fewer token by token. */
+static void attend_tok(const sl_attn_block *b, int f16)
+{
+    if (b->n_q < 8 || b->n_tok <= 1) {
+        sl_attn_block one = *b;
+        one.n_tok = 1;
+        for (int i = 0; i < (b->n_tok > 1 ? b->n_tok : 1); i++) {
+            one.n_pos = b->n_pos + i;
+            one.pos_lo = sl_attn_tok_lo(b, i);
+            one.q = b->q + (size_t)i * b->q_tok;
+            one.out = b->out + (size_t)i * b->out_tok;
+            attend(&one, f16);
+        }
+        return;
+    }
+    attend_heads_tok(b, f16);
+}
+
+static void attend_tok_f16(const sl_attn_block *b) { attend_tok(b, 1); }
+static void attend_tok_f32(const sl_attn_block *b) { attend_tok(b, 0); }
 
 static void mad_f32(float *y, const float *x, float v, int n)
 {
@@ -638,8 +765,10 @@ static float dot_f16f16(const uint16_t *x, const uint16_t *y, int n)
     return (float)sum;
 }
 
-static const sl_attn_kernels avx2 = {dot_f16, axpy_f16, dot_f32,   axpy_f32,  attend_f16, attend_f32,
-                                     mad_f32, scale_f32, mad_f16, scale_f16, dot_f16f16};
+static const sl_attn_kernels avx2 = {dot_f16,        axpy_f16,      dot_f32,   axpy_f32,
+                                     attend_f16,     attend_f32,    mad_f32,   scale_f32,
+                                     mad_f16,        scale_f16,     dot_f16f16, attend_tok_f16,
+                                     attend_tok_f32};
 
 const sl_attn_kernels *sl_attn_kernels_avx2(void) { return &avx2; }
 #endif

@@ -117,7 +117,8 @@ TEST(attend_blocks_match_double_and_each_other)
         double *want = malloc(sizeof(double) * nout);
         float *scratch = malloc(sizeof(float) * sl_attn_scratch_floats(dk, dv, nq));
         sl_attn_block b = {q, (size_t)dk, kh, vh, 2 * (size_t)dk, 2 * (size_t)dv, dk, dv, nq, np,
-                           1.0f / sqrtf((float)dk), o[0], (size_t)dv, scratch, 0, NULL};
+                           1.0f / sqrtf((float)dk), o[0], (size_t)dv, scratch, 0, NULL,
+                           1, 0, 0, 0};
         attend_double(&b, kf, vf, want);
         ref->attend_f16(&b);
         sl_attn_block b32 = b;
@@ -159,10 +160,81 @@ TEST(attend_blocks_match_double_and_each_other)
     }
 }
 
+/* A prompt's query blocks (sl_attn_attend_tokens): n_tok consecutive
+ * tokens of each shape, starting at several depths, with and without a
+ * sliding window and sinks, f16 and f32 caches whose rows hold two heads:
+ * every token's rows equal, bit for bit, the scalar one-token kernel's
+ * for that token alone (the expected values), for the AVX2 set's block
+ * kernel and for the token-by-token fallback of the scalar set. */
+TEST(query_blocks_equal_one_token_calls)
+{
+    static const int shapes[][3] = {/* dk, dv, n_q */
+        {128, 128, 8}, {64, 64, 16}, {64, 64, 9}, {24, 40, 8}, {40, 20, 12}, {32, 32, 3}};
+    static const int starts[] = {1, 60, 130};
+    static const int windows[] = {0, 7, 70};
+    enum { MAXP = 260, HR = 2 }; /* positions; heads per cache row */
+    const sl_attn_kernels *ref = sl_attn_kernels_ref(), *avx = sl_attn_kernels_avx2();
+    const bool have_avx2 = sl_quant_isa() == SL_ISA_AVX2 && avx;
+    unsigned seed = 23;
+    for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
+        const int dk = shapes[si][0], dv = shapes[si][1], nq = shapes[si][2];
+        const size_t sf = sl_attn_scratch_floats(dk, dv, nq);
+        const int nt = sl_attn_block_tokens(dk, dv, nq, sf);
+        CHECK_MSG(nt >= 1 && nt <= SL_ATTN_QBLOCK, "block tokens %d, shape %zu", nt, si);
+        CHECK_MSG(sl_attn_block_tokens(dk, dv, nq, 0) == 1, "no room: one token, shape %zu", si);
+        float *q = malloc(sizeof(float) * (size_t)nt * nq * dk);
+        uint16_t *kh = malloc(2 * (size_t)MAXP * HR * dk), *vh = malloc(2 * (size_t)MAXP * HR * dv);
+        float *kf = malloc(4 * (size_t)MAXP * HR * dk), *vf = malloc(4 * (size_t)MAXP * HR * dv);
+        const size_t nout = (size_t)nt * nq * dv;
+        float *want = malloc(sizeof(float) * nout), *got = malloc(sizeof(float) * nout);
+        float *scratch = malloc(sizeof(float) * sf), sinks[16];
+        for (int i = 0; i < nt * nq * dk; i++) q[i] = frand(&seed) * 2.0f;
+        for (int i = 0; i < MAXP * HR * dk; i++) kf[i] = sl_fp16_to_f32(kh[i] = sl_f32_to_fp16(frand(&seed)));
+        for (int i = 0; i < MAXP * HR * dv; i++) vf[i] = sl_fp16_to_f32(vh[i] = sl_f32_to_fp16(frand(&seed)));
+        for (int i = 0; i < nq; i++) sinks[i] = frand(&seed) * 3.0f;
+        for (int f16 = 0; f16 < 2; f16++)
+            for (size_t st = 0; st < sizeof starts / sizeof starts[0]; st++)
+                for (size_t wi = 0; wi < sizeof windows / sizeof windows[0]; wi++) {
+                    const int w = windows[wi], np0 = starts[st];
+                    const size_t es = f16 ? 2 : 4;
+                    sl_attn_block b = {
+                        .q = q, .q_stride = (size_t)dk, .k = f16 ? (const void *)(kh + dk) : (const void *)(kf + dk),
+                        .v = f16 ? (const void *)vh : (const void *)vf,
+                        .k_stride = es * HR * dk, .v_stride = es * HR * dv, .dk = dk, .dv = dv,
+                        .n_q = nq, .n_pos = np0, .scale = 1.0f / sqrtf((float)dk), .out = want,
+                        .out_stride = (size_t)dv, .scratch = scratch,
+                        .pos_lo = w > 0 && np0 > w ? np0 - w : 0, .sinks = wi == 1 ? sinks : NULL,
+                        .n_tok = nt, .q_tok = (size_t)nq * dk, .out_tok = (size_t)nq * dv, .n_swa = w};
+                    for (int i = 0; i < nt; i++) { /* the expected: one token at a time */
+                        sl_attn_block one = b;
+                        one.n_tok = 1;
+                        one.n_pos = np0 + i;
+                        one.pos_lo = w > 0 && one.n_pos > w ? one.n_pos - w : 0;
+                        CHECK(sl_attn_tok_lo(&b, i) == one.pos_lo);
+                        one.q = q + (size_t)i * b.q_tok;
+                        one.out = want + (size_t)i * b.out_tok;
+                        (f16 ? ref->attend_f16 : ref->attend_f32)(&one);
+                    }
+                    b.out = got;
+                    memset(got, 0xff, sizeof(float) * nout);
+                    sl_attn_attend_tokens(ref, &b, f16);
+                    CHECK_MSG(!memcmp(got, want, sizeof(float) * nout),
+                              "ref blocks, shape %zu f16 %d start %d window %d", si, f16, np0, w);
+                    if (!have_avx2) continue;
+                    memset(got, 0xff, sizeof(float) * nout);
+                    sl_attn_attend_tokens(avx, &b, f16);
+                    CHECK_MSG(!memcmp(got, want, sizeof(float) * nout),
+                              "avx2 blocks, shape %zu f16 %d start %d window %d", si, f16, np0, w);
+                }
+        free(q), free(kh), free(vh), free(kf), free(vf), free(want), free(got), free(scratch);
+    }
+}
+
 int main(void)
 {
     RUN(reference_kernels_match_double_loops);
     RUN(avx2_kernels_match_double_loops);
     RUN(attend_blocks_match_double_and_each_other);
+    RUN(query_blocks_equal_one_token_calls);
     return TEST_REPORT();
 }
