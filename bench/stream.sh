@@ -45,19 +45,8 @@ echo "== 2/3 fully resident decode, $N tokens"
     --stats-json "$OUT/resident.json" | tee "$OUT/resident.txt"
 
 echo "== 3/3 streamed decode inside a $LIMIT_MB MiB memory cgroup"
-if [ -d /sys/fs/cgroup/memory ]; then
-    cg=/sys/fs/cgroup/memory/sluice-bench-$$
-    mkdir "$cg"
-    echo $(( LIMIT_MB * 1048576 )) > "$cg/memory.limit_in_bytes"
-    echo 0 > "$cg/memory.swappiness" 2>/dev/null || true
-    peak_file=memory.max_usage_in_bytes
-else
-    cg=/sys/fs/cgroup/sluice-bench-$$
-    mkdir "$cg"
-    echo $(( LIMIT_MB * 1048576 )) > "$cg/memory.max"
-    echo 0 > "$cg/memory.swap.max" 2>/dev/null || true
-    peak_file=memory.peak
-fi
+. bench/lib/cgroup.sh
+cg_make "$LIMIT_MB" sluice-bench || { echo "cannot make a memory cgroup (needs root)" >&2; exit 2; }
 trap 'rmdir "$cg" 2>/dev/null || true' EXIT
 sh -c "echo \$\$ > $cg/cgroup.procs && exec $SLUICE bench -m $MODEL -p 0 -n $N -r 1 \
     -t $THREADS --io-threads $LANES ${CACHE_EXPERTS:+--cache-experts $CACHE_EXPERTS} \

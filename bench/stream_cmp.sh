@@ -40,19 +40,8 @@ echo "prompt: $(stat -c %s "$OUT/prompt.txt") bytes, $ptok tokens"
 echo "== drive: iobench --expert, $LANES lanes, 3 s"
 "$SLUICE" iobench --model "$MODEL" --expert --lanes "$LANES" --seconds 3 2>&1 | tail -n 3
 
-if [ -d /sys/fs/cgroup/memory ]; then
-    cg=/sys/fs/cgroup/memory/sluice-cmp-$$
-    mkdir "$cg"
-    echo $(( LIMIT_MB * 1048576 )) > "$cg/memory.limit_in_bytes"
-    echo 0 > "$cg/memory.swappiness" 2>/dev/null || true
-    peak_file=memory.max_usage_in_bytes
-else
-    cg=/sys/fs/cgroup/sluice-cmp-$$
-    mkdir "$cg"
-    echo $(( LIMIT_MB * 1048576 )) > "$cg/memory.max"
-    echo 0 > "$cg/memory.swap.max" 2>/dev/null || true
-    peak_file=memory.peak
-fi
+. bench/lib/cgroup.sh
+cg_make "$LIMIT_MB" sluice-cmp || { echo "cannot make a memory cgroup (needs root)" >&2; exit 2; }
 trap 'rmdir "$cg" 2>/dev/null || true' EXIT
 
 args="-m $MODEL -f $OUT/prompt.txt -n $N --temp 0 --ignore-eos -c $(( ptok + N + 16 )) -t $THREADS"
@@ -65,7 +54,7 @@ for r in $(seq 1 "$REPS"); do
     sh -c "echo \$\$ > $cg/cgroup.procs && exec $SLUICE run $args --io-threads $LANES --stats \
         --no-warm" > "$OUT/streamed-$r.txt" 2> "$OUT/streamed-$r.err"
     sed -n '/^load:/,$p' "$OUT/streamed-$r.err"
-    echo "cgroup peak $(( $(cat "$cg/$peak_file") / 1048576 )) MiB of $LIMIT_MB"
+    echo "cgroup peak $(cg_peak_mb) MiB of $LIMIT_MB"
     if cmp "$OUT/resident-$r.txt" "$OUT/streamed-$r.txt"; then
         echo "greedy text: streamed == resident ($(wc -c < "$OUT/resident-$r.txt") bytes)"
     else
