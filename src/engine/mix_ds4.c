@@ -374,19 +374,7 @@ static void attend(const sl_ds4_desc *a, const key_src *ks, const float *q, int 
                 tmax = fmaxf(tmax, sc[t]);
             }
             float *ar = acc + (size_t)r * D;
-            const float m_new = fmaxf(mx[r], tmax);
-            if (m_new > mx[r]) {
-                const float ms = expf(mx[r] - m_new);
-                for (int d = 0; d < D; d++) ar[d] *= ms;
-                sum[r] *= ms;
-            }
-            mx[r] = m_new;
-            double tsum = 0.0;
-            for (int g = 0; g < T; g += 8) {
-                for (int t = g; t < g + 8; t++) sc[t] = sl_vexpf(sc[t] - m_new);
-                tsum += (double)sl_hsum8(sc + g);
-            }
-            sum[r] = (float)((double)sum[r] + tsum);
+            sl_attn_tile_softmax(sc, T, tmax, &mx[r], &sum[r], ar, D);
             for (int d = 0; d < D; d++) {
                 float v = ar[d];
                 for (int i = 0; i < m; i++) v = fmaf(sc[cells[i]], kt[(size_t)cells[i] * D + d], v);

@@ -258,19 +258,7 @@ void sl_mla_attend_sparse(const sl_attn_block *b, bool f16, const int *pos, int 
                 tmax = fmaxf(tmax, sc[t]);
             }
             float *ar = acc + (size_t)r * dv;
-            const float m_new = fmaxf(mx[r], tmax);
-            if (m_new > mx[r]) {
-                const float ms = expf(mx[r] - m_new);
-                for (int d = 0; d < dv; d++) ar[d] *= ms;
-                sum[r] *= ms;
-            }
-            mx[r] = m_new;
-            double tsum = 0.0;
-            for (int g = 0; g < T; g += 8) {
-                for (int t = g; t < g + 8; t++) sc[t] = sl_vexpf(sc[t] - m_new);
-                tsum += (double)sl_hsum8(sc + g);
-            }
-            sum[r] = (float)((double)sum[r] + tsum);
+            sl_attn_tile_softmax(sc, T, tmax, &mx[r], &sum[r], ar, dv);
             for (int d = 0; d < dv; d++) {
                 float v = ar[d];
                 for (int i = i0; i < i1; i++) {

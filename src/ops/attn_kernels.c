@@ -102,6 +102,23 @@ void sl_attn_sinks_ref(const sl_attn_block *b, float *acc, const float *mx, floa
     }
 }
 
+void sl_attn_tile_softmax(float *sc, int T, float tmax, float *mx, float *sum, float *acc, int dv)
+{
+    const float m_new = fmaxf(*mx, tmax);
+    if (m_new > *mx) {
+        const float ms = expf(*mx - m_new);
+        for (int d = 0; d < dv; d++) acc[d] *= ms;
+        *sum *= ms;
+    }
+    *mx = m_new;
+    double tsum = 0.0;
+    for (int g = 0; g < T; g += 8) {
+        for (int t = g; t < g + 8; t++) sc[t] = sl_vexpf(sc[t] - m_new);
+        tsum += (double)sl_hsum8(sc + g);
+    }
+    *sum = (float)((double)*sum + tsum);
+}
+
 static void attend_ref(const sl_attn_block *b, int f16)
 {
     const int T = SL_ATTN_TILE, dk = b->dk, dv = b->dv;
@@ -136,19 +153,7 @@ static void attend_ref(const sl_attn_block *b, int f16)
                 tmax = fmaxf(tmax, sc[t]);
             }
             float *a = acc + (size_t)r * dv;
-            const float m_new = fmaxf(mx[r], tmax);
-            if (m_new > mx[r]) {
-                const float ms = expf(mx[r] - m_new);
-                for (int d = 0; d < dv; d++) a[d] *= ms;
-                sum[r] *= ms;
-            }
-            mx[r] = m_new;
-            double tsum = 0.0;
-            for (int g = 0; g < T; g += 8) {
-                for (int t = g; t < g + 8; t++) sc[t] = sl_vexpf(sc[t] - m_new);
-                tsum += (double)sl_hsum8(sc + g);
-            }
-            sum[r] = (float)((double)sum[r] + tsum);
+            sl_attn_tile_softmax(sc, T, tmax, &mx[r], &sum[r], a, dv);
             for (int d = 0; d < dv; d++) {
                 float v = a[d];
                 for (int t = t_lo; t < kv; t++) v = fmaf(sc[t], vt[(size_t)t * dv + d], v);

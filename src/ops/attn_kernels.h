@@ -40,6 +40,15 @@ typedef struct sl_attn_block {
  * by both kernel sets). */
 void sl_attn_sinks_ref(const sl_attn_block *b, float *acc, const float *mx, float *sum);
 
+/* One query row's online-softmax step over a tile of T scores (the scalar
+ * tiled kernels' order): sc[0..T) holds the tile's scaled scores, -INFINITY
+ * where a position is not visible, T a multiple of 8, tmax their maximum.
+ * Raises *mx to the new maximum (rescaling the row's dv accumulated values
+ * at acc and *sum when it grows), replaces each score by its weight
+ * exp(score - max) and adds the tile's weights to *sum (in groups of 8,
+ * summed in double). The caller then accumulates weight x value itself. */
+void sl_attn_tile_softmax(float *sc, int T, float tmax, float *mx, float *sum, float *acc, int dv);
+
 /* Scratch floats sl_attn_block needs for these dimensions (enough for
  * the tiled kernels, for a block of sl_attn_block_tokens tokens, and for
  * sl_attn_attend_seq). */
