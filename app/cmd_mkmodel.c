@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "args.h"
@@ -54,6 +55,10 @@ static void usage(FILE *out)
             "  --vocab V       override the vocabulary size (>= 260)\n"
             "  --ctx N         override the context length\n"
             "  --tied          no output.weight: the head reuses token_embd\n"
+            "  --holes         leave the tensor data as holes (a sparse file: the header and\n"
+            "                  tensor index are real, every weight is zero, the data takes no\n"
+            "                  disk where the file system has sparse files): for measuring\n"
+            "                  load and index costs at sizes the disk cannot hold\n"
             "  --seed S        random seed (default 1)\n"
             "  --threads N     generator threads (default: online CPUs, at most 8)\n"
             "  --progress      show a progress line (default when stderr is a terminal)\n"
@@ -94,11 +99,20 @@ static bool parse_u64(const char *flag, const char *s, uint64_t *out)
     return true;
 }
 
+/* After --holes: the file's size and the disk it really takes. */
+static void print_holes(const char *path)
+{
+    struct stat st;
+    if (stat(path, &st) == 0)
+        printf("  tensor data left as holes: file %.1f MiB, on disk %.1f MiB\n",
+               (double)st.st_size / 1048576.0, (double)st.st_blocks * 512.0 / 1048576.0);
+}
+
 /* deepseek2 / glm4moe / glm-dsa / deepseek4 (synth_ds.h): their own
  * presets and writer. */
 static int mkmodel_ds(const char *arch, const char *preset, const char *type, long layers,
                       long experts, long top_k, long vocab, long ctx, uint64_t seed, bool quiet,
-                      const char *out)
+                      bool holes, const char *out)
 {
     sl_err err = {0};
     sl_synth_ds c;
@@ -120,6 +134,7 @@ static int mkmodel_ds(const char *arch, const char *preset, const char *type, lo
     if (vocab > 0) c.n_vocab = (uint32_t)vocab;
     if (ctx > 0) c.n_ctx = (uint32_t)ctx;
     c.seed = seed;
+    c.holes = holes;
     uint64_t bytes = 0;
     const uint64_t t0 = sl_now_ns();
     if (sl_synth_ds_validate(&c, &err) || sl_synth_ds_write(&c, out, &bytes, &err)) {
@@ -133,6 +148,7 @@ static int mkmodel_ds(const char *arch, const char *preset, const char *type, lo
                c.n_nextn, c.n_expert, c.n_expert_used, c.n_vocab, (unsigned long long)c.seed,
                (unsigned long long)bytes, (double)bytes / 1048576.0,
                (double)(sl_now_ns() - t0) / 1e9);
+    if (!quiet && holes) print_holes(out);
     return 0;
 }
 
@@ -141,7 +157,7 @@ int cmd_mkmodel(int argc, char **argv)
     const char *arch = NULL, *preset = "tiny", *type = NULL, *out = NULL;
     long layers = -1, experts = -1, top_k = -1, vocab = -1, ctx = -1, threads = -1;
     uint64_t seed = 1;
-    bool tied = false, quiet = false, progress = isatty(2);
+    bool tied = false, quiet = false, holes = false, progress = isatty(2);
 
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = NULL;
@@ -173,6 +189,8 @@ int cmd_mkmodel(int argc, char **argv)
             VALUE(); if (!parse_u64(a, v, &seed)) return 2;
         } else if (!strcmp(a, "--tied")) {
             tied = true;
+        } else if (!strcmp(a, "--holes")) {
+            holes = true;
         } else if (!strcmp(a, "--progress")) {
             progress = true;
         } else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) {
@@ -207,7 +225,7 @@ int cmd_mkmodel(int argc, char **argv)
     }
     if (sl_synth_ds_arch(arch))
         return mkmodel_ds(arch, preset, type, layers, experts, top_k, vocab, ctx, seed, quiet,
-                          out);
+                          holes, out);
     sl_synth_config c;
     if (sl_synth_config_init(&c, arch, preset, &err)) {
         fprintf(stderr, "sluice %s: %s\n", CMD, err.msg);
@@ -223,6 +241,7 @@ int cmd_mkmodel(int argc, char **argv)
     if (vocab > 0) c.n_vocab = (uint32_t)vocab;
     if (ctx > 0) c.n_ctx = (uint32_t)ctx;
     c.tied = tied;
+    c.holes = holes;
     c.seed = seed;
     if (experts > 0 || top_k > 0) {
         if (!c.moe && strcmp(c.arch, "llama")) {
@@ -279,6 +298,7 @@ int cmd_mkmodel(int argc, char **argv)
                (double)st.file_bytes / 1048576.0, st.seconds,
                st.seconds > 0 ? (double)st.file_bytes / 1048576.0 / st.seconds : 0.0, c.threads,
                st.direct_io ? "direct I/O" : "through the page cache");
+        if (holes) print_holes(out);
     }
     return 0;
 }

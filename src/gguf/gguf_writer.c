@@ -19,11 +19,14 @@
 #include "gguf/gguf_writer.h"
 #include "gguf/gguf_internal.h" /* SL_GGUF_MAX_ARRAY_DEPTH */
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/types.h>
+#include <unistd.h>
 
 #include "util/checked.h"
 #include "util/file.h"
@@ -737,6 +740,32 @@ int sl_gguf_writer_write(sl_gguf_writer *w, const void *bytes, size_t n, sl_err 
             w->cur_done = 0;
         }
     }
+    return SL_OK;
+}
+
+int sl_gguf_writer_write_holes(sl_gguf_writer *w, sl_err *err)
+{
+    if (w->state == ST_FAILED) return report(w, err);
+    if (w->state != ST_DECLARE) {
+        wfail(w, SL_EINVAL, "tensor data as holes asked after data writing began");
+        return report(w, err);
+    }
+    if (write_header(w) || flush_last(w) || io_wait(w)) return report(w, err);
+    uint64_t end = w->written; /* the data section starts here (aligned) */
+    if (w->n_t) {
+        const wtensor *t = &w->t[w->n_t - 1];
+        uint64_t padded;
+        sl_align_up_u64(t->nbytes, w->alignment, &padded); /* checked in write_header */
+        end += t->offset + padded;
+    }
+    if (end > (uint64_t)INT64_MAX || ftruncate(w->f.fd, (off_t)end) != 0) {
+        wfail(w, SL_EIO, "cannot extend the file to %llu bytes: %s", (ull)end,
+              strerror(errno));
+        return report(w, err);
+    }
+    w->written = end;
+    w->cur = w->n_t; /* every tensor's bytes are there (as zeros) */
+    w->cur_done = 0;
     return SL_OK;
 }
 

@@ -67,6 +67,15 @@ int sl_gguf_writer_add_tensor(sl_gguf_writer *w, const char *name, sl_type type,
  * Chunks may split or span tensors freely; padding is inserted between them. */
 int sl_gguf_writer_write(sl_gguf_writer *w, const void *bytes, size_t n, sl_err *err);
 
+/* Instead of any sl_gguf_writer_write: writes the header, then extends
+ * the file to its full size without writing the tensor data, which is left
+ * as a hole (reads as zeros; on file systems with sparse files it takes no
+ * disk). The index is exactly the one a real write gives; every weight is
+ * zero. For measuring what loading a file costs at sizes the disk cannot
+ * hold. Fails (SL_EINVAL) after data writing began, or on a write or
+ * ftruncate error; then call sl_gguf_writer_close as usual. */
+int sl_gguf_writer_write_holes(sl_gguf_writer *w, sl_err *err);
+
 /* Finishes the file: fails if the data written does not match the declared
  * tensors. Frees w in all cases. */
 int sl_gguf_writer_close(sl_gguf_writer *w, sl_err *err);

@@ -47,6 +47,8 @@ typedef struct sl_synth_config {
     bool moe;               /* routed experts (llama: Mixtral-style) */
     bool shared_expert;     /* qwen2moe / qwen35moe shared expert */
     bool tied;              /* no output.weight: the head reuses token_embd */
+    bool holes;             /* tensor data left as holes (all zeros, a sparse
+                               file; sl_gguf_writer_write_holes) */
     uint32_t n_layer;
     uint32_t n_embd;
     uint32_t n_head, n_head_kv, head_dim;

@@ -467,7 +467,9 @@ int sl_synth_ds_write(const sl_synth_ds *c, const char *path, uint64_t *bytes, s
                                             p.t[i].ne, err)))
             goto done;
     const sl_synth_config g = generic_view(c); /* threads 0: all in this thread */
-    if ((rc = sl_synth_stream_write(w, &g, p.t, p.n, &sz, NULL, NULL, err))) goto done;
+    if ((rc = c->holes ? sl_gguf_writer_write_holes(w, err)
+                       : sl_synth_stream_write(w, &g, p.t, p.n, &sz, NULL, NULL, err)))
+        goto done;
     rc = sl_gguf_writer_close(w, err);
     w = NULL;
 done:

@@ -45,6 +45,8 @@ typedef struct sl_synth_ds {
     float rope_base, rms_eps;
     sl_synth_type type;
     uint64_t seed;
+    bool holes;            /* tensor data left as holes (all zeros, a sparse
+                              file): sl_gguf_writer_write_holes */
     char pre[24];          /* tokenizer.ggml.pre written ("" : the generic
                               generator's qwen2; its vocabulary either way) */
     /* deepseek4 (synth_ds4.c; ARCHS.md section 9): head_dim is D, rope_dim

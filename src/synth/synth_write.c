@@ -175,7 +175,7 @@ int sl_synth_write(const sl_synth_config *c, const char *path,
     created = true;
     /* Bypass the page cache where the file system allows: see
      * sl_gguf_writer_direct_io and docs/perf.md (mkmodel write speed). */
-    direct = sl_gguf_writer_direct_io(w);
+    direct = !c->holes && sl_gguf_writer_direct_io(w);
     rc = write_metadata(w, c, &vocab, err);
     if (rc) goto out;
     for (size_t i = 0; i < nt; i++) {
@@ -184,7 +184,8 @@ int sl_synth_write(const sl_synth_config *c, const char *path,
     }
     sl_synth_vocab_free(&vocab); /* the writer copied it */
 
-    rc = sl_synth_stream_write(w, c, ts, nt, &sz, progress, progress_ud, err);
+    rc = c->holes ? sl_gguf_writer_write_holes(w, err)
+                  : sl_synth_stream_write(w, c, ts, nt, &sz, progress, progress_ud, err);
     if (rc) goto out;
     rc = sl_gguf_writer_close(w, err);
     w = NULL;
