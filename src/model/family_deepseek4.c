@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "model/llama_rev.h"
 #include "model/model_internal.h"
 
 /* A per-layer integer or float array key, or its scalar form. */
@@ -77,6 +78,8 @@ static int read_model_keys(sl_binder *b)
     if ((rc = need_u32(b, "hyper_connection.sinkhorn_iterations", 1, 1000, &hp->hc_iters)))
         return rc;
     if ((rc = need_f32(b, "hyper_connection.epsilon", &hp->hc_eps))) return rc;
+    if ((rc = sl_llama_rev_check(b->llama_rev, b->err))) return rc;
+    hp->hc_fused = b->llama_rev >= SL_LLAMA_REV_2026_09;
     if ((rc = need_u32(b, "attention.sliding_window", 1, big, &hp->n_swa))) return rc;
     if ((rc = need_u32(b, "hash_layer_count", 0, hp->n_layer, &hp->n_hash))) return rc;
     if ((rc = need_u32(b, "attention.output_group_count", 1, 4096, &hp->o_groups))) return rc;
