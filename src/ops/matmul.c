@@ -70,6 +70,10 @@ static void rows_one_by_one(const sl_mat *mat, sl_vec_dot_n_fn dot_n, const void
     }
 }
 
+/* the largest row (in 32-element blocks) whose activation sums the x8
+ * path tables on the stack (4 tokens x 2 KiB) */
+#define X8_SUMS_MAX 512
+
 static void repacked_rows(const sl_mat *mat, sl_mm_order order, const void *const *acts, int n,
                           float *y, size_t ldy, int64_t r0, int64_t r1, void *row_tmp)
 {
@@ -88,6 +92,26 @@ static void repacked_rows(const sl_mat *mat, sl_mm_order order, const void *cons
     if (rb > r1) rb = r1;
     rows_one_by_one(mat, dot_n, acts, n, y, ldy, r0, rb, row_tmp);
     float s[8 * SL_VEC_DOT_ROWS8_MAX];
+    /* x8 with at most one group of tokens: the activations' block sums
+     * once here rather than once per group of rows (same integers, so the
+     * same bits), when the set has such a kernel and the table fits */
+    const sl_vec_dot_x8s_fn r8s = x8 && n <= SL_VEC_DOT_ROWS8_MAX && mat->cols / 32 <= X8_SUMS_MAX
+                                      ? sl_vec_dot_x8s_b32_rp(mat->type)
+                                      : NULL;
+    if (r8s && rb + 8 <= r1) {
+        int32_t sums[SL_VEC_DOT_ROWS8_MAX][X8_SUMS_MAX];
+        const int32_t *sp[SL_VEC_DOT_ROWS8_MAX];
+        for (int t = 0; t < n; t++) {
+            sl_rp32_x8_offset_sums(mat->type, mat->cols, acts[t], sums[t]);
+            sp[t] = sums[t];
+        }
+        for (; rb + 8 <= r1; rb += 8) {
+            r8s(mat->cols, s, w + (size_t)rb * mat->row_bytes, acts, sp, n);
+            for (int t = 0; t < n; t++)
+                for (int k = 0; k < 8; k++)
+                    y[(size_t)t * ldy + (size_t)rb + (size_t)k] = s[8 * t + k];
+        }
+    }
     for (; rb + 8 <= r1; rb += 8)
         for (int t0 = 0; t0 < n; t0 += SL_VEC_DOT_ROWS8_MAX) {
             const int nt = n - t0 < SL_VEC_DOT_ROWS8_MAX ? n - t0 : SL_VEC_DOT_ROWS8_MAX;

@@ -119,8 +119,26 @@ void sl_rp32_x8_row(sl_type type, const void *data, int64_t r, int64_t c0, int64
 sl_vec_dot_rows8_fn sl_vec_dot_x8_b32_rp_isa(sl_type type, sl_isa isa);
 sl_vec_dot_rows8_fn sl_vec_dot_x8_b32_rp(sl_type type);
 
+/* The x8 kernel with the activations' block sums precomputed: the kernels
+ * whose levels carry an offset (Q4_0: 8, MXFP4: 12; vec_dot_rp32x8_avx2.c)
+ * otherwise sum each activation block again for every group of 8 rows.
+ * ysum[t] is token t's table from sl_rp32_x8_offset_sums (n / 32 entries);
+ * s, x, ys, nt and the bits are the x8 kernel's. */
+typedef void (*sl_vec_dot_x8s_fn)(int64_t n, float *s, const void *x, const void *const *ys,
+                                  const int32_t *const *ysum, int nt);
+
+/* The precomputed-sums x8 kernel of type for this process's set, or NULL
+ * when there is none (other types, non-AVX2 sets: use the x8 kernel). */
+sl_vec_dot_x8s_fn sl_vec_dot_x8s_b32_rp(sl_type type);
+
+/* Fills out[0 .. n/32) with offset * (the sum of the 32 levels) of each
+ * Q8_0 block of the activation row y (n elements), offset the x8s kernel's
+ * for type (Q4_0: 8, MXFP4: 12, else 0). Exact integers. */
+void sl_rp32_x8_offset_sums(sl_type type, int64_t n, const void *y, int32_t *out);
+
 /* Internal to src/quant. */
 sl_vec_dot_rows8_fn sl_vec_dot_x8_b32_rp_ref(sl_type type);
 sl_vec_dot_rows8_fn sl_vec_dot_x8_b32_rp_avx2(sl_type type);
+sl_vec_dot_x8s_fn sl_vec_dot_x8s_b32_rp_avx2(sl_type type);
 
 #endif

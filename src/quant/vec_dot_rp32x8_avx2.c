@@ -71,8 +71,10 @@ INLINE __m256i off_sum_y(int off, const int8_t *qs)
     return _mm256_add_epi32(s, _mm256_shuffle_epi32(s, 0xB1));
 }
 
+/* ysum: NULL, or per token the table sl_rp32_x8_offset_sums fills (the
+ * offset times each block's activation sum), read instead of summing */
 INLINE void x8_kernel(int kind, int64_t n, float *s, const uint8_t *x, const void *const *ys,
-                      const int nt)
+                      const int32_t *const *ysum, const int nt)
 {
     const size_t bb = kind == K_MXFP4 ? sizeof(sl_block_mxfp4) : sizeof(sl_block_q4_0);
     const size_t sb = kind == K_MXFP4 ? 1 : 2;
@@ -125,7 +127,10 @@ INLINE void x8_kernel(int kind, int64_t n, float *s, const uint8_t *x, const voi
                     I = _mm256_add_epi32(I, sl_avx2_dot_i8(w[c], bcast4(a)));
                 }
             }
-            if (offset_of(kind)) I = _mm256_sub_epi32(I, off_sum_y(offset_of(kind), y->qs));
+            if (offset_of(kind) && ysum)
+                I = _mm256_sub_epi32(I, _mm256_set1_epi32(ysum[t][i]));
+            else if (offset_of(kind))
+                I = _mm256_sub_epi32(I, off_sum_y(offset_of(kind), y->qs));
             const __m256 dxy = _mm256_mul_ps(dx, _mm256_set1_ps(sl_avx2_h2f(y->d)));
             acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(I), dxy, acc[t]);
         }
@@ -136,15 +141,16 @@ INLINE void x8_kernel(int kind, int64_t n, float *s, const uint8_t *x, const voi
 /* nt as a constant in each case so the token loops unroll */
 #define X8_CASES(kind)                                                                          \
     switch (nt) {                                                                               \
-    case 1: x8_kernel(kind, n, s, vx, ys, 1); break;                                            \
-    case 2: x8_kernel(kind, n, s, vx, ys, 2); break;                                            \
-    case 3: x8_kernel(kind, n, s, vx, ys, 3); break;                                            \
-    default: x8_kernel(kind, n, s, vx, ys, 4); break;                                           \
+    case 1: x8_kernel(kind, n, s, vx, ys, ysum, 1); break;                                      \
+    case 2: x8_kernel(kind, n, s, vx, ys, ysum, 2); break;                                      \
+    case 3: x8_kernel(kind, n, s, vx, ys, ysum, 3); break;                                      \
+    default: x8_kernel(kind, n, s, vx, ys, ysum, 4); break;                                     \
     }
 
 static void x8_q4_0(int64_t n, float *s, const void *vx, size_t rb, const void *const *ys, int nt)
 {
     (void)rb;
+    const int32_t *const *ysum = NULL;
     X8_CASES(K_Q4_0)
 }
 
@@ -152,6 +158,7 @@ static void x8_iq4_nl(int64_t n, float *s, const void *vx, size_t rb, const void
                       int nt)
 {
     (void)rb;
+    const int32_t *const *ysum = NULL;
     X8_CASES(K_IQ4_NL)
 }
 
@@ -159,7 +166,29 @@ static void x8_mxfp4(int64_t n, float *s, const void *vx, size_t rb, const void 
                      int nt)
 {
     (void)rb;
+    const int32_t *const *ysum = NULL;
     X8_CASES(K_MXFP4)
+}
+
+static void x8s_q4_0(int64_t n, float *s, const void *vx, const void *const *ys,
+                     const int32_t *const *ysum, int nt)
+{
+    X8_CASES(K_Q4_0)
+}
+
+static void x8s_mxfp4(int64_t n, float *s, const void *vx, const void *const *ys,
+                      const int32_t *const *ysum, int nt)
+{
+    X8_CASES(K_MXFP4)
+}
+
+sl_vec_dot_x8s_fn sl_vec_dot_x8s_b32_rp_avx2(sl_type type)
+{
+    switch (type) {
+    case SL_TYPE_Q4_0: return x8s_q4_0;
+    case SL_TYPE_MXFP4: return x8s_mxfp4;
+    default: return NULL;
+    }
 }
 
 sl_vec_dot_rows8_fn sl_vec_dot_x8_b32_rp_avx2(sl_type type)
@@ -175,6 +204,12 @@ sl_vec_dot_rows8_fn sl_vec_dot_x8_b32_rp_avx2(sl_type type)
 #else
 
 sl_vec_dot_rows8_fn sl_vec_dot_x8_b32_rp_avx2(sl_type type)
+{
+    (void)type;
+    return NULL;
+}
+
+sl_vec_dot_x8s_fn sl_vec_dot_x8s_b32_rp_avx2(sl_type type)
 {
     (void)type;
     return NULL;

@@ -155,3 +155,22 @@ sl_vec_dot_rows8_fn sl_vec_dot_x8_b32_rp(sl_type type)
     sl_vec_dot_rows8_fn f = sl_vec_dot_x8_b32_rp_isa(type, sl_quant_isa());
     return f ? f : sl_vec_dot_x8_b32_rp_ref(type);
 }
+
+sl_vec_dot_x8s_fn sl_vec_dot_x8s_b32_rp(sl_type type)
+{
+    /* only the AVX2 set sums the activations per group (the scalar twin
+     * and NEON fold the offset otherwise) */
+    if (sl_quant_isa() != SL_ISA_AVX2 || !sl_vec_dot_x8_b32_rp_isa(type, SL_ISA_AVX2)) return NULL;
+    return sl_vec_dot_x8s_b32_rp_avx2(type);
+}
+
+void sl_rp32_x8_offset_sums(sl_type type, int64_t n, const void *y, int32_t *out)
+{
+    const int32_t off = type == SL_TYPE_Q4_0 ? 8 : type == SL_TYPE_MXFP4 ? 12 : 0;
+    const sl_block_q8_0 *b = y;
+    for (int64_t i = 0; i < n / SL_QK; i++) {
+        int32_t sum = 0;
+        for (int j = 0; j < SL_QK; j++) sum += b[i].qs[j];
+        out[i] = off * sum;
+    }
+}

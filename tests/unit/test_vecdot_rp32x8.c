@@ -169,6 +169,60 @@ TEST(x8_kernels_give_the_formula)
     CHECK(sl_vec_dot_x8_b32_rp(SL_TYPE_Q8_0) == NULL);
 }
 
+/* the precomputed-sums x8 kernel (where the set has one) against the
+ * formula for every nt, fed by sl_rp32_x8_offset_sums; and those sums
+ * against offset * the levels summed here */
+TEST(x8_sums_kernel_gives_the_formula)
+{
+    enum { NB = 9, NA = SL_VEC_DOT_ROWS8_MAX };
+    static const int modes[] = {FILL_RANDOM, FILL_GAUSS, FILL_HUGE, FILL_TINY};
+    static const int offsets[3] = {8, 0, 12};
+    for (int k = 0; k < 3; k++) {
+        const size_t rb = bbytes(k) * NB;
+        const sl_vec_dot_x8s_fn f = sl_vec_dot_x8s_b32_rp(types[k]);
+        if (k == 1) CHECK(f == NULL); /* IQ4_NL has no offset to sum */
+        for (size_t mi = 0; mi < sizeof modes / sizeof modes[0]; mi++) {
+            uint8_t *plain = malloc(rb * 8), *x8 = malloc(rb * 8), *tmp = malloc(rb * 8);
+            sl_block_q8_0 *y = malloc(sizeof *y * NB * NA);
+            int32_t sums[NA][NB];
+            const void *ys[NA];
+            const int32_t *sp[NA];
+            fill(k, plain, NB * 8, modes[mi]);
+            memcpy(x8, plain, rb * 8);
+            sl_rp32_x8_interleave(types[k], x8, 8, SL_QK * NB, rb, tmp);
+            const float act = modes[mi] == FILL_HUGE ? 1e-3f : modes[mi] == FILL_TINY ? 1e-20f : 1.0f;
+            for (int t = 0; t < NA; t++) {
+                make_act(y + (size_t)t * NB, SL_QK * NB, act * (float)(1 + t));
+                ys[t] = y + (size_t)t * NB;
+                sl_rp32_x8_offset_sums(types[k], SL_QK * NB, ys[t], sums[t]);
+                sp[t] = sums[t];
+                for (int i = 0; i < NB; i++) {
+                    int want = 0;
+                    for (int j = 0; j < SL_QK; j++) want += y[(size_t)t * NB + (size_t)i].qs[j];
+                    CHECK_MSG(sums[t][i] == offsets[k] * want, "%s sums token %d block %d: %d, want %d",
+                              names[k], t, i, (int)sums[t][i], offsets[k] * want);
+                }
+            }
+            for (int nt = 1; f && nt <= NA; nt++) {
+                float got[8 * NA];
+                f(SL_QK * NB, got, x8, ys, sp, nt);
+                for (int t = 0; t < nt; t++)
+                    for (int r = 0; r < 8; r++) {
+                        const float want = oracle(k, plain + (size_t)r * rb, y + (size_t)t * NB, NB);
+                        CHECK_MSG(memcmp(&got[8 * t + r], &want, 4) == 0,
+                                  "x8s %s mode %d nt %d row %d token %d: %.9g, formula %.9g",
+                                  names[k], modes[mi], nt, r, t, (double)got[8 * t + r], (double)want);
+                    }
+            }
+            free(plain);
+            free(x8);
+            free(tmp);
+            free(y);
+        }
+    }
+    CHECK(sl_vec_dot_x8s_b32_rp(SL_TYPE_Q4_K) == NULL);
+}
+
 /* sl_matmul_rows on the x8 form against the plain form of the same rows:
  * the same bits for each range (cut mid-group or not), token count and
  * split of the rows into shares; and each value the formula's. */
@@ -272,6 +326,7 @@ int main(void)
     RUN(layout_positions_and_row_reader);
     RUN(applies);
     RUN(x8_kernels_give_the_formula);
+    RUN(x8_sums_kernel_gives_the_formula);
     RUN(matmul_x8_equals_plain);
     RUN(odd_rows_fall_back);
     return TEST_REPORT();
