@@ -123,11 +123,15 @@ TEST(buffers_are_disjoint_and_guarded)
                   sl_session_buffer_name((sl_sbuf)b));
     }
     CHECK_EQ_INT(lay.bytes[SL_SB_logits], 4 * 7 * 333);
-    /* per thread, one attention block's scratch: a K and a V tile of 64
-     * positions, their scores, and the group's (1 head) accumulator, max
-     * and sum; no longer anything per context position */
-    CHECK_EQ_INT(lay.bytes[SL_SB_att], 4 * 3 * (64 * (16 + 16 + 1) + 1 * (16 + 2)));
-    CHECK_EQ_INT(lay.att_floats, 64 * (16 + 16 + 1) + 1 * (16 + 2));
+    /* per thread, one attention block's scratch, nothing per context
+     * position: the larger of one token's tiles (a K and a V tile of 64
+     * positions, their scores, the group's (1 head) accumulator, max and
+     * sum: 64 * 33 + 18 = 2130 floats) and a query block of 16 tokens (the
+     * K tile [64][16], then per token the group's heads padded to 8 lanes
+     * times (16 query values + 64 scores) plus the accumulator, max and
+     * sum: 1024 + 16 * (8 * 80 + 18) = 11552 floats) */
+    CHECK_EQ_INT(lay.bytes[SL_SB_att], 4 * 3 * (64 * 16 + 16 * (8 * (16 + 64) + 1 * (16 + 2))));
+    CHECK_EQ_INT(lay.att_floats, 64 * 16 + 16 * (8 * (16 + 64) + 1 * (16 + 2)));
     CHECK_EQ_INT(lay.kv_bytes, 2 * (2ull * 3 * 33 * 6 * 16));
     CHECK_EQ_INT(lay.scratch_bytes, lay.arena_bytes - lay.kv_bytes);
     bare_free(m);
