@@ -32,14 +32,18 @@
 
 #define HC 4
 
-/* y = sum_s w[s] X[s] over the hc streams of one token (E values each):
- * every product and sum rounded, or (fused) as multiply-adds. */
+/* acc + a b: rounded product then sum, or (fused) one multiply-add. */
+static inline float mix_add(float acc, float a, float b, bool fused)
+{
+    return fused ? fmaf(a, b, acc) : acc + a * b;
+}
+
+/* y = sum_s w[s] X[s] over the hc streams of one token (E values each). */
 static void stream_sum(float *y, const float *x, const float *w, size_t E, bool fused)
 {
     for (size_t i = 0; i < E; i++) {
         float sum = x[i] * w[0];
-        for (int h = 1; h < HC; h++)
-            sum = fused ? fmaf(x[(size_t)h * E + i], w[h], sum) : sum + x[(size_t)h * E + i] * w[h];
+        for (int h = 1; h < HC; h++) sum = mix_add(sum, x[(size_t)h * E + i], w[h], fused);
         y[i] = sum;
     }
 }
@@ -130,24 +134,19 @@ static void hc_post(sl_session *s, const sl_ds4_scratch *sc, const float *f, int
     float *X = sl_ds4_at(s, sc->x);
     const float *res = sl_ds4_at(s, sc->res), *post = sl_ds4_at(s, sc->post);
     const float *comb = sl_ds4_at(s, sc->comb);
+    const bool fused = s->m->hp.hc_fused;
     for (int t = 0; t < n; t++) {
         const float *r = res + (size_t)t * W, *c = comb + (size_t)t * HC * HC;
         const float *ft = f + (size_t)t * E;
         for (int d = 0; d < HC; d++) {
             float *o = X + (size_t)t * W + (size_t)d * E;
             const float pv = post[(size_t)t * HC + (size_t)d];
-            if (s->m->hp.hc_fused)
-                for (size_t i = 0; i < E; i++) {
-                    float sum = ft[i] * pv;
-                    for (int h = 0; h < HC; h++) sum = fmaf(r[(size_t)h * E + i], c[d + HC * h], sum);
-                    o[i] = sum;
-                }
-            else
-                for (size_t i = 0; i < E; i++) {
-                    float sum = ft[i] * pv;
-                    for (int h = 0; h < HC; h++) sum = sum + r[(size_t)h * E + i] * c[d + HC * h];
-                    o[i] = sum;
-                }
+            for (size_t i = 0; i < E; i++) {
+                float sum = ft[i] * pv;
+                for (int h = 0; h < HC; h++)
+                    sum = mix_add(sum, r[(size_t)h * E + i], c[d + HC * h], fused);
+                o[i] = sum;
+            }
         }
     }
 }
