@@ -33,11 +33,11 @@ check "x86 greedy run" [ -s "$work/x86.txt" ]
 for cpu in max cortex-a53; do
     qemu-aarch64 -cpu "$cpu" "$A64" run -m "$M" -p "$P" -n 24 --temp 0 -t 2 \
         >"$work/a64-$cpu.txt" 2>"$work/a64-$cpu.err"
-    check "aarch64 ($cpu) greedy output equals x86's" cmp -s "$work/x86.txt" "$work/a64-$cpu.txt"
+    check "aarch64 ($cpu) greedy output equals x86's" same_text "$work/x86.txt" "$work/a64-$cpu.txt"
 done
 SLUICE_NO_SIMD=1 qemu-aarch64 -cpu cortex-a53 "$A64" run -m "$M" -p "$P" -n 24 --temp 0 -t 1 \
     >"$work/a64-ref.txt" 2>"$work/a64-ref.err"
-check "aarch64 scalar kernels' greedy output equals x86's" cmp -s "$work/x86.txt" "$work/a64-ref.txt"
+check "aarch64 scalar kernels' greedy output equals x86's" same_text "$work/x86.txt" "$work/a64-ref.txt"
 
 T=/usr/share/common-licenses/GPL-3
 [ -f "$T" ] || T=README.md
@@ -71,7 +71,7 @@ done
 "$X86" mkmodel --arch qwen3moe --preset tiny --seed 3 -q -o "$work/tiny-x86.gguf"
 qemu-aarch64 -cpu max "$A64" mkmodel --arch qwen3moe --preset tiny --seed 3 -q \
     -o "$work/tiny-a64.gguf"
-check "aarch64 mkmodel writes the x86 bytes" cmp -s "$work/tiny-x86.gguf" "$work/tiny-a64.gguf"
+check "aarch64 mkmodel writes the x86 bytes" same_text "$work/tiny-x86.gguf" "$work/tiny-a64.gguf"
 
 "$X86" bench --kernels --help >/dev/null 2>&1
 line=$("$X86" bench --kernels --mb 8 -t 1 2>/dev/null | head -n 1)

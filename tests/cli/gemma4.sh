@@ -39,7 +39,7 @@ for v in "--cache-experts 2" "--cache-experts 3 -b 1" "--cache-experts 5 -b 5 --
     # shellcheck disable=SC2086
     run "$work/streamed" --moe-stream $v
     check "streamed ($v) succeeds" [ $? -eq 0 ]
-    check "streamed ($v) gives the resident text" cmp -s "$work/resident" "$work/streamed"
+    check "streamed ($v) gives the resident text" same_text "$work/resident" "$work/streamed"
 done
 
 # The fixture's fused ffn_gate_up_exps streamed (issue 18): the resident text,
@@ -67,7 +67,7 @@ if [ -r "$FX" ]; then
     fx "$work/fx-stats" --moe-stream --cache-experts 3 --no-prefetch --no-warm \
         --stats-json "$work/fx.json"
     check "fixture streamed with stats succeeds" [ $? -eq 0 ]
-    check "fixture stats text is the resident text" cmp -s "$work/fx-resident" "$work/fx-stats"
+    check "fixture stats text is the resident text" same_text "$work/fx-resident" "$work/fx-stats"
     check "fixture reads one expert's bytes per miss" \
         jq_ok '.misses > 0 and .read_bytes == .misses * 104448 and .reads == 3 * .misses' \
         "$work/fx.json"

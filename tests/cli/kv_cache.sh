@@ -27,7 +27,7 @@ for t in q8_0 q4_0; do
     "$SLUICE" run -m "$M" -p "$P" -n 12 --temp 0 -ctk $t -ctv $t -t 1 >"$work/$t.1" 2>/dev/null
     check "$t cache runs" [ $? -eq 0 ]
     "$SLUICE" run -m "$M" -p "$P" -n 12 --temp 0 -ctk $t -ctv $t -t 2 -b 3 >"$work/$t.2" 2>/dev/null
-    check "$t: same text with 2 threads and batches of 3" cmp -s "$work/$t.1" "$work/$t.2"
+    check "$t: same text with 2 threads and batches of 3" same_text "$work/$t.1" "$work/$t.2"
 done
 "$SLUICE" run -m "$M" -p "$P" -n 12 --temp 0 --cache-type-k q8_0 -t 1 >"$work/mixed" 2>/dev/null
 check "--cache-type-k alone (V stays f16) runs" [ $? -eq 0 ]

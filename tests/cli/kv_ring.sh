@@ -29,7 +29,7 @@ for f in "$G" "$M"; do
     check "$name: --swa-full runs" [ $? -eq 0 ]
     for b in 1 3; do
         "$SLUICE" run -m "$f" -p "$P" -n 24 --temp 0 --ignore-eos -c 256 -b $b >"$work/ring" 2>/dev/null
-        check "$name: the ring (batches of $b) gives the --swa-full text" cmp -s "$work/full" "$work/ring"
+        check "$name: the ring (batches of $b) gives the --swa-full text" same_text "$work/full" "$work/ring"
     done
 done
 if [ -r "$G" ]; then
@@ -44,7 +44,7 @@ if [ -r "$G" ]; then
     for x in "" "--swa-full"; do
         # shellcheck disable=SC2086
         "$SLUICE" run -m "$G" -p "$P" -n 8 --temp 0 --ignore-eos -c 256 -b 4 --prompt-cache "$C" $x >"$work/pc2" 2>"$work/pc2.err"
-        check "... and taken back ${x:-with the ring}: the same text" cmp -s "$work/pc1" "$work/pc2"
+        check "... and taken back ${x:-with the ring}: the same text" same_text "$work/pc1" "$work/pc2"
         check "... without a warning" bash -c '! grep -q warning "$1"' _ "$work/pc2.err"
         check "... all of its tokens" grep -Eq "prompt cache: ([0-9]+) of \\1 prompt tokens restored" "$work/pc2.err"
     done
@@ -54,7 +54,7 @@ if [ -r "$G" ]; then
     Q="The miller's daughter sang of other things entirely, far from any river or mill."
     "$SLUICE" run -m "$G" -p "$Q" -n 8 --temp 0 --ignore-eos -c 256 -b 4 >"$work/q1" 2>/dev/null
     "$SLUICE" run -m "$G" -p "$Q" -n 8 --temp 0 --ignore-eos -c 256 -b 4 --prompt-cache "$C" >"$work/q2" 2>"$work/q2.err"
-    check "a prefix the ring no longer holds: evaluated again, the same text" cmp -s "$work/q1" "$work/q2"
+    check "a prefix the ring no longer holds: evaluated again, the same text" same_text "$work/q1" "$work/q2"
     check "... from the start" grep -q "prompt cache: 0 of" "$work/q2.err"
 fi
 finish

@@ -81,7 +81,7 @@ cp "$work/base.kld" "$work/base.orig"
 expect_refused "--stats-json naming the KLD base being read" "same file as the KL-divergence base" \
     $TO "$SLUICE" perplexity -m "$M" --kl-divergence-base "$work/base.kld" --kl-divergence \
     --stats-json "$work/base.kld"
-check "  the base is intact" cmp -s "$work/base.kld" "$work/base.orig"
+check "  the base is intact" same_text "$work/base.kld" "$work/base.orig"
 
 # a split model: the second part is an input too (part 2 holds no tensors:
 # a 24-byte GGUF v3 header)
@@ -96,7 +96,7 @@ if $TO "$SLUICE" run -m "$work/s-00001-of-00002.gguf" -p Hi -n 2 >/dev/null 2>&1
     expect_refused "--io-trace naming part 2 of a split model" "is the model file" \
         $TO "$SLUICE" run -m "$work/s-00001-of-00002.gguf" -p Hi -n 2 --moe-stream \
         --io-trace "$work/s-00002-of-00002.gguf"
-    check "  part 2 is intact" cmp -s "$work/s-00002-of-00002.gguf" "$work/part2.orig"
+    check "  part 2 is intact" same_text "$work/s-00002-of-00002.gguf" "$work/part2.orig"
 else
     bad "the two-part split model does not load"
 fi

@@ -42,11 +42,11 @@ for m in "$A" "$Q"; do
     run "$m" "$work/first" -t 1 --prompt-cache "$C"
     check "$name: first cached run (no file yet) exits 0 without a warning" \
         bash -c "[ -s '$C' ] && ! grep -q warning '$work/first.err'"
-    check "$name: first cached run = cold run" cmp -s "$work/cold" "$work/first"
+    check "$name: first cached run = cold run" same_text "$work/cold" "$work/first"
     n_cold=$(evaluated "$work/first.err")
     run "$m" "$work/warm" -t 1 --prompt-cache "$C" --stats
     check "$name: warm run exits 0" [ $? -eq 0 ]
-    check "$name: warm run = cold run" cmp -s "$work/cold" "$work/warm"
+    check "$name: warm run = cold run" same_text "$work/cold" "$work/warm"
     check "$name: warm run restored all $n_cold prompt tokens" [ "$(restored "$work/warm.err")" = "$n_cold" ]
     check "$name: warm run evaluated 0 prompt tokens" [ "$(evaluated "$work/warm.err")" = "0" ]
     check "$name: warm --stats counts only generated tokens evaluated" \
@@ -61,7 +61,7 @@ for m in "$A" "$Q"; do
     "$SLUICE" run -m "$m" -p "$P2" --temp 0 -n 16 --ignore-eos -t 1 >"$work/long_cold" 2>/dev/null
     "$SLUICE" run -m "$m" -p "$P2" --temp 0 -n 16 --ignore-eos -t 1 --prompt-cache "$C" \
         >"$work/long_warm" 2>"$work/long_warm.err"
-    check "$name: extended prompt = cold run" cmp -s "$work/long_cold" "$work/long_warm"
+    check "$name: extended prompt = cold run" same_text "$work/long_cold" "$work/long_warm"
     r=$(restored "$work/long_warm.err")
     if [ "$name" = a ]; then
         check "$name: extended prompt reused the saved prefix ($r tokens)" [ "${r:-0}" -gt 0 ]
@@ -87,7 +87,7 @@ for k in trunc:truncated corrupt:checksum foreign_for_a:"another model"; do
     check "$f file: run exits 0" [ $? -eq 0 ]
     check "$f file: one warning line naming it ($why)" \
         [ "$(grep -c "warning: prompt cache: .*refused.*$why" "$work/r_$f.err")" = 1 ]
-    check "$f file: text = cold run" cmp -s "$work/cold_a" "$work/r_$f"
+    check "$f file: text = cold run" same_text "$work/cold_a" "$work/r_$f"
     check "$f file: all prompt tokens evaluated" [ "$(restored "$work/r_$f.err")" = 0 ]
     run "$A" "$work/r2_$f" -t 1 --prompt-cache "$work/$f.cache"
     check "$f file: replaced by a good one (next run reuses it)" \

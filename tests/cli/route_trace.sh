@@ -47,7 +47,7 @@ for pol in lru slru lfu layer; do
         run "$work/out" "$M" --moe-stream --cache-experts $n --cache-policy $pol \
             --route-trace "$T" --stats-json "$work/s.json"
         check "replay, $pol, $n experts cached, succeeds" [ $? -eq 0 ]
-        check "replay, $pol, $n experts cached, gives the same text" cmp -s "$work/ref" "$work/out"
+        check "replay, $pol, $n experts cached, gives the same text" same_text "$work/ref" "$work/out"
     done
 done
 # hit rates do move with the policy: 1536 slots (a quarter), lru against slru
@@ -102,5 +102,5 @@ refused "an unknown policy" "unknown cache policy 'mru' (known: lru, slru, lfu, 
 cp "$T" "$work/t.csv"
 refused "the trace as an output" "--route-trace" "$M" --moe-stream --route-trace "$work/t.csv" \
     --stats-json "$work/t.csv"
-check "the trace was not overwritten" cmp -s "$T" "$work/t.csv"
+check "the trace was not overwritten" same_text "$T" "$work/t.csv"
 finish

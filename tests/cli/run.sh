@@ -37,7 +37,7 @@ check "stderr reports prompt tok/s" grep -Eq '^prompt: +[0-9]+ tokens in +[0-9.]
 for v in "-t 2 -b 512" "-t 1 -b 1" "-t 2 -b 1" "-t 1 -b 3"; do
     # shellcheck disable=SC2086
     gen "$work/g_var" --temp 0 -n 48 --ignore-eos $v
-    check "greedy identical with $v" cmp -s "$work/g_t1_b512" "$work/g_var"
+    check "greedy identical with $v" same_text "$work/g_t1_b512" "$work/g_var"
 done
 gen "$work/g_kv32" --temp 0 -n 8 --kv-type f32
 check "--kv-type f32 runs" [ $? -eq 0 ]
@@ -45,15 +45,15 @@ check "--kv-type f32 runs" [ $? -eq 0 ]
 # -f FILE gives what -p gives for the same bytes
 printf '%s' "$P" >"$work/prompt.txt"
 "$SLUICE" run -m "$M" -f "$work/prompt.txt" --temp 0 -n 48 --ignore-eos >"$work/g_file" 2>/dev/null
-check "-f FILE equals -p TEXT" cmp -s "$work/g_t1_b512" "$work/g_file"
+check "-f FILE equals -p TEXT" same_text "$work/g_t1_b512" "$work/g_file"
 
 # ---- seeded sampling -----------------------------------------------------------------
 gen "$work/s7a" --temp 1 --seed 7 -n 48 --ignore-eos
 gen "$work/s7b" --temp 1 --seed 7 -n 48 --ignore-eos -t 2 -b 2
 gen "$work/s8" --temp 1 --seed 8 -n 48 --ignore-eos
-check "--seed 7 twice: same text" cmp -s "$work/s7a" "$work/s7b"
+check "--seed 7 twice: same text" same_text "$work/s7a" "$work/s7b"
 gen "$work/s7c" --temp 1 -s 7 -n 48 --ignore-eos
-check "-s 7 (llama.cpp's short form) is --seed 7" cmp -s "$work/s7a" "$work/s7c"
+check "-s 7 (llama.cpp's short form) is --seed 7" same_text "$work/s7a" "$work/s7c"
 differ() { ! cmp -s "$1" "$2"; }
 check "--seed 8 differs from --seed 7" differ "$work/s7a" "$work/s8"
 gen "$work/pen" --temp 0.7 --seed 7 -n 16 --repeat-penalty 1.3 --repeat-last-n 16 \

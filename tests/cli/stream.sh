@@ -31,7 +31,7 @@ for v in "--cache-experts 2 --io-threads 1" "--cache-experts 3 --io-backend urin
     # shellcheck disable=SC2086
     run "$work/streamed" --moe-stream $v
     check "streamed ($v) succeeds" [ $? -eq 0 ]
-    check "streamed ($v) gives the resident text" cmp -s "$work/resident" "$work/streamed"
+    check "streamed ($v) gives the resident text" same_text "$work/resident" "$work/streamed"
 done
 
 # --no-warm: a warm start's preload reads experts no lookup missed

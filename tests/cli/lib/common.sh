@@ -12,6 +12,10 @@ check() { # check NAME CMD...: passes when CMD succeeds
     shift
     if "$@"; then ok "$name"; else bad "$name"; fi
 }
+same_text() { # same_text A B: both files hold output and it is the same bytes
+    # (an empty output would make any two runs "equal" and prove nothing)
+    [ -s "$1" ] && [ -s "$2" ] && cmp -s "$1" "$2"
+}
 finish() {
     echo "$pass passed, $fail failed"
     [ "$fail" -eq 0 ]
