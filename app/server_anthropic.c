@@ -248,6 +248,8 @@ static srv_reply convert(const json_t *body, json_t **msgs, json_t **oai_body)
                 json_array_append_new(*msgs, json_pack("{s:s, s:O, s:o}", "role", "tool",
                                                        "tool_call_id", id, "content",
                                                        rc ? result_text(rc) : json_string("")));
+            } else if ((!strcmp(t, "thinking") || !strcmp(t, "redacted_thinking")) && assistant) {
+                /* earlier turns' thinking: dropped, as Anthropic's API drops it */
             } else {
                 json_array_append(text, (json_t *)blk); /* text, or refused there */
             }

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# `sluice serve` as real front-ends use it (issue 13; README's compatibility
+# table): the fields Open WebUI, LibreChat, SillyTavern, Continue, Cline/Roo,
+# aider (litellm) and Claude Code send are accepted, ignored or refused with a
+# clear 4xx in each API's error shape (tests/cli/lib/serve_compat.py: each
+# check asserts the status and a field of the answer); llama-server's /props
+# and /completion; HEAD and CORS preflights; bodies too large, of the wrong
+# type, or not UTF-8; max_tokens beyond the context; and requests that arrive
+# while the model is still loading get 503 until it is ready
+# (tests/cli/lib/serve_loading.py, which starts its own server).
+set -u
+. "$(dirname "$0")/lib/common.sh"
+. "$(dirname "$0")/lib/serve.sh"
+serve_setup serve-compat
+M=$work/m.gguf
+CTX=1024
+ORIGIN=http://ui.example:3000
+serve_model "$M" --arch qwen3moe --preset tiny-k --layers 2 --seed 5
+if serve_start compat -m "$M" -c $CTX -n 8 --chat-template qwen3 --max-body 65536 --cors "$ORIGIN" -t 2; then
+    timeout 300 python3 tests/cli/lib/serve_compat.py "$serve_port" $CTX "$ORIGIN" >"$work/py.out" 2>&1
+    rc=$?
+    serve_relay <"$work/py.out"
+    [ $rc -eq 0 ] || bad "serve_compat.py exited $rc: $(tail -c 600 "$work/py.out")"
+    check "serve_compat.py ran to its end" grep -q '^client-finished' "$work/py.out"
+    serve_stop "$serve_pid"
+    if grep -q "ERROR: \|runtime error" "$work/compat.err"; then
+        bad "sanitizer reports: $(grep -m3 -A30 'ERROR: \|runtime error' "$work/compat.err")"
+    else
+        ok "no sanitizer report from the server"
+    fi
+fi
+
+# requests while the model loads: a larger model, so that loading takes a while
+L=$work/load.gguf
+serve_model "$L" --arch qwen3moe --preset tiny-k --layers 24 --seed 7
+timeout 300 python3 tests/cli/lib/serve_loading.py "$SLUICE" "$L" "$work/load.err" >"$work/load.out" 2>&1
+rc=$?
+serve_relay <"$work/load.out"
+[ $rc -eq 0 ] || bad "serve_loading.py exited $rc: $(tail -c 600 "$work/load.out")"
+finish
