@@ -245,13 +245,21 @@ static json_t *model_obj(srv *s)
     json_t *meta = json_pack("{s:s, s:i, s:i, s:i, s:i}", "arch", sl_model_arch_name(s->m),
                              "n_ctx", s->n_ctx, "n_ctx_train", sl_model_n_ctx_train(s->m),
                              "n_vocab", sl_model_n_vocab(s->m), "n_slots", s->pool.n_slots);
-    return json_pack("{s:s, s:s, s:i, s:s, s:o}", "id", s->model_name, "object", "model",
-                     "created", (json_int_t)s->created, "owned_by", "sluice", "meta", meta);
+    /* Anthropic's model fields too (type, display_name, created_at), for
+     * its SDK's models.list; OpenAI clients ignore them */
+    char when[32] = "1970-01-01T00:00:00Z";
+    struct tm tm;
+    time_t t = (time_t)s->created;
+    if (gmtime_r(&t, &tm)) strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    return json_pack("{s:s, s:s, s:i, s:s, s:o, s:s, s:s, s:s}", "id", s->model_name, "object",
+                     "model", "created", (json_int_t)s->created, "owned_by", "sluice", "meta",
+                     meta, "type", "model", "display_name", s->model_name, "created_at", when);
 }
 
 srv_reply srv_models(srv *s)
 {
-    json_t *o = json_pack("{s:s, s:[o]}", "object", "list", "data", model_obj(s));
+    json_t *o = json_pack("{s:s, s:[o], s:b, s:s, s:s}", "object", "list", "data", model_obj(s),
+                          "has_more", 0, "first_id", s->model_name, "last_id", s->model_name);
     return o ? (srv_reply){200, o, NULL} : srv_error(SRV_API_OPENAI, 500, "out of memory");
 }
 

@@ -116,8 +116,8 @@ bool req_sampling(const json_t *o, sl_sampling_params *sp, char *msg, size_t cap
     if (!req_num(o, "min_p", 0, 1, &d, msg, cap)) return false;
     sp->min_p = (float)d;
     l = sp->top_k;
-    if (!req_int(o, "top_k", 0, 1 << 30, &l, msg, cap)) return false;
-    sp->top_k = (int32_t)l;
+    if (!req_int(o, "top_k", -1, 1 << 30, &l, msg, cap)) return false; /* -1, 0: off */
+    sp->top_k = (int32_t)(l < 0 ? 0 : l);
     d = sp->presence_penalty;
     if (!req_num(o, "presence_penalty", -2, 2, &d, msg, cap)) return false;
     sp->presence_penalty = (float)d;

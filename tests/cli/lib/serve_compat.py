@@ -116,6 +116,7 @@ js = chat({"user": "u-42", "metadata": {"k": "v"}, "store": False, "service_tier
           "response_format text, modalities [text] and unknown fields are accepted")
 check("chat: ... and they leave the greedy answer unchanged",
       js is not None and js["choices"][0]["message"]["content"] == ref_text, (js, ref_text))
+js = chat({"top_k": -1}, "chat: top_k -1 (off, as vLLM clients send it) is accepted")
 js = chat({"max_tokens": None}, "chat: max_tokens null is accepted")
 check("chat: max_tokens null falls back to the server's -n (8)", js is not None and js["usage"]["completion_tokens"] <= 8, js)
 js = chat({"messages": [{"role": "system", "content": "Be brief.", "name": "sys"},
@@ -218,6 +219,8 @@ check("GET /v1/models/{unknown}: 404 model_not_found", st == 404 and oai_error(j
       js["error"]["code"] == "model_not_found", (st, js))
 st, js, _, _ = request("GET", "/v1/models", headers={"Authorization": "Bearer "})
 check("GET /v1/models with an empty bearer (no --api-key): 200", st == 200 and js["data"][0]["id"] == "m.gguf", (st, js))
+check("GET /v1/models: Anthropic's list fields too (type, display_name, has_more)", st == 200 and
+      js["data"][0]["type"] == "model" and js["data"][0]["display_name"] == "m.gguf" and js["has_more"] is False, js)
 st, js, body, _ = request("HEAD", "/health")
 check("HEAD /health: 200 without a body", st == 200 and body == b"", (st, body))
 st, js, body, _ = request("HEAD", "/v1/models")

@@ -110,6 +110,11 @@ async function failure(p) {
         check('anthropic sdk: a streamed request with thinking: the final message has a stop_reason',
               final.type === 'message' && final.stop_reason !== null, final);
     });
+    await step('anthropic sdk: models.list', async () => {
+        const page = await an.models.list();
+        check('anthropic sdk: models.list names the model', page.data.length === 1 && page.data[0].id === 'm.gguf' &&
+              page.data[0].type === 'model', page.data);
+    });
     await step('anthropic sdk: refused', async () => {
         const [st, msg, cls] = await failure(an.messages.create({ ...claude, max_tokens: nCtx * 4 }));
         check('anthropic sdk: max_tokens beyond the context raises BadRequestError with the numbers',
