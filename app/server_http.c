@@ -297,7 +297,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     srv *s = cls;
     http_req *q = *con_cls;
     const route *rt = find_route(url);
-    const srv_api api = rt ? rt->api : SRV_API_OPENAI;
+    /* an unknown path under /v1/messages still answers in Anthropic's shape */
+    const srv_api api = rt ? rt->api
+                           : !strncmp(url, "/v1/messages", 12) ? SRV_API_ANTHROPIC : SRV_API_OPENAI;
     if (!q) {
         q = calloc(1, sizeof *q);
         if (!q) return MHD_NO;

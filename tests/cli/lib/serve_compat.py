@@ -353,6 +353,9 @@ check("messages stream (Claude Code's request): message_start ... message_stop, 
 st, js = post("/v1/messages/count_tokens", dict(claude, thinking={"type": "enabled", "budget_tokens": 1024}), AH)
 check("count_tokens with Claude Code's fields: input_tokens", st == 200 and js["input_tokens"] > 10, (st, js))
 
+st, js = post("/v1/messages/batches", {"requests": []}, AH)
+check("an unknown path under /v1/messages: 404 in Anthropic's shape", st == 404 and ant_error(js, "batches"), (st, js))
+
 # the server keeps serving
 st, js, _, _ = request("GET", "/health")
 check("the server is alive after all of it", st == 200 and js == {"status": "ok"}, (st, js))
