@@ -7,7 +7,8 @@
 # and /completion; HEAD and CORS preflights; bodies too large, of the wrong
 # type, or not UTF-8; max_tokens beyond the context; and requests that arrive
 # while the model is still loading get 503 until it is ready
-# (tests/cli/lib/serve_loading.py, which starts its own server). The same
+# (tests/cli/lib/serve_loading.py, which starts its own server); Anthropic
+# "thinking" on a thinking template (tests/cli/lib/serve_compat_think.py). The same
 # fields through the official `openai` and `@anthropic-ai/sdk` clients
 # (tests/cli/lib/serve_compat_sdk.cjs) when npm can install them.
 set -u
@@ -49,6 +50,20 @@ if serve_start compat -m "$M" -c $CTX -n 8 --chat-template qwen3 --max-body 6553
     else
         ok "no sanitizer report from the server"
     fi
+fi
+
+# Anthropic "thinking" on a thinking template (the generation prompt opens <think>)
+printf '%s' "{%- for message in messages %}{{- '<|im_start|>' + message.role + '\n' + message.content + '<|im_end|>' + '\n' }}{%- endfor %}{%- if add_generation_prompt %}{{- '<|im_start|>assistant\n<think>\n' }}{%- endif %}{# enable_thinking </think> #}" >"$work/think.jinja"
+if python3 tests/cli/lib/gguf_set_template.py "$M" "$work/think.gguf" "$work/think.jinja" &&
+    serve_start think -m "$work/think.gguf" -c $CTX -t 2; then
+    timeout 300 python3 tests/cli/lib/serve_compat_think.py "$serve_port" >"$work/think.out" 2>&1
+    rc=$?
+    serve_relay <"$work/think.out"
+    [ $rc -eq 0 ] && grep -q '^client-finished' "$work/think.out" ||
+        bad "serve_compat_think.py exited $rc: $(tail -c 600 "$work/think.out")"
+    serve_stop "$serve_pid"
+else
+    bad "a server on a copy of the model with a thinking template"
 fi
 
 # requests while the model loads: a larger model, so that loading takes a while
