@@ -425,8 +425,14 @@ srv_reply srv_prepare_job(srv *s, srv_api api, const json_t *body, const char *p
     }
     if (n > s->n_ctx && !truncate) {
         srv_job_unref(j);
-        return srv_error(api, 400, "the prompt has %d tokens but the context of a slot holds %d "
-                         "(send \"truncate\": true to keep its last tokens)", n, s->n_ctx);
+        /* OpenAI's wording and code, which clients (litellm, LibreChat) map
+         * to their context-window error */
+        srv_reply r = srv_error(api, 400, "This model's maximum context length is %d tokens (a "
+                                "slot's -c), but the prompt has %d tokens: shorten it, or send "
+                                "\"truncate\": true to keep its last tokens", s->n_ctx, n);
+        json_t *e = api == SRV_API_OPENAI ? json_object_get(r.body, "error") : NULL;
+        if (e) json_object_set_new(e, "code", json_string("context_length_exceeded"));
+        return r;
     }
     if (n > s->n_ctx) {
         /* as `sluice run --truncate`: BOS (if the prompt starts with it) and

@@ -178,6 +178,13 @@ chat_400({"max_tokens": n_ctx + 1}, "chat: max_tokens beyond the context is a 40
          str(n_ctx + 1), str(n_ctx))
 chat_400({"max_completion_tokens": 10 ** 6}, "chat: max_completion_tokens beyond the context is a 400",
          "1000000", str(n_ctx))
+st, js = post("/v1/chat/completions", dict(BASE, messages=[{"role": "user", "content": "word " * (2 * n_ctx)}]))
+check("chat: a prompt longer than the context: 400 context_length_exceeded in OpenAI's wording", st == 400 and
+      oai_error(js, "maximum context length is %d tokens" % n_ctx) and js["error"]["code"] == "context_length_exceeded",
+      (st, js))
+st, js = post("/v1/messages", {"model": "m", "max_tokens": 4, "messages": [{"role": "user", "content": "word " * (2 * n_ctx)}]})
+check("messages: a prompt longer than the context: 400 in Anthropic's shape", st == 400 and
+      ant_error(js, "maximum context length"), (st, js))
 js = chat({"max_tokens": n_ctx}, "chat: max_tokens equal to the context is answered")
 # the last token is sampled from a full context and never stored: prompt + answer <= n_ctx + 1
 check("chat: ... and stops with the context (finish_reason length or stop)", js is not None and
