@@ -172,9 +172,11 @@ bool req_limits(const json_t *o, srv_job *j, int def_max, const char *stop_key, 
                 size_t cap)
 {
     long l = def_max;
+    /* -1: no limit (llama-server's n_predict; LM Studio-style clients send
+     * max_tokens -1 too) */
     if (!req_int(o, "n_predict", -1, 1 << 30, &l, msg, cap) ||
-        !req_int(o, "max_tokens", 0, 1 << 30, &l, msg, cap) ||
-        !req_int(o, "max_completion_tokens", 0, 1 << 30, &l, msg, cap))
+        !req_int(o, "max_tokens", -1, 1 << 30, &l, msg, cap) ||
+        !req_int(o, "max_completion_tokens", -1, 1 << 30, &l, msg, cap))
         return false;
     j->max_tokens = (int)l;
     if (!req_bool(o, "ignore_eos", &j->ignore_eos, msg, cap)) return false;

@@ -28,7 +28,7 @@ bool req_str(const json_t *o, const char *key, const char **out, size_t *len, ch
 bool req_sampling(const json_t *o, sl_sampling_params *sp, char *msg, size_t cap);
 
 /* The generation limits and stops into j: max_tokens,
- * max_completion_tokens, n_predict (default def_max), stop_key (a string or
+ * max_completion_tokens, n_predict (default def_max; -1: no limit), stop_key (a string or
  * up to SRV_MAX_STOPS non-empty strings of at most SRV_MAX_STOP_LEN bytes),
  * ignore_eos. */
 bool req_limits(const json_t *o, srv_job *j, int def_max, const char *stop_key, char *msg,

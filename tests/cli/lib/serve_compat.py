@@ -185,6 +185,10 @@ check("chat: a prompt longer than the context: 400 context_length_exceeded in Op
 st, js = post("/v1/messages", {"model": "m", "max_tokens": 4, "messages": [{"role": "user", "content": "word " * (2 * n_ctx)}]})
 check("messages: a prompt longer than the context: 400 in Anthropic's shape", st == 400 and
       ant_error(js, "maximum context length"), (st, js))
+js = chat({"max_tokens": -1, "ignore_eos": True}, "chat: max_tokens -1 (no limit) is accepted")
+check("chat: max_tokens -1 generates until the context is full", js is not None and
+      js["usage"]["prompt_tokens"] + js["usage"]["completion_tokens"] == n_ctx + 1 and
+      js["choices"][0]["finish_reason"] == "length", js and js["usage"])
 js = chat({"max_tokens": n_ctx}, "chat: max_tokens equal to the context is answered")
 # the last token is sampled from a full context and never stored: prompt + answer <= n_ctx + 1
 check("chat: ... and stops with the context (finish_reason length or stop)", js is not None and
