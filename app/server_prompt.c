@@ -417,11 +417,12 @@ srv_reply srv_prepare_job(srv *s, srv_api api, const json_t *body, const char *p
         return srv_error(api, 400, "%s", msg);
     }
     if (j->max_tokens > s->n_ctx) {
+        const int asked = j->max_tokens;
         srv_job_unref(j);
         return srv_error(api, 400, "'max_tokens' is %d but a slot's context holds %d tokens, the "
                          "prompt's %d included: ask for at most %d (the answer then stops when "
                          "the context is full), or start the server with a larger -c",
-                         j->max_tokens, s->n_ctx, n, s->n_ctx);
+                         asked, s->n_ctx, n, s->n_ctx);
     }
     if (n > s->n_ctx && !truncate) {
         srv_job_unref(j);
