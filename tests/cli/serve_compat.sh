@@ -45,8 +45,8 @@ if serve_start compat -m "$M" -c $CTX -n 8 --chat-template qwen3 --max-body 6553
         echo "note: node/npm not found: the official-client checks are skipped"
     fi
     serve_stop "$serve_pid"
-    if grep -q "ERROR: \|runtime error" "$work/compat.err"; then
-        bad "sanitizer reports: $(grep -m3 -A30 'ERROR: \|runtime error' "$work/compat.err")"
+    if grep -q "ERROR: \|runtime error\|ThreadSanitizer" "$work/compat.err"; then
+        bad "sanitizer reports: $(grep -m3 -A30 "ERROR: \|runtime error\|ThreadSanitizer" "$work/compat.err")"
     else
         ok "no sanitizer report from the server"
     fi
@@ -62,6 +62,8 @@ if python3 tests/cli/lib/gguf_set_template.py "$M" "$work/think.gguf" "$work/thi
     [ $rc -eq 0 ] && grep -q '^client-finished' "$work/think.out" ||
         bad "serve_compat_think.py exited $rc: $(tail -c 600 "$work/think.out")"
     serve_stop "$serve_pid"
+    check "no sanitizer report from the thinking server" \
+        bash -c "! grep -q 'ERROR: \|runtime error\|ThreadSanitizer' '$work/think.err'"
 else
     bad "a server on a copy of the model with a thinking template"
 fi
