@@ -289,13 +289,31 @@ static srv_reply dispatch(srv *s, const route *rt, const char *url, const char *
     return r;
 }
 
-static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
+/* The path with repeated slashes collapsed and a trailing slash dropped
+ * ("/v1//chat/completions/" from a base URL ending in "/"), into buf; a
+ * path that does not fit is left as it is (no route is that long). */
+static const char *tidy_path(const char *url, char *buf, size_t cap)
+{
+    size_t n = 0;
+    for (const char *p = url; *p; p++) {
+        if (*p == '/' && n && buf[n - 1] == '/') continue;
+        if (n + 1 >= cap) return url;
+        buf[n++] = *p;
+    }
+    if (n > 1 && buf[n - 1] == '/') n--;
+    buf[n] = '\0';
+    return buf;
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *raw_url,
                                   const char *method, const char *version, const char *upload,
                                   size_t *upload_size, void **con_cls)
 {
     (void)version;
     srv *s = cls;
     http_req *q = *con_cls;
+    char path[1024];
+    const char *url = tidy_path(raw_url, path, sizeof path);
     const route *rt = find_route(url);
     /* an unknown path under /v1/messages still answers in Anthropic's shape */
     const srv_api api = rt ? rt->api

@@ -232,6 +232,9 @@ st, js, _, _ = request("GET", "/v1/models", headers={"Authorization": "Bearer "}
 check("GET /v1/models with an empty bearer (no --api-key): 200", st == 200 and js["data"][0]["id"] == "m.gguf", (st, js))
 check("GET /v1/models: Anthropic's list fields too (type, display_name, has_more)", st == 200 and
       js["data"][0]["type"] == "model" and js["data"][0]["display_name"] == "m.gguf" and js["has_more"] is False, js)
+st, js = post("/v1//chat/completions/", BASE)
+check("a doubled or trailing slash in the path (a base URL ending in '/') still finds the endpoint",
+      st == 200 and js["choices"][0]["message"]["content"] == ref_text, (st, js))
 st, js, body, _ = request("HEAD", "/health")
 check("HEAD /health: 200 without a body", st == 200 and body == b"", (st, body))
 st, js, body, _ = request("HEAD", "/v1/models")
