@@ -7,7 +7,8 @@
  * of requests that do not say). Loads the model, plans memory for every
  * slot's context, starts the slots and the HTTP daemon, prints one line
  * saying where it listens, the model and the memory plan, and serves until
- * SIGINT or SIGTERM. */
+ * SIGINT or SIGTERM. The daemon starts before the model loads and answers
+ * 503 until everything is ready (srv.ready). */
 #include <libgen.h>
 #include <sys/stat.h>
 #include <signal.h>
@@ -161,6 +162,22 @@ int cmd_serve(int argc, char **argv)
 
     int rc = 1;
     sl_err err = {0};
+    if (slot_dir) {
+        struct stat sd;
+        if (stat(slot_dir, &sd) != 0 || !S_ISDIR(sd.st_mode)) {
+            fprintf(stderr, "sluice serve: --slot-save-path '%s' is not a directory\n", slot_dir);
+            goto done;
+        }
+        s.slot_dir = slot_dir;
+    }
+    /* listen first: while the model loads every request gets a 503 (as
+     * llama-server answers), not a refused connection */
+    int bound = 0;
+    if (srv_http_start(&s, host, (int)port, &bound)) goto done;
+    const bool v6 = strchr(host, ':') != NULL;
+    fprintf(stderr, "sluice serve: loading %s; http://%s%s%s:%d answers 503 until it is ready\n",
+            o.model, v6 ? "[" : "", host, v6 ? "]" : "", bound);
+    fflush(stderr);
     model_flags mf = o.mf;
     /* the plan reserves every slot's context */
     mf.params.n_ctx_hint = (o.n_ctx > 0 ? o.n_ctx : 4096) * (int)np;
@@ -194,20 +211,10 @@ int cmd_serve(int argc, char **argv)
         if (srv_pcache_open(&s.pcache, pcache_dir, o.model)) goto done;
         s.pool.pcache = &s.pcache;
     }
-    if (slot_dir) {
-        struct stat sd;
-        if (stat(slot_dir, &sd) != 0 || !S_ISDIR(sd.st_mode)) {
-            fprintf(stderr, "sluice serve: --slot-save-path '%s' is not a directory\n", slot_dir);
-            goto done;
-        }
-        s.slot_dir = slot_dir;
-    }
-    int bound = 0;
-    if (srv_http_start(&s, host, (int)port, &bound)) goto done;
+    __atomic_store_n(&s.ready, 1, __ATOMIC_RELEASE);
 
     sl_stream_stats st;
     sl_model_stream_stats(s.m, &st);
-    const bool v6 = strchr(host, ':') != NULL;
     fprintf(stderr, "sluice serve: listening on http://%s%s%s:%d (model %s: %s, chat template "
             "%s, %ld slot%s x %d tokens); memory: budget %.0f MiB, dense %.0f MiB, KV and scratch "
             "%.0f MiB, experts %.0f MiB %s",

@@ -7,6 +7,7 @@
  * server_prompt.c a request made a job: chat template, tokens, limits
  * server_openai.c the OpenAI endpoints and /tokenize, /detokenize
  * server_anthropic.c the Anthropic Messages endpoints
+ * server_llama.c  llama-server's own /props and /completion
  * server_metrics.c GET /metrics and /slots
  * server_slots.c  slots, the job queue, worker threads (server_slots.h)
  * server_run.c    one job on one slot: prompt reuse and generation
@@ -54,6 +55,8 @@ typedef struct srv {
     sl_chat_template tmpl;    /* the same template, rendered with tools and turns
                                  (src/chat: sl_chat_render_turns) */
     bool harmony;             /* tmpl is harmony: answers split by channel */
+    int ready;                /* 0 while the model loads (every request: 503), then 1;
+                                 atomic (release store, acquire loads) */
 } srv;
 
 /* Error style of the API an endpoint belongs to. */
@@ -100,12 +103,22 @@ srv_reply srv_prepare_job(srv *s, srv_api api, const json_t *body, const char *p
 srv_reply srv_health(srv *s);
 srv_reply srv_slots(srv *s);
 srv_reply srv_models(srv *s);
+/* GET /v1/models/{id}: the model's object when id is its name, else 404
+ * (OpenAI's model_not_found). */
+srv_reply srv_model_one(srv *s, const char *id);
 srv_reply srv_chat_completions(srv *s, json_t *body);
 srv_reply srv_completions(srv *s, json_t *body);
 srv_reply srv_tokenize(srv *s, json_t *body);
 /* POST /apply-template (llama-server's): the rendered chat prompt. */
 srv_reply srv_apply_template(srv *s, json_t *body);
 srv_reply srv_detokenize(srv *s, json_t *body);
+
+/* llama-server's own endpoints (server_llama.c): GET /props (the slots'
+ * context, the default sampling, the chat template's family) and POST
+ * /completion (prompt text; "content" answers, streamed as "data:"
+ * events ending with one whose "stop" is true). */
+srv_reply srv_props(srv *s);
+srv_reply srv_llama_completion(srv *s, json_t *body);
 
 /* POST /slots/{id}?action=save|restore (server_metrics.c): id_text is what
  * follows "/slots/", action the query's value (NULL: absent), body holds

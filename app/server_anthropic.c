@@ -11,7 +11,13 @@
  * content_block_delta (text_delta) per piece, content_block_stop,
  * message_delta (stop_reason, usage), message_stop; each as
  * "event: NAME" and "data: {json}". Usage: input_tokens are the prompt
- * tokens evaluated, cache_read_input_tokens those reused from the slot. */
+ * tokens evaluated, cache_read_input_tokens those reused from the slot.
+ * On a thinking template (as the chat endpoint decides) the reasoning is
+ * split off: with "thinking": {"type": "enabled"} it comes first as a
+ * thinking block (thinking_delta events, an empty signature), else it is
+ * left out; blocks are opened as their text arrives (thinking, text, then
+ * one tool_use block per call). Earlier turns' thinking blocks are
+ * dropped, as Anthropic's API drops them. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,9 +33,15 @@ typedef struct ant_job {
     char id[64];
     bool stream;
     bool tools;        /* the request declared tools: calls are parsed out */
-    srv_answer ans;    /* stream: text apart from calls */
+    bool split;        /* the answer goes through srv_answer (tools, harmony, thinking) */
+    bool think_enabled, think_inside; /* the template thinks (as the chat endpoint's) */
+    bool show_thinking; /* "thinking": {"type": "enabled"}: reasoning as thinking blocks,
+                           else it is left out */
+    srv_answer ans;    /* stream: text apart from reasoning and calls */
     char *prime;       /* a forced call's opening, ended the prompt (owned) */
     bool calls;        /* the answer held tool calls */
+    int open_kind;     /* stream: the open content block: 0 none, 1 thinking, 2 text */
+    int n_blocks;      /* stream: content blocks started */
 } ant_job;
 
 static void ant_free(void *p)
@@ -104,30 +116,61 @@ static void fmt_begin(srv_job *j)
      * prompt as input; message_delta's usage has the split */
     emit(j, "message_start", json_pack("{s:s, s:o}", "type", "message_start", "message",
                                        message_obj(j, json_array(), true)));
-    emit(j, "content_block_start", json_pack("{s:s, s:i, s:{s:s, s:s}}", "type",
-                                             "content_block_start", "index", 0, "content_block",
-                                             "type", "text", "text", ""));
 }
 
-static void text_delta(srv_job *j, const char *text, size_t len)
+/* Streaming: closes the open content block, if any. */
+static void close_block(srv_job *j)
 {
-    emit(j, "content_block_delta", json_pack("{s:s, s:i, s:{s:s, s:s%}}", "type",
-                                             "content_block_delta", "index", 0, "delta", "type",
-                                             "text_delta", "text", text, len));
+    ant_job *a = j->api;
+    if (!a->open_kind) return;
+    emit(j, "content_block_stop", json_pack("{s:s, s:i}", "type", "content_block_stop", "index",
+                                            a->n_blocks - 1));
+    a->open_kind = 0;
 }
 
-/* srv_answer's output while streaming: reasoning is not shown here */
+/* Streaming: makes the open block one of kind (1 thinking, 2 text),
+ * closing another first. */
+static void open_block(srv_job *j, int kind)
+{
+    ant_job *a = j->api;
+    if (a->open_kind == kind) return;
+    close_block(j);
+    emit(j, "content_block_start",
+         kind == 1 ? json_pack("{s:s, s:i, s:{s:s, s:s, s:s}}", "type", "content_block_start",
+                               "index", a->n_blocks, "content_block", "type", "thinking",
+                               "thinking", "", "signature", "")
+                   : json_pack("{s:s, s:i, s:{s:s, s:s}}", "type", "content_block_start", "index",
+                               a->n_blocks, "content_block", "type", "text", "text", ""));
+    a->n_blocks++;
+    a->open_kind = kind;
+}
+
+/* A text (or, reasoning, thinking) delta in its own block. */
+static void text_delta(srv_job *j, bool reasoning, const char *text, size_t len)
+{
+    ant_job *a = j->api;
+    open_block(j, reasoning ? 1 : 2);
+    emit(j, "content_block_delta", json_pack("{s:s, s:i, s:{s:s, s:s%}}", "type",
+                                             "content_block_delta", "index", a->n_blocks - 1,
+                                             "delta", "type", reasoning ? "thinking_delta"
+                                                                        : "text_delta",
+                                             reasoning ? "thinking" : "text", text, len));
+}
+
+/* srv_answer's output while streaming: reasoning only when asked for */
 static void answer_out(void *ud, bool reasoning, const char *text, size_t len)
 {
-    if (!reasoning && len) text_delta(ud, text, len);
+    srv_job *j = ud;
+    const ant_job *a = j->api;
+    if (len && (!reasoning || a->show_thinking)) text_delta(j, reasoning, text, len);
 }
 
 static void fmt_piece(srv_job *j, const char *text, size_t len)
 {
     ant_job *a = j->api;
     if (!a->stream) return;
-    if (a->tools || a->s->harmony) srv_answer_feed(&a->ans, text, len);
-    else text_delta(j, text, len);
+    if (a->split) srv_answer_feed(&a->ans, text, len);
+    else if (len) text_delta(j, false, text, len);
 }
 
 /* A call's arguments as a JSON object (an unparsable text becomes {}). */
@@ -157,23 +200,25 @@ static void fmt_end(srv_job *j)
     }
     if (j->finish == SRV_FINISH_CANCELLED) return;
     ant_job *w = j->api;
-    if (w->tools || w->s->harmony) srv_answer_finish(&w->ans);
-    emit(j, "content_block_stop", json_pack("{s:s, s:i}", "type", "content_block_stop", "index", 0));
+    if (w->split) srv_answer_finish(&w->ans);
+    if (!w->n_blocks && !w->ans.tc.n_calls) open_block(j, 2); /* an empty answer: one empty text */
+    close_block(j);
     for (int i = 0; i < w->ans.tc.n_calls; i++) {
         const sl_tc_call *c = &w->ans.tc.calls[i];
         char id[96];
         call_id(w, i, id, sizeof id);
         w->calls = true;
         emit(j, "content_block_start", json_pack("{s:s, s:i, s:{s:s, s:s, s:s, s:{}}}", "type",
-                                                 "content_block_start", "index", i + 1,
+                                                 "content_block_start", "index", w->n_blocks,
                                                  "content_block", "type", "tool_use", "id", id,
                                                  "name", c->name, "input"));
         emit(j, "content_block_delta", json_pack("{s:s, s:i, s:{s:s, s:s}}", "type",
-                                                 "content_block_delta", "index", i + 1, "delta",
+                                                 "content_block_delta", "index", w->n_blocks, "delta",
                                                  "type", "input_json_delta", "partial_json",
                                                  c->arguments));
         emit(j, "content_block_stop", json_pack("{s:s, s:i}", "type", "content_block_stop",
-                                                "index", i + 1));
+                                                "index", w->n_blocks));
+        w->n_blocks++;
     }
     emit(j, "message_delta", json_pack("{s:s, s:{s:s, s:o}, s:o}", "type", "message_delta",
                                        "delta", "stop_reason", stop_reason(j), "stop_sequence",
@@ -248,6 +293,8 @@ static srv_reply convert(const json_t *body, json_t **msgs, json_t **oai_body)
                 json_array_append_new(*msgs, json_pack("{s:s, s:O, s:o}", "role", "tool",
                                                        "tool_call_id", id, "content",
                                                        rc ? result_text(rc) : json_string("")));
+            } else if ((!strcmp(t, "thinking") || !strcmp(t, "redacted_thinking")) && assistant) {
+                /* earlier turns' thinking: dropped, as Anthropic's API drops it */
             } else {
                 json_array_append(text, (json_t *)blk); /* text, or refused there */
             }
@@ -326,20 +373,21 @@ static srv_reply render(srv *s, const json_t *body, bool *has_tools, char **prom
 /* The visible text of a whole answer (reasoning dropped), trailing
  * blank space cut when calls follow. */
 typedef struct split_text {
-    char *p;
-    size_t n;
+    char *p[2];        /* [0] text, [1] reasoning */
+    size_t n[2];
 } split_text;
 
 static void collect_text(void *ud, bool reasoning, const char *text, size_t len)
 {
     split_text *b = ud;
-    if (reasoning || !len) return;
-    char *np = realloc(b->p, b->n + len + 1);
+    const int k = reasoning ? 1 : 0;
+    if (!len) return;
+    char *np = realloc(b->p[k], b->n[k] + len + 1);
     if (!np) return;
-    memcpy(np + b->n, text, len);
-    b->n += len;
-    np[b->n] = '\0';
-    b->p = np;
+    memcpy(np + b->n[k], text, len);
+    b->n[k] += len;
+    np[b->n[k]] = '\0';
+    b->p[k] = np;
 }
 
 srv_reply srv_messages(srv *s, json_t *body)
@@ -359,8 +407,21 @@ srv_reply srv_messages(srv *s, json_t *body)
     srv_job *j;
     r = srv_prepare_job(s, SRV_API_ANTHROPIC, body, prompt, true, "stop_sequences", &j);
     char *prime = r.status || !prime_len ? NULL : strdup(prompt + strlen(prompt) - prime_len);
+    /* a thinking template (as the chat endpoint decides): reasoning apart */
+    const size_t pl = strlen(prompt) - prime_len;
+    const bool inside = (pl >= 8 && !memcmp(prompt + pl - 8, "<think>\n", 8)) ||
+                        (pl >= 7 && !memcmp(prompt + pl - 7, "<think>", 7));
+    const bool think = inside || !strcmp(sl_chat_name(s->chat), "qwen3");
     free(prompt);
     if (r.status) return r;
+    const json_t *th = json_object_get(body, "thinking");
+    const json_t *tht = json_is_object(th) ? json_object_get(th, "type") : NULL;
+    if (th && !json_is_null(th) && !json_is_string(tht)) {
+        free(prime);
+        srv_job_unref(j);
+        return srv_error(SRV_API_ANTHROPIC, 400, "'thinking' must be an object with a 'type' "
+                         "(enabled or disabled)");
+    }
     if (prime_len && !prime) {
         srv_job_unref(j);
         return srv_error(SRV_API_ANTHROPIC, 500, "out of memory");
@@ -378,7 +439,11 @@ srv_reply srv_messages(srv *s, json_t *body)
     a->stream = stream;
     a->tools = tools;
     a->prime = prime;
-    srv_answer_init(&a->ans, s->harmony, false, false, tools, answer_out, j);
+    a->think_enabled = think;
+    a->think_inside = think && inside;
+    a->show_thinking = tht && !strcmp(json_string_value(tht), "enabled");
+    a->split = tools || s->harmony || think;
+    srv_answer_init(&a->ans, s->harmony, a->think_enabled, a->think_inside, tools, answer_out, j);
     if (prime) srv_answer_feed(&a->ans, prime, prime_len);
     snprintf(a->id, sizeof a->id, "msg_%lu", __atomic_add_fetch(&s->next_id, 1, __ATOMIC_RELAXED));
     if (!srv_pool_submit(&s->pool, j)) {
@@ -394,16 +459,23 @@ srv_reply srv_messages(srv *s, json_t *body)
         r = srv_error(SRV_API_ANTHROPIC, 503, "the server is stopping");
     } else {
         json_t *content = json_array();
-        if (a->tools || s->harmony) {
-            split_text b = {NULL, 0};
+        if (a->split) {
+            split_text b = {{NULL, NULL}, {0, 0}};
             srv_answer t;
-            srv_answer_init(&t, s->harmony, false, false, a->tools, collect_text, &b);
+            srv_answer_init(&t, s->harmony, a->think_enabled, a->think_inside, a->tools,
+                            collect_text, &b);
             if (a->prime) srv_answer_feed(&t, a->prime, strlen(a->prime));
             srv_answer_feed(&t, j->text ? j->text : "", j->text_len);
             srv_answer_finish(&t);
-            if (b.n || t.tc.n_calls == 0)
+            if (a->show_thinking && b.n[1])
+                json_array_append_new(content, json_pack("{s:s, s:s%, s:s}", "type", "thinking",
+                                                         "thinking", b.p[1], b.n[1], "signature",
+                                                         ""));
+            if (t.tc.n_calls) /* the text before calls: trailing blank space dropped */
+                while (b.n[0] && strchr(" \t\r\n", b.p[0][b.n[0] - 1])) b.n[0]--;
+            if (b.n[0] || t.tc.n_calls == 0)
                 json_array_append_new(content, json_pack("{s:s, s:s%}", "type", "text", "text",
-                                                         b.p ? b.p : "", b.n));
+                                                         b.p[0] ? b.p[0] : "", b.n[0]));
             for (int i = 0; i < t.tc.n_calls; i++) {
                 char id[96];
                 call_id(a, i, id, sizeof id);
@@ -414,7 +486,8 @@ srv_reply srv_messages(srv *s, json_t *body)
             }
             a->calls = t.tc.n_calls > 0;
             srv_answer_free(&t);
-            free(b.p);
+            free(b.p[0]);
+            free(b.p[1]);
         } else {
             json_array_append_new(content, json_pack("{s:s, s:s%}", "type", "text", "text",
                                                      j->text ? j->text : "", j->text_len));

@@ -10,7 +10,9 @@
  * frees the reader, which cancels the job at its next token. With --cors
  * ORIGIN every response allows that origin and OPTIONS preflights are
  * answered; without it no CORS header is sent (browsers keep other
- * origins' pages out). */
+ * origins' pages out). GET endpoints answer HEAD too. Until the model is
+ * loaded (srv.ready) every request is a 503. A body that is not JSON is a
+ * 400, or a 415 when its Content-Type says it was never meant to be. */
 #include <arpa/inet.h>
 #include <microhttpd.h>
 #include <netdb.h>
@@ -139,9 +141,18 @@ static enum MHD_Result send_metrics(srv *s, struct MHD_Connection *c)
 static enum MHD_Result send_preflight(srv *s, struct MHD_Connection *c)
 {
     struct MHD_Response *r = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
-    MHD_add_response_header(r, "Access-Control-Allow-Methods", "GET, POST, OPTIONS");
+    MHD_add_response_header(r, "Access-Control-Allow-Methods", "GET, HEAD, POST, OPTIONS");
+    /* the headers the page asks for (the SDKs send x-stainless-*,
+     * anthropic-beta, ...), when they are plain header names */
+    const char *want = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+                                                   "Access-Control-Request-Headers");
+    bool plain = want && want[0] && strlen(want) < 1024;
+    for (const char *p = want; plain && *p; p++)
+        plain = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+                *p == '-' || *p == '_' || *p == ',' || *p == ' ';
     MHD_add_response_header(r, "Access-Control-Allow-Headers",
-                            "Authorization, Content-Type, x-api-key, anthropic-version");
+                            plain ? want : "Authorization, Content-Type, x-api-key, "
+                                           "anthropic-version, anthropic-beta");
     MHD_add_response_header(r, "Access-Control-Max-Age", "600");
     return queue(s, c, 204, r);
 }
@@ -210,31 +221,64 @@ static const route routes[] = {
     {"/tokenize", R_POST, SRV_API_OPENAI, NULL, srv_tokenize},
     {"/detokenize", R_POST, SRV_API_OPENAI, NULL, srv_detokenize},
     {"/apply-template", R_POST, SRV_API_OPENAI, NULL, srv_apply_template},
+    {"/props", R_GET, SRV_API_OPENAI, srv_props, NULL},
+    {"/completion", R_POST, SRV_API_OPENAI, NULL, srv_llama_completion},
     {"/v1/messages", R_POST, SRV_API_ANTHROPIC, NULL, srv_messages},
     {"/v1/messages/count_tokens", R_POST, SRV_API_ANTHROPIC, NULL, srv_count_tokens},
 };
 
 /* POST /slots/{id}?action=save|restore */
 static const route slot_action_route = {"/slots/", R_POST, SRV_API_OPENAI, NULL, NULL};
+/* GET /v1/models/{id} (and /models/{id}) */
+static const route model_route = {"/v1/models/", R_GET, SRV_API_OPENAI, NULL, NULL};
+
+/* The {id} of GET /v1/models/{id} or /models/{id} in url, else NULL. */
+static const char *model_id_of(const char *url)
+{
+    if (!strncmp(url, "/v1/models/", 11)) return url + 11;
+    if (!strncmp(url, "/models/", 8)) return url + 8;
+    return NULL;
+}
 
 static const route *find_route(const char *url)
 {
     if (!strncmp(url, "/slots/", 7)) return &slot_action_route;
+    if (model_id_of(url)) return &model_route;
     for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++)
         if (!strcmp(url, routes[i].path)) return &routes[i];
     return NULL;
 }
 
-static srv_reply dispatch(srv *s, const route *rt, const char *method, const http_req *q)
+/* Whether a Content-Type names JSON (application/json, a +json type) or
+ * is one a JSON body is commonly sent under by mistake (curl -d's form
+ * type, text/plain): those bodies are read as JSON, as llama-server and
+ * OpenAI do. */
+static bool type_may_be_json(const char *ct)
 {
+    static const char *const ok[] = {"application/json", "application/x-www-form-urlencoded",
+                                     "text/plain"};
+    size_t n = strcspn(ct, "; \t");
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++)
+        if (n == strlen(ok[i]) && !strncasecmp(ct, ok[i], n)) return true;
+    return n > 5 && !strncasecmp(ct + n - 5, "+json", 5);
+}
+
+static srv_reply dispatch(srv *s, const route *rt, const char *url, const char *ctype,
+                          const http_req *q)
+{
+    if (rt == &model_route) return srv_model_one(s, model_id_of(url));
     if (rt->kind == R_GET) return rt->get(s);
     if (q->too_large)
         return srv_error(rt->api, 413, "the request body is larger than the limit of %zu bytes",
                          s->max_body);
     json_t *body = NULL;
     sl_err err = {0};
-    if (sl_json_parse(q->body ? q->body : "", q->len, SL_JSON_MAX_DEPTH, &body, &err))
-        return srv_error(rt->api, 400, "the request body is not valid JSON: %s", err.msg);
+    if (sl_json_parse(q->body ? q->body : "", q->len, SL_JSON_MAX_DEPTH, &body, &err)) {
+        if (ctype && !type_may_be_json(ctype))
+            return srv_error(rt->api, 415, "the request body must be JSON (Content-Type: "
+                             "application/json), got Content-Type '%.80s'", ctype);
+        return srv_error(rt->api, 400, "the request body is not valid JSON (UTF-8): %s", err.msg);
+    }
     if (!json_is_object(body)) {
         json_decref(body);
         return srv_error(rt->api, 400, "the request body must be a JSON object");
@@ -242,19 +286,38 @@ static srv_reply dispatch(srv *s, const route *rt, const char *method, const htt
     srv_reply r = rt == &slot_action_route ? srv_slot_action(s, q->slot_id, q->action, body)
                                            : rt->post(s, body);
     json_decref(body);
-    (void)method;
     return r;
 }
 
-static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
+/* The path with repeated slashes collapsed and a trailing slash dropped
+ * ("/v1//chat/completions/" from a base URL ending in "/"), into buf; a
+ * path that does not fit is left as it is (no route is that long). */
+static const char *tidy_path(const char *url, char *buf, size_t cap)
+{
+    size_t n = 0;
+    for (const char *p = url; *p; p++) {
+        if (*p == '/' && n && buf[n - 1] == '/') continue;
+        if (n + 1 >= cap) return url;
+        buf[n++] = *p;
+    }
+    if (n > 1 && buf[n - 1] == '/') n--;
+    buf[n] = '\0';
+    return buf;
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *raw_url,
                                   const char *method, const char *version, const char *upload,
                                   size_t *upload_size, void **con_cls)
 {
     (void)version;
     srv *s = cls;
     http_req *q = *con_cls;
+    char path[1024];
+    const char *url = tidy_path(raw_url, path, sizeof path);
     const route *rt = find_route(url);
-    const srv_api api = rt ? rt->api : SRV_API_OPENAI;
+    /* an unknown path under /v1/messages still answers in Anthropic's shape */
+    const srv_api api = rt ? rt->api
+                           : !strncmp(url, "/v1/messages", 12) ? SRV_API_ANTHROPIC : SRV_API_OPENAI;
     if (!q) {
         q = calloc(1, sizeof *q);
         if (!q) return MHD_NO;
@@ -270,10 +333,16 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
             return send_reply(s, c, srv_error(api, 401, "a valid API key is needed: send "
                                            "'Authorization: Bearer KEY'"));
         if (!rt) return send_reply(s, c, srv_error(api, 404, "no endpoint %.200s", url));
-        bool post = !strcmp(method, MHD_HTTP_METHOD_POST), get = !strcmp(method, MHD_HTTP_METHOD_GET);
+        bool post = !strcmp(method, MHD_HTTP_METHOD_POST);
+        bool get = !strcmp(method, MHD_HTTP_METHOD_GET) || !strcmp(method, MHD_HTTP_METHOD_HEAD);
         if ((rt->kind == R_POST && !post) || (rt->kind == R_GET && !get))
             return send_reply(s, c, srv_error(api, 405, "%.200s takes %s requests, not %.20s", url,
-                                           rt->kind == R_POST ? "POST" : "GET", method));
+                                           rt->kind == R_POST ? "POST" : "GET (or HEAD)", method));
+        /* listening starts before the model is loaded: until it is, 503
+         * (llama-server's answer, which clients wait out) */
+        if (!__atomic_load_n(&s->ready, __ATOMIC_ACQUIRE))
+            return send_reply(s, c, srv_error(api, 503, "loading model: the server answers "
+                                           "once '%.200s' is loaded", s->model_name));
         const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
         if (cl && strtoull(cl, NULL, 10) > s->max_body)
             return send_reply(s, c, srv_error(api, 413, "the request body (%.30s bytes) is larger "
@@ -312,7 +381,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     }
     q->answered = true;
     if (!strcmp(url, "/metrics")) return send_metrics(s, c);
-    return send_reply(s, c, dispatch(s, rt, method, q));
+    const char *ctype = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Type");
+    return send_reply(s, c, dispatch(s, rt, url, ctype, q));
 }
 
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,

@@ -239,15 +239,41 @@ srv_reply srv_health(srv *s)
     return (srv_reply){200, json_pack("{s:s}", "status", "ok"), NULL};
 }
 
-srv_reply srv_models(srv *s)
+/* The model's object of /v1/models. */
+static json_t *model_obj(srv *s)
 {
     json_t *meta = json_pack("{s:s, s:i, s:i, s:i, s:i}", "arch", sl_model_arch_name(s->m),
                              "n_ctx", s->n_ctx, "n_ctx_train", sl_model_n_ctx_train(s->m),
                              "n_vocab", sl_model_n_vocab(s->m), "n_slots", s->pool.n_slots);
-    json_t *model = json_pack("{s:s, s:s, s:i, s:s, s:o}", "id", s->model_name, "object", "model",
-                              "created", (json_int_t)s->created, "owned_by", "sluice", "meta",
-                              meta);
-    return (srv_reply){200, json_pack("{s:s, s:[o]}", "object", "list", "data", model), NULL};
+    /* Anthropic's model fields too (type, display_name, created_at), for
+     * its SDK's models.list; OpenAI clients ignore them */
+    char when[32] = "1970-01-01T00:00:00Z";
+    struct tm tm;
+    time_t t = (time_t)s->created;
+    if (gmtime_r(&t, &tm)) strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    return json_pack("{s:s, s:s, s:i, s:s, s:o, s:s, s:s, s:s}", "id", s->model_name, "object",
+                     "model", "created", (json_int_t)s->created, "owned_by", "sluice", "meta",
+                     meta, "type", "model", "display_name", s->model_name, "created_at", when);
+}
+
+srv_reply srv_models(srv *s)
+{
+    json_t *o = json_pack("{s:s, s:[o], s:b, s:s, s:s}", "object", "list", "data", model_obj(s),
+                          "has_more", 0, "first_id", s->model_name, "last_id", s->model_name);
+    return o ? (srv_reply){200, o, NULL} : srv_error(SRV_API_OPENAI, 500, "out of memory");
+}
+
+srv_reply srv_model_one(srv *s, const char *id)
+{
+    if (strcmp(id, s->model_name)) {
+        srv_reply r = srv_error(SRV_API_OPENAI, 404, "the model '%.200s' does not exist: this "
+                                "server has '%.200s'", id, s->model_name);
+        json_t *e = json_object_get(r.body, "error");
+        if (e) json_object_set_new(e, "code", json_string("model_not_found"));
+        return r;
+    }
+    json_t *o = model_obj(s);
+    return o ? (srv_reply){200, o, NULL} : srv_error(SRV_API_OPENAI, 500, "out of memory");
 }
 
 static void oai_free(void *p)
@@ -293,9 +319,8 @@ static srv_reply generate(srv *s, const json_t *body, const char *prompt, bool c
         if (!req_bool(so, "include_usage", &include_usage, msg, sizeof msg))
             return srv_error(SRV_API_OPENAI, 400, "stream_options.%s", msg);
     }
-    long n_choices = 1;
-    if (!req_int(body, "n", 1, 1, &n_choices, msg, sizeof msg))
-        return srv_error(SRV_API_OPENAI, 400, "%s (one choice per request)", msg);
+    if (!req_refuse_unsupported(body, chat, msg, sizeof msg))
+        return srv_error(SRV_API_OPENAI, 400, "%s", msg);
     /* logprobs: chat {logprobs: true, top_logprobs: 0..20}; completions
      * {logprobs: 0..20} (alternatives per token) */
     long n_top = -1;

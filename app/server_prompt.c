@@ -44,8 +44,13 @@ static bool content_text(const json_t *c, int idx, char **out, char *msg)
             return false;
         }
         if (strcmp(json_string_value(t), "text")) {
-            snprintf(msg, MSG_CAP, "%s[%zu]: parts of type '%.40s' are not supported yet "
-                     "(only 'text')", where, i, json_string_value(t));
+            const char *ty = json_string_value(t);
+            bool media = !strcmp(ty, "image_url") || !strcmp(ty, "image") ||
+                         !strcmp(ty, "input_audio") || !strcmp(ty, "document") ||
+                         !strcmp(ty, "file");
+            snprintf(msg, MSG_CAP, "%s[%zu] is a part of type '%.40s': %s (only 'text' parts)",
+                     where, i, ty, media ? "this server's models read text only, not images, "
+                     "audio or files" : "not supported");
             return false;
         }
         if (!json_is_string(x) || memchr(json_string_value(x), 0, json_string_length(x))) {
@@ -271,11 +276,19 @@ srv_reply srv_render_chat(srv *s, srv_api api, const json_t *system, const json_
             goto out;
         }
         if (eff) {
-            if (strcmp(eff, "low") && strcmp(eff, "medium") && strcmp(eff, "high")) {
-                r = srv_error(api, 400, "'reasoning_effort' must be low, medium or high");
+            /* OpenAI's levels; harmony has low, medium and high: the others
+             * go to the nearest (other templates have no effort) */
+            static const char *const levels[][2] = {{"none", "low"}, {"minimal", "low"},
+                                                    {"low", "low"}, {"medium", "medium"},
+                                                    {"high", "high"}, {"xhigh", "high"}};
+            size_t k = 0;
+            while (k < sizeof levels / sizeof levels[0] && strcmp(eff, levels[k][0])) k++;
+            if (k == sizeof levels / sizeof levels[0]) {
+                r = srv_error(api, 400, "'reasoning_effort' must be none, minimal, low, medium, "
+                              "high or xhigh, got '%.20s'", eff);
                 goto out;
             }
-            snprintf(t.effort, sizeof t.effort, "%s", eff);
+            snprintf(t.effort, sizeof t.effort, "%s", levels[k][1]);
         }
         if (!read_tools(body, &tools, msg)) {
             r = srv_error(api, 400, "%s", msg);
@@ -403,10 +416,24 @@ srv_reply srv_prepare_job(srv *s, srv_api api, const json_t *body, const char *p
         srv_job_unref(j);
         return srv_error(api, 400, "%s", msg);
     }
+    if (j->max_tokens > s->n_ctx) {
+        const int asked = j->max_tokens;
+        srv_job_unref(j);
+        return srv_error(api, 400, "'max_tokens' is %d but a slot's context holds %d tokens, the "
+                         "prompt's %d included: ask for at most %d (the answer then stops when "
+                         "the context is full), or start the server with a larger -c",
+                         asked, s->n_ctx, n, s->n_ctx);
+    }
     if (n > s->n_ctx && !truncate) {
         srv_job_unref(j);
-        return srv_error(api, 400, "the prompt has %d tokens but the context of a slot holds %d "
-                         "(send \"truncate\": true to keep its last tokens)", n, s->n_ctx);
+        /* OpenAI's wording and code, which clients (litellm, LibreChat) map
+         * to their context-window error */
+        srv_reply r = srv_error(api, 400, "This model's maximum context length is %d tokens (a "
+                                "slot's -c), but the prompt has %d tokens: shorten it, or send "
+                                "\"truncate\": true to keep its last tokens", s->n_ctx, n);
+        json_t *e = api == SRV_API_OPENAI ? json_object_get(r.body, "error") : NULL;
+        if (e) json_object_set_new(e, "code", json_string("context_length_exceeded"));
+        return r;
     }
     if (n > s->n_ctx) {
         /* as `sluice run --truncate`: BOS (if the prompt starts with it) and

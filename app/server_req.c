@@ -116,8 +116,8 @@ bool req_sampling(const json_t *o, sl_sampling_params *sp, char *msg, size_t cap
     if (!req_num(o, "min_p", 0, 1, &d, msg, cap)) return false;
     sp->min_p = (float)d;
     l = sp->top_k;
-    if (!req_int(o, "top_k", 0, 1 << 30, &l, msg, cap)) return false;
-    sp->top_k = (int32_t)l;
+    if (!req_int(o, "top_k", -1, 1 << 30, &l, msg, cap)) return false; /* -1, 0: off */
+    sp->top_k = (int32_t)(l < 0 ? 0 : l);
     d = sp->presence_penalty;
     if (!req_num(o, "presence_penalty", -2, 2, &d, msg, cap)) return false;
     sp->presence_penalty = (float)d;
@@ -135,9 +135,10 @@ bool req_sampling(const json_t *o, sl_sampling_params *sp, char *msg, size_t cap
     if (!req_int(o, "repeat_last_n", -1, 1 << 24, &l, msg, cap)) return false;
     sp->penalty_last_n = (int32_t)l;
     const json_t *seed = get(o, "seed");
-    if (seed) {
+    /* -1: the server's seed (llama-server's and SillyTavern's "random") */
+    if (seed && !(json_is_integer(seed) && json_integer_value(seed) == -1)) {
         if (!json_is_integer(seed) || json_integer_value(seed) < 0) {
-            snprintf(msg, cap, "'seed' must be a whole number >= 0, got %s",
+            snprintf(msg, cap, "'seed' must be a whole number >= 0 (or -1: the server's), got %s",
                      json_is_integer(seed) ? "a negative one" : req_type_name(seed));
             return false;
         }
@@ -171,9 +172,11 @@ bool req_limits(const json_t *o, srv_job *j, int def_max, const char *stop_key, 
                 size_t cap)
 {
     long l = def_max;
+    /* -1: no limit (llama-server's n_predict; LM Studio-style clients send
+     * max_tokens -1 too) */
     if (!req_int(o, "n_predict", -1, 1 << 30, &l, msg, cap) ||
-        !req_int(o, "max_tokens", 0, 1 << 30, &l, msg, cap) ||
-        !req_int(o, "max_completion_tokens", 0, 1 << 30, &l, msg, cap))
+        !req_int(o, "max_tokens", -1, 1 << 30, &l, msg, cap) ||
+        !req_int(o, "max_completion_tokens", -1, 1 << 30, &l, msg, cap))
         return false;
     j->max_tokens = (int)l;
     if (!req_bool(o, "ignore_eos", &j->ignore_eos, msg, cap)) return false;
@@ -184,6 +187,94 @@ bool req_limits(const json_t *o, srv_job *j, int def_max, const char *stop_key, 
         json_array_foreach(st, i, e)
             if (!add_stop(j, stop_key, e, msg, cap)) return false;
     } else if (st && !add_stop(j, stop_key, st, msg, cap)) {
+        return false;
+    }
+    return true;
+}
+
+/* Whether v is absent, null, or an empty object or array. */
+static bool empty(const json_t *v)
+{
+    return !v || json_is_null(v) || (json_is_object(v) && json_object_size(v) == 0) ||
+           (json_is_array(v) && json_array_size(v) == 0);
+}
+
+bool req_refuse_unsupported(const json_t *o, bool chat, char *msg, size_t cap)
+{
+    const json_t *v;
+    long n = 1;
+    if (!req_int(o, "n", 1, 1 << 20, &n, msg, cap)) return false;
+    if (n != 1) {
+        snprintf(msg, cap, "'n' is %ld: this server answers one choice per request (send %ld "
+                 "requests, each with its own seed)", n, n);
+        return false;
+    }
+    v = get(o, "response_format");
+    if (v) {
+        const json_t *ty = json_is_object(v) ? json_object_get(v, "type") : NULL;
+        if (!json_is_string(ty)) {
+            snprintf(msg, cap, "'response_format' must be an object with a string 'type'");
+            return false;
+        }
+        if (strcmp(json_string_value(ty), "text")) {
+            snprintf(msg, cap, "'response_format' of type '%.40s' is not supported: this server "
+                     "has no constrained (JSON or schema) sampling; leave it out or use "
+                     "{\"type\": \"text\"}", json_string_value(ty));
+            return false;
+        }
+    }
+    static const char *const constrain[] = {"grammar", "json_schema"};
+    for (size_t i = 0; i < sizeof constrain / sizeof constrain[0]; i++) {
+        v = get(o, constrain[i]);
+        if (v && !empty(v) && !(json_is_string(v) && json_string_length(v) == 0)) {
+            snprintf(msg, cap, "'%s' is not supported: this server has no constrained sampling",
+                     constrain[i]);
+            return false;
+        }
+    }
+    v = get(o, "logit_bias");
+    if (v && !json_is_object(v) && !json_is_array(v)) {
+        snprintf(msg, cap, "'logit_bias' must be an object of token ids and biases, got %s",
+                 req_type_name(v));
+        return false;
+    }
+    if (!empty(v)) {
+        snprintf(msg, cap, "a non-empty 'logit_bias' is not supported by this server (an empty "
+                 "one is accepted)");
+        return false;
+    }
+    if (!empty(get(o, "functions")) || get(o, "function_call")) {
+        snprintf(msg, cap, "'functions' and 'function_call' (OpenAI's deprecated form) are not "
+                 "supported: send 'tools' and 'tool_choice'");
+        return false;
+    }
+    v = get(o, "modalities");
+    if (v) {
+        size_t i;
+        const json_t *e;
+        bool bad = !json_is_array(v);
+        if (!bad)
+            json_array_foreach(v, i, e) bad |= !json_is_string(e) || strcmp(json_string_value(e), "text");
+        if (bad) {
+            snprintf(msg, cap, "'modalities' may only be [\"text\"]: this server answers text");
+            return false;
+        }
+    }
+    if (chat) return true;
+    long best_of = 1;
+    bool echo = false;
+    if (!req_int(o, "best_of", 1, 1 << 20, &best_of, msg, cap) ||
+        !req_bool(o, "echo", &echo, msg, cap))
+        return false;
+    if (best_of != 1 || echo) {
+        snprintf(msg, cap, "'%s' is not supported (one choice per request, the prompt is not "
+                 "echoed)", best_of != 1 ? "best_of" : "echo");
+        return false;
+    }
+    v = get(o, "suffix");
+    if (v && !(json_is_string(v) && json_string_length(v) == 0)) {
+        snprintf(msg, cap, "'suffix' (fill-in-the-middle) is not supported: put the model's own "
+                 "FIM tokens in 'prompt'");
         return false;
     }
     return true;

@@ -24,7 +24,7 @@
 #include "server_logprobs.h"
 #include "server_pcache.h"
 
-#define SRV_MAX_STOPS 4
+#define SRV_MAX_STOPS 16
 #define SRV_MAX_STOP_LEN 64
 
 typedef struct srv_job srv_job;
