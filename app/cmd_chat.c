@@ -132,12 +132,13 @@ int cmd_chat(int argc, char **argv)
 {
     gen_opts o;
     gen_opts_init(&o, -1);
-    const char *system = NULL, *tmpl_name = NULL, *cache = NULL;
-    bool no_think = false, show_reasoning = false;
-    const char *reasoning = NULL;
+    talk_opts t = {0};
+    const char *system = NULL, *tmpl_name = NULL;
+    bool no_think = false;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         int r = gen_opts_parse(&o, CMD, argc, argv, &i);
+        if (r == 0) r = talk_opts_parse(&t, CMD, argc, argv, &i);
         if (r < 0) return 2;
         if (r > 0) continue;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -149,21 +150,12 @@ int cmd_chat(int argc, char **argv)
             if (!(tmpl_name = arg_value(CMD, argc, argv, &i))) return 2;
         } else if (!strcmp(a, "--no-think")) {
             no_think = true;
-        } else if (!strcmp(a, "--reasoning")) {
-            if (!(reasoning = arg_value(CMD, argc, argv, &i))) return 2;
-        } else if (!strcmp(a, "--show-reasoning")) {
-            show_reasoning = true;
-        } else if (!strcmp(a, "--prompt-cache")) {
-            if (!(cache = arg_value(CMD, argc, argv, &i))) return 2;
         } else {
             fprintf(stderr, "sluice chat: unknown option '%s' (see sluice chat --help)\n", a);
             return 2;
         }
     }
-    if (!o.model) {
-        fprintf(stderr, "sluice chat: no model given (-m MODEL.gguf)\n");
-        return 2;
-    }
+    if (!gen_opts_have_model(&o, CMD)) return 2;
 
     gen_ctx g;
     sl_chat *chat = NULL;
@@ -176,7 +168,7 @@ int cmd_chat(int argc, char **argv)
     memset(&ht, 0, sizeof ht);
     if (gen_open(&g, &o, CMD)) return 1;
     if (sl_chat_create(&chat, g.m, tmpl_name, !no_think, &err) ||
-        gen_chat_template(g.m, tmpl_name, !no_think, reasoning, &ht, &err)) {
+        gen_chat_template(g.m, tmpl_name, !no_think, t.reasoning, &ht, &err)) {
         fprintf(stderr, "sluice chat: %s\n", err.msg);
         goto done;
     }
@@ -251,15 +243,16 @@ int cmd_chat(int argc, char **argv)
         }
         const uint64_t te0 = sl_now_ns();
         int n_reused = 0;
-        if (gen_eval_cached(&g, CMD, n_before == 0 ? cache : NULL, ids, n, &n_reused, &err)) {
+        if (gen_eval_cached(&g, CMD, n_before == 0 ? t.cache : NULL, ids, n, &n_reused,
+                            &err)) {
             fprintf(stderr, "sluice chat: %s\n", err.msg);
             goto done;
         }
         totals.seconds += sl_ns_to_s(sl_now_ns() - te0);
         totals.tokens += n - n_reused;
-        if (cache && n_before == 0)
+        if (t.cache && n_before == 0)
             fprintf(stderr, "prompt cache: %d of %d prompt tokens restored from '%s'\n",
-                    n_reused, n, cache);
+                    n_reused, n, t.cache);
         free(ids);
         ids = NULL;
         if (o.verbose)
@@ -269,7 +262,7 @@ int cmd_chat(int argc, char **argv)
         gen_reply_stats st;
         gen_harmony_out ho;
         FILE *out = stdout;
-        if (harmony && !(out = gen_harmony_open(&ho, stdout, show_reasoning))) {
+        if (harmony && !(out = gen_harmony_open(&ho, stdout, t.show_reasoning))) {
             fprintf(stderr, "sluice chat: cannot open the output filter\n");
             goto done;
         }

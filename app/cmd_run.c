@@ -99,14 +99,15 @@ int cmd_run(int argc, char **argv)
 {
     gen_opts o;
     gen_opts_init(&o, 128);
-    const char *prompt = NULL, *file = NULL, *cache = NULL;
-    bool no_bos = false, truncate = false, show_reasoning = false, raw = false;
-    const char *reasoning = NULL;
+    talk_opts t = {0};
+    const char *prompt = NULL, *file = NULL;
+    bool no_bos = false, truncate = false, raw = false;
     const char *stops[MAX_STOPS + 1] = {0};
     int n_stops = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         int r = gen_opts_parse(&o, CMD, argc, argv, &i);
+        if (r == 0) r = talk_opts_parse(&t, CMD, argc, argv, &i);
         if (r < 0) return 2;
         if (r > 0) continue;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -127,16 +128,10 @@ int cmd_run(int argc, char **argv)
                 return 2;
             }
             stops[n_stops++] = argv[++i];
-        } else if (!strcmp(a, "--prompt-cache")) {
-            if (!(cache = arg_value(CMD, argc, argv, &i))) return 2;
         } else if (!strcmp(a, "--no-bos")) {
             no_bos = true;
         } else if (!strcmp(a, "--truncate")) {
             truncate = true;
-        } else if (!strcmp(a, "--reasoning")) {
-            if (!(reasoning = arg_value(CMD, argc, argv, &i))) return 2;
-        } else if (!strcmp(a, "--show-reasoning")) {
-            show_reasoning = true;
         } else if (!strcmp(a, "--raw")) {
             raw = true;
         } else {
@@ -144,10 +139,7 @@ int cmd_run(int argc, char **argv)
             return 2;
         }
     }
-    if (!o.model) {
-        fprintf(stderr, "sluice run: no model given (-m MODEL.gguf)\n");
-        return 2;
-    }
+    if (!gen_opts_have_model(&o, CMD)) return 2;
     if (!prompt == !file) {
         fprintf(stderr, "sluice run: give the prompt with exactly one of -p TEXT or -f FILE\n");
         return 2;
@@ -176,7 +168,7 @@ int cmd_run(int argc, char **argv)
     const bool add_bos = !no_bos && sl_model_add_bos(g.m);
     unsigned flags = SL_TOKENIZE_PARSE_SPECIAL | (add_bos ? SL_TOKENIZE_ADD_BOS : 0u);
     const char *ptext = file ? text : prompt;
-    if (gen_chat_template(g.m, NULL, true, reasoning, &ht, &err)) {
+    if (gen_chat_template(g.m, NULL, true, t.reasoning, &ht, &err)) {
         fprintf(stderr, "sluice run: %s\n", err.msg);
         goto done;
     }
@@ -223,7 +215,7 @@ int cmd_run(int argc, char **argv)
 
     double t0 = now_s();
     int n_reused = 0;
-    if (gen_eval_cached(&g, CMD, cache, ids, n, &n_reused, &err)) {
+    if (gen_eval_cached(&g, CMD, t.cache, ids, n, &n_reused, &err)) {
         fprintf(stderr, "sluice run: evaluating the prompt: %s\n", err.msg);
         goto done;
     }
@@ -234,7 +226,7 @@ int cmd_run(int argc, char **argv)
     gen_reply_stats st;
     gen_harmony_out ho;
     FILE *out = stdout;
-    if (harmony && !(out = gen_harmony_open(&ho, stdout, show_reasoning))) {
+    if (harmony && !(out = gen_harmony_open(&ho, stdout, t.show_reasoning))) {
         fprintf(stderr, "sluice run: cannot open the output filter: %s\n", strerror(errno));
         goto done;
     }
@@ -252,9 +244,9 @@ int cmd_run(int argc, char **argv)
     if (st.stop == GEN_STOP_CTX && o.n_predict != 0)
         fprintf(stderr, "sluice run: stopped: the context of %d tokens is full\n", n_ctx);
     fprintf(stderr, "load:      %8.3f s\n", g.load_s);
-    if (cache)
+    if (t.cache)
         fprintf(stderr, "prompt cache: %d of %d prompt tokens restored from '%s'\n", n_reused,
-                n, cache);
+                n, t.cache);
     fprintf(stderr, "prompt:    %6d tokens in %8.3f s (%9.2f tok/s)\n", n_eval, t_prompt,
             t_prompt > 0 ? n_eval / t_prompt : 0.0);
     fprintf(stderr, "generated: %6d tokens in %8.3f s (%9.2f tok/s)\n", st.n_gen, st.seconds,

@@ -135,10 +135,7 @@ int cmd_serve(int argc, char **argv)
             return 2;
         }
     }
-    if (!o.model) {
-        fprintf(stderr, "sluice serve: no model given (-m MODEL.gguf)\n");
-        return 2;
-    }
+    if (!gen_opts_have_model(&o, CMD)) return 2;
 
     /* SIGINT/SIGTERM are waited for by this thread only; every thread
      * started from here on inherits the mask */

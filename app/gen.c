@@ -165,6 +165,27 @@ int gen_opts_parse(gen_opts *o, const char *cmd, int argc, char **argv, int *i)
     return 1;
 }
 
+bool gen_opts_have_model(const gen_opts *o, const char *cmd)
+{
+    if (o->model) return true;
+    fprintf(stderr, "sluice %s: no model given (-m MODEL.gguf)\n", cmd);
+    return false;
+}
+
+int talk_opts_parse(talk_opts *t, const char *cmd, int argc, char **argv, int *i)
+{
+    const char *a = argv[*i];
+    if (!strcmp(a, "--show-reasoning")) {
+        t->show_reasoning = true;
+        return 1;
+    }
+    const char **dst = !strcmp(a, "--reasoning") ? &t->reasoning
+                       : !strcmp(a, "--prompt-cache") ? &t->cache
+                                                      : NULL;
+    if (!dst) return 0;
+    return (*dst = arg_value(cmd, argc, argv, i)) ? 1 : -1;
+}
+
 int gen_open(gen_ctx *g, const gen_opts *o, const char *cmd)
 {
     sl_err err = {0};

@@ -39,6 +39,23 @@ int gen_opts_parse(gen_opts *o, const char *cmd, int argc, char **argv, int *i);
 /* The help lines of the shared flags. */
 void gen_opts_usage(FILE *f, int default_n_predict);
 
+/* False, after printing "sluice CMD: no model given (-m MODEL.gguf)", when
+ * o names no model. */
+bool gen_opts_have_model(const gen_opts *o, const char *cmd);
+
+/* The flags run and chat share beyond gen_opts (serve reads its own
+ * --reasoning and --prompt-cache). */
+typedef struct talk_opts {
+    const char *reasoning;    /* --reasoning LEVEL (harmony's effort); NULL: the default */
+    const char *cache;        /* --prompt-cache FILE; NULL: none */
+    bool show_reasoning;      /* --show-reasoning: harmony's analysis printed too */
+} talk_opts;
+
+/* As gen_opts_parse for the talk_opts flags: 1 when argv[*i] is one
+ * (its value taken, *i advanced), 0 when not, -1 after printing that a
+ * value is missing. t starts zeroed. */
+int talk_opts_parse(talk_opts *t, const char *cmd, int argc, char **argv, int *i);
+
 /* Everything a generation needs; zero-initialise, free with gen_close. */
 typedef struct gen_ctx {
     sl_model *m;

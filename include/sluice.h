@@ -97,7 +97,6 @@ typedef struct sl_model_params {
                                80 % of guessed experts turn out to be asked for) */
     sl_dense_mode dense;
     const char *io_trace_path; /* log every expert read to this file; NULL: off */
-    const void *test_io_fault; /* tests only: a struct sl_io_fault (src/io/io.h) */
     bool describe_only;     /* bind every tensor and describe each layer, but read
                                no weight and plan nothing (sluice inspect); such a
                                model cannot run: sessions on it are refused */

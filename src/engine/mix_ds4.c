@@ -261,12 +261,7 @@ static void idx_worker(void *ctx, int chunk, int n_chunks, int tid)
         for (int b = 0; b < n_vis; b++) {
             load_row(kf, block_row(j->st, a, s->kv_elem, b) + (size_t)a->head_dim * s->kv_elem,
                      di, s->kv_elem);
-            float score = 0.0f;
-            for (int h = 0; h < ih; h++) {
-                const float qk = sl_dot_f32_untiled(q + (size_t)h * di, kf, di);
-                score = fmaf(qk > 0.0f ? qk : 0.0f, w[h], score);
-            }
-            sl_mla_sel_push(pos, sc, &cnt, kt, b, score);
+            sl_mla_sel_push(pos, sc, &cnt, kt, b, sl_mla_idx_score(q, w, kf, ih, di));
         }
         sl_mla_sel_finish(pos, cnt);
         sel[0] = cnt;

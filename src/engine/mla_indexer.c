@@ -149,6 +149,16 @@ static int cmp_int(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+float sl_mla_idx_score(const float *q, const float *w, const float *k, int ih, int di)
+{
+    float score = 0.0f;
+    for (int h = 0; h < ih; h++) {
+        const float qk = sl_dot_f32_untiled(q + (size_t)h * di, k, di);
+        score = fmaf(qk > 0.0f ? qk : 0.0f, w[h], score);
+    }
+    return score;
+}
+
 typedef struct score_job {
     sl_session *s;
     const sl_mla_desc *a;
@@ -179,12 +189,7 @@ static void score_worker(void *ctx, int chunk, int n_chunks, int tid)
                 for (int d = 0; d < di; d++) kf[d] = sl_fp16_to_f32(((const uint16_t *)row)[d]);
             else
                 memcpy(kf, row, sizeof(float) * (size_t)di);
-            float score = 0.0f;
-            for (int h = 0; h < ih; h++) {
-                const float qk = sl_dot_f32_untiled(q + (size_t)h * di, kf, di);
-                score = fmaf(qk > 0.0f ? qk : 0.0f, w[h], score);
-            }
-            sl_mla_sel_push(pos, sc, &cnt, kt, p, score);
+            sl_mla_sel_push(pos, sc, &cnt, kt, p, sl_mla_idx_score(q, w, kf, ih, di));
         }
         sl_mla_sel_finish(pos, cnt);
         sel[0] = cnt;

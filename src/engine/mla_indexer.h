@@ -28,6 +28,12 @@ float *sl_mla_idx_weights(const sl_session *s, const sl_mla_desc *a, int n);
 void sl_mla_sel_push(int *pos, float *sc, int *cnt, int k, int p, float score);
 void sl_mla_sel_finish(int *pos, int cnt);
 
+/* The lightning indexer's score of one key row k (di floats) for a token's
+ * queries q (ih x di) and head weights w (ih): sum over heads, in head
+ * order, of relu(q_h . k) * w_h, each added by one fma (llama.cpp's order;
+ * glm-dsa's and deepseek4's indexers both). */
+float sl_mla_idx_score(const float *q, const float *w, const float *k, int ih, int di);
+
 /* A full layer's indexer for the batch's n tokens at s->n_past ...: from the
  * projected keys and weights (sl_mla_idx_keys / _weights, raw) and the
  * normalised q latents qr (n x q_lora), caches each position's key in the

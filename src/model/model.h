@@ -422,8 +422,25 @@ struct sl_model {
  * experts. (model_stream.c) */
 int sl_model_plan(sl_model *m, const sl_model_params *p, sl_err *err);
 
-/* Starts the expert streamer for a planned, streaming model. */
-int sl_model_start_streamer(sl_model *m, const sl_model_params *p, sl_err *err);
+struct sl_io_fault; /* io/io.h */
+
+/* Starts the expert streamer for a planned, streaming model; fault (NULL:
+ * none) is injected into its reads (sl_model_load_hooked). */
+int sl_model_start_streamer(sl_model *m, const sl_model_params *p,
+                            const struct sl_io_fault *fault, sl_err *err);
+
+/* What a test may add to a load beyond the public sl_model_params: the
+ * seam that keeps test hooks out of include/sluice.h. */
+typedef struct sl_model_test_hooks {
+    const struct sl_io_fault *io_fault; /* faults injected into the streamed
+                                           expert reads (src/io/io.h; copied
+                                           at open); NULL: none */
+} sl_model_test_hooks;
+
+/* sl_model_load with test hooks (NULL: none, exactly sl_model_load). The
+ * caller owns hooks; the model keeps no pointer into it. */
+int sl_model_load_hooked(sl_model **out, const char *path, const sl_model_params *params,
+                         const sl_model_test_hooks *hooks, sl_err *err);
 
 /* Reads hyperparameters for arch from g into hp; fails with a message
  * naming the missing or absurd key. */

@@ -414,6 +414,12 @@ sl_model_params sl_model_default_params(void)
 int sl_model_load(sl_model **out, const char *path, const sl_model_params *params,
                   sl_err *err)
 {
+    return sl_model_load_hooked(out, path, params, NULL, err);
+}
+
+int sl_model_load_hooked(sl_model **out, const char *path, const sl_model_params *params,
+                         const sl_model_test_hooks *hooks, sl_err *err)
+{
     *out = NULL;
     sl_model *m = calloc(1, sizeof *m);
     if (!m) return sl_err_set(err, SL_ENOMEM, "out of memory");
@@ -481,7 +487,9 @@ int sl_model_load(sl_model **out, const char *path, const sl_model_params *param
     if ((rc = sl_model_plan(m, params, err))) goto fail;
     if ((rc = place_weights(m, params, err))) goto fail;
     if ((rc = interleave_x8(m, err))) goto fail;
-    if (m->streaming && (rc = sl_model_start_streamer(m, params, err))) goto fail;
+    if (m->streaming &&
+        (rc = sl_model_start_streamer(m, params, hooks ? hooks->io_fault : NULL, err)))
+        goto fail;
     if (m->streamer) pthread_mutex_init(&m->stream_mu, NULL);
     *out = m;
     return SL_OK;

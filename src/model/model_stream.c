@@ -216,7 +216,8 @@ int sl_model_plan(sl_model *m, const sl_model_params *pp, sl_err *err)
     return SL_OK;
 }
 
-int sl_model_start_streamer(sl_model *m, const sl_model_params *pp, sl_err *err)
+int sl_model_start_streamer(sl_model *m, const sl_model_params *pp,
+                            const struct sl_io_fault *fault, sl_err *err)
 {
     sl_model_params p = pp ? *pp : sl_model_default_params();
     const int n_layer = m->hp.n_layer;
@@ -263,7 +264,7 @@ int sl_model_start_streamer(sl_model *m, const sl_model_params *pp, sl_err *err)
     cfg.io.backend = p.io_backend == SL_IO_KIND_URING ? SL_IO_URING : SL_IO_PREAD;
     cfg.io.lanes = (unsigned)(p.io_threads > 0 ? p.io_threads : 4);
     cfg.io.queue_depth = (unsigned)(p.io_queue_depth > 0 ? p.io_queue_depth : 4);
-    cfg.io.fault = p.test_io_fault;
+    cfg.io.fault = fault;
     rc = sl_streamer_create(&m->streamer, &cfg, err);
 done:
     free(lay);

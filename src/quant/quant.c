@@ -17,53 +17,65 @@
 #define ROW(id, nm, bs, ts, q, tf, ff, vdt)                                    \
     [id] = {.name = nm, .block_size = bs, .type_size = ts, .is_quantized = q, \
             .to_float = tf, .from_float = ff, .vec_dot_type = vdt, .vec_dot = NULL}
+/* a type with a block struct (quant_blocks.h pins each struct's size):
+ * its bytes per block are the struct's */
+#define BLK(id, nm, bs, blk, tf, ff, vdt) ROW(id, nm, bs, sizeof(blk), true, tf, ff, vdt)
+/* one scalar of type c per element */
+#define SCALAR(id, nm, c, tf, ff) ROW(id, nm, 1, sizeof(c), false, tf, ff, id)
 
 /* Written once by choose_kernels (vec_dot, and from_float of the activation
  * types); read-only afterwards. Rows with name == NULL are ids that GGUF
- * never assigned or has removed. */
+ * never assigned or has removed. The types sluice only stores (no block
+ * struct: IQ1-IQ3 but IQ4, TQ) carry GGUF's bytes per block as numbers. */
 static sl_type_traits g_traits[SL_TYPE_COUNT] = {
-    ROW(SL_TYPE_F32, "f32", 1, 4, false, sl_f32_to_float_row, sl_f32_from_float_row,
-        SL_TYPE_F32),
+    SCALAR(SL_TYPE_F32, "f32", float, sl_f32_to_float_row, sl_f32_from_float_row),
     /* f16 and bf16 weights meet activations rounded to their own type, as
      * llama.cpp's CPU backend does (its vec_dot_type) */
-    ROW(SL_TYPE_F16, "f16", 1, 2, false, sl_f16_to_float_row, sl_f16_from_float_row,
-        SL_TYPE_F16),
-    ROW(SL_TYPE_BF16, "bf16", 1, 2, false, sl_bf16_to_float_row, sl_bf16_from_float_row,
-        SL_TYPE_BF16),
-    ROW(SL_TYPE_Q4_0, "q4_0", 32, 18, true, sl_dequant_q4_0, sl_quant_q4_0, SL_TYPE_Q8_0),
-    ROW(SL_TYPE_Q4_1, "q4_1", 32, 20, true, sl_dequant_q4_1, sl_quant_q4_1, SL_TYPE_Q8_1),
-    ROW(SL_TYPE_Q5_0, "q5_0", 32, 22, true, sl_dequant_q5_0, sl_quant_q5_0, SL_TYPE_Q8_0),
-    ROW(SL_TYPE_Q5_1, "q5_1", 32, 24, true, sl_dequant_q5_1, sl_quant_q5_1, SL_TYPE_Q8_1),
-    ROW(SL_TYPE_Q8_0, "q8_0", 32, 34, true, sl_dequant_q8_0, sl_quant_q8_0_ref,
+    SCALAR(SL_TYPE_F16, "f16", uint16_t, sl_f16_to_float_row, sl_f16_from_float_row),
+    SCALAR(SL_TYPE_BF16, "bf16", uint16_t, sl_bf16_to_float_row, sl_bf16_from_float_row),
+    BLK(SL_TYPE_Q4_0, "q4_0", SL_QK, sl_block_q4_0, sl_dequant_q4_0, sl_quant_q4_0,
         SL_TYPE_Q8_0),
-    ROW(SL_TYPE_Q8_1, "q8_1", 32, 36, true, sl_dequant_q8_1, sl_quant_q8_1_ref,
+    BLK(SL_TYPE_Q4_1, "q4_1", SL_QK, sl_block_q4_1, sl_dequant_q4_1, sl_quant_q4_1,
         SL_TYPE_Q8_1),
-    ROW(SL_TYPE_Q2_K, "q2_K", 256, 84, true, sl_dequant_q2_K, sl_quant_q2_K, SL_TYPE_Q8_K),
-    ROW(SL_TYPE_Q3_K, "q3_K", 256, 110, true, sl_dequant_q3_K, sl_quant_q3_K, SL_TYPE_Q8_K),
-    ROW(SL_TYPE_Q4_K, "q4_K", 256, 144, true, sl_dequant_q4_K, sl_quant_q4_K, SL_TYPE_Q8_K),
-    ROW(SL_TYPE_Q5_K, "q5_K", 256, 176, true, sl_dequant_q5_K, sl_quant_q5_K, SL_TYPE_Q8_K),
-    ROW(SL_TYPE_Q6_K, "q6_K", 256, 210, true, sl_dequant_q6_K, sl_quant_q6_K, SL_TYPE_Q8_K),
-    ROW(SL_TYPE_Q8_K, "q8_K", 256, 292, true, sl_dequant_q8_K, sl_quant_q8_K_ref,
-        SL_TYPE_Q8_K),
-    ROW(SL_TYPE_IQ2_XXS, "iq2_xxs", 256, 66, true, NULL, NULL, SL_TYPE_Q8_K),
-    ROW(SL_TYPE_IQ2_XS, "iq2_xs", 256, 74, true, NULL, NULL, SL_TYPE_Q8_K),
-    ROW(SL_TYPE_IQ3_XXS, "iq3_xxs", 256, 98, true, NULL, NULL, SL_TYPE_Q8_K),
-    ROW(SL_TYPE_IQ1_S, "iq1_s", 256, 50, true, NULL, NULL, SL_TYPE_Q8_K),
-    ROW(SL_TYPE_IQ4_NL, "iq4_nl", 32, 18, true, sl_dequant_iq4_nl, sl_quant_iq4_nl,
+    BLK(SL_TYPE_Q5_0, "q5_0", SL_QK, sl_block_q5_0, sl_dequant_q5_0, sl_quant_q5_0,
         SL_TYPE_Q8_0),
-    ROW(SL_TYPE_IQ3_S, "iq3_s", 256, 110, true, NULL, NULL, SL_TYPE_Q8_K),
-    ROW(SL_TYPE_IQ2_S, "iq2_s", 256, 82, true, NULL, NULL, SL_TYPE_Q8_K),
-    ROW(SL_TYPE_IQ4_XS, "iq4_xs", 256, 136, true, sl_dequant_iq4_xs, sl_quant_iq4_xs,
+    BLK(SL_TYPE_Q5_1, "q5_1", SL_QK, sl_block_q5_1, sl_dequant_q5_1, sl_quant_q5_1,
+        SL_TYPE_Q8_1),
+    BLK(SL_TYPE_Q8_0, "q8_0", SL_QK, sl_block_q8_0, sl_dequant_q8_0, sl_quant_q8_0_ref,
+        SL_TYPE_Q8_0),
+    BLK(SL_TYPE_Q8_1, "q8_1", SL_QK, sl_block_q8_1, sl_dequant_q8_1, sl_quant_q8_1_ref,
+        SL_TYPE_Q8_1),
+    BLK(SL_TYPE_Q2_K, "q2_K", SL_QK_K, sl_block_q2_K, sl_dequant_q2_K, sl_quant_q2_K,
         SL_TYPE_Q8_K),
-    ROW(SL_TYPE_I8, "i8", 1, 1, false, NULL, NULL, SL_TYPE_I8),
-    ROW(SL_TYPE_I16, "i16", 1, 2, false, NULL, NULL, SL_TYPE_I16),
-    ROW(SL_TYPE_I32, "i32", 1, 4, false, NULL, NULL, SL_TYPE_I32),
-    ROW(SL_TYPE_I64, "i64", 1, 8, false, NULL, NULL, SL_TYPE_I64),
-    ROW(SL_TYPE_F64, "f64", 1, 8, false, NULL, NULL, SL_TYPE_F64),
-    ROW(SL_TYPE_IQ1_M, "iq1_m", 256, 56, true, NULL, NULL, SL_TYPE_Q8_K),
-    ROW(SL_TYPE_TQ1_0, "tq1_0", 256, 54, true, NULL, NULL, SL_TYPE_Q8_K),
-    ROW(SL_TYPE_TQ2_0, "tq2_0", 256, 66, true, NULL, NULL, SL_TYPE_Q8_K),
-    ROW(SL_TYPE_MXFP4, "mxfp4", 32, 17, true, sl_dequant_mxfp4, sl_quant_mxfp4,
+    BLK(SL_TYPE_Q3_K, "q3_K", SL_QK_K, sl_block_q3_K, sl_dequant_q3_K, sl_quant_q3_K,
+        SL_TYPE_Q8_K),
+    BLK(SL_TYPE_Q4_K, "q4_K", SL_QK_K, sl_block_q4_K, sl_dequant_q4_K, sl_quant_q4_K,
+        SL_TYPE_Q8_K),
+    BLK(SL_TYPE_Q5_K, "q5_K", SL_QK_K, sl_block_q5_K, sl_dequant_q5_K, sl_quant_q5_K,
+        SL_TYPE_Q8_K),
+    BLK(SL_TYPE_Q6_K, "q6_K", SL_QK_K, sl_block_q6_K, sl_dequant_q6_K, sl_quant_q6_K,
+        SL_TYPE_Q8_K),
+    BLK(SL_TYPE_Q8_K, "q8_K", SL_QK_K, sl_block_q8_K, sl_dequant_q8_K, sl_quant_q8_K_ref,
+        SL_TYPE_Q8_K),
+    ROW(SL_TYPE_IQ2_XXS, "iq2_xxs", SL_QK_K, 66, true, NULL, NULL, SL_TYPE_Q8_K),
+    ROW(SL_TYPE_IQ2_XS, "iq2_xs", SL_QK_K, 74, true, NULL, NULL, SL_TYPE_Q8_K),
+    ROW(SL_TYPE_IQ3_XXS, "iq3_xxs", SL_QK_K, 98, true, NULL, NULL, SL_TYPE_Q8_K),
+    ROW(SL_TYPE_IQ1_S, "iq1_s", SL_QK_K, 50, true, NULL, NULL, SL_TYPE_Q8_K),
+    BLK(SL_TYPE_IQ4_NL, "iq4_nl", SL_QK, sl_block_iq4_nl, sl_dequant_iq4_nl, sl_quant_iq4_nl,
+        SL_TYPE_Q8_0),
+    ROW(SL_TYPE_IQ3_S, "iq3_s", SL_QK_K, 110, true, NULL, NULL, SL_TYPE_Q8_K),
+    ROW(SL_TYPE_IQ2_S, "iq2_s", SL_QK_K, 82, true, NULL, NULL, SL_TYPE_Q8_K),
+    BLK(SL_TYPE_IQ4_XS, "iq4_xs", SL_QK_K, sl_block_iq4_xs, sl_dequant_iq4_xs, sl_quant_iq4_xs,
+        SL_TYPE_Q8_K),
+    SCALAR(SL_TYPE_I8, "i8", int8_t, NULL, NULL),
+    SCALAR(SL_TYPE_I16, "i16", int16_t, NULL, NULL),
+    SCALAR(SL_TYPE_I32, "i32", int32_t, NULL, NULL),
+    SCALAR(SL_TYPE_I64, "i64", int64_t, NULL, NULL),
+    SCALAR(SL_TYPE_F64, "f64", double, NULL, NULL),
+    ROW(SL_TYPE_IQ1_M, "iq1_m", SL_QK_K, 56, true, NULL, NULL, SL_TYPE_Q8_K),
+    ROW(SL_TYPE_TQ1_0, "tq1_0", SL_QK_K, 54, true, NULL, NULL, SL_TYPE_Q8_K),
+    ROW(SL_TYPE_TQ2_0, "tq2_0", SL_QK_K, 66, true, NULL, NULL, SL_TYPE_Q8_K),
+    BLK(SL_TYPE_MXFP4, "mxfp4", SL_QK, sl_block_mxfp4, sl_dequant_mxfp4, sl_quant_mxfp4,
         SL_TYPE_Q8_0),
 };
 

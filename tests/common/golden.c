@@ -84,6 +84,23 @@ void t_golden_print_ids(const char *label, const int32_t *ids, size_t n)
     fprintf(stderr, "%s\n", n > 64 ? " ..." : "");
 }
 
+bool t_golden_encode_check(const t_golden *g, const sl_tokenizer *tok, unsigned flags,
+                           sl_tok_ids *ids, const char *label, int case_no, int *rc)
+{
+    ids->n = 0;
+    sl_err err = {0};
+    const int r = sl_tokenizer_encode(tok, g->text, g->len, flags, ids, &err);
+    if (rc) *rc = r;
+    if (r == 0 && ids->n == g->n_want &&
+        (g->n_want == 0 || !memcmp(ids->ids, g->want, g->n_want * sizeof *g->want)))
+        return true;
+    fprintf(stderr, "  %s case %d (%zu bytes: %.*s) differs%s%s\n", label, case_no, g->len,
+            (int)(g->len < 60 ? g->len : 60), g->text, r ? ": " : "", r ? err.msg : "");
+    t_golden_print_ids("want", g->want, g->n_want);
+    t_golden_print_ids("got ", ids->ids, ids->n);
+    return false;
+}
+
 char *t_unhex(const char *h, size_t hn, size_t *n)
 {
     char *out = malloc(hn / 2 + 1);

@@ -43,6 +43,15 @@ bool t_golden_next(t_golden *g);
  * there are more) on stderr: a failing case's wanted and got ids. */
 void t_golden_print_ids(const char *label, const int32_t *ids, size_t n);
 
+/* Encodes g's current string with tok under flags into ids (emptied
+ * first, grown as needed; the caller frees it) and compares the result with
+ * g's wanted ids. True when they are equal; else prints "  LABEL case
+ * CASE_NO (its length and first 60 bytes) differs", the encoder's error if
+ * it failed, and both id lists on stderr. *rc (when not NULL) receives the
+ * encoder's return. */
+bool t_golden_encode_check(const t_golden *g, const sl_tokenizer *tok, unsigned flags,
+                           sl_tok_ids *ids, const char *label, int case_no, int *rc);
+
 /* Decodes hn hex digits at h (pairs; a lone last digit is ignored) into a
  * new NUL-terminated buffer of *n bytes (the fixtures spell tokens and
  * merges in hex). NULL when memory runs out. */

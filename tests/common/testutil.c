@@ -27,6 +27,19 @@ char *t_path(char *buf, size_t cap, const char *name)
     return buf;
 }
 
+int t_write_synth_ds(const sl_synth_ds *c, const char *name, char *path, size_t cap)
+{
+    sl_err err;
+    char file[96];
+    snprintf(file, sizeof file, "%s.gguf", name);
+    t_path(path, cap, file);
+    if (sl_synth_ds_validate(c, &err) || sl_synth_ds_write(c, path, NULL, &err)) {
+        fprintf(stderr, "  %s: %s\n", name, err.msg);
+        return -1;
+    }
+    return 0;
+}
+
 double t_rel_rms(const float *x, const float *y, int n)
 {
     double se = 0, sx = 0;

@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "sluice.h"
+#include "synth/synth_ds.h"
 
 /* A fresh private directory for this test binary's files (created once,
  * under $TMPDIR or /tmp). Never NULL. */
@@ -17,6 +18,10 @@ char *t_path(char *buf, size_t cap, const char *name);
 /* The whole file at path, NUL-terminated (malloc'ed: the caller frees),
  * its length in *len; NULL when it cannot be opened or memory runs out. */
 char *t_read_all(const char *path, size_t *len);
+
+/* Validates c and writes it as "<t_tmpdir()>/<name>.gguf"; path (cap
+ * bytes) receives the file's path. 0, or -1 after printing why. */
+int t_write_synth_ds(const sl_synth_ds *c, const char *name, char *path, size_t cap);
 
 /* sqrt(sum (x - y)^2 / sum x^2) over n values, in double: the relative RMS
  * error of y as a copy of x (0 when x is all zero and y equals it). */

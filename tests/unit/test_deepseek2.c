@@ -15,6 +15,7 @@
 #include "common/ref_mla.h"
 #include "engine/router.h"
 #include "common/testutil.h"
+#include "common/vs_ref.h"
 #include "sluice.h"
 #include "synth/synth_ds.h"
 #include "tok/tok_internal.h"
@@ -24,20 +25,6 @@
 #define NEAR_TIE 1e-3f
 
 static int32_t tok(int i) { return (int32_t)(5 + (i * 37) % 250); }
-
-/* Writes c as NAME.gguf in the test's directory; path receives it. */
-static int write_model(sl_synth_ds *c, const char *name, char *path, size_t cap)
-{
-    sl_err err;
-    char file[96];
-    snprintf(file, sizeof file, "%s.gguf", name);
-    t_path(path, cap, file);
-    if (sl_synth_ds_validate(c, &err) || sl_synth_ds_write(c, path, NULL, &err)) {
-        fprintf(stderr, "  %s: %s\n", name, err.msg);
-        return -1;
-    }
-    return 0;
-}
 
 /* Logits of tokens 0..N_TOK-1 evaluated in batches of `batch` (malloc'ed). */
 static float *run_kv(const char *path, int batch, int threads, int cache_experts,
@@ -56,9 +43,9 @@ static float *run(const char *path, int batch, int threads, int cache_experts)
     return run_kv(path, batch, threads, cache_experts, sl_session_default_params().kv_type);
 }
 
-/* Max |engine - reference| over the positions before the first routing
- * near-tie, relative to the reference's largest logit; -1 on failure. */
-static double vs_reference(const char *path, int *compared)
+/* The reference pass of tests/common/ref_mla.c (t_ref_pass). */
+static int ref_pass(const char *path, const int32_t *ids, int n, float **logits, int *n_vocab,
+                    float *margin)
 {
     char eb[256];
     ref_ds *ref = ref_ds_load(path, eb, sizeof eb);
@@ -66,28 +53,23 @@ static double vs_reference(const char *path, int *compared)
         fprintf(stderr, "  %s\n", eb);
         return -1;
     }
-    const int V = ref_ds_n_vocab(ref);
-    float *want = malloc(sizeof(float) * (size_t)V * N_TOK), margin[N_TOK];
+    *n_vocab = ref_ds_n_vocab(ref);
+    *logits = malloc(sizeof(float) * (size_t)*n_vocab * (size_t)n);
+    const int rc = *logits ? ref_ds_forward(ref, ids, n, *logits, margin) : -1;
+    ref_ds_free(ref);
+    return rc;
+}
+
+/* Max |engine - reference| over the positions before the first routing
+ * near-tie, relative to the reference's largest logit; -1 on failure. */
+static double vs_reference(const char *path, int *compared)
+{
     int32_t ids[N_TOK];
     for (int i = 0; i < N_TOK; i++) ids[i] = tok(i);
-    const int rc = ref_ds_forward(ref, ids, N_TOK, want, margin);
-    ref_ds_free(ref);
-    float *got = run_kv(path, 7, 2, 0, SL_KV_F32); /* the reference caches f32 */
-    double worst = -1;
-    if (!rc && got) {
-        int n = 0;
-        while (n < N_TOK && margin[n] >= NEAR_TIE) n++;
-        double diff = 0, scale = 0;
-        for (size_t i = 0; i < (size_t)V * n; i++) {
-            diff = fmax(diff, fabs((double)got[i] - want[i]));
-            scale = fmax(scale, fabs((double)want[i]));
-        }
-        *compared = n;
-        worst = scale > 0 ? diff / scale : diff;
-    }
-    free(want);
-    free(got);
-    return worst;
+    /* the reference caches f32 */
+    const t_logits_run r = {.path = path, .ids = ids, .n_tok = N_TOK, .batch = 7,
+                            .threads = 2, .kv = SL_KV_F32};
+    return t_vs_reference(&r, ref_pass, NEAR_TIE, compared);
 }
 
 typedef struct variant {
@@ -129,7 +111,7 @@ static int make_variant(const variant *v, char *path, size_t cap)
     if (v->dense >= 0) c.n_dense_lead = (uint32_t)v->dense;
     if (v->bias >= 0) c.sel_bias = v->bias != 0;
     if (v->gating) c.gating = (uint32_t)v->gating;
-    return write_model(&c, v->name, path, cap);
+    return t_write_synth_ds(&c, v->name, path, cap);
 }
 
 /* The router's selection rules on hand-made scores (values worked out by
@@ -269,7 +251,7 @@ TEST(published_latent_and_mtp_block)
     c.n_vocab = 512;
     c.type = SL_SYNTH_Q8_0;
     char path[512];
-    CHECK(write_model(&c, "ds-v3-latent", path, sizeof path) == 0);
+    CHECK(t_write_synth_ds(&c, "ds-v3-latent", path, sizeof path) == 0);
     sl_model_params mp = sl_model_default_params();
     mp.describe_only = true;
     sl_model *m;
@@ -284,7 +266,7 @@ TEST(published_latent_and_mtp_block)
     /* tiny with one MTP block: the main pass has the 3 layers and runs */
     CHECK(sl_synth_ds_init(&c, "deepseek2", "tiny", &err) == 0);
     c.n_nextn = 1;
-    CHECK(write_model(&c, "ds-mtp", path, sizeof path) == 0);
+    CHECK(t_write_synth_ds(&c, "ds-mtp", path, sizeof path) == 0);
     CHECK(sl_model_load(&m, path, NULL, &err) == 0);
     if (m) {
         CHECK_EQ_INT(sl_model_n_layer(m), 3);

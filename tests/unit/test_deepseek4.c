@@ -13,6 +13,7 @@
 
 #include "common/ref_ds4.h"
 #include "common/testutil.h"
+#include "common/vs_ref.h"
 #include "sluice.h"
 #include "synth/synth_ds.h"
 #include "test.h"
@@ -24,19 +25,6 @@
 
 static int32_t tok(int i) { return (int32_t)(5 + (i * 37 + i / 7) % 300); }
 
-static int write_model(sl_synth_ds *c, const char *name, char *path, size_t cap)
-{
-    sl_err err;
-    char file[96];
-    snprintf(file, sizeof file, "%s.gguf", name);
-    t_path(path, cap, file);
-    if (sl_synth_ds_validate(c, &err) || sl_synth_ds_write(c, path, NULL, &err)) {
-        fprintf(stderr, "  %s: %s\n", name, err.msg);
-        return -1;
-    }
-    return 0;
-}
-
 /* tiny deepseek4 of type t (seed 23) as NAME.gguf. */
 static int make(const char *name, sl_synth_type t, char *path, size_t cap)
 {
@@ -45,7 +33,7 @@ static int make(const char *name, sl_synth_type t, char *path, size_t cap)
     if (sl_synth_ds_init(&c, "deepseek4", "tiny", &err)) return -1;
     c.type = t;
     c.seed = 23;
-    return write_model(&c, name, path, cap);
+    return t_write_synth_ds(&c, name, path, cap);
 }
 
 static float *run(const char *path, int batch, int threads, int cache_experts, sl_kv_type kv)
@@ -58,9 +46,9 @@ static float *run(const char *path, int batch, int threads, int cache_experts, s
     return t_batched_logits(&r);
 }
 
-/* Max |engine - reference| relative to the reference's largest logit over
- * the positions before the first near-tie; -1 on failure. */
-static double vs_reference(const char *path, int *compared)
+/* The reference pass of tests/common/ref_ds4.c (t_ref_pass). */
+static int ref_pass(const char *path, const int32_t *ids, int n, float **logits, int *n_vocab,
+                    float *margin)
 {
     char eb[256];
     ref_ds4 *ref = ref_ds4_load(path, eb, sizeof eb);
@@ -68,28 +56,23 @@ static double vs_reference(const char *path, int *compared)
         fprintf(stderr, "  %s\n", eb);
         return -1;
     }
-    const int V = ref_ds4_n_vocab(ref);
-    float *want = malloc(sizeof(float) * (size_t)V * N_TOK), margin[N_TOK];
+    *n_vocab = ref_ds4_n_vocab(ref);
+    *logits = malloc(sizeof(float) * (size_t)*n_vocab * (size_t)n);
+    const int rc = *logits ? ref_ds4_forward(ref, ids, n, *logits, margin) : -1;
+    ref_ds4_free(ref);
+    return rc;
+}
+
+/* Max |engine - reference| relative to the reference's largest logit over
+ * the positions before the first near-tie; -1 on failure. */
+static double vs_reference(const char *path, int *compared)
+{
     int32_t ids[N_TOK];
     for (int i = 0; i < N_TOK; i++) ids[i] = tok(i);
-    const int rc = ref_ds4_forward(ref, ids, N_TOK, want, margin);
-    ref_ds4_free(ref);
-    float *got = run(path, 32, 2, 0, SL_KV_F32); /* the reference keeps f32 */
-    double worst = -1;
-    if (!rc && got && want) {
-        int n = 0;
-        while (n < N_TOK && margin[n] >= NEAR_TIE) n++;
-        double diff = 0, scale = 0;
-        for (size_t i = 0; i < (size_t)V * n; i++) {
-            diff = fmax(diff, fabs((double)got[i] - want[i]));
-            scale = fmax(scale, fabs((double)want[i]));
-        }
-        *compared = n;
-        worst = scale > 0 ? diff / scale : diff;
-    }
-    free(want);
-    free(got);
-    return worst;
+    /* the reference keeps f32 */
+    const t_logits_run r = {.path = path, .ids = ids, .n_tok = N_TOK, .batch = 32,
+                            .threads = 2, .kv = SL_KV_F32, .n_ctx = N_CTX};
+    return t_vs_reference(&r, ref_pass, NEAR_TIE, compared);
 }
 
 TEST(engine_matches_the_reference)
@@ -111,7 +94,7 @@ TEST(engine_matches_the_reference)
     CHECK(sl_synth_ds_init(&c, "deepseek4", "tiny", &err) == 0);
     c.seed = 29;
     c.idx_dim = 128;
-    CHECK(write_model(&c, "ds4-f32-di128", path, sizeof path) == 0);
+    CHECK(t_write_synth_ds(&c, "ds4-f32-di128", path, sizeof path) == 0);
     rel = vs_reference(path, &n);
     printf("   f32, di = D: max|dlogit| / max|logit| %.2e over %d/%d positions\n", rel, n, N_TOK);
     CHECK(rel >= 0 && rel <= 1e-4);
@@ -220,7 +203,7 @@ TEST(mtp_block_loaded_not_run)
     c.seed = 23;
     c.n_nextn = 1;
     char path[512], plain[512];
-    CHECK(write_model(&c, "ds4-mtp", path, sizeof path) == 0);
+    CHECK(t_write_synth_ds(&c, "ds4-mtp", path, sizeof path) == 0);
     CHECK(make("ds4-q8", SL_SYNTH_Q8_0, plain, sizeof plain) == 0);
     sl_model *m = NULL;
     CHECK(sl_model_load(&m, path, NULL, &err) == 0);
@@ -243,7 +226,7 @@ TEST(other_gating_is_refused)
     CHECK(sl_synth_ds_init(&c, "deepseek4", "tiny", &err) == 0);
     c.gating = 2; /* sigmoid */
     char path[512];
-    CHECK(write_model(&c, "ds4-sigmoid", path, sizeof path) == 0);
+    CHECK(t_write_synth_ds(&c, "ds4-sigmoid", path, sizeof path) == 0);
     sl_model *m = NULL;
     CHECK(sl_model_load(&m, path, NULL, &err) != SL_OK);
     CHECK(m == NULL);

@@ -69,22 +69,6 @@ static int write_one(const layout *L, const char *path, bool direct, bool *direc
     return 0;
 }
 
-static uint8_t *slurp(const char *path, long *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    *len = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    uint8_t *p = malloc(*len > 0 ? (size_t)*len : 1);
-    if (p && fread(p, 1, (size_t)*len, f) != (size_t)*len) {
-        free(p);
-        p = NULL;
-    }
-    fclose(f);
-    return p;
-}
-
 TEST(direct_and_buffered_files_identical)
 {
     const uint64_t MB8 = 8u << 20;
@@ -109,11 +93,11 @@ TEST(direct_and_buffered_files_identical)
             printf("     (this file system refused O_DIRECT: buffered both times)\n");
             said = true;
         }
-        long la = 0, lb = 0;
-        uint8_t *a = slurp(pa, &la), *b = slurp(pb, &lb);
+        size_t la = 0, lb = 0;
+        uint8_t *a = (uint8_t *)t_read_all(pa, &la), *b = (uint8_t *)t_read_all(pb, &lb);
         CHECK(a && b);
-        CHECK_MSG(la == lb && a && b && memcmp(a, b, (size_t)la) == 0,
-                  "%s: direct (%ld bytes) and buffered (%ld bytes) files differ", Ls[i].name, lb,
+        CHECK_MSG(la == lb && a && b && memcmp(a, b, la) == 0,
+                  "%s: direct (%zu bytes) and buffered (%zu bytes) files differ", Ls[i].name, lb,
                   la);
         free(a);
         free(b);

@@ -51,22 +51,6 @@ static int write_file(const char *path, bool holes)
     return sl_gguf_writer_close(w, &e) ? -1 : 0;
 }
 
-static uint8_t *slurp(const char *path, long *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    *len = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    uint8_t *p = malloc(*len > 0 ? (size_t)*len : 1);
-    if (p && fread(p, 1, (size_t)*len, f) != (size_t)*len) {
-        free(p);
-        p = NULL;
-    }
-    fclose(f);
-    return p;
-}
-
 TEST(holes_file_matches_real_layout)
 {
     char pr[512], ph[512];
@@ -74,10 +58,10 @@ TEST(holes_file_matches_real_layout)
     t_path(ph, sizeof ph, "holes.gguf");
     CHECK(write_file(pr, false) == 0);
     CHECK(write_file(ph, true) == 0);
-    long lr = 0, lh = 0;
-    uint8_t *r = slurp(pr, &lr), *h = slurp(ph, &lh);
+    size_t lr = 0, lh = 0;
+    uint8_t *r = (uint8_t *)t_read_all(pr, &lr), *h = (uint8_t *)t_read_all(ph, &lh);
     CHECK(r && h);
-    CHECK_MSG(lr == lh, "real %ld bytes, holes %ld bytes", lr, lh);
+    CHECK_MSG(lr == lh, "real %zu bytes, holes %zu bytes", lr, lh);
     sl_gguf *gr = NULL, *gh = NULL;
     sl_err e = {0};
     CHECK_MSG(sl_gguf_open(&gr, pr, &e) == SL_OK, "%s", e.msg);
@@ -86,14 +70,14 @@ TEST(holes_file_matches_real_layout)
         /* the data section starts where the real file's t0 begins: its
          * pattern opens 1, 8, 15, 22 (and no data byte is zero) */
         static const uint8_t t0[4] = {1, 8, 15, 22};
-        long first = -1;
-        for (long i = 24; i + 4 <= lr && first < 0; i++)
+        size_t first = 0; /* none: the search starts past the header's start */
+        for (size_t i = 24; i + 4 <= lr && !first; i++)
             if (!memcmp(r + i, t0, 4)) first = i;
         CHECK(first > 0);
         if (first > 0) {
-            CHECK(memcmp(r, h, (size_t)first) == 0);
+            CHECK(memcmp(r, h, first) == 0);
             long nonzero = 0;
-            for (long i = first; i < lh; i++) nonzero += h[i] != 0;
+            for (size_t i = first; i < lh; i++) nonzero += h[i] != 0;
             CHECK_EQ_INT(nonzero, 0);
         }
         for (int k = 0; k < 3; k++) {

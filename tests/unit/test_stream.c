@@ -112,10 +112,12 @@ static void warm_start(sl_model *m)
 static bool warm_next_run;
 
 /* run_session on a freshly loaded model, with its streaming stats. */
-static float *run(const sl_model_params *mp, sl_stream_stats *stats, sl_err *err)
+static float *run(const sl_model_params *mp, const sl_io_fault *fault, sl_stream_stats *stats,
+                  sl_err *err)
 {
     sl_model *m;
-    if (sl_model_load(&m, model_path, mp, err)) return NULL;
+    const sl_model_test_hooks hooks = {.io_fault = fault};
+    if (sl_model_load_hooked(&m, model_path, mp, &hooks, err)) return NULL;
     n_vocab = sl_model_n_vocab(m);
     if (warm_next_run) warm_start(m);
     float *out = run_session(m, err);
@@ -133,7 +135,7 @@ TEST(resident_baseline)
     mp.n_threads = 2;
     sl_err err;
     sl_stream_stats st;
-    resident = run(&mp, &st, &err);
+    resident = run(&mp, NULL, &st, &err);
     CHECK_MSG(resident != NULL, "%s", err.msg);
     CHECK(!st.streaming);
 }
@@ -186,13 +188,12 @@ TEST(streamed_runs_are_bit_identical)
         mp.io_backend = V->backend;
         mp.no_overlap = V->no_overlap;
         mp.dense = V->dense;
-        mp.test_io_fault = V->faults ? &fault : NULL;
         mp.no_prefetch = V->no_prefetch;
         mp.prefetch_always = !V->no_prefetch; /* exercise reading ahead */
         sl_err err;
         sl_stream_stats st;
         warm_next_run = V->warm;
-        float *got = run(&mp, &st, &err);
+        float *got = run(&mp, V->faults ? &fault : NULL, &st, &err);
         warm_next_run = false;
         CHECK_MSG(got != NULL, "%s: %s", V->name, got ? "" : err.msg);
         if (!got) continue;
@@ -269,9 +270,8 @@ TEST(read_error_fails_cleanly)
     sl_model_params mp = sl_model_default_params();
     mp.stream = SL_STREAM_ON;
     mp.cache_experts = 4;
-    mp.test_io_fault = &fault;
     sl_err err = {0};
-    float *got = run(&mp, NULL, &err);
+    float *got = run(&mp, &fault, NULL, &err);
     CHECK(got == NULL);
     CHECK_STR_CONTAINS(err.msg, "reading expert");
     free(got);

@@ -121,35 +121,70 @@ TEST(applies)
     CHECK(!sl_rp32_x8_applies(SL_TYPE_IQ4_XS, 256));
 }
 
+/* Eight plain rows of NB blocks of type k filled in mode (their x8 form
+ * beside) and NA tokens' activations scaled for the mode: the inputs of the
+ * kernel tests. */
+enum { FX_NB = 9, FX_NA = SL_VEC_DOT_ROWS8_MAX };
+typedef struct x8_fixture {
+    size_t rb; /* bytes of one plain row */
+    uint8_t *plain, *x8;
+    sl_block_q8_0 *y; /* token t's blocks at y + t * FX_NB */
+    const void *ys[FX_NA];
+} x8_fixture;
+
+/* Builds fx for type k and fill mode; 0, or -1 when memory runs out. */
+static int fixture_make(x8_fixture *fx, int k, int mode)
+{
+    fx->rb = bbytes(k) * FX_NB;
+    fx->plain = malloc(fx->rb * 8);
+    fx->x8 = malloc(fx->rb * 8);
+    fx->y = malloc(sizeof *fx->y * FX_NB * FX_NA);
+    uint8_t *tmp = malloc(fx->rb * 8);
+    if (!fx->plain || !fx->x8 || !fx->y || !tmp) {
+        free(tmp);
+        return -1;
+    }
+    fill(k, fx->plain, FX_NB * 8, mode);
+    memcpy(fx->x8, fx->plain, fx->rb * 8);
+    sl_rp32_x8_interleave(types[k], fx->x8, 8, SL_QK * FX_NB, fx->rb, tmp);
+    free(tmp);
+    const float act = mode == FILL_HUGE ? 1e-3f : mode == FILL_TINY ? 1e-20f : 1.0f;
+    for (int t = 0; t < FX_NA; t++) {
+        make_act(fx->y + (size_t)t * FX_NB, SL_QK * FX_NB, act * (float)(1 + t));
+        fx->ys[t] = fx->y + (size_t)t * FX_NB;
+    }
+    return 0;
+}
+
+static void fixture_free(x8_fixture *fx)
+{
+    free(fx->plain);
+    free(fx->x8);
+    free(fx->y);
+}
+
 /* every kernel set against the formula, nt = 1..4, four fills */
 TEST(x8_kernels_give_the_formula)
 {
-    enum { NB = 9, NA = SL_VEC_DOT_ROWS8_MAX };
+    enum { NB = FX_NB, NA = FX_NA };
     static const int modes[] = {FILL_RANDOM, FILL_GAUSS, FILL_HUGE, FILL_TINY};
     for (int k = 0; k < 3; k++) {
-        const size_t rb = bbytes(k) * NB;
         int compared = 0;
         for (size_t mi = 0; mi < sizeof modes / sizeof modes[0]; mi++) {
-            uint8_t *plain = malloc(rb * 8), *x8 = malloc(rb * 8), *tmp = malloc(rb * 8);
-            sl_block_q8_0 *y = malloc(sizeof *y * NB * NA);
-            const void *ys[NA];
-            fill(k, plain, NB * 8, modes[mi]);
-            memcpy(x8, plain, rb * 8);
-            sl_rp32_x8_interleave(types[k], x8, 8, SL_QK * NB, rb, tmp);
-            const float act = modes[mi] == FILL_HUGE ? 1e-3f : modes[mi] == FILL_TINY ? 1e-20f : 1.0f;
-            for (int t = 0; t < NA; t++) {
-                make_act(y + (size_t)t * NB, SL_QK * NB, act * (float)(1 + t));
-                ys[t] = y + (size_t)t * NB;
-            }
-            for (int isa = 0; isa < SL_ISA_COUNT; isa++) {
+            x8_fixture fx;
+            const int made = fixture_make(&fx, k, modes[mi]);
+            CHECK(made == 0);
+            const size_t rb = fx.rb;
+            for (int isa = 0; made == 0 && isa < SL_ISA_COUNT; isa++) {
                 sl_vec_dot_rows8_fn f = sl_vec_dot_x8_b32_rp_isa(types[k], (sl_isa)isa);
                 if (!f) continue;
                 for (int nt = 1; nt <= NA; nt++) {
                     float got[8 * NA];
-                    f(SL_QK * NB, got, x8, rb, ys, nt);
+                    f(SL_QK * NB, got, fx.x8, rb, fx.ys, nt);
                     for (int t = 0; t < nt; t++)
                         for (int r = 0; r < 8; r++) {
-                            const float want = oracle(k, plain + (size_t)r * rb, y + (size_t)t * NB, NB);
+                            const float want =
+                                oracle(k, fx.plain + (size_t)r * rb, fx.y + (size_t)t * NB, NB);
                             CHECK_MSG(memcmp(&got[8 * t + r], &want, 4) == 0,
                                       "x8 %s %s mode %d nt %d row %d token %d: %.9g, formula %.9g",
                                       names[k], sl_isa_name((sl_isa)isa), modes[mi], nt, r, t,
@@ -158,10 +193,7 @@ TEST(x8_kernels_give_the_formula)
                         }
                 }
             }
-            free(plain);
-            free(x8);
-            free(tmp);
-            free(y);
+            fixture_free(&fx);
         }
         CHECK_MSG(compared >= 4 * 80, "%s: %d comparisons", names[k], compared);
     }
@@ -174,50 +206,42 @@ TEST(x8_kernels_give_the_formula)
  * against offset * the levels summed here */
 TEST(x8_sums_kernel_gives_the_formula)
 {
-    enum { NB = 9, NA = SL_VEC_DOT_ROWS8_MAX };
+    enum { NB = FX_NB, NA = FX_NA };
     static const int modes[] = {FILL_RANDOM, FILL_GAUSS, FILL_HUGE, FILL_TINY};
     static const int offsets[3] = {8, 0, 12};
     for (int k = 0; k < 3; k++) {
-        const size_t rb = bbytes(k) * NB;
         const sl_vec_dot_x8s_fn f = sl_vec_dot_x8s_b32_rp(types[k]);
         if (k == 1) CHECK(f == NULL); /* IQ4_NL has no offset to sum */
         for (size_t mi = 0; mi < sizeof modes / sizeof modes[0]; mi++) {
-            uint8_t *plain = malloc(rb * 8), *x8 = malloc(rb * 8), *tmp = malloc(rb * 8);
-            sl_block_q8_0 *y = malloc(sizeof *y * NB * NA);
+            x8_fixture fx;
+            const int made = fixture_make(&fx, k, modes[mi]);
+            CHECK(made == 0);
+            const size_t rb = fx.rb;
             int32_t sums[NA][NB];
-            const void *ys[NA];
             const int32_t *sp[NA];
-            fill(k, plain, NB * 8, modes[mi]);
-            memcpy(x8, plain, rb * 8);
-            sl_rp32_x8_interleave(types[k], x8, 8, SL_QK * NB, rb, tmp);
-            const float act = modes[mi] == FILL_HUGE ? 1e-3f : modes[mi] == FILL_TINY ? 1e-20f : 1.0f;
-            for (int t = 0; t < NA; t++) {
-                make_act(y + (size_t)t * NB, SL_QK * NB, act * (float)(1 + t));
-                ys[t] = y + (size_t)t * NB;
-                sl_rp32_x8_offset_sums(types[k], SL_QK * NB, ys[t], sums[t]);
+            for (int t = 0; made == 0 && t < NA; t++) {
+                sl_rp32_x8_offset_sums(types[k], SL_QK * NB, fx.ys[t], sums[t]);
                 sp[t] = sums[t];
                 for (int i = 0; i < NB; i++) {
                     int want = 0;
-                    for (int j = 0; j < SL_QK; j++) want += y[(size_t)t * NB + (size_t)i].qs[j];
+                    for (int j = 0; j < SL_QK; j++) want += fx.y[(size_t)t * NB + (size_t)i].qs[j];
                     CHECK_MSG(sums[t][i] == offsets[k] * want, "%s sums token %d block %d: %d, want %d",
                               names[k], t, i, (int)sums[t][i], offsets[k] * want);
                 }
             }
-            for (int nt = 1; f && nt <= NA; nt++) {
+            for (int nt = 1; made == 0 && f && nt <= NA; nt++) {
                 float got[8 * NA];
-                f(SL_QK * NB, got, x8, ys, sp, nt);
+                f(SL_QK * NB, got, fx.x8, fx.ys, sp, nt);
                 for (int t = 0; t < nt; t++)
                     for (int r = 0; r < 8; r++) {
-                        const float want = oracle(k, plain + (size_t)r * rb, y + (size_t)t * NB, NB);
+                        const float want =
+                            oracle(k, fx.plain + (size_t)r * rb, fx.y + (size_t)t * NB, NB);
                         CHECK_MSG(memcmp(&got[8 * t + r], &want, 4) == 0,
                                   "x8s %s mode %d nt %d row %d token %d: %.9g, formula %.9g",
                                   names[k], modes[mi], nt, r, t, (double)got[8 * t + r], (double)want);
                     }
             }
-            free(plain);
-            free(x8);
-            free(tmp);
-            free(y);
+            fixture_free(&fx);
         }
     }
     CHECK(sl_vec_dot_x8s_b32_rp(SL_TYPE_Q4_K) == NULL);
