@@ -332,7 +332,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         if (!(rt && rt->get == srv_health) && !authorised(s, c))
             return send_reply(s, c, srv_error(api, 401, "a valid API key is needed: send "
                                            "'Authorization: Bearer KEY'"));
-        if (!rt) return send_reply(s, c, srv_error(api, 404, "no endpoint %.200s", url));
+        if (!rt)
+            return send_reply(s, c, srv_error(api, 404, "no endpoint %.200s: this server answers "
+                                           "POST /v1/chat/completions, /v1/completions, "
+                                           "/v1/messages (and count_tokens), /completion, "
+                                           "/tokenize, /detokenize, /apply-template; GET "
+                                           "/v1/models, /props, /health, /metrics, /slots "
+                                           "(no responses, embeddings, images or audio)", url));
         bool post = !strcmp(method, MHD_HTTP_METHOD_POST);
         bool get = !strcmp(method, MHD_HTTP_METHOD_GET) || !strcmp(method, MHD_HTTP_METHOD_HEAD);
         if ((rt->kind == R_POST && !post) || (rt->kind == R_GET && !get))
