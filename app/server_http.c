@@ -93,6 +93,8 @@ static enum MHD_Result send_json(srv *s, struct MHD_Connection *c, int status, j
     struct MHD_Response *r = MHD_create_response_from_buffer(strlen(text), text,
                                                              MHD_RESPMEM_MUST_FREE);
     MHD_add_response_header(r, "Content-Type", "application/json");
+    /* loading, or the queue is full: the SDKs wait this long before retrying */
+    if (status == 503) MHD_add_response_header(r, "Retry-After", "1");
     return queue(s, c, (unsigned)status, r);
 }
 
