@@ -93,6 +93,8 @@ static enum MHD_Result send_json(srv *s, struct MHD_Connection *c, int status, j
     struct MHD_Response *r = MHD_create_response_from_buffer(strlen(text), text,
                                                              MHD_RESPMEM_MUST_FREE);
     MHD_add_response_header(r, "Content-Type", "application/json");
+    /* loading, or the queue is full: the SDKs wait this long before retrying */
+    if (status == 503) MHD_add_response_header(r, "Retry-After", "1");
     return queue(s, c, (unsigned)status, r);
 }
 
@@ -332,7 +334,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         if (!(rt && rt->get == srv_health) && !authorised(s, c))
             return send_reply(s, c, srv_error(api, 401, "a valid API key is needed: send "
                                            "'Authorization: Bearer KEY'"));
-        if (!rt) return send_reply(s, c, srv_error(api, 404, "no endpoint %.200s", url));
+        if (!rt)
+            return send_reply(s, c, srv_error(api, 404, "no endpoint %.200s: this server answers "
+                                           "POST /v1/chat/completions, /v1/completions, "
+                                           "/v1/messages (and count_tokens), /completion, "
+                                           "/tokenize, /detokenize, /apply-template; GET "
+                                           "/v1/models, /props, /health, /metrics, /slots "
+                                           "(no responses, embeddings, images or audio)", url));
         bool post = !strcmp(method, MHD_HTTP_METHOD_POST);
         bool get = !strcmp(method, MHD_HTTP_METHOD_GET) || !strcmp(method, MHD_HTTP_METHOD_HEAD);
         if ((rt->kind == R_POST && !post) || (rt->kind == R_GET && !get))

@@ -232,6 +232,9 @@ st, js, _, _ = request("GET", "/v1/models", headers={"Authorization": "Bearer "}
 check("GET /v1/models with an empty bearer (no --api-key): 200", st == 200 and js["data"][0]["id"] == "m.gguf", (st, js))
 check("GET /v1/models: Anthropic's list fields too (type, display_name, has_more)", st == 200 and
       js["data"][0]["type"] == "model" and js["data"][0]["display_name"] == "m.gguf" and js["has_more"] is False, js)
+st, js = post("/v1/responses", {"model": "m", "input": "hi"})
+check("POST /v1/responses: 404 listing the endpoints this server has", st == 404 and
+      oai_error(js, "/v1/responses", "/v1/chat/completions"), (st, js))
 st, js = post("/v1//chat/completions/", BASE)
 check("a doubled or trailing slash in the path (a base URL ending in '/') still finds the endpoint",
       st == 200 and js["choices"][0]["message"]["content"] == ref_text, (st, js))

@@ -24,12 +24,17 @@ def check(name, cond, why=""):
     return cond
 
 
+retry_after = []
+
+
 def request(port, method, path, body=None):
     c = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
     data = json.dumps(body).encode() if body is not None else None
     c.request(method, path, body=data, headers={"Content-Type": "application/json"} if data else {})
     r = c.getresponse()
     out = r.read()
+    if r.status == 503:
+        retry_after.append(r.getheader("Retry-After"))
     c.close()
     try:
         return r.status, json.loads(out)
@@ -57,6 +62,7 @@ try:
               st_c == 503 and js_c["error"]["type"] == "unavailable_error", (st_c, js_c))
         check("while loading: a message is 503 in Anthropic's shape",
               st_a == 503 and js_a["type"] == "error" and js_a["error"]["type"] == "overloaded_error", (st_a, js_a))
+        check("while loading: each 503 says Retry-After: 1", retry_after[:3] == ["1", "1", "1"], retry_after)
         t0, st = time.time(), 503
         while st == 503 and time.time() - t0 < 240:
             st, js = request(port, "GET", "/health")
