@@ -40,7 +40,7 @@ for r in $(seq 1 "$ROUNDS"); do
         lock "$S" run -m "$M" -p "$P" "${RT[@]}" "${extra[@]}" >"$work/out-$v-$r.txt" \
             2>"$work/err-$v-$r.txt" || { cat "$work/err-$v-$r.txt" >&2; exit 1; }
         e=$work/err-$v-$r.txt
-        gen=$(sed -n 's/^generated: *[0-9]* tokens in *[0-9.]* s (*\([0-9.]*\) tok\/s).*/\1/p' "$e")
+        gen=$(sed -n 's/^generated: *[0-9]* tokens in *[0-9.]* s ( *\([0-9.]*\) tok\/s).*/\1/p' "$e")
         bound=$(sed -n 's/^bound .*bound \([0-9.]*\) tok\/s.*/\1/p' "$e")
         share=$(sed -n 's/^bound .*: \([0-9]*%\) of the bound.*/\1/p' "$e")
         hit=$(sed -n 's/^experts  *hit rate \([0-9.]*%\).*/\1/p' "$e")

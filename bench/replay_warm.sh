@@ -39,7 +39,7 @@ one() {
     t1=$(date +%s.%N)
     local e=$work/err-$tag.txt ps gs gr
     ps=$(sed -n 's/^prompt: *[0-9]* tokens in *\([0-9.]*\) s.*/\1/p' "$e")
-    read -r gs gr < <(sed -n 's/^generated: *[0-9]* tokens in *\([0-9.]*\) s (*\([0-9.]*\) tok\/s).*/\1 \2/p' "$e")
+    read -r gs gr < <(sed -n 's/^generated: *[0-9]* tokens in *\([0-9.]*\) s ( *\([0-9.]*\) tok\/s).*/\1 \2/p' "$e")
     grep -E "^warm start|^bound|^experts|^learned" "$e" | sed "s/^/  [$tag] /" >>"$work/notes.txt"
     echo "$ps $gs $gr $(echo "$t1 - $t0" | bc -l)"
 }
