@@ -22,7 +22,8 @@ N=${N:-100}
 P=${PROMPT:-"Explain how a mixture-of-experts model decides which experts handle each token."}
 work=$(mktemp -d "${TMPDIR:-/tmp}/sluice-rwarm-XXXXXX")
 trap 'rm -rf "$work"' EXIT
-lock() { flock /tmp/bench.lock "$@"; }
+# NOLOCK=1: the caller holds /tmp/bench.lock around the whole script
+lock() { if [ -n "${NOLOCK:-}" ]; then "$@"; else flock /tmp/bench.lock "$@"; fi; }
 echo "uptime: $(uptime)"
 mkdir -p "$work/rate"
 XDG_CACHE_HOME=$work/rate lock "$S" iobench --model "$M" --expert --lanes 4 --seconds 3 2>&1 |
