@@ -4,7 +4,7 @@
 # 48-layer generated model with a cache of SIZE experts (default 1536, 25 %),
 # ROUNDS times each of
 #   without: --no-prefetch (no read-ahead at all: the session-6 figures)
-#   with:    the default (under --route-trace: the learned guesses)
+#   with:    --prefetch (under --route-trace: the learned guesses)
 # cold (--no-warm), and prints per run the decode tok/s, the printed bound
 # and its share, hit rate, stall, and the learned-guess line. The drive's
 # rate in the bound is `sluice iobench --expert` run at the start (kept in a
@@ -37,6 +37,7 @@ for r in $(seq 1 "$ROUNDS"); do
     for v in without with; do
         extra=()
         [ "$v" = without ] && extra=(--no-prefetch)
+        [ "$v" = with ] && extra=(--prefetch)
         dd if="$M" iflag=nocache count=0 status=none
         lock "$S" run -m "$M" -p "$P" "${RT[@]}" "${extra[@]}" >"$work/out-$v-$r.txt" \
             2>"$work/err-$v-$r.txt" || { cat "$work/err-$v-$r.txt" >&2; exit 1; }

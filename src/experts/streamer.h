@@ -180,7 +180,8 @@ sl_route_trace *sl_streamer_route_trace(const sl_streamer *st);
  * (next_guess.h) instead of the router's: on turns them on (a fresh table;
  * SL_ENOMEM if it cannot be had, then they stay off), off turns them off.
  * A route trace (sl_streamer_set_route_trace) turns them on when guesses
- * are (config): the model's router cannot guess a replayed choice. While
+ * are on and read ahead always (config prefetch_min_right < 0, the app's
+ * --prefetch): the model's router cannot guess a replayed choice. While
  * on, sl_streamer_wants_guess says no. */
 int sl_streamer_set_learned_guess(sl_streamer *st, bool on, sl_err *err);
 bool sl_streamer_learned_guess(const sl_streamer *st);

@@ -58,9 +58,10 @@ run "$work/b" "$M" --moe-stream --cache-experts 1536 --route-trace "$T" --cache-
     --stats-json "$work/b.json"
 check "lru and slru hit rates differ" [ "$(hit "$work/a.json")" != "$(hit "$work/b.json")" ]
 
-# learned next-layer guesses (on under replay unless --no-prefetch): they read
-# ahead and are scored, and the text is the same without them
-run "$work/g" "$M" --moe-stream --cache-experts 1536 --route-trace "$T" --stats --no-warm
+# learned next-layer guesses (under replay with --prefetch): they read ahead
+# and are scored, and the text is the same without them
+run "$work/g" "$M" --moe-stream --cache-experts 1536 --route-trace "$T" --stats --no-warm \
+    --prefetch
 check "replay with learned guesses gives the same text" cmp -s "$work/ref" "$work/g"
 check "--stats scores the learned guesses" \
     grep -Eq "^learned guesses [1-9][0-9]* experts guessed .*% right; .*% of those layers' misses guessed" \
@@ -69,6 +70,9 @@ run "$work/ng" "$M" --moe-stream --cache-experts 1536 --route-trace "$T" --stats
     --no-prefetch
 check "replay with --no-prefetch gives the same text" cmp -s "$work/ref" "$work/ng"
 check "--no-prefetch makes no learned guesses" bash -c "! grep -q '^learned guesses' '$work/ng.err'"
+run "$work/d" "$M" --moe-stream --cache-experts 1536 --route-trace "$T" --stats --no-warm
+check "replay by default gives the same text" cmp -s "$work/ref" "$work/d"
+check "by default no learned guesses" bash -c "! grep -q '^learned guesses' '$work/d.err'"
 
 # past the trace's end it wraps, and says so
 "$SLUICE" run -m "$M" -p "$P" -n 150 --temp 0 --ignore-eos --moe-stream --cache-experts 600 \
