@@ -554,6 +554,19 @@ static void print_bound(const sl_model *m, const run_totals *t, const sl_stream_
                 "%.1f%% right (%llu experts guessed)\n",
                 100.0 * (double)ss.union_right / (double)ss.union_guessed,
                 (unsigned long long)ss.union_guessed);
+    if (ss.learned_sets)
+        fprintf(stderr, "learned guesses %llu experts guessed for the next layer (%.2f per "
+                "layer), %.1f%% right; %.1f%% of those layers' misses guessed (%llu of %llu)\n",
+                (unsigned long long)ss.learned_guessed,
+                (double)ss.learned_guessed / (double)ss.learned_sets,
+                ss.learned_guessed ? 100.0 * (double)ss.learned_right / (double)ss.learned_guessed
+                                   : 0.0,
+                ss.learned_right + ss.learned_set_misses
+                    ? 100.0 * (double)ss.learned_right /
+                          (double)(ss.learned_right + ss.learned_set_misses)
+                    : 0.0,
+                (unsigned long long)ss.learned_right,
+                (unsigned long long)(ss.learned_right + ss.learned_set_misses));
     if (ss.prefetch_dropped)
         fprintf(stderr, "read ahead      %llu guesses dropped as too late (still queued when "
                 "their layer came without them)\n", (unsigned long long)ss.prefetch_dropped);

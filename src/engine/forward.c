@@ -213,6 +213,8 @@ static int run_streamed_experts(sl_session *s, const sl_layer *L, int il, int *i
         if (!rc && done == 0 && n_pf > 0) {
             if (pf_union) sl_streamer_prefetch_union(st, il + 1, pf_ids, n_pf);
             else sl_streamer_prefetch(st, il + 1, pf_ids, n_pf);
+        } else if (!rc && done == 0) {
+            sl_streamer_prefetch_learned(st, il); /* if learned guesses are on */
         }
         if (!rc && taken == 0)
             rc = sl_err_set(err, SL_ENOMEM, "the expert cache has no free slot");
@@ -364,6 +366,7 @@ int sl_moe_block(sl_session *s, const sl_layer *L, int il, int n, sl_err *err)
     sl_expert_w *xs = s->moe_xw;
     if (s->m->streamer) {
         pthread_mutex_lock(&s->m->stream_mu);
+        sl_streamer_observe_route(s->m->streamer, il, s->topk_ids, n, K);
         int rc = run_streamed_experts(s, L, il, ids, n_ids, xs, pf_ids, n_pf, uguess, err);
         pthread_mutex_unlock(&s->m->stream_mu);
         if (rc) return rc;

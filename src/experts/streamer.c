@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "experts/next_guess.h"
 #include "util/checked.h"
 #include "util/timer.h"
 
@@ -24,6 +25,14 @@
 #define GUESS_WEIGHT 0.125
 #define GUESS_PROBE 16u
 #define UNION_START 0.9
+
+/* Learned next-layer guesses (next_guess.h): the table's candidates, most
+ * confident first, of which at most LEARNED_READS not already cached are
+ * read ahead. More reads per layer cost more than they give on the
+ * recorded Qwen3-30B-A3B routing: each wrong one takes drive time and
+ * evicts an expert (bench/replay_floor.py --guess). */
+#define LEARNED_CANDIDATES 16
+#define LEARNED_READS 2
 
 /* Warm start: preloads in flight at most (experts), and never more than
  * this share of the slots, so a set always finds room. The preload is
@@ -96,6 +105,11 @@ struct sl_streamer {
     unsigned union_calls;
     bool guesses;         /* guessing at all (config) */
     unsigned guess_calls;
+    /* learned guesses (sl_streamer_set_learned_guess): the table, and the
+     * last guess, scored at the begin of its layer */
+    sl_next_guess *ng;
+    int *lg;              /* (LEARNED_CANDIDATES) */
+    int lg_n, lg_layer;
 
     sl_streamer_stats st;
     uint32_t lat_hist[LAT_BINS];
@@ -168,6 +182,7 @@ int sl_streamer_create(sl_streamer **out, const sl_streamer_config *cfg, sl_err 
     st->guess = calloc((size_t)cfg->n_expert, sizeof *st->guess);
     st->want = calloc((size_t)cfg->n_expert, sizeof *st->want);
     st->guess_layer = -1;
+    st->lg_layer = -1;
     st->guess_acc = GUESS_START;
     /* unions start trusted: a micro-batch's union is mostly right, its
      * reads wait behind every demand read, and a prefill has few layers'
@@ -218,6 +233,8 @@ void sl_streamer_free(sl_streamer *st)
     free(st->pf);
     free(st->pf_unused);
     free(st->guess);
+    sl_next_guess_free(st->ng);
+    free(st->lg);
     sl_usage_free(st->usage);
     free(st->warm_layer);
     free(st->warm_expert);
@@ -507,6 +524,14 @@ int sl_streamer_begin(sl_streamer *st, int layer, const int *ids, int n, int *ta
         }
         st->guess_layer = -1;
     }
+    bool lg_score = false;
+    if (st->lg_layer == layer) {
+        for (int g = 0; g < st->lg_n; g++)
+            for (int k = 0; k < n; k++) st->st.learned_right += ids[k] == st->lg[g];
+        st->st.learned_sets++;
+        lg_score = true;
+        st->lg_layer = -1;
+    }
     file_landed_prefetches(st);
     int rc = SL_OK, i;
     for (i = 0; !rc && i < n; i++) {
@@ -563,6 +588,7 @@ int sl_streamer_begin(sl_streamer *st, int layer, const int *ids, int n, int *ta
             en->pinned = false;
             break;
         }
+        if (lg_score) st->st.learned_set_misses++;
         en->reads_left = SL_N_PROJ;
         st->loading++;
     }
@@ -575,6 +601,8 @@ int sl_streamer_begin(sl_streamer *st, int layer, const int *ids, int n, int *ta
     return rc;
 }
 
+static int read_ahead(sl_streamer *st, int layer, const int *ids, int n, int max);
+
 static int prefetch_guess(sl_streamer *st, int layer, const int *ids, int n, bool uni)
 {
     SL_ASSERT(layer >= 0 && layer < st->n_layer && n <= st->n_expert);
@@ -584,11 +612,22 @@ static int prefetch_guess(sl_streamer *st, int layer, const int *ids, int n, boo
     st->guess_layer = n > 0 ? layer : -1;
     st->guess_union = uni;
     if ((uni ? st->union_acc : st->guess_acc) < st->guess_min) return 0; /* only scored */
+    const int started = read_ahead(st, layer, ids, n, n);
+    st->st.manage_ns += sl_now_ns() - t0;
+    return started;
+}
+
+/* Reads ahead, behind every demand read, up to max of experts ids[0..n)
+ * of layer that are neither resident nor on their way. Claims slots only
+ * from unpinned ones and stops when none is left or the I/O queue is full.
+ * Returns how many it started. */
+static int read_ahead(sl_streamer *st, int layer, const int *ids, int n, int max)
+{
     /* No filing of completions here: this layer's set is in flight, and a
      * failed read of it must reach the caller through next(). */
     sl_err ignored;
     int started = 0;
-    for (int i = 0; i < n; i++) {
+    for (int i = 0; i < n && started < max; i++) {
         const int e = ids[i];
         SL_ASSERT(e >= 0 && e < st->n_expert);
         if (sl_cache_find(st->cache, layer, e) >= 0) continue; /* resident or on its way */
@@ -605,7 +644,6 @@ static int prefetch_guess(sl_streamer *st, int layer, const int *ids, int n, boo
         st->st.prefetched++;
         started++;
     }
-    st->st.manage_ns += sl_now_ns() - t0;
     return started;
 }
 
@@ -650,7 +688,7 @@ bool sl_streamer_wants_union_guess(sl_streamer *st)
 
 bool sl_streamer_wants_guess(sl_streamer *st)
 {
-    if (!st->guesses) return false;
+    if (!st->guesses || st->ng) return false; /* learned guesses replace the router's */
     return st->guess_acc >= st->guess_min || st->guess_calls++ % GUESS_PROBE == 0;
 }
 
@@ -724,6 +762,52 @@ void sl_streamer_set_route_trace(sl_streamer *st, sl_route_trace *t)
 {
     sl_route_trace_free(st->route);
     st->route = t;
+    /* the model's own router knows nothing of a replayed trace; learned
+     * guesses only when asked to read guesses ahead always (--prefetch):
+     * on the shared test machine they measured slower than none
+     * (docs/perf.md, issue 14 session 7) */
+    if (t && st->guesses && st->guess_min < 0) {
+        sl_err ignored;
+        sl_streamer_set_learned_guess(st, true, &ignored); /* out of memory: no guesses */
+    }
+}
+
+int sl_streamer_set_learned_guess(sl_streamer *st, bool on, sl_err *err)
+{
+    sl_next_guess_free(st->ng);
+    st->ng = NULL;
+    st->lg_layer = -1;
+    if (!on) return SL_OK;
+    if (!st->lg) st->lg = malloc(sizeof(int) * LEARNED_CANDIDATES);
+    if (!st->lg) return sl_err_set(err, SL_ENOMEM, "out of memory");
+    return sl_next_guess_create(&st->ng, st->n_layer, st->n_expert, err);
+}
+
+bool sl_streamer_learned_guess(const sl_streamer *st) { return st->ng != NULL; }
+
+void sl_streamer_observe_route(sl_streamer *st, int layer, const int *ids, int n, int k)
+{
+    if (st->ng) sl_next_guess_observe(st->ng, layer, ids, n, k);
+}
+
+int sl_streamer_prefetch_learned(sl_streamer *st, int layer)
+{
+    if (!st->ng || !st->guesses || layer + 1 >= st->n_layer ||
+        st->layers[layer + 1].stride[SL_PROJ_GATE] == 0)
+        return 0;
+    const uint64_t t0 = sl_now_ns();
+    int cand[LEARNED_CANDIDATES];
+    const int nc = sl_next_guess_predict(st->ng, layer, cand, LEARNED_CANDIDATES);
+    /* not a single token's choice (a batch): nothing guessed, nothing scored */
+    if (nc == 0 && !sl_next_guess_has_token(st->ng, layer)) return 0;
+    st->lg_n = 0;
+    for (int i = 0; i < nc && st->lg_n < LEARNED_READS; i++)
+        if (sl_cache_find(st->cache, layer + 1, cand[i]) < 0) st->lg[st->lg_n++] = cand[i];
+    st->lg_layer = layer + 1;
+    st->st.learned_guessed += (uint64_t)st->lg_n;
+    const int started = read_ahead(st, layer + 1, st->lg, st->lg_n, LEARNED_READS);
+    st->st.manage_ns += sl_now_ns() - t0;
+    return started;
 }
 
 sl_route_trace *sl_streamer_route_trace(const sl_streamer *st) { return st->route; }

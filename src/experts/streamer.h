@@ -94,6 +94,13 @@ typedef struct sl_streamer_stats {
                                             for batches' unions (prefill) */
     bool drive_cached;       /* drive_bps came from sl_streamer_set_drive_rate
                                 (a kept iobench result), not a calibration */
+    /* learned next-layer guesses (sl_streamer_prefetch_learned) */
+    uint64_t learned_guessed;    /* experts guessed (not cached when guessed) */
+    uint64_t learned_right;      /* of those, asked for by their layer's set */
+    uint64_t learned_sets;       /* sets that followed a learned guess */
+    uint64_t learned_set_misses; /* those sets' misses read on demand: the
+                                    share of misses guessed is right / (right
+                                    + set_misses) */
 } sl_streamer_stats;
 
 typedef struct sl_streamer sl_streamer;
@@ -168,6 +175,31 @@ const char *sl_streamer_policy_name(const sl_streamer *st);
 void sl_streamer_set_route_trace(sl_streamer *st, sl_route_trace *t);
 /* The trace being replayed, or NULL. */
 sl_route_trace *sl_streamer_route_trace(const sl_streamer *st);
+
+/* Next-layer guesses learned online from the routing seen in this run
+ * (next_guess.h) instead of the router's: on turns them on (a fresh table;
+ * SL_ENOMEM if it cannot be had, then they stay off), off turns them off.
+ * A route trace (sl_streamer_set_route_trace) turns them on when guesses
+ * are on and read ahead always (config prefetch_min_right < 0, the app's
+ * --prefetch): the model's router cannot guess a replayed choice. While
+ * on, sl_streamer_wants_guess says no. */
+int sl_streamer_set_learned_guess(sl_streamer *st, bool on, sl_err *err);
+bool sl_streamer_learned_guess(const sl_streamer *st);
+
+/* The choice the n tokens of a batch made at layer (ids[t * k + j]): what
+ * the learned guesses learn from. Call once per routed layer, in layer
+ * order, before that layer's begin (or right after it). Does nothing while
+ * learned guesses are off. */
+void sl_streamer_observe_route(sl_streamer *st, int layer, const int *ids, int n, int k);
+
+/* After begin() of layer with one token's set: reads ahead (as
+ * sl_streamer_prefetch does: idle lanes only, overtaken by demand reads,
+ * dropped when late) up to two of the experts the learned table guesses
+ * for layer + 1 that are not cached, and scores the guess against layer +
+ * 1's begin (learned_* in the stats). Returns how many it started; 0 when
+ * learned guesses or guesses are off, or the last observed choice was not
+ * one token's at layer. */
+int sl_streamer_prefetch_learned(sl_streamer *st, int layer);
 
 /* Whether expert (layer, expert) is in the cache or on its way there (READY
  * or LOADING): a look, not a use (no pin, no counting, no policy touch).

@@ -4,7 +4,8 @@
 # model of its shape (48 layers, 128 experts, top-6): the replayed greedy
 # text is the same for every cache size and policy (only hit rates move),
 # differs from the router's own choice (the trace is used), --stats names
-# the policy and the wrap; and a trace that does not fit (layers, experts,
+# the policy and the wrap and scores the learned next-layer guesses (the
+# same text without them); and a trace that does not fit (layers, experts,
 # top-k, a damaged or missing file, a resident model, an unknown policy) is
 # refused with a message naming the problem.
 set -u
@@ -56,6 +57,22 @@ run "$work/a" "$M" --moe-stream --cache-experts 1536 --route-trace "$T" --stats-
 run "$work/b" "$M" --moe-stream --cache-experts 1536 --route-trace "$T" --cache-policy slru \
     --stats-json "$work/b.json"
 check "lru and slru hit rates differ" [ "$(hit "$work/a.json")" != "$(hit "$work/b.json")" ]
+
+# learned next-layer guesses (under replay with --prefetch): they read ahead
+# and are scored, and the text is the same without them
+run "$work/g" "$M" --moe-stream --cache-experts 1536 --route-trace "$T" --stats --no-warm \
+    --prefetch
+check "replay with learned guesses gives the same text" cmp -s "$work/ref" "$work/g"
+check "--stats scores the learned guesses" \
+    grep -Eq "^learned guesses [1-9][0-9]* experts guessed .*% right; .*% of those layers' misses guessed" \
+    "$work/g.err"
+run "$work/ng" "$M" --moe-stream --cache-experts 1536 --route-trace "$T" --stats --no-warm \
+    --no-prefetch
+check "replay with --no-prefetch gives the same text" cmp -s "$work/ref" "$work/ng"
+check "--no-prefetch makes no learned guesses" bash -c "! grep -q '^learned guesses' '$work/ng.err'"
+run "$work/d" "$M" --moe-stream --cache-experts 1536 --route-trace "$T" --stats --no-warm
+check "replay by default gives the same text" cmp -s "$work/ref" "$work/d"
+check "by default no learned guesses" bash -c "! grep -q '^learned guesses' '$work/d.err'"
 
 # past the trace's end it wraps, and says so
 "$SLUICE" run -m "$M" -p "$P" -n 150 --temp 0 --ignore-eos --moe-stream --cache-experts 600 \

@@ -3,7 +3,8 @@
  * expert is found by its layer's set with the right bytes (landed or still
  * in flight), a failed prefetch read is harmless (the set reads it again),
  * a prefetch never takes a pinned slot, and one evicted before use counts
- * as wasted. Also built under ThreadSanitizer (make tsan: test_stream*). */
+ * as wasted; learned next-layer guesses read ahead what the routing seen
+ * so far predicts and are scored against the next set. Also built under ThreadSanitizer (make tsan: test_stream*). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -495,6 +496,49 @@ TEST(kept_drive_rate_is_the_stats_rate)
     sl_streamer_free(st);
 }
 
+/* Learned guesses (sl_streamer_set_learned_guess): after twice 0 -> 2 from
+ * layer 0 to layer 1, a token choosing 0 at layer 0 gets expert 2 of layer
+ * 1 read ahead, found by layer 1's set with its bytes; the router's guesses
+ * are no longer wanted; each set after a guess is scored. */
+TEST(learned_guess_reads_ahead_what_the_routing_predicts)
+{
+    sl_streamer *st = open_streamer(2, NULL, 0.0);
+    CHECK(st != NULL);
+    if (!st) return;
+    sl_err err;
+    CHECK(sl_streamer_wants_guess(st)); /* the router's, first probe */
+    CHECK(!sl_streamer_learned_guess(st));
+    CHECK_EQ_INT(sl_streamer_prefetch_learned(st, 0), 0); /* off */
+    CHECK(sl_streamer_set_learned_guess(st, true, &err) == SL_OK);
+    CHECK(sl_streamer_learned_guess(st));
+    CHECK(!sl_streamer_wants_guess(st));
+    const int e0[1] = {0}, e2[1] = {2}, other[2] = {1, 3};
+    for (int r = 0; r < 2; r++) {
+        sl_streamer_observe_route(st, 0, e0, 1, 1);
+        CHECK_EQ_INT(run_set(st, 0, e0, 1), 1);
+        CHECK_EQ_INT(sl_streamer_prefetch_learned(st, 0), 0); /* seen fewer than twice */
+        sl_streamer_observe_route(st, 1, e2, 1, 1);
+        CHECK_EQ_INT(run_set(st, 1, e2, 1), 1);
+    }
+    CHECK_EQ_INT(run_set(st, 1, other, 2), 2); /* not observed: evicts both */
+    sl_streamer_observe_route(st, 0, e0, 1, 1);
+    CHECK_EQ_INT(run_set(st, 0, e0, 1), 1);
+    CHECK_EQ_INT(sl_streamer_prefetch_learned(st, 0), 1);
+    CHECK_EQ_INT(sl_streamer_prefetch_learned(st, 1), 0); /* last layer: nothing after */
+    sl_streamer_observe_route(st, 1, e2, 1, 1);
+    CHECK_EQ_INT(run_set(st, 1, e2, 1), 1); /* the right bytes */
+    sl_streamer_stats s = stats(st);
+    CHECK_EQ_INT(s.learned_guessed, 1);
+    CHECK_EQ_INT(s.learned_right, 1);
+    CHECK_EQ_INT(s.learned_sets, 3);
+    CHECK_EQ_INT(s.learned_set_misses, 1); /* the first round's layer 1 */
+    CHECK_EQ_INT(s.prefetched, 1);
+    CHECK_EQ_INT(s.prefetch_used, 1);
+    CHECK(sl_streamer_set_learned_guess(st, false, &err) == SL_OK);
+    CHECK_EQ_INT(sl_streamer_prefetch_learned(st, 0), 0);
+    sl_streamer_free(st);
+}
+
 int main(void)
 {
     RUN(prefetched_experts_are_hits_with_the_right_bytes);
@@ -509,5 +553,6 @@ int main(void)
     RUN(calibration_caches_nothing);
     RUN(warm_start_reads_a_quarter_of_the_slots_at_once);
     RUN(kept_drive_rate_is_the_stats_rate);
+    RUN(learned_guess_reads_ahead_what_the_routing_predicts);
     return TEST_REPORT();
 }
