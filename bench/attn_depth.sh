@@ -9,7 +9,9 @@
 # (W_MB, default 691: the 30B-A3B-shaped 12-layer Q4_K file, docs/perf.md)
 # and KV(d) = d x KV_BYTES (default 24576: 12 layers x 4 K/V heads x 128 x
 # 2 (K and V) x 2 bytes). The first depth must be 0. Prints one line per
-# depth: tg old, tg new, the bound and each binary's share of it.
+# depth: tg old, tg new, the bound and each binary's share of it. Each run
+# holds /tmp/bench.lock (flock), so no two timed runs on the machine overlap,
+# and the load average is printed before each depth.
 set -u
 M=${1:?usage: bench/attn_depth.sh MODEL "DEPTHS" OLD NEW [N_GEN] [W_MB] [KV_BYTES]}
 DEPTHS=${2:?depths, e.g. "0 1024 4096 8192"}
@@ -20,13 +22,14 @@ W_MB=${6:-691}
 KVB=${7:-24576}
 
 tg() { # binary depth -> tok/s
-    "$1" bench -m "$M" -p 0 -n "$NG" -r 1 -t 2 --no-stream -d "$2" --json 2>/dev/null |
+    flock /tmp/bench.lock "$1" bench -m "$M" -p 0 -n "$NG" -r 1 -t 2 --no-stream -d "$2" --json 2>/dev/null |
         sed -n 's/.*"tps_mean":\([0-9.]*\).*/\1/p' | tail -1
 }
 
 printf '%6s %10s %10s %10s %9s %9s\n' depth tg_old tg_new bound old/bnd new/bnd
 t0o= t0n=
 for d in $DEPTHS; do
+    echo "# $(date -u +%H:%M:%S) $(uptime | sed 's/.*load/load/')"
     o=$(tg "$OLD" "$d")
     n=$(tg "$NEW" "$d")
     [ -z "$t0o" ] && t0o=$o && t0n=$n
