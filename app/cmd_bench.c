@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "args.h"
 #include "model_flags.h"
@@ -86,10 +87,21 @@ static int eval_all(sl_session *s, const int32_t *toks, int n, int batch, sl_err
     return rc;
 }
 
+/* CPU seconds the process has used (every thread; the pool's waits spin,
+ * so waiting threads count too). */
+static double process_cpu_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
 /* One test (pp n_prompt or tg n_gen) reps times, each after depth tokens
- * of context evaluated untimed; tps[r] the rate of run r. */
+ * of context evaluated untimed; tps[r] the rate of run r, cpu[r] its
+ * process CPU milliseconds per token (less sensitive than the rate to
+ * other jobs on a shared machine). */
 static int run_test(sl_model *m, const model_flags *mf, int depth, int n_prompt, int n_gen,
-                    int batch, int reps, double *tps, sl_err *err)
+                    int batch, int reps, double *tps, double *cpu, sl_err *err)
 {
     const int n_vocab = sl_model_n_vocab(m);
     const int total = depth + n_prompt + n_gen + 1;
@@ -112,6 +124,7 @@ static int run_test(sl_model *m, const model_flags *mf, int depth, int n_prompt,
         fill_tokens(toks, total, n_vocab, 1000 + (uint64_t)r);
         if (depth > 0 && (rc = eval_all(s, toks, depth, batch, err))) break;
         const int32_t *t = toks + depth;
+        const double c0 = process_cpu_s();
         uint64_t t0 = sl_now_ns();
         if (n_prompt > 0) {
             rc = eval_all(s, t, n_prompt, batch, err);
@@ -125,6 +138,7 @@ static int run_test(sl_model *m, const model_flags *mf, int depth, int n_prompt,
             model_flags_progress_end(mf);
             tps[r] = n_gen / sl_ns_to_s(sl_now_ns() - t0);
         }
+        cpu[r] = 1e3 * (process_cpu_s() - c0) / (n_prompt > 0 ? n_prompt : n_gen);
     }
     free(toks);
     sl_session_free(s);
@@ -155,9 +169,14 @@ static int bench_model(const char *path, int depth, int n_prompt, int n_gen, int
     for (int which = 0; which < 2 && !rc; which++) {
         int np = which == 0 ? n_prompt : 0, ng = which == 1 ? n_gen : 0;
         if (np == 0 && ng == 0) continue;
-        double *tps = calloc((size_t)reps, sizeof *tps);
+        double *tps = calloc(2 * (size_t)reps, sizeof *tps), *cpu = tps + reps;
+        if (!tps) {
+            fprintf(stderr, "sluice bench: out of memory\n");
+            rc = 1;
+            break;
+        }
         uint64_t t0 = sl_now_ns();
-        rc = run_test(m, mf, depth, np, ng, batch, reps, tps, &err);
+        rc = run_test(m, mf, depth, np, ng, batch, reps, tps, cpu, &err);
         totals.seconds += sl_ns_to_s(sl_now_ns() - t0);
         totals.tokens += (long)reps * (depth + np + ng) + 1;
         totals.generated += (long)reps * ng;
@@ -166,7 +185,7 @@ static int bench_model(const char *path, int depth, int n_prompt, int n_gen, int
             free(tps);
             break;
         }
-        stats st = summarise(tps, reps);
+        stats st = summarise(tps, reps), sc = summarise(cpu, reps);
         char test[32];
         if (depth > 0) /* llama-bench's name for a test at depth */
             snprintf(test, sizeof test, "%s%d @ d%d", np ? "pp" : "tg", np ? np : ng, depth);
@@ -175,9 +194,10 @@ static int bench_model(const char *path, int depth, int n_prompt, int n_gen, int
         if (json)
             printf("{\"model\":\"%s\",\"arch\":\"%s\",\"size_bytes\":%llu,\"type\":\"%s\","
                    "\"threads\":%d,\"test\":\"%s\",\"n_prompt\":%d,\"n_gen\":%d,"
-                   "\"n_depth\":%d,\"repetitions\":%d,\"tps_mean\":%.4f,\"tps_sd\":%.4f}\n",
+                   "\"n_depth\":%d,\"repetitions\":%d,\"tps_mean\":%.4f,\"tps_sd\":%.4f,"
+                   "\"cpu_ms_per_token\":%.4f}\n",
                    path, sl_model_arch_name(m), (unsigned long long)model_bytes,
-                   dominant_type(m), nth, test, np, ng, depth, reps, st.mean, st.sd);
+                   dominant_type(m), nth, test, np, ng, depth, reps, st.mean, st.sd, sc.mean);
         else
             printf("| %-10s | %6.2f GiB | %-6s | %7d | %*s | %11.2f ± %6.2f |\n",
                    sl_model_arch_name(m), gib, dominant_type(m), nth, tw, test, st.mean, st.sd);

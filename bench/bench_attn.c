@@ -11,9 +11,11 @@
  * best repetition), the K/V bytes read per second that makes, and whether
  * its output equals the scalar reference's bit for bit (BENCH_ATTN_FAST set:
  * the reference runs once, for profiling the SIMD set). BENCH_ATTN_HEADS=H
- * (a divisor of 64) lays the cache out as the engine does: each position's
- * row holds H heads' K (and V) side by side, so one head's rows are H x dk
- * values apart (the 30B-A3B shape: H = 4, 1024 bytes). BENCH_ATTN_TOK=N
+ * (a divisor of 64) lays the cache out position-major, as the engine did
+ * before session 7: each position's row holds H heads' K (and V) side by
+ * side, so one head's rows are H x dk values apart (the 30B-A3B shape:
+ * H = 4, 1024 bytes); the default H = 1 is the engine's head-major order
+ * since (kv_ring.h: each head's rows contiguous). BENCH_ATTN_TOK=N
  * times a prompt's query block of N tokens (the last one attending n_pos positions;
  * the figure is then per position per token); BENCH_ATTN_ONE set with it
  * makes the block token by token (the one-token kernel), for comparison.

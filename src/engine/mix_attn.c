@@ -35,6 +35,13 @@ static uint64_t attn_state_seq(const sl_layer_desc *d)
     return 0;
 }
 
+/* K and V are stored head-major: each K/V head's rows together. */
+static int attn_state_heads(const sl_layer_desc *d, int r)
+{
+    (void)r;
+    return d->attn.n_head_kv;
+}
+
 static float sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
 
 /* A gated q projection holds, per head, head_dim query rows then as many
@@ -60,8 +67,7 @@ typedef struct attn_job {
     int pos0;
     int blk;                /* tokens per work item (a query block) */
     const float *sinks; /* n_head sink logits, or NULL */
-    const uint8_t *k0, *v0; /* from which + p * row_bytes is position p's row, for
-                               every position the batch attends to (kv_ring.h) */
+    int first;              /* the first position the batch attends to */
 } attn_job;
 
 /* Work item w = (block of blk tokens, K/V head): the query heads of that
@@ -80,11 +86,10 @@ static void attn_worker(void *ctx, int chunk, int n_chunks, int tid)
     const sl_attn_kernels *kr = s->attn_k;
     const bool tiled = s->type_k == s->type_v && !sl_kv_type_quantized(s->type_k);
     const int f16 = s->type_k != SL_KV_F32;
-    /* bytes of one K/V head within a position's row */
-    const size_t k_head = j->st->row_bytes[0] / (size_t)HKV;
-    const size_t v_head = j->st->row_bytes[1] / (size_t)HKV;
+    /* one K/V head's rows, each head's together (kv_ring.h) */
     sl_attn_block b = {
-        .q_stride = (size_t)hd, .k_stride = j->st->row_bytes[0], .v_stride = j->st->row_bytes[1],
+        .q_stride = (size_t)hd, .k_stride = sl_kv_head_bytes(j->st, 0),
+        .v_stride = sl_kv_head_bytes(j->st, 1),
         .dk = hd, .dv = hdv, .n_q = group, .scale = a->scale, .out_stride = (size_t)hdv,
         .scratch = s->att + (size_t)tid * s->layout.att_floats,
         .q_tok = (size_t)H * hd, .out_tok = (size_t)H * hdv, .n_swa = a->n_swa,
@@ -101,8 +106,8 @@ static void attn_worker(void *ctx, int chunk, int n_chunks, int tid)
         b.pos_lo = a->n_swa > 0 && b.n_pos > a->n_swa ? b.n_pos - a->n_swa : 0;
         b.sinks = sinks ? sinks + (size_t)kvh * group : NULL;
         b.q = s->q + (size_t)t0 * H * hd + (size_t)kvh * group * hd;
-        b.k = j->k0 + (size_t)kvh * k_head;
-        b.v = j->v0 + (size_t)kvh * v_head;
+        b.k = sl_kv_head_base(j->st, 0, kvh, j->first);
+        b.v = sl_kv_head_base(j->st, 1, kvh, j->first);
         b.out = s->attn_out + (size_t)t0 * H * hdv + (size_t)kvh * group * hdv;
         b.n_tok = nt;
         if (tiled) {
@@ -121,18 +126,24 @@ static void attn_worker(void *ctx, int chunk, int n_chunks, int tid)
     }
 }
 
-/* Appends one token's k (k_dim values) and v (v_dim) at position pos, in
- * the session's K and V types; a ring's row twice (its mirror: a copy of
- * the bytes, so both are the same). */
+/* Appends one token's k (n_kv heads of hd values) and v (n_kv of hdv) at
+ * position pos, in the session's K and V types, each head's part in its
+ * own run (kv_ring.h); a ring's row twice (its mirror: a copy of the
+ * bytes, so both are the same). The block types' blocks never straddle
+ * two heads (session_layout.c), so storing head by head writes the bytes
+ * a whole row's store would. */
 static void kv_store(const sl_session *s, const sl_layer_state *st, int pos, const float *k,
-                     size_t k_dim, const float *v, size_t v_dim)
+                     int hd, const float *v, int hdv, int n_kv)
 {
-    uint8_t *kr = sl_kv_row(st, 0, pos), *vr = sl_kv_row(st, 1, pos);
-    sl_kv_row_store(s->type_k, k, kr, (int)k_dim);
-    sl_kv_row_store(s->type_v, v, vr, (int)v_dim);
-    if (st->ring_cap > 0) {
-        memcpy(sl_kv_row_mirror(st, 0, pos), kr, st->row_bytes[0]);
-        memcpy(sl_kv_row_mirror(st, 1, pos), vr, st->row_bytes[1]);
+    const size_t kb = sl_kv_head_bytes(st, 0), vb = sl_kv_head_bytes(st, 1);
+    for (int h = 0; h < n_kv; h++) {
+        uint8_t *kr = sl_kv_head_row(st, 0, h, pos), *vr = sl_kv_head_row(st, 1, h, pos);
+        sl_kv_row_store(s->type_k, k + (size_t)h * (size_t)hd, kr, hd);
+        sl_kv_row_store(s->type_v, v + (size_t)h * (size_t)hdv, vr, hdv);
+        if (st->ring_cap > 0) {
+            memcpy(sl_kv_head_mirror(st, 0, h, pos), kr, kb);
+            memcpy(sl_kv_head_mirror(st, 1, h, pos), vr, vb);
+        }
     }
 }
 
@@ -206,13 +217,12 @@ static void attn_forward(sl_session *s, const sl_layer *L, int il, int n, float 
             sl_rope_apply(&a->rope, q, a->n_head, hd, s->n_past + t);
             sl_rope_apply(&a->rope, k, a->n_head_kv, hd, s->n_past + t);
         }
-        kv_store(s, st, s->n_past + t, k, (size_t)k_dim, s->v + (size_t)t * v_dim,
-                 (size_t)v_dim);
+        kv_store(s, st, s->n_past + t, k, hd, s->v + (size_t)t * v_dim, a->head_dim_v,
+                 a->n_head_kv);
     }
 
     const int first = batch_first_pos(a, s->n_past);
-    attn_job j = {s, a, st, n, s->n_past, query_block(s, a, n), L->sinks.data,
-                  sl_kv_base(st, 0, first), sl_kv_base(st, 1, first)};
+    attn_job j = {s, a, st, n, s->n_past, query_block(s, a, n), L->sinks.data, first};
     const int items = (n + j.blk - 1) / j.blk * a->n_head_kv;
     sl_pool_run(s->pool, attn_worker, &j, items < 64 ? items : 64);
     if (a->gated) {
@@ -228,6 +238,7 @@ const sl_mixer_ops sl_mixer_attn = {
     .name = "attention",
     .state_rows = attn_state_rows,
     .state_seq = attn_state_seq,
+    .state_heads = attn_state_heads,
     .forward = attn_forward,
     .truncatable = true,
     .truncate_floor = attn_truncate_floor,

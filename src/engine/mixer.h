@@ -20,8 +20,16 @@
 /* A layer's state in a session: up to two row streams indexed by position
  * (attention: K and V), owned by the session's arena. */
 typedef struct sl_layer_state {
-    uint8_t *rows[2];     /* (n_ctx, row_bytes[i]) each */
+    uint8_t *rows[2];     /* n_slots rows of row_bytes[i] each */
     size_t row_bytes[2];  /* bytes per position of each stream */
+    /* How a stream is ordered (kv_ring.h): heads[i] == 1, position-major
+     * (each position's row whole, slot after slot); heads[i] > 1,
+     * head-major: the row is heads[i] equal parts (an attention layer's
+     * K/V heads), and part h of every slot is stored together, n_slots
+     * parts of row_bytes[i] / heads[i] bytes one after another, so one
+     * head's cache is read as one contiguous run. */
+    int heads[2];
+    size_t n_slots;       /* rows each stream stores: n_ctx, or 2 ring_cap */
     float *seq;           /* the state of the whole sequence so far (recurrent
                              mixers), zero at position 0 */
     size_t seq_bytes;
@@ -46,6 +54,9 @@ typedef struct sl_mixer_ops {
     /* Bytes of state that summarise the whole sequence (a recurrent
      * state), whatever its length. */
     uint64_t (*state_seq)(const sl_layer_desc *d);
+    /* Parts each row of stream r is stored head-major in (sl_layer_state's
+     * heads); NULL: 1 for both (position-major). */
+    int (*state_heads)(const sl_layer_desc *d, int r);
     /* Runs the batch's n tokens at positions s->n_past ...: reads their
      * normalised inputs s->xb (n, n_embd), appends to layer il's state,
      * and writes the block's output (n, n_embd) into out. */

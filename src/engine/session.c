@@ -108,7 +108,12 @@ int sl_session_create(sl_session **out, sl_model *m, const sl_session_params *pp
         sl_session_layer_kv(m, il, &dims, &lk);
         s->layer_state[il].ring_cap = (int)lk.ring_cap;
         s->layer_state[il].ring_lo = 0;
+        s->layer_state[il].n_slots = (size_t)lk.n_rows;
+        const sl_mixer_ops *mo = sl_mixer_of(d->mixer);
         for (int r = 0; r < 2; r++) {
+            /* a mixer's heads split its rows evenly (attention: n_head_kv
+             * heads of equal size, whole blocks each) */
+            s->layer_state[il].heads[r] = mo->state_heads ? mo->state_heads(d, r) : 1;
             s->layer_state[il].rows[r] = rows[r];
             s->layer_state[il].row_bytes[r] = (size_t)lk.row_bytes[r];
             rows[r] += (size_t)lk.row_bytes[r] * (size_t)lk.n_rows;

@@ -213,6 +213,24 @@ static void layer_record(const sl_session *s, int il, uint32_t lo, uint8_t rec[S
     put64(rec + 24, s->layer_state[il].seq_bytes);
 }
 
+/* Positions [lo, n) of stream r as one chunk of whole rows, in position
+ * order: consecutive rows of a position-major stream (also in a ring:
+ * kv_ring.h), or a head-major stream's rows gathered into a copy. */
+static int stream_chunk(const sl_layer_state *ls, int r, uint32_t lo, uint32_t n, chunk_fn fn,
+                        void *ud, sl_err *err)
+{
+    const size_t len = ls->row_bytes[r] * (n - lo);
+    if (ls->heads[r] <= 1) return fn(ud, sl_kv_row(ls, r, (int)lo), len, err);
+    uint8_t *buf = malloc(len ? len : 1);
+    if (!buf)
+        return sl_err_set(err, SL_ENOMEM, "out of memory (%.1f MiB to save a layer's cache)",
+                          (double)len / (1 << 20));
+    sl_kv_rows_get(ls, r, (int)lo, (int)(n - lo), buf);
+    const int rc = fn(ud, buf, len, err);
+    free(buf);
+    return rc;
+}
+
 static int body_chunks(const sl_session *s, const save_plan *pl, const uint8_t *tokens_le,
                        chunk_fn fn, void *ud, sl_err *err)
 {
@@ -230,8 +248,7 @@ static int body_chunks(const sl_session *s, const save_plan *pl, const uint8_t *
         const uint32_t lo = saved_lo(s, il);
         for (int r = 0; r < 2 && !rc; r++)
             if (ls->row_bytes[r])
-                rc = fn(ud, sl_kv_row(ls, r, (int)lo), ls->row_bytes[r] * (pl->n_tokens - lo),
-                        err);
+                rc = stream_chunk(ls, r, lo, pl->n_tokens, fn, ud, err);
         if (!rc && ls->seq_bytes) {
             const size_t off = (size_t)((const uint8_t *)ls->seq - seq_base);
             rc = fn(ud, (const uint8_t *)pl->seq_src + off, ls->seq_bytes, err);
@@ -345,7 +362,11 @@ int sl_session_save(sl_session *s, const char *path, const int32_t *tokens, int 
     for (int i = 0; i < n; i++) put32(tok_le + 4 * (size_t)i, (uint32_t)tokens[i]);
 
     uint64_t body_hash = 0;
-    body_chunks(s, &pl, tok_le, hash_fn, &body_hash, err);
+    rc = body_chunks(s, &pl, tok_le, hash_fn, &body_hash, err);
+    if (rc) {
+        free(tok_le);
+        return rc;
+    }
     uint8_t hdr[SAVE_HEADER_BYTES];
     header_make(s, &pl, body_hash, hdr);
 
@@ -555,12 +576,10 @@ int sl_session_load(sl_session *s, const char *path, int32_t *tokens, int n_max,
             if (ls->row_bytes[r]) {
                 const size_t rb = ls->row_bytes[r];
                 const uint8_t *src = p + (size_t)(keep - lo[il]) * rb;
-                if (ls->ring_cap <= 0)
+                if (ls->ring_cap <= 0 && ls->heads[r] <= 1)
                     memcpy(sl_kv_row(ls, r, (int)keep), src, rb * (n - keep));
-                for (uint32_t q = keep; ls->ring_cap > 0 && q < n; q++, src += rb) {
-                    memcpy(sl_kv_row(ls, r, (int)q), src, rb);
-                    memcpy(sl_kv_row_mirror(ls, r, (int)q), src, rb);
-                }
+                else
+                    sl_kv_rows_put(ls, r, (int)keep, (int)(n - keep), src);
                 p += rb * (n - lo[il]);
             }
         ls->ring_lo = (int)keep;
