@@ -64,6 +64,20 @@ TSAN_LIB_OBJ := $(LIB_SRC:%.c=$(TSAN)/%.o)
 TSAN_COMMON_OBJ := $(TEST_COMMON:%.c=$(TSAN)/%.o)
 TSAN_TESTS := $(TSAN_SRC:tests/unit/%.c=$(TSAN)/tests/%)
 
+# The object rules of a build directory, written once: obj_rules(DIR, CC_VAR,
+# FLAGS_VAR, PLAIN_EXTRA) compiles %.c to DIR/%.o with $(CC_VAR) $(FLAGS_VAR)
+# (PLAIN_EXTRA added for all but *_avx2.c, which alone get the AVX2 flags).
+# The variables are named, not expanded, so they keep make's late expansion.
+define obj_rules
+$(1)/%_avx2.o: %_avx2.c
+	@mkdir -p $$(dir $$@)
+	$$($(2)) $$($(3)) $$(DEPFLAGS) $$(SIMD_AVX2) -c $$< -o $$@
+
+$(1)/%.o: %.c
+	@mkdir -p $$(dir $$@)
+	$$($(2)) $$($(3)) $(4) $$(DEPFLAGS) -c $$< -o $$@
+endef
+
 # ---- release build ----------------------------------------------------------
 REL := build/rel
 REL_LIB_OBJ := $(LIB_SRC:%.c=$(REL)/%.o)
@@ -76,13 +90,8 @@ else
 all: $(REL)/sluice
 endif
 
-$(REL)/%_avx2.o: %_avx2.c
-	@mkdir -p $(dir $@)
-	$(CC) $(CSTD) $(WARN) $(OPT) $(CDEFS) $(INC) $(DEPFLAGS) $(SIMD_AVX2) -c $< -o $@
-
-$(REL)/%.o: %.c
-	@mkdir -p $(dir $@)
-	$(CC) $(CSTD) $(WARN) $(OPT) $(CDEFS) $(INC) $(DEPFLAGS) -c $< -o $@
+REL_CFLAGS = $(CSTD) $(WARN) $(OPT) $(CDEFS) $(INC)
+$(eval $(call obj_rules,$(REL),CC,REL_CFLAGS,))
 
 $(REL)/libsluice.a: $(REL_LIB_OBJ)
 	@rm -f $@
@@ -98,13 +107,8 @@ SAN_APP_OBJ := $(APP_SRC:%.c=$(SAN)/%.o)
 SAN_COMMON_OBJ := $(TEST_COMMON:%.c=$(SAN)/%.o)
 SAN_TESTS := $(TEST_SRC:tests/unit/%.c=$(SAN)/tests/%)
 
-$(SAN)/%_avx2.o: %_avx2.c
-	@mkdir -p $(dir $@)
-	$(SAN_CC) $(CSTD) $(WARN) $(SAN_FLAGS) $(CDEFS) $(INC) $(DEPFLAGS) $(SIMD_AVX2) -c $< -o $@
-
-$(SAN)/%.o: %.c
-	@mkdir -p $(dir $@)
-	$(SAN_CC) $(CSTD) $(WARN) $(SAN_FLAGS) $(CDEFS) $(INC) -Itests $(DEPFLAGS) -c $< -o $@
+SAN_CFLAGS = $(CSTD) $(WARN) $(SAN_FLAGS) $(CDEFS) $(INC)
+$(eval $(call obj_rules,$(SAN),SAN_CC,SAN_CFLAGS,-Itests))
 
 $(SAN)/libsluice.a: $(SAN_LIB_OBJ)
 	@rm -f $@
@@ -159,13 +163,7 @@ FUZZ_FLAGS ?= -max_len=65536 -timeout=10 -rss_limit_mb=2048 -use_value_profile=1
 FUZZ_MODEL_FLAGS ?= -max_len=256 -timeout=60 -rss_limit_mb=2048 \
   -artifact_prefix=$(FUZZ)/model-
 
-$(FUZZ)/%_avx2.o: %_avx2.c
-	@mkdir -p $(dir $@)
-	$(FUZZ_CC) $(FUZZ_CFLAGS) $(SIMD_AVX2) $(DEPFLAGS) -c $< -o $@
-
-$(FUZZ)/%.o: %.c
-	@mkdir -p $(dir $@)
-	$(FUZZ_CC) $(FUZZ_CFLAGS) $(DEPFLAGS) -c $< -o $@
+$(eval $(call obj_rules,$(FUZZ),FUZZ_CC,FUZZ_CFLAGS,))
 
 $(FUZZ)/fuzz_gguf: $(FUZZ_OBJ)
 $(FUZZ)/fuzz_model: $(FUZZ_MODEL_OBJ)
@@ -186,13 +184,8 @@ fuzz-model: deps $(FUZZ)/fuzz_model
 # The threaded tests (pool, I/O lanes, streamer) again under ThreadSanitizer;
 # part of `make check`.
 
-$(TSAN)/%_avx2.o: %_avx2.c
-	@mkdir -p $(dir $@)
-	$(CC) $(CSTD) $(WARN) $(TSAN_FLAGS) $(CDEFS) $(INC) $(DEPFLAGS) $(SIMD_AVX2) -c $< -o $@
-
-$(TSAN)/%.o: %.c
-	@mkdir -p $(dir $@)
-	$(CC) $(CSTD) $(WARN) $(TSAN_FLAGS) $(CDEFS) $(INC) -Itests $(DEPFLAGS) -c $< -o $@
+TSAN_CFLAGS = $(CSTD) $(WARN) $(TSAN_FLAGS) $(CDEFS) $(INC)
+$(eval $(call obj_rules,$(TSAN),CC,TSAN_CFLAGS,-Itests))
 
 $(TSAN)/libsluice.a: $(TSAN_LIB_OBJ)
 	@rm -f $@

@@ -78,7 +78,8 @@ typedef enum sl_llama_rev {
 } sl_llama_rev;
 
 typedef struct sl_model_params {
-    int n_threads;          /* compute threads; <= 0 picks the number of cores */
+    int n_threads;          /* compute threads, one pool shared by the model's
+                               sessions; <= 0 picks the number of cores */
     sl_stream_mode stream;
     uint64_t mem_budget;    /* bytes the process may use; 0 = available memory
                                (cgroup limits honoured) minus a safety margin */

@@ -1,4 +1,4 @@
-/* session.c - creating a session (KV cache, scratch, pool) and evaluating
+/* session.c - creating a session (KV cache, scratch; the model's pool) and evaluating
  * batches of tokens. */
 #include <stdlib.h>
 #include <string.h>
@@ -62,7 +62,7 @@ int sl_session_create(sl_session **out, sl_model *m, const sl_session_params *pp
         return sl_err_set(err, SL_EINVAL, "batch size %d is too large (at most %d)",
                           p.n_batch_max, SL_SESSION_MAX_BATCH);
 
-    const int nth = m->n_threads > 0 ? m->n_threads : sl_cpu_core_count();
+    const int nth = sl_pool_size(m->pool); /* per-thread scratch for the model's pool */
     const sl_session_dims dims = session_dims(m, &p, nth);
     sl_session_layout lay;
     int rc = sl_session_layout_make(&lay, m, &dims, err);
@@ -125,11 +125,7 @@ int sl_session_create(sl_session **out, sl_model *m, const sl_session_params *pp
     s->scratch_bytes = lay.scratch_bytes;
 
     s->snap_pos = -1;
-    rc = sl_pool_create(&s->pool, nth, err);
-    if (rc) {
-        sl_session_free(s);
-        return rc;
-    }
+    s->pool = m->pool;
     *out = s;
     return SL_OK;
 }
@@ -137,7 +133,6 @@ int sl_session_create(sl_session **out, sl_model *m, const sl_session_params *pp
 void sl_session_free(sl_session *s)
 {
     if (!s) return;
-    sl_pool_free(s->pool);
     if (s->arena) sl_session_guards_disarm(&s->layout, s->arena);
     free(s->arena_mem);
     free(s);

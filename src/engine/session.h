@@ -1,8 +1,8 @@
 /* session.h - internals of sl_session (see include/sluice.h for the API).
  *
- * Owns: the KV cache, every scratch buffer of the forward pass, the logits,
- * and the compute thread pool. All are allocated in sl_session_create, so
- * evaluation allocates nothing. Must not know: files, tokenizers, sampling. */
+ * Owns: the KV cache, every scratch buffer of the forward pass and the
+ * logits, all allocated in sl_session_create, so evaluation allocates
+ * nothing. The compute thread pool is the model's (shared by its sessions). Must not know: files, tokenizers, sampling. */
 #ifndef SL_ENGINE_SESSION_H
 #define SL_ENGINE_SESSION_H
 
@@ -16,7 +16,7 @@
 
 struct sl_session {
     sl_model *m;
-    sl_pool *pool;
+    sl_pool *pool;  /* the model's (m->pool), not owned */
     const sl_attn_kernels *attn_k; /* attention inner loops for this CPU */
     int n_ctx;
     int n_past;

@@ -397,6 +397,11 @@ struct sl_model {
      * take turns per layer (held from a layer's begin to its last
      * release). Initialised with the streamer. */
     pthread_mutex_t stream_mu;
+    /* The compute threads every session of the model runs on (n_threads, or
+     * one per core), so that N sessions do not start N pools on the same
+     * cores; their jobs take turns (pool.h). Started at load; NULL for a
+     * described-only model. */
+    struct sl_pool *pool;
     FILE *trace;            /* --io-trace output, owned */
     char warning[256];      /* set by planning, shown by front-ends */
     struct sl_tokenizer *tok; /* from tokenizer.ggml.*; NULL if the file has none */

@@ -13,6 +13,7 @@
 #include "tok/tokenizer.h"
 #include "util/checked.h"
 #include "util/mem.h"
+#include "util/pool.h"
 #include "engine/route_knobs.h"
 #include "experts/streamer.h"
 #include "io/io.h"
@@ -491,6 +492,9 @@ int sl_model_load_hooked(sl_model **out, const char *path, const sl_model_params
         (rc = sl_model_start_streamer(m, params, hooks ? hooks->io_fault : NULL, err)))
         goto fail;
     if (m->streamer) pthread_mutex_init(&m->stream_mu, NULL);
+    if ((rc = sl_pool_create(&m->pool, m->n_threads > 0 ? m->n_threads : sl_cpu_core_count(),
+                             err)))
+        goto fail;
     *out = m;
     return SL_OK;
 fail:
@@ -501,6 +505,7 @@ fail:
 void sl_model_free(sl_model *m)
 {
     if (!m) return;
+    sl_pool_free(m->pool);
     if (m->streamer) pthread_mutex_destroy(&m->stream_mu);
     sl_streamer_free(m->streamer);
     sl_route_knobs_free(m->knobs);

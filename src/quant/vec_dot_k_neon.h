@@ -41,6 +41,28 @@ static inline float32x4_t sl_neon_fma_lanes(float32x4_t acc, float d, int32x4_t 
     return vfmaq_f32(acc, vdupq_n_f32(d), vcvtq_f32_s32(lanes));
 }
 
+/* The eight float lanes of a K-quant kernel (vec_dot_k_lanes.h) as two
+ * halves: lanes 0..3 in lo, 4..7 in hi. */
+typedef struct sl_neon_acc8 {
+    float32x4_t lo, hi;
+} sl_neon_acc8;
+
+static inline sl_neon_acc8 sl_neon_acc8_zero(void)
+{
+    const sl_neon_acc8 a = {vdupq_n_f32(0), vdupq_n_f32(0)};
+    return a;
+}
+
+/* sl_neon_fma_lanes on both halves with one d */
+static inline void sl_neon_acc8_fma(sl_neon_acc8 *a, float d, int32x4_t lo, int32x4_t hi)
+{
+    a->lo = sl_neon_fma_lanes(a->lo, d, lo);
+    a->hi = sl_neon_fma_lanes(a->hi, d, hi);
+}
+
+/* sl_neon_hsum8 of the eight lanes */
+static inline float sl_neon_acc8_sum(const sl_neon_acc8 *a) { return sl_neon_hsum8(a->lo, a->hi); }
+
 #endif /* SL_QUANT_VEC_DOT_K_NEON_H */
 
 /* ---- the kernels (once per includer) -------------------------------------- */
@@ -59,7 +81,8 @@ static void SL_NEON_NAME(q4_K)(int64_t n, float *s, const void *vx, const void *
 {
     const sl_block_q4_K *x = vx;
     const sl_block_q8_K *y = vy;
-    float32x4_t acc_lo = vdupq_n_f32(0), acc_hi = vdupq_n_f32(0), accm = vdupq_n_f32(0);
+    sl_neon_acc8 acc = sl_neon_acc8_zero();
+    float32x4_t accm = vdupq_n_f32(0);
     const uint8x16_t m4 = vdupq_n_u8(0x0F);
     for (int64_t i = 0; i < n / SL_QK_K; i++) {
         int sc[8], m[8];
@@ -79,17 +102,16 @@ static void SL_NEON_NAME(q4_K)(int64_t n, float *s, const void *vx, const void *
                                 vreinterpretq_s8_u8(vshrq_n_u8(b1, 4)), a + 64 * c + 32,
                                 sc[2 * c + 1], sc[2 * c + 1]);
         }
-        acc_lo = sl_neon_fma_lanes(acc_lo, d, lo);
-        acc_hi = sl_neon_fma_lanes(acc_hi, d, hi);
+        sl_neon_acc8_fma(&acc, d, lo, hi);
     }
-    *s = sl_neon_hsum8(acc_lo, acc_hi) + sl_neon_hsum4(accm);
+    *s = sl_neon_acc8_sum(&acc) + sl_neon_hsum4(accm);
 }
 
 static void SL_NEON_NAME(q5_K)(int64_t n, float *s, const void *vx, const void *vy)
 {
     const sl_block_q5_K *x = vx;
     const sl_block_q8_K *y = vy;
-    float32x4_t acc_lo = vdupq_n_f32(0), acc_hi = vdupq_n_f32(0);
+    sl_neon_acc8 acc = sl_neon_acc8_zero();
     float summs = 0.0f;
     const uint8x16_t m4 = vdupq_n_u8(0x0F), b4 = vdupq_n_u8(0x10);
     for (int64_t i = 0; i < n / SL_QK_K; i++) {
@@ -115,17 +137,16 @@ static void SL_NEON_NAME(q5_K)(int64_t n, float *s, const void *vx, const void *
             SL_NEON_NAME(chunk)(&lo, &hi, vreinterpretq_s8_u8(u0), vreinterpretq_s8_u8(u1),
                                 a + 64 * c + 32, sc[2 * c + 1], sc[2 * c + 1]);
         }
-        acc_lo = sl_neon_fma_lanes(acc_lo, d, lo);
-        acc_hi = sl_neon_fma_lanes(acc_hi, d, hi);
+        sl_neon_acc8_fma(&acc, d, lo, hi);
     }
-    *s = sl_neon_hsum8(acc_lo, acc_hi) + summs;
+    *s = sl_neon_acc8_sum(&acc) + summs;
 }
 
 static void SL_NEON_NAME(q6_K)(int64_t n, float *s, const void *vx, const void *vy)
 {
     const sl_block_q6_K *x = vx;
     const sl_block_q8_K *y = vy;
-    float32x4_t acc_lo = vdupq_n_f32(0), acc_hi = vdupq_n_f32(0);
+    sl_neon_acc8 acc = sl_neon_acc8_zero();
     const uint8x16_t m4 = vdupq_n_u8(0x0F), m3 = vdupq_n_u8(3);
     for (int64_t i = 0; i < n / SL_QK_K; i++) {
         int sc[16];
@@ -165,17 +186,16 @@ static void SL_NEON_NAME(q6_K)(int64_t n, float *s, const void *vx, const void *
                                 a + 96, s16[6], s16[7]);
         }
         const float d = y[i].d * sl_h2f(x[i].d);
-        acc_lo = sl_neon_fma_lanes(acc_lo, d, lo);
-        acc_hi = sl_neon_fma_lanes(acc_hi, d, hi);
+        sl_neon_acc8_fma(&acc, d, lo, hi);
     }
-    *s = sl_neon_hsum8(acc_lo, acc_hi);
+    *s = sl_neon_acc8_sum(&acc);
 }
 
 static void SL_NEON_NAME(q2_K)(int64_t n, float *s, const void *vx, const void *vy)
 {
     const sl_block_q2_K *x = vx;
     const sl_block_q8_K *y = vy;
-    float32x4_t acc_lo = vdupq_n_f32(0), acc_hi = vdupq_n_f32(0);
+    sl_neon_acc8 acc = sl_neon_acc8_zero();
     const uint8x16_t m3 = vdupq_n_u8(3);
     for (int64_t i = 0; i < n / SL_QK_K; i++) {
         int sc[16], mn[16];
@@ -186,8 +206,7 @@ static void SL_NEON_NAME(q2_K)(int64_t n, float *s, const void *vx, const void *
         int32_t md[8];
         sl_k16_bsum_lanes(mn, y[i].bsums, md);
         const float dm = -y[i].d * sl_h2f(x[i].dmin), d = y[i].d * sl_h2f(x[i].d);
-        acc_lo = sl_neon_fma_lanes(acc_lo, dm, vld1q_s32(md));
-        acc_hi = sl_neon_fma_lanes(acc_hi, dm, vld1q_s32(md + 4));
+        sl_neon_acc8_fma(&acc, dm, vld1q_s32(md), vld1q_s32(md + 4));
         int32x4_t lo = vdupq_n_s32(0), hi = vdupq_n_s32(0);
         for (int h = 0; h < 2; h++) {
             const uint8x16_t b0 = vld1q_u8(x[i].qs + 32 * h), b1 = vld1q_u8(x[i].qs + 32 * h + 16);
@@ -200,17 +219,16 @@ static void SL_NEON_NAME(q2_K)(int64_t n, float *s, const void *vx, const void *
                                     y[i].qs + 128 * h + 32 * j, sc[k], sc[k + 1]);
             }
         }
-        acc_lo = sl_neon_fma_lanes(acc_lo, d, lo);
-        acc_hi = sl_neon_fma_lanes(acc_hi, d, hi);
+        sl_neon_acc8_fma(&acc, d, lo, hi);
     }
-    *s = sl_neon_hsum8(acc_lo, acc_hi);
+    *s = sl_neon_acc8_sum(&acc);
 }
 
 static void SL_NEON_NAME(q3_K)(int64_t n, float *s, const void *vx, const void *vy)
 {
     const sl_block_q3_K *x = vx;
     const sl_block_q8_K *y = vy;
-    float32x4_t acc_lo = vdupq_n_f32(0), acc_hi = vdupq_n_f32(0);
+    sl_neon_acc8 acc = sl_neon_acc8_zero();
     const uint8x16_t m3 = vdupq_n_u8(3), four = vdupq_n_u8(4);
     for (int64_t i = 0; i < n / SL_QK_K; i++) {
         int sc[16];
@@ -234,10 +252,9 @@ static void SL_NEON_NAME(q3_K)(int64_t n, float *s, const void *vx, const void *
             }
         }
         const float d = y[i].d * sl_h2f(x[i].d);
-        acc_lo = sl_neon_fma_lanes(acc_lo, d, lo);
-        acc_hi = sl_neon_fma_lanes(acc_hi, d, hi);
+        sl_neon_acc8_fma(&acc, d, lo, hi);
     }
-    *s = sl_neon_hsum8(acc_lo, acc_hi);
+    *s = sl_neon_acc8_sum(&acc);
 }
 
 /* Q8_0 x Q8_0: lane l of a block = elements 4l..4l+3 (exact), one FMA chain
@@ -247,15 +264,14 @@ static void SL_NEON_NAME(q8_0)(int64_t n, float *s, const void *vx, const void *
 {
     const sl_block_q8_0 *x = vx;
     const sl_block_q8_0 *y = vy;
-    float32x4_t acc_lo = vdupq_n_f32(0), acc_hi = vdupq_n_f32(0);
+    sl_neon_acc8 acc = sl_neon_acc8_zero();
     for (int64_t i = 0; i < n / SL_QK; i++) {
         const float d = sl_h2f(x[i].d) * sl_h2f(y[i].d);
         const int32x4_t lo = SL_NEON_DOT4(vld1q_s8(x[i].qs), vld1q_s8(y[i].qs));
         const int32x4_t hi = SL_NEON_DOT4(vld1q_s8(x[i].qs + 16), vld1q_s8(y[i].qs + 16));
-        acc_lo = sl_neon_fma_lanes(acc_lo, d, lo);
-        acc_hi = sl_neon_fma_lanes(acc_hi, d, hi);
+        sl_neon_acc8_fma(&acc, d, lo, hi);
     }
-    *s = sl_neon_hsum8(acc_lo, acc_hi);
+    *s = sl_neon_acc8_sum(&acc);
 }
 
 /* ---- multi-token forms (one weight row, up to SL_VEC_DOT_N_MAX tokens) ----
@@ -284,8 +300,12 @@ static inline void SL_NEON_NAME(lanes)(const int8_t *q, const int8_t *a, const i
 static void SL_NEON_NAME(n_q4_K)(int64_t n, float *s, const void *vx, const void *const *ys, int nt)
 {
     const sl_block_q4_K *x = vx;
-    float32x4_t lo[SL_NEON_NMAX], hi[SL_NEON_NMAX], am[SL_NEON_NMAX];
-    for (int t = 0; t < nt; t++) lo[t] = hi[t] = am[t] = vdupq_n_f32(0);
+    sl_neon_acc8 acc[SL_NEON_NMAX];
+    float32x4_t am[SL_NEON_NMAX];
+    for (int t = 0; t < nt; t++) {
+        acc[t] = sl_neon_acc8_zero();
+        am[t] = vdupq_n_f32(0);
+    }
     int8_t q[SL_QK_K];
     for (int64_t i = 0; i < n / SL_QK_K; i++) {
         int sc[8], m[8];
@@ -300,20 +320,19 @@ static void SL_NEON_NAME(n_q4_K)(int64_t n, float *s, const void *vx, const void
             am[t] = sl_neon_fma_lanes(am[t], dmin, vld1q_s32(md));
             int32x4_t l = vdupq_n_s32(0), h = vdupq_n_s32(0);
             SL_NEON_NAME(lanes)(q, y->qs, sc, 32, &l, &h);
-            lo[t] = sl_neon_fma_lanes(lo[t], d, l);
-            hi[t] = sl_neon_fma_lanes(hi[t], d, h);
+            sl_neon_acc8_fma(&acc[t], d, l, h);
         }
     }
-    for (int t = 0; t < nt; t++) s[t] = sl_neon_hsum8(lo[t], hi[t]) + sl_neon_hsum4(am[t]);
+    for (int t = 0; t < nt; t++) s[t] = sl_neon_acc8_sum(&acc[t]) + sl_neon_hsum4(am[t]);
 }
 
 static void SL_NEON_NAME(n_q5_K)(int64_t n, float *s, const void *vx, const void *const *ys, int nt)
 {
     const sl_block_q5_K *x = vx;
-    float32x4_t lo[SL_NEON_NMAX], hi[SL_NEON_NMAX];
+    sl_neon_acc8 acc[SL_NEON_NMAX];
     float summs[SL_NEON_NMAX];
     for (int t = 0; t < nt; t++) {
-        lo[t] = hi[t] = vdupq_n_f32(0);
+        acc[t] = sl_neon_acc8_zero();
         summs[t] = 0.0f;
     }
     int8_t q[SL_QK_K];
@@ -330,18 +349,17 @@ static void SL_NEON_NAME(n_q5_K)(int64_t n, float *s, const void *vx, const void
             summs[t] = fmaf(dmin, (float)(md[0] + md[1] + md[2] + md[3]), summs[t]);
             int32x4_t l = vdupq_n_s32(0), h = vdupq_n_s32(0);
             SL_NEON_NAME(lanes)(q, y->qs, sc, 32, &l, &h);
-            lo[t] = sl_neon_fma_lanes(lo[t], d, l);
-            hi[t] = sl_neon_fma_lanes(hi[t], d, h);
+            sl_neon_acc8_fma(&acc[t], d, l, h);
         }
     }
-    for (int t = 0; t < nt; t++) s[t] = sl_neon_hsum8(lo[t], hi[t]) + summs[t];
+    for (int t = 0; t < nt; t++) s[t] = sl_neon_acc8_sum(&acc[t]) + summs[t];
 }
 
 static void SL_NEON_NAME(n_q6_K)(int64_t n, float *s, const void *vx, const void *const *ys, int nt)
 {
     const sl_block_q6_K *x = vx;
-    float32x4_t lo[SL_NEON_NMAX], hi[SL_NEON_NMAX];
-    for (int t = 0; t < nt; t++) lo[t] = hi[t] = vdupq_n_f32(0);
+    sl_neon_acc8 acc[SL_NEON_NMAX];
+    for (int t = 0; t < nt; t++) acc[t] = sl_neon_acc8_zero();
     int8_t q[SL_QK_K];
     for (int64_t i = 0; i < n / SL_QK_K; i++) {
         int sc[16];
@@ -355,18 +373,17 @@ static void SL_NEON_NAME(n_q6_K)(int64_t n, float *s, const void *vx, const void
             int32x4_t l = vmulq_n_s32(vld1q_s32(corr), -32), h = vmulq_n_s32(vld1q_s32(corr + 4), -32);
             SL_NEON_NAME(lanes)(q, y->qs, sc, 16, &l, &h);
             const float d = y->d * xd;
-            lo[t] = sl_neon_fma_lanes(lo[t], d, l);
-            hi[t] = sl_neon_fma_lanes(hi[t], d, h);
+            sl_neon_acc8_fma(&acc[t], d, l, h);
         }
     }
-    for (int t = 0; t < nt; t++) s[t] = sl_neon_hsum8(lo[t], hi[t]);
+    for (int t = 0; t < nt; t++) s[t] = sl_neon_acc8_sum(&acc[t]);
 }
 
 static void SL_NEON_NAME(n_q2_K)(int64_t n, float *s, const void *vx, const void *const *ys, int nt)
 {
     const sl_block_q2_K *x = vx;
-    float32x4_t lo[SL_NEON_NMAX], hi[SL_NEON_NMAX];
-    for (int t = 0; t < nt; t++) lo[t] = hi[t] = vdupq_n_f32(0);
+    sl_neon_acc8 acc[SL_NEON_NMAX];
+    for (int t = 0; t < nt; t++) acc[t] = sl_neon_acc8_zero();
     int8_t q[SL_QK_K];
     for (int64_t i = 0; i < n / SL_QK_K; i++) {
         int sc[16], mn[16];
@@ -381,22 +398,20 @@ static void SL_NEON_NAME(n_q2_K)(int64_t n, float *s, const void *vx, const void
             int32_t md[8];
             sl_k16_bsum_lanes(mn, y->bsums, md);
             const float dm = -y->d * xdmin, d = y->d * xd;
-            lo[t] = sl_neon_fma_lanes(lo[t], dm, vld1q_s32(md));
-            hi[t] = sl_neon_fma_lanes(hi[t], dm, vld1q_s32(md + 4));
+            sl_neon_acc8_fma(&acc[t], dm, vld1q_s32(md), vld1q_s32(md + 4));
             int32x4_t l = vdupq_n_s32(0), h = vdupq_n_s32(0);
             SL_NEON_NAME(lanes)(q, y->qs, sc, 16, &l, &h);
-            lo[t] = sl_neon_fma_lanes(lo[t], d, l);
-            hi[t] = sl_neon_fma_lanes(hi[t], d, h);
+            sl_neon_acc8_fma(&acc[t], d, l, h);
         }
     }
-    for (int t = 0; t < nt; t++) s[t] = sl_neon_hsum8(lo[t], hi[t]);
+    for (int t = 0; t < nt; t++) s[t] = sl_neon_acc8_sum(&acc[t]);
 }
 
 static void SL_NEON_NAME(n_q3_K)(int64_t n, float *s, const void *vx, const void *const *ys, int nt)
 {
     const sl_block_q3_K *x = vx;
-    float32x4_t lo[SL_NEON_NMAX], hi[SL_NEON_NMAX];
-    for (int t = 0; t < nt; t++) lo[t] = hi[t] = vdupq_n_f32(0);
+    sl_neon_acc8 acc[SL_NEON_NMAX];
+    for (int t = 0; t < nt; t++) acc[t] = sl_neon_acc8_zero();
     int8_t q[SL_QK_K];
     for (int64_t i = 0; i < n / SL_QK_K; i++) {
         int sc[16];
@@ -408,11 +423,10 @@ static void SL_NEON_NAME(n_q3_K)(int64_t n, float *s, const void *vx, const void
             int32x4_t l = vdupq_n_s32(0), h = vdupq_n_s32(0);
             SL_NEON_NAME(lanes)(q, y->qs, sc, 16, &l, &h);
             const float d = y->d * xd;
-            lo[t] = sl_neon_fma_lanes(lo[t], d, l);
-            hi[t] = sl_neon_fma_lanes(hi[t], d, h);
+            sl_neon_acc8_fma(&acc[t], d, l, h);
         }
     }
-    for (int t = 0; t < nt; t++) s[t] = sl_neon_hsum8(lo[t], hi[t]);
+    for (int t = 0; t < nt; t++) s[t] = sl_neon_acc8_sum(&acc[t]);
 }
 
 /* Q8_0: the single kernel token by token (as the scalar multi-token form) */

@@ -47,6 +47,7 @@ struct sl_pool {
     atomic_bool stop;
     pthread_mutex_t mu;
     pthread_cond_t cv_job;
+    pthread_mutex_t run_mu;      /* one job at a time from any number of callers */
 };
 
 typedef struct worker_arg {
@@ -145,6 +146,7 @@ int sl_pool_create(sl_pool **out, int n_threads, sl_err *err)
     atomic_init(&p->stop, false);
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->cv_job, NULL);
+    pthread_mutex_init(&p->run_mu, NULL);
     p->threads = calloc((size_t)n_threads, sizeof *p->threads);
     p->shares = aligned_alloc(64, (size_t)n_threads * sizeof *p->shares);
     if (!p->threads || !p->shares) {
@@ -179,6 +181,7 @@ void sl_pool_run(sl_pool *p, sl_pool_fn fn, void *ctx, int n_chunks)
         return;
     }
     SL_ASSERT(n_chunks <= MAX_CHUNKS);
+    pthread_mutex_lock(&p->run_mu);
     p->fn = fn;
     p->ctx = ctx;
     atomic_store_explicit(&p->done, 0, memory_order_relaxed);
@@ -204,6 +207,7 @@ void sl_pool_run(sl_pool *p, sl_pool_fn fn, void *ctx, int n_chunks)
         if (++spins < SPIN_ITERS) cpu_relax();
         else sched_yield(); /* the holder was descheduled: let it run */
     }
+    pthread_mutex_unlock(&p->run_mu);
 }
 
 int sl_pool_size(const sl_pool *p) { return p->n; }
@@ -218,6 +222,7 @@ void sl_pool_free(sl_pool *p)
     for (int i = 1; i < p->n; i++) pthread_join(p->threads[i - 1], NULL);
     pthread_mutex_destroy(&p->mu);
     pthread_cond_destroy(&p->cv_job);
+    pthread_mutex_destroy(&p->run_mu);
     free(p->threads);
     free(p->shares);
     free(p);

@@ -3,12 +3,15 @@
  * sl_pool_run(p, fn, ctx, n_chunks) calls fn(ctx, chunk, n_chunks, tid) once
  * for every chunk in [0, n_chunks), on whichever threads get there first
  * (the caller, tid 0, takes part), and returns when all chunks are done.
- * Chunks are claimed one at a time from a shared counter, so a worker that
- * the OS has descheduled delays the job by at most the chunk it holds: the
- * others take the rest. Results must not depend on which thread runs a
- * chunk (each chunk writes its own outputs); tid only selects per-thread
- * scratch. Workers spin briefly between jobs and then sleep.
- * One pool serves one thread of control: sl_pool_run is not reentrant. */
+ * Each thread owns a contiguous share of the chunks and, when its share
+ * runs out, steals single chunks from the far ends of the others' (pool.c),
+ * so a worker that the OS has descheduled delays the job by at most the
+ * chunk it holds. Results must not depend on which thread runs a chunk
+ * (each chunk writes its own outputs); tid only selects per-thread scratch.
+ * Workers spin briefly between jobs and then sleep.
+ * Several threads may share one pool (a model's sessions do): their jobs
+ * run one after another, each whole. sl_pool_run is not reentrant (a
+ * chunk must not start a job on its own pool). */
 #ifndef SL_UTIL_POOL_H
 #define SL_UTIL_POOL_H
 

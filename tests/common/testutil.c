@@ -40,6 +40,17 @@ int t_write_synth_ds(const sl_synth_ds *c, const char *name, char *path, size_t 
     return 0;
 }
 
+char *t_fixture(char *buf, size_t cap, const char *name)
+{
+    static const char *const dirs[] = {"../shared/fixtures/reference",
+                                       "/work/shared/fixtures/reference"};
+    for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++) {
+        snprintf(buf, cap, "%s/%s", dirs[i], name);
+        if (access(buf, R_OK) == 0) return buf;
+    }
+    return NULL;
+}
+
 double t_rel_rms(const float *x, const float *y, int n)
 {
     double se = 0, sx = 0;

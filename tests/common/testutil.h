@@ -15,6 +15,12 @@ const char *t_tmpdir(void);
 /* Writes "<t_tmpdir()>/<name>" into buf and returns buf. */
 char *t_path(char *buf, size_t cap, const char *name);
 
+/* The path of the reference fixture NAME (llama.cpp's files in
+ * ../shared/fixtures/reference, else /work/shared/fixtures/reference: the
+ * first readable) written into buf (cap bytes) and returned; NULL when
+ * neither is there. */
+char *t_fixture(char *buf, size_t cap, const char *name);
+
 /* The whole file at path, NUL-terminated (malloc'ed: the caller frees),
  * its length in *len; NULL when it cannot be opened or memory runs out. */
 char *t_read_all(const char *path, size_t *len);

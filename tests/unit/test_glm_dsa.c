@@ -109,12 +109,8 @@ TEST(sparse_attention_is_the_kernel_over_the_selection)
 
 static const char *fixture(void)
 {
-    static const char *paths[] = {"../shared/fixtures/reference/glm-dsa-Q8_0.gguf",
-                                  "/work/shared/fixtures/reference/glm-dsa-Q8_0.gguf"};
-    struct stat st;
-    for (size_t i = 0; i < sizeof paths / sizeof *paths; i++)
-        if (stat(paths[i], &st) == 0) return paths[i];
-    return NULL;
+    static char path[512];
+    return t_fixture(path, sizeof path, "glm-dsa-Q8_0.gguf");
 }
 
 #define N_TOK 100

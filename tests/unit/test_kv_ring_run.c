@@ -31,16 +31,10 @@ static int32_t tok(int i) { return (int32_t)(3 + (i * 37) % 500); }
 
 static const char *fixture(const char *name)
 {
-    static const char *const dirs[] = {"../shared/fixtures/reference",
-                                       "/work/shared/fixtures/reference"};
-    static char path[2][512];
+    static char path[2][512]; /* two at a time */
     static int k;
     k ^= 1;
-    for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++) {
-        snprintf(path[k], sizeof path[k], "%s/%s", dirs[i], name);
-        if (access(path[k], R_OK) == 0) return path[k];
-    }
-    return NULL;
+    return t_fixture(path[k], sizeof path[k], name);
 }
 
 static sl_model *load(const char *path)

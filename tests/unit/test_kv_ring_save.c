@@ -235,13 +235,8 @@ out:
 
 int main(void)
 {
-    static const char *const dirs[] = {"../shared/fixtures/reference",
-                                       "/work/shared/fixtures/reference"};
     static char path[512];
-    for (size_t i = 0; i < sizeof dirs / sizeof dirs[0] && !model_path; i++) {
-        snprintf(path, sizeof path, "%s/gpt-oss-MXFP4_MOE.gguf", dirs[i]);
-        if (access(path, R_OK) == 0) model_path = path;
-    }
+    model_path = t_fixture(path, sizeof path, "gpt-oss-MXFP4_MOE.gguf");
     if (!model_path) {
         printf("test_kv_ring_save: skipped (no gpt-oss-MXFP4_MOE.gguf fixture)\n");
         return 0;

@@ -22,14 +22,8 @@ static const char *fixture;
 
 static const char *find_fixture(void)
 {
-    static const char *const dirs[] = {"../shared/fixtures/reference",
-                                       "/work/shared/fixtures/reference"};
     static char path[512];
-    for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++) {
-        snprintf(path, sizeof path, "%s/qwen35moe-f32.gguf", dirs[i]);
-        if (access(path, R_OK) == 0) return path;
-    }
-    return NULL;
+    return t_fixture(path, sizeof path, "qwen35moe-f32.gguf");
 }
 
 static int32_t tok(int i) { return (int32_t)(3 + (i * 37) % 500); }

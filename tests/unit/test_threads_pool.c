@@ -1,8 +1,10 @@
 /* test_threads_pool.c - the compute pool: every chunk of every job runs
  * exactly once, jobs never bleed into each other, per-thread ids stay in
  * range, and a job whose chunks sleep (a stand-in for a descheduled worker)
- * still completes with the right result. Also run under ThreadSanitizer
- * by `make tsan`. */
+ * still completes with the right result; several threads of control
+ * sharing one pool (a model's sessions do) each get exactly their own
+ * job's chunks. Also run under ThreadSanitizer by `make tsan`. */
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -65,6 +67,54 @@ TEST(two_threads) { run_jobs(2, 0); }
 TEST(four_threads_oversubscribed) { run_jobs(4, 0); }
 TEST(sleeping_chunks_still_complete) { run_jobs(3, 5); }
 
+/* One caller of a shared pool: 150 jobs of its own sizes; counts the jobs
+ * in which a chunk ran other than once, a tid was out of range or the sum
+ * was wrong. */
+typedef struct caller {
+    sl_pool *p;
+    int nth, offset, bad;
+} caller;
+
+static void *caller_main(void *arg)
+{
+    caller *c = arg;
+    for (int round = 0; round < 150; round++) {
+        const int n_chunks = 2 + (round * 13 + c->offset) % 96;
+        atomic_int hits[97];
+        long long sum[97];
+        for (int k = 0; k < 97; k++) atomic_init(&hits[k], 0);
+        job j = {hits, c->nth, 0, 0, sum};
+        sl_pool_run(c->p, work, &j, n_chunks);
+        long long total = 0;
+        int wrong = atomic_load(&j.bad_tid);
+        for (int k = 0; k < 97; k++) {
+            wrong |= atomic_load(&hits[k]) != (k < n_chunks);
+            if (k < n_chunks) total += sum[k];
+        }
+        c->bad += wrong || total != 100000LL * 99999LL / 2;
+    }
+    return NULL;
+}
+
+TEST(three_callers_share_one_pool)
+{
+    enum { NC = 3, NTH = 3 };
+    sl_pool *p;
+    sl_err err;
+    CHECK(sl_pool_create(&p, NTH, &err) == 0);
+    caller cs[NC];
+    pthread_t th[NC];
+    int started = 0;
+    for (int i = 0; i < NC; i++) {
+        cs[i] = (caller){p, NTH, 31 * i, 0};
+        if (pthread_create(&th[i], NULL, caller_main, &cs[i]) == 0) started++;
+    }
+    CHECK_EQ_INT(started, NC);
+    for (int i = 0; i < started; i++) pthread_join(th[i], NULL);
+    for (int i = 0; i < started; i++) CHECK_MSG(cs[i].bad == 0, "caller %d: %d bad jobs", i, cs[i].bad);
+    sl_pool_free(p);
+}
+
 TEST(split_range_covers_everything_once)
 {
     for (int parts = 1; parts <= 9; parts++) {
@@ -113,6 +163,7 @@ int main(void)
     RUN(two_threads);
     RUN(four_threads_oversubscribed);
     RUN(sleeping_chunks_still_complete);
+    RUN(three_callers_share_one_pool);
     RUN(split_range_covers_everything_once);
     RUN(core_count_is_within_the_cpu_count);
     RUN(bad_thread_counts_are_refused);
