@@ -55,7 +55,7 @@ fi
 many=$(LOAD_TEXTS="$work/tk" python3 bench/serve_load.py "$port" "$CLIENTS" "$REQS" "$MAXTOK" "$soak") || rc=1
 echo "$CLIENTS clients:       $many"
 if [ "$soak" != 1 ]; then
-    python3 -c 'import json,sys; a=json.loads(sys.argv[1]); b=json.loads(sys.argv[2]); print("aggregate ratio %d clients / 1: %.2fx (all tokens over the wall time); decode %.2fx (%.2f tok/s aggregate vs %.2f alone)" % (b["clients"], b["aggregate_tok_s"]/a["aggregate_tok_s"], b["decode_tok_s_aggregate"]/a["decode_tok_s_per_request"], b["decode_tok_s_aggregate"], a["decode_tok_s_per_request"]))' "$one" "$many"
+    python3 -c 'import json,sys; a=json.loads(sys.argv[1]); b=json.loads(sys.argv[2]); print("aggregate ratio %d clients / 1: %.2fx (all tokens over the wall time); decode %.2fx (%.2f tok/s aggregate vs %.2f alone)" % (b["clients"], b["aggregate_tok_s"]/a["aggregate_tok_s"], b["decode_tok_s_aggregate"]/a["decode_tok_s_per_request"] if a["decode_tok_s_per_request"] else float("nan"), b["decode_tok_s_aggregate"], a["decode_tok_s_per_request"]))' "$one" "$many"
     python3 -c 'import json,sys; a=json.load(open(sys.argv[1])); b=json.load(open(sys.argv[2])); same=sum(1 for p in b if a.get(p)==b[p]); print("texts: %d of %d concurrent answers equal the same prompt alone" % (same, len(b))); sys.exit(0 if same==len(b) and len(b)>0 else 1)' "$work/t1" "$work/tk" || rc=1
 fi
 for r in "${one:-}" "$many"; do

@@ -5,7 +5,7 @@ Usage: serve_load.py PORT CLIENTS REQUESTS MAX_TOKENS [SOAK]
 
 CLIENTS threads each send REQUESTS streamed /v1/completions one after the
 other (greedy, ignore_eos, MAX_TOKENS each; prompts differ per client) and
-time each: time to the first content chunk, tokens (the usage of the last
+time each: time to the first token chunk (text possibly empty), tokens (the usage of the last
 chunk), end.
 Prints one JSON line: aggregate tok/s (all tokens over the wall time from
 the first request to the last answer), TTFT p50/p95/p99 in ms, per-client
@@ -87,7 +87,9 @@ def one(cid, k):
                 e = json.loads(ev[6:])
                 if e.get("usage"):
                     used = e["usage"].get("completion_tokens")
-                if e.get("choices") and e["choices"][0].get("text"):
+                if e.get("choices") and e["choices"][0].get("text") is not None:
+                    # a token's chunk, even when its text is empty (a generated
+                    # model's tokens may decode to nothing)
                     text.append(e["choices"][0]["text"])
                     n += 1
                     if first is None:
