@@ -11,7 +11,11 @@
  * One thread. Not a test: nothing is asserted. Q4_0, IQ4_NL and MXFP4 get
  * three lines (plain / rp32 / x8, see below), measured interleaved; Q4_K
  * two (gemm: a 2-d weight, the reference's repacked gemm order; gemv: an
- * expert of a 128-expert tensor, its gemv order). */
+ * expert of a 128-expert tensor, its gemv order). Q6_K on x86 gets a
+ * third line per form of its multi-token kernel (AVX2; AVX-512BW where
+ * the CPU has it), each called as sl_matmul_rows calls it (8 rows x the
+ * n tokens), alternated in one run; n=1 there is the multi-token kernel
+ * with one token, not the single kernel the engine takes at n=1. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +23,7 @@
 
 #include "ops/ops.h"
 #include "quant/quant.h"
+#include "quant/quant_internal.h"
 #include "quant/vec_dot_rp.h"
 
 static double now(void)
@@ -104,6 +109,38 @@ int main(int argc, char **argv)
             printf("%-6s %-5s", types[ti], w8 ? forms[k] : k4 ? k4forms[k] : "");
             for (size_t j = 0; j < sizeof ns / sizeof ns[0]; j++)
                 printf("  n=%-2d %6.2f GB/s", ns[j], gbs[k][j]);
+            printf("\n");
+        }
+        sl_vec_dot_n_fn q6[2];
+        const int n_q6 = t == SL_TYPE_Q6_K ? sl_vec_dot_n_q6_K_forms_avx2(q6) : 0;
+        double q6gbs[2][sizeof ns / sizeof ns[0]];
+        for (size_t j = 0; j < sizeof ns / sizeof ns[0] && n_q6 > 0; j++) {
+            const int n = ns[j];
+            double best[2] = {1e9, 1e9};
+            float s[8];
+            for (int rep = 0; rep < 5; rep++)
+                for (int k = 0; k < n_q6; k++) {
+                    const double t0 = now();
+                    int it = 0;
+                    while (now() - t0 < 0.15) {
+                        for (int rb0 = 0; rb0 < ROWS; rb0 += 8)
+                            for (int t0k = 0; t0k < n; t0k += 8)
+                                for (int r = rb0; r < rb0 + 8; r++) {
+                                    const int nt = n - t0k < 8 ? n - t0k : 8;
+                                    q6[k](COLS, s, w + rb * (size_t)r, ap + t0k, nt);
+                                    for (int q = 0; q < nt; q++) y[(size_t)(t0k + q) * ROWS + r] = s[q];
+                                }
+                        it++;
+                    }
+                    const double dt = (now() - t0) / it / n;
+                    if (dt < best[k]) best[k] = dt;
+                }
+            for (int k = 0; k < n_q6; k++) q6gbs[k][j] = (double)(rb * ROWS) / best[k] / 1e9;
+        }
+        for (int k = 0; k < n_q6; k++) {
+            printf("%-6s %-5s", types[ti], k ? "n512" : "n256");
+            for (size_t j = 0; j < sizeof ns / sizeof ns[0]; j++)
+                printf("  n=%-2d %6.2f GB/s", ns[j], q6gbs[k][j]);
             printf("\n");
         }
         free(w8);

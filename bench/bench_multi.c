@@ -4,6 +4,7 @@
  *   make build/rel/bench/bench_multi
  *   build/rel/bench/bench_multi MODEL.gguf [-k SLOTS] [-s STEPS] [-r ROUNDS]
  *       [-p PROMPT] [-t THREADS] [--stream] [--mem MIB] [--cache-experts N]
+ *       [--route-trace FILE]
  *
  * K member sessions (default 4) each evaluate a different prompt of PROMPT
  * tokens (default 8) on their own; then ROUNDS rounds (default 3) each run
@@ -18,12 +19,20 @@
  * distinct experts computed per routed layer and step. With -t 1 every
  * figure is the calling thread's CPU time (it does all the compute), so
  * the split holds on a busy machine; else wall time.
+ * --route-trace FILE (streamed): the experts come from a recorded routing
+ * (route_trace.h) instead of the router; member i replays it on its own
+ * from generation step i * G / K of the trace (G its generation steps,
+ * sl_session_set_route_step): K users of the recorded model at different
+ * points of their answers.
  * Not a test: nothing is asserted. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "engine/fwd_mm.h"
+#include "experts/route_trace.h"
+#include "experts/streamer.h"
+#include "model/model.h"
 #include "sluice.h"
 
 static int argmax(const float *v, int n)
@@ -64,10 +73,12 @@ int main(int argc, char **argv)
 {
     if (argc < 2) {
         fprintf(stderr, "usage: bench_multi MODEL.gguf [-k SLOTS] [-s STEPS] [-r ROUNDS] "
-                        "[-p PROMPT] [-t THREADS] [--stream] [--mem MIB] [--cache-experts N]\n");
+                        "[-p PROMPT] [-t THREADS] [--stream] [--mem MIB] [--cache-experts N] "
+                        "[--route-trace FILE]\n");
         return 2;
     }
     int K = 4, steps = 8, rounds = 3, prompt = 8, threads = 2;
+    const char *trace_path = NULL;
     sl_model_params mp = sl_model_default_params();
     mp.stream = SL_STREAM_OFF;
     for (int i = 2; i < argc; i++) {
@@ -81,6 +92,10 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--stream")) mp.stream = SL_STREAM_ON;
         else if (!strcmp(a, "--mem") && more) mp.mem_budget = (uint64_t)atoll(argv[++i]) << 20;
         else if (!strcmp(a, "--cache-experts") && more) mp.cache_experts = atoi(argv[++i]);
+        else if (!strcmp(a, "--route-trace") && more) {
+            trace_path = argv[++i];
+            mp.stream = SL_STREAM_ON;
+        }
         else {
             fprintf(stderr, "bench_multi: unknown or incomplete option %s\n", a);
             return 2;
@@ -96,6 +111,16 @@ int main(int argc, char **argv)
     if (sl_model_load(&m, argv[1], &mp, &err)) {
         fprintf(stderr, "bench_multi: %s\n", err.msg);
         return 1;
+    }
+    sl_route_trace *trace = NULL;
+    if (trace_path) {
+        if (sl_route_trace_load(&trace, trace_path, &err) ||
+            sl_route_trace_check(trace, m->hp.n_layer, m->layers[0].d.ffn.router.n_expert,
+                                 m->layers[0].d.ffn.router.top_k, &err)) {
+            fprintf(stderr, "bench_multi: --route-trace: %s\n", err.msg);
+            return 1;
+        }
+        sl_streamer_set_route_trace(m->streamer, trace); /* the streamer owns it */
     }
     const int V = sl_model_n_vocab(m);
     const int n_ctx = prompt + 2 * rounds * steps + 8;
@@ -116,6 +141,13 @@ int main(int argc, char **argv)
         fprintf(stderr, "bench_multi: batch session: %s\n", err.msg);
         return 1;
     }
+    for (int i = 0; trace && i < K; i++) {
+        const int np = sl_route_trace_n_prompt(trace), ng = sl_route_trace_n_steps(trace) - np;
+        if (sl_session_set_route_step(mem[i], np + (int64_t)i * ng / K, &err)) {
+            fprintf(stderr, "bench_multi: %s\n", err.msg);
+            return 1;
+        }
+    }
     for (int i = 0; i < K; i++) { /* distinct prompts, evaluated alone */
         int32_t toks[64];
         for (int t = 0; t < prompt; t++)
@@ -130,9 +162,13 @@ int main(int argc, char **argv)
     memset(prof, 0, sizeof prof);
     prof[0].cpu = prof[1].cpu = threads == 1; /* one thread: its CPU time */
     double secs[2] = {0, 0};
+    double io[2][4] = {{0}}; /* streamed: hits, misses, bytes read, stall s */
+    unsigned long long slots = 0;
     for (int r = 0; r < rounds; r++)
         for (int c = 0; c < 2; c++) {
             const int count = c == 0 ? 1 : K;
+            sl_stream_stats io0, io1;
+            sl_model_stream_stats(m, &io0);
             sl_fwd_prof_set(&prof[c]);
             const double t0 = sl_fwd_prof_now(&prof[c]);
             for (int s = 0; s < steps; s++) {
@@ -150,6 +186,12 @@ int main(int argc, char **argv)
             }
             secs[c] += sl_fwd_prof_now(&prof[c]) - t0;
             sl_fwd_prof_set(NULL);
+            sl_model_stream_stats(m, &io1);
+            io[c][0] += (double)(io1.hits - io0.hits);
+            io[c][1] += (double)(io1.misses - io0.misses);
+            io[c][2] += (double)(io1.read_bytes - io0.read_bytes);
+            io[c][3] += io1.stall_s - io0.stall_s;
+            slots = io1.n_slots;
         }
     print_prof("1 member", &prof[0], 1, secs[0]);
     char name[32];
@@ -157,6 +199,14 @@ int main(int argc, char **argv)
     print_prof(name, &prof[1], K, secs[1]);
     printf("aggregate ratio %d / 1: %.2fx\n", K,
            ((double)K * (double)prof[1].steps / secs[1]) / ((double)prof[0].steps / secs[0]));
+    for (int c = 0; c < 2 && m->streamer; c++) {
+        const double st = (double)prof[c].steps, look = io[c][0] + io[c][1];
+        printf("streamed, %s: %.1f %% hits, %.1f experts read and %.1f MiB per step, "
+               "stall %.1f ms per step (cache of %llu experts)\n",
+               c ? "K members" : "1 member", look > 0 ? 100.0 * io[c][0] / look : 0.0,
+               io[c][1] / st, io[c][2] / st / 1048576.0, 1e3 * io[c][3] / st,
+               (unsigned long long)slots);
+    }
     for (int i = 0; i < K; i++) sl_session_free(mem[i]);
     sl_session_free(batch);
     sl_model_free(m);

@@ -530,9 +530,20 @@ void sl_model_load_stats(const sl_model *m, sl_load_stats *out);
 /* The most sessions one sl_session_eval_multi call takes. */
 #define SL_MULTI_MAX 64
 
-/* Whether sl_session_eval_multi can run m: no --route-trace replay, no
- * lossy routing knob. */
+/* Whether sl_session_eval_multi can run m: no lossy routing knob, no
+ * hyper-connection layer, and no --route-trace replay (with one, it runs
+ * only members that replay on their own: sl_session_set_route_step). */
 bool sl_model_multi_ok(const sl_model *m);
+
+/* Under --route-trace (a streamed model replaying a recorded expert
+ * choice): from now on session s replays the trace on its own, its next
+ * token taking step `step` (modulo the trace's length) and each later one
+ * the next step, instead of the trace's cursor shared by every session.
+ * Several sessions replaying from different steps model several users of
+ * the recorded model, and may be batched (sl_session_eval_multi). step -1
+ * returns s to the shared cursor. Fails (SL_EINVAL) when the model replays
+ * no trace or step < -1; changes nothing then. */
+int sl_session_set_route_step(sl_session *s, int64_t step, sl_err *err);
 
 /* Evaluates, in one forward pass, the n[i] tokens toks[i] appended to
  * session ss[i], for every i < count (count <= SL_MULTI_MAX): each member's

@@ -331,9 +331,15 @@ int sl_moe_block(sl_session *s, const sl_layer *L, int il, int n, sl_err *err)
     sl_route_trace *rt = s->m->streamer ? sl_streamer_route_trace(s->m->streamer) : NULL;
     if (s->m->knobs) /* --n-expert-used, --cache-route: they take the trace's choice too */
         sl_route_knobs_apply(s->m->knobs, s, L, il, n, rt);
-    for (int t = 0; rt && !s->m->knobs && t < n; t++)
-        sl_route_trace_choice(rt, sl_route_trace_cursor(rt) + t, il, s->topk_ids + (size_t)t * K,
+    for (int t = 0; rt && !s->m->knobs && t < n; t++) {
+        /* the step of row t: a multi-session step's per-row steps, a session
+         * replaying on its own, else the shared cursor (forward_multi.c) */
+        const int64_t step = s->route_rows        ? s->route_rows[t]
+                             : s->route_step >= 0 ? s->route_step + t
+                                                  : sl_route_trace_cursor(rt) + t;
+        sl_route_trace_choice(rt, step, il, s->topk_ids + (size_t)t * K,
                               s->topk_w + (size_t)t * K);
+    }
     group_by_expert(s, rd, n);
     /* before the expert inputs are prepared: the guess uses the same scratch */
     bool guess = s->m->streamer && n == 1 && il + 1 < hp->n_layer &&
@@ -474,8 +480,10 @@ int sl_forward_batch(sl_session *s, const int32_t *tokens, int n, sl_err *err)
         if (rc) return rc;
     }
     /* the next batch replays the trace's next steps */
-    if (m->streamer && sl_streamer_route_trace(m->streamer))
-        sl_route_trace_advance(sl_streamer_route_trace(m->streamer), n);
+    if (m->streamer && sl_streamer_route_trace(m->streamer)) {
+        if (s->route_step >= 0) s->route_step += n;
+        else sl_route_trace_advance(sl_streamer_route_trace(m->streamer), n);
+    }
     /* logits: every token's, or only the last one's */
     const int first = s->all_logits ? 0 : n - 1;
     const int cnt = n - first;

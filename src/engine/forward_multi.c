@@ -22,6 +22,7 @@
  * that does not depend on the number of rows (fwd_mm.h, matmul_order.h),
  * attention and the recurrences are per session, so each session's
  * logits are bit-identical to evaluating it alone. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "engine/block.h"
@@ -32,14 +33,31 @@
 #include "experts/streamer.h"
 #include "util/status.h"
 
-bool sl_model_multi_ok(const sl_model *m)
+/* sl_model_multi_ok with or without a --route-trace replay. */
+static bool multi_ok(const sl_model *m, bool trace_ok)
 {
     if (!m || m->knobs) return false;
-    if (m->streamer && sl_streamer_route_trace(m->streamer)) return false;
+    if (!trace_ok && m->streamer && sl_streamer_route_trace(m->streamer)) return false;
     for (int il = 0; il < m->hp.n_layer; il++)
         if (m->layers[il].d.norm != SL_NORM_PRE && m->layers[il].d.norm != SL_NORM_SANDWICH)
             return false;
     return true;
+}
+
+bool sl_model_multi_ok(const sl_model *m) { return multi_ok(m, false); }
+
+int sl_session_set_route_step(sl_session *s, int64_t step, sl_err *err)
+{
+    if (!s || !s->m->streamer || !sl_streamer_route_trace(s->m->streamer))
+        return sl_err_set(err, SL_EINVAL, "the session's model replays no --route-trace");
+    if (s->m->knobs)
+        return sl_err_set(err, SL_EINVAL, "a lossy routing knob (--n-expert-used, "
+                          "--cache-route) replays the --route-trace's shared cursor only");
+    if (step < -1)
+        return sl_err_set(err, SL_EINVAL, "route trace step %lld (expected -1 or more)",
+                          (long long)step);
+    s->route_step = step;
+    return SL_OK;
 }
 
 /* The checks sl_session_eval makes, for every member, plus the batch's. */
@@ -47,10 +65,11 @@ static int check_multi(sl_session *b, sl_session *const *ss, const int32_t *cons
                        const int *n, int count, int *total, sl_err *err)
 {
     if (count < 1) return sl_err_set(err, SL_EINVAL, "a multi-session batch of %d sessions", count);
-    if (!sl_model_multi_ok(b->m))
+    const bool trace = b->m->streamer && sl_streamer_route_trace(b->m->streamer);
+    if (!multi_ok(b->m, true))
         return sl_err_set(err, SL_EINVAL, "this model cannot batch sessions together (a "
-                          "hyper-connection layer, --route-trace or a lossy routing knob): "
-                          "evaluate each session on its own");
+                          "hyper-connection layer or a lossy routing knob): evaluate each "
+                          "session on its own");
     if (!b->all_logits)
         return sl_err_set(err, SL_EINVAL, "the batch session of a multi-session batch needs "
                           "all_logits (one logit row per member)");
@@ -60,6 +79,10 @@ static int check_multi(sl_session *b, sl_session *const *ss, const int32_t *cons
         if (s == b || s->m != b->m || s->all_logits)
             return sl_err_set(err, SL_EINVAL, "member %d of a multi-session batch is the batch "
                               "session, another model's, or keeps all logits", i);
+        if (trace && s->route_step < 0)
+            return sl_err_set(err, SL_EINVAL, "member %d of a multi-session batch replays the "
+                              "--route-trace through the shared cursor: batched members "
+                              "replay on their own (sl_session_set_route_step)", i);
         for (int j = 0; j < i; j++)
             if (ss[j] == s)
                 return sl_err_set(err, SL_EINVAL, "session %d appears twice in a multi-session "
@@ -255,9 +278,22 @@ int sl_session_eval_multi(sl_session *batch, sl_session *const *ss, const int32_
     int total = 0;
     int rc = check_multi(batch, ss, toks, n, count, &total, err);
     if (rc) return rc;
+    /* --route-trace: each row replays its member's own next steps */
+    int64_t *route_rows = NULL;
+    if (batch->m->streamer && sl_streamer_route_trace(batch->m->streamer)) {
+        route_rows = malloc(sizeof *route_rows * (size_t)total);
+        if (!route_rows) return sl_err_set(err, SL_ENOMEM, "out of memory");
+        for (int i = 0, row = 0; i < count; row += n[i], i++)
+            for (int t = 0; t < n[i]; t++) route_rows[row + t] = ss[i]->route_step + t;
+    }
     for (int i = 0; i < count; i++) sl_session_batch_begin(ss[i]);
     batch->n_logits = 0;
+    batch->route_rows = route_rows;
     rc = forward_multi(batch, ss, toks, n, count, total, err);
+    batch->route_rows = NULL;
+    free(route_rows);
+    if (!rc && route_rows)
+        for (int i = 0; i < count; i++) ss[i]->route_step += n[i];
     sl_session_guards_verify(&batch->layout, batch->arena);
     for (int i = 0; i < count; i++) {
         sl_session_guards_verify(&ss[i]->layout, ss[i]->arena);

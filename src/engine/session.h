@@ -87,6 +87,13 @@ struct sl_session {
     size_t row_tmp_stride;
     float *logits;       /* (B or 1, n_vocab) */
     int n_logits;        /* rows of logits valid after the last eval */
+    /* --route-trace replayed per session (sl_session_set_route_step):
+     * route_step >= 0 is the trace step of this session's next token and
+     * advances with its batches, the trace's shared cursor untouched; -1
+     * (the default): the shared cursor. route_rows: set only during a
+     * multi-session step, on the batch session, the trace step of each row. */
+    int64_t route_step;
+    const int64_t *route_rows;
     uint64_t scratch_bytes; /* the arena but the KV cache (what the memory
                                plan reserves for a session) */
     /* The model's identity in saved state files (session_save.c), computed

@@ -184,6 +184,11 @@ bool sl_vec_dot_fill_fp_avx2(sl_quant_kernels *k);
  * the same sets; a type may have none. */
 void sl_vec_dot_n_fill_ref(sl_quant_kernels *k);
 bool sl_vec_dot_n_fill_avx2(sl_quant_kernels *k);
+/* The x86 multi-token Q6_K kernels, for the tests: out[0] the AVX2 form,
+ * out[1] the AVX-512BW form when this CPU runs it (the one the AVX2 set
+ * then takes), else NULL. Returns how many are set (0 off x86). Both give
+ * the bits of the AVX2 set's single-token vec_dot. */
+int sl_vec_dot_n_q6_K_forms_avx2(sl_vec_dot_n_fn out[2]);
 
 /* quant_fast.c / quant_fast_avx2.c fill quantize_fast (F16, Q4_0, Q4_K,
  * Q5_K, Q6_K); the two sets produce identical bytes. */

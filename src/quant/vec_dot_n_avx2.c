@@ -716,6 +716,82 @@ INLINE void q6k_n(int64_t n, float *s, const void *vx, const void *const *ys, co
     for (int t = 0; t < nt; t++) s[t] = sl_avx2_hsum_ps(acc[t]);
 }
 
+/* The same kernel with 512-bit integer vectors, on CPUs with AVX-512BW
+ * (chosen at run time: sl_vec_dot_n_fill_avx2). A zmm holds two of the
+ * 32-element chunks of a half side by side: levels of chunks (0, 1) and
+ * (2, 3) come from one 64-byte load of ql each and qh in both halves (the
+ * high half shifted right by 2, which turns chunk 1's and 3's masks and
+ * shifts into chunk 0's and 2's), the pair scales of the two chunks side by
+ * side, the token's 128 activations in two loads. Per token and half: two
+ * maddubs, two madd and one add (the 256-bit form: four, four and four).
+ * The i32 lanes of the two halves of the zmm sum are added at the end of
+ * the super-block: every lane of sumi is the same integer as in q6k_n
+ * (exact integer sums, no lane mixed with another), and from there the
+ * float steps are q6k_n's, so s[t] has the single kernel's bits. */
+#define SL_T512 __attribute__((target("avx512f,avx512bw")))
+
+SL_T512 INLINE void q6k_n512(int64_t n, float *s, const void *vx, const void *const *ys,
+                                    const int nt)
+{
+    const sl_block_q6_K *x = vx;
+    const sl_block_q8_K *y[NT];
+    __m256 acc[NT];
+    UNROLL
+    for (int t = 0; t < nt; t++) {
+        y[t] = ys[t];
+        acc[t] = _mm256_setzero_ps();
+    }
+    const __m512i m4 = _mm512_set1_epi8(0x0F), m2 = _mm512_set1_epi8(0x03);
+    const __m512i m2_4 = _mm512_set1_epi8(0x30);
+    for (int64_t i = 0; i < n / SL_QK_K; i++) {
+        const float xd = sl_avx2_h2f(x[i].d);
+        const __m128i sc = _mm_loadu_si128((const __m128i *)x[i].scales);
+        const __m256i sc16 = _mm256_cvtepi8_epi16(sc);
+        __m512i sumi[NT];
+        UNROLL
+        for (int t = 0; t < nt; t++) sumi[t] = _mm512_setzero_si512();
+        UNROLL
+        for (int h = 0; h < 2; h++) {
+            const __m256i qh = sl_avx2_load256(x[i].qh + 32 * h);
+            /* [qh | qh >> 2]: chunk 1's bits 2-3 (3's: 6-7) where chunk 0's (2's) are */
+            const __m512i qh2 = _mm512_inserti64x4(_mm512_castsi256_si512(qh),
+                                                   _mm256_srli_epi16(qh, 2), 1);
+            const __m512i l = _mm512_loadu_si512((const void *)(x[i].ql + 64 * h)); /* [la | lb] */
+            const __m512i q01 = _mm512_or_si512(_mm512_and_si512(l, m4),
+                                                _mm512_slli_epi16(_mm512_and_si512(qh2, m2), 4));
+            const __m512i q23 = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l, 4), m4),
+                                                _mm512_and_si512(qh2, m2_4));
+            const __m512i ps01 = _mm512_inserti64x4(
+                _mm512_castsi256_si512(sl_avx2_pair_scales_i8(sc, 4 * h)),
+                sl_avx2_pair_scales_i8(sc, 4 * h + 1), 1);
+            const __m512i ps23 = _mm512_inserti64x4(
+                _mm512_castsi256_si512(sl_avx2_pair_scales_i8(sc, 4 * h + 2)),
+                sl_avx2_pair_scales_i8(sc, 4 * h + 3), 1);
+            UNROLL
+            for (int t = 0; t < nt; t++) {
+                const int8_t *a = y[t][i].qs + 128 * h;
+                __m512i p01 = _mm512_madd_epi16(
+                    _mm512_maddubs_epi16(q01, _mm512_loadu_si512((const void *)a)), ps01);
+                __m512i p23 = _mm512_madd_epi16(
+                    _mm512_maddubs_epi16(q23, _mm512_loadu_si512((const void *)(a + 64))), ps23);
+                sumi[t] = _mm512_add_epi32(sumi[t], _mm512_add_epi32(p01, p23));
+            }
+        }
+        UNROLL
+        for (int t = 0; t < nt; t++) {
+            const sl_block_q8_K *b = y[t] + i;
+            const __m256i si32 = _mm256_add_epi32(_mm512_castsi512_si256(sumi[t]),
+                                                  _mm512_extracti64x4_epi64(sumi[t], 1));
+            __m256i corr = _mm256_madd_epi16(sc16, sl_avx2_load256(b->bsums));
+            __m256i si = _mm256_sub_epi32(si32, _mm256_slli_epi32(corr, 5));
+            float d = b->d * xd;
+            acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(si), acc[t]);
+        }
+    }
+    UNROLL
+    for (int t = 0; t < nt; t++) s[t] = sl_avx2_hsum_ps(acc[t]);
+}
+
 /* ---- Q2_K / Q3_K against Q8_K --------------------------------------------
  * Sixteen 16-element sub-blocks; each 32-element chunk (h, j) (h = half,
  * j = 2-bit field) is madd(maddubs(levels, a), pair scales 4h + j), the
@@ -905,6 +981,35 @@ INSTANCES(vec_dot_n_q5_1, Q5_1_BODY)
 INSTANCES(vec_dot_n_q4_K, Q4_K_BODY)
 INSTANCES(vec_dot_n_q5_K, Q5_K_BODY)
 INSTANCES(vec_dot_n_q6_K, Q6_K_BODY)
+
+SL_T512 static void vec_dot_n_q6_K_512(int64_t n, float *s, const void *x, const void *const *ys,
+                                       int nt)
+{
+    switch (nt) {
+    case 1: q6k_n512(n, s, x, ys, 1); break;
+    case 2: q6k_n512(n, s, x, ys, 2); break;
+    case 3: q6k_n512(n, s, x, ys, 3); break;
+    case 4: q6k_n512(n, s, x, ys, 4); break;
+    case 5: q6k_n512(n, s, x, ys, 5); break;
+    case 6: q6k_n512(n, s, x, ys, 6); break;
+    case 7: q6k_n512(n, s, x, ys, 7); break;
+    default: q6k_n512(n, s, x, ys, NT); break;
+    }
+}
+
+/* AVX-512F and BW with the OS saving the opmask and zmm state. */
+static bool have_avx512bw(void)
+{
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw");
+}
+
+int sl_vec_dot_n_q6_K_forms_avx2(sl_vec_dot_n_fn out[2])
+{
+    out[0] = vec_dot_n_q6_K;
+    out[1] = have_avx512bw() ? vec_dot_n_q6_K_512 : NULL;
+    return out[1] ? 2 : 1;
+}
 INSTANCES(vec_dot_n_q4_K_rp64, Q4_K_RP64_BODY)
 INSTANCES(vec_dot_n_q4_K_rp256, Q4_K_RP256_BODY)
 INSTANCES(vec_dot_n_q2_K, Q2_K_BODY)
@@ -937,7 +1042,7 @@ bool sl_vec_dot_n_fill_avx2(sl_quant_kernels *k)
     (void)vec_dot_n_q5_1;
     k->vec_dot_n[SL_TYPE_Q4_K] = vec_dot_n_q4_K;
     k->vec_dot_n[SL_TYPE_Q5_K] = vec_dot_n_q5_K;
-    k->vec_dot_n[SL_TYPE_Q6_K] = vec_dot_n_q6_K;
+    k->vec_dot_n[SL_TYPE_Q6_K] = have_avx512bw() ? vec_dot_n_q6_K_512 : vec_dot_n_q6_K;
     k->vec_dot_n[SL_TYPE_Q2_K] = vec_dot_n_q2_K;
     k->vec_dot_n[SL_TYPE_Q3_K] = vec_dot_n_q3_K;
     for (int t = 0; t < SL_TYPE_COUNT; t++)
@@ -951,6 +1056,12 @@ bool sl_vec_dot_n_fill_avx2(sl_quant_kernels *k)
 {
     (void)k;
     return false;
+}
+
+int sl_vec_dot_n_q6_K_forms_avx2(sl_vec_dot_n_fn out[2])
+{
+    out[0] = out[1] = NULL;
+    return 0;
 }
 
 sl_vec_dot_n_fn sl_vec_dot_n_q4_K_rp_avx2(sl_rp_order order)

@@ -10,6 +10,9 @@
 #include <string.h>
 
 #include "common/testutil.h"
+#include "experts/route_trace.h"
+#include "experts/streamer.h"
+#include "model/model.h"
 #include "sluice.h"
 #include "synth/synth.h"
 #include "test.h"
@@ -201,6 +204,120 @@ TEST(sandwich_norm_models_bit_identical)
     CHECK(compare_steps(p_g4, 0, 2, 12) == 0);
 }
 
+/* A route trace for m: n_steps generation steps, every layer's top-k
+ * experts chosen by a fixed hash of (step, layer), weights 0.5, 0.25, ...
+ * with the rest on the last slot (not increasing, summing to 1). NULL on a
+ * failure. */
+static sl_route_trace *make_trace(const sl_model *m, int n_steps)
+{
+    const int L = m->hp.n_layer, X = m->layers[0].d.ffn.router.n_expert;
+    const int K = m->layers[0].d.ffn.router.top_k;
+    size_t cap = (size_t)n_steps * (size_t)L * (size_t)K * 48 + 4096, len = 0;
+    char *text = malloc(cap);
+    if (!text) return NULL;
+    len += (size_t)snprintf(text + len, cap - len,
+                            "# route_trace v1\n# model=t arch=qwen3moe n_layer=%d n_expert=%d "
+                            "n_expert_used=%d\nturn,phase,step,layer,slot,expert,weight,"
+                            "residency,expert_bytes\n", L, X, K);
+    for (int st = 0; st < n_steps; st++)
+        for (int l = 0; l < L; l++) {
+            int first = (st * 7 + l * 3) % X;
+            float left = 1.0f;
+            for (int k = 0; k < K; k++) {
+                const float w = k + 1 < K ? left / 2 : left;
+                left -= w;
+                len += (size_t)snprintf(text + len, cap - len, "0,1,%d,%d,%d,%d,%.6f,0,0\n", st,
+                                        l, k, (first + k * 5) % X, (double)w);
+            }
+        }
+    sl_route_trace *t = NULL;
+    sl_err err;
+    if (sl_route_trace_parse(&t, text, len, "test.csv", &err))
+        fprintf(stderr, "  trace: %s\n", err.msg);
+    free(text);
+    return t;
+}
+
+/* --route-trace with batched members: each member replays the trace from
+ * its own step (sl_session_set_route_step), batched or alone, so the
+ * logits of every step are bit-identical; the offset is in effect (the
+ * same tokens from another step give other logits); a member on the
+ * shared cursor is refused, and so is a step on a model without a trace. */
+TEST(route_trace_members_replay_their_own_steps)
+{
+    sl_model_params mp = sl_model_default_params();
+    mp.n_threads = 2;
+    mp.stream = SL_STREAM_ON;
+    mp.cache_experts = 6;
+    sl_model *m;
+    sl_err err;
+    CHECK(sl_model_load(&m, p_moe4k, &mp, &err) == 0);
+    sl_route_trace *tr = make_trace(m, 11);
+    CHECK(tr != NULL);
+    if (!tr) {
+        sl_model_free(m);
+        return;
+    }
+    sl_streamer_set_route_trace(m->streamer, tr); /* owned by the streamer now */
+    CHECK(!sl_model_multi_ok(m)); /* not for shared-cursor callers (the server) */
+    const size_t V = (size_t)sl_model_n_vocab(m);
+    sl_session *solo[N_MEM], *mem[N_MEM], *batch = new_session(m, 16, true);
+    for (int i = 0; i < N_MEM; i++) {
+        solo[i] = new_session(m, 8, false);
+        mem[i] = new_session(m, 8, false);
+    }
+    const int32_t one = 7;
+    const int32_t *tp1[N_MEM] = {&one, &one, &one};
+    int n1[N_MEM] = {1, 1, 1};
+    CHECK(sl_session_eval_multi(batch, mem, tp1, n1, N_MEM, &err) == SL_EINVAL);
+    CHECK(strstr(err.msg, "sl_session_set_route_step") != NULL);
+    CHECK(sl_session_set_route_step(mem[0], -2, &err) == SL_EINVAL);
+    for (int i = 0; i < N_MEM; i++) {
+        CHECK(sl_session_set_route_step(solo[i], 4 * i, &err) == SL_OK);
+        CHECK(sl_session_set_route_step(mem[i], 4 * i, &err) == SL_OK);
+    }
+    int bad = 0, pos[N_MEM] = {0}, differ = 0;
+    for (int k = 0; k < 6; k++) {
+        int32_t toks[N_MEM][8];
+        const int32_t *tp[N_MEM];
+        int n[N_MEM];
+        for (int i = 0; i < N_MEM; i++) {
+            n[i] = step_len(i, k);
+            for (int t = 0; t < n[i]; t++) toks[i][t] = tok_at(0, pos[i] + t); /* same tokens */
+            tp[i] = toks[i];
+            bad += sl_session_eval(solo[i], toks[i], n[i], &err) != SL_OK;
+            pos[i] += n[i];
+        }
+        bad += sl_session_eval_multi(batch, mem, tp, n, N_MEM, &err) != SL_OK;
+        for (int i = 0; i < N_MEM; i++)
+            bad += memcmp(sl_session_logits(solo[i]), sl_session_logits(mem[i]),
+                          V * sizeof(float)) != 0;
+    }
+    CHECK_EQ_INT(bad, 0);
+    /* the same 5 tokens replayed from steps 0 and 4: other experts, other logits */
+    sl_session *x = new_session(m, 8, false), *y = new_session(m, 8, false);
+    const int32_t t5[5] = {5, 6, 7, 8, 9};
+    CHECK(sl_session_set_route_step(x, 0, &err) == SL_OK);
+    CHECK(sl_session_set_route_step(y, 4, &err) == SL_OK);
+    CHECK(sl_session_eval(x, t5, 5, &err) == SL_OK && sl_session_eval(y, t5, 5, &err) == SL_OK);
+    differ = memcmp(sl_session_logits(x), sl_session_logits(y), V * sizeof(float)) != 0;
+    CHECK(differ);
+    sl_session_free(x);
+    sl_session_free(y);
+    CHECK(sl_route_trace_cursor(tr) == 0); /* the shared cursor never moved */
+    for (int i = 0; i < N_MEM; i++) {
+        sl_session_free(solo[i]);
+        sl_session_free(mem[i]);
+    }
+    sl_session_free(batch);
+    sl_model_free(m);
+    CHECK(sl_model_load(&m, p_moe4k, NULL, &err) == 0);
+    sl_session *s = new_session(m, 8, false);
+    CHECK(sl_session_set_route_step(s, 0, &err) == SL_EINVAL);
+    sl_session_free(s);
+    sl_model_free(m);
+}
+
 int main(void)
 {
     if (gen_model(p_moe8, sizeof p_moe8, "qwen3moe", SL_SYNTH_Q8_0) ||
@@ -219,5 +336,6 @@ int main(void)
     RUN(sliding_window_rings_bit_identical);
     RUN(bad_calls_are_refused_and_change_nothing);
     RUN(sandwich_norm_models_bit_identical);
+    RUN(route_trace_members_replay_their_own_steps);
     return TEST_REPORT();
 }

@@ -224,6 +224,64 @@ TEST(edge_blocks_identical)
     }
 }
 
+/* Both x86 forms of the Q6_K multi-token kernel (AVX2, and AVX-512BW
+ * where this CPU has it: the one the AVX2 set then takes), whichever the
+ * dispatch chose: every nt, every kind of block, the AVX2 set's single
+ * kernel's bits. */
+TEST(q6_K_x86_forms_identical)
+{
+    sl_vec_dot_n_fn forms[2];
+    const int nf = sl_vec_dot_n_q6_K_forms_avx2(forms);
+    const sl_vec_dot_fn f1 = sl_quant_vec_dot_isa(SL_TYPE_Q6_K, SL_ISA_AVX2);
+    if (nf == 0 || !f1) {
+        printf("  (no x86 Q6_K forms on this CPU: skipped)\n");
+        return;
+    }
+    printf("  (%d x86 Q6_K form%s)\n", nf, nf > 1 ? "s: AVX2 and AVX-512BW" : ": AVX2");
+    const wtype *w = NULL;
+    for (size_t k = 0; k < NW; k++)
+        if (wtypes[k].t == SL_TYPE_Q6_K) w = &wtypes[k];
+    CHECK(w != NULL);
+    if (!w) return;
+    enum { NA = SL_VEC_DOT_N_MAX + 1, NMAX = 1024 };
+    static const int modes[] = {FILL_RANDOM, FILL_GAUSS, FILL_ZERO, FILL_HUGE_SCALE,
+                                FILL_DENORMAL_SCALE, FILL_RANDOM};
+    static const float scales[] = {1.0f, 1.0f, 1.0f, 1e-3f, 1e-25f, 1e4f};
+    int compared = 0;
+    for (int rep = 0; rep < 24; rep++) {
+        const int mi = rep % 6, n = rep < 6 ? NMAX : 256 * (1 + (int)(rnd32() % 4));
+        uint64_t wb = 0, ab = 0;
+        SL_ASSERT(sl_type_nbytes(SL_TYPE_Q6_K, (uint64_t)n, &wb) &&
+                  sl_type_nbytes(SL_TYPE_Q8_K, (uint64_t)n, &ab));
+        uint8_t *wq = malloc(wb), *aq = malloc(ab * NA);
+        const void *ys[NA];
+        fill_weights(w, wq, n, modes[mi]);
+        for (int t = 0; t < NA; t++) {
+            make_act(SL_TYPE_Q8_K, scales[mi] * (float)(1 + t % 3), aq + ab * (size_t)t, n, t == 5);
+            ys[t] = aq + ab * (size_t)t;
+        }
+        float want[NA];
+        for (int t = 0; t < NA; t++) f1(n, &want[t], wq, ys[t]);
+        for (int f = 0; f < nf; f++)
+            for (int nt = 1; nt <= SL_VEC_DOT_N_MAX; nt++)
+                for (int off = 0; off + nt <= NA; off += 2) {
+                    float got[NA + 1];
+                    for (int t = 0; t <= NA; t++) got[t] = -7.0f;
+                    forms[f](n, got, wq, ys + off, nt);
+                    for (int t = 0; t < nt; t++) {
+                        CHECK_MSG(memcmp(&got[t], &want[off + t], sizeof(float)) == 0,
+                                  "q6_K form %d mode %d n=%d nt=%d row %d: %.9g, vec_dot %.9g", f,
+                                  mi, n, nt, off + t, (double)got[t], (double)want[off + t]);
+                        compared++;
+                    }
+                    CHECK_MSG(got[nt] == -7.0f, "q6_K form %d nt=%d wrote past s[nt - 1]", f, nt);
+                }
+        free(wq);
+        free(aq);
+    }
+    CHECK(compared > 0);
+}
+
 TEST(simd_close_to_scalar)
 {
     /* different kernel sets differ only in float accumulation order: the
@@ -615,6 +673,7 @@ int main(void)
     RUN(random_blocks_identical);
     RUN(gaussian_blocks_identical);
     RUN(edge_blocks_identical);
+    RUN(q6_K_x86_forms_identical);
     RUN(simd_close_to_scalar);
     RUN(hand_built_k_quants);
     RUN(hand_built_legacy);
