@@ -12,9 +12,10 @@
 #   llama.cpp: llama_speed -m MODEL -p NP -n NG -d D -r REPS -t T -b 2048 -ub 512 --json
 # "streamed" runs both inside a fresh CG_MB MiB memory cgroup (bench/lib/
 # cgroup.sh; needs root): sluice streams the routed experts (its default),
-# llama.cpp runs from its mmap of the file, the page cache charged to the
-# cgroup (LLAMA_STREAMED=0 skips llama.cpp there: it reads from the SSD
-# whatever the page cache lost, which may take very long).
+# llama.cpp runs from its mmap of the file (LLAMA_STREAMED_ARGS, default
+# --no-repack: its repacked copy of the weights would not fit), the page cache
+# charged to the cgroup (LLAMA_STREAMED=0 skips llama.cpp there: it reads from
+# the SSD whatever the page cache lost, which may take very long).
 #
 # Environment (defaults): MODEL (/work/models/qwen3moe-30b-a3b-l12-q4_k_m.gguf),
 # DEPTHS ("0 1024 4096 8192 16384"), MODES ("resident streamed"), NP (512; 0
@@ -34,6 +35,7 @@ NP=${NP:-512} NG=${NG:-128} REPS=${REPS:-1} T=${T:-2} CG_MB=${CG_MB:-2048}
 SLUICE=${SLUICE:-$root/build/rel/sluice}
 LLAMA=${LLAMA:-1} LLAMA_STREAMED=${LLAMA_STREAMED:-1}
 SLUICE_ARGS=${SLUICE_ARGS:-} LLAMA_ARGS=${LLAMA_ARGS:-}
+LLAMA_STREAMED_ARGS=${LLAMA_STREAMED_ARGS:---no-repack}
 TIMEOUT=${TIMEOUT:-3600}
 ref=$root/build/llama-ref
 NLC_VERSION=${NLC_VERSION:-3.22.1}
@@ -105,9 +107,11 @@ for mode in $MODES; do
         lp= lg= ll=-
         if [ "$LLAMA" != 0 ] && { [ "$mode" = resident ] || [ "$LLAMA_STREAMED" != 0 ]; }; then
             ll=$(load)
+            largs=$LLAMA_ARGS
+            [ "$mode" = streamed ] && largs="$largs $LLAMA_STREAMED_ARGS"
             # shellcheck disable=SC2086
             lj=$(run "$mode" "$ref/llama_speed" -m "$MODEL" -p "$NP" -n "$NG" -d "$d" -r "$REPS" \
-                -t "$T" -b 2048 -ub 512 --json $LLAMA_ARGS 2>>"$OUT.log")
+                -t "$T" -b 2048 -ub 512 --json $largs 2>>"$OUT.log")
             echo "$lj" >>"$OUT.log"
             lp=$(echo "$lj" | tps pp) lg=$(echo "$lj" | tps tg)
         fi

@@ -3,8 +3,12 @@
  * with llama.cpp row by row (bench/depth_curve.sh):
  *
  *   llama_speed -m MODEL [-p N] [-n M] [-d D] [-r R] [-t T] [-b 2048] [-ub 512]
- *               [-ctk TYPE] [-ctv TYPE] [-fa auto|on|off] [--json]
+ *               [-ctk TYPE] [-ctv TYPE] [-fa auto|on|off] [--no-repack] [--lazy] [--json]
  *
+ * --no-repack keeps the weights in llama.cpp's mapping of the file instead
+ * of the CPU backend's repacked copy (which is as large as the weights, so a
+ * memory cgroup smaller than the model cannot hold it); --lazy asks for
+ * llama.cpp's on-demand reading of the tensors its arch marks. *
  * As llama-bench, two tests (defaults -p 512 -n 128; 0 skips one): pp N (N
  * prompt tokens submitted in batches of -b, which llama.cpp splits into
  * micro-batches of -ub), then tg M (M single-token decodes); each after D
@@ -35,7 +39,7 @@ typedef struct opts {
     int n_prompt, n_gen, depth, reps, threads, n_batch, n_ubatch;
     enum ggml_type type_k, type_v;
     enum llama_flash_attn_type fa;
-    int json;
+    int json, no_repack, lazy;
 } opts;
 
 static uint64_t now_ns(void)
@@ -85,11 +89,13 @@ static int int_arg(const char *name, const char *v, int lo, int hi)
 static int parse(int argc, char **argv, opts *o)
 {
     *o = (opts){NULL, 512, 128, 0, 3, 2, 2048, 512, GGML_TYPE_F16, GGML_TYPE_F16,
-                LLAMA_FLASH_ATTN_TYPE_AUTO, 0};
+                LLAMA_FLASH_ATTN_TYPE_AUTO, 0, 0, 0};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         int *dst = NULL, lo = 0, hi = 1 << 22;
         if (!strcmp(a, "--json")) { o->json = 1; continue; }
+        if (!strcmp(a, "--no-repack")) { o->no_repack = 1; continue; }
+        if (!strcmp(a, "--lazy")) { o->lazy = 1; continue; }
         if (!strcmp(a, "-m")) {
             if (!v) break;
             o->model = v;
@@ -131,7 +137,7 @@ static int parse(int argc, char **argv, opts *o)
     }
     if (!o->model) {
         fprintf(stderr, "usage: llama_speed -m MODEL [-p N] [-n M] [-d D] [-r R] [-t T] [-b B] "
-                        "[-ub U] [-ctk T] [-ctv T] [-fa auto|on|off] [--json]\n");
+                        "[-ub U] [-ctk T] [-ctv T] [-fa auto|on|off] [--no-repack] [--lazy] [--json]\n");
         return -1;
     }
     if (o->n_prompt == 0 && o->n_gen == 0) {
@@ -197,6 +203,8 @@ int main(int argc, char **argv)
     llama_backend_init();
     struct llama_model_params mp = llama_model_default_params();
     mp.progress_callback = no_progress; /* the default prints dots */
+    if (o.no_repack) mp.use_extra_bufts = false; /* weights stay in the file's mapping */
+    if (o.lazy) mp.lazy_mode = LLAMA_LAZY_MODE_ON;
     struct llama_model *model = llama_model_load_from_file(o.model, mp);
     if (!model) {
         fprintf(stderr, "llama_speed: llama.cpp cannot load %s\n", o.model);
