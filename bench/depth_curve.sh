@@ -54,7 +54,7 @@ if [ "$LLAMA" != 0 ]; then
     if [ ! -x "$ref/llama_speed" ] || [ "$root/bench/llama_speed.c" -nt "$ref/llama_speed" ]; then
         cc -std=c11 -O2 -Wall -Wextra -I"$ref/src/include" -I"$ref/src/ggml/include" \
             "$root/bench/llama_speed.c" -L"$libs" \
-            -l:$(basename "$(ls "$libs"/libllama.v*.so)") -l:$(basename "$(ls "$libs"/libggml.v*.so)") \
+            "-l:$(basename "$(ls "$libs"/libllama.v*.so)")" "-l:$(basename "$(ls "$libs"/libggml.v*.so)")" \
             -l:libggml-base.so -Wl,-rpath,"$libs" -lm -o "$ref/llama_speed" || exit 1
     fi
     export LLAMA_CPU_BACKEND=${LLAMA_CPU_BACKEND:-$libs/libggml-cpu-haswell.so}
