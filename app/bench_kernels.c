@@ -8,6 +8,7 @@
 
 #include "ops/kbench.h"
 #include "quant/quant.h"
+#include "quant/vec_dot_rp.h"
 #include "util/pool.h"
 
 int bench_kernels(int threads, int mb);
@@ -101,6 +102,11 @@ static bool parse_types(const char *list, sl_type *t, bool *x8, char (*names)[24
         }
         if (!sl_type_from_name(item, &t[*n])) {
             fprintf(stderr, "sluice bench: --kernel-types: unknown type '%s'\n", item);
+            return false;
+        }
+        if (x8[*n] && !sl_rp32_x8_applies(t[*n], 8)) {
+            fprintf(stderr, "sluice bench: --kernel-types: %s has no x8 layout (q4_0, iq4_nl, "
+                            "mxfp4 have)\n", item);
             return false;
         }
         snprintf(names[*n], sizeof names[*n], "%s%s", sl_type_name(t[*n]), x8[*n] ? " x8" : "");
