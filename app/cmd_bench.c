@@ -22,7 +22,7 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: sluice bench -m MODEL.gguf [options]\n"
-            "       sluice bench --kernels [-t N] [--mb N]\n"
+            "       sluice bench --kernels [-t N] [--mb N] [--kernel-types LIST [--rounds N]]\n"
             "\n"
             "Measures prompt processing (pp) and token generation (tg) speed.\n"
             "\n"
@@ -37,6 +37,13 @@ static void usage(FILE *f)
             "      --json         one JSON object per test instead of the table\n"
             "      --kernels      matvec GB/s per weight type vs measured memory bandwidth\n"
             "      --mb N         weight bytes per kernel matrix, MiB (default 256)\n"
+            "      --kernel-types LIST  with --kernels: only these types (comma-separated,\n"
+            "                     TYPE or TYPE:x8 for the eight-row interleaved layout, e.g.\n"
+            "                     q4_K,mxfp4:x8), all in memory at once and timed in turn,\n"
+            "                     round after round, with a read sweep: medians of GB/s and\n"
+            "                     of each round's ratio to the first type (ratios that hold\n"
+            "                     while the machine's memory bandwidth moves)\n"
+            "      --rounds N     rounds for --kernel-types (default 15)\n"
             "\nModel and streaming options:\n");
     model_flags_help(f);
 }
@@ -215,11 +222,13 @@ static int bench_model(const char *path, int depth, int n_prompt, int n_gen, int
 }
 
 int bench_kernels(int threads, int mb); /* bench_kernels.c */
+int bench_kernels_paired(int threads, int mb, const char *types, int rounds);
 
 int cmd_bench(int argc, char **argv)
 {
     const char *model = NULL;
-    long n_prompt = 512, n_gen = 128, reps = 3, batch = 512, mb = 256, depth = 0;
+    long n_prompt = 512, n_gen = 128, reps = 3, batch = 512, mb = 256, depth = 0, rounds = 15;
+    const char *kernel_types = NULL;
     model_flags mf;
     model_flags_init(&mf);
     bool json = false, kernels = false;
@@ -255,6 +264,11 @@ int cmd_bench(int argc, char **argv)
         } else if (!strcmp(a, "-b") || !strcmp(a, "--batch") || !strcmp(a, "--ubatch")) {
             if (!(v = arg_value("bench", argc, argv, &i)) || !arg_int("bench", a, v, 1, 1 << 16, &batch))
                 return 2;
+        } else if (!strcmp(a, "--kernel-types")) {
+            if (!(kernel_types = arg_value("bench", argc, argv, &i))) return 2;
+        } else if (!strcmp(a, "--rounds")) {
+            if (!(v = arg_value("bench", argc, argv, &i)) || !arg_int("bench", a, v, 1, 10000, &rounds))
+                return 2;
         } else if (!strcmp(a, "--mb")) {
             if (!(v = arg_value("bench", argc, argv, &i)) || !arg_int("bench", a, v, 1, 1 << 16, &mb))
                 return 2;
@@ -263,9 +277,15 @@ int cmd_bench(int argc, char **argv)
             return 2;
         }
     }
+    if (kernel_types && !kernels) {
+        fprintf(stderr, "sluice bench: --kernel-types needs --kernels\n");
+        return 2;
+    }
     if (kernels) {
         /* which kernel set the dispatch chose: avx2, neon, neon+dotprod, ref */
         printf("kernels: %s\n", sl_quant_kernel_set());
+        if (kernel_types)
+            return bench_kernels_paired(mf.params.n_threads, (int)mb, kernel_types, (int)rounds);
         return bench_kernels(mf.params.n_threads, (int)mb);
     }
     if (!model) {

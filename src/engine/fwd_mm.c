@@ -99,7 +99,17 @@ static void mm_worker(void *ctx, int chunk, int n_chunks, int tid)
     }
     const sl_mm_item *it = &j->items[lo];
     long long r0, r1;
-    sl_split_range(it->mat->rows, chunk - j->c0[lo], j->c0[lo + 1] - j->c0[lo], &r0, &r1);
+    if (it->mat->layout == SL_MAT_X8) {
+        /* whole groups of eight rows: a share that cut an interleaved group
+         * would take the cut rows one at a time, each copied back to the
+         * plain layout first (ops/matmul.c; the same bits, far slower) */
+        sl_split_range((it->mat->rows + 7) / 8, chunk - j->c0[lo], j->c0[lo + 1] - j->c0[lo],
+                       &r0, &r1);
+        r0 *= 8;
+        r1 = r1 * 8 < it->mat->rows ? r1 * 8 : it->mat->rows;
+    } else {
+        sl_split_range(it->mat->rows, chunk - j->c0[lo], j->c0[lo + 1] - j->c0[lo], &r0, &r1);
+    }
     float *tmp = j->s->row_tmp + (size_t)tid * j->s->row_tmp_stride;
     sl_matmul_rows(it->mat, it->acts, it->n, it->y, it->ldy, r0, r1, tmp);
 }

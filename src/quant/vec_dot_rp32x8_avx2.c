@@ -21,8 +21,10 @@
 
 #if defined(__GNUC__) || defined(__clang__)
 #define INLINE static inline __attribute__((always_inline))
+#define X8_UNROLL _Pragma("GCC unroll 8")
 #else
 #define INLINE static inline
+#define X8_UNROLL
 #endif
 
 enum { K_Q4_0, K_IQ4_NL, K_MXFP4 };
@@ -72,9 +74,15 @@ INLINE __m256i off_sum_y(int off, const int8_t *qs)
 }
 
 /* ysum: NULL, or per token the table sl_rp32_x8_offset_sums fills (the
- * offset times each block's activation sum), read instead of summing */
+ * offset times each block's activation sum), read instead of summing.
+ * Chunk by chunk: one 32-byte load gives the low and the high nibbles'
+ * levels of 4 elements of each row, multiplied at once into every token's
+ * two 16-bit sums (low / high halves of the block), so no more than a
+ * chunk's levels are live (the whole block's eight vectors spilled to the
+ * stack when they were formed first). The loops are unrolled by pragma:
+ * GCC -O2 otherwise keeps them as loops with the levels in memory. */
 INLINE void x8_kernel(int kind, int64_t n, float *s, const uint8_t *x, const void *const *ys,
-                      const int32_t *const *ysum, const int nt)
+                      const int32_t *const *ysum, const int sums, const int nt)
 {
     const size_t bb = kind == K_MXFP4 ? sizeof(sl_block_mxfp4) : sizeof(sl_block_q4_0);
     const size_t sb = kind == K_MXFP4 ? 1 : 2;
@@ -82,76 +90,88 @@ INLINE void x8_kernel(int kind, int64_t n, float *s, const uint8_t *x, const voi
     const __m256i table = _mm256_broadcastsi128_si256(_mm_loadu_si128(
         (const __m128i *)(kind == K_MXFP4 ? k_mxfp4_u : sl_iq4nl_values)));
     const __m256i ones16 = _mm256_set1_epi16(1);
+    const sl_block_q8_0 *y[SL_VEC_DOT_ROWS8_MAX];
     __m256 acc[SL_VEC_DOT_ROWS8_MAX];
-    for (int t = 0; t < nt; t++) acc[t] = _mm256_setzero_ps();
+    X8_UNROLL
+    for (int t = 0; t < nt; t++) {
+        acc[t] = _mm256_setzero_ps();
+        y[t] = ys[t];
+    }
     for (int64_t i = 0; i < n / SL_QK; i++) {
         const uint8_t *p = x + (size_t)i * 8 * bb;
         const uint8_t *q = p + 8 * sb;
-        /* w[c]: elements 4c..4c+3 of each row (low nibbles of chunk c),
-         * w[4 + c]: elements 16+4c.. (high nibbles) */
-        __m256i w[8];
+        /* lo: elements 0..15 of each row, hi: 16..31 (IQ4_NL: lo only,
+         * 32-bit sums, its signed levels through sl_avx2_dot_i8) */
+        __m256i lo[SL_VEC_DOT_ROWS8_MAX], hi[SL_VEC_DOT_ROWS8_MAX];
+        X8_UNROLL
         for (int c = 0; c < 4; c++) {
             const __m256i v = _mm256_loadu_si256((const __m256i *)(q + 32 * c));
-            w[c] = _mm256_and_si256(v, m4);
-            w[4 + c] = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+            __m256i wl = _mm256_and_si256(v, m4);
+            __m256i wh = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
             if (kind != K_Q4_0) {
-                w[c] = _mm256_shuffle_epi8(table, w[c]);
-                w[4 + c] = _mm256_shuffle_epi8(table, w[4 + c]);
+                wl = _mm256_shuffle_epi8(table, wl);
+                wh = _mm256_shuffle_epi8(table, wh);
+            }
+            X8_UNROLL
+            for (int t = 0; t < nt; t++) {
+                const __m256i al = bcast4(y[t][i].qs + 4 * c);
+                const __m256i ah = bcast4(y[t][i].qs + 16 + 4 * c);
+                if (kind == K_IQ4_NL) {
+                    const __m256i d = _mm256_add_epi32(sl_avx2_dot_i8(wl, al), sl_avx2_dot_i8(wh, ah));
+                    lo[t] = c ? _mm256_add_epi32(lo[t], d) : d;
+                } else {
+                    /* Q4_0: |pair| <= 2 * 15 * 127, all eight chunks in one
+                     * 16-bit sum stay < 2^15; MXFP4: |pair| <= 2 * 24 * 127,
+                     * four chunks a sum (lo, hi) */
+                    const __m256i pl = _mm256_maddubs_epi16(wl, al);
+                    const __m256i ph = _mm256_maddubs_epi16(wh, ah);
+                    if (kind == K_Q4_0) {
+                        const __m256i d = _mm256_add_epi16(pl, ph);
+                        lo[t] = c ? _mm256_add_epi16(lo[t], d) : d;
+                    } else {
+                        lo[t] = c ? _mm256_add_epi16(lo[t], pl) : pl;
+                        hi[t] = c ? _mm256_add_epi16(hi[t], ph) : ph;
+                    }
+                }
             }
         }
         const __m256 dx = scales8(kind, p);
+        X8_UNROLL
         for (int t = 0; t < nt; t++) {
-            const sl_block_q8_0 *y = (const sl_block_q8_0 *)ys[t] + i;
             __m256i I;
-            if (kind == K_Q4_0) {
-                /* |pair| <= 2 * 15 * 127: eight chunks' sum < 2^15 */
-                __m256i h = _mm256_maddubs_epi16(w[0], bcast4(y->qs));
-                for (int c = 1; c < 4; c++)
-                    h = _mm256_add_epi16(h, _mm256_maddubs_epi16(w[c], bcast4(y->qs + 4 * c)));
-                for (int c = 0; c < 4; c++)
-                    h = _mm256_add_epi16(h, _mm256_maddubs_epi16(w[4 + c], bcast4(y->qs + 16 + 4 * c)));
-                I = _mm256_madd_epi16(h, ones16);
-            } else if (kind == K_MXFP4) {
-                /* |pair| <= 2 * 24 * 127: four chunks' sum < 2^15 */
-                __m256i lo = _mm256_maddubs_epi16(w[0], bcast4(y->qs));
-                __m256i hi = _mm256_maddubs_epi16(w[4], bcast4(y->qs + 16));
-                for (int c = 1; c < 4; c++) {
-                    lo = _mm256_add_epi16(lo, _mm256_maddubs_epi16(w[c], bcast4(y->qs + 4 * c)));
-                    hi = _mm256_add_epi16(hi, _mm256_maddubs_epi16(w[4 + c], bcast4(y->qs + 16 + 4 * c)));
-                }
-                I = _mm256_add_epi32(_mm256_madd_epi16(lo, ones16), _mm256_madd_epi16(hi, ones16));
-            } else {
-                I = _mm256_setzero_si256();
-                for (int c = 0; c < 8; c++) {
-                    const int8_t *a = y->qs + (c < 4 ? 4 * c : 16 + 4 * (c - 4));
-                    I = _mm256_add_epi32(I, sl_avx2_dot_i8(w[c], bcast4(a)));
-                }
-            }
-            if (offset_of(kind) && ysum)
+            if (kind == K_IQ4_NL)
+                I = lo[t];
+            else if (kind == K_Q4_0)
+                I = _mm256_madd_epi16(lo[t], ones16);
+            else
+                I = _mm256_add_epi32(_mm256_madd_epi16(lo[t], ones16),
+                                     _mm256_madd_epi16(hi[t], ones16));
+            if (offset_of(kind) && sums)
                 I = _mm256_sub_epi32(I, _mm256_set1_epi32(ysum[t][i]));
             else if (offset_of(kind))
-                I = _mm256_sub_epi32(I, off_sum_y(offset_of(kind), y->qs));
-            const __m256 dxy = _mm256_mul_ps(dx, _mm256_set1_ps(sl_avx2_h2f(y->d)));
+                I = _mm256_sub_epi32(I, off_sum_y(offset_of(kind), y[t][i].qs));
+            const __m256 dxy = _mm256_mul_ps(dx, _mm256_set1_ps(sl_avx2_h2f(y[t][i].d)));
             acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(I), dxy, acc[t]);
         }
     }
+    X8_UNROLL
     for (int t = 0; t < nt; t++) _mm256_storeu_ps(s + 8 * t, acc[t]);
 }
 
 /* nt as a constant in each case so the token loops unroll */
-#define X8_CASES(kind)                                                                          \
+#define X8_CASES(kind, sums)                                                                    \
     switch (nt) {                                                                               \
-    case 1: x8_kernel(kind, n, s, vx, ys, ysum, 1); break;                                      \
-    case 2: x8_kernel(kind, n, s, vx, ys, ysum, 2); break;                                      \
-    case 3: x8_kernel(kind, n, s, vx, ys, ysum, 3); break;                                      \
-    default: x8_kernel(kind, n, s, vx, ys, ysum, 4); break;                                     \
+    case 1: x8_kernel(kind, n, s, vx, ys, ysum, sums, 1); break;                                \
+    case 2: x8_kernel(kind, n, s, vx, ys, ysum, sums, 2); break;                                \
+    case 3: x8_kernel(kind, n, s, vx, ys, ysum, sums, 3); break;                                \
+    default: x8_kernel(kind, n, s, vx, ys, ysum, sums, 4); break;                               \
     }
 
 static void x8_q4_0(int64_t n, float *s, const void *vx, size_t rb, const void *const *ys, int nt)
 {
     (void)rb;
     const int32_t *const *ysum = NULL;
-    X8_CASES(K_Q4_0)
+    X8_CASES(K_Q4_0, 0)
 }
 
 static void x8_iq4_nl(int64_t n, float *s, const void *vx, size_t rb, const void *const *ys,
@@ -159,7 +179,7 @@ static void x8_iq4_nl(int64_t n, float *s, const void *vx, size_t rb, const void
 {
     (void)rb;
     const int32_t *const *ysum = NULL;
-    X8_CASES(K_IQ4_NL)
+    X8_CASES(K_IQ4_NL, 0)
 }
 
 static void x8_mxfp4(int64_t n, float *s, const void *vx, size_t rb, const void *const *ys,
@@ -167,19 +187,19 @@ static void x8_mxfp4(int64_t n, float *s, const void *vx, size_t rb, const void 
 {
     (void)rb;
     const int32_t *const *ysum = NULL;
-    X8_CASES(K_MXFP4)
+    X8_CASES(K_MXFP4, 0)
 }
 
 static void x8s_q4_0(int64_t n, float *s, const void *vx, const void *const *ys,
                      const int32_t *const *ysum, int nt)
 {
-    X8_CASES(K_Q4_0)
+    X8_CASES(K_Q4_0, 1)
 }
 
 static void x8s_mxfp4(int64_t n, float *s, const void *vx, const void *const *ys,
                       const int32_t *const *ysum, int nt)
 {
-    X8_CASES(K_MXFP4)
+    X8_CASES(K_MXFP4, 1)
 }
 
 sl_vec_dot_x8s_fn sl_vec_dot_x8s_b32_rp_avx2(sl_type type)
