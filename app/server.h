@@ -99,6 +99,15 @@ srv_reply srv_render_chat(srv *s, srv_api api, const json_t *system, const json_
 srv_reply srv_prepare_job(srv *s, srv_api api, const json_t *body, const char *prompt, bool chat,
                           const char *stop_key, srv_job **out);
 
+/* Queues a prepared job (its formatter set) and, unless stream, waits for
+ * it. Returns true when *r is the reply already: a streamed job's 200 (the
+ * reply takes the caller's reference), or an error in api's style, the job
+ * released (503 when every slot is busy and the queue is full or the server
+ * is stopping, 500 when generation failed). Returns false when the job
+ * finished normally: the caller builds its answer from j and releases its
+ * reference (server_prompt.c). */
+bool srv_answer_job(srv *s, srv_api api, srv_job *j, bool stream, srv_reply *r);
+
 /* Handlers (server_openai.c). body is the parsed JSON object of a POST. */
 srv_reply srv_health(srv *s);
 srv_reply srv_slots(srv *s);

@@ -446,55 +446,43 @@ srv_reply srv_messages(srv *s, json_t *body)
     srv_answer_init(&a->ans, s->harmony, a->think_enabled, a->think_inside, tools, answer_out, j);
     if (prime) srv_answer_feed(&a->ans, prime, prime_len);
     snprintf(a->id, sizeof a->id, "msg_%lu", __atomic_add_fetch(&s->next_id, 1, __ATOMIC_RELAXED));
-    if (!srv_pool_submit(&s->pool, j)) {
-        srv_job_unref(j);
-        return srv_error(SRV_API_ANTHROPIC, 503, "every slot is busy and the queue is full; "
-                         "try again later");
-    }
-    if (stream) return (srv_reply){200, NULL, j};
-    srv_job_wait(j);
-    if (j->finish == SRV_FINISH_ERROR) {
-        r = srv_error(SRV_API_ANTHROPIC, 500, "generation failed: %s", j->error);
-    } else if (j->finish == SRV_FINISH_CANCELLED) {
-        r = srv_error(SRV_API_ANTHROPIC, 503, "the server is stopping");
-    } else {
-        json_t *content = json_array();
-        if (a->split) {
-            split_text b = {{NULL, NULL}, {0, 0}};
-            srv_answer t;
-            srv_answer_init(&t, s->harmony, a->think_enabled, a->think_inside, a->tools,
-                            collect_text, &b);
-            if (a->prime) srv_answer_feed(&t, a->prime, strlen(a->prime));
-            srv_answer_feed(&t, j->text ? j->text : "", j->text_len);
-            srv_answer_finish(&t);
-            if (a->show_thinking && b.n[1])
-                json_array_append_new(content, json_pack("{s:s, s:s%, s:s}", "type", "thinking",
-                                                         "thinking", b.p[1], b.n[1], "signature",
-                                                         ""));
-            if (t.tc.n_calls) /* the text before calls: trailing blank space dropped */
-                while (b.n[0] && strchr(" \t\r\n", b.p[0][b.n[0] - 1])) b.n[0]--;
-            if (b.n[0] || t.tc.n_calls == 0)
-                json_array_append_new(content, json_pack("{s:s, s:s%}", "type", "text", "text",
-                                                         b.p[0] ? b.p[0] : "", b.n[0]));
-            for (int i = 0; i < t.tc.n_calls; i++) {
-                char id[96];
-                call_id(a, i, id, sizeof id);
-                json_array_append_new(content, json_pack("{s:s, s:s, s:s, s:o}", "type",
-                                                         "tool_use", "id", id, "name",
-                                                         t.tc.calls[i].name, "input",
-                                                         call_input(&t.tc.calls[i])));
-            }
-            a->calls = t.tc.n_calls > 0;
-            srv_answer_free(&t);
-            free(b.p[0]);
-            free(b.p[1]);
-        } else {
+    if (srv_answer_job(s, SRV_API_ANTHROPIC, j, stream, &r)) return r;
+    json_t *content = json_array();
+    if (a->split) {
+        split_text b = {{NULL, NULL}, {0, 0}};
+        srv_answer t;
+        srv_answer_init(&t, s->harmony, a->think_enabled, a->think_inside, a->tools,
+                        collect_text, &b);
+        if (a->prime) srv_answer_feed(&t, a->prime, strlen(a->prime));
+        srv_answer_feed(&t, j->text ? j->text : "", j->text_len);
+        srv_answer_finish(&t);
+        if (a->show_thinking && b.n[1])
+            json_array_append_new(content, json_pack("{s:s, s:s%, s:s}", "type", "thinking",
+                                                     "thinking", b.p[1], b.n[1], "signature",
+                                                     ""));
+        if (t.tc.n_calls) /* the text before calls: trailing blank space dropped */
+            while (b.n[0] && strchr(" \t\r\n", b.p[0][b.n[0] - 1])) b.n[0]--;
+        if (b.n[0] || t.tc.n_calls == 0)
             json_array_append_new(content, json_pack("{s:s, s:s%}", "type", "text", "text",
-                                                     j->text ? j->text : "", j->text_len));
+                                                     b.p[0] ? b.p[0] : "", b.n[0]));
+        for (int i = 0; i < t.tc.n_calls; i++) {
+            char id[96];
+            call_id(a, i, id, sizeof id);
+            json_array_append_new(content, json_pack("{s:s, s:s, s:s, s:o}", "type",
+                                                     "tool_use", "id", id, "name",
+                                                     t.tc.calls[i].name, "input",
+                                                     call_input(&t.tc.calls[i])));
         }
-        json_t *o = message_obj(j, content, false);
-        r = o ? (srv_reply){200, o, NULL} : srv_error(SRV_API_ANTHROPIC, 500, "out of memory");
+        a->calls = t.tc.n_calls > 0;
+        srv_answer_free(&t);
+        free(b.p[0]);
+        free(b.p[1]);
+    } else {
+        json_array_append_new(content, json_pack("{s:s, s:s%}", "type", "text", "text",
+                                                 j->text ? j->text : "", j->text_len));
     }
+    json_t *o = message_obj(j, content, false);
+    r = o ? (srv_reply){200, o, NULL} : srv_error(SRV_API_ANTHROPIC, 500, "out of memory");
     srv_job_unref(j);
     return r;
 }

@@ -116,21 +116,9 @@ srv_reply srv_llama_completion(srv *s, json_t *body)
     j->api = a;
     j->api_free = free;
     j->fmt = &llama_format;
-    if (!srv_pool_submit(&s->pool, j)) {
-        srv_job_unref(j);
-        return srv_error(SRV_API_OPENAI, 503, "every slot is busy and the queue is full; "
-                         "try again later");
-    }
-    if (stream) return (srv_reply){200, NULL, j};
-    srv_job_wait(j);
-    if (j->finish == SRV_FINISH_ERROR) {
-        r = srv_error(SRV_API_OPENAI, 500, "generation failed: %s", j->error);
-    } else if (j->finish == SRV_FINISH_CANCELLED) {
-        r = srv_error(SRV_API_OPENAI, 503, "the server is stopping");
-    } else {
-        json_t *o = final_obj(j, j->text ? j->text : "", j->text_len);
-        r = o ? (srv_reply){200, o, NULL} : srv_error(SRV_API_OPENAI, 500, "out of memory");
-    }
+    if (srv_answer_job(s, SRV_API_OPENAI, j, stream, &r)) return r;
+    json_t *o = final_obj(j, j->text ? j->text : "", j->text_len);
+    r = o ? (srv_reply){200, o, NULL} : srv_error(SRV_API_OPENAI, 500, "out of memory");
     srv_job_unref(j);
     return r;
 }

@@ -362,33 +362,20 @@ static srv_reply generate(srv *s, const json_t *body, const char *prompt, bool c
     answer_start(a, &a->ans, chat_delta, j);
     snprintf(a->id, sizeof a->id, "%s-%lu", chat ? "chatcmpl" : "cmpl",
              __atomic_add_fetch(&s->next_id, 1, __ATOMIC_RELAXED));
-    if (!srv_pool_submit(&s->pool, j)) {
-        srv_job_unref(j);
-        return srv_error(SRV_API_OPENAI, 503, "every slot is busy and the queue is full; "
-                         "try again later");
-    }
-    if (stream) return (srv_reply){200, NULL, j};
-
-    srv_job_wait(j);
-    if (j->finish == SRV_FINISH_ERROR) {
-        r = srv_error(SRV_API_OPENAI, 500, "generation failed: %s", j->error);
-    } else if (j->finish == SRV_FINISH_CANCELLED) {
-        r = srv_error(SRV_API_OPENAI, 503, "the server is stopping");
-    } else {
-        const char *text = j->text ? j->text : "";
-        json_t *choice = chat
-            ? json_pack("{s:i, s:o, s:o, s:s}", "index", 0, "message", chat_message(j),
-                        "logprobs", logprobs_of(j, 0, j->lps.n_sent, 0), "finish_reason",
-                        answer_has_calls(j) ? "tool_calls" : finish_name(j->finish))
-            : json_pack("{s:i, s:s%, s:o, s:s}", "index", 0, "text", text, j->text_len,
-                        "logprobs", logprobs_of(j, 0, j->lps.n_sent, 0), "finish_reason",
-                        finish_name(j->finish));
-        json_t *o = json_pack("{s:s, s:s, s:i, s:s, s:[o], s:o}", "id", a->id, "object",
-                              chat ? "chat.completion" : "text_completion", "created",
-                              (json_int_t)s->created, "model", s->model_name, "choices", choice,
-                              "usage", usage_obj(j));
-        r = o ? (srv_reply){200, o, NULL} : srv_error(SRV_API_OPENAI, 500, "out of memory");
-    }
+    if (srv_answer_job(s, SRV_API_OPENAI, j, stream, &r)) return r;
+    const char *text = j->text ? j->text : "";
+    json_t *choice = chat
+        ? json_pack("{s:i, s:o, s:o, s:s}", "index", 0, "message", chat_message(j),
+                    "logprobs", logprobs_of(j, 0, j->lps.n_sent, 0), "finish_reason",
+                    answer_has_calls(j) ? "tool_calls" : finish_name(j->finish))
+        : json_pack("{s:i, s:s%, s:o, s:s}", "index", 0, "text", text, j->text_len,
+                    "logprobs", logprobs_of(j, 0, j->lps.n_sent, 0), "finish_reason",
+                    finish_name(j->finish));
+    json_t *o = json_pack("{s:s, s:s, s:i, s:s, s:[o], s:o}", "id", a->id, "object",
+                          chat ? "chat.completion" : "text_completion", "created",
+                          (json_int_t)s->created, "model", s->model_name, "choices", choice,
+                          "usage", usage_obj(j));
+    r = o ? (srv_reply){200, o, NULL} : srv_error(SRV_API_OPENAI, 500, "out of memory");
     srv_job_unref(j);
     return r;
 }

@@ -451,3 +451,23 @@ srv_reply srv_prepare_job(srv *s, srv_api api, const json_t *body, const char *p
     *out = j;
     return (srv_reply){0, NULL, NULL};
 }
+
+bool srv_answer_job(srv *s, srv_api api, srv_job *j, bool stream, srv_reply *r)
+{
+    if (!srv_pool_submit(&s->pool, j)) {
+        srv_job_unref(j);
+        *r = srv_error(api, 503, "every slot is busy and the queue is full; try again later");
+        return true;
+    }
+    if (stream) {
+        *r = (srv_reply){200, NULL, j};
+        return true;
+    }
+    srv_job_wait(j);
+    if (j->finish != SRV_FINISH_ERROR && j->finish != SRV_FINISH_CANCELLED) return false;
+    *r = j->finish == SRV_FINISH_ERROR
+        ? srv_error(api, 500, "generation failed: %s", j->error)
+        : srv_error(api, 503, "the server is stopping");
+    srv_job_unref(j);
+    return true;
+}
