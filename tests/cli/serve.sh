@@ -43,21 +43,10 @@ expected_clients=1
 serve_relay < <(timeout 600 python3 tests/cli/lib/serve_client.py "$port" "$KEY" "$work/run.txt" "$PROMPT" $N 2>&1)
 
 # the official clients (npm packages into build/npm, once; skipped offline)
-NPM_DIR=${SLUICE_NPM_DIR:-$PWD/build/npm}
-if command -v node >/dev/null && command -v npm >/dev/null; then
-    if [ ! -d "$NPM_DIR/node_modules/openai" ] || [ ! -d "$NPM_DIR/node_modules/@anthropic-ai/sdk" ]; then
-        mkdir -p "$NPM_DIR"
-        timeout 300 npm install --prefix "$NPM_DIR" --no-audit --no-fund --silent \
-            openai@4.104.0 @anthropic-ai/sdk@1.15.0 >"$work/npm.log" 2>&1 ||
-            echo "note: npm install failed (offline?): the official-client checks are skipped"
-    fi
-    if [ -d "$NPM_DIR/node_modules/openai" ] && [ -d "$NPM_DIR/node_modules/@anthropic-ai/sdk" ]; then
-        expected_clients=$((expected_clients + 1))
-        serve_relay < <(NODE_PATH="$NPM_DIR/node_modules" timeout 300 node tests/cli/lib/serve_sdk.cjs \
-                 "$port" "$KEY" "$work/run.txt" "$PROMPT" $N 2>&1)
-    fi
-else
-    echo "note: node/npm not found: the official-client checks are skipped"
+if serve_sdks; then
+    expected_clients=$((expected_clients + 1))
+    serve_relay < <(NODE_PATH="$NPM_DIR/node_modules" timeout 300 node tests/cli/lib/serve_sdk.cjs \
+             "$port" "$KEY" "$work/run.txt" "$PROMPT" $N 2>&1)
 fi
 
 kill -TERM "$pid"

@@ -27,22 +27,11 @@ if serve_start compat -m "$M" -c $CTX -n 8 --chat-template qwen3 --max-body 6553
     check "serve_compat.py ran to its end" grep -q '^client-finished' "$work/py.out"
     # the same fields through the official clients (installed as tests/cli/serve.sh does;
     # skipped without node/npm or network)
-    NPM_DIR=${SLUICE_NPM_DIR:-$PWD/build/npm}
-    if command -v node >/dev/null && command -v npm >/dev/null; then
-        if [ ! -d "$NPM_DIR/node_modules/openai" ] || [ ! -d "$NPM_DIR/node_modules/@anthropic-ai/sdk" ]; then
-            mkdir -p "$NPM_DIR"
-            timeout 300 npm install --prefix "$NPM_DIR" --no-audit --no-fund --silent \
-                openai@4.104.0 @anthropic-ai/sdk@1.15.0 >"$work/npm.log" 2>&1 ||
-                echo "note: npm install failed (offline?): the official-client checks are skipped"
-        fi
-        if [ -d "$NPM_DIR/node_modules/openai" ] && [ -d "$NPM_DIR/node_modules/@anthropic-ai/sdk" ]; then
-            NODE_PATH="$NPM_DIR/node_modules" timeout 300 node tests/cli/lib/serve_compat_sdk.cjs \
-                "$serve_port" $CTX >"$work/sdk.out" 2>&1
-            serve_relay <"$work/sdk.out"
-            check "serve_compat_sdk.cjs ran to its end" grep -q '^client-finished' "$work/sdk.out"
-        fi
-    else
-        echo "note: node/npm not found: the official-client checks are skipped"
+    if serve_sdks; then
+        NODE_PATH="$NPM_DIR/node_modules" timeout 300 node tests/cli/lib/serve_compat_sdk.cjs \
+            "$serve_port" $CTX >"$work/sdk.out" 2>&1
+        serve_relay <"$work/sdk.out"
+        check "serve_compat_sdk.cjs ran to its end" grep -q '^client-finished' "$work/sdk.out"
     fi
     serve_stop "$serve_pid"
     if grep -q "ERROR: \|runtime error\|ThreadSanitizer" "$work/compat.err"; then

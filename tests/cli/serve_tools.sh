@@ -118,16 +118,7 @@ for name, extra in [("a tool_use without input", {"messages": [{"role": "user", 
 PY
 )
 
-NPM_DIR=${SLUICE_NPM_DIR:-$PWD/build/npm}
-if command -v npm >/dev/null &&
-    { [ ! -d "$NPM_DIR/node_modules/openai" ] || [ ! -d "$NPM_DIR/node_modules/@anthropic-ai/sdk" ]; }; then
-    mkdir -p "$NPM_DIR"   # the versions serve.sh installs, into the same place
-    timeout 300 npm install --prefix "$NPM_DIR" --no-audit --no-fund --silent \
-        openai@4.104.0 @anthropic-ai/sdk@1.15.0 >"$work/npm.log" 2>&1 ||
-        echo "note: npm install failed (offline?): the official-client checks are skipped"
-fi
-if command -v node >/dev/null && [ -d "$NPM_DIR/node_modules/openai" ] &&
-    [ -d "$NPM_DIR/node_modules/@anthropic-ai/sdk" ]; then
+if serve_sdks; then
     cat >"$work/sdk.cjs" <<'JS'
 const OpenAI = require("openai");
 const port = process.argv[2];
