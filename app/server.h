@@ -99,6 +99,10 @@ srv_reply srv_render_chat(srv *s, srv_api api, const json_t *system, const json_
 srv_reply srv_prepare_job(srv *s, srv_api api, const json_t *body, const char *prompt, bool chat,
                           const char *stop_key, srv_job **out);
 
+/* Sends v as one server-sent event, "data: JSON\n\n", on j's stream (steals v;
+ * NULL or out of memory marks the job oom) (server_openai.c). */
+void srv_emit_data(srv_job *j, json_t *v);
+
 /* Queues a prepared job (its formatter set) and, unless stream, waits for
  * it. Returns true when *r is the reply already: a streamed job's 200 (the
  * reply takes the caller's reference), or an error in api's style, the job

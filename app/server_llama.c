@@ -27,26 +27,6 @@ typedef struct llama_job {
     bool stream;
 } llama_job;
 
-/* "data: JSON\n\n" (steals v). */
-static void emit_data(srv_job *j, json_t *v)
-{
-    char *t = v ? sl_json_dump_text(v, false) : NULL;
-    json_decref(v);
-    size_t n = t ? strlen(t) : 0;
-    char *ev = t ? malloc(n + 9) : NULL;
-    if (!ev) {
-        free(t);
-        j->oom = true;
-        return;
-    }
-    memcpy(ev, "data: ", 6);
-    memcpy(ev + 6, t, n);
-    memcpy(ev + 6 + n, "\n\n", 2);
-    srv_job_emit(j, ev, n + 8);
-    free(ev);
-    free(t);
-}
-
 /* The answer's end: content (text, len) with stop true and the counts. */
 static json_t *final_obj(const srv_job *j, const char *text, size_t len)
 {
@@ -69,7 +49,7 @@ static void fmt_piece(srv_job *j, const char *text, size_t len)
 {
     const llama_job *a = j->api;
     if (a->stream)
-        emit_data(j, json_pack("{s:s%, s:i, s:b}", "content", text, len, "index", 0, "stop", 0));
+        srv_emit_data(j, json_pack("{s:s%, s:i, s:b}", "content", text, len, "index", 0, "stop", 0));
 }
 
 static void fmt_end(srv_job *j)
@@ -77,9 +57,9 @@ static void fmt_end(srv_job *j)
     const llama_job *a = j->api;
     if (!a->stream || j->finish == SRV_FINISH_CANCELLED) return;
     if (j->finish == SRV_FINISH_ERROR)
-        emit_data(j, srv_error(SRV_API_OPENAI, 500, "generation failed: %s", j->error).body);
+        srv_emit_data(j, srv_error(SRV_API_OPENAI, 500, "generation failed: %s", j->error).body);
     else
-        emit_data(j, final_obj(j, "", 0));
+        srv_emit_data(j, final_obj(j, "", 0));
 }
 
 static const srv_format llama_format = {fmt_begin, fmt_piece, fmt_end};

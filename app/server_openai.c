@@ -68,8 +68,7 @@ static json_t *usage_obj(const srv_job *j)
                      "prompt_tokens_details", "cached_tokens", j->n_cached);
 }
 
-/* "data: JSON\n\n" (steals v). */
-static void emit_event(srv_job *j, json_t *v)
+void srv_emit_data(srv_job *j, json_t *v)
 {
     char *t = v ? sl_json_dump_text(v, false) : NULL;
     json_decref(v);
@@ -124,7 +123,7 @@ static void fmt_begin(srv_job *j)
 {
     const oai_job *a = j->api;
     if (a->stream && a->chat)
-        emit_event(j, chunk(j, json_pack("{s:s, s:s}", "role", "assistant", "content", ""), NULL,
+        srv_emit_data(j, chunk(j, json_pack("{s:s, s:s}", "role", "assistant", "content", ""), NULL,
                             0, NULL, NULL));
 }
 
@@ -136,7 +135,7 @@ static void chat_delta(void *ud, bool reasoning, const char *text, size_t len)
     oai_job *a = j->api;
     json_t *lp = logprobs_of(j, a->lp_next, j->lps.n_sent, 0);
     a->lp_next = j->lps.n_sent;
-    emit_event(j, chunk(j, json_pack("{s:s%}", reasoning ? "reasoning_content" : "content", text,
+    srv_emit_data(j, chunk(j, json_pack("{s:s%}", reasoning ? "reasoning_content" : "content", text,
                                      len), NULL, 0, NULL, lp));
 }
 
@@ -150,7 +149,7 @@ static void fmt_piece(srv_job *j, const char *text, size_t len)
     }
     json_t *lp = logprobs_of(j, a->lp_next, j->lps.n_sent, j->text_len - len);
     a->lp_next = j->lps.n_sent;
-    emit_event(j, chunk(j, NULL, text, len, NULL, lp));
+    srv_emit_data(j, chunk(j, NULL, text, len, NULL, lp));
 }
 
 static void fmt_end(srv_job *j)
@@ -158,26 +157,26 @@ static void fmt_end(srv_job *j)
     const oai_job *a = j->api;
     if (!a->stream) return;
     if (j->finish == SRV_FINISH_ERROR) {
-        emit_event(j, srv_error(SRV_API_OPENAI, 500, "generation failed: %s", j->error).body);
+        srv_emit_data(j, srv_error(SRV_API_OPENAI, 500, "generation failed: %s", j->error).body);
     } else if (j->finish != SRV_FINISH_CANCELLED) {
         const char *f = finish_name(j->finish);
         if (a->chat) {
             oai_job *w = j->api;
             srv_answer_finish(&w->ans);
             if (w->ans.tc.n_calls) {
-                emit_event(j, chunk(j, json_pack("{s:o}", "tool_calls",
+                srv_emit_data(j, chunk(j, json_pack("{s:o}", "tool_calls",
                                                  tool_calls_json(w, &w->ans.tc, true)),
                                     NULL, 0, NULL, NULL));
                 f = "tool_calls";
             }
         }
-        emit_event(j, a->chat ? chunk(j, json_object(), NULL, 0, f, NULL)
+        srv_emit_data(j, a->chat ? chunk(j, json_object(), NULL, 0, f, NULL)
                               : chunk(j, NULL, "", 0, f, NULL));
         if (a->include_usage) {
             json_t *u = chunk(j, a->chat ? json_object() : NULL, "", 0, NULL, NULL);
             json_array_clear(json_object_get(u, "choices"));
             json_object_set_new(u, "usage", usage_obj(j));
-            emit_event(j, u);
+            srv_emit_data(j, u);
         }
     }
     srv_job_emit(j, "data: [DONE]\n\n", 14);
