@@ -316,12 +316,14 @@ const sl_attn_kernels *sl_attn_kernels_ref(void) { return &ref; }
 
 #if !defined(__x86_64__)
 const sl_attn_kernels *sl_attn_kernels_avx2(void) { return NULL; }
+const sl_attn_kernels *sl_attn_kernels_avx512(void) { return NULL; }
 #endif
 
 const sl_attn_kernels *sl_attn_kernels_get(void)
 {
     const sl_attn_kernels *k = NULL;
-    if (sl_quant_isa() == SL_ISA_AVX2) k = sl_attn_kernels_avx2();
+    if (sl_quant_isa() == SL_ISA_AVX2) k = sl_attn_kernels_avx512();
+    if (sl_quant_isa() == SL_ISA_AVX2 && !k) k = sl_attn_kernels_avx2();
     if (sl_quant_isa() == SL_ISA_NEON) k = sl_attn_kernels_neon();
     return k ? k : &ref;
 }

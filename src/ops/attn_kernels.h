@@ -121,7 +121,8 @@ void sl_attn_attend_seq(const sl_attn_kernels *kr, const sl_attn_block *b, int k
                         int v_type);
 
 /* The kernels for this CPU (AVX2+F16C when the quant dispatch chose AVX2,
- * else scalar). Static; never NULL. */
+ * with the 512-bit grouped-query steps when the CPU has AVX-512F; NEON on
+ * ARM64; else scalar). Static; never NULL. */
 const sl_attn_kernels *sl_attn_kernels_get(void);
 
 /* The scalar reference set, for tests. */
@@ -129,5 +130,10 @@ const sl_attn_kernels *sl_attn_kernels_ref(void);
 
 /* AVX2 set, or NULL when not compiled in (attn_kernels_avx2.c). */
 const sl_attn_kernels *sl_attn_kernels_avx2(void);
+
+/* The AVX2 set whose grouped-query attention (eight query rows or more per
+ * K/V head) takes 512-bit steps (attn_kernels512_avx2.c), bit-identical to
+ * it; NULL when not compiled in or the CPU lacks AVX-512F. */
+const sl_attn_kernels *sl_attn_kernels_avx512(void);
 
 #endif

@@ -1,6 +1,7 @@
 /* attn_kernels_avx2.c - attention inner loops with AVX2, FMA and F16C.
  * Compiled with -mavx2 -mfma -mf16c; only called when the CPU has them. */
 #include "ops/attn_kernels.h"
+#include "ops/attn_kernels512.h"
 #include "ops/vexp_avx2.h"
 
 #if defined(__x86_64__)
@@ -273,19 +274,6 @@ static int values_f32(const sl_attn_block *b, int ic, int t_lo, int kv, int f16,
     return 0;
 }
 
-/* Asks for the next tile's K and V rows (into L2) while this one is computed. */
-static void prefetch_tile(const sl_attn_block *b, int ic, int f16)
-{
-    const int n = b->n_pos - ic < SL_ATTN_TILE ? b->n_pos - ic : SL_ATTN_TILE;
-    const size_t kb = (size_t)b->dk * (f16 ? 2 : 4), vb = (size_t)b->dv * (f16 ? 2 : 4);
-    for (int t = 0; t < n; t++) {
-        const char *kr = (const char *)b->k + (size_t)(ic + t) * b->k_stride;
-        const char *vr = (const char *)b->v + (size_t)(ic + t) * b->v_stride;
-        for (size_t o = 0; o < kb; o += 64) _mm_prefetch(kr + o, _MM_HINT_T1);
-        for (size_t o = 0; o < vb; o += 64) _mm_prefetch(vr + o, _MM_HINT_T1);
-    }
-}
-
 /* One tile's softmax step for a row whose raw scores are in s[0..T): the
  * scale and mask, the tile maximum, the rescale of its accumulator and
  * sum, then s replaced by the weights e^(s - max) and their sum added. */
@@ -357,7 +345,6 @@ static void attend_rows(const sl_attn_block *b, int f16)
     for (int ic = b->pos_lo - b->pos_lo % T; ic < b->n_pos; ic += T) {
         const int kv = b->n_pos - ic < T ? b->n_pos - ic : T;
         const int t_lo = b->pos_lo > ic ? b->pos_lo - ic : 0; /* earlier: outside the window */
-        if (ic + T < b->n_pos) prefetch_tile(b, ic + T, f16);
         load_k_tile(b, ic, t_lo, kv, f16, kt);
         /* the tile's lanes outside [t_lo, kv) take no weight */
         __m256 outside[NV];
@@ -414,12 +401,15 @@ __attribute__((noinline)) static void scores_heads8(const float *qt, const float
     S[0] = s0, S[1] = s1, S[2] = s2, S[3] = s3, S[4] = s4, S[5] = s5, S[6] = s6, S[7] = s7;
 }
 
-/* The K rows [t_lo, kv) of a tile as f32 rows kf[t][dk] (others zero). */
-static void load_k_rows(const sl_attn_block *b, int ic, int t_lo, int kv, int f16, float *kf)
+/* The K rows [t_lo, kv) of a tile as f32 rows kf[t][dk] (others zero),
+ * asking for the rows a little ahead as it goes (none at or past pf_end). */
+static void load_k_rows(const sl_attn_block *b, int ic, int t_lo, int kv, int f16, int pf_end,
+                        float *kf)
 {
     const int T = SL_ATTN_TILE, dk = b->dk;
     for (int t = 0; t < T; t++) {
         float *o = kf + (size_t)t * dk;
+        sl_attn_prefetch_rows(b, ic + t + SL_ATTN_AHEAD, 1, pf_end);
         if (t < t_lo || t >= kv) {
             memset(o, 0, (size_t)dk * sizeof(float));
             continue;
@@ -458,14 +448,15 @@ static void heads_init(const sl_attn_block *b, const float *q, float *qt, float 
 }
 
 /* One tile's scores and softmax step for one token's rows against the
- * converted K rows kf[t][dk] (positions [t_lo, kv) of the tile its own):
- * per eight rows the scores of eight positions at a time, each lane one
+ * converted K rows kf[t][dk] (positions [t_lo, kv) of the tile its own;
+ * wide: the pairs of sl_attn512_k_pairs): per eight rows the scores of
+ * eight positions at a time (wide: 32 by the 512-bit step), each lane one
  * head's FMA chain over d; the tile maximum, the rescale of accumulators
  * and sums, the weights by the polynomial exponential into pw [G][T][8]
  * and their sums in eights then double, lane by lane in the one-row
  * kernel's order. */
 static void heads_scores(const sl_attn_block *b, const float *kf, int t_lo, int kv,
-                         const float *qt, float *pw, float *acc, float *mx, float *sum)
+                         const float *qt, float *pw, float *acc, float *mx, float *sum, int wide)
 {
     enum { T = SL_ATTN_TILE };
     const int dk = b->dk, dv = b->dv, nq = b->n_q, G = (nq + 7) / 8;
@@ -475,7 +466,17 @@ static void heads_scores(const sl_attn_block *b, const float *kf, int t_lo, int 
         const float *q8 = qt + (size_t)g * dk * 8;
         float *p = pw + (size_t)g * T * 8;
         __m256 vmax = ninf;
-        for (int t0 = 0; t0 < T; t0 += 8) {
+        if (wide) {
+            for (int t0 = 0; t0 < T; t0 += 32)
+                if (t0 + 32 > t_lo && t0 < kv) sl_attn512_scores32(q8, kf, dk, t0, p);
+            for (int t = 0; t < T; t++) {
+                float *pt = p + (size_t)t * 8;
+                const __m256 s = t < t_lo || t >= kv ? ninf : _mm256_mul_ps(_mm256_loadu_ps(pt), scale);
+                vmax = _mm256_max_ps(vmax, s);
+                _mm256_storeu_ps(pt, s);
+            }
+        }
+        for (int t0 = 0; t0 < T && !wide; t0 += 8) {
             __m256 S[8];
             if (t0 + 8 <= t_lo || t0 >= kv) {
                 for (int i = 0; i < 8; i++) S[i] = ninf;
@@ -535,16 +536,22 @@ static void heads_scores(const sl_attn_block *b, const float *kf, int t_lo, int 
     }
 }
 
-/* One tile's value step for one token's rows: four rows at a time over the
- * tile's positions [t_lo, kv), as vb / vic give them (values_f32). */
+/* One tile's value step for one token's rows over the tile's positions
+ * [t_lo, kv), as vb / vic give them (values_f32): four rows at a time, or
+ * (wide) each whole eight rows by the 512-bit step when dv allows. */
 static void heads_values(const sl_attn_block *vb, int vic, int t_lo, int kv, int v16,
-                         const float *pw, float *acc)
+                         const float *pw, float *acc, int wide)
 {
-    const int nq = vb->n_q, G = (nq + 7) / 8;
+    const int nq = vb->n_q, G = (nq + 7) / 8, dv = vb->dv;
     for (int g = 0; g < G; g++) {
         const int nr = nq - 8 * g < 8 ? nq - 8 * g : 8;
-        vacc_tile(vb, vic, t_lo, kv, v16, pw + (size_t)g * SL_ATTN_TILE * 8, 1, 8, nr,
-                  acc + (size_t)8 * g * vb->dv);
+        const float *p = pw + (size_t)g * SL_ATTN_TILE * 8;
+        float *a = acc + (size_t)8 * g * dv;
+        if (wide && nr == 8 && dv % 32 == 0)
+            sl_attn512_values8((const uint8_t *)vb->v + (size_t)(vic + t_lo) * vb->v_stride,
+                               vb->v_stride, v16, kv - t_lo, p + (size_t)t_lo * 8, dv, a);
+        else
+            vacc_tile(vb, vic, t_lo, kv, v16, p, 1, 8, nr, a);
     }
 }
 
@@ -563,10 +570,12 @@ static void heads_finish(const sl_attn_block *b, float *acc, const float *mx, fl
 /* Groups of eight rows or more: the heads are the lanes. Per tile the K
  * rows converted once, each eight rows' scores and softmax step
  * (heads_scores), the V rows converted once into the K rows' room, then
- * the values of four rows at a time. Scratch: kf [T][dk] in the K tile's
- * room; the transposed queries [G][dk][8] and weights [G][T][8] in the V
- * tile's room, which the caller checked holds them. */
-static void attend_heads(const sl_attn_block *b, int f16)
+ * the values of four rows at a time; wide: the K rows converted in pairs,
+ * the 512-bit scores and value steps, the V rows read in place. Scratch:
+ * kf [T][dk] in the K tile's room; the transposed queries [G][dk][8] and
+ * weights [G][T][8] in the V tile's room, which the caller checked holds
+ * them. */
+static void attend_heads(const sl_attn_block *b, int f16, int wide)
 {
     enum { T = SL_ATTN_TILE };
     const int dk = b->dk, dv = b->dv, nq = b->n_q, G = (nq + 7) / 8;
@@ -577,14 +586,17 @@ static void attend_heads(const sl_attn_block *b, int f16)
     for (int ic = b->pos_lo - b->pos_lo % T; ic < b->n_pos; ic += T) {
         const int kv = b->n_pos - ic < T ? b->n_pos - ic : T;
         const int t_lo = b->pos_lo > ic ? b->pos_lo - ic : 0;
-        if (ic + T < b->n_pos) prefetch_tile(b, ic + T, f16);
-        load_k_rows(b, ic, t_lo, kv, f16, kf);
-        heads_scores(b, kf, t_lo, kv, qt, pw, acc, mx, sum);
-        /* the values: an f16 tile converted once into the K rows' room */
-        sl_attn_block vb;
-        int vic;
-        const int v16 = values_f32(b, ic, t_lo, kv, f16, kf, &vb, &vic);
-        heads_values(&vb, vic, t_lo, kv, v16, pw, acc);
+        if (wide)
+            sl_attn512_k_pairs(b, ic, t_lo, kv, f16, b->n_pos, kf);
+        else
+            load_k_rows(b, ic, t_lo, kv, f16, b->n_pos, kf);
+        heads_scores(b, kf, t_lo, kv, qt, pw, acc, mx, sum, wide);
+        /* the values: an f16 tile converted once into the K rows' room
+         * (wide: read in place, each V row once for all eight rows) */
+        sl_attn_block vb = *b;
+        int vic = ic, v16 = f16;
+        if (!wide) v16 = values_f32(b, ic, t_lo, kv, f16, kf, &vb, &vic);
+        heads_values(&vb, vic, t_lo, kv, v16, pw, acc, wide);
     }
     heads_finish(b, acc, mx, sum, b->out);
 }
@@ -598,7 +610,7 @@ static void attend_heads(const sl_attn_block *b, int f16)
  * K tile kf [T][dk], then per token its transposed queries [G][dk][8],
  * weights [G][T][8], accumulators [n_q][dv], maxima and sums (the sizes
  * sl_attn_block_tokens allows for). */
-static void attend_heads_tok(const sl_attn_block *b, int f16)
+static void attend_heads_tok(const sl_attn_block *b, int f16, int wide)
 {
     enum { T = SL_ATTN_TILE };
     const int dk = b->dk, dv = b->dv, nq = b->n_q, G = (nq + 7) / 8, nt = b->n_tok;
@@ -612,8 +624,6 @@ static void attend_heads_tok(const sl_attn_block *b, int f16)
     for (int i = 0; i < nt; i++)
         heads_init(b, b->q + (size_t)i * b->q_tok, TOK_QT(i), TOK_ACC(i), TOK_MX(i), TOK_SUM(i));
     const int lo0 = sl_attn_tok_lo(b, 0), n_end = b->n_pos + nt - 1;
-    sl_attn_block pb = *b; /* the block's whole span, for the prefetch */
-    pb.n_pos = n_end;
     for (int ic = lo0 - lo0 % T; ic < n_end; ic += T) {
         /* the tokens whose positions meet this tile, and the union of
          * their ranges in it */
@@ -628,14 +638,16 @@ static void attend_heads_tok(const sl_attn_block *b, int f16)
             if (kv > u_kv) u_kv = kv;
         }
         if (first < 0) continue;
-        if (ic + T < n_end) prefetch_tile(&pb, ic + T, f16);
-        load_k_rows(b, ic, u_lo, u_kv, f16, kf);
+        if (wide)
+            sl_attn512_k_pairs(b, ic, u_lo, u_kv, f16, n_end, kf);
+        else
+            load_k_rows(b, ic, u_lo, u_kv, f16, n_end, kf);
         for (int i = first; i <= last; i++) {
             const int lo = sl_attn_tok_lo(b, i), np = b->n_pos + i;
             if (ic + T <= lo || ic >= np) continue;
             const int kv = np - ic < T ? np - ic : T, t_lo = lo > ic ? lo - ic : 0;
             heads_scores(b, kf, t_lo, kv, TOK_QT(i), TOK_PW(i), TOK_ACC(i), TOK_MX(i),
-                         TOK_SUM(i));
+                         TOK_SUM(i), wide);
         }
         sl_attn_block vb;
         int vic;
@@ -644,7 +656,7 @@ static void attend_heads_tok(const sl_attn_block *b, int f16)
             const int lo = sl_attn_tok_lo(b, i), np = b->n_pos + i;
             if (ic + T <= lo || ic >= np) continue;
             const int kv = np - ic < T ? np - ic : T, t_lo = lo > ic ? lo - ic : 0;
-            heads_values(&vb, vic, t_lo, kv, v16, TOK_PW(i), TOK_ACC(i));
+            heads_values(&vb, vic, t_lo, kv, v16, TOK_PW(i), TOK_ACC(i), wide);
         }
     }
     for (int i = 0; i < nt; i++)
@@ -659,7 +671,7 @@ static void attend_heads_tok(const sl_attn_block *b, int f16)
 /* Groups of eight rows or more take attend_heads, in slices of as many
  * rows as the scratch's V tile room holds (rows are independent); smaller
  * groups, or a room too small for eight rows, attend_rows. */
-static void attend(const sl_attn_block *b, int f16)
+static void attend(const sl_attn_block *b, int f16, int wide)
 {
     enum { T = SL_ATTN_TILE };
     const size_t room = (size_t)T * ((size_t)b->dv + 1);
@@ -675,16 +687,18 @@ static void attend(const sl_attn_block *b, int f16)
         s.q = b->q + (size_t)r0 * b->q_stride;
         s.out = b->out + (size_t)r0 * b->out_stride;
         s.sinks = b->sinks ? b->sinks + r0 : NULL;
-        attend_heads(&s, f16);
+        attend_heads(&s, f16, wide);
     }
 }
 
-static void attend_f16(const sl_attn_block *b) { attend(b, 1); }
-static void attend_f32(const sl_attn_block *b) { attend(b, 0); }
+static void attend_f16(const sl_attn_block *b) { attend(b, 1, 0); }
+static void attend_f32(const sl_attn_block *b) { attend(b, 0, 0); }
+static void attend_f16_512(const sl_attn_block *b) { attend(b, 1, 1); }
+static void attend_f32_512(const sl_attn_block *b) { attend(b, 0, 1); }
 
 /* A block of tokens: eight rows or more per token together (attend_heads_tok),
  * fewer token by token. */
-static void attend_tok(const sl_attn_block *b, int f16)
+static void attend_tok(const sl_attn_block *b, int f16, int wide)
 {
     if (b->n_q < 8 || b->n_tok <= 1) {
         sl_attn_block one = *b;
@@ -694,15 +708,17 @@ static void attend_tok(const sl_attn_block *b, int f16)
             one.pos_lo = sl_attn_tok_lo(b, i);
             one.q = b->q + (size_t)i * b->q_tok;
             one.out = b->out + (size_t)i * b->out_tok;
-            attend(&one, f16);
+            attend(&one, f16, wide);
         }
         return;
     }
-    attend_heads_tok(b, f16);
+    attend_heads_tok(b, f16, wide);
 }
 
-static void attend_tok_f16(const sl_attn_block *b) { attend_tok(b, 1); }
-static void attend_tok_f32(const sl_attn_block *b) { attend_tok(b, 0); }
+static void attend_tok_f16(const sl_attn_block *b) { attend_tok(b, 1, 0); }
+static void attend_tok_f32(const sl_attn_block *b) { attend_tok(b, 0, 0); }
+static void attend_tok_f16_512(const sl_attn_block *b) { attend_tok(b, 1, 1); }
+static void attend_tok_f32_512(const sl_attn_block *b) { attend_tok(b, 0, 1); }
 
 static void mad_f32(float *y, const float *x, float v, int n)
 {
@@ -770,5 +786,13 @@ static const sl_attn_kernels avx2 = {dot_f16,        axpy_f16,      dot_f32,   a
                                      mad_f16,        scale_f16,     dot_f16f16, attend_tok_f16,
                                      attend_tok_f32};
 
+/* The AVX2 set with the grouped-query steps in 512-bit vectors. */
+static const sl_attn_kernels avx512 = {dot_f16,        axpy_f16,       dot_f32,   axpy_f32,
+                                       attend_f16_512, attend_f32_512, mad_f32,   scale_f32,
+                                       mad_f16,        scale_f16,      dot_f16f16, attend_tok_f16_512,
+                                       attend_tok_f32_512};
+
 const sl_attn_kernels *sl_attn_kernels_avx2(void) { return &avx2; }
+
+const sl_attn_kernels *sl_attn_kernels_avx512(void) { return sl_attn512_usable() ? &avx512 : NULL; }
 #endif

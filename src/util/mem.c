@@ -28,6 +28,17 @@ void *sl_mem_alloc_huge(size_t bytes)
     return p;
 }
 
+void sl_mem_advise_huge(void *p, size_t bytes)
+{
+#ifdef MADV_HUGEPAGE
+    const uintptr_t lo = ((uintptr_t)p + HUGE_PAGE - 1) & ~(uintptr_t)(HUGE_PAGE - 1);
+    const uintptr_t hi = ((uintptr_t)p + bytes) & ~(uintptr_t)(HUGE_PAGE - 1);
+    if (p && hi > lo) madvise((void *)lo, (size_t)(hi - lo), MADV_HUGEPAGE);
+#else
+    (void)p, (void)bytes;
+#endif
+}
+
 bool sl_mem_prefault(void *p, size_t bytes)
 {
     if (!p || bytes == 0) return true;

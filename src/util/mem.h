@@ -20,6 +20,11 @@ bool sl_mem_available(uint64_t *avail, uint64_t *cgroup_limit);
 void *sl_mem_alloc_huge(size_t bytes);
 void sl_mem_free_huge(void *p, size_t bytes);
 
+/* Asks for transparent huge pages on the whole 2 MiB pages inside [p, p +
+ * bytes) of memory the caller already owns (madvise; a hint: nothing
+ * happens where the system has none, or off Linux). */
+void sl_mem_advise_huge(void *p, size_t bytes);
+
 /* Faults in (and zeroes) every page of [p, p + bytes) now, so that later
  * first touches (a direct read landing there) cost nothing, and so that
  * memory that cannot be had shows up here rather than mid-run. Returns

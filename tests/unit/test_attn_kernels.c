@@ -1,5 +1,7 @@
 /* test_attn_kernels.c - the AVX2 attention inner loops against their scalar
- * twins, on random rows of every length 1..80 (tails included). The
+ * twins, on random rows of every length 1..80 (tails included), and the
+ * blocked attention of the AVX2 set and of the AVX2 set with 512-bit steps
+ * (where the CPU has AVX-512F) against the scalar kernels bit for bit. The
  * expected values come from plain double-precision loops over the same
  * f16-rounded inputs. */
 #include <math.h>
@@ -56,7 +58,20 @@ TEST(avx2_kernels_match_double_loops)
         return;
     }
     check_set(sl_attn_kernels_avx2(), "avx2");
-    CHECK(sl_attn_kernels_get() == sl_attn_kernels_avx2());
+    const sl_attn_kernels *wide = sl_attn_kernels_avx512();
+    if (wide) check_set(wide, "avx512");
+    else printf("   (no AVX-512F on this CPU: the 512-bit set skipped)\n");
+    CHECK(sl_attn_kernels_get() == (wide ? wide : sl_attn_kernels_avx2()));
+}
+
+/* The SIMD sets this CPU runs: AVX2, and AVX2 with 512-bit steps. */
+static int simd_sets(const sl_attn_kernels *sets[2], const char *names[2])
+{
+    int n = 0;
+    if (sl_quant_isa() != SL_ISA_AVX2) return 0;
+    if (sl_attn_kernels_avx2()) sets[n] = sl_attn_kernels_avx2(), names[n++] = "avx2";
+    if (sl_attn_kernels_avx512()) sets[n] = sl_attn_kernels_avx512(), names[n++] = "avx512";
+    return n;
 }
 
 /* Softmax attention in double over the same f16-rounded K/V: what a block
@@ -99,9 +114,15 @@ TEST(attend_blocks_match_double_and_each_other)
          * dv < dk (V converted) and dv > dk (V read in place), the MLA
          * shape in slices of rows, and rooms too small for eight rows */
         {128, 128, 8, 1}, {64, 64, 12, 200}, {128, 128, 16, 300}, {40, 20, 9, 100},
-        {24, 40, 8, 70}, {576, 512, 128, 70}, {128, 8, 8, 70}, {16, 4, 8, 70}, {64, 64, 7, 129}};
-    const sl_attn_kernels *ref = sl_attn_kernels_ref(), *avx = sl_attn_kernels_avx2();
-    const bool have_avx2 = sl_quant_isa() == SL_ISA_AVX2 && avx;
+        {24, 40, 8, 70}, {576, 512, 128, 70}, {128, 8, 8, 70}, {16, 4, 8, 70}, {64, 64, 7, 129},
+        /* the 512-bit steps: head sizes off the sixteens (the pair tile's
+         * tail) with dv a multiple of 32, one to three whole tiles and odd
+         * ends (a pair half outside), and a group of eight at a depth
+         * with a prefetch window past the tile */
+        {40, 32, 8, 65}, {72, 96, 8, 191}, {128, 64, 24, 33}, {128, 128, 8, 333}};
+    const sl_attn_kernels *ref = sl_attn_kernels_ref(), *sets[2];
+    const char *names[2];
+    const int n_sets = simd_sets(sets, names);
     unsigned seed = 11;
     for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
         const int dk = shapes[si][0], dv = shapes[si][1], nq = shapes[si][2], np = shapes[si][3];
@@ -130,13 +151,15 @@ TEST(attend_blocks_match_double_and_each_other)
                       (double)o[0][i], want[i]);
             CHECK_MSG(o[1][i] == o[0][i], "ref f32 and f16 differ, shape %zu i=%zu", si, i);
         }
-        if (have_avx2) {
+        for (int k = 0; k < n_sets; k++) {
             b.out = o[2];
-            avx->attend_f16(&b);
+            sets[k]->attend_f16(&b);
             b32.out = o[3];
-            avx->attend_f32(&b32);
-            CHECK_MSG(!memcmp(o[2], o[0], sizeof(float) * nout), "avx2 f16 != ref, shape %zu", si);
-            CHECK_MSG(!memcmp(o[3], o[1], sizeof(float) * nout), "avx2 f32 != ref, shape %zu", si);
+            sets[k]->attend_f32(&b32);
+            CHECK_MSG(!memcmp(o[2], o[0], sizeof(float) * nout), "%s f16 != ref, shape %zu",
+                      names[k], si);
+            CHECK_MSG(!memcmp(o[3], o[1], sizeof(float) * nout), "%s f32 != ref, shape %zu",
+                      names[k], si);
         }
         /* a sliding window (positions before pos_lo unseen) and sink logits */
         float sinks[128];
@@ -149,11 +172,11 @@ TEST(attend_blocks_match_double_and_each_other)
         for (size_t i = 0; i < nout; i++)
             CHECK_MSG(fabs(o[0][i] - want[i]) <= 1e-5, "window+sinks shape %zu i=%zu: %g vs %g",
                       si, i, (double)o[0][i], want[i]);
-        if (have_avx2) {
+        for (int k = 0; k < n_sets; k++) {
             b.out = o[2];
-            avx->attend_f16(&b);
-            CHECK_MSG(!memcmp(o[2], o[0], sizeof(float) * nout), "avx2 window+sinks != ref, "
-                      "shape %zu", si);
+            sets[k]->attend_f16(&b);
+            CHECK_MSG(!memcmp(o[2], o[0], sizeof(float) * nout), "%s window+sinks != ref, "
+                      "shape %zu", names[k], si);
         }
         for (int i = 0; i < 4; i++) free(o[i]);
         free(q), free(kh), free(vh), free(kf), free(vf), free(want), free(scratch);
@@ -169,12 +192,14 @@ TEST(attend_blocks_match_double_and_each_other)
 TEST(query_blocks_equal_one_token_calls)
 {
     static const int shapes[][3] = {/* dk, dv, n_q */
-        {128, 128, 8}, {64, 64, 16}, {64, 64, 9}, {24, 40, 8}, {40, 20, 12}, {32, 32, 3}};
+        {128, 128, 8}, {64, 64, 16}, {64, 64, 9}, {24, 40, 8}, {40, 20, 12}, {32, 32, 3},
+        {40, 32, 8}, {72, 96, 16}};
     static const int starts[] = {1, 60, 130};
     static const int windows[] = {0, 7, 70};
     enum { MAXP = 260, HR = 2 }; /* positions; heads per cache row */
-    const sl_attn_kernels *ref = sl_attn_kernels_ref(), *avx = sl_attn_kernels_avx2();
-    const bool have_avx2 = sl_quant_isa() == SL_ISA_AVX2 && avx;
+    const sl_attn_kernels *ref = sl_attn_kernels_ref(), *sets[2];
+    const char *names[2];
+    const int n_sets = simd_sets(sets, names);
     unsigned seed = 23;
     for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
         const int dk = shapes[si][0], dv = shapes[si][1], nq = shapes[si][2];
@@ -220,11 +245,13 @@ TEST(query_blocks_equal_one_token_calls)
                     sl_attn_attend_tokens(ref, &b, f16);
                     CHECK_MSG(!memcmp(got, want, sizeof(float) * nout),
                               "ref blocks, shape %zu f16 %d start %d window %d", si, f16, np0, w);
-                    if (!have_avx2) continue;
-                    memset(got, 0xff, sizeof(float) * nout);
-                    sl_attn_attend_tokens(avx, &b, f16);
-                    CHECK_MSG(!memcmp(got, want, sizeof(float) * nout),
-                              "avx2 blocks, shape %zu f16 %d start %d window %d", si, f16, np0, w);
+                    for (int k = 0; k < n_sets; k++) {
+                        memset(got, 0xff, sizeof(float) * nout);
+                        sl_attn_attend_tokens(sets[k], &b, f16);
+                        CHECK_MSG(!memcmp(got, want, sizeof(float) * nout),
+                                  "%s blocks, shape %zu f16 %d start %d window %d", names[k], si,
+                                  f16, np0, w);
+                    }
                 }
         free(q), free(kh), free(vh), free(kf), free(vf), free(want), free(got), free(scratch);
     }
