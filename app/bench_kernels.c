@@ -14,15 +14,48 @@
 int bench_kernels(int threads, int mb);
 int bench_kernels_paired(int threads, int mb, const char *types, int rounds);
 
+/* "TYPE", or "TYPE x8" for the eight-row interleaved layout: a table row's
+ * name. */
+static void kernel_name(char *buf, size_t cap, sl_type t, bool x8)
+{
+    snprintf(buf, cap, "%s%s", sl_type_name(t), x8 ? " x8" : "");
+}
+
+/* A pool of `threads` workers (0: one a core) in *pool, with their count
+ * in *nth; false after printing why there is none. */
+static bool bench_pool(int threads, sl_pool **pool, int *nth)
+{
+    sl_err err;
+    *nth = threads > 0 ? threads : sl_cpu_core_count();
+    if (sl_pool_create(pool, *nth, &err)) {
+        fprintf(stderr, "sluice bench: %s\n", err.msg);
+        return false;
+    }
+    return true;
+}
+
+/* One row of the default table: type t's matvec (in the x8 layout when x8)
+ * timed alone, against the copy and read bandwidths; "n/a" when it cannot
+ * run. */
+static void default_row(sl_pool *pool, sl_type t, bool x8, size_t bytes, double copy, double read)
+{
+    char name[24];
+    double g;
+    sl_err err;
+    kernel_name(name, sizeof name, t, x8);
+    if (sl_kbench_matvec_layout_gbs(pool, t, x8, bytes, 5, &g, &err))
+        printf("| %-7s | %10s | %13s | %13s |\n", name, "n/a", "", "");
+    else
+        printf("| %-7s | %10.2f | %12.0f%% | %12.0f%% |\n", name, g, 100.0 * g / copy,
+               100.0 * g / read);
+    fflush(stdout);
+}
+
 int bench_kernels(int threads, int mb)
 {
-    const int nth = threads > 0 ? threads : sl_cpu_core_count();
     sl_pool *pool;
-    sl_err err;
-    if (sl_pool_create(&pool, nth, &err)) {
-        fprintf(stderr, "sluice bench: %s\n", err.msg);
-        return 1;
-    }
+    int nth;
+    if (!bench_pool(threads, &pool, &nth)) return 1;
     const size_t bytes = (size_t)mb << 20;
     const double copy = sl_kbench_copy_gbs(pool, bytes, 5);
     const double read = sl_kbench_read_gbs(pool, bytes, 5);
@@ -36,32 +69,14 @@ int bench_kernels(int threads, int mb)
                                     SL_TYPE_Q2_K, SL_TYPE_Q3_K, SL_TYPE_Q4_K, SL_TYPE_Q5_K,
                                     SL_TYPE_Q6_K, SL_TYPE_IQ4_NL, SL_TYPE_IQ4_XS,
                                     SL_TYPE_MXFP4};
-    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
-        double g;
-        if (sl_kbench_matvec_gbs(pool, types[i], bytes, 5, &g, &err)) {
-            printf("| %-7s | %10s | %13s | %13s |\n", sl_type_name(types[i]), "n/a", "", "");
-            continue;
-        }
-        printf("| %-7s | %10.2f | %12.0f%% | %12.0f%% |\n", sl_type_name(types[i]), g,
-               100.0 * g / copy, 100.0 * g / read);
-        fflush(stdout);
-    }
+    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
+        default_row(pool, types[i], false, bytes, copy, read);
     /* the eight-row interleaved layout resident Q4_0 / IQ4_NL / MXFP4
      * weights are kept in (the rows above are the plain layout, the form
      * of streamed experts) */
     static const sl_type x8_types[] = {SL_TYPE_Q4_0, SL_TYPE_IQ4_NL, SL_TYPE_MXFP4};
-    for (size_t i = 0; i < sizeof x8_types / sizeof x8_types[0]; i++) {
-        double g;
-        char name[16];
-        snprintf(name, sizeof name, "%s x8", sl_type_name(x8_types[i]));
-        if (sl_kbench_matvec_layout_gbs(pool, x8_types[i], true, bytes, 5, &g, &err)) {
-            printf("| %-7s | %10s | %13s | %13s |\n", name, "n/a", "", "");
-            continue;
-        }
-        printf("| %-7s | %10.2f | %12.0f%% | %12.0f%% |\n", name, g, 100.0 * g / copy,
-               100.0 * g / read);
-        fflush(stdout);
-    }
+    for (size_t i = 0; i < sizeof x8_types / sizeof x8_types[0]; i++)
+        default_row(pool, x8_types[i], true, bytes, copy, read);
     sl_pool_free(pool);
     return 0;
 }
@@ -109,7 +124,7 @@ static bool parse_types(const char *list, sl_type *t, bool *x8, char (*names)[24
                             "mxfp4 have)\n", item);
             return false;
         }
-        snprintf(names[*n], sizeof names[*n], "%s%s", sl_type_name(t[*n]), x8[*n] ? " x8" : "");
+        kernel_name(names[*n], sizeof names[*n], t[*n], x8[*n]);
         (*n)++;
         if (!end) return true;
         p = end + 1;
@@ -123,13 +138,10 @@ int bench_kernels_paired(int threads, int mb, const char *list, int rounds)
     char names[PAIRED_MAX + 1][24];
     int n_types;
     if (!parse_types(list, t, x8, names + 1, &n_types)) return 2;
-    const int nth = threads > 0 ? threads : sl_cpu_core_count();
     sl_pool *pool;
+    int nth;
+    if (!bench_pool(threads, &pool, &nth)) return 1;
     sl_err err;
-    if (sl_pool_create(&pool, nth, &err)) {
-        fprintf(stderr, "sluice bench: %s\n", err.msg);
-        return 1;
-    }
     const size_t bytes = (size_t)mb << 20;
     /* item 0: the read sweep, timed in the same rounds (the memory's state
      * in each round); items 1..n: the types */

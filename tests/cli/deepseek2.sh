@@ -5,23 +5,16 @@
 # kinds and the latent cache's bytes per token (2 x (64 + 16) x 3 layers).
 set -u
 . "$(dirname "$0")/lib/common.sh"
+. tests/cli/lib/moe_arch.sh
 work=$(mktemp -d "${TMPDIR:-/tmp}/sluice-ds2-XXXXXX")
 trap 'rm -rf "$work"' EXIT
-T=$work/text.txt
-for i in $(seq 1 30); do echo "The keeper opened the sluice and the water rose in the lock."; done >"$T"
-same_text() { [ -n "$1" ] && [ "$1" = "$2" ]; }
 for arch in deepseek2 glm4moe; do
     M=$work/$arch.gguf
     if ! "$SLUICE" mkmodel --arch $arch --preset tiny --type q8_0 --seed 5 -q -o "$M"; then
         bad "mkmodel $arch"
         continue
     fi
-    res=$("$SLUICE" run -m "$M" -p "Once upon a time" -n 24 --temp 0 -t 2 --no-stream 2>/dev/null)
-    str=$("$SLUICE" run -m "$M" -p "Once upon a time" -n 24 --temp 0 -t 2 -b 3 --moe-stream \
-          --cache-experts 3 2>/dev/null)
-    check "$arch: streamed text equals resident text" same_text "$res" "$str"
-    check "$arch: perplexity in batches of 7" bash -c '"$1" perplexity -m "$2" -f "$3" -c 64 -b 7 2>&1 |
-        grep -Eq "^Final estimate: PPL = [0-9]+\.[0-9]+"' _ "$SLUICE" "$M" "$T"
+    moe_arch_checks "$arch" "$M"
 done
 check "deepseek2: inspect shows MLA layers and the latent cache" bash -c '
     out=$("$1" inspect --no-tensors "$2") &&

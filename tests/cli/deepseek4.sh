@@ -7,19 +7,12 @@
 # one; per sequence: the compressor state and the window rings).
 set -u
 . "$(dirname "$0")/lib/common.sh"
+. tests/cli/lib/moe_arch.sh
 work=$(mktemp -d "${TMPDIR:-/tmp}/sluice-ds4-XXXXXX")
 trap 'rm -rf "$work"' EXIT
-T=$work/text.txt
-for i in $(seq 1 30); do echo "The keeper opened the sluice and the water rose in the lock."; done >"$T"
-same_text() { [ -n "$1" ] && [ "$1" = "$2" ]; }
 M=$work/ds4.gguf
 if "$SLUICE" mkmodel --arch deepseek4 --preset tiny --type q8_0 --seed 5 -q -o "$M"; then
-    res=$("$SLUICE" run -m "$M" -p "Once upon a time" -n 24 --temp 0 -t 2 --no-stream 2>/dev/null)
-    str=$("$SLUICE" run -m "$M" -p "Once upon a time" -n 24 --temp 0 -t 2 -b 3 --moe-stream \
-          --cache-experts 3 2>/dev/null)
-    check "deepseek4: streamed text equals resident text" same_text "$res" "$str"
-    check "deepseek4: perplexity in batches of 7" bash -c '"$1" perplexity -m "$2" -f "$3" -c 64 -b 7 2>&1 |
-        grep -Eq "^Final estimate: PPL = [0-9]+\.[0-9]+"' _ "$SLUICE" "$M" "$T"
+    moe_arch_checks deepseek4 "$M"
     check "deepseek4: inspect shows the ratios and the state" bash -c '
         out=$("$1" inspect --no-tensors "$2") &&
         echo "$out" | grep -q "mixers .*0 ds4-window, 1 ds4-ratio4, 2 ds4-ratio128, 3 ds4-ratio4" &&

@@ -6,6 +6,8 @@
 #define SL_TESTS_VS_REF_H
 
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 
 #include "common/testutil.h"
 
@@ -23,5 +25,26 @@ typedef int (*t_ref_pass)(const char *path, const int32_t *ids, int n, float **l
  * receives how many positions that was. -1 when either run fails (or
  * memory runs out); *compared is then left alone. */
 double t_vs_reference(const t_logits_run *r, t_ref_pass ref, float near_tie, int *compared);
+
+/* Defines `static int FN(...)`, a t_ref_pass over the reference whose type
+ * and functions are named R: R *R_load(path, errbuf, errcap),
+ * R_n_vocab(R *), R_forward(R *, ids, n, logits, margin) and R_free(R *)
+ * (ref_mla.h's ref_ds, ref_ds4.h's ref_ds4). */
+#define T_REF_PASS(FN, R)                                                                     \
+    static int FN(const char *path, const int32_t *ids, int n, float **logits, int *n_vocab,  \
+                  float *margin)                                                              \
+    {                                                                                         \
+        char eb[256];                                                                         \
+        R *ref = R##_load(path, eb, sizeof eb);                                               \
+        if (!ref) {                                                                           \
+            fprintf(stderr, "  %s\n", eb);                                                    \
+            return -1;                                                                        \
+        }                                                                                     \
+        *n_vocab = R##_n_vocab(ref);                                                          \
+        *logits = malloc(sizeof(float) * (size_t)*n_vocab * (size_t)n);                       \
+        const int rc = *logits ? R##_forward(ref, ids, n, *logits, margin) : -1;              \
+        R##_free(ref);                                                                        \
+        return rc;                                                                            \
+    }
 
 #endif

@@ -44,21 +44,7 @@ static float *run(const char *path, int batch, int threads, int cache_experts)
 }
 
 /* The reference pass of tests/common/ref_mla.c (t_ref_pass). */
-static int ref_pass(const char *path, const int32_t *ids, int n, float **logits, int *n_vocab,
-                    float *margin)
-{
-    char eb[256];
-    ref_ds *ref = ref_ds_load(path, eb, sizeof eb);
-    if (!ref) {
-        fprintf(stderr, "  %s\n", eb);
-        return -1;
-    }
-    *n_vocab = ref_ds_n_vocab(ref);
-    *logits = malloc(sizeof(float) * (size_t)*n_vocab * (size_t)n);
-    const int rc = *logits ? ref_ds_forward(ref, ids, n, *logits, margin) : -1;
-    ref_ds_free(ref);
-    return rc;
-}
+T_REF_PASS(ref_pass, ref_ds)
 
 /* Max |engine - reference| over the positions before the first routing
  * near-tie, relative to the reference's largest logit; -1 on failure. */

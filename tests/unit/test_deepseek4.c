@@ -47,21 +47,7 @@ static float *run(const char *path, int batch, int threads, int cache_experts, s
 }
 
 /* The reference pass of tests/common/ref_ds4.c (t_ref_pass). */
-static int ref_pass(const char *path, const int32_t *ids, int n, float **logits, int *n_vocab,
-                    float *margin)
-{
-    char eb[256];
-    ref_ds4 *ref = ref_ds4_load(path, eb, sizeof eb);
-    if (!ref) {
-        fprintf(stderr, "  %s\n", eb);
-        return -1;
-    }
-    *n_vocab = ref_ds4_n_vocab(ref);
-    *logits = malloc(sizeof(float) * (size_t)*n_vocab * (size_t)n);
-    const int rc = *logits ? ref_ds4_forward(ref, ids, n, *logits, margin) : -1;
-    ref_ds4_free(ref);
-    return rc;
-}
+T_REF_PASS(ref_pass, ref_ds4)
 
 /* Max |engine - reference| relative to the reference's largest logit over
  * the positions before the first near-tie; -1 on failure. */

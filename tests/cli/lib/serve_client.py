@@ -12,32 +12,18 @@ import socket
 import sys
 import time
 
+import serve_http
+from serve_http import check
+
 port, key, expected_file, prompt, n_pred = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5])
 expected = open(expected_file, encoding="utf-8").read()
 AUTH = {"Authorization": "Bearer " + key}
 
 
-def check(name, cond, why=""):
-    print(("ok   " if cond else "FAIL ") + name + ("" if cond else ": " + str(why)[:600]), flush=True)
-    return cond
-
-
 def request(method, path, body=None, headers=None, raw=None, timeout=120):
-    c = http.client.HTTPConnection("127.0.0.1", int(port), timeout=timeout)
-    h = dict(AUTH)
-    h.update(headers or {})
-    data = raw if raw is not None else (json.dumps(body).encode() if body is not None else None)
-    if data is not None:
-        h.setdefault("Content-Type", "application/json")
-    c.request(method, path, body=data, headers=h)
-    r = c.getresponse()
-    out = r.read()
-    c.close()
-    try:
-        js = json.loads(out)
-    except ValueError:
-        js = None
-    return r.status, js, out
+    """serve_http.request with the key (headers may override it): (status, json or None, bytes)."""
+    st, js, out, _ = serve_http.request(port, method, path, body, {**AUTH, **(headers or {})}, raw, timeout)
+    return st, js, out
 
 
 def sse(path, body):

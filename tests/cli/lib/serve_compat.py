@@ -11,30 +11,15 @@ import http.client
 import json
 import sys
 
+import serve_http
+from serve_http import check
+
 port, n_ctx, origin = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
 
 
-def check(name, cond, why=""):
-    print(("ok   " if cond else "FAIL ") + name + ("" if cond else ": " + str(why)[:700]), flush=True)
-    return cond
-
-
 def request(method, path, body=None, headers=None, raw=None):
-    c = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
-    h = dict(headers or {})
-    data = raw if raw is not None else (json.dumps(body).encode() if body is not None else None)
-    if data is not None:
-        h.setdefault("Content-Type", "application/json")
-    c.request(method, path, body=data, headers=h)
-    r = c.getresponse()
-    out = r.read()
-    hdrs = {k.lower(): v for k, v in r.getheaders()}
-    c.close()
-    try:
-        js = json.loads(out)
-    except ValueError:
-        js = None
-    return r.status, js, out, hdrs
+    """serve_http.request to this server: (status, json or None, bytes, headers)."""
+    return serve_http.request(port, method, path, body, headers, raw)
 
 
 def post(path, body, headers=None):

@@ -10,31 +10,10 @@
 const OpenAI = require('openai');
 const AnthropicMod = require('@anthropic-ai/sdk');
 const Anthropic = AnthropicMod.Anthropic || AnthropicMod.default || AnthropicMod;
+const { check, step, failure } = require('./sdk_check.cjs');
 
 const [port, nCtxStr] = process.argv.slice(2);
 const nCtx = Number(nCtxStr);
-
-function check(name, cond, why) {
-    console.log((cond ? 'ok   ' : 'FAIL ') + name + (cond ? '' : ': ' + String(JSON.stringify(why)).slice(0, 600)));
-}
-
-async function step(name, fn) {
-    try {
-        await fn();
-    } catch (e) {
-        check(name, false, String(e && e.stack || e));
-    }
-}
-
-// the error an awaited call raises: [status, message, class name]
-async function failure(p) {
-    try {
-        await p;
-    } catch (e) {
-        return [e.status, String(e.message), e.constructor && e.constructor.name];
-    }
-    return [null, null, null];
-}
 
 (async () => {
     const oa = new OpenAI({ baseURL: `http://127.0.0.1:${port}/v1`, apiKey: 'sk-none', maxRetries: 0 });

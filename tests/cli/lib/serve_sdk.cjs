@@ -9,22 +9,11 @@ const fs = require('fs');
 const OpenAI = require('openai');
 const AnthropicMod = require('@anthropic-ai/sdk');
 const Anthropic = AnthropicMod.Anthropic || AnthropicMod.default || AnthropicMod;
+const { check, step } = require('./sdk_check.cjs');
 
 const [port, key, expectedFile, prompt, nStr] = process.argv.slice(2);
 const n = Number(nStr);
 const expected = fs.readFileSync(expectedFile, 'utf8');
-
-function check(name, cond, why) {
-    console.log((cond ? 'ok   ' : 'FAIL ') + name + (cond ? '' : ': ' + String(JSON.stringify(why)).slice(0, 600)));
-}
-
-async function step(name, fn) {
-    try {
-        await fn();
-    } catch (e) {
-        check(name, false, String(e && e.stack || e));
-    }
-}
 
 (async () => {
     const oa = new OpenAI({ baseURL: `http://127.0.0.1:${port}/v1`, apiKey: key, maxRetries: 0 });
