@@ -32,7 +32,7 @@ SL_T512 static __m512 load_row16(const uint8_t *row, int d, int f16)
 }
 
 SL_T512 void sl_attn512_k_pairs(const sl_attn_block *b, int ic, int t_lo, int kv, int f16,
-                                int pf_end, float *kp)
+                                float *kp)
 {
     const int T = SL_ATTN_TILE, dk = b->dk, d16 = dk - dk % 16;
     /* lanes 0..15 of (a, b) interleaved: a0 b0 a1 b1 ... */
@@ -43,13 +43,11 @@ SL_T512 void sl_attn512_k_pairs(const sl_attn_block *b, int ic, int t_lo, int kv
         float *o = kp + (size_t)t * dk;
         const int in0 = t >= t_lo && t < kv, in1 = t + 1 >= t_lo && t + 1 < kv;
         if (!in0 && !in1) {
-            sl_attn_prefetch_rows(b, ic + t + SL_ATTN_AHEAD, 2, pf_end);
             memset(o, 0, 2 * (size_t)dk * sizeof(float));
             continue;
         }
         const uint8_t *r0 = (const uint8_t *)b->k + (size_t)(ic + t) * b->k_stride;
         const uint8_t *r1 = r0 + b->k_stride;
-        sl_attn_prefetch_rows(b, ic + t + SL_ATTN_AHEAD, 2, pf_end);
         int d = 0;
         for (; d < d16; d += 16) {
             const __m512 a = in0 ? load_row16(r0, d, f16) : zero;
@@ -79,7 +77,8 @@ SL_T512 static __m512 pair_bcast(const float *p)
     return _mm512_castpd_ps(_mm512_set1_pd(x));
 }
 
-SL_T512 void sl_attn512_scores32(const float *qt, const float *kp, int dk, int t0, float *p)
+SL_T512 void sl_attn512_scores32(const float *qt, const float *kp, int dk, int t0, float *p,
+                                 sl_attn_ahead *ahead)
 {
     /* lane 2h + j of a score register: head h against the pair's position j */
     const __m512i dup = _mm512_set_epi32(7, 7, 6, 6, 5, 5, 4, 4, 3, 3, 2, 2, 1, 1, 0, 0);
@@ -89,6 +88,7 @@ SL_T512 void sl_attn512_scores32(const float *qt, const float *kp, int dk, int t
     __m512 s[16];
     UNROLL for (int j = 0; j < 16; j++) s[j] = _mm512_setzero_ps();
     for (size_t d = 0; d < n; d++) {
+        sl_attn_ask_one(ahead);
         const __m512 q = _mm512_permutexvar_ps(dup, _mm512_castps256_ps512(_mm256_loadu_ps(qt + 8 * d)));
         UNROLL for (int j = 0; j < 16; j++)
             s[j] = _mm512_fmadd_ps(q, pair_bcast(k + (size_t)j * 2 * n + 2 * d), s[j]);
@@ -99,7 +99,7 @@ SL_T512 void sl_attn512_scores32(const float *qt, const float *kp, int dk, int t
 }
 
 SL_T512 void sl_attn512_values8(const uint8_t *v, size_t v_stride, int v16, int n,
-                                const float *pw, int dv, float *acc)
+                                const float *pw, int dv, float *acc, sl_attn_ahead *ahead)
 {
     for (int d = 0; d < dv; d += 32) {
         __m512 o[8][2];
@@ -109,6 +109,7 @@ SL_T512 void sl_attn512_values8(const uint8_t *v, size_t v_stride, int v16, int 
         }
         const uint8_t *vr = v;
         for (int t = 0; t < n; t++, vr += v_stride) {
+            sl_attn_ask_one(ahead);
             const __m512 x0 = load_row16(vr, d, v16), x1 = load_row16(vr, d + 16, v16);
             const float *w = pw + (size_t)t * 8;
             UNROLL for (int h = 0; h < 8; h++) {

@@ -1,6 +1,7 @@
 /* attn_kernels_avx2.c - attention inner loops with AVX2, FMA and F16C.
  * Compiled with -mavx2 -mfma -mf16c; only called when the CPU has them. */
 #include "ops/attn_kernels.h"
+#include "ops/attn_ahead.h"
 #include "ops/attn_kernels512.h"
 #include "ops/vexp_avx2.h"
 
@@ -184,7 +185,7 @@ static __m256 load_v8(const void *row, int d, int f16)
  * load serving every row. */
 #define DEF_VACC(NAME, NR, C)                                                                   \
     static void NAME(const sl_attn_block *b, int ic, int t_lo, int kv, int f16, const float *p, \
-                     size_t rs, size_t ts, float *acc, int d)                                   \
+                     size_t rs, size_t ts, float *acc, int d, sl_attn_ahead *ahead)             \
     {                                                                                           \
         const int dv = b->dv;                                                                   \
         __m256 o[NR][C];                                                                        \
@@ -192,6 +193,7 @@ static __m256 load_v8(const void *row, int d, int f16)
             UNROLL for (int c = 0; c < C; c++) o[r][c] = _mm256_loadu_ps(acc + (size_t)r * dv + d + 8 * c); \
         const uint8_t *vr = (const uint8_t *)b->v + (size_t)(ic + t_lo) * b->v_stride;         \
         for (int t = t_lo; t < kv; t++, vr += b->v_stride) {                                    \
+            sl_attn_ask_one(ahead);                                                             \
             __m256 x[C];                                                                        \
             UNROLL for (int c = 0; c < C; c++) x[c] = load_v8(vr, d + 8 * c, f16);                     \
             UNROLL for (int r = 0; r < NR; r++) {                                                      \
@@ -213,7 +215,7 @@ DEF_VACC(vacc_1x1, 1, 1)
  * (dv apart) and whose weights are p[r rs + t ts]: whole eights of dims by
  * the blocked chains above, the dv % 8 tail one scalar chain per element. */
 static void vacc_tile(const sl_attn_block *b, int ic, int t_lo, int kv, int f16, const float *p,
-                      size_t rs, size_t ts, int nq, float *acc)
+                      size_t rs, size_t ts, int nq, float *acc, sl_attn_ahead *ahead)
 {
     const int dv = b->dv, dv8 = dv - dv % 8;
     int r = 0;
@@ -221,22 +223,22 @@ static void vacc_tile(const sl_attn_block *b, int ic, int t_lo, int kv, int f16,
         float *a = acc + (size_t)r * dv;
         const float *pr = p + (size_t)r * rs;
         int d = 0;
-        for (; d + 16 <= dv8; d += 16) vacc_4x2(b, ic, t_lo, kv, f16, pr, rs, ts, a, d);
-        for (; d < dv8; d += 8) vacc_4x1(b, ic, t_lo, kv, f16, pr, rs, ts, a, d);
+        for (; d + 16 <= dv8; d += 16) vacc_4x2(b, ic, t_lo, kv, f16, pr, rs, ts, a, d, ahead);
+        for (; d < dv8; d += 8) vacc_4x1(b, ic, t_lo, kv, f16, pr, rs, ts, a, d, ahead);
     }
     for (; r + 2 <= nq; r += 2) {
         float *a = acc + (size_t)r * dv;
         const float *pr = p + (size_t)r * rs;
         int d = 0;
-        for (; d + 32 <= dv8; d += 32) vacc_2x4(b, ic, t_lo, kv, f16, pr, rs, ts, a, d);
-        for (; d < dv8; d += 8) vacc_2x1(b, ic, t_lo, kv, f16, pr, rs, ts, a, d);
+        for (; d + 32 <= dv8; d += 32) vacc_2x4(b, ic, t_lo, kv, f16, pr, rs, ts, a, d, ahead);
+        for (; d < dv8; d += 8) vacc_2x1(b, ic, t_lo, kv, f16, pr, rs, ts, a, d, ahead);
     }
     for (; r < nq; r++) {
         float *a = acc + (size_t)r * dv;
         const float *pr = p + (size_t)r * rs;
         int d = 0;
-        for (; d + 64 <= dv8; d += 64) vacc_1x8(b, ic, t_lo, kv, f16, pr, rs, ts, a, d);
-        for (; d < dv8; d += 8) vacc_1x1(b, ic, t_lo, kv, f16, pr, rs, ts, a, d);
+        for (; d + 64 <= dv8; d += 64) vacc_1x8(b, ic, t_lo, kv, f16, pr, rs, ts, a, d, ahead);
+        for (; d < dv8; d += 8) vacc_1x1(b, ic, t_lo, kv, f16, pr, rs, ts, a, d, ahead);
     }
     for (int d = dv8; d < dv; d++)
         for (r = 0; r < nq; r++) {
@@ -367,7 +369,9 @@ static void attend_rows(const sl_attn_block *b, int f16)
         sl_attn_block vb;
         int vic;
         const int v16 = values_f32(b, ic, t_lo, kv, f16, kt, &vb, &vic);
-        vacc_tile(&vb, vic, t_lo, kv, v16, p, T, 1, nq, acc);
+        /* the next tile's K rows asked for while the values compute */
+        sl_attn_ahead ak = sl_attn_ahead_rows(b->k, b->k_stride, ic + T, b->n_pos);
+        vacc_tile(&vb, vic, t_lo, kv, v16, p, T, 1, nq, acc, &ak);
     }
     if (b->sinks) sl_attn_sinks_ref(b, acc, mx, sum);
     for (int r = 0; r < nq; r++) {
@@ -381,13 +385,14 @@ static void attend_rows(const sl_attn_block *b, int f16)
  * of the converted K tile kf[t][dk]: lane r of S[i] is q_r . k_(t0+i), one
  * FMA chain over d, as the one-row kernel computes each. */
 __attribute__((noinline)) static void scores_heads8(const float *qt, const float *kf, int dk,
-                                                    int t0, __m256 S[8])
+                                                    int t0, __m256 S[8], sl_attn_ahead *ahead)
 {
     __m256 s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0, s3 = s0, s4 = s0, s5 = s0, s6 = s0, s7 = s0;
     const size_t n = (size_t)dk;
     const float *k0 = kf + (size_t)t0 * n, *k1 = k0 + n, *k2 = k1 + n, *k3 = k2 + n;
     const float *k4 = k3 + n, *k5 = k4 + n, *k6 = k5 + n, *k7 = k6 + n;
     for (size_t d = 0; d < n; d++) {
+        sl_attn_ask_one(ahead);
         const __m256 q = _mm256_loadu_ps(qt + 8 * d);
         s0 = _mm256_fmadd_ps(q, _mm256_broadcast_ss(k0 + d), s0);
         s1 = _mm256_fmadd_ps(q, _mm256_broadcast_ss(k1 + d), s1);
@@ -401,15 +406,12 @@ __attribute__((noinline)) static void scores_heads8(const float *qt, const float
     S[0] = s0, S[1] = s1, S[2] = s2, S[3] = s3, S[4] = s4, S[5] = s5, S[6] = s6, S[7] = s7;
 }
 
-/* The K rows [t_lo, kv) of a tile as f32 rows kf[t][dk] (others zero),
- * asking for the rows a little ahead as it goes (none at or past pf_end). */
-static void load_k_rows(const sl_attn_block *b, int ic, int t_lo, int kv, int f16, int pf_end,
-                        float *kf)
+/* The K rows [t_lo, kv) of a tile as f32 rows kf[t][dk] (others zero). */
+static void load_k_rows(const sl_attn_block *b, int ic, int t_lo, int kv, int f16, float *kf)
 {
     const int T = SL_ATTN_TILE, dk = b->dk;
     for (int t = 0; t < T; t++) {
         float *o = kf + (size_t)t * dk;
-        sl_attn_prefetch_rows(b, ic + t + SL_ATTN_AHEAD, 1, pf_end);
         if (t < t_lo || t >= kv) {
             memset(o, 0, (size_t)dk * sizeof(float));
             continue;
@@ -456,7 +458,8 @@ static void heads_init(const sl_attn_block *b, const float *q, float *qt, float 
  * and their sums in eights then double, lane by lane in the one-row
  * kernel's order. */
 static void heads_scores(const sl_attn_block *b, const float *kf, int t_lo, int kv,
-                         const float *qt, float *pw, float *acc, float *mx, float *sum, int wide)
+                         const float *qt, float *pw, float *acc, float *mx, float *sum, int wide,
+                         sl_attn_ahead *ahead)
 {
     enum { T = SL_ATTN_TILE };
     const int dk = b->dk, dv = b->dv, nq = b->n_q, G = (nq + 7) / 8;
@@ -468,7 +471,7 @@ static void heads_scores(const sl_attn_block *b, const float *kf, int t_lo, int 
         __m256 vmax = ninf;
         if (wide) {
             for (int t0 = 0; t0 < T; t0 += 32)
-                if (t0 + 32 > t_lo && t0 < kv) sl_attn512_scores32(q8, kf, dk, t0, p);
+                if (t0 + 32 > t_lo && t0 < kv) sl_attn512_scores32(q8, kf, dk, t0, p, ahead);
             for (int t = 0; t < T; t++) {
                 float *pt = p + (size_t)t * 8;
                 const __m256 s = t < t_lo || t >= kv ? ninf : _mm256_mul_ps(_mm256_loadu_ps(pt), scale);
@@ -481,7 +484,7 @@ static void heads_scores(const sl_attn_block *b, const float *kf, int t_lo, int 
             if (t0 + 8 <= t_lo || t0 >= kv) {
                 for (int i = 0; i < 8; i++) S[i] = ninf;
             } else {
-                scores_heads8(q8, kf, dk, t0, S);
+                scores_heads8(q8, kf, dk, t0, S, ahead);
                 for (int i = 0; i < 8; i++) {
                     const int t = t0 + i;
                     S[i] = t < t_lo || t >= kv ? ninf : _mm256_mul_ps(S[i], scale);
@@ -540,7 +543,7 @@ static void heads_scores(const sl_attn_block *b, const float *kf, int t_lo, int 
  * [t_lo, kv), as vb / vic give them (values_f32): four rows at a time, or
  * (wide) each whole eight rows by the 512-bit step when dv allows. */
 static void heads_values(const sl_attn_block *vb, int vic, int t_lo, int kv, int v16,
-                         const float *pw, float *acc, int wide)
+                         const float *pw, float *acc, int wide, sl_attn_ahead *ahead)
 {
     const int nq = vb->n_q, G = (nq + 7) / 8, dv = vb->dv;
     for (int g = 0; g < G; g++) {
@@ -549,9 +552,9 @@ static void heads_values(const sl_attn_block *vb, int vic, int t_lo, int kv, int
         float *a = acc + (size_t)8 * g * dv;
         if (wide && nr == 8 && dv % 32 == 0)
             sl_attn512_values8((const uint8_t *)vb->v + (size_t)(vic + t_lo) * vb->v_stride,
-                               vb->v_stride, v16, kv - t_lo, p + (size_t)t_lo * 8, dv, a);
+                               vb->v_stride, v16, kv - t_lo, p + (size_t)t_lo * 8, dv, a, ahead);
         else
-            vacc_tile(vb, vic, t_lo, kv, v16, p, 1, 8, nr, a);
+            vacc_tile(vb, vic, t_lo, kv, v16, p, 1, 8, nr, a, ahead);
     }
 }
 
@@ -586,17 +589,19 @@ static void attend_heads(const sl_attn_block *b, int f16, int wide)
     for (int ic = b->pos_lo - b->pos_lo % T; ic < b->n_pos; ic += T) {
         const int kv = b->n_pos - ic < T ? b->n_pos - ic : T;
         const int t_lo = b->pos_lo > ic ? b->pos_lo - ic : 0;
+        sl_attn_ahead ak = sl_attn_ahead_rows(b->k, b->k_stride, ic + T, b->n_pos);
+        sl_attn_ahead av = sl_attn_ahead_rows(b->v, b->v_stride, ic + T, b->n_pos);
         if (wide)
-            sl_attn512_k_pairs(b, ic, t_lo, kv, f16, b->n_pos, kf);
+            sl_attn512_k_pairs(b, ic, t_lo, kv, f16, kf);
         else
-            load_k_rows(b, ic, t_lo, kv, f16, b->n_pos, kf);
-        heads_scores(b, kf, t_lo, kv, qt, pw, acc, mx, sum, wide);
+            load_k_rows(b, ic, t_lo, kv, f16, kf);
+        heads_scores(b, kf, t_lo, kv, qt, pw, acc, mx, sum, wide, &ak);
         /* the values: an f16 tile converted once into the K rows' room
          * (wide: read in place, each V row once for all eight rows) */
         sl_attn_block vb = *b;
         int vic = ic, v16 = f16;
         if (!wide) v16 = values_f32(b, ic, t_lo, kv, f16, kf, &vb, &vic);
-        heads_values(&vb, vic, t_lo, kv, v16, pw, acc, wide);
+        heads_values(&vb, vic, t_lo, kv, v16, pw, acc, wide, &av);
     }
     heads_finish(b, acc, mx, sum, b->out);
 }
@@ -638,16 +643,18 @@ static void attend_heads_tok(const sl_attn_block *b, int f16, int wide)
             if (kv > u_kv) u_kv = kv;
         }
         if (first < 0) continue;
+        sl_attn_ahead ak = sl_attn_ahead_rows(b->k, b->k_stride, ic + T, n_end);
+        sl_attn_ahead av = sl_attn_ahead_rows(b->v, b->v_stride, ic + T, n_end);
         if (wide)
-            sl_attn512_k_pairs(b, ic, u_lo, u_kv, f16, n_end, kf);
+            sl_attn512_k_pairs(b, ic, u_lo, u_kv, f16, kf);
         else
-            load_k_rows(b, ic, u_lo, u_kv, f16, n_end, kf);
+            load_k_rows(b, ic, u_lo, u_kv, f16, kf);
         for (int i = first; i <= last; i++) {
             const int lo = sl_attn_tok_lo(b, i), np = b->n_pos + i;
             if (ic + T <= lo || ic >= np) continue;
             const int kv = np - ic < T ? np - ic : T, t_lo = lo > ic ? lo - ic : 0;
             heads_scores(b, kf, t_lo, kv, TOK_QT(i), TOK_PW(i), TOK_ACC(i), TOK_MX(i),
-                         TOK_SUM(i), wide);
+                         TOK_SUM(i), wide, &ak);
         }
         sl_attn_block vb;
         int vic;
@@ -656,7 +663,7 @@ static void attend_heads_tok(const sl_attn_block *b, int f16, int wide)
             const int lo = sl_attn_tok_lo(b, i), np = b->n_pos + i;
             if (ic + T <= lo || ic >= np) continue;
             const int kv = np - ic < T ? np - ic : T, t_lo = lo > ic ? lo - ic : 0;
-            heads_values(&vb, vic, t_lo, kv, v16, TOK_PW(i), TOK_ACC(i), wide);
+            heads_values(&vb, vic, t_lo, kv, v16, TOK_PW(i), TOK_ACC(i), wide, &av);
         }
     }
     for (int i = 0; i < nt; i++)
