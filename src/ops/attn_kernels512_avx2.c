@@ -18,13 +18,12 @@
 #define SL_T512 __attribute__((target("avx512f")))
 #define UNROLL _Pragma("GCC unroll 16")
 
-
 int sl_attn512_usable(void)
 {
     return __builtin_cpu_supports("avx512f");
 }
 
-/* Sixteen K values of a row from position d, as f32. */
+/* Sixteen values of a K or V row (f16 or f32) from element d, as f32. */
 SL_T512 static __m512 load_row16(const uint8_t *row, int d, int f16)
 {
     return f16 ? _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)((const uint16_t *)row + d)))

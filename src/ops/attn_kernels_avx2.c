@@ -478,21 +478,22 @@ static void heads_scores(const sl_attn_block *b, const float *kf, int t_lo, int 
                 vmax = _mm256_max_ps(vmax, s);
                 _mm256_storeu_ps(pt, s);
             }
-        }
-        for (int t0 = 0; t0 < T && !wide; t0 += 8) {
-            __m256 S[8];
-            if (t0 + 8 <= t_lo || t0 >= kv) {
-                for (int i = 0; i < 8; i++) S[i] = ninf;
-            } else {
-                scores_heads8(q8, kf, dk, t0, S, ahead);
-                for (int i = 0; i < 8; i++) {
-                    const int t = t0 + i;
-                    S[i] = t < t_lo || t >= kv ? ninf : _mm256_mul_ps(S[i], scale);
+        } else {
+            for (int t0 = 0; t0 < T; t0 += 8) {
+                __m256 S[8];
+                if (t0 + 8 <= t_lo || t0 >= kv) {
+                    for (int i = 0; i < 8; i++) S[i] = ninf;
+                } else {
+                    scores_heads8(q8, kf, dk, t0, S, ahead);
+                    for (int i = 0; i < 8; i++) {
+                        const int t = t0 + i;
+                        S[i] = t < t_lo || t >= kv ? ninf : _mm256_mul_ps(S[i], scale);
+                    }
                 }
-            }
-            for (int i = 0; i < 8; i++) {
-                vmax = _mm256_max_ps(vmax, S[i]);
-                _mm256_storeu_ps(p + (size_t)(t0 + i) * 8, S[i]);
+                for (int i = 0; i < 8; i++) {
+                    vmax = _mm256_max_ps(vmax, S[i]);
+                    _mm256_storeu_ps(p + (size_t)(t0 + i) * 8, S[i]);
+                }
             }
         }
         float tmax[8], mnew[8];
