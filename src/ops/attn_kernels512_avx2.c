@@ -10,6 +10,7 @@
  * (two positions' eight heads in one register for the scores, sixteen
  * dimensions for the values), so the bits are the same. */
 #include "ops/attn_kernels512.h"
+#include "util/cpu.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -20,7 +21,9 @@
 
 int sl_attn512_usable(void)
 {
-    return __builtin_cpu_supports("avx512f");
+    sl_cpu_features cpu;
+    sl_cpu_detect(&cpu);
+    return cpu.avx512f;
 }
 
 /* Sixteen values of a K or V row (f16 or f32) from element d, as f32. */

@@ -17,12 +17,14 @@
  * Each kernel is written once for a compile-time token count (an inlined
  * function with a constant nt) so the per-token accumulators live in
  * registers; a switch picks the instance.
- * Must not know: threads, matrices, which CPU we run on. */
+ * Must not know: threads, matrices. Which CPU we run on it asks util/cpu.h,
+ * once, for the one 512-bit form (Q6_K). */
 #include <math.h>
 
 #include "quant/quant_avx2.h"
 #include "quant/quant_internal.h"
 #include "quant/vec_dot_rp.h"
+#include "util/cpu.h"
 
 #ifdef SL_HAVE_AVX2_BUILD
 
@@ -1000,8 +1002,9 @@ SL_T512 static void vec_dot_n_q6_K_512(int64_t n, float *s, const void *x, const
 /* AVX-512F and BW with the OS saving the opmask and zmm state. */
 static bool have_avx512bw(void)
 {
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw");
+    sl_cpu_features cpu;
+    sl_cpu_detect(&cpu);
+    return cpu.avx512bw;
 }
 
 int sl_vec_dot_n_q6_K_forms_avx2(sl_vec_dot_n_fn out[2])

@@ -34,6 +34,19 @@ static bool x86_has_avx2(void)
     __cpuid_count(7, 0, a, b, c, d);
     return (b & (1u << 5)) && (b & (1u << 8)); /* AVX2, BMI2 */
 }
+
+/* AVX-512 foundation (and, in *bw, byte/word) instructions present, and the
+ * OS saves the opmask and all 512-bit register state (XCR0 bits 5-7).
+ * Asked only once AVX2 is known usable, so leaf 7 and xgetbv exist. */
+static void x86_avx512(bool *f, bool *bw)
+{
+    unsigned a, b, c, d, xlo, xhi;
+    __asm__ volatile("xgetbv" : "=a"(xlo), "=d"(xhi) : "c"(0));
+    if ((xlo & 0xe6u) != 0xe6u) return; /* XMM, YMM, opmask, ZMM_Hi256, Hi16_ZMM */
+    __cpuid_count(7, 0, a, b, c, d);
+    *f = (b & (1u << 16)) != 0;
+    *bw = *f && (b & (1u << 30)) != 0;
+}
 #endif
 
 #if defined(__aarch64__) && defined(__APPLE__)
@@ -51,6 +64,7 @@ void sl_cpu_detect(sl_cpu_features *f)
     memset(f, 0, sizeof *f);
 #if defined(__x86_64__)
     f->avx2 = x86_has_avx2();
+    if (f->avx2) x86_avx512(&f->avx512f, &f->avx512bw);
 #elif defined(__aarch64__) && defined(__linux__)
     const unsigned long hw = getauxval(AT_HWCAP);
     f->neon = (hw & SL_HWCAP_ASIMD) != 0;

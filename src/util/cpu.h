@@ -3,14 +3,17 @@
  * The one place that talks to the hardware about instruction sets: x86
  * cpuid/xgetbv, Linux/Android getauxval(AT_HWCAP) on aarch64 (Apple's
  * sysctl would go here too), nothing elsewhere (every feature false). The
- * kernel dispatch (quant/quant.c) decides what to use from these answers. */
+ * kernel dispatch (quant/quant.c, ops/attn_kernels.c) decides what to use
+ * from these answers. */
 #ifndef SL_UTIL_CPU_H
 #define SL_UTIL_CPU_H
 
 #include <stdbool.h>
 
 typedef struct sl_cpu_features {
-    bool avx2;    /* x86: AVX2 + FMA + F16C + BMI2, YMM state saved by the OS */
+    bool avx2;      /* x86: AVX2 + FMA + F16C + BMI2, YMM state saved by the OS */
+    bool avx512f;   /* x86: the above and AVX-512F, opmask and ZMM state saved */
+    bool avx512bw;  /* x86: the above and AVX-512BW */
     bool neon;    /* aarch64: Advanced SIMD (always on ARMv8-A Linux, checked anyway) */
     bool dotprod; /* aarch64: SDOT/UDOT (ARMv8.2-A dot-product extension) */
     bool i8mm;    /* aarch64: SMMLA/USDOT (ARMv8.6-A int8 matrix multiply) */

@@ -1,0 +1,53 @@
+/* test_cpu.c - util/cpu.c's instruction-set answers agree with the
+ * compiler's own detector (__builtin_cpu_supports reads cpuid and xgetbv
+ * through libgcc, written independently of ours), and the kernels that
+ * have a 512-bit form choose it exactly when the answer says so. */
+#include "ops/attn_kernels.h"
+#include "quant/quant.h"
+#include "quant/quant_internal.h"
+#include "test.h"
+#include "util/cpu.h"
+
+TEST(x86_features_match_the_compiler)
+{
+    sl_cpu_features f;
+    sl_cpu_detect(&f);
+#if defined(__x86_64__)
+    __builtin_cpu_init();
+    const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+                      __builtin_cpu_supports("bmi2");
+    CHECK_EQ_INT(f.avx2, avx2);
+    CHECK_EQ_INT(f.avx512f, avx2 && __builtin_cpu_supports("avx512f"));
+    CHECK_EQ_INT(f.avx512bw, avx2 && __builtin_cpu_supports("avx512f") &&
+                                 __builtin_cpu_supports("avx512bw"));
+    CHECK(!f.neon && !f.dotprod && !f.i8mm);
+    printf("   avx2 %d, avx512f %d, avx512bw %d\n", f.avx2, f.avx512f, f.avx512bw);
+#else
+    CHECK(!f.avx2 && !f.avx512f && !f.avx512bw);
+#endif
+    CHECK(!f.avx512bw || f.avx512f);
+    CHECK(!f.avx512f || f.avx2);
+}
+
+TEST(wide_kernels_follow_the_answer)
+{
+    sl_cpu_features f;
+    sl_cpu_detect(&f);
+    sl_vec_dot_n_fn forms[2];
+#if defined(__x86_64__)
+    CHECK_EQ_INT(sl_vec_dot_n_q6_K_forms_avx2(forms), f.avx512bw ? 2 : 1);
+    CHECK_EQ_INT(sl_attn_kernels_avx512() != NULL, f.avx512f);
+    if (sl_quant_isa() == SL_ISA_AVX2)
+        CHECK_EQ_INT(sl_attn_kernels_get() == sl_attn_kernels_avx512(), f.avx512f);
+#else
+    CHECK_EQ_INT(sl_vec_dot_n_q6_K_forms_avx2(forms), 0);
+    CHECK(sl_attn_kernels_avx512() == NULL);
+#endif
+}
+
+int main(void)
+{
+    RUN(x86_features_match_the_compiler);
+    RUN(wide_kernels_follow_the_answer);
+    return TEST_REPORT();
+}
