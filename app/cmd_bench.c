@@ -30,8 +30,11 @@ static void usage(FILE *f)
             "  -p, --n-prompt N   prompt tokens per pp test (default 512; 0 skips pp)\n"
             "  -n, --n-gen N      generated tokens per tg test (default 128; 0 skips tg)\n"
             "  -r, --repetitions N  runs of each test (default 3)\n"
-            "  -d, --n-depth N    tokens of existing context before each test, evaluated\n"
-            "                     untimed (llama-bench's depth; default 0)\n"
+            "  -d, --n-depth N[,N...]  tokens of existing context before each test,\n"
+            "                     evaluated untimed once per depth and kept between runs\n"
+            "                     (llama-bench's depth; default 0). With several depths\n"
+            "                     the runs alternate between them, so their ratio is\n"
+            "                     measured over the same stretch of time\n"
             "  -b, --ubatch N     prompt micro-batch: tokens evaluated together, each\n"
             "                     expert's weights read once per micro-batch (default 512)\n"
             "      --json         one JSON object per test instead of the table\n"
@@ -103,57 +106,106 @@ static double process_cpu_s(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* One test (pp n_prompt or tg n_gen) reps times, each after depth tokens
- * of context evaluated untimed; tps[r] the rate of run r, cpu[r] its
- * process CPU milliseconds per token (less sensitive than the rate to
- * other jobs on a shared machine). */
-static int run_test(sl_model *m, const model_flags *mf, int depth, int n_prompt, int n_gen,
-                    int batch, int reps, double *tps, double *cpu, sl_err *err)
+/* The most depths one `-d` list may name. */
+#define MAX_DEPTHS 16
+
+/* Brings s to the depth tokens of context toks[0..depth): back to them by
+ * truncation when the session still holds them, else (the first time, or
+ * a recurrent or sliding-window layer that cannot go back that far)
+ * evaluated again from empty, untimed. */
+static int to_depth(sl_session *s, const int32_t *toks, int depth, int batch, sl_err *err)
 {
-    const int n_vocab = sl_model_n_vocab(m);
-    const int total = depth + n_prompt + n_gen + 1;
-    sl_session_params sp = sl_session_default_params();
-    sp.n_ctx = total;
-    sp.n_batch_max = batch;
-    sl_session *s;
-    int rc = sl_session_create(&s, m, &sp, err);
-    if (rc) return rc;
-    int32_t *toks = malloc(sizeof(int32_t) * (size_t)total);
-    if (!toks) {
-        sl_session_free(s);
-        return sl_err_set(err, SL_ENOMEM, "out of memory");
+    sl_err refused;
+    if (depth > 0 && sl_session_n_past(s) >= depth &&
+        sl_session_truncate_err(s, depth, &refused) == 0)
+        return 0;
+    sl_session_truncate(s, 0);
+    return depth > 0 ? eval_all(s, toks, depth, batch, err) : 0;
+}
+
+/* One test (pp n_prompt or tg n_gen) at each of nd depths, reps times:
+ * one session per depth, its context evaluated once (untimed) and kept
+ * between runs; the runs alternate between the depths (run r at every
+ * depth, then run r + 1), so a ratio between depths is measured in one
+ * stretch of time even where the machine's speed drifts. tps[k reps + r]
+ * is the rate of run r at depth k, cpu[k reps + r] its process CPU
+ * milliseconds per token (less sensitive than the rate to other jobs on
+ * a shared machine). */
+static int run_tests(sl_model *m, const model_flags *mf, const int *depths, int nd, int n_prompt,
+                     int n_gen, int batch, int reps, double *tps, double *cpu, sl_err *err)
+{
+    const int n_vocab = sl_model_n_vocab(m), n_test = n_prompt + n_gen;
+    int max_depth = 0;
+    for (int k = 0; k < nd; k++) max_depth = depths[k] > max_depth ? depths[k] : max_depth;
+    sl_session *ss[MAX_DEPTHS] = {0};
+    int32_t *ctx = malloc(sizeof(int32_t) * ((size_t)max_depth + (size_t)n_test + 1));
+    if (!ctx) return sl_err_set(err, SL_ENOMEM, "out of memory");
+    int32_t *test = ctx + max_depth;
+    int rc = 0;
+    fill_tokens(ctx, max_depth, n_vocab, 1000);
+    for (int k = 0; k < nd && !rc; k++) {
+        sl_session_params sp = sl_session_default_params();
+        sp.n_ctx = depths[k] + n_test + 1;
+        sp.n_batch_max = batch;
+        if ((rc = sl_session_create(&ss[k], m, &sp, err))) break;
+        /* warm-up: one token, so first-touch costs do not land in run 1 */
+        fill_tokens(test, 1, n_vocab, 99);
+        rc = sl_session_eval(ss[k], test, 1, err);
     }
-    /* warm-up: one token, so first-touch costs do not land in run 1 */
-    fill_tokens(toks, 1, n_vocab, 99);
-    rc = sl_session_eval(s, toks, 1, err);
     for (int r = 0; r < reps && !rc; r++) {
-        sl_session_truncate(s, 0);
-        fill_tokens(toks, total, n_vocab, 1000 + (uint64_t)r);
-        if (depth > 0 && (rc = eval_all(s, toks, depth, batch, err))) break;
-        const int32_t *t = toks + depth;
-        const double c0 = process_cpu_s();
-        uint64_t t0 = sl_now_ns();
-        if (n_prompt > 0) {
-            rc = eval_all(s, t, n_prompt, batch, err);
-            tps[r] = n_prompt / sl_ns_to_s(sl_now_ns() - t0);
-        } else {
-            model_flags_progress(mf, m, 0, 0.0); /* a --stats-csv row for what came before */
-            for (int i = 0; i < n_gen && !rc; i++) {
-                rc = sl_session_eval(s, t + i, 1, err);
-                model_flags_progress(mf, m, i + 1, sl_ns_to_s(sl_now_ns() - t0));
+        fill_tokens(test, n_test, n_vocab, 2000 + (uint64_t)r);
+        for (int k = 0; k < nd && !rc; k++) {
+            sl_session *s = ss[k];
+            if ((rc = to_depth(s, ctx, depths[k], batch, err))) break;
+            const double c0 = process_cpu_s();
+            uint64_t t0 = sl_now_ns();
+            double *rate = &tps[(size_t)k * reps + r];
+            if (n_prompt > 0) {
+                rc = eval_all(s, test, n_prompt, batch, err);
+                *rate = n_prompt / sl_ns_to_s(sl_now_ns() - t0);
+            } else {
+                model_flags_progress(mf, m, 0, 0.0); /* a --stats-csv row for what came before */
+                for (int i = 0; i < n_gen && !rc; i++) {
+                    rc = sl_session_eval(s, test + i, 1, err);
+                    model_flags_progress(mf, m, i + 1, sl_ns_to_s(sl_now_ns() - t0));
+                }
+                model_flags_progress_end(mf);
+                *rate = n_gen / sl_ns_to_s(sl_now_ns() - t0);
             }
-            model_flags_progress_end(mf);
-            tps[r] = n_gen / sl_ns_to_s(sl_now_ns() - t0);
+            cpu[(size_t)k * reps + r] = 1e3 * (process_cpu_s() - c0) / n_test;
         }
-        cpu[r] = 1e3 * (process_cpu_s() - c0) / (n_prompt > 0 ? n_prompt : n_gen);
     }
-    free(toks);
-    sl_session_free(s);
+    for (int k = 0; k < nd; k++) sl_session_free(ss[k]);
+    free(ctx);
     return rc;
 }
 
-static int bench_model(const char *path, int depth, int n_prompt, int n_gen, int reps,
-                       const model_flags *mf, int batch, bool json)
+/* One result line: the table's row, or a JSON object (--json). */
+static void print_row(const sl_model *m, const char *path, int nth, int depth, int np, int ng,
+                      int reps, const double *tps, const double *cpu, int tw, bool json)
+{
+    stats st = summarise(tps, reps), sc = summarise(cpu, reps);
+    const double gib = (double)(m->dense_bytes + m->expert_bytes) / (1u << 30);
+    char test[32];
+    if (depth > 0) /* llama-bench's name for a test at depth */
+        snprintf(test, sizeof test, "%s%d @ d%d", np ? "pp" : "tg", np ? np : ng, depth);
+    else
+        snprintf(test, sizeof test, "%s%d", np ? "pp" : "tg", np ? np : ng);
+    if (json)
+        printf("{\"model\":\"%s\",\"arch\":\"%s\",\"size_bytes\":%llu,\"type\":\"%s\","
+               "\"threads\":%d,\"test\":\"%s\",\"n_prompt\":%d,\"n_gen\":%d,"
+               "\"n_depth\":%d,\"repetitions\":%d,\"tps_mean\":%.4f,\"tps_sd\":%.4f,"
+               "\"cpu_ms_per_token\":%.4f}\n",
+               path, sl_model_arch_name(m),
+               (unsigned long long)(m->dense_bytes + m->expert_bytes), dominant_type(m), nth,
+               test, np, ng, depth, reps, st.mean, st.sd, sc.mean);
+    else
+        printf("| %-10s | %6.2f GiB | %-6s | %7d | %*s | %11.2f ± %6.2f |\n",
+               sl_model_arch_name(m), gib, dominant_type(m), nth, tw, test, st.mean, st.sd);
+}
+
+static int bench_model(const char *path, const int *depths, int nd, int n_prompt, int n_gen,
+                       int reps, const model_flags *mf, int batch, bool json)
 {
     sl_model *m = model_flags_load(mf, "bench", path);
     if (!m) return 1;
@@ -161,53 +213,41 @@ static int bench_model(const char *path, int depth, int n_prompt, int n_gen, int
     const int threads = mf->params.n_threads;
     const int nth = threads > 0 ? threads : sl_cpu_core_count();
     run_totals totals = {0, 0, 0};
-    const uint64_t model_bytes = m->dense_bytes + m->expert_bytes; /* resident or not */
-    const double gib = (double)model_bytes / (1u << 30);
-    const int tw = depth ? 14 : 8;
+    long depth_sum = 0, deep = 0;
+    for (int k = 0; k < nd; k++) depth_sum += depths[k], deep |= depths[k];
+    const int tw = deep ? 14 : 8;
     if (!json) {
         /* the test column widens for names with a depth ("pp512 @ d4096") */
         printf("| %-10s | %10s | %-6s | %7s | %*s | %20s |\n", "model", "size", "type",
                "threads", tw, "test", "t/s");
         printf("| %-10s | %10s | %-6s | %7s | %*s | %20s |\n", "----------", "---------:",
-               "------", "------:", tw, depth ? "-------------:" : "-------:",
+               "------", "------:", tw, deep ? "-------------:" : "-------:",
                "-------------------:");
     }
     int rc = 0;
     for (int which = 0; which < 2 && !rc; which++) {
         int np = which == 0 ? n_prompt : 0, ng = which == 1 ? n_gen : 0;
         if (np == 0 && ng == 0) continue;
-        double *tps = calloc(2 * (size_t)reps, sizeof *tps), *cpu = tps + reps;
+        double *tps = calloc(2 * (size_t)nd * (size_t)reps, sizeof *tps);
+        double *cpu = tps ? tps + (size_t)nd * reps : NULL;
         if (!tps) {
             fprintf(stderr, "sluice bench: out of memory\n");
             rc = 1;
             break;
         }
         uint64_t t0 = sl_now_ns();
-        rc = run_test(m, mf, depth, np, ng, batch, reps, tps, cpu, &err);
+        rc = run_tests(m, mf, depths, nd, np, ng, batch, reps, tps, cpu, &err);
         totals.seconds += sl_ns_to_s(sl_now_ns() - t0);
-        totals.tokens += (long)reps * (depth + np + ng) + 1;
-        totals.generated += (long)reps * ng;
+        totals.tokens += depth_sum + (long)nd * (1 + (long)reps * (np + ng));
+        totals.generated += (long)reps * nd * ng;
         if (rc) {
             fprintf(stderr, "sluice bench: %s\n", err.msg);
             free(tps);
             break;
         }
-        stats st = summarise(tps, reps), sc = summarise(cpu, reps);
-        char test[32];
-        if (depth > 0) /* llama-bench's name for a test at depth */
-            snprintf(test, sizeof test, "%s%d @ d%d", np ? "pp" : "tg", np ? np : ng, depth);
-        else
-            snprintf(test, sizeof test, "%s%d", np ? "pp" : "tg", np ? np : ng);
-        if (json)
-            printf("{\"model\":\"%s\",\"arch\":\"%s\",\"size_bytes\":%llu,\"type\":\"%s\","
-                   "\"threads\":%d,\"test\":\"%s\",\"n_prompt\":%d,\"n_gen\":%d,"
-                   "\"n_depth\":%d,\"repetitions\":%d,\"tps_mean\":%.4f,\"tps_sd\":%.4f,"
-                   "\"cpu_ms_per_token\":%.4f}\n",
-                   path, sl_model_arch_name(m), (unsigned long long)model_bytes,
-                   dominant_type(m), nth, test, np, ng, depth, reps, st.mean, st.sd, sc.mean);
-        else
-            printf("| %-10s | %6.2f GiB | %-6s | %7d | %*s | %11.2f ± %6.2f |\n",
-                   sl_model_arch_name(m), gib, dominant_type(m), nth, tw, test, st.mean, st.sd);
+        for (int k = 0; k < nd; k++)
+            print_row(m, path, nth, depths[k], np, ng, reps, tps + (size_t)k * reps,
+                      cpu + (size_t)k * reps, tw, json);
         free(tps);
         errno = 0;
         if (fflush(stdout) != 0 || ferror(stdout)) {
@@ -221,13 +261,38 @@ static int bench_model(const char *path, int depth, int n_prompt, int n_gen, int
     return rc ? 1 : 0;
 }
 
+/* Parses -d's comma-separated depths ("0,4096,8192") into d[0..*nd). */
+static bool parse_depths(const char *flag, const char *v, int *d, int *nd)
+{
+    char buf[256];
+    if (strlen(v) >= sizeof buf) {
+        fprintf(stderr, "sluice bench: %s: list too long\n", flag);
+        return false;
+    }
+    strcpy(buf, v);
+    *nd = 0;
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok;
+         tok = strtok_r(NULL, ",", &save)) {
+        long x;
+        if (*nd == MAX_DEPTHS) {
+            fprintf(stderr, "sluice bench: %s takes at most %d depths\n", flag, MAX_DEPTHS);
+            return false;
+        }
+        if (!arg_int("bench", flag, tok, 0, 1 << 22, &x)) return false;
+        d[(*nd)++] = (int)x;
+    }
+    if (*nd == 0) return arg_int("bench", flag, v, 0, 1 << 22, &(long){0}); /* "" or "," */
+    return true;
+}
+
 int bench_kernels(int threads, int mb); /* bench_kernels.c */
 int bench_kernels_paired(int threads, int mb, const char *types, int rounds);
 
 int cmd_bench(int argc, char **argv)
 {
     const char *model = NULL;
-    long n_prompt = 512, n_gen = 128, reps = 3, batch = 512, mb = 256, depth = 0, rounds = 15;
+    long n_prompt = 512, n_gen = 128, reps = 3, batch = 512, mb = 256, rounds = 15;
+    int depths[MAX_DEPTHS] = {0}, nd = 1;
     const char *kernel_types = NULL;
     model_flags mf;
     model_flags_init(&mf);
@@ -255,8 +320,7 @@ int cmd_bench(int argc, char **argv)
                 !arg_int("bench", a, v, 0, 1 << 20, &n_gen))
                 return 2;
         } else if (!strcmp(a, "-d") || !strcmp(a, "--n-depth")) {
-            if (!(v = arg_value("bench", argc, argv, &i)) ||
-                !arg_int("bench", a, v, 0, 1 << 22, &depth))
+            if (!(v = arg_value("bench", argc, argv, &i)) || !parse_depths(a, v, depths, &nd))
                 return 2;
         } else if (!strcmp(a, "-r") || !strcmp(a, "--repetitions")) {
             if (!(v = arg_value("bench", argc, argv, &i)) || !arg_int("bench", a, v, 1, 1000, &reps))
@@ -296,7 +360,9 @@ int cmd_bench(int argc, char **argv)
         fprintf(stderr, "sluice bench: nothing to do: -p and -n are both 0\n");
         return 2;
     }
-    mf.params.n_ctx_hint = (int)(depth + n_prompt + n_gen + 1);
-    return bench_model(model, (int)depth, (int)n_prompt, (int)n_gen, (int)reps, &mf, (int)batch,
+    int max_depth = 0;
+    for (int k = 0; k < nd; k++) max_depth = depths[k] > max_depth ? depths[k] : max_depth;
+    mf.params.n_ctx_hint = (int)(max_depth + n_prompt + n_gen + 1);
+    return bench_model(model, depths, nd, (int)n_prompt, (int)n_gen, (int)reps, &mf, (int)batch,
                        json);
 }

@@ -69,4 +69,11 @@ check "bench -d names its tests at the depth" grep -q "pp16 @ d24 .*tg4 @ d24\|t
 check "... both of them" grep -q "pp16 @ d24" "$work/bench"
 "$SLUICE" bench -m "$M" -p 0 -n 4 -r 1 --n-depth 24 -t 1 --json >"$work/bench.json" 2>&1
 check "bench --json reports n_depth" grep -q '"n_depth":24' "$work/bench.json"
+# a list of depths: one row per depth, in the list's order, the runs alternated
+"$SLUICE" bench -m "$M" -p 0 -n 4 -r 2 -d 0,24,8 -t 1 --json >"$work/bench3.json" 2>&1
+check "bench -d 0,24,8 runs" [ $? -eq 0 ]
+check "... one row per depth, in order" [ "$(sed -n 's/.*"n_depth":\([0-9]*\).*/\1/p' "$work/bench3.json" | tr '\n' ' ')" = "0 24 8 " ]
+"$SLUICE" bench -m "$M" -p 4 -n 0 -r 1 -d 8,x -t 1 >"$work/bad" 2>&1
+check "bench -d with a bad entry is refused" [ $? -eq 2 ]
+check "... naming it" grep -q "got 'x'" "$work/bad"
 finish
