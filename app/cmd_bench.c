@@ -123,50 +123,79 @@ static int to_depth(sl_session *s, const int32_t *toks, int depth, int batch, sl
     return depth > 0 ? eval_all(s, toks, depth, batch, err) : 0;
 }
 
-/* One test (pp n_prompt or tg n_gen) at each of nd depths, reps times:
- * one session per depth, its context evaluated once (untimed) and kept
- * between runs; the runs alternate between the depths (run r at every
- * depth, then run r + 1), so a ratio between depths is measured in one
- * stretch of time even where the machine's speed drifts. tps[k reps + r]
- * is the rate of run r at depth k, cpu[k reps + r] its process CPU
- * milliseconds per token (less sensitive than the rate to other jobs on
- * a shared machine). */
-static int run_tests(sl_model *m, const model_flags *mf, const int *depths, int nd, int n_prompt,
-                     int n_gen, int batch, int reps, double *tps, double *cpu, sl_err *err)
+/* The sessions of a depth list, one per depth, each holding its depth
+ * tokens of context (evaluated once, kept between runs and between the pp
+ * and tg tests) and room for the longer test after them; ctx the context
+ * tokens (the deepest depth's; a shallower one takes its first tokens),
+ * test room for one test's tokens. */
+typedef struct depth_set {
+    sl_session *s[MAX_DEPTHS];
+    int depth[MAX_DEPTHS];
+    int n;
+    int32_t *ctx, *test;
+} depth_set;
+
+static void depth_set_free(depth_set *d)
 {
-    const int n_vocab = sl_model_n_vocab(m), n_test = n_prompt + n_gen;
+    for (int k = 0; k < d->n; k++) sl_session_free(d->s[k]);
+    free(d->ctx);
+}
+
+/* Creates a session for each of nd depths with room for depth + n_test + 1
+ * tokens, warmed by one token (so first-touch costs do not land in run 1).
+ * On failure frees what it made and returns the error. */
+static int depth_set_open(depth_set *d, sl_model *m, const int *depths, int nd, int n_test,
+                          int batch, sl_err *err)
+{
+    memset(d, 0, sizeof *d);
+    const int n_vocab = sl_model_n_vocab(m);
     int max_depth = 0;
     for (int k = 0; k < nd; k++) max_depth = depths[k] > max_depth ? depths[k] : max_depth;
-    sl_session *ss[MAX_DEPTHS] = {0};
-    int32_t *ctx = malloc(sizeof(int32_t) * ((size_t)max_depth + (size_t)n_test + 1));
-    if (!ctx) return sl_err_set(err, SL_ENOMEM, "out of memory");
-    int32_t *test = ctx + max_depth;
+    d->ctx = malloc(sizeof(int32_t) * ((size_t)max_depth + (size_t)n_test + 1));
+    if (!d->ctx) return sl_err_set(err, SL_ENOMEM, "out of memory");
+    d->test = d->ctx + max_depth;
+    fill_tokens(d->ctx, max_depth, n_vocab, 1000);
     int rc = 0;
-    fill_tokens(ctx, max_depth, n_vocab, 1000);
     for (int k = 0; k < nd && !rc; k++) {
         sl_session_params sp = sl_session_default_params();
         sp.n_ctx = depths[k] + n_test + 1;
         sp.n_batch_max = batch;
-        if ((rc = sl_session_create(&ss[k], m, &sp, err))) break;
-        /* warm-up: one token, so first-touch costs do not land in run 1 */
-        fill_tokens(test, 1, n_vocab, 99);
-        rc = sl_session_eval(ss[k], test, 1, err);
+        if ((rc = sl_session_create(&d->s[k], m, &sp, err))) break;
+        d->depth[k] = depths[k];
+        d->n = k + 1;
+        fill_tokens(d->test, 1, n_vocab, 99);
+        rc = sl_session_eval(d->s[k], d->test, 1, err);
     }
+    if (rc) depth_set_free(d);
+    return rc;
+}
+
+/* One test (pp n_prompt or tg n_gen) at each depth of the set, reps times;
+ * the runs alternate between the depths (run r at every depth, then run r
+ * + 1), so a ratio between depths is measured in one stretch of time even
+ * where the machine's speed drifts. tps[k reps + r] is the rate of run r
+ * at depth k, cpu[k reps + r] its process CPU milliseconds per token (less
+ * sensitive than the rate to other jobs on a shared machine). */
+static int run_tests(sl_model *m, const model_flags *mf, depth_set *d, int n_prompt, int n_gen,
+                     int batch, int reps, double *tps, double *cpu, sl_err *err)
+{
+    const int n_test = n_prompt + n_gen;
+    int rc = 0;
     for (int r = 0; r < reps && !rc; r++) {
-        fill_tokens(test, n_test, n_vocab, 2000 + (uint64_t)r);
-        for (int k = 0; k < nd && !rc; k++) {
-            sl_session *s = ss[k];
-            if ((rc = to_depth(s, ctx, depths[k], batch, err))) break;
+        fill_tokens(d->test, n_test, sl_model_n_vocab(m), 2000 + (uint64_t)r);
+        for (int k = 0; k < d->n && !rc; k++) {
+            sl_session *s = d->s[k];
+            if ((rc = to_depth(s, d->ctx, d->depth[k], batch, err))) break;
             const double c0 = process_cpu_s();
             uint64_t t0 = sl_now_ns();
             double *rate = &tps[(size_t)k * reps + r];
             if (n_prompt > 0) {
-                rc = eval_all(s, test, n_prompt, batch, err);
+                rc = eval_all(s, d->test, n_prompt, batch, err);
                 *rate = n_prompt / sl_ns_to_s(sl_now_ns() - t0);
             } else {
                 model_flags_progress(mf, m, 0, 0.0); /* a --stats-csv row for what came before */
                 for (int i = 0; i < n_gen && !rc; i++) {
-                    rc = sl_session_eval(s, test + i, 1, err);
+                    rc = sl_session_eval(s, d->test + i, 1, err);
                     model_flags_progress(mf, m, i + 1, sl_ns_to_s(sl_now_ns() - t0));
                 }
                 model_flags_progress_end(mf);
@@ -175,8 +204,6 @@ static int run_tests(sl_model *m, const model_flags *mf, const int *depths, int 
             cpu[(size_t)k * reps + r] = 1e3 * (process_cpu_s() - c0) / n_test;
         }
     }
-    for (int k = 0; k < nd; k++) sl_session_free(ss[k]);
-    free(ctx);
     return rc;
 }
 
@@ -224,7 +251,17 @@ static int bench_model(const char *path, const int *depths, int nd, int n_prompt
                "------", "------:", tw, deep ? "-------------:" : "-------:",
                "-------------------:");
     }
-    int rc = 0;
+    depth_set set;
+    uint64_t t_open = sl_now_ns();
+    int rc = depth_set_open(&set, m, depths, nd, n_prompt > n_gen ? n_prompt : n_gen, batch, &err);
+    totals.seconds += sl_ns_to_s(sl_now_ns() - t_open);
+    totals.tokens += nd;
+    if (rc) {
+        fprintf(stderr, "sluice bench: %s\n", err.msg);
+        model_flags_report(mf, "bench", m, &totals);
+        sl_model_free(m);
+        return 1;
+    }
     for (int which = 0; which < 2 && !rc; which++) {
         int np = which == 0 ? n_prompt : 0, ng = which == 1 ? n_gen : 0;
         if (np == 0 && ng == 0) continue;
@@ -236,9 +273,9 @@ static int bench_model(const char *path, const int *depths, int nd, int n_prompt
             break;
         }
         uint64_t t0 = sl_now_ns();
-        rc = run_tests(m, mf, depths, nd, np, ng, batch, reps, tps, cpu, &err);
+        rc = run_tests(m, mf, &set, np, ng, batch, reps, tps, cpu, &err);
         totals.seconds += sl_ns_to_s(sl_now_ns() - t0);
-        totals.tokens += depth_sum + (long)nd * (1 + (long)reps * (np + ng));
+        totals.tokens += (long)nd * reps * (np + ng);
         totals.generated += (long)reps * nd * ng;
         if (rc) {
             fprintf(stderr, "sluice bench: %s\n", err.msg);
@@ -256,6 +293,8 @@ static int bench_model(const char *path, const int *depths, int nd, int n_prompt
             rc = 1;
         }
     }
+    depth_set_free(&set);
+    totals.tokens += depth_sum; /* the contexts, evaluated once (to_depth may redo some) */
     if (!model_flags_report(mf, "bench", m, &totals)) rc = 1;
     sl_model_free(m);
     return rc ? 1 : 0;
@@ -362,7 +401,7 @@ int cmd_bench(int argc, char **argv)
     }
     int max_depth = 0;
     for (int k = 0; k < nd; k++) max_depth = depths[k] > max_depth ? depths[k] : max_depth;
-    mf.params.n_ctx_hint = (int)(max_depth + n_prompt + n_gen + 1);
+    mf.params.n_ctx_hint = (int)(max_depth + (n_prompt > n_gen ? n_prompt : n_gen) + 1);
     return bench_model(model, depths, nd, (int)n_prompt, (int)n_gen, (int)reps, &mf, (int)batch,
                        json);
 }
