@@ -18,6 +18,10 @@
  * the engine takes at n=1. Every line of every type named is measured in
  * each of the 5 rounds, in turn, so ratios between types (q4_K against
  * mxfp4 x8, say) compare the same minutes of a machine that changes state.
+ * Q4_K also gets "gv256" / "gv512": its eight-row kernel in the gemv order
+ * called directly (8 rows x up to 4 tokens a call), the 256-bit form and,
+ * where the CPU has AVX-512BW, the one whose one-token case takes 512-bit
+ * integer steps (the engine's choice then).
  * The last line gives each line's n=1 figure over the first line's. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,17 +50,28 @@ typedef struct line {
     uint8_t *a;      /* owned activations, NMAX rows */
     const void *ap[NMAX];
     sl_vec_dot_n_fn q6; /* a Q6_K multi-token kernel form, called directly; else NULL */
+    sl_vec_dot_rows8_fn r8; /* a Q4_K eight-row form (gemv order), called directly; else NULL */
 } line;
 
 /* one pass of a line over its ROWS rows for n tokens, as the engine calls it */
 static void run_line(const line *l, int n, float *y, float *x)
 {
+    const uint8_t *w = l->m.data;
+    float s[8 * SL_VEC_DOT_ROWS8_MAX];
+    if (l->r8) {
+        for (int rb0 = 0; rb0 < ROWS; rb0 += 8)
+            for (int t0 = 0; t0 < n; t0 += SL_VEC_DOT_ROWS8_MAX) {
+                const int nt = n - t0 < SL_VEC_DOT_ROWS8_MAX ? n - t0 : SL_VEC_DOT_ROWS8_MAX;
+                l->r8(COLS, s, w + l->m.row_bytes * (size_t)rb0, l->m.row_bytes, l->ap + t0, nt);
+                for (int q = 0; q < nt; q++)
+                    for (int r = 0; r < 8; r++) y[(size_t)(t0 + q) * ROWS + rb0 + r] = s[8 * q + r];
+            }
+        return;
+    }
     if (!l->q6) {
         sl_matmul_rows(&l->m, l->ap, n, y, ROWS, 0, ROWS, x);
         return;
     }
-    const uint8_t *w = l->m.data;
-    float s[8];
     for (int rb0 = 0; rb0 < ROWS; rb0 += 8)
         for (int t0 = 0; t0 < n; t0 += 8) {
             const int nt = n - t0 < 8 ? n - t0 : 8;
@@ -104,11 +119,13 @@ int main(int argc, char **argv)
         const bool b32 = sl_rp32_x8_applies(t, ROWS);
         const bool k4 = t == SL_TYPE_Q4_K;
         static const char *const forms[3] = {"rp32", "plain", "x8"};
-        static const char *const k4forms[2] = {"gemm", "gemv"};
+        static const char *const k4forms[4] = {"gemm", "gemv", "gv256", "gv512"};
         sl_vec_dot_n_fn q6[2];
         const int n_q6 = t == SL_TYPE_Q6_K ? sl_vec_dot_n_q6_K_forms_avx2(q6) : 0;
         static const char *const q6forms[3] = {"", "n256", "n512"};
-        const int n_forms = b32 ? 3 : k4 ? 2 : 1 + n_q6;
+        sl_vec_dot_rows8_fn r8[2];
+        const int n_r8 = k4 ? sl_vec_dot_rows8_q4_K_rp_forms_avx2(SL_RP_GEMV, r8) : 0;
+        const int n_forms = b32 ? 3 : k4 ? 2 + n_r8 : 1 + n_q6;
         const size_t ab = sl_matvec_act_bytes(t, COLS);
         for (int k = 0; k < n_forms; k++) {
             if (n_lines == MAX_LINES) return 1;
@@ -116,6 +133,7 @@ int main(int argc, char **argv)
             l->type = types[ti];
             l->form = b32 ? forms[k] : k4 ? k4forms[k] : n_q6 ? q6forms[k] : "";
             l->q6 = n_q6 && k > 0 ? q6[k - 1] : NULL;
+            l->r8 = k4 && k >= 2 ? r8[k - 2] : NULL;
             l->m = m;
             l->w = malloc(rb * ROWS);
             l->a = malloc(ab * NMAX);
@@ -123,7 +141,7 @@ int main(int argc, char **argv)
             memcpy(l->w, w, rb * ROWS);
             l->m.data = l->w;
             if (k == 1 && !n_q6) l->m.n_experts = k4 ? 128 : 1;
-            if (k == 2 && !n_q6) {
+            if (k == 2 && b32) {
                 uint8_t *tmp = malloc(rb * 8);
                 if (!tmp) return 1;
                 sl_rp32_x8_interleave(t, l->w, ROWS, COLS, rb, tmp);

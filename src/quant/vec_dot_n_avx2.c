@@ -636,6 +636,122 @@ INLINE void q4k_rp_rows8_1(int64_t n, float *s, const uint8_t *x0, size_t rbytes
                                                  _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
 }
 
+/* q4k_rp_rows8_1 with 512-bit integer vectors, on CPUs with AVX-512BW
+ * (chosen at run time: sl_vec_dot_rows8_q4_K_rp_avx2). A zmm holds a pair
+ * of rows side by side (row 2pr in the low 256 bits, 2pr + 1 in the high),
+ * so each chunk of 64 levels takes one nibble split, two maddubs and two
+ * madd for both rows (the 256-bit form: twice that); the token's
+ * activations are loaded once per super-block into both halves. The
+ * horizontal adds are the 256-bit form's, lane for lane (an even/odd
+ * shuffle and an add per 128-bit lane), and every i32 that reaches the
+ * float steps is the same exact integer sum (no lane mixes rows, levels
+ * times activations stay far inside i32); from there the float steps are
+ * q4k_rp_rows8_1's, so s has its bits. */
+#define SL_T512 __attribute__((target("avx512f,avx512bw")))
+
+/* hadd_epi32 of a and b in each 128-bit lane: a0+a1, a2+a3, b0+b1, b2+b3. */
+SL_T512 INLINE __m512i hadd512(__m512i a, __m512i b)
+{
+    const __m512 fa = _mm512_castsi512_ps(a), fb = _mm512_castsi512_ps(b);
+    const __m512i even = _mm512_castps_si512(_mm512_shuffle_ps(fa, fb, _MM_SHUFFLE(2, 0, 2, 0)));
+    const __m512i odd = _mm512_castps_si512(_mm512_shuffle_ps(fa, fb, _MM_SHUFFLE(3, 1, 3, 1)));
+    return _mm512_add_epi32(even, odd);
+}
+
+SL_T512 INLINE void q4k_rp_rows8_1_512(int64_t n, float *s, const uint8_t *x0, size_t rbytes,
+                                         const sl_block_q8_K *y, const int per_chunk)
+{
+    __m256 A = _mm256_setzero_ps(), M = _mm256_setzero_ps();
+    const __m512i m4 = _mm512_set1_epi8(0x0F);
+    for (int64_t i = 0; i < n / SL_QK_K; i++) {
+        const sl_block_q8_K *b = y + i;
+        const __m128i bs = _mm_hadd_epi16(_mm_loadu_si128((const __m128i *)b->bsums),
+                                          _mm_loadu_si128((const __m128i *)(b->bsums + 8)));
+        __m512i act[8]; /* chunk c's low and high 32 activations, in both halves */
+        UNROLL
+        for (int c = 0; c < 8; c++)
+            act[c] = _mm512_broadcast_i64x4(sl_avx2_load256(b->qs + 32 * c));
+        __m256i u[4], jv[4];
+        uint16_t hd[8], hm[8];
+        UNROLL
+        for (int pr = 0; pr < 4; pr++) {
+            const sl_block_q4_K *xr[2];
+            __m128i J[2], scv[2];
+            UNROLL
+            for (int k = 0; k < 2; k++) {
+                const int r = 2 * pr + k;
+                const sl_block_q4_K *x = (const sl_block_q4_K *)(x0 + (size_t)r * rbytes) + i;
+                xr[k] = x;
+                hd[r / 2 + 4 * (r % 2)] = x->d;
+                hm[r / 2 + 4 * (r % 2)] = x->dmin;
+                uint32_t sc[2], mn[2];
+                k4_unpack(x->scales, sc, mn);
+                const __m128i m16 = _mm_cvtepu8_epi16(_mm_set_epi32(0, 0, (int)mn[1], (int)mn[0]));
+                scv[k] = _mm_cvtepu8_epi16(_mm_set_epi32(0, 0, (int)sc[1], (int)sc[0]));
+                J[k] = _mm_madd_epi16(m16, bs);
+            }
+            /* [row a's scales x2 | row b's scales x2], one per 128-bit lane */
+            const __m512i sc512 = _mm512_inserti64x4(
+                _mm512_castsi256_si512(_mm256_broadcastsi128_si256(scv[0])),
+                _mm256_broadcastsi128_si256(scv[1]), 1);
+            __m512i S[4];
+            UNROLL
+            for (int c = 0; c < 4; c++) {
+                const __m512i q4 = _mm512_inserti64x4(
+                    _mm512_castsi256_si512(sl_avx2_load256(xr[0]->qs + 32 * c)),
+                    sl_avx2_load256(xr[1]->qs + 32 * c), 1);
+                const __m512i lo = _mm512_and_si512(q4, m4);
+                const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(q4, 4), m4);
+                const __m512i slo = _mm512_shuffle_epi8(
+                    sc512, _mm512_broadcast_i64x4(sl_avx2_load256(sl_avx2_i16_bcast[2 * c])));
+                const __m512i shi = _mm512_shuffle_epi8(
+                    sc512, _mm512_broadcast_i64x4(sl_avx2_load256(sl_avx2_i16_bcast[2 * c + 1])));
+                const __m512i plo = _mm512_madd_epi16(_mm512_maddubs_epi16(lo, act[2 * c]), slo);
+                const __m512i phi = _mm512_madd_epi16(_mm512_maddubs_epi16(hi, act[2 * c + 1]), shi);
+                S[c] = _mm512_add_epi32(plo, phi);
+            }
+            const __m512i q = hadd512(hadd512(S[0], S[1]), hadd512(S[2], S[3]));
+            /* 128-bit lanes (0, 2) + (1, 3): each row's two halves added */
+            const __m512i qa = _mm512_shuffle_i32x4(q, q, _MM_SHUFFLE(2, 0, 2, 0));
+            const __m512i qb = _mm512_shuffle_i32x4(q, q, _MM_SHUFFLE(3, 1, 3, 1));
+            u[pr] = _mm512_castsi512_si256(_mm512_add_epi32(qa, qb));
+            jv[pr] = _mm256_set_m128i(J[1], J[0]);
+        }
+        __m256i I[4], Jc[4];
+        __m256i t0 = _mm256_unpacklo_epi32(u[0], u[1]), t1 = _mm256_unpackhi_epi32(u[0], u[1]);
+        __m256i t2 = _mm256_unpacklo_epi32(u[2], u[3]), t3 = _mm256_unpackhi_epi32(u[2], u[3]);
+        I[0] = _mm256_unpacklo_epi64(t0, t2);
+        I[1] = _mm256_unpackhi_epi64(t0, t2);
+        I[2] = _mm256_unpacklo_epi64(t1, t3);
+        I[3] = _mm256_unpackhi_epi64(t1, t3);
+        t0 = _mm256_unpacklo_epi32(jv[0], jv[1]);
+        t1 = _mm256_unpackhi_epi32(jv[0], jv[1]);
+        t2 = _mm256_unpacklo_epi32(jv[2], jv[3]);
+        t3 = _mm256_unpackhi_epi32(jv[2], jv[3]);
+        Jc[0] = _mm256_unpacklo_epi64(t0, t2);
+        Jc[1] = _mm256_unpackhi_epi64(t0, t2);
+        Jc[2] = _mm256_unpacklo_epi64(t1, t3);
+        Jc[3] = _mm256_unpackhi_epi64(t1, t3);
+        const __m256 yd = _mm256_set1_ps(b->d);
+        const __m256 pd = _mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)hd)), yd);
+        const __m256 pm = _mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)hm)), yd);
+        if (per_chunk) {
+            UNROLL
+            for (int c = 0; c < 4; c++) {
+                A = _mm256_fmadd_ps(_mm256_cvtepi32_ps(I[c]), pd, A);
+                M = _mm256_fmadd_ps(_mm256_cvtepi32_ps(Jc[c]), pm, M);
+            }
+        } else {
+            __m256i it = _mm256_add_epi32(_mm256_add_epi32(I[0], I[1]), _mm256_add_epi32(I[2], I[3]));
+            __m256i jt = _mm256_add_epi32(_mm256_add_epi32(Jc[0], Jc[1]), _mm256_add_epi32(Jc[2], Jc[3]));
+            A = _mm256_fmadd_ps(_mm256_cvtepi32_ps(it), pd, A);
+            M = _mm256_fmadd_ps(_mm256_cvtepi32_ps(jt), pm, M);
+        }
+    }
+    _mm256_storeu_ps(s, _mm256_permutevar8x32_ps(_mm256_sub_ps(A, M),
+                                                 _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
+}
+
 #define ROWS8_INSTANCES(name, per_chunk)                                                       \
     static void name(int64_t n, float *s, const void *x, size_t rb, const void *const *ys,    \
                      int nt)                                                                   \
@@ -650,6 +766,22 @@ INLINE void q4k_rp_rows8_1(int64_t n, float *s, const uint8_t *x0, size_t rbytes
 
 ROWS8_INSTANCES(rows8_q4_K_rp64, 1)
 ROWS8_INSTANCES(rows8_q4_K_rp256, 0)
+
+/* The 512-bit forms: one token by q4k_rp_rows8_1_512, more as above. */
+#define ROWS8_INSTANCES_512(name, per_chunk)                                                   \
+    SL_T512 static void name(int64_t n, float *s, const void *x, size_t rb,                 \
+                               const void *const *ys, int nt)                                 \
+    {                                                                                          \
+        switch (nt) {                                                                          \
+        case 1: q4k_rp_rows8_1_512(n, s, x, rb, ys[0], per_chunk); break;                      \
+        case 2: q4k_rp_rows8(n, s, x, rb, ys, 2, per_chunk); break;                            \
+        case 3: q4k_rp_rows8(n, s, x, rb, ys, 3, per_chunk); break;                            \
+        default: q4k_rp_rows8(n, s, x, rb, ys, 4, per_chunk); break;                           \
+        }                                                                                      \
+    }
+
+ROWS8_INSTANCES_512(rows8_q4_K_rp64_512, 1)
+ROWS8_INSTANCES_512(rows8_q4_K_rp256_512, 0)
 
 /* ---- Q6_K against Q8_K ---------------------------------------------------
  * Levels 0..63 unsigned into maddubs; per 128-element half h, chunks
@@ -730,7 +862,6 @@ INLINE void q6k_n(int64_t n, float *s, const void *vx, const void *const *ys, co
  * the super-block: every lane of sumi is the same integer as in q6k_n
  * (exact integer sums, no lane mixed with another), and from there the
  * float steps are q6k_n's, so s[t] has the single kernel's bits. */
-#define SL_T512 __attribute__((target("avx512f,avx512bw")))
 
 SL_T512 INLINE void q6k_n512(int64_t n, float *s, const void *vx, const void *const *ys,
                                     const int nt)
@@ -1026,9 +1157,18 @@ sl_vec_dot_n_fn sl_vec_dot_n_q4_K_rp_avx2(sl_rp_order order)
     return order == SL_RP_GEMM ? vec_dot_n_q4_K_rp64 : vec_dot_n_q4_K_rp256;
 }
 
+int sl_vec_dot_rows8_q4_K_rp_forms_avx2(sl_rp_order order, sl_vec_dot_rows8_fn out[2])
+{
+    const bool gemm = order == SL_RP_GEMM;
+    out[0] = gemm ? rows8_q4_K_rp64 : rows8_q4_K_rp256;
+    out[1] = !have_avx512bw() ? NULL : gemm ? rows8_q4_K_rp64_512 : rows8_q4_K_rp256_512;
+    return out[1] ? 2 : 1;
+}
+
 sl_vec_dot_rows8_fn sl_vec_dot_rows8_q4_K_rp_avx2(sl_rp_order order)
 {
-    return order == SL_RP_GEMM ? rows8_q4_K_rp64 : rows8_q4_K_rp256;
+    sl_vec_dot_rows8_fn forms[2];
+    return forms[sl_vec_dot_rows8_q4_K_rp_forms_avx2(order, forms) - 1];
 }
 
 bool sl_vec_dot_n_fill_avx2(sl_quant_kernels *k)
@@ -1077,6 +1217,13 @@ sl_vec_dot_rows8_fn sl_vec_dot_rows8_q4_K_rp_avx2(sl_rp_order order)
 {
     (void)order;
     return NULL;
+}
+
+int sl_vec_dot_rows8_q4_K_rp_forms_avx2(sl_rp_order order, sl_vec_dot_rows8_fn out[2])
+{
+    (void)order;
+    out[0] = out[1] = NULL;
+    return 0;
 }
 
 #endif

@@ -1,6 +1,7 @@
 /* cpu.c - instruction-set detection (see cpu.h). */
 #include "util/cpu.h"
 
+#include <stdatomic.h>
 #include <string.h>
 
 #if defined(__x86_64__)
@@ -59,7 +60,9 @@ static bool apple_has(const char *name)
 }
 #endif
 
-void sl_cpu_detect(sl_cpu_features *f)
+/* What the hardware answered, asked once: in a virtual machine cpuid
+ * traps to the hypervisor (microseconds), and kernel dispatch asks often. */
+static void detect(sl_cpu_features *f)
 {
     memset(f, 0, sizeof *f);
 #if defined(__x86_64__)
@@ -85,4 +88,29 @@ void sl_cpu_detect(sl_cpu_features *f)
      * extensions are taken as absent */
     f->neon = true;
 #endif
+}
+
+/* The answers packed as bits, with bit 31 set once they are known; any
+ * thread may ask first (they all store the same value). */
+enum { F_AVX2 = 1, F_AVX512F = 2, F_AVX512BW = 4, F_NEON = 8, F_DOTPROD = 16, F_I8MM = 32,
+       F_KNOWN = 1u << 31 };
+static _Atomic unsigned g_features;
+
+void sl_cpu_detect(sl_cpu_features *f)
+{
+    unsigned b = atomic_load_explicit(&g_features, memory_order_relaxed);
+    if (!(b & F_KNOWN)) {
+        sl_cpu_features d;
+        detect(&d);
+        b = F_KNOWN | (d.avx2 ? F_AVX2 : 0) | (d.avx512f ? F_AVX512F : 0) |
+            (d.avx512bw ? F_AVX512BW : 0) | (d.neon ? F_NEON : 0) | (d.dotprod ? F_DOTPROD : 0) |
+            (d.i8mm ? F_I8MM : 0);
+        atomic_store_explicit(&g_features, b, memory_order_relaxed);
+    }
+    f->avx2 = b & F_AVX2;
+    f->avx512f = b & F_AVX512F;
+    f->avx512bw = b & F_AVX512BW;
+    f->neon = b & F_NEON;
+    f->dotprod = b & F_DOTPROD;
+    f->i8mm = b & F_I8MM;
 }

@@ -20,8 +20,9 @@ typedef struct sl_cpu_features {
 } sl_cpu_features;
 
 /* Fills *f with what this CPU and OS support (all false where the
- * platform has no way to ask). Cheap enough to call at dispatch time; no
- * state, cannot fail. */
+ * platform has no way to ask). The hardware is asked once per process (in
+ * a virtual machine cpuid traps to the hypervisor); later calls copy the
+ * answers, so dispatch may call it freely, from any thread. Cannot fail. */
 void sl_cpu_detect(sl_cpu_features *f);
 
 #endif

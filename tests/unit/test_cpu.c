@@ -5,6 +5,7 @@
 #include "ops/attn_kernels.h"
 #include "quant/quant.h"
 #include "quant/quant_internal.h"
+#include "quant/vec_dot_rp.h"
 #include "test.h"
 #include "util/cpu.h"
 
@@ -36,11 +37,20 @@ TEST(wide_kernels_follow_the_answer)
     sl_vec_dot_n_fn forms[2];
 #if defined(__x86_64__)
     CHECK_EQ_INT(sl_vec_dot_n_q6_K_forms_avx2(forms), f.avx512bw ? 2 : 1);
+    for (int o = 0; o < 2; o++) {
+        const sl_rp_order order = o ? SL_RP_GEMV : SL_RP_GEMM;
+        sl_vec_dot_rows8_fn r8[2];
+        const int nf = sl_vec_dot_rows8_q4_K_rp_forms_avx2(order, r8);
+        CHECK_EQ_INT(nf, f.avx512bw ? 2 : 1);
+        if (f.avx2) CHECK(sl_vec_dot_rows8_q4_K_rp_isa(order, SL_ISA_AVX2) == r8[nf - 1]);
+    }
     CHECK_EQ_INT(sl_attn_kernels_avx512() != NULL, f.avx512f);
     if (sl_quant_isa() == SL_ISA_AVX2)
         CHECK_EQ_INT(sl_attn_kernels_get() == sl_attn_kernels_avx512(), f.avx512f);
 #else
     CHECK_EQ_INT(sl_vec_dot_n_q6_K_forms_avx2(forms), 0);
+    sl_vec_dot_rows8_fn r8[2];
+    CHECK_EQ_INT(sl_vec_dot_rows8_q4_K_rp_forms_avx2(SL_RP_GEMV, r8), 0);
     CHECK(sl_attn_kernels_avx512() == NULL);
 #endif
 }

@@ -195,9 +195,17 @@ TEST(rows8_match_formula)
             ys[t] = y + (size_t)t * NB;
         }
         for (int o = 0; o < 2; o++)
-            for (int isa = 0; isa < SL_ISA_COUNT; isa++) {
-                sl_vec_dot_rows8_fn f = sl_vec_dot_rows8_q4_K_rp_isa(orders[o], (sl_isa)isa);
+            for (int isa = 0; isa < SL_ISA_COUNT + 2; isa++) {
+                /* past the sets: the AVX2 set's 256- and 512-bit forms, each by name */
+                sl_vec_dot_rows8_fn forms[2] = {NULL, NULL};
+                if (isa >= SL_ISA_COUNT) sl_vec_dot_rows8_q4_K_rp_forms_avx2(orders[o], forms);
+                sl_vec_dot_rows8_fn f = isa < SL_ISA_COUNT
+                                            ? sl_vec_dot_rows8_q4_K_rp_isa(orders[o], (sl_isa)isa)
+                                            : forms[isa - SL_ISA_COUNT];
                 if (!f) continue;
+                const char *name = isa < SL_ISA_COUNT        ? sl_isa_name((sl_isa)isa)
+                                   : isa == SL_ISA_COUNT ? "avx2 n256"
+                                                         : "avx2 n512";
                 for (int nt = 1; nt <= NA; nt++) {
                     float got[8 * NA];
                     f(SL_QK_K * NB, got, x, sizeof *x * STRIDE_B, ys, nt);
@@ -206,7 +214,7 @@ TEST(rows8_match_formula)
                             float want = oracle(x + r * STRIDE_B, y + (size_t)t * NB, NB, orders[o]);
                             CHECK_MSG(memcmp(&got[8 * t + r], &want, 4) == 0,
                                       "rows8 %s %s mode %d nt %d: row %d token %d %.9g, formula %.9g",
-                                      o ? "gemv" : "gemm", sl_isa_name((sl_isa)isa), modes[mi], nt, r,
+                                      o ? "gemv" : "gemm", name, modes[mi], nt, r,
                                       t, (double)got[8 * t + r], (double)want);
                             compared++;
                         }
