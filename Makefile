@@ -201,8 +201,9 @@ tsan: $(TSAN_TESTS)
 include mk/aarch64.mk
 
 # ---- bench (micro-benchmarks; not part of the suite) ---------------------------
-# bench/<name>.c -> build/rel/bench/<name>, linked against the release library.
-BENCH_SRC := $(sort $(wildcard bench/*.c))
+# bench/<name>.c -> build/rel/bench/<name>, linked against the release library
+# (not bench/llama_*.c: they link llama.cpp's libraries, built by their scripts).
+BENCH_SRC := $(sort $(filter-out bench/llama_%.c,$(wildcard bench/*.c)))
 BENCH_BIN := $(BENCH_SRC:bench/%.c=$(REL)/bench/%)
 
 $(REL)/bench/%: bench/%.c $(REL)/libsluice.a

@@ -98,7 +98,7 @@ void sl_attn_sinks_ref(const sl_attn_block *b, float *acc, const float *mx, floa
         } else {
             vs = expf(sk - mx[r]);
         }
-        sum[r] = fmaf(sum[r], ms, vs);
+        sum[r] = sum[r] * ms + vs; /* two roundings, as llama.cpp's S*ms + vs (no contraction) */
     }
 }
 
@@ -295,7 +295,10 @@ void sl_attn_attend_seq(const sl_attn_kernels *kr, const sl_attn_block *b, int k
             }
             if (v16) kr->mad_f16((uint16_t *)a, (const uint16_t *)vp, vs, dv);
             else kr->mad_f32(a, vf, vs, dv);
-            sum[r] = fmaf(sum[r], ms, vs);
+            /* two roundings: llama.cpp's build does not contract S*ms + vs
+             * into an FMA (bench/llama_fattn.c found the fused form off by an
+             * ulp whenever a new maximum rescaled the sum) */
+            sum[r] = sum[r] * ms + vs;
         }
     }
     if (v16) /* the f16 accumulators to f32, through the value row's room */

@@ -112,7 +112,7 @@ void sl_attn_attend_tokens(const sl_attn_kernels *kr, const sl_attn_block *b, in
  * maximum rescales the accumulator and sum by expf(old - new), otherwise
  * the weight is expf(s - max); the value row (dequantised to f32 unless
  * it is f16 or f32) added with that weight, into an f16 accumulator when
- * V is f16, else f32; the sum as fma(sum, ms, w). Then the sinks and one
+ * V is f16, else f32; the sum as sum x ms + w, rounded twice (no FMA). Then the sinks and one
  * division. Each row's result depends on its own inputs only, so the
  * rows of a group may be computed together (each K row and dequantised V
  * row read once for the group). Head sizes of quantised types are

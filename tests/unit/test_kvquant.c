@@ -6,7 +6,9 @@
  * double-precision softmax over the same (dequantised) values; a session
  * saved with a quantised cache comes back bit-identical and is refused by
  * a session of another cache type; head sizes that are not multiples of
- * 32 are refused with a message. */
+ * 32 are refused with a message; the running sum is rescaled as llama.cpp's
+ * one-chunk loop does it, S x ms + w in two roundings (an FMA there gives
+ * other bits; bench/llama_fattn.c compares with llama.cpp's op itself). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -263,6 +265,58 @@ TEST(seq_kernel_matches_naive)
     free(vb);
 }
 
+/* llama.cpp's one-chunk loop for one query row with q = 1, scale 1 and
+ * dk = dv = 1 (so the score is the key itself), written out: a new maximum
+ * rescales the value and the sum by expf(old - new), otherwise the weight
+ * is expf(s - max); S = S x ms + vs, two roundings when fused is 0, one
+ * (an FMA) when 1. Returns the output value. */
+static float one_chunk_row(const float *k, const float *v, int n, int fused)
+{
+    float M = -INFINITY, S = 0.0f, acc = 0.0f;
+    for (int i = 0; i < n; i++) {
+        float ms = 1.0f, vs = 1.0f;
+        if (k[i] > M) {
+            ms = expf(M - k[i]);
+            M = k[i];
+            acc *= ms;
+        } else {
+            vs = expf(k[i] - M);
+        }
+        acc = fmaf(v[i], vs, acc);
+        S = fused ? fmaf(S, ms, vs) : S * ms + vs;
+    }
+    return acc * (S == 0.0f ? 0.0f : 1.0f / S);
+}
+
+TEST(seq_sum_rescaled_in_two_roundings)
+{
+    /* scores where a later maximum rescales a sum that is not 1: find
+     * inputs on which the fused and two-rounding sums give other outputs,
+     * then the kernel must give the two-rounding one */
+    uint32_t st = 5;
+    int found = 0;
+    float one = 1.0f, scratch[4096];
+    for (int trial = 0; trial < 20000 && found < 20; trial++) {
+        float k[4], v[4], out;
+        for (int i = 0; i < 4; i++) {
+            st = st * 1664525u + 1013904223u;
+            k[i] = (float)(st >> 8) / 16777216.0f * 4.0f;
+            st = st * 1664525u + 1013904223u;
+            v[i] = (float)(st >> 8) / 16777216.0f - 0.5f;
+        }
+        const float want = one_chunk_row(k, v, 4, 0), fused = one_chunk_row(k, v, 4, 1);
+        if (!memcmp(&want, &fused, sizeof want)) continue;
+        sl_attn_block b = {.q = &one, .q_stride = 1, .k = k, .v = v, .k_stride = sizeof(float),
+                           .v_stride = sizeof(float), .dk = 1, .dv = 1, .n_q = 1, .n_pos = 4,
+                           .scale = 1.0f, .out = &out, .out_stride = 1, .scratch = scratch};
+        sl_attn_attend_seq(sl_attn_kernels_get(), &b, SL_TYPE_F32, SL_TYPE_F32);
+        CHECK_MSG(!memcmp(&out, &want, sizeof out), "trial %d: %.9g, two roundings %.9g, fused %.9g",
+                  trial, (double)out, (double)want, (double)fused);
+        found++;
+    }
+    CHECK(found == 20); /* the search found cases that tell the two apart */
+}
+
 TEST(save_load_carries_the_type)
 {
     sl_model *m = load(model_k, 2);
@@ -362,6 +416,7 @@ int main(void)
     RUN(bits_across_threads_and_batches);
     RUN(kld_against_f16);
     RUN(seq_kernel_matches_naive);
+    RUN(seq_sum_rescaled_in_two_roundings);
     RUN(save_load_carries_the_type);
     RUN(head_size_not_a_block_multiple_is_refused);
     RUN(model_default_types_reach_sessions);
