@@ -147,6 +147,30 @@ static void kv_store(const sl_session *s, const sl_layer_state *st, int pos, con
     }
 }
 
+/* llama.cpp's attention rotation (its KV cache since 2026: attn_rot_k and
+ * attn_rot_v in llama-kv-cache.cpp, LLAMA_ATTN_ROT_DISABLE turns it off
+ * there): where the K cache is quantised and the head size a multiple of
+ * 64, Q and K are rotated by the Walsh-Hadamard matrix of the largest power
+ * of two dividing the head size, after the rope and before K is stored (the
+ * scores keep their values; a channel's outlier spreads over the block
+ * before quantisation); where V is quantised and its head size a multiple
+ * of 64, V by the 64 x 64 one before it is stored, and the attention's
+ * output back by the same after. Block size of the rotation, 0 for none.
+ * (llama.cpp rotates only when every layer of a cache has one head size;
+ * sluice decides per layer, the same on every model it runs.) */
+static int rot_k_size(const sl_session *s, int hd)
+{
+    if (!sl_kv_type_quantized(s->type_k) || hd % 64 != 0) return 0;
+    int n = 64;
+    while (hd % (2 * n) == 0) n *= 2;
+    return n;
+}
+
+static int rot_v_size(const sl_session *s, int hdv)
+{
+    return sl_kv_type_quantized(s->type_v) && hdv % 64 == 0 ? 64 : 0;
+}
+
 /* The first position any token of a batch starting at pos0 attends to. */
 static int batch_first_pos(const sl_attn_desc *a, int pos0)
 {
@@ -181,6 +205,7 @@ static void attn_forward(sl_session *s, const sl_layer *L, int il, int n, float 
     const int hd = a->head_dim;
     const int q_dim = a->n_head * hd, k_dim = a->n_head_kv * hd;
     const int v_dim = a->n_head_kv * a->head_dim_v;
+    const int rk = rot_k_size(s, hd), rv = rot_v_size(s, a->head_dim_v);
 
     const sl_mat wq = sl_fwd_mat(&L->wq), wk = sl_fwd_mat(&L->wk), wv = sl_fwd_mat(&L->wv);
     const sl_mat *qkv[3] = {&wq, &wk, &wv};
@@ -217,6 +242,11 @@ static void attn_forward(sl_session *s, const sl_layer *L, int il, int n, float 
             sl_rope_apply(&a->rope, q, a->n_head, hd, s->n_past + t);
             sl_rope_apply(&a->rope, k, a->n_head_kv, hd, s->n_past + t);
         }
+        if (rk) {
+            sl_fwht_rows(q, q_dim / rk, rk);
+            sl_fwht_rows(k, k_dim / rk, rk);
+        }
+        if (rv) sl_fwht_rows(s->v + (size_t)t * v_dim, v_dim / rv, rv);
         kv_store(s, st, s->n_past + t, k, hd, s->v + (size_t)t * v_dim, a->head_dim_v,
                  a->n_head_kv);
     }
@@ -225,6 +255,7 @@ static void attn_forward(sl_session *s, const sl_layer *L, int il, int n, float 
     attn_job j = {s, a, st, n, s->n_past, query_block(s, a, n), L->sinks.data, first};
     const int items = (n + j.blk - 1) / j.blk * a->n_head_kv;
     sl_pool_run(s->pool, attn_worker, &j, items < 64 ? items : 64);
+    if (rv) sl_fwht_rows(s->attn_out, (int64_t)n * a->n_head * a->head_dim_v / rv, rv);
     if (a->gated) {
         const size_t o_n = (size_t)n * (size_t)a->n_head * (size_t)a->head_dim_v;
         for (size_t i = 0; i < o_n; i++) s->attn_out[i] *= sigmoid(s->attn_gate[i]);

@@ -153,6 +153,14 @@ void sl_geglu(float *x, const float *g, int64_t n);
  * arithmetic. out may alias x. */
 void sl_rmsnorm_unit(float *out, const float *x, int64_t n, float eps);
 
+/* Rotates each of n_rows consecutive blocks of n floats of x (n a power
+ * of two) in place by the orthonormal Walsh-Hadamard matrix (Sylvester's
+ * order, entries +-1/sqrt(n)), as llama.cpp's CPU backend computes its
+ * attention rotations (ggml_compute_forward_fwht): every value times
+ * 1/sqrtf(n) first, then the butterflies (u + v, u - v) of spans 1, 2, ...,
+ * n/2, each rounded once. The rotation is its own inverse up to rounding. */
+void sl_fwht_rows(float *x, int64_t n_rows, int n);
+
 /* x = cap * tanh(x / cap) elementwise (a final logit softcap), cap > 0. */
 void sl_softcap(float *x, int64_t n, float cap);
 

@@ -37,6 +37,12 @@ static int eval_chunk(void *model, const int32_t *tokens, int32_t n, int32_t fir
 int t_kld_eval(const char *gguf, const char *kld, int chunks,
                int (*supported)(const char *arch), sl_kld_stats *st, char *why, size_t cap)
 {
+    return t_kld_eval_cache(gguf, kld, chunks, -1, -1, supported, st, why, cap);
+}
+
+int t_kld_eval_cache(const char *gguf, const char *kld, int chunks, int type_k, int type_v,
+                     int (*supported)(const char *arch), sl_kld_stats *st, char *why, size_t cap)
+{
     sl_model_params mp = sl_model_default_params();
     mp.n_threads = 2;
     mp.n_ctx_hint = 128;
@@ -67,6 +73,8 @@ int t_kld_eval(const char *gguf, const char *kld, int chunks,
     sp.n_ctx = n_ctx;
     sp.all_logits = true;
     sp.n_batch_max = N_BATCH;
+    sp.type_k = type_k;
+    sp.type_v = type_v;
     if (sl_session_create(&s, m, &sp, &err) != 0) {
         snprintf(why, cap, "%s", err.msg);
         goto out;

@@ -16,4 +16,9 @@
 int t_kld_eval(const char *gguf, const char *kld, int chunks,
                int (*supported)(const char *arch), sl_kld_stats *st, char *why, size_t cap);
 
+/* t_kld_eval with the attention cache's K and V types (sl_kv_type values;
+ * t_kld_eval takes the model's defaults). */
+int t_kld_eval_cache(const char *gguf, const char *kld, int chunks, int type_k, int type_v,
+                     int (*supported)(const char *arch), sl_kld_stats *st, char *why, size_t cap);
+
 #endif

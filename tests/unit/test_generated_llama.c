@@ -11,16 +11,25 @@
 
 #include "common/kld_eval.h"
 #include "common/testutil.h"
+#include "sluice.h"
 #include "synth/synth.h"
 #include "test.h"
 
 typedef struct generated {
     const char *arch, *preset, *type, *kld;
     double max_kld, min_top; /* llama.cpp's ops: 0.000000 / 99.7 % (one near-tie) */
+    unsigned seed;           /* 0: the generator's default */
+    int type_k, type_v;      /* the attention cache (sl_kv_type), -1: the model's default */
 } generated;
 
 static const generated k_models[] = {
-    {"gpt-oss", "tiny", "mxfp4", "gpt-oss-tiny-mxfp4.kld", 1e-6, 0.99},
+    {"gpt-oss", "tiny", "mxfp4", "gpt-oss-tiny-mxfp4.kld", 1e-6, 0.99, 0, -1, -1},
+    /* quantised caches with head size 64: llama.cpp rotates Q, K and V by a
+     * Walsh-Hadamard matrix (without the rotation: mean KLD 2.5e-3) */
+    {"qwen3moe", "tiny-k", "q4_k_m", "qwen3moe-tinyk-q4_k_m-kv-q8_0.kld", 1e-6, 0.99, 3,
+     SL_KV_Q8_0, SL_KV_Q8_0},
+    {"qwen3moe", "tiny-k", "q4_k_m", "qwen3moe-tinyk-q4_k_m-kv-q4_0-f16.kld", 1e-6, 0.99, 3,
+     SL_KV_Q4_0, SL_KV_F16},
 };
 
 TEST(generated_models_match_llama_cpp)
@@ -31,12 +40,15 @@ TEST(generated_models_match_llama_cpp)
         sl_err err = {0};
         CHECK(sl_synth_config_init(&c, g->arch, g->preset, &err) == SL_OK);
         CHECK(sl_synth_type_from_name(g->type, &c.type));
+        if (g->seed) c.seed = g->seed;
         char path[512], kld[512], why[512];
-        snprintf(path, sizeof path, "%s/%s-%s-%s.gguf", t_tmpdir(), g->arch, g->preset, g->type);
+        snprintf(path, sizeof path, "%s/%s-%s-%s-%zu.gguf", t_tmpdir(), g->arch, g->preset,
+                 g->type, i);
         snprintf(kld, sizeof kld, "tests/data/generated/%s", g->kld);
         CHECK_MSG(sl_synth_write(&c, path, NULL, NULL, NULL, &err) == SL_OK, "%s", err.msg);
         sl_kld_stats st;
-        const int rc = t_kld_eval(path, kld, 0, NULL, &st, why, sizeof why);
+        const int rc =
+            t_kld_eval_cache(path, kld, 0, g->type_k, g->type_v, NULL, &st, why, sizeof why);
         CHECK_MSG(rc == 0, "%s: %s", g->kld, why);
         if (rc == 0) {
             printf("  %-24s mean KLD %.6f  same top %.3f %% over %llu tokens\n", g->kld,
