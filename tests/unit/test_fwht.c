@@ -46,6 +46,18 @@ TEST(rows_become_hadamard_times_x)
     }
 }
 
+/* The butterflies (u + v, u - v) of spans 1, 2, ..., n/2 over y, in place. */
+static void butterflies(float *y, int n)
+{
+    for (int len = 1; len < n; len *= 2)
+        for (int i = 0; i < n; i += 2 * len)
+            for (int j = i; j < i + len; j++) {
+                const float u = y[j], v = y[j + len];
+                y[j] = u + v;
+                y[j + len] = u - v;
+            }
+}
+
 TEST(arithmetic_is_llama_cpps)
 {
     /* n = 128 (1/sqrt(n) not a power of two), the scaled values' butterflies
@@ -55,26 +67,14 @@ TEST(arithmetic_is_llama_cpps)
     float x[N], y[N], want[N];
     for (int i = 0; i < N; i++) x[i] = (i % 7 == 0 ? 1e4f : 1.0f) * frand(&s);
     for (int i = 0; i < N; i++) want[i] = x[i] * (1.0f / sqrtf((float)N));
-    for (int len = 1; len < N; len *= 2)
-        for (int i = 0; i < N; i += 2 * len)
-            for (int j = i; j < i + len; j++) {
-                const float u = want[j], v = want[j + len];
-                want[j] = u + v;
-                want[j + len] = u - v;
-            }
+    butterflies(want, N);
     memcpy(y, x, sizeof x);
     sl_fwht_rows(y, 1, N);
     CHECK(memcmp(y, want, sizeof y) == 0);
     /* and the scale is not applied last: that order gives other bits here */
     float late[N];
     memcpy(late, x, sizeof x);
-    for (int len = 1; len < N; len *= 2)
-        for (int i = 0; i < N; i += 2 * len)
-            for (int j = i; j < i + len; j++) {
-                const float u = late[j], v = late[j + len];
-                late[j] = u + v;
-                late[j + len] = u - v;
-            }
+    butterflies(late, N);
     for (int i = 0; i < N; i++) late[i] *= 1.0f / sqrtf((float)N);
     CHECK(memcmp(late, want, sizeof late) != 0);
 }
