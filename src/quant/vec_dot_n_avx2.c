@@ -433,6 +433,46 @@ INLINE void q4k_rp_n(int64_t n, float *s, const void *vx, const void *const *ys,
     for (int t = 0; t < nt; t++) s[t] = _mm_cvtss_f32(_mm_sub_ss(A[t], M[t]));
 }
 
+/* The float steps of one super-block and token of the eight-row kernels:
+ * each row pair's chunk sums u[pr] and min products jv[pr] transposed into
+ * chunk order (lanes 0, 2, 4, 6 | 1, 3, 5, 7: rows), the rows' d and dmin
+ * (xdv, xmv, in that lane order) times the token's d, then the FMAs into A
+ * and M, per chunk or once over the chunks' sum (llama.cpp's two repacked
+ * orders). */
+INLINE void q4k_rp_rows8_float(const __m256i u[4], const __m256i jv[4], __m256 xdv, __m256 xmv,
+                               float y_d, const int per_chunk, __m256 *A, __m256 *M)
+{
+    __m256i I[4], Jc[4];
+    __m256i t0 = _mm256_unpacklo_epi32(u[0], u[1]), t1 = _mm256_unpackhi_epi32(u[0], u[1]);
+    __m256i t2 = _mm256_unpacklo_epi32(u[2], u[3]), t3 = _mm256_unpackhi_epi32(u[2], u[3]);
+    I[0] = _mm256_unpacklo_epi64(t0, t2);
+    I[1] = _mm256_unpackhi_epi64(t0, t2);
+    I[2] = _mm256_unpacklo_epi64(t1, t3);
+    I[3] = _mm256_unpackhi_epi64(t1, t3);
+    t0 = _mm256_unpacklo_epi32(jv[0], jv[1]);
+    t1 = _mm256_unpackhi_epi32(jv[0], jv[1]);
+    t2 = _mm256_unpacklo_epi32(jv[2], jv[3]);
+    t3 = _mm256_unpackhi_epi32(jv[2], jv[3]);
+    Jc[0] = _mm256_unpacklo_epi64(t0, t2);
+    Jc[1] = _mm256_unpackhi_epi64(t0, t2);
+    Jc[2] = _mm256_unpacklo_epi64(t1, t3);
+    Jc[3] = _mm256_unpackhi_epi64(t1, t3);
+    const __m256 yd = _mm256_set1_ps(y_d);
+    const __m256 pd = _mm256_mul_ps(xdv, yd), pm = _mm256_mul_ps(xmv, yd);
+    if (per_chunk) {
+        UNROLL
+        for (int c = 0; c < 4; c++) {
+            *A = _mm256_fmadd_ps(_mm256_cvtepi32_ps(I[c]), pd, *A);
+            *M = _mm256_fmadd_ps(_mm256_cvtepi32_ps(Jc[c]), pm, *M);
+        }
+    } else {
+        __m256i it = _mm256_add_epi32(_mm256_add_epi32(I[0], I[1]), _mm256_add_epi32(I[2], I[3]));
+        __m256i jt = _mm256_add_epi32(_mm256_add_epi32(Jc[0], Jc[1]), _mm256_add_epi32(Jc[2], Jc[3]));
+        *A = _mm256_fmadd_ps(_mm256_cvtepi32_ps(it), pd, *A);
+        *M = _mm256_fmadd_ps(_mm256_cvtepi32_ps(jt), pm, *M);
+    }
+}
+
 /* Eight consecutive rows against nt tokens, the same bits per (row,
  * token) as q4k_rp_n: each row's chunk lanes reduced to [I_0..I_3]
  * (hadd), the eight rows' values transposed to one vector per chunk with a
@@ -511,84 +551,13 @@ INLINE void q4k_rp_rows8(int64_t n, float *s, const uint8_t *x0, size_t rbytes,
                 jv[pr] = _mm256_set_m128i(_mm_madd_epi16(m16[2 * pr + 1], bs),
                                           _mm_madd_epi16(m16[2 * pr], bs));
             }
-            /* rows x chunks -> chunks x rows (lanes 0, 2, 4, 6 | 1, 3, 5, 7) */
-            __m256i I[4], Jc[4];
-            __m256i t0 = _mm256_unpacklo_epi32(u[0], u[1]), t1 = _mm256_unpackhi_epi32(u[0], u[1]);
-            __m256i t2 = _mm256_unpacklo_epi32(u[2], u[3]), t3 = _mm256_unpackhi_epi32(u[2], u[3]);
-            I[0] = _mm256_unpacklo_epi64(t0, t2);
-            I[1] = _mm256_unpackhi_epi64(t0, t2);
-            I[2] = _mm256_unpacklo_epi64(t1, t3);
-            I[3] = _mm256_unpackhi_epi64(t1, t3);
-            t0 = _mm256_unpacklo_epi32(jv[0], jv[1]);
-            t1 = _mm256_unpackhi_epi32(jv[0], jv[1]);
-            t2 = _mm256_unpacklo_epi32(jv[2], jv[3]);
-            t3 = _mm256_unpackhi_epi32(jv[2], jv[3]);
-            Jc[0] = _mm256_unpacklo_epi64(t0, t2);
-            Jc[1] = _mm256_unpackhi_epi64(t0, t2);
-            Jc[2] = _mm256_unpacklo_epi64(t1, t3);
-            Jc[3] = _mm256_unpackhi_epi64(t1, t3);
-            const __m256 yd = _mm256_set1_ps(b[t]->d);
-            const __m256 pd = _mm256_mul_ps(xdv, yd), pm = _mm256_mul_ps(xmv, yd);
-            if (per_chunk) {
-                UNROLL
-                for (int c = 0; c < 4; c++) {
-                    A[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(I[c]), pd, A[t]);
-                    M[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(Jc[c]), pm, M[t]);
-                }
-            } else {
-                __m256i it = _mm256_add_epi32(_mm256_add_epi32(I[0], I[1]), _mm256_add_epi32(I[2], I[3]));
-                __m256i jt = _mm256_add_epi32(_mm256_add_epi32(Jc[0], Jc[1]),
-                                              _mm256_add_epi32(Jc[2], Jc[3]));
-                A[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(it), pd, A[t]);
-                M[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(jt), pm, M[t]);
-            }
+            q4k_rp_rows8_float(u, jv, xdv, xmv, b[t]->d, per_chunk, &A[t], &M[t]);
         }
     }
     const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
     UNROLL
     for (int t = 0; t < nt; t++)
         _mm256_storeu_ps(s + 8 * t, _mm256_permutevar8x32_ps(_mm256_sub_ps(A[t], M[t]), order));
-}
-
-/* The float steps of one super-block of the one-token eight-row kernels:
- * each row pair's chunk sums u[pr] and min products jv[pr] transposed into
- * chunk order (lane = row), the rows' d and dmin (f16, hd / hm) times the
- * token's d, then the FMAs into A and M, per chunk or once over the chunks'
- * sum (llama.cpp's two repacked orders). */
-INLINE void q4k_rp_rows8_1_float(const __m256i u[4], const __m256i jv[4], const uint16_t hd[8],
-                                 const uint16_t hm[8], float y_d, const int per_chunk, __m256 *A,
-                                 __m256 *M)
-{
-    __m256i I[4], Jc[4];
-    __m256i t0 = _mm256_unpacklo_epi32(u[0], u[1]), t1 = _mm256_unpackhi_epi32(u[0], u[1]);
-    __m256i t2 = _mm256_unpacklo_epi32(u[2], u[3]), t3 = _mm256_unpackhi_epi32(u[2], u[3]);
-    I[0] = _mm256_unpacklo_epi64(t0, t2);
-    I[1] = _mm256_unpackhi_epi64(t0, t2);
-    I[2] = _mm256_unpacklo_epi64(t1, t3);
-    I[3] = _mm256_unpackhi_epi64(t1, t3);
-    t0 = _mm256_unpacklo_epi32(jv[0], jv[1]);
-    t1 = _mm256_unpackhi_epi32(jv[0], jv[1]);
-    t2 = _mm256_unpacklo_epi32(jv[2], jv[3]);
-    t3 = _mm256_unpackhi_epi32(jv[2], jv[3]);
-    Jc[0] = _mm256_unpacklo_epi64(t0, t2);
-    Jc[1] = _mm256_unpackhi_epi64(t0, t2);
-    Jc[2] = _mm256_unpacklo_epi64(t1, t3);
-    Jc[3] = _mm256_unpackhi_epi64(t1, t3);
-    const __m256 yd = _mm256_set1_ps(y_d);
-    const __m256 pd = _mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)hd)), yd);
-    const __m256 pm = _mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)hm)), yd);
-    if (per_chunk) {
-        UNROLL
-        for (int c = 0; c < 4; c++) {
-            *A = _mm256_fmadd_ps(_mm256_cvtepi32_ps(I[c]), pd, *A);
-            *M = _mm256_fmadd_ps(_mm256_cvtepi32_ps(Jc[c]), pm, *M);
-        }
-    } else {
-        __m256i it = _mm256_add_epi32(_mm256_add_epi32(I[0], I[1]), _mm256_add_epi32(I[2], I[3]));
-        __m256i jt = _mm256_add_epi32(_mm256_add_epi32(Jc[0], Jc[1]), _mm256_add_epi32(Jc[2], Jc[3]));
-        *A = _mm256_fmadd_ps(_mm256_cvtepi32_ps(it), pd, *A);
-        *M = _mm256_fmadd_ps(_mm256_cvtepi32_ps(jt), pm, *M);
-    }
 }
 
 /* The one-token case, scales decoded where they are used (fewer live
@@ -642,7 +611,9 @@ INLINE void q4k_rp_rows8_1(int64_t n, float *s, const uint8_t *x0, size_t rbytes
                                      _mm256_permute2x128_si256(q[0], q[1], 0x31));
             jv[pr] = _mm256_set_m128i(J[1], J[0]);
         }
-        q4k_rp_rows8_1_float(u, jv, hd, hm, b->d, per_chunk, &A, &M);
+        q4k_rp_rows8_float(u, jv, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)hd)),
+                           _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)hm)), b->d, per_chunk,
+                           &A, &M);
     }
     _mm256_storeu_ps(s, _mm256_permutevar8x32_ps(_mm256_sub_ps(A, M),
                                                  _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
@@ -729,7 +700,9 @@ SL_T512 INLINE void q4k_rp_rows8_1_512(int64_t n, float *s, const uint8_t *x0, s
             u[pr] = _mm512_castsi512_si256(_mm512_add_epi32(qa, qb));
             jv[pr] = _mm256_set_m128i(J[1], J[0]);
         }
-        q4k_rp_rows8_1_float(u, jv, hd, hm, b->d, per_chunk, &A, &M);
+        q4k_rp_rows8_float(u, jv, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)hd)),
+                           _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)hm)), b->d, per_chunk,
+                           &A, &M);
     }
     _mm256_storeu_ps(s, _mm256_permutevar8x32_ps(_mm256_sub_ps(A, M),
                                                  _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
