@@ -222,6 +222,10 @@ typedef struct sl_session_params {
                            f16 (f32 when kv_type is f32) */
     bool swa_full;      /* keep every position on sliding-window layers (no
                            ring); also when the model was loaded with it */
+    bool attn_rot_off;  /* quantised K / V caches without llama.cpp's
+                           Walsh-Hadamard attention rotation (its
+                           LLAMA_ATTN_ROT_DISABLE=1); false: rotated, as
+                           llama.cpp computes by default */
 } sl_session_params;
 
 sl_session_params sl_session_default_params(void);

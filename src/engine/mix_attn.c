@@ -155,12 +155,13 @@ static void kv_store(const sl_session *s, const sl_layer_state *st, int pos, con
  * scores keep their values; a channel's outlier spreads over the block
  * before quantisation); where V is quantised and its head size a multiple
  * of 64, V by the 64 x 64 one before it is stored, and the attention's
- * output back by the same after. Block size of the rotation, 0 for none.
+ * output back by the same after (sl_session_params.attn_rot_off: never).
+ * Block size of the rotation, 0 for none.
  * (llama.cpp rotates only when every layer of a cache has one head size;
  * sluice decides per layer, the same on every model it runs.) */
 static int rot_k_size(const sl_session *s, int hd)
 {
-    if (!sl_kv_type_quantized(s->type_k) || hd % 64 != 0) return 0;
+    if (!s->attn_rot || !sl_kv_type_quantized(s->type_k) || hd % 64 != 0) return 0;
     int n = 64;
     while (hd % (2 * n) == 0) n *= 2;
     return n;
@@ -168,7 +169,7 @@ static int rot_k_size(const sl_session *s, int hd)
 
 static int rot_v_size(const sl_session *s, int hdv)
 {
-    return sl_kv_type_quantized(s->type_v) && hdv % 64 == 0 ? 64 : 0;
+    return s->attn_rot && sl_kv_type_quantized(s->type_v) && hdv % 64 == 0 ? 64 : 0;
 }
 
 /* The first position any token of a batch starting at pos0 attends to. */

@@ -273,21 +273,31 @@ static int write_fn(void *ud, const void *p, size_t len, sl_err *err)
     return len ? sl_file_write_full(ud, p, len, err) : SL_OK;
 }
 
+/* Set in the header's cache field when quantised rows were stored rotated
+ * (llama.cpp's attention rotation, mix_attn.c, since session 9): a file
+ * saved before, or with the rotation off, holds other K and V values for
+ * the same types and is refused by a rotating session (and the reverse). */
+#define KV_FIELD_ROTATED (1u << 24)
+
 /* The cache types as the header's field holds them: the value size of
  * the session's plain rows, and when the attention K and V types are not
  * that size's plain type, 1 + K + 4 V above bit 8 (so files of the plain
- * f16 and f32 caches keep the field they always had). */
+ * f16 and f32 caches keep the field they always had), and the rotation
+ * bit. */
 static uint32_t kv_field(const sl_session *s)
 {
     const sl_kv_type plain = s->kv_elem == 4 ? SL_KV_F32 : SL_KV_F16;
     if (s->type_k == plain && s->type_v == plain) return (uint32_t)s->kv_elem;
-    return (uint32_t)s->kv_elem | (1u + (uint32_t)s->type_k + 4u * (uint32_t)s->type_v) << 8;
+    const bool rotated =
+        s->attn_rot && (sl_kv_type_quantized(s->type_k) || sl_kv_type_quantized(s->type_v));
+    return (uint32_t)s->kv_elem | (1u + (uint32_t)s->type_k + 4u * (uint32_t)s->type_v) << 8 |
+           (rotated ? KV_FIELD_ROTATED : 0u);
 }
 
 /* "K q8_0, V f16" for a header field, as kv_field writes it. */
 static void kv_field_text(uint32_t f, char *buf, size_t cap)
 {
-    const uint32_t elem = f & 0xFF, code = f >> 8;
+    const uint32_t elem = f & 0xFF, code = (f & ~KV_FIELD_ROTATED) >> 8;
     const sl_kv_type plain = elem == 4 ? SL_KV_F32 : SL_KV_F16;
     const int k = code ? (int)((code - 1) % 4) : (int)plain;
     const int v = code ? (int)((code - 1) / 4) : (int)plain;
@@ -433,6 +443,13 @@ int sl_session_load(sl_session *s, const char *path, int32_t *tokens, int n_max,
                  "model is %016llx, %llu bytes)", (unsigned long long)get64(h + 16),
                  (unsigned long long)get64(h + 24), (unsigned long long)s->model_id,
                  (unsigned long long)s->model_bytes);
+        goto refused;
+    }
+    if ((get32(h + 40) ^ kv_field(s)) == KV_FIELD_ROTATED) {
+        snprintf(why, sizeof why, "its quantised cache was stored %s the attention rotation "
+                 "llama.cpp applies and this session %s (saved by a sluice before the rotation, "
+                 "or with it off): evaluate the prompt again", (get32(h + 40) & KV_FIELD_ROTATED)
+                 ? "with" : "without", kv_field(s) & KV_FIELD_ROTATED ? "uses" : "does not use");
         goto refused;
     }
     if (get32(h + 40) != kv_field(s)) {

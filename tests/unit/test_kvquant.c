@@ -8,7 +8,9 @@
  * a session of another cache type; head sizes that are not multiples of
  * 32 are refused with a message; the running sum is rescaled as llama.cpp's
  * one-chunk loop does it, S x ms + w in two roundings (an FMA there gives
- * other bits; bench/llama_fattn.c compares with llama.cpp's op itself). */
+ * other bits; bench/llama_fattn.c compares with llama.cpp's op itself);
+ * the attention rotation of quantised caches is part of what a saved
+ * session holds. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,9 +54,10 @@ static sl_model *load(const char *path, int threads)
     return m;
 }
 
-static sl_session *session(sl_model *m, int tk, int tv, int batch, bool all)
+static sl_session *session_rot(sl_model *m, int tk, int tv, int batch, bool all, bool rot_off)
 {
     sl_session_params sp = sl_session_default_params();
+    sp.attn_rot_off = rot_off;
     sp.n_ctx = 64;
     sp.n_batch_max = batch;
     sp.all_logits = all;
@@ -64,6 +67,11 @@ static sl_session *session(sl_model *m, int tk, int tv, int batch, bool all)
     sl_err err;
     if (sl_session_create(&s, m, &sp, &err)) fprintf(stderr, "  session: %s\n", err.msg);
     return s;
+}
+
+static sl_session *session(sl_model *m, int tk, int tv, int batch, bool all)
+{
+    return session_rot(m, tk, tv, batch, all, false);
 }
 
 /* Every token's logits of the prompt, in batches of `batch` tokens. */
@@ -357,6 +365,42 @@ TEST(save_load_carries_the_type)
     sl_model_free(m);
 }
 
+/* The rotation (head size 64 here) changes what a quantised cache holds:
+ * rotated and unrotated sessions give other logits, and a file saved by
+ * one is refused by the other, naming the rotation, while one of the same
+ * kind loads it. */
+TEST(rotation_is_part_of_the_cache)
+{
+    sl_model *m = load(model_k, 2);
+    CHECK(m);
+    if (!m) return;
+    const int V = sl_model_n_vocab(m);
+    char file[512];
+    t_path(file, sizeof file, "state-q8-norot.bin");
+    sl_err err;
+    sl_session *plain = session_rot(m, SL_KV_Q8_0, SL_KV_Q8_0, 32, false, true);
+    sl_session *rot = session(m, SL_KV_Q8_0, SL_KV_Q8_0, 32, false);
+    CHECK(plain && rot);
+    if (!plain || !rot) goto out;
+    CHECK(sl_session_eval(plain, prompt, 20, &err) == 0);
+    CHECK(sl_session_eval(rot, prompt, 20, &err) == 0);
+    CHECK(memcmp(sl_session_logits(plain), sl_session_logits(rot), sizeof(float) * (size_t)V));
+    CHECK_MSG(sl_session_save(plain, file, prompt, 20, &err) == 0, "%s", err.msg);
+    sl_session *c = session(m, SL_KV_Q8_0, SL_KV_Q8_0, 32, false);
+    int32_t got[64];
+    CHECK_EQ_INT(sl_session_load(c, file, got, 64, &err), SL_EFORMAT);
+    CHECK_STR_CONTAINS(err.msg, "rotation");
+    CHECK_EQ_INT(sl_session_n_past(c), 0);
+    sl_session *d = session_rot(m, SL_KV_Q8_0, SL_KV_Q8_0, 32, false, true);
+    CHECK_EQ_INT(sl_session_load(d, file, got, 64, &err), 20);
+    sl_session_free(c);
+    sl_session_free(d);
+out:
+    sl_session_free(plain);
+    sl_session_free(rot);
+    sl_model_free(m);
+}
+
 TEST(head_size_not_a_block_multiple_is_refused)
 {
     sl_model *m = load(model_tiny, 1);
@@ -418,6 +462,7 @@ int main(void)
     RUN(seq_kernel_matches_naive);
     RUN(seq_sum_rescaled_in_two_roundings);
     RUN(save_load_carries_the_type);
+    RUN(rotation_is_part_of_the_cache);
     RUN(head_size_not_a_block_multiple_is_refused);
     RUN(model_default_types_reach_sessions);
     return TEST_REPORT();
