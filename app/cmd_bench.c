@@ -109,6 +109,14 @@ static double process_cpu_s(void)
 /* The most depths one `-d` list may name. */
 #define MAX_DEPTHS 16
 
+/* The largest of the n depths d[]. */
+static int deepest(const int *d, int n)
+{
+    int m = 0;
+    for (int k = 0; k < n; k++) m = d[k] > m ? d[k] : m;
+    return m;
+}
+
 /* Brings s to the depth tokens of context toks[0..depth): back to them by
  * truncation when the session still holds them, else (the first time, or
  * a recurrent or sliding-window layer that cannot go back that far)
@@ -148,9 +156,7 @@ static int depth_set_open(depth_set *d, sl_model *m, const int *depths, int nd, 
                           int batch, sl_err *err)
 {
     memset(d, 0, sizeof *d);
-    const int n_vocab = sl_model_n_vocab(m);
-    int max_depth = 0;
-    for (int k = 0; k < nd; k++) max_depth = depths[k] > max_depth ? depths[k] : max_depth;
+    const int n_vocab = sl_model_n_vocab(m), max_depth = deepest(depths, nd);
     d->ctx = malloc(sizeof(int32_t) * ((size_t)max_depth + (size_t)n_test + 1));
     if (!d->ctx) return sl_err_set(err, SL_ENOMEM, "out of memory");
     d->test = d->ctx + max_depth;
@@ -240,8 +246,9 @@ static int bench_model(const char *path, const int *depths, int nd, int n_prompt
     const int threads = mf->params.n_threads;
     const int nth = threads > 0 ? threads : sl_cpu_core_count();
     run_totals totals = {0, 0, 0};
-    long depth_sum = 0, deep = 0;
-    for (int k = 0; k < nd; k++) depth_sum += depths[k], deep |= depths[k];
+    long depth_sum = 0;
+    for (int k = 0; k < nd; k++) depth_sum += depths[k];
+    const bool deep = deepest(depths, nd) > 0;
     const int tw = deep ? 14 : 8;
     if (!json) {
         /* the test column widens for names with a depth ("pp512 @ d4096") */
@@ -399,9 +406,7 @@ int cmd_bench(int argc, char **argv)
         fprintf(stderr, "sluice bench: nothing to do: -p and -n are both 0\n");
         return 2;
     }
-    int max_depth = 0;
-    for (int k = 0; k < nd; k++) max_depth = depths[k] > max_depth ? depths[k] : max_depth;
-    mf.params.n_ctx_hint = (int)(max_depth + (n_prompt > n_gen ? n_prompt : n_gen) + 1);
+    mf.params.n_ctx_hint = (int)(deepest(depths, nd) + (n_prompt > n_gen ? n_prompt : n_gen) + 1);
     return bench_model(model, depths, nd, (int)n_prompt, (int)n_gen, (int)reps, &mf, (int)batch,
                        json);
 }

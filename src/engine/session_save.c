@@ -445,17 +445,19 @@ int sl_session_load(sl_session *s, const char *path, int32_t *tokens, int n_max,
                  (unsigned long long)s->model_bytes);
         goto refused;
     }
-    if ((get32(h + 40) ^ kv_field(s)) == KV_FIELD_ROTATED) {
+    const uint32_t file_kv = get32(h + 40), our_kv = kv_field(s);
+    if ((file_kv ^ our_kv) == KV_FIELD_ROTATED) {
         snprintf(why, sizeof why, "its quantised cache was stored %s the attention rotation "
                  "llama.cpp applies and this session %s (saved by a sluice before the rotation, "
-                 "or with it off): evaluate the prompt again", (get32(h + 40) & KV_FIELD_ROTATED)
-                 ? "with" : "without", kv_field(s) & KV_FIELD_ROTATED ? "uses" : "does not use");
+                 "or with it off): evaluate the prompt again",
+                 file_kv & KV_FIELD_ROTATED ? "with" : "without",
+                 our_kv & KV_FIELD_ROTATED ? "uses" : "does not use");
         goto refused;
     }
-    if (get32(h + 40) != kv_field(s)) {
+    if (file_kv != our_kv) {
         char theirs[64], ours[64];
-        kv_field_text(get32(h + 40), theirs, sizeof theirs);
-        kv_field_text(kv_field(s), ours, sizeof ours);
+        kv_field_text(file_kv, theirs, sizeof theirs);
+        kv_field_text(our_kv, ours, sizeof ours);
         snprintf(why, sizeof why, "its cache holds %s values, this session %s (use the same "
                  "--cache-type-k / --cache-type-v)", theirs, ours);
         goto refused;

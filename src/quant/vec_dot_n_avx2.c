@@ -18,7 +18,7 @@
  * function with a constant nt) so the per-token accumulators live in
  * registers; a switch picks the instance.
  * Must not know: threads, matrices. Which CPU we run on it asks util/cpu.h,
- * once, for the one 512-bit form (Q6_K). */
+ * for the 512-bit forms (Q6_K's multi-token, Q4_K's one-token eight-row). */
 #include <math.h>
 
 #include "quant/quant_avx2.h"
@@ -560,6 +560,21 @@ INLINE void q4k_rp_rows8(int64_t n, float *s, const uint8_t *x0, size_t rbytes,
         _mm256_storeu_ps(s + 8 * t, _mm256_permutevar8x32_ps(_mm256_sub_ps(A[t], M[t]), order));
 }
 
+/* Row r's scalar part of a super-block in the one-token eight-row kernels:
+ * its d and dmin into the f16 lanes hd / hm (rows 0, 2, 4, 6 then 1, 3, 5,
+ * 7: q4k_rp_rows8_float's order), its min products with the token's paired
+ * bsums bs into *J, and its eight sub-block scales as i16 (returned). */
+INLINE __m128i q4k_row_scales(const sl_block_q4_K *x, int r, __m128i bs, uint16_t hd[8],
+                              uint16_t hm[8], __m128i *J)
+{
+    hd[r / 2 + 4 * (r % 2)] = x->d;
+    hm[r / 2 + 4 * (r % 2)] = x->dmin;
+    uint32_t sc[2], mn[2];
+    k4_unpack(x->scales, sc, mn);
+    *J = _mm_madd_epi16(_mm_cvtepu8_epi16(_mm_set_epi32(0, 0, (int)mn[1], (int)mn[0])), bs);
+    return _mm_cvtepu8_epi16(_mm_set_epi32(0, 0, (int)sc[1], (int)sc[0]));
+}
+
 /* The one-token case, scales decoded where they are used (fewer live
  * vectors: ~6 % faster than q4k_rp_rows8 with nt = 1). Same arithmetic. */
 INLINE void q4k_rp_rows8_1(int64_t n, float *s, const uint8_t *x0, size_t rbytes,
@@ -580,13 +595,8 @@ INLINE void q4k_rp_rows8_1(int64_t n, float *s, const uint8_t *x0, size_t rbytes
             for (int k = 0; k < 2; k++) {
                 const int r = 2 * pr + k;
                 const sl_block_q4_K *x = (const sl_block_q4_K *)(x0 + (size_t)r * rbytes) + i;
-                hd[r / 2 + 4 * (r % 2)] = x->d;
-                hm[r / 2 + 4 * (r % 2)] = x->dmin;
-                uint32_t sc[2], mn[2];
-                k4_unpack(x->scales, sc, mn);
-                const __m128i m16 = _mm_cvtepu8_epi16(_mm_set_epi32(0, 0, (int)mn[1], (int)mn[0]));
-                const __m128i sc16 = _mm_cvtepu8_epi16(_mm_set_epi32(0, 0, (int)sc[1], (int)sc[0]));
-                const __m256i sc256 = _mm256_broadcastsi128_si256(sc16);
+                const __m256i sc256 =
+                    _mm256_broadcastsi128_si256(q4k_row_scales(x, r, bs, hd, hm, &J[k]));
                 __m256i h01 = _mm256_setzero_si256(), cur = _mm256_setzero_si256();
                 UNROLL
                 for (int c = 0; c < 4; c++) {
@@ -605,7 +615,6 @@ INLINE void q4k_rp_rows8_1(int64_t n, float *s, const uint8_t *x0, size_t rbytes
                     else cur = _mm256_hadd_epi32(cur, sc_);
                 }
                 q[k] = _mm256_hadd_epi32(h01, cur);
-                J[k] = _mm_madd_epi16(m16, bs);
             }
             u[pr] = _mm256_add_epi32(_mm256_permute2x128_si256(q[0], q[1], 0x20),
                                      _mm256_permute2x128_si256(q[0], q[1], 0x31));
@@ -663,15 +672,8 @@ SL_T512 INLINE void q4k_rp_rows8_1_512(int64_t n, float *s, const uint8_t *x0, s
             UNROLL
             for (int k = 0; k < 2; k++) {
                 const int r = 2 * pr + k;
-                const sl_block_q4_K *x = (const sl_block_q4_K *)(x0 + (size_t)r * rbytes) + i;
-                xr[k] = x;
-                hd[r / 2 + 4 * (r % 2)] = x->d;
-                hm[r / 2 + 4 * (r % 2)] = x->dmin;
-                uint32_t sc[2], mn[2];
-                k4_unpack(x->scales, sc, mn);
-                const __m128i m16 = _mm_cvtepu8_epi16(_mm_set_epi32(0, 0, (int)mn[1], (int)mn[0]));
-                scv[k] = _mm_cvtepu8_epi16(_mm_set_epi32(0, 0, (int)sc[1], (int)sc[0]));
-                J[k] = _mm_madd_epi16(m16, bs);
+                xr[k] = (const sl_block_q4_K *)(x0 + (size_t)r * rbytes) + i;
+                scv[k] = q4k_row_scales(xr[k], r, bs, hd, hm, &J[k]);
             }
             /* [row a's scales x2 | row b's scales x2], one per 128-bit lane */
             const __m512i sc512 = _mm512_inserti64x4(
@@ -708,36 +710,25 @@ SL_T512 INLINE void q4k_rp_rows8_1_512(int64_t n, float *s, const uint8_t *x0, s
                                                  _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
 }
 
-#define ROWS8_INSTANCES(name, per_chunk)                                                       \
-    static void name(int64_t n, float *s, const void *x, size_t rb, const void *const *ys,    \
-                     int nt)                                                                   \
+/* The eight-row kernels called through sl_vec_dot_rows8_fn: one token by
+ * the one-token form `one`, more by q4k_rp_rows8; ATTR the function's
+ * target (empty for the AVX2 forms). */
+#define ROWS8_INSTANCES(name, ATTR, one, per_chunk)                                            \
+    ATTR static void name(int64_t n, float *s, const void *x, size_t rb,                      \
+                          const void *const *ys, int nt)                                      \
     {                                                                                          \
         switch (nt) {                                                                          \
-        case 1: q4k_rp_rows8_1(n, s, x, rb, ys[0], per_chunk); break;                          \
+        case 1: one(n, s, x, rb, ys[0], per_chunk); break;                                     \
         case 2: q4k_rp_rows8(n, s, x, rb, ys, 2, per_chunk); break;                            \
         case 3: q4k_rp_rows8(n, s, x, rb, ys, 3, per_chunk); break;                            \
         default: q4k_rp_rows8(n, s, x, rb, ys, 4, per_chunk); break;                           \
         }                                                                                      \
     }
 
-ROWS8_INSTANCES(rows8_q4_K_rp64, 1)
-ROWS8_INSTANCES(rows8_q4_K_rp256, 0)
-
-/* The 512-bit forms: one token by q4k_rp_rows8_1_512, more as above. */
-#define ROWS8_INSTANCES_512(name, per_chunk)                                                   \
-    SL_T512 static void name(int64_t n, float *s, const void *x, size_t rb,                 \
-                               const void *const *ys, int nt)                                 \
-    {                                                                                          \
-        switch (nt) {                                                                          \
-        case 1: q4k_rp_rows8_1_512(n, s, x, rb, ys[0], per_chunk); break;                      \
-        case 2: q4k_rp_rows8(n, s, x, rb, ys, 2, per_chunk); break;                            \
-        case 3: q4k_rp_rows8(n, s, x, rb, ys, 3, per_chunk); break;                            \
-        default: q4k_rp_rows8(n, s, x, rb, ys, 4, per_chunk); break;                           \
-        }                                                                                      \
-    }
-
-ROWS8_INSTANCES_512(rows8_q4_K_rp64_512, 1)
-ROWS8_INSTANCES_512(rows8_q4_K_rp256_512, 0)
+ROWS8_INSTANCES(rows8_q4_K_rp64, , q4k_rp_rows8_1, 1)
+ROWS8_INSTANCES(rows8_q4_K_rp256, , q4k_rp_rows8_1, 0)
+ROWS8_INSTANCES(rows8_q4_K_rp64_512, SL_T512, q4k_rp_rows8_1_512, 1)
+ROWS8_INSTANCES(rows8_q4_K_rp256_512, SL_T512, q4k_rp_rows8_1_512, 0)
 
 /* ---- Q6_K against Q8_K ---------------------------------------------------
  * Levels 0..63 unsigned into maddubs; per 128-element half h, chunks
