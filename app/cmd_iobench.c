@@ -310,14 +310,6 @@ static void free_layout(layout *L)
     free(L->layer_src);
 }
 
-static char *dup_str(const char *s)
-{
-    size_t n = strlen(s) + 1;
-    char *p = malloc(n);
-    if (p) memcpy(p, s, n);
-    return p;
-}
-
 /* Reads the expert tensors of every layer; fills slices and placement. */
 static int read_gguf_layout(const opts *o, layout *L)
 {
@@ -334,7 +326,7 @@ static int read_gguf_layout(const opts *o, layout *L)
         goto out;
     }
     for (uint32_t i = 0; i < L->n_files; i++) {
-        L->paths[i] = dup_str(sl_gguf_file_path(g, i));
+        L->paths[i] = strdup(sl_gguf_file_path(g, i));
         L->sizes[i] = sl_gguf_file_size(g, i);
         if (!L->paths[i]) goto out;
     }
@@ -436,7 +428,7 @@ static int build_layout(const opts *o, layout *L)
             return 1;
         }
         L->n_files = 1;
-        L->paths[0] = dup_str(o->model);
+        L->paths[0] = strdup(o->model);
         L->sizes[0] = (uint64_t)end;
         if (!L->paths[0]) return 1;
         L->n_parts = o->expert ? 3 : 1;

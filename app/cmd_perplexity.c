@@ -20,7 +20,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "args.h"
 #include "model_flags.h"
@@ -33,6 +32,7 @@
 #include "sluice.h"
 #include "util/file.h"
 #include "util/status.h"
+#include "util/timer.h"
 
 #define CMD "perplexity"
 
@@ -67,13 +67,6 @@ static void usage(FILE *f)
             "  -h, --help                this text\n"
             "model, memory and streaming:\n");
     model_flags_help(f);
-}
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 typedef struct opts {
@@ -118,7 +111,7 @@ static int eval_chunk(void *model, const int32_t *tokens, int32_t n, int32_t fir
         return sl_err_set(err, SL_EIO, "cannot write the results (standard output): %s",
                           errno ? strerror(errno) : "an earlier write failed");
     if (++e->chunks_done == 1) {
-        double per = now_s() - e->t_start;
+        double per = sl_now_s() - e->t_start;
         fprintf(stderr, "perplexity: %.2f seconds per pass - ETA %.2f minutes\n", per,
                 per * (e->n_chunk - 1) / 60.0);
     }
@@ -228,14 +221,14 @@ int cmd_perplexity(int argc, char **argv)
         }
     }
 
-    double t0 = now_s();
+    double t0 = sl_now_s();
     o.mf.params.n_ctx_hint = o.n_ctx;
     /* every token's logits of a batch are kept */
     o.mf.params.n_logits_hint = o.n_batch < o.n_ctx ? o.n_batch : o.n_ctx;
     m = model_flags_load(&o.mf, CMD, o.model);
     if (!m) return 1;
     const int32_t n_vocab = sl_model_n_vocab(m);
-    fprintf(stderr, "perplexity: model loaded in %.3f s (%s, vocab %d)\n", now_s() - t0,
+    fprintf(stderr, "perplexity: model loaded in %.3f s (%s, vocab %d)\n", sl_now_s() - t0,
             sl_model_arch_name(m), (int)n_vocab);
 
     if (o.kld) {
@@ -259,7 +252,7 @@ int cmd_perplexity(int argc, char **argv)
     } else {
         size_t len;
         if (!(text = gen_read_file(CMD, o.text, &len))) goto done;
-        double tt = now_s();
+        double tt = sl_now_s();
         n_tokens = gen_tokenize(m, text, len, sl_model_add_bos(m) ? SL_TOKENIZE_ADD_BOS : 0,
                                 &tokens, &err);
         if (n_tokens < 0) {
@@ -267,7 +260,7 @@ int cmd_perplexity(int argc, char **argv)
             goto done;
         }
         fprintf(stderr, "perplexity: tokenized %zu bytes into %d tokens in %.3f s\n", len,
-                n_tokens, now_s() - tt);
+                n_tokens, sl_now_s() - tt);
         sl_ppl_plan plan;
         if (sl_ppl_plan_make(&plan, (size_t)n_tokens, o.n_ctx, o.max_chunks, &err)) {
             fprintf(stderr, "sluice perplexity: '%s' is too short: %s\n", o.text, err.msg);
@@ -302,7 +295,7 @@ int cmd_perplexity(int argc, char **argv)
         .out = on_out,
         .user = NULL,
     };
-    e.t_start = now_s();
+    e.t_start = sl_now_s();
     int erc;
     if (o.kld) {
         sl_kld_stats st;
@@ -319,7 +312,7 @@ int cmd_perplexity(int argc, char **argv)
         fprintf(stderr, "\nsluice perplexity: %s\n", err.msg);
         goto done;
     }
-    double t_total = now_s() - e.t_start;
+    double t_total = sl_now_s() - e.t_start;
     if (o.base && !o.kld)
         fprintf(stderr, "perplexity: wrote the KL-divergence base '%s' (%d chunks of %d "
                 "tokens)\n", o.base, (int)n_chunk, (int)n_ctx);

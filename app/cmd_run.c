@@ -9,12 +9,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "args.h"
 #include "commands.h"
 #include "gen.h"
+#include "util/timer.h"
 
 #define CMD "run"
 #define MAX_STOPS 8
@@ -49,13 +49,6 @@ static void usage(FILE *f)
             "      --raw               send the prompt as it is (no harmony wrapping)\n");
     gen_opts_usage(f, 128);
     fprintf(f, "  -h, --help              this text\n");
-}
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 typedef struct stop_ctx {
@@ -213,13 +206,13 @@ int cmd_run(int argc, char **argv)
                 o.kv_type == SL_KV_F32 ? "f32" : "f16", n, (double)o.sp.temp, (int)o.sp.top_k,
                 (double)o.sp.top_p, (double)o.sp.min_p, (unsigned long long)o.sp.seed);
 
-    double t0 = now_s();
+    double t0 = sl_now_s();
     int n_reused = 0;
     if (gen_eval_cached(&g, CMD, t.cache, ids, n, &n_reused, &err)) {
         fprintf(stderr, "sluice run: evaluating the prompt: %s\n", err.msg);
         goto done;
     }
-    double t_prompt = now_s() - t0;
+    double t_prompt = sl_now_s() - t0;
     const int n_eval = n - n_reused; /* prompt tokens evaluated here */
 
     stop_ctx sc = {g.m, o.ignore_eos};

@@ -8,19 +8,12 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "args.h"
 #include "outputs.h"
 #include "util/status.h"
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
+#include "util/timer.h"
 
 void gen_opts_init(gen_opts *o, int n_predict)
 {
@@ -190,13 +183,13 @@ int gen_open(gen_ctx *g, const gen_opts *o, const char *cmd)
 {
     sl_err err = {0};
     memset(g, 0, sizeof *g);
-    double t0 = now_s();
+    double t0 = sl_now_s();
     model_flags mf = o->mf;
     mf.params.n_ctx_hint = o->n_ctx;
     g->m = model_flags_load(&mf, cmd, o->model);
     if (!g->m) return 1;
     g->mf = &o->mf;
-    g->load_s = now_s() - t0;
+    g->load_s = sl_now_s() - t0;
     if (sl_model_n_tokens(g->m) == 0) {
         fprintf(stderr, "sluice %s: '%s' has no tokenizer (tokenizer.ggml.* metadata)\n", cmd,
                 o->model);
@@ -384,7 +377,7 @@ int gen_reply(gen_ctx *g, int max, bool (*is_stop)(void *ud, int32_t id), void *
     int rc = SL_OK;
     textstop ts = {.stops = stop_texts, .np = 0};
     bool text_stop = false;
-    double t0 = now_s();
+    double t0 = sl_now_s();
     st->n_gen = 0;
     st->stop = GEN_STOP_EOG;
     if (g->mf) model_flags_progress(g->mf, g->m, 0, 0.0); /* the prompt's --stats-csv row */
@@ -425,7 +418,7 @@ int gen_reply(gen_ctx *g, int max, bool (*is_stop)(void *ud, int32_t id), void *
             rc = got;
             break;
         }
-        if (g->mf) model_flags_progress(g->mf, g->m, st->n_gen, now_s() - t0);
+        if (g->mf) model_flags_progress(g->mf, g->m, st->n_gen, sl_now_s() - t0);
     }
     if (g->mf) model_flags_progress_end(g->mf);
     sl_detok_flush(g->dt, &text, &len);
@@ -435,7 +428,7 @@ int gen_reply(gen_ctx *g, int max, bool (*is_stop)(void *ud, int32_t id), void *
     }
     if (rc == SL_OK) rc = flush_out(g, out, err);
     else fflush(out); /* the held text goes out; the first error stands */
-    st->seconds = now_s() - t0;
+    st->seconds = sl_now_s() - t0;
     return rc;
 }
 

@@ -16,14 +16,6 @@ typedef unsigned long long ull;
 
 #define SPLIT_SUFFIX_LEN 20 /* "-00001-of-00003.gguf" */
 
-static char *dup_str(const char *s)
-{
-    size_t n = strlen(s) + 1;
-    char *p = malloc(n);
-    if (p) memcpy(p, s, n);
-    return p;
-}
-
 static bool five_digits(const char *s, unsigned *out)
 {
     unsigned v = 0;
@@ -93,7 +85,7 @@ int sl_gguf_open_memory(sl_gguf **out, const void *buf, size_t len, sl_err *err)
     if (!g) return sl_err_set(err, SL_ENOMEM, "out of memory opening a GGUF image");
     g->n_parts = 1;
     g->mem = buf;
-    g->parts[0].path = dup_str("(memory)");
+    g->parts[0].path = strdup("(memory)");
     g->parts[0].size = len;
     if (!g->parts[0].path) {
         sl_gguf_close(g);
@@ -165,7 +157,7 @@ static int open_part(sl_gguf *g, uint32_t i, const char *path, sl_gguf_image *im
     sl_gguf_part *p = &g->parts[i];
     int rc = sl_file_open_read(&p->file, path, err);
     if (rc) return rc;
-    p->path = dup_str(path);
+    p->path = strdup(path);
     if (!p->path) return sl_err_set(err, SL_ENOMEM, "out of memory opening '%s'", path);
     p->size = p->file.size;
     sl_gguf_src src = {.file = &p->file, .size = p->size, .name = p->path};

@@ -41,14 +41,6 @@ static int open_direct(const char *path)
 #endif
 }
 
-static char *dup_str(const char *s)
-{
-    size_t n = strlen(s) + 1;
-    char *p = malloc(n);
-    if (p) memcpy(p, s, n);
-    return p;
-}
-
 /* Alignment the kernel reports for direct reads of path: offset and memory.
  * Returns 1 if reported, 0 if the kernel does not say (or says 0, see
  * below): the open-time probe decides then. */
@@ -169,7 +161,7 @@ int sl_io_files_open(sl_io *io, const char *const *paths, uint32_t n, sl_err *er
             return sl_err_set(err, SL_EIO, "cannot open '%s': %s", paths[i], strerror(errno));
         if (!S_ISREG(st.st_mode))
             return sl_err_set(err, SL_EINVAL, "'%s' is not a regular file", paths[i]);
-        io->files[i].path = dup_str(paths[i]);
+        io->files[i].path = strdup(paths[i]);
         if (!io->files[i].path) return sl_err_set(err, SL_ENOMEM, "out of memory");
         io->files[i].size = (uint64_t)st.st_size;
 

@@ -10,14 +10,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static char *dup_str(const char *s)
-{
-    size_t n = strlen(s) + 1;
-    char *p = malloc(n);
-    if (p) memcpy(p, s, n);
-    return p;
-}
-
 /* The kind of file a mode describes, for messages. */
 static const char *mode_kind(mode_t m)
 {
@@ -64,7 +56,7 @@ int sl_file_open_read(sl_file *f, const char *path, sl_err *err)
         close(fd);
         return sl_err_set(err, SL_EIO, "cannot open '%s': %s", path, strerror(e));
     }
-    f->path = dup_str(path);
+    f->path = strdup(path);
     if (!f->path) {
         close(fd);
         return sl_err_set(err, SL_ENOMEM, "out of memory");
@@ -123,7 +115,7 @@ int sl_file_open_write(sl_file *f, const char *path, sl_err *err)
         close(fd);
         return sl_err_set(err, SL_EIO, "cannot create '%s': %s", path, strerror(e));
     }
-    f->path = dup_str(path);
+    f->path = strdup(path);
     if (!f->path) {
         close(fd);
         return sl_err_set(err, SL_ENOMEM, "out of memory");
@@ -307,7 +299,7 @@ int sl_file_temp_beside(const char *final_path, char **tmp_path, char **dest, sl
         umask(um);
         mode = 0666 & ~um;
     }
-    if (!target) target = dup_str(final_path);
+    if (!target) target = strdup(final_path);
     if (!target) return sl_err_set(err, SL_ENOMEM, "out of memory");
     const char *slash = strrchr(target, '/');
     const size_t dir_len = slash ? (size_t)(slash - target) + 1 : 0;

@@ -9,4 +9,7 @@ uint64_t sl_now_ns(void);
 
 static inline double sl_ns_to_s(uint64_t ns) { return (double)ns * 1e-9; }
 
+/* Seconds from the same fixed point, for timing whole runs. */
+static inline double sl_now_s(void) { return sl_ns_to_s(sl_now_ns()); }
+
 #endif
