@@ -199,12 +199,15 @@ int cmd_run(int argc, char **argv)
                 "room for %d new)\n", n_old, n, add_bos ? " (BOS and the last ones)" :
                 " (the last ones)", n_ctx, n_ctx - n);
     }
-    if (o.verbose)
-        fprintf(stderr, "sluice run: %s, vocab %d, context %d, batch %d, kv %s, prompt %d "
+    if (o.verbose) {
+        sl_kv_type tk, tv;
+        sl_session_kv_types(g.s, &tk, &tv);
+        fprintf(stderr, "sluice run: %s, vocab %d, context %d, batch %d, kv %s/%s, prompt %d "
                 "tokens, temp %.2f top-k %d top-p %.2f min-p %.2f seed %llu\n",
                 sl_model_arch_name(g.m), sl_model_n_vocab(g.m), n_ctx, g.n_batch,
-                o.kv_type == SL_KV_F32 ? "f32" : "f16", n, (double)o.sp.temp, (int)o.sp.top_k,
+                sl_kv_type_name(tk), sl_kv_type_name(tv), n, (double)o.sp.temp, (int)o.sp.top_k,
                 (double)o.sp.top_p, (double)o.sp.min_p, (unsigned long long)o.sp.seed);
+    }
 
     double t0 = sl_now_s();
     int n_reused = 0;

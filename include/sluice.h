@@ -260,6 +260,12 @@ const float *sl_session_logits_at(const sl_session *s, int i);
  * state, which the memory plan counts. */
 int sl_session_n_past(const sl_session *s);
 int sl_session_n_ctx(const sl_session *s);
+
+/* What the session's attention layers' K and V caches hold (the resolved
+ * type_k / type_v of its parameters), and a type's name ("f16", "q8_0", ...;
+ * "?" for a value outside the enum). */
+void sl_session_kv_types(const sl_session *s, sl_kv_type *type_k, sl_kv_type *type_v);
+const char *sl_kv_type_name(sl_kv_type t);
 int sl_session_truncate(sl_session *s, int n);
 
 /* Sliding-window layers keep a ring of their window and one micro-batch

@@ -210,6 +210,12 @@ const float *sl_session_logits_at(const sl_session *s, int i)
 int sl_session_n_past(const sl_session *s) { return s->n_past; }
 int sl_session_n_ctx(const sl_session *s) { return s->n_ctx; }
 
+void sl_session_kv_types(const sl_session *s, sl_kv_type *type_k, sl_kv_type *type_v)
+{
+    *type_k = s->type_k;
+    *type_v = s->type_v;
+}
+
 int sl_session_truncate_floor(const sl_session *s)
 {
     int floor = 0;

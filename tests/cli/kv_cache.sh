@@ -22,6 +22,8 @@ P="The miller's daughter kept a notebook of the river and its moods."
 
 "$SLUICE" run --help >"$work/help" 2>&1
 check "--help lists -ctk and -ctv" grep -q -- "-ctk, --cache-type-k" "$work/help"
+"$SLUICE" run -m "$M" -p hi -n 1 -v -ctk q8_0 >/dev/null 2>"$work/v.err"
+check "-v names the cache types in effect (q8_0 K, f16 V)" grep -q "kv q8_0/f16," "$work/v.err"
 
 for t in q8_0 q4_0; do
     "$SLUICE" run -m "$M" -p "$P" -n 12 --temp 0 -ctk $t -ctv $t -t 1 >"$work/$t.1" 2>/dev/null
