@@ -3,7 +3,30 @@
  * The traits table is the single source of truth for a type: its GGUF id,
  * name, elements per block, bytes per block, and its kernels (dequantise,
  * quantise, dot products). Type ids are the ones GGUF files use on disk.
- * Knows nothing about files or models. */
+ * Knows nothing about files or models.
+ *
+ * The files of src/quant/, by concern (each kernel file has a scalar
+ * reference twin, *_ref.c, that the bit tests hold it to):
+ *   quant.c                   the traits table: one row per type id
+ *   quant_blocks.h            the on-disk block layouts
+ *   quant_fp.c                f16 / bf16 / f32 element conversions
+ *   quant_legacy.c, quant_k.c, quant_iq.c
+ *                             dequantise (and the legacy types' quantisers)
+ *   quant_k_quantize.c, quant_fit.c
+ *                             the K-quant quantisers and their scale search
+ *   quant_fast*.c             the activation quantisers (Q8_0, Q8_K, ...)
+ *                             behind sl_quantize_fast; quant_act_neon.c
+ *   vec_dot_{fp,legacy,k,iq}_{ref,avx2,neon,dotprod}.c
+ *                             one weight row times one activation row, per
+ *                             type family and instruction set
+ *   vec_dot_fp_order*.c       f16 / bf16 dots in llama.cpp's two orders
+ *   vec_dot_n_*.c             one weight row times several tokens
+ *   vec_dot_rp.h, vec_dot_rp32*.c, vec_dot_rp32x8*.c
+ *                             the orders of llama.cpp's repacked gemm/gemv
+ *                             (Q4_K; Q4_0 / IQ4_NL / MXFP4, plain and x8)
+ *   quant_internal.h, quant_avx2.h, quant_neon.h, *_neon.h, vec_dot_k_lanes.h
+ *                             declarations and helpers shared inside here
+ * The matrix products over these kernels are ops/matmul.c's. */
 #ifndef SL_QUANT_QUANT_H
 #define SL_QUANT_QUANT_H
 
