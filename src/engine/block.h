@@ -9,7 +9,7 @@
  * (engine/router.c), runs each chosen expert on s->xb (resident or
  * streamed) and writes each token's weighted sum (top-k rank order) plus
  * any shared expert into s->ffn_out (n, n_embd). Fails only when a
- * streamed expert cannot be read. (forward.c) */
+ * streamed expert cannot be read. (moe.c) */
 int sl_moe_block(sl_session *s, const sl_layer *L, int il, int n, sl_err *err);
 
 /* One gemma4 layer (SL_NORM_SANDWICH) on the batch's residual stream s->x:
