@@ -3,8 +3,9 @@
 # the release library of two checkouts (each must have run `make`) and
 # compares every token's logits, bit for bit, on generated models of every
 # architecture and several types, in batches of 1, 7 and 40, resident and
-# (MoE) streamed with a small cache. Prints one line per model and exits 1
-# on any difference.
+# (MoE) streamed with a small cache; the 2026 families at their tiny
+# presets, in batches of 1 and 7. Prints one line per model and exits 1 on
+# any difference.
 set -u
 OLD=${1:?usage: bench/bitcompare.sh OLD_TREE [NEW_TREE]}
 NEW=${2:-$(cd "$(dirname "$0")/.." && pwd)}
@@ -34,6 +35,23 @@ for arch in qwen3moe qwen2moe mixtral llama olmoe qwen3 qwen2; do
             if [ "$a" = "$n" ]; then r=same; else r=DIFFERENT; status=1; fi
             echo "$arch $ty streamed (5 cache slots) vs old resident: $r ($n)";;
         esac
+    done
+done
+# the 2026 families (their tiny presets), resident and streamed
+for arch in qwen35moe gpt-oss gemma4 deepseek2 glm4moe glm-dsa deepseek4; do
+    for ty in f32 q8_0; do
+        f=$work/$arch-$ty.gguf
+        "$S" mkmodel --arch "$arch" --preset tiny --type "$ty" --seed 3 -q -o "$f" || exit 2
+        for b in 1 7; do
+            a=$("$work/digest-OLD" "$f" "$b" | tail -1)
+            n=$("$work/digest-NEW" "$f" "$b" | tail -1)
+            if [ "$a" = "$n" ]; then r=same; else r=DIFFERENT; status=1; fi
+            echo "$arch $ty batch $b: $r ($n)"
+        done
+        a=$("$work/digest-OLD" "$f" 7 2 | tail -1)
+        n=$("$work/digest-NEW" "$f" 7 2 5 | tail -1)
+        if [ "$a" = "$n" ]; then r=same; else r=DIFFERENT; status=1; fi
+        echo "$arch $ty streamed (5 cache slots) vs old resident: $r ($n)"
     done
 done
 exit $status

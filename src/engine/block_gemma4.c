@@ -41,17 +41,6 @@ static void dense_geglu(sl_session *s, const sl_layer *L, int n, float *out)
     sl_fwd_mm_run(s, &it, 1);
 }
 
-int sl_block_sandwich(sl_session *s, const sl_layer *L, int il, int n, sl_err *err)
-{
-    const sl_hparams *hp = &s->m->hp;
-    const int E = hp->n_embd;
-    const float eps = hp->rms_eps;
-    for (int t = 0; t < n; t++)
-        sl_rmsnorm(s->xb + (size_t)t * E, s->x + (size_t)t * E, L->attn_norm.data, E, eps);
-    sl_mixer_of(L->d.mixer)->forward(s, L, il, n, s->tmp);
-    return sl_block_sandwich_after_mixer(s, L, il, n, err);
-}
-
 int sl_block_sandwich_after_mixer(sl_session *s, const sl_layer *L, int il, int n, sl_err *err)
 {
     const sl_hparams *hp = &s->m->hp;

@@ -1,43 +1,20 @@
 /* forward.c - a micro-batch of tokens through the model, in data-flow order:
  *
- *   embedding rows -> for each layer (as its description sl_layer_desc says):
- *     attn_norm -> the layer's mixer (mixer.h; mix_attn.c: q,k,v -> q/k norm
- *       -> RoPE -> KV append -> causal attention -> out proj) -> +residual
+ *   embedding rows -> the residual stream (block.h: the stream's kind may
+ *   spread them) -> each layer as its kind wires it (block.h; pre-norm:
+ *     attn_norm -> the layer's mixer (mixer.h) -> +residual;
  *     ffn_norm -> dense SwiGLU (ffn.c), or the routed experts and any
- *       shared expert (moe.c) -> +residual
- *   -> output norm -> lm head -> logits
+ *       shared expert (moe.c) -> +residual)
+ *   -> the stream collapsed -> output norm -> lm head -> logits
  *
  * Work is split over the session's pool by weight rows (matrix products)
  * and by (token, head) pairs (attention, in the mixer); each output value is computed by
  * one thread in a fixed order, so results are bit-identical for any thread
  * count and any batch size. */
-
 #include "engine/block.h"
-#include "engine/ds4.h"
-#include "engine/ffn.h"
 #include "engine/fwd_mm.h"
-#include "engine/mixer.h"
 #include "engine/session.h"
 #include "experts/streamer.h"
-
-static int ffn_block(sl_session *s, const sl_layer *L, int il, int n, sl_err *err)
-{
-    const sl_hparams *hp = &s->m->hp;
-    const int E = hp->n_embd;
-    for (int t = 0; t < n; t++)
-        sl_rmsnorm(s->xb + (size_t)t * E, s->x + (size_t)t * E, L->ffn_norm.data, E, hp->rms_eps);
-    if (L->d.ffn.kind == SL_FFN_ROUTED) {
-        int rc = sl_moe_block(s, L, il, n, err);
-        if (rc) return rc;
-    } else {
-        sl_mat g = sl_fwd_mat(&L->ffn_gate), u = sl_fwd_mat(&L->ffn_up), d = sl_fwd_mat(&L->ffn_down);
-        sl_ffn_swiglu(s, &g, &u, &d, s->xb, n, s->ffn_out, 0.0f);
-    }
-    for (size_t i = 0; i < (size_t)n * E; i++) s->x[i] += s->ffn_out[i];
-    return SL_OK;
-}
-
-/* ---- the whole model -------------------------------------------------- */
 
 /* Fails when a value among the n rows of width w at x is NaN or infinite:
  * finite weights and inputs never produce one, so the file is damaged.
@@ -65,28 +42,10 @@ int sl_forward_batch(sl_session *s, const int32_t *tokens, int n, sl_err *err)
     if (m->embd_scale != 0.0f) /* gemma4: the rows times sqrt(n_embd) */
         for (size_t i = 0; i < (size_t)n * E; i++) s->x[i] *= m->embd_scale;
     s->tokens = tokens; /* hash routing reads them */
-    if (m->hp.n_hc > 0) sl_ds4_embed(s, n); /* deepseek4: the rows to every stream */
+    const sl_block_ops *stream = sl_block_stream(m);
+    if (stream->embed) stream->embed(s, n);
     for (int il = 0; il < m->hp.n_layer; il++) {
-        const sl_layer *L = &m->layers[il];
-        if (L->d.norm == SL_NORM_HC) { /* deepseek4 (block_ds4.c) */
-            int rc = sl_block_ds4(s, L, il, n, err);
-            if (!rc) rc = check_finite(s, s->x, n, E, 0, "hidden state", il, err);
-            if (rc) return rc;
-            continue;
-        }
-        if (L->d.norm == SL_NORM_SANDWICH) { /* gemma4 (block_gemma4.c) */
-            int rc = sl_block_sandwich(s, L, il, n, err);
-            if (!rc) rc = check_finite(s, s->x, n, E, 0, "hidden state", il, err);
-            if (rc) return rc;
-            continue;
-        }
-        /* pre-norm: x += mixer(norm(x)) */
-        for (int t = 0; t < n; t++)
-            sl_rmsnorm(s->xb + (size_t)t * E, s->x + (size_t)t * E, L->attn_norm.data, E,
-                       m->hp.rms_eps);
-        sl_mixer_of(L->d.mixer)->forward(s, L, il, n, s->tmp);
-        for (size_t i = 0; i < (size_t)n * E; i++) s->x[i] += s->tmp[i];
-        int rc = ffn_block(s, L, il, n, err);
+        int rc = sl_block_forward(s, &m->layers[il], il, n, err);
         if (!rc) rc = check_finite(s, s->x, n, E, 0, "hidden state", il, err);
         if (rc) return rc;
     }
@@ -98,7 +57,7 @@ int sl_forward_batch(sl_session *s, const int32_t *tokens, int n, sl_err *err)
     /* logits: every token's, or only the last one's */
     const int first = s->all_logits ? 0 : n - 1;
     const int cnt = n - first;
-    if (m->hp.n_hc > 0) sl_ds4_head(s, first, cnt); /* deepseek4: the streams collapsed */
+    if (stream->head) stream->head(s, first, cnt);
     for (int t = 0; t < cnt; t++)
         sl_rmsnorm(s->xb + (size_t)t * E, s->x + (size_t)(first + t) * E, m->output_norm.data, E,
                    m->hp.rms_eps);
@@ -109,11 +68,4 @@ int sl_forward_batch(sl_session *s, const int32_t *tokens, int n, sl_err *err)
     if (rc) return rc;
     s->n_logits = cnt;
     return SL_OK;
-}
-
-/* Additive (issue 13, multi-session batches: forward_multi.c): the FFN
- * block of layer L on the n rows of s->x, as sl_forward_batch runs it. */
-int sl_ffn_block(sl_session *s, const sl_layer *L, int il, int n, sl_err *err)
-{
-    return ffn_block(s, L, il, n, err);
 }

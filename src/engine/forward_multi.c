@@ -11,10 +11,10 @@
  *      products run once over every member's rows before the mixers, its o
  *      product once after them (fwd_mm.h's hook), so a weight row is read
  *      and unpacked once per step, not once per member
- *   -> +residual; the FFN block on all rows at once in the batch session
- *      (the router per row; each routed expert read and computed once for
- *      every row that chose it); gemma4's sandwich layers: the part of the
- *      block after the mixer (block_gemma4.c) on all rows the same way
+ *   -> the layer kind's part after the mixer (block.h: +residual, the FFN
+ *      block) on all rows at once in the batch session (the router per
+ *      row; each routed expert read and computed once for every row that
+ *      chose it); kinds without that part cannot join a step
  *   -> output norm and lm head of each session's last row, together.
  *
  * Every value is computed as sl_forward_batch computes it: matrix
@@ -39,8 +39,7 @@ static bool multi_ok(const sl_model *m, bool trace_ok)
     if (!m || m->knobs) return false;
     if (!trace_ok && m->streamer && sl_streamer_route_trace(m->streamer)) return false;
     for (int il = 0; il < m->hp.n_layer; il++)
-        if (m->layers[il].d.norm != SL_NORM_PRE && m->layers[il].d.norm != SL_NORM_SANDWICH)
-            return false;
+        if (!sl_block_of(m->layers[il].d.norm)->after_mixer) return false;
     return true;
 }
 
@@ -228,13 +227,7 @@ static int forward_multi(sl_session *b, sl_session *const *ss, const int32_t *co
         if (prof) prof_phase(prof, SL_PROF_MIXER, &t0);
         run_mixers(b, L, il, ss, n, count, total);
         if (prof) prof_phase(prof, SL_PROF_FFN, &t0);
-        int rc;
-        if (L->d.norm == SL_NORM_SANDWICH) { /* gemma4 (block_gemma4.c) */
-            rc = sl_block_sandwich_after_mixer(b, L, il, total, err);
-        } else {
-            for (size_t i = 0; i < (size_t)total * E; i++) b->x[i] += b->tmp[i];
-            rc = sl_ffn_block(b, L, il, total, err);
-        }
+        int rc = sl_block_of(L->d.norm)->after_mixer(b, L, il, total, err);
         if (prof) {
             prof_phase(prof, SL_PROF_OTHER, &t0);
             if (L->d.ffn.kind == SL_FFN_ROUTED) prof_experts(prof, b, &L->d.ffn.router, total);
