@@ -30,6 +30,8 @@ static void usage(FILE *f)
             "  -p, --n-prompt N   prompt tokens per pp test (default 512; 0 skips pp)\n"
             "  -n, --n-gen N      generated tokens per tg test (default 128; 0 skips tg)\n"
             "  -r, --repetitions N  runs of each test (default 3)\n"
+            "      --no-warmup    time from the first run (by default each test runs\n"
+            "                     once untimed first, as llama-bench does)\n"
             "  -d, --n-depth N[,N...]  tokens of existing context before each test,\n"
             "                     evaluated untimed once per depth and kept between runs\n"
             "                     (llama-bench's depth; default 0). With several depths\n"
@@ -176,37 +178,43 @@ static int depth_set_open(depth_set *d, sl_model *m, const int *depths, int nd, 
     return rc;
 }
 
-/* One test (pp n_prompt or tg n_gen) at each depth of the set, reps times;
- * the runs alternate between the depths (run r at every depth, then run r
+/* One test (pp n_prompt or tg n_gen) at each depth of the set, reps times,
+ * after an untimed warm-up run at each depth (warmup: first touches,
+ * streamed experts' first reads and a cold CPU do not land in run 0); the
+ * runs alternate between the depths (run r at every depth, then run r
  * + 1), so a ratio between depths is measured in one stretch of time even
  * where the machine's speed drifts. tps[k reps + r] is the rate of run r
  * at depth k, cpu[k reps + r] its process CPU milliseconds per token (less
  * sensitive than the rate to other jobs on a shared machine). */
 static int run_tests(sl_model *m, const model_flags *mf, depth_set *d, int n_prompt, int n_gen,
-                     int batch, int reps, double *tps, double *cpu, sl_err *err)
+                     int batch, int reps, bool warmup, double *tps, double *cpu, sl_err *err)
 {
     const int n_test = n_prompt + n_gen;
     int rc = 0;
-    for (int r = 0; r < reps && !rc; r++) {
+    for (int r = warmup ? -1 : 0; r < reps && !rc; r++) {
         fill_tokens(d->test, n_test, sl_model_n_vocab(m), 2000 + (uint64_t)r);
         for (int k = 0; k < d->n && !rc; k++) {
             sl_session *s = d->s[k];
             if ((rc = to_depth(s, d->ctx, d->depth[k], batch, err))) break;
             const double c0 = process_cpu_s();
             uint64_t t0 = sl_now_ns();
-            double *rate = &tps[(size_t)k * reps + r];
+            const bool timed = r >= 0; /* the warm-up run reports nothing */
+            double rate;
             if (n_prompt > 0) {
                 rc = eval_all(s, d->test, n_prompt, batch, err);
-                *rate = n_prompt / sl_ns_to_s(sl_now_ns() - t0);
+                rate = n_prompt / sl_ns_to_s(sl_now_ns() - t0);
             } else {
-                model_flags_progress(mf, m, 0, 0.0); /* a --stats-csv row for what came before */
+                /* a --stats-csv row for what came before */
+                if (timed) model_flags_progress(mf, m, 0, 0.0);
                 for (int i = 0; i < n_gen && !rc; i++) {
                     rc = sl_session_eval(s, d->test + i, 1, err);
-                    model_flags_progress(mf, m, i + 1, sl_ns_to_s(sl_now_ns() - t0));
+                    if (timed) model_flags_progress(mf, m, i + 1, sl_ns_to_s(sl_now_ns() - t0));
                 }
-                model_flags_progress_end(mf);
-                *rate = n_gen / sl_ns_to_s(sl_now_ns() - t0);
+                if (timed) model_flags_progress_end(mf);
+                rate = n_gen / sl_ns_to_s(sl_now_ns() - t0);
             }
+            if (!timed) continue;
+            tps[(size_t)k * reps + r] = rate;
             cpu[(size_t)k * reps + r] = 1e3 * (process_cpu_s() - c0) / n_test;
         }
     }
@@ -238,7 +246,7 @@ static void print_row(const sl_model *m, const char *path, int nth, int depth, i
 }
 
 static int bench_model(const char *path, const int *depths, int nd, int n_prompt, int n_gen,
-                       int reps, const model_flags *mf, int batch, bool json)
+                       int reps, const model_flags *mf, int batch, bool json, bool warmup)
 {
     sl_model *m = model_flags_load(mf, "bench", path);
     if (!m) return 1;
@@ -280,10 +288,11 @@ static int bench_model(const char *path, const int *depths, int nd, int n_prompt
             break;
         }
         uint64_t t0 = sl_now_ns();
-        rc = run_tests(m, mf, &set, np, ng, batch, reps, tps, cpu, &err);
+        rc = run_tests(m, mf, &set, np, ng, batch, reps, warmup, tps, cpu, &err);
         totals.seconds += sl_ns_to_s(sl_now_ns() - t0);
-        totals.tokens += (long)nd * reps * (np + ng);
-        totals.generated += (long)reps * nd * ng;
+        const long runs = reps + (warmup ? 1 : 0);
+        totals.tokens += (long)nd * runs * (np + ng);
+        totals.generated += runs * nd * ng;
         if (rc) {
             fprintf(stderr, "sluice bench: %s\n", err.msg);
             free(tps);
@@ -342,7 +351,7 @@ int cmd_bench(int argc, char **argv)
     const char *kernel_types = NULL;
     model_flags mf;
     model_flags_init(&mf);
-    bool json = false, kernels = false;
+    bool json = false, kernels = false, warmup = true;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v;
         int shared = model_flags_parse(&mf, "bench", argc, argv, &i);
@@ -353,6 +362,8 @@ int cmd_bench(int argc, char **argv)
             return 0;
         } else if (!strcmp(a, "--json")) {
             json = true;
+        } else if (!strcmp(a, "--no-warmup")) {
+            warmup = false;
         } else if (!strcmp(a, "--kernels")) {
             kernels = true;
         } else if (!strcmp(a, "-m") || !strcmp(a, "--model")) {
@@ -408,5 +419,5 @@ int cmd_bench(int argc, char **argv)
     }
     mf.params.n_ctx_hint = (int)(deepest(depths, nd) + (n_prompt > n_gen ? n_prompt : n_gen) + 1);
     return bench_model(model, depths, nd, (int)n_prompt, (int)n_gen, (int)reps, &mf, (int)batch,
-                       json);
+                       json, warmup);
 }

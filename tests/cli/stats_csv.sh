@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # --stats-csv FILE: one row per decoded token after a prompt row, 13 columns;
 # the rows' hits, misses and bytes add up to what --stats-json counts for the
-# whole run; a resident run has no lookups; bench writes rows too; an
+# whole run; a resident run has no lookups; bench writes rows too (none
+# for its warm-up run, which --no-warmup leaves out); an
 # unwritable path or the model as the output is refused.
 set -u
 . "$(dirname "$0")/lib/common.sh"
@@ -40,6 +41,12 @@ check "resident: 4 rows without lookups" \
     python3 -c "import csv; r=list(csv.DictReader(open('$work/r.csv'))); assert len(r)==4 and all(x['hits']=='0' and x['misses']=='0' for x in r)"
 "$SLUICE" bench -m "$M" -p 0 -n 4 -r 2 --stats-csv "$work/b.csv" >/dev/null 2>&1
 check "bench: a start row and 4 rows per repetition" [ "$(grep -c ',decode,' "$work/b.csv")" -eq 8 ]
+"$SLUICE" bench -m "$M" -p 0 -n 4 -r 2 --stats >/dev/null 2>"$work/warm.err"
+check "bench: an untimed warm-up run before the 2 timed ones (1 + 3 x 4 tokens)" \
+    grep -q "13 evaluated (12 generated)" "$work/warm.err"
+"$SLUICE" bench -m "$M" -p 0 -n 4 -r 2 --stats --no-warmup >/dev/null 2>"$work/cold.err"
+check "bench --no-warmup: the 2 timed runs only (1 + 2 x 4 tokens)" \
+    grep -q "9 evaluated (8 generated)" "$work/cold.err"
 "$SLUICE" run -m "$M" -p "Once" -n 2 --stats-csv "$work/no/such/dir/x.csv" >/dev/null 2>"$work/err"
 check "an unwritable --stats-csv fails" [ $? -ne 0 ]
 check "... naming it" grep -q "cannot create --stats-csv '$work/no/such/dir/x.csv'" "$work/err"
