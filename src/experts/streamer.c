@@ -1,126 +1,15 @@
-/* streamer.c - see streamer.h. */
-#include "experts/streamer.h"
+/* streamer.c - the streamer's demand protocol (streamer.h): a layer's set
+ * of experts, the reads it waits for, the cache's slots, read latency and
+ * the drive calibration. Read-ahead is streamer_ahead.c's. */
+#include "experts/streamer_internal.h"
 
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "experts/next_guess.h"
 #include "util/checked.h"
 #include "util/timer.h"
-
-/* Read-ahead gate. A wrong guess costs a read (bandwidth, and CPU in the
- * I/O lanes) and may evict an expert that was about to hit; a right one
- * hides a read behind compute. Reads ahead are issued while the running
- * share of guessed experts that their layer then asked for (weight 1/8 per
- * guess) is at least the configured minimum (GUESS_MIN by default); below
- * it, one call in GUESS_PROBE still guesses (without reading) so the share
- * keeps being measured and the gate can open. It starts closed. Measured on
- * the generated 30B-A3B-shaped model: guesses 55 % right, and reading them
- * ahead cost 12 % of decode speed with a large cache and 43 % with a small
- * one (docs/perf.md), hence a high bar. */
-#define GUESS_MIN 0.8
-#define GUESS_START 0.5
-#define GUESS_WEIGHT 0.125
-#define GUESS_PROBE 16u
-#define UNION_START 0.9
-
-/* Learned next-layer guesses (next_guess.h): the table's candidates, most
- * confident first, of which at most LEARNED_READS not already cached are
- * read ahead. More reads per layer cost more than they give on the
- * recorded Qwen3-30B-A3B routing: each wrong one takes drive time and
- * evicts an expert (bench/replay_floor.py --guess). */
-#define LEARNED_CANDIDATES 16
-#define LEARNED_READS 2
-
-/* Warm start: preloads in flight at most (experts), and never more than
- * this share of the slots, so a set always finds room. The preload is
- * topped up only when the compute thread calls in (each begin, and before
- * each wait in next), so what is in flight must cover the longest stretch
- * of compute between two calls: a prefill layer of a long batch takes tens
- * of milliseconds, in which the drive reads ~100 MB. With 32 in flight (93
- * MB of 2.9 MB experts) the lanes ran dry within each prefill layer and
- * the preload ran at a third of the drive's rate (docs/perf.md). */
-#define WARM_INFLIGHT 256
-#define WARM_SLOT_SHARE 4
-
-#define LAT_BINS 320
-#define LAT_STEP 1.05 /* bin b holds latencies in [STEP^b, STEP^(b+1)) us */
-
-typedef struct set_entry {
-    int expert;
-    int slot;
-    int reads_left;  /* reads still in flight for this expert */
-    bool failed;
-    bool pinned;     /* holds a pin the caller has not released */
-    bool adopted;    /* its reads were started by a prefetch: a failed one is
-                        tried once more before the set fails */
-} set_entry;
-
-/* A read started ahead of its set (sl_streamer_prefetch), by slot. The
- * prefetch holds one pin on the slot until its reads are in. */
-typedef struct pf_entry {
-    int layer, expert;
-    int reads_left;  /* > 0 while in flight */
-    bool failed;
-    bool warm;       /* a warm-start preload, not a guess: never dropped as late */
-    bool cancelled;  /* a read of it was dropped from the queue (too late) */
-} pf_entry;
-
-struct sl_streamer {
-    int n_layer, n_expert;
-    sl_expert_layout *layers;
-    sl_io *io;
-    sl_expert_cache *cache;
-    bool overlap;
-    FILE *trace;
-    uint64_t t_origin;
-    uint64_t proj_off[SL_N_PROJ]; /* where each projection's window starts in a slot */
-    const void *(*slot_w)[SL_N_PROJ]; /* wanted bytes of each slot's projections */
-
-    /* the current set */
-    int layer;
-    set_entry *set;    /* (n_expert) */
-    int set_n;
-    int *entry_of_slot;   /* (n_slots) -> index in set, -1 */
-    int *entry_of_expert; /* (n_expert) -> index in set, -1 */
-    int *ready;           /* (n_expert) queue of set indices */
-    int ready_head, ready_tail;
-    int loading;          /* entries with reads in flight */
-    sl_io_req *reqs;      /* (3) scratch for one expert's reads */
-
-    /* prefetches */
-    pf_entry *pf;         /* (n_slots) */
-    bool *pf_unused;      /* (n_slots) filled by a prefetch, not used by a set yet */
-    int pf_inflight;      /* prefetched experts with reads in flight */
-    int max_reads;        /* reads the I/O layer holds in flight at most */
-    /* how good the guesses are: the last one, and a running share right */
-    int *guess;           /* (n_expert) experts guessed for guess_layer */
-    int guess_n, guess_layer;
-    double guess_acc;
-    double guess_min;     /* the gate's bar (config, or GUESS_MIN) */
-    bool guess_union;     /* the last guess is a batch's union (its own gate) */
-    double union_acc;     /* the running share right of union guesses */
-    unsigned union_calls;
-    bool guesses;         /* guessing at all (config) */
-    unsigned guess_calls;
-    /* learned guesses (sl_streamer_set_learned_guess): the table, and the
-     * last guess, scored at the begin of its layer */
-    sl_next_guess *ng;
-    int *lg;              /* (LEARNED_CANDIDATES) */
-    int lg_n, lg_layer;
-
-    sl_streamer_stats st;
-    uint32_t lat_hist[LAT_BINS];
-    sl_route_trace *route; /* --route-trace, owned; NULL: the router decides */
-
-    /* warm start */
-    sl_usage *usage;       /* owned; every expert a set asks for is a use */
-    int *warm_layer, *warm_expert; /* the preload list, in reading order */
-    int warm_n, warm_next, warm_inflight;
-    bool *want;            /* (n_expert) scratch: the experts of a begin */
-};
 
 static uint64_t align_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 
@@ -278,7 +167,7 @@ static void make_req(sl_streamer *st, int layer, int slot, int expert, int p, sl
 
 /* The three reads of an expert; ahead: queued behind every demand read
  * (a guess or a preload), see sl_io_promote. */
-static int submit_reads(sl_streamer *st, int layer, int slot, int expert, bool ahead,
+int sl_stream_submit_reads(sl_streamer *st, int layer, int slot, int expert, bool ahead,
                         sl_err *err)
 {
     for (int p = 0; p < SL_N_PROJ; p++) {
@@ -416,7 +305,7 @@ static void file_landed_prefetches(sl_streamer *st)
 
 /* sl_cache_claim, counting a slot that a prefetch filled and no set used as
  * wasted when it is evicted. -1 when every slot is pinned. */
-static int claim(sl_streamer *st, int layer, int expert)
+int sl_stream_claim(sl_streamer *st, int layer, int expert)
 {
     const int slot = sl_cache_claim(st->cache, layer, expert);
     if (slot >= 0) {
@@ -431,75 +320,14 @@ static int claim(sl_streamer *st, int layer, int expert)
 static int claim_slot(sl_streamer *st, int layer, int expert, sl_err *err, int *rc)
 {
     for (;;) {
-        const int slot = claim(st, layer, expert);
+        const int slot = sl_stream_claim(st, layer, expert);
         if (slot >= 0 || st->pf_inflight == 0) return slot;
         if ((*rc = wait_one(st, err))) return -1;
     }
 }
 
-/* Guesses for this layer that its set did not ask for and whose reads no
- * lane has started yet are dropped (cancelled in the I/O queue): they
- * arrive too late to help and would only take the drive from demand reads.
- * Their completions come back cancelled and free the slot. */
-static void drop_late_guesses(sl_streamer *st, int layer, const int *ids, int n)
-{
-    if (st->pf_inflight <= st->warm_inflight) return;
-    for (int k = 0; k < n; k++) st->want[ids[k]] = true;
-    const int ns = sl_cache_n_slots(st->cache);
-    for (int slot = 0; slot < ns; slot++) {
-        const pf_entry *pf = &st->pf[slot];
-        if (pf->reads_left == 0 || pf->warm || pf->layer != layer || st->want[pf->expert])
-            continue;
-        for (int p = 0; p < SL_N_PROJ; p++)
-            sl_io_cancel(st->io, (uint64_t)slot * SL_N_PROJ + (uint64_t)p);
-    }
-    for (int k = 0; k < n; k++) st->want[ids[k]] = false;
-}
 
-/* Preloads in flight at most: WARM_INFLIGHT, and a share of the slots. */
-static int warm_limit(const sl_streamer *st)
-{
-    int lim = sl_cache_n_slots(st->cache) / WARM_SLOT_SHARE;
-    if (lim > WARM_INFLIGHT) lim = WARM_INFLIGHT;
-    return lim < 1 ? 1 : lim;
-}
 
-/* Keeps the warm-start preload going: while the list has experts, free
- * slots remain and fewer than the allowance are in flight, submits the
- * next ones as reads ahead (behind every demand read). Never evicts. */
-static void warm_pump(sl_streamer *st)
-{
-    const int lim = warm_limit(st);
-    sl_err ignored;
-    while (st->warm_next < st->warm_n && st->warm_inflight < lim) {
-        const int l = st->warm_layer[st->warm_next], e = st->warm_expert[st->warm_next];
-        if (sl_cache_find(st->cache, l, e) >= 0) {
-            st->warm_next++;
-            continue;
-        }
-        if ((int)sl_io_outstanding(st->io) + SL_N_PROJ > st->max_reads) return;
-        if (!sl_cache_has_free(st->cache)) { /* the cache is full: the preload ends */
-            st->warm_n = st->warm_next;
-            return;
-        }
-        const int slot = claim(st, l, e);
-        SL_ASSERT(slot >= 0);
-        if (submit_reads(st, l, slot, e, true, &ignored)) {
-            sl_cache_mark_failed(st->cache, slot);
-            sl_cache_unpin(st->cache, slot);
-            st->warm_n = st->warm_next;
-            return;
-        }
-        if (st->st.warm_first_ns == 0) st->st.warm_first_ns = sl_now_ns();
-        st->pf[slot] = (pf_entry){.layer = l, .expert = e, .reads_left = SL_N_PROJ,
-                                  .warm = true};
-        st->pf_inflight++;
-        st->warm_inflight++;
-        st->st.prefetched++;
-        st->st.warm_started++;
-        st->warm_next++;
-    }
-}
 
 int sl_streamer_begin(sl_streamer *st, int layer, const int *ids, int n, int *taken,
                       sl_err *err)
@@ -509,29 +337,7 @@ int sl_streamer_begin(sl_streamer *st, int layer, const int *ids, int n, int *ta
     for (int i = 0; i < st->set_n; i++) SL_ASSERT(!st->set[i].pinned);
     reset_set(st);
     st->layer = layer;
-    if (st->guess_layer == layer) {
-        int right = 0;
-        for (int g = 0; g < st->guess_n; g++)
-            for (int k = 0; k < n; k++) right += ids[k] == st->guess[g];
-        if (st->guess_union) {
-            st->st.union_guessed += (uint64_t)st->guess_n;
-            st->st.union_right += (uint64_t)right;
-            st->union_acc += GUESS_WEIGHT * ((double)right / st->guess_n - st->union_acc);
-        } else {
-            st->st.guessed += (uint64_t)st->guess_n;
-            st->st.guessed_right += (uint64_t)right;
-            st->guess_acc += GUESS_WEIGHT * ((double)right / st->guess_n - st->guess_acc);
-        }
-        st->guess_layer = -1;
-    }
-    bool lg_score = false;
-    if (st->lg_layer == layer) {
-        for (int g = 0; g < st->lg_n; g++)
-            for (int k = 0; k < n; k++) st->st.learned_right += ids[k] == st->lg[g];
-        st->st.learned_sets++;
-        lg_score = true;
-        st->lg_layer = -1;
-    }
+    const bool lg_score = sl_ahead_score(st, layer, ids, n);
     file_landed_prefetches(st);
     int rc = SL_OK, i;
     for (i = 0; !rc && i < n; i++) {
@@ -582,7 +388,7 @@ int sl_streamer_begin(sl_streamer *st, int layer, const int *ids, int n, int *ta
             st->ready[st->ready_tail++] = st->set_n - 1;
             continue;
         }
-        if ((rc = submit_reads(st, layer, slot, e, false, err))) {
+        if ((rc = sl_stream_submit_reads(st, layer, slot, e, false, err))) {
             sl_cache_mark_failed(st->cache, slot);
             sl_cache_unpin(st->cache, slot);
             en->pinned = false;
@@ -594,58 +400,14 @@ int sl_streamer_begin(sl_streamer *st, int layer, const int *ids, int n, int *ta
     }
     *taken = i;
     if (!rc) {
-        drop_late_guesses(st, layer, ids, n);
-        warm_pump(st);
+        sl_ahead_drop_late(st, layer, ids, n);
+        sl_ahead_warm_pump(st);
     }
     st->st.manage_ns += sl_now_ns() - t0;
     return rc;
 }
 
-static int read_ahead(sl_streamer *st, int layer, const int *ids, int n, int max);
 
-static int prefetch_guess(sl_streamer *st, int layer, const int *ids, int n, bool uni)
-{
-    SL_ASSERT(layer >= 0 && layer < st->n_layer && n <= st->n_expert);
-    const uint64_t t0 = sl_now_ns();
-    memcpy(st->guess, ids, sizeof(int) * (size_t)n);
-    st->guess_n = n;
-    st->guess_layer = n > 0 ? layer : -1;
-    st->guess_union = uni;
-    if ((uni ? st->union_acc : st->guess_acc) < st->guess_min) return 0; /* only scored */
-    const int started = read_ahead(st, layer, ids, n, n);
-    st->st.manage_ns += sl_now_ns() - t0;
-    return started;
-}
-
-/* Reads ahead, behind every demand read, up to max of experts ids[0..n)
- * of layer that are neither resident nor on their way. Claims slots only
- * from unpinned ones and stops when none is left or the I/O queue is full.
- * Returns how many it started. */
-static int read_ahead(sl_streamer *st, int layer, const int *ids, int n, int max)
-{
-    /* No filing of completions here: this layer's set is in flight, and a
-     * failed read of it must reach the caller through next(). */
-    sl_err ignored;
-    int started = 0;
-    for (int i = 0; i < n && started < max; i++) {
-        const int e = ids[i];
-        SL_ASSERT(e >= 0 && e < st->n_expert);
-        if (sl_cache_find(st->cache, layer, e) >= 0) continue; /* resident or on its way */
-        if ((int)sl_io_outstanding(st->io) + SL_N_PROJ > st->max_reads) break;
-        const int slot = claim(st, layer, e);
-        if (slot < 0) break; /* nothing evictable: the set comes first */
-        if (submit_reads(st, layer, slot, e, true, &ignored)) {
-            sl_cache_mark_failed(st->cache, slot);
-            sl_cache_unpin(st->cache, slot);
-            break;
-        }
-        st->pf[slot] = (pf_entry){.layer = layer, .expert = e, .reads_left = SL_N_PROJ};
-        st->pf_inflight++;
-        st->st.prefetched++;
-        started++;
-    }
-    return started;
-}
 
 int sl_streamer_next(sl_streamer *st, int *expert, const void *w[SL_N_PROJ], sl_err *err)
 {
@@ -653,9 +415,9 @@ int sl_streamer_next(sl_streamer *st, int *expert, const void *w[SL_N_PROJ], sl_
         if (st->loading > 0 && (!st->overlap || st->ready_head == st->ready_tail)) {
             /* the set's misses are all submitted: the preload may take the
              * slots still free (its reads queue behind the set's) */
-            if (st->warm_next < st->warm_n && st->warm_inflight * 2 < warm_limit(st)) {
+            if (st->warm_next < st->warm_n && st->warm_inflight * 2 < sl_ahead_warm_limit(st)) {
                 const uint64_t t0 = sl_now_ns();
-                warm_pump(st);
+                sl_ahead_warm_pump(st);
                 st->st.manage_ns += sl_now_ns() - t0;
             }
             int rc = wait_one(st, err);
@@ -670,27 +432,9 @@ int sl_streamer_next(sl_streamer *st, int *expert, const void *w[SL_N_PROJ], sl_
     }
 }
 
-int sl_streamer_prefetch(sl_streamer *st, int layer, const int *ids, int n)
-{
-    return prefetch_guess(st, layer, ids, n, false);
-}
 
-int sl_streamer_prefetch_union(sl_streamer *st, int layer, const int *ids, int n)
-{
-    return prefetch_guess(st, layer, ids, n, true);
-}
 
-bool sl_streamer_wants_union_guess(sl_streamer *st)
-{
-    if (!st->guesses) return false;
-    return st->union_acc >= st->guess_min || st->union_calls++ % GUESS_PROBE == 0;
-}
 
-bool sl_streamer_wants_guess(sl_streamer *st)
-{
-    if (!st->guesses || st->ng) return false; /* learned guesses replace the router's */
-    return st->guess_acc >= st->guess_min || st->guess_calls++ % GUESS_PROBE == 0;
-}
 
 int sl_streamer_ready(const sl_streamer *st)
 {
@@ -772,43 +516,9 @@ void sl_streamer_set_route_trace(sl_streamer *st, sl_route_trace *t)
     }
 }
 
-int sl_streamer_set_learned_guess(sl_streamer *st, bool on, sl_err *err)
-{
-    sl_next_guess_free(st->ng);
-    st->ng = NULL;
-    st->lg_layer = -1;
-    if (!on) return SL_OK;
-    if (!st->lg) st->lg = malloc(sizeof(int) * LEARNED_CANDIDATES);
-    if (!st->lg) return sl_err_set(err, SL_ENOMEM, "out of memory");
-    return sl_next_guess_create(&st->ng, st->n_layer, st->n_expert, err);
-}
 
-bool sl_streamer_learned_guess(const sl_streamer *st) { return st->ng != NULL; }
 
-void sl_streamer_observe_route(sl_streamer *st, int layer, const int *ids, int n, int k)
-{
-    if (st->ng) sl_next_guess_observe(st->ng, layer, ids, n, k);
-}
 
-int sl_streamer_prefetch_learned(sl_streamer *st, int layer)
-{
-    if (!st->ng || !st->guesses || layer + 1 >= st->n_layer ||
-        st->layers[layer + 1].stride[SL_PROJ_GATE] == 0)
-        return 0;
-    const uint64_t t0 = sl_now_ns();
-    int cand[LEARNED_CANDIDATES];
-    const int nc = sl_next_guess_predict(st->ng, layer, cand, LEARNED_CANDIDATES);
-    /* not a single token's choice (a batch): nothing guessed, nothing scored */
-    if (nc == 0 && !sl_next_guess_has_token(st->ng, layer)) return 0;
-    st->lg_n = 0;
-    for (int i = 0; i < nc && st->lg_n < LEARNED_READS; i++)
-        if (sl_cache_find(st->cache, layer + 1, cand[i]) < 0) st->lg[st->lg_n++] = cand[i];
-    st->lg_layer = layer + 1;
-    st->st.learned_guessed += (uint64_t)st->lg_n;
-    const int started = read_ahead(st, layer + 1, st->lg, st->lg_n, LEARNED_READS);
-    st->st.manage_ns += sl_now_ns() - t0;
-    return started;
-}
 
 sl_route_trace *sl_streamer_route_trace(const sl_streamer *st) { return st->route; }
 
@@ -817,42 +527,8 @@ bool sl_streamer_has(const sl_streamer *st, int layer, int expert)
     return sl_cache_find(st->cache, layer, expert) >= 0;
 }
 
-void sl_streamer_set_usage(sl_streamer *st, sl_usage *u)
-{
-    sl_usage_free(st->usage);
-    st->usage = u;
-}
 
-sl_usage *sl_streamer_usage(const sl_streamer *st) { return st->usage; }
 
-int sl_streamer_warm_start(sl_streamer *st, int max_experts)
-{
-    if (!st->usage || sl_usage_n_layer(st->usage) != st->n_layer ||
-        sl_usage_n_expert(st->usage) != st->n_expert)
-        return 0;
-    int cap = sl_cache_n_slots(st->cache);
-    if (max_experts > 0 && max_experts < cap) cap = max_experts;
-    free(st->warm_layer);
-    free(st->warm_expert);
-    st->warm_layer = malloc(sizeof(int) * (size_t)cap);
-    st->warm_expert = malloc(sizeof(int) * (size_t)cap);
-    st->warm_n = st->warm_next = 0;
-    if (!st->warm_layer || !st->warm_expert) return 0;
-    const int k = sl_usage_top(st->usage, cap, st->warm_layer, st->warm_expert);
-    /* only layers with streamed experts */
-    int n = 0;
-    for (int i = 0; i < k; i++)
-        if (st->layers[st->warm_layer[i]].stride[SL_PROJ_GATE] != 0) {
-            st->warm_layer[n] = st->warm_layer[i];
-            st->warm_expert[n++] = st->warm_expert[i];
-        }
-    st->warm_n = n;
-    st->st.warm_planned = (uint64_t)n;
-    const uint64_t t0 = sl_now_ns();
-    warm_pump(st);
-    st->st.manage_ns += sl_now_ns() - t0;
-    return n;
-}
 
 int sl_streamer_calibrate(sl_streamer *st, int n_experts, double *bytes_per_s, sl_err *err)
 {
@@ -878,7 +554,7 @@ int sl_streamer_calibrate(sl_streamer *st, int n_experts, double *bytes_per_s, s
     for (int i = 0; i < n && nr > 0 && !rc; i++) {
         /* spread over the layers and experts, as a token's misses are */
         const int l = routed[(i * 7) % nr], e = (i * 37 + 11) % st->n_expert;
-        rc = submit_reads(st, l, slots[i], e, false, err);
+        rc = sl_stream_submit_reads(st, l, slots[i], e, false, err);
         if (!rc) submitted += SL_N_PROJ;
     }
     uint64_t bytes = 0, first = UINT64_MAX, last = 0;
