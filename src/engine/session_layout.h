@@ -5,7 +5,7 @@
  * model's bound tensors (their types and shapes, one-row matrices
  * included) and the session's dimensions, in checked 64-bit arithmetic.
  * sl_session_create allocates exactly this layout as one arena, and the
- * memory plan (model_stream.c) reserves exactly its total, so the sizes
+ * memory plan (model_plan.c) reserves exactly its total, so the sizes
  * are written once. Each buffer is followed by a guard zone: a session
  * checks its guards after every batch (and under AddressSanitizer the
  * zones are poisoned), so a sizing mistake stops a test at the buffer it

@@ -421,31 +421,20 @@ struct sl_model {
     int kv_ctx;             /* that context */
 };
 
-/* Decides residency from params and the measured sizes (dense_bytes,
- * expert_bytes): fills streaming, n_slots, budget_bytes and warning. Fails
- * when the budget cannot hold the dense weights or one layer's top-k
- * experts. (model_stream.c) */
-int sl_model_plan(sl_model *m, const sl_model_params *p, sl_err *err);
+/* Opens the GGUF at path, checks its architecture and hyperparameters,
+ * loads its tokenizer and binds every tensor with its expected shape; no
+ * weight is read yet. described_only is set from params. Fails with a
+ * message naming the missing or mis-shaped key or tensor. The engine's
+ * sl_model_load (engine/model_open.c) goes on from here. */
+int sl_model_read(sl_model **out, const char *path, const sl_model_params *params,
+                  sl_err *err);
 
-struct sl_io_fault; /* io/io.h */
+/* Reads the resident weights into memory (or maps them) as the plan says,
+ * and interleaves the matrices the kernels take in the x8 layout. */
+int sl_model_place_weights(sl_model *m, const sl_model_params *params, sl_err *err);
 
-/* Starts the expert streamer for a planned, streaming model; fault (NULL:
- * none) is injected into its reads (sl_model_load_hooked). */
-int sl_model_start_streamer(sl_model *m, const sl_model_params *p,
-                            const struct sl_io_fault *fault, sl_err *err);
-
-/* What a test may add to a load beyond the public sl_model_params: the
- * seam that keeps test hooks out of include/sluice.h. */
-typedef struct sl_model_test_hooks {
-    const struct sl_io_fault *io_fault; /* faults injected into the streamed
-                                           expert reads (src/io/io.h; copied
-                                           at open); NULL: none */
-} sl_model_test_hooks;
-
-/* sl_model_load with test hooks (NULL: none, exactly sl_model_load). The
- * caller owns hooks; the model keeps no pointer into it. */
-int sl_model_load_hooked(sl_model **out, const char *path, const sl_model_params *params,
-                         const sl_model_test_hooks *hooks, sl_err *err);
+/* Frees what sl_model_read and sl_model_place_weights made, and m. */
+void sl_model_release(sl_model *m);
 
 /* Reads hyperparameters for arch from g into hp; fails with a message
  * naming the missing or absurd key. */

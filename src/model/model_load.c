@@ -14,8 +14,6 @@
 #include "util/checked.h"
 #include "util/mem.h"
 #include "util/pool.h"
-#include "engine/route_knobs.h"
-#include "experts/streamer.h"
 #include "io/io.h"
 #include "ops/matmul_order.h"
 #include "ops/ops.h"
@@ -412,14 +410,8 @@ sl_model_params sl_model_default_params(void)
     return p;
 }
 
-int sl_model_load(sl_model **out, const char *path, const sl_model_params *params,
+int sl_model_read(sl_model **out, const char *path, const sl_model_params *params,
                   sl_err *err)
-{
-    return sl_model_load_hooked(out, path, params, NULL, err);
-}
-
-int sl_model_load_hooked(sl_model **out, const char *path, const sl_model_params *params,
-                         const sl_model_test_hooks *hooks, sl_err *err)
 {
     *out = NULL;
     sl_model *m = calloc(1, sizeof *m);
@@ -476,40 +468,23 @@ int sl_model_load_hooked(sl_model **out, const char *path, const sl_model_params
     }
     for (int il = 0; il < m->hp.n_layer; il++)
         if ((rc = m->arch->layer(&b, il)) || (rc = bind_expert_scales(&b, il))) goto fail;
-    if (params && params->describe_only) {
-        m->described_only = true;
-        *out = m;
-        return SL_OK;
-    }
-
-    /* --n-expert-used lowers the layers' top-k: before the plan counts it */
-    if ((rc = sl_route_knobs_create(&m->knobs, m->layers, m->hp.n_layer, params, err)))
-        goto fail;
-    if ((rc = sl_model_plan(m, params, err))) goto fail;
-    if ((rc = place_weights(m, params, err))) goto fail;
-    if ((rc = interleave_x8(m, err))) goto fail;
-    if (m->streaming &&
-        (rc = sl_model_start_streamer(m, params, hooks ? hooks->io_fault : NULL, err)))
-        goto fail;
-    if (m->streamer) pthread_mutex_init(&m->stream_mu, NULL);
-    if ((rc = sl_pool_create(&m->pool, m->n_threads > 0 ? m->n_threads : sl_cpu_core_count(),
-                             err)))
-        goto fail;
+    m->described_only = params && params->describe_only;
     *out = m;
     return SL_OK;
 fail:
-    sl_model_free(m);
+    sl_model_release(m);
     return rc;
 }
 
-void sl_model_free(sl_model *m)
+int sl_model_place_weights(sl_model *m, const sl_model_params *params, sl_err *err)
+{
+    int rc = place_weights(m, params, err);
+    return rc ? rc : interleave_x8(m, err);
+}
+
+void sl_model_release(sl_model *m)
 {
     if (!m) return;
-    sl_pool_free(m->pool);
-    if (m->streamer) pthread_mutex_destroy(&m->stream_mu);
-    sl_streamer_free(m->streamer);
-    sl_route_knobs_free(m->knobs);
-    if (m->trace) fclose(m->trace);
     if (m->maps)
         for (uint32_t i = 0; i < sl_gguf_file_count(m->gguf); i++)
             sl_file_unmap(m->maps[i], m->map_sizes[i]);

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "common/testutil.h"
+#include "engine/model_runtime.h"
 #include "engine/session.h"
 #include "experts/streamer.h"
 #include "io/io.h"

@@ -1,4 +1,4 @@
-/* model_stream.c - deciding what stays in RAM, and starting the expert
+/* model_plan.c - deciding what stays in RAM, and starting the expert
  * streamer when routed experts must come from the file.
  *
  * The plan: budget = --mem-budget, or available memory (cgroup limits
@@ -11,9 +11,9 @@
 #include <string.h>
 
 #include "engine/kv_rows.h"
+#include "engine/model_runtime.h"
 #include "engine/session_layout.h"
 #include "experts/streamer.h"
-#include "model/model.h"
 #include "util/file.h"
 #include "util/mem.h"
 #include "util/pool.h"
