@@ -428,21 +428,26 @@ static int ffn_block(sl_session *s, const sl_layer *L, int il, int n, sl_err *er
 
 /* ---- the whole model -------------------------------------------------- */
 
-/* Fails when a value among the n rows of width w at x is NaN or infinite:
- * finite weights and inputs never produce one, so the file is damaged.
- * what names the values, layer is -1 for the logits. */
-static int check_finite(const sl_session *s, const float *x, int n, int64_t w, int first,
-                        const char *what, int layer, sl_err *err)
+int sl_check_hidden(const float *x, int n, int64_t w, int pos0, int layer, sl_err *err)
+{
+    const int64_t bad = sl_first_beyond(x, (int64_t)n * w, SL_HIDDEN_MAX);
+    if (bad < 0) return SL_OK;
+    const int pos = pos0 + (int)(bad / w);
+    if (isfinite(x[bad]))
+        return sl_err_set(err, SL_EFORMAT, "the hidden state of the token at position %d holds "
+                          "%g after layer %d, beyond the 2^64 a norm can square: the weights "
+                          "may be damaged", pos, (double)x[bad], layer);
+    return sl_err_set(err, SL_EFORMAT, "the hidden state of the token at position %d is not "
+                      "finite (NaN or infinity) after layer %d: the weights may be damaged",
+                      pos, layer);
+}
+
+int sl_check_logits(const float *x, int n, int64_t w, int pos0, sl_err *err)
 {
     const int64_t bad = sl_first_nonfinite(x, (int64_t)n * w);
     if (bad < 0) return SL_OK;
-    const int pos = s->n_past + first + (int)(bad / w);
-    if (layer >= 0)
-        return sl_err_set(err, SL_EFORMAT, "the %s of the token at position %d is not finite "
-                          "(NaN or infinity) after layer %d: the weights may be damaged",
-                          what, pos, layer);
-    return sl_err_set(err, SL_EFORMAT, "the %s of the token at position %d are not finite "
-                      "(NaN or infinity): the weights may be damaged", what, pos);
+    return sl_err_set(err, SL_EFORMAT, "the logits of the token at position %d are not finite "
+                      "(NaN or infinity): the weights may be damaged", pos0 + (int)(bad / w));
 }
 
 int sl_forward_batch(sl_session *s, const int32_t *tokens, int n, sl_err *err)
@@ -459,13 +464,13 @@ int sl_forward_batch(sl_session *s, const int32_t *tokens, int n, sl_err *err)
         const sl_layer *L = &m->layers[il];
         if (L->d.norm == SL_NORM_HC) { /* deepseek4 (block_ds4.c) */
             int rc = sl_block_ds4(s, L, il, n, err);
-            if (!rc) rc = check_finite(s, s->x, n, E, 0, "hidden state", il, err);
+            if (!rc) rc = sl_check_hidden(s->x, n, E, s->n_past, il, err);
             if (rc) return rc;
             continue;
         }
         if (L->d.norm == SL_NORM_SANDWICH) { /* gemma4 (block_gemma4.c) */
             int rc = sl_block_sandwich(s, L, il, n, err);
-            if (!rc) rc = check_finite(s, s->x, n, E, 0, "hidden state", il, err);
+            if (!rc) rc = sl_check_hidden(s->x, n, E, s->n_past, il, err);
             if (rc) return rc;
             continue;
         }
@@ -476,7 +481,7 @@ int sl_forward_batch(sl_session *s, const int32_t *tokens, int n, sl_err *err)
         sl_mixer_of(L->d.mixer)->forward(s, L, il, n, s->tmp);
         for (size_t i = 0; i < (size_t)n * E; i++) s->x[i] += s->tmp[i];
         int rc = ffn_block(s, L, il, n, err);
-        if (!rc) rc = check_finite(s, s->x, n, E, 0, "hidden state", il, err);
+        if (!rc) rc = sl_check_hidden(s->x, n, E, s->n_past, il, err);
         if (rc) return rc;
     }
     /* the next batch replays the trace's next steps */
@@ -494,7 +499,7 @@ int sl_forward_batch(sl_session *s, const int32_t *tokens, int n, sl_err *err)
     sl_fwd_mm_tensor(s, &m->output, s->xb, cnt, s->logits);
     if (m->logit_softcap > 0.0f)
         sl_softcap(s->logits, (int64_t)cnt * m->hp.n_vocab, m->logit_softcap);
-    int rc = check_finite(s, s->logits, cnt, m->hp.n_vocab, first, "logits", -1, err);
+    int rc = sl_check_logits(s->logits, cnt, m->hp.n_vocab, s->n_past + first, err);
     if (rc) return rc;
     s->n_logits = cnt;
     return SL_OK;

@@ -10,6 +10,7 @@
 
 #include "model/model.h"
 #include "model/model_internal.h"
+#include "model/value_ranges.h"
 #include "tok/tokenizer.h"
 #include "util/checked.h"
 #include "util/mem.h"
@@ -487,6 +488,7 @@ int sl_model_load_hooked(sl_model **out, const char *path, const sl_model_params
         goto fail;
     if ((rc = sl_model_plan(m, params, err))) goto fail;
     if ((rc = place_weights(m, params, err))) goto fail;
+    if ((rc = sl_check_small_tensors(m, err))) goto fail;
     if ((rc = interleave_x8(m, err))) goto fail;
     if (m->streaming &&
         (rc = sl_model_start_streamer(m, params, hooks ? hooks->io_fault : NULL, err)))
