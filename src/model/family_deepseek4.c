@@ -238,7 +238,8 @@ static int bind_ffn(sl_binder *b, int il)
     if (!sl_in_range(&SL_RANGE_CLAMP, lim) || !sl_in_range(&SL_RANGE_CLAMP, lim_sh))
         return sl_err_set(b->err, SL_EFORMAT, "metadata '%s.swiglu_clamp_exp' / "
                           "'swiglu_clamp_shexp' = %g / %g for layer %d is out of range [%g, %g]",
-                          a, lim, lim_sh, il, SL_RANGE_CLAMP.lo, SL_RANGE_CLAMP.hi);
+                          a, lim, lim_sh, il, (double)SL_RANGE_CLAMP.lo,
+                          (double)SL_RANGE_CLAMP.hi);
     L->d.ffn = (sl_ffn_desc){
         .kind = SL_FFN_ROUTED,
         .act = SL_ACT_SWIGLU,

@@ -5,24 +5,24 @@
 
 #include "ops/ops.h"
 
-const sl_f32_range SL_RANGE_EPS = {1e-12, 0.01, false};
-const sl_f32_range SL_RANGE_SOFTCAP = {1.0, 10000.0, true};
-const sl_f32_range SL_RANGE_ROPE_BASE = {2.0, 1e11, false};
-const sl_f32_range SL_RANGE_ROPE_FACTOR = {1.0, 1024.0, false};
-const sl_f32_range SL_RANGE_YARN_LOG_MUL = {0.0, 1.0, false};
-const sl_f32_range SL_RANGE_EXPERT_SCALE = {0.01, 100.0, true};
-const sl_f32_range SL_RANGE_CLAMP = {0.0, 1e6, false};
+const sl_f32_range SL_RANGE_EPS = {1e-12f, 0.01f, false};
+const sl_f32_range SL_RANGE_SOFTCAP = {1.0f, 10000.0f, true};
+const sl_f32_range SL_RANGE_ROPE_BASE = {2.0f, 1e11f, false};
+const sl_f32_range SL_RANGE_ROPE_FACTOR = {1.0f, 1024.0f, false};
+const sl_f32_range SL_RANGE_YARN_LOG_MUL = {0.0f, 1.0f, false};
+const sl_f32_range SL_RANGE_EXPERT_SCALE = {0.01f, 100.0f, true};
+const sl_f32_range SL_RANGE_CLAMP = {0.0f, 1e6f, false};
 
 bool sl_in_range(const sl_f32_range *r, double v)
 {
-    return (r->zero_off && v == 0.0) || (v >= r->lo && v <= r->hi);
+    return (r->zero_off && v == 0.0) || (v >= (double)r->lo && v <= (double)r->hi);
 }
 
 int sl_check_range(const sl_f32_range *r, const char *key, double v, sl_err *err)
 {
     if (sl_in_range(r, v)) return SL_OK;
     return sl_err_set(err, SL_EFORMAT, "metadata '%s' = %g is out of range [%g, %g]%s", key, v,
-                      r->lo, r->hi, r->zero_off ? " (or 0: off)" : "");
+                      (double)r->lo, (double)r->hi, r->zero_off ? " (or 0: off)" : "");
 }
 
 /* Checks t's values when it is a placed f32 tensor (not a view). */

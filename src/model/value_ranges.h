@@ -16,10 +16,11 @@
 #include "model/model.h"
 #include "util/status.h"
 
-/* A closed range [lo, hi]; with zero_off, 0 is accepted too (the file's
+/* A closed range [lo, hi] of float32 values (the bounds rounded to float
+ * as the file's values are); with zero_off, 0 is accepted too (the file's
  * way of saying the feature is off). NaN and infinities are never in. */
 typedef struct sl_f32_range {
-    double lo, hi;
+    float lo, hi;
     bool zero_off;
 } sl_f32_range;
 
