@@ -11,26 +11,33 @@
  * and by (token, head) pairs (attention, in the mixer); each output value is computed by
  * one thread in a fixed order, so results are bit-identical for any thread
  * count and any batch size. */
+#include <math.h>
+
 #include "engine/block.h"
 #include "engine/fwd_mm.h"
 #include "engine/session.h"
 #include "experts/streamer.h"
 
-/* Fails when a value among the n rows of width w at x is NaN or infinite:
- * finite weights and inputs never produce one, so the file is damaged.
- * what names the values, layer is -1 for the logits. */
-static int check_finite(const sl_session *s, const float *x, int n, int64_t w, int first,
-                        const char *what, int layer, sl_err *err)
+int sl_check_hidden(const float *x, int n, int64_t w, int pos0, int layer, sl_err *err)
+{
+    const int64_t bad = sl_first_beyond(x, (int64_t)n * w, SL_HIDDEN_MAX);
+    if (bad < 0) return SL_OK;
+    const int pos = pos0 + (int)(bad / w);
+    if (isfinite(x[bad]))
+        return sl_err_set(err, SL_EFORMAT, "the hidden state of the token at position %d holds "
+                          "%g after layer %d, beyond the 2^64 a norm can square: the weights "
+                          "may be damaged", pos, (double)x[bad], layer);
+    return sl_err_set(err, SL_EFORMAT, "the hidden state of the token at position %d is not "
+                      "finite (NaN or infinity) after layer %d: the weights may be damaged",
+                      pos, layer);
+}
+
+int sl_check_logits(const float *x, int n, int64_t w, int pos0, sl_err *err)
 {
     const int64_t bad = sl_first_nonfinite(x, (int64_t)n * w);
     if (bad < 0) return SL_OK;
-    const int pos = s->n_past + first + (int)(bad / w);
-    if (layer >= 0)
-        return sl_err_set(err, SL_EFORMAT, "the %s of the token at position %d is not finite "
-                          "(NaN or infinity) after layer %d: the weights may be damaged",
-                          what, pos, layer);
-    return sl_err_set(err, SL_EFORMAT, "the %s of the token at position %d are not finite "
-                      "(NaN or infinity): the weights may be damaged", what, pos);
+    return sl_err_set(err, SL_EFORMAT, "the logits of the token at position %d are not finite "
+                      "(NaN or infinity): the weights may be damaged", pos0 + (int)(bad / w));
 }
 
 int sl_forward_batch(sl_session *s, const int32_t *tokens, int n, sl_err *err)
@@ -46,7 +53,7 @@ int sl_forward_batch(sl_session *s, const int32_t *tokens, int n, sl_err *err)
     if (stream->embed) stream->embed(s, n);
     for (int il = 0; il < m->hp.n_layer; il++) {
         int rc = sl_block_forward(s, &m->layers[il], il, n, err);
-        if (!rc) rc = check_finite(s, s->x, n, E, 0, "hidden state", il, err);
+        if (!rc) rc = sl_check_hidden(s->x, n, E, s->n_past, il, err);
         if (rc) return rc;
     }
     /* the next batch replays the trace's next steps */
@@ -64,7 +71,7 @@ int sl_forward_batch(sl_session *s, const int32_t *tokens, int n, sl_err *err)
     sl_fwd_mm_tensor(s, &m->output, s->xb, cnt, s->logits);
     if (m->logit_softcap > 0.0f)
         sl_softcap(s->logits, (int64_t)cnt * m->hp.n_vocab, m->logit_softcap);
-    int rc = check_finite(s, s->logits, cnt, m->hp.n_vocab, first, "logits", -1, err);
+    int rc = sl_check_logits(s->logits, cnt, m->hp.n_vocab, s->n_past + first, err);
     if (rc) return rc;
     s->n_logits = cnt;
     return SL_OK;

@@ -107,17 +107,15 @@ static int check_multi(sl_session *b, sl_session *const *ss, const int32_t *cons
 }
 
 /* Fails when a value of the hidden state x (rows of width w) after layer
- * `layer` is not finite; names the position of the first such row. */
+ * `layer` is out of range (sl_check_hidden); names the position of the
+ * first such row. */
 static int finite_rows(sl_session *const *ss, const int *n, int count, const float *x,
                        int64_t w, int layer, sl_err *err)
 {
     for (int i = 0, row = 0; i < count; row += n[i], i++) {
-        const int64_t bad = sl_first_nonfinite(x + (size_t)row * (size_t)w, (int64_t)n[i] * w);
-        if (bad < 0) continue;
-        const int pos = ss[i]->n_past + (int)(bad / w);
-        return sl_err_set(err, SL_EFORMAT, "the hidden state of the token at position %d "
-                          "is not finite (NaN or infinity) after layer %d: the weights may "
-                          "be damaged", pos, layer);
+        const int rc = sl_check_hidden(x + (size_t)row * (size_t)w, n[i], w, ss[i]->n_past,
+                                       layer, err);
+        if (rc) return rc;
     }
     return SL_OK;
 }
@@ -246,10 +244,9 @@ static int forward_multi(sl_session *b, sl_session *const *ss, const int32_t *co
     if (m->logit_softcap > 0.0f) sl_softcap(b->logits, (int64_t)count * (int64_t)V, m->logit_softcap);
     for (int i = 0; i < count; i++) {
         const int last = n[i] - 1; /* position of member i's logit row: its last token */
-        if (sl_first_nonfinite(b->logits + (size_t)i * V, (int64_t)V) >= 0)
-            return sl_err_set(err, SL_EFORMAT, "the logits of the token at position %d are "
-                              "not finite (NaN or infinity): the weights may be damaged",
-                              ss[i]->n_past + last);
+        const int rc = sl_check_logits(b->logits + (size_t)i * V, 1, (int64_t)V,
+                                       ss[i]->n_past + last, err);
+        if (rc) return rc;
     }
     if (prof) {
         prof_phase(prof, SL_PROF_OTHER, &t0);

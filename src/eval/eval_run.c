@@ -2,6 +2,7 @@
  * (see eval_run.h for the position/target mapping). */
 #include "eval/eval_run.h"
 
+#include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -77,6 +78,17 @@ static int run_chunk(const sl_eval_run *r, sink_state *s, const int32_t *chunk, 
     return SL_OK;
 }
 
+/* A perplexity that is not finite is no result: every token's NLL was
+ * finite, but their mean is beyond what exp() can take (logits far apart
+ * beyond any trained model's: a damaged file). Fails naming chunk c. */
+static int finite_ppl(double ppl, double mean_nll, int c, sl_err *err)
+{
+    if (isfinite(ppl)) return SL_OK;
+    return sl_err_set(err, SL_EFORMAT, "chunk %d: the perplexity is %g (mean negative "
+                      "log-likelihood %g): the logits are not a usable distribution", c + 1, ppl,
+                      mean_nll);
+}
+
 static int check_run(const sl_eval_run *r, sl_err *err)
 {
     if (!r->eval || r->n_vocab < 1)
@@ -117,6 +129,7 @@ int sl_eval_perplexity(const sl_eval_run *r, const int32_t *tokens, size_t n_tok
     char line[128];
     for (int c = 0; c < plan.n_chunk; c++) {
         rc = run_chunk(r, &s, tokens + (size_t)c * (size_t)plan.n_ctx, buf, c, err);
+        if (!rc) rc = finite_ppl(sl_ppl_value(&ppl), ppl.nll / (double)ppl.count, c, err);
         if (rc) goto done;
         sl_ppl_format_chunk(line, sizeof line, c + 1, &ppl);
         emit(r, 1, line);
@@ -183,6 +196,9 @@ int sl_eval_kl_divergence(const sl_eval_run *r, const char *base_path, int32_t m
     emit(r, 1, "\n");
     sl_kld_stats st;
     if ((rc = sl_kld_acc_stats(&acc, &st, err))) goto done;
+    rc = finite_ppl(st.ppl.value, st.ln_ppl_ratio.value + log(st.ppl_base.value), n_chunk - 1,
+                    err);
+    if (rc) goto done;
     sl_kld_format_stats(report, 4096, &st);
     emit(r, 1, report);
     if (stats) *stats = st;

@@ -17,6 +17,7 @@
 
 #include "model/llama_rev.h"
 #include "model/model_internal.h"
+#include "model/value_ranges.h"
 
 /* A per-layer integer or float array key, or its scalar form. */
 static bool arr_at(const sl_gguf *g, const char *key, int il, double *out)
@@ -47,13 +48,14 @@ static int need_u32(sl_binder *b, const char *suffix, int lo, int hi, int *out)
     return SL_OK;
 }
 
-static int need_f32(sl_binder *b, const char *suffix, float *out)
+/* A required float key in range r. */
+static int need_f32(sl_binder *b, const char *suffix, const sl_f32_range *r, float *out)
 {
     char key[128];
     sl_arch_key(key, sizeof key, b->m->arch->name, suffix);
-    if (!sl_gguf_get_f32(b->m->gguf, key, out) || !isfinite(*out))
+    if (!sl_gguf_get_f32(b->m->gguf, key, out))
         return sl_err_set(b->err, SL_EFORMAT, "deepseek4: metadata key '%s' is missing", key);
-    return SL_OK;
+    return sl_check_range(r, key, *out, b->err);
 }
 
 /* The largest power of two >= 64 that divides n (0: none). */
@@ -77,17 +79,16 @@ static int read_model_keys(sl_binder *b)
                           "not supported (llama.cpp's graph needs 4)", hp->n_hc);
     if ((rc = need_u32(b, "hyper_connection.sinkhorn_iterations", 1, 1000, &hp->hc_iters)))
         return rc;
-    if ((rc = need_f32(b, "hyper_connection.epsilon", &hp->hc_eps))) return rc;
+    if ((rc = need_f32(b, "hyper_connection.epsilon", &SL_RANGE_EPS, &hp->hc_eps))) return rc;
     if ((rc = sl_llama_rev_check(b->llama_rev, b->err))) return rc;
     hp->hc_fused = b->llama_rev >= SL_LLAMA_REV_2026_09;
     if ((rc = need_u32(b, "attention.sliding_window", 1, big, &hp->n_swa))) return rc;
     if ((rc = need_u32(b, "hash_layer_count", 0, hp->n_layer, &hp->n_hash))) return rc;
     if ((rc = need_u32(b, "attention.output_group_count", 1, 4096, &hp->o_groups))) return rc;
     if ((rc = need_u32(b, "attention.output_lora_rank", 1, big, &hp->o_lora))) return rc;
-    if ((rc = need_f32(b, "attention.compress_rope_freq_base", &hp->comp_rope_base))) return rc;
-    if (!(hp->comp_rope_base > 1.0f))
-        return sl_err_set(b->err, SL_EFORMAT, "deepseek4: compress_rope_freq_base %g must be > 1",
-                          (double)hp->comp_rope_base);
+    if ((rc = need_f32(b, "attention.compress_rope_freq_base", &SL_RANGE_ROPE_BASE,
+                       &hp->comp_rope_base)))
+        return rc;
     if (hp->gating_func != 4)
         return sl_err_set(b->err, SL_EUNSUPPORTED, "deepseek4: expert_gating_func %d is not "
                           "supported (llama.cpp takes only 4, sqrt-softplus)", hp->gating_func);
@@ -234,9 +235,11 @@ static int bind_ffn(sl_binder *b, int il)
                           "has no entry for layer %d)", a, il);
     if (!arr_at(b->m->gguf, sl_arch_key(key, sizeof key, a, "swiglu_clamp_shexp"), il, &lim_sh))
         lim_sh = lim;
-    if (!(lim >= 0.0 && lim < 1e30) || !(lim_sh >= 0.0 && lim_sh < 1e30))
-        return sl_err_set(b->err, SL_EFORMAT, "deepseek4: layer %d's SwiGLU clamp is not a "
-                          "non-negative number", il);
+    if (!sl_in_range(&SL_RANGE_CLAMP, lim) || !sl_in_range(&SL_RANGE_CLAMP, lim_sh))
+        return sl_err_set(b->err, SL_EFORMAT, "metadata '%s.swiglu_clamp_exp' / "
+                          "'swiglu_clamp_shexp' = %g / %g for layer %d is out of range [%g, %g]",
+                          a, lim, lim_sh, il, (double)SL_RANGE_CLAMP.lo,
+                          (double)SL_RANGE_CLAMP.hi);
     L->d.ffn = (sl_ffn_desc){
         .kind = SL_FFN_ROUTED,
         .act = SL_ACT_SWIGLU,

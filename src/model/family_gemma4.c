@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "model/model_internal.h"
+#include "model/value_ranges.h"
 
 static bool get_u32(const sl_gguf *g, const char *suffix, uint32_t *out)
 {
@@ -102,9 +103,9 @@ static int model_settings(sl_binder *b)
     m->embd_scale = sqrtf((float)m->hp.n_embd);
     m->logit_softcap = 30.0f; /* llama.cpp's default when the key is absent */
     get_f32(m->gguf, "final_logit_softcapping", &m->logit_softcap);
-    if (!(m->logit_softcap >= 0.0f && m->logit_softcap < 1e30f))
-        return sl_err_set(b->err, SL_EFORMAT, "gemma4.final_logit_softcapping %g is out of "
-                          "range", (double)m->logit_softcap);
+    int rc = sl_check_range(&SL_RANGE_SOFTCAP, "gemma4.final_logit_softcapping",
+                            m->logit_softcap, b->err);
+    if (rc) return rc;
     if (m->hp.n_ff == 0)
         return sl_err_set(b->err, SL_EFORMAT, "gemma4.feed_forward_length is missing: every "
                           "gemma4 layer has a dense MLP");
@@ -150,9 +151,9 @@ int sl_family_gemma4_layer(sl_binder *b, int il)
         if (get_u32(m->gguf, "rope.dimension_count_swa", &r)) n_rot = (int)r;
         base = 10000.0f;
         get_f32(m->gguf, "rope.freq_base_swa", &base);
-        if (!(base > 1.0f))
-            return sl_err_set(b->err, SL_EFORMAT, "gemma4.rope.freq_base_swa %g must be > 1",
-                              (double)base);
+        if ((rc = sl_check_range(&SL_RANGE_ROPE_BASE, "gemma4.rope.freq_base_swa", base,
+                                 b->err)))
+            return rc;
     }
     if (hd != hdv)
         return sl_err_set(b->err, SL_EFORMAT, "gemma4 layer %d: key length %d and value length "

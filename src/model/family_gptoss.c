@@ -28,6 +28,9 @@ int sl_family_gptoss_layer(sl_binder *b, int il)
     if (!get_u32(b->m->gguf, "attention.sliding_window", &n_swa) || n_swa == 0)
         return sl_err_set(b->err, SL_EFORMAT, "gpt-oss.attention.sliding_window is missing "
                           "or 0: a gpt-oss file needs it (128 in the published models)");
+    if (n_swa > (1u << 24))
+        return sl_err_set(b->err, SL_EFORMAT, "metadata 'gpt-oss.attention.sliding_window' = "
+                          "%u is out of range [1, %u]", n_swa, 1u << 24);
     get_u32(b->m->gguf, "attention.sliding_window_pattern", &pattern);
     if (pattern == 0)
         return sl_err_set(b->err, SL_EFORMAT, "gpt-oss.attention.sliding_window_pattern is 0");

@@ -3,18 +3,13 @@
 #include <string.h>
 
 #include "model/model.h"
+#include "model/value_ranges.h"
 #include "util/status.h"
 
 static bool get_u32(const sl_gguf *g, const char *arch, const char *suffix, uint32_t *out)
 {
     char key[128];
     return sl_gguf_get_u32(g, sl_arch_key(key, sizeof key, arch, suffix), out);
-}
-
-static bool get_f32(const sl_gguf *g, const char *arch, const char *suffix, float *out)
-{
-    char key[128];
-    return sl_gguf_get_f32(g, sl_arch_key(key, sizeof key, arch, suffix), out);
 }
 
 /* A required positive integer no larger than max. */
@@ -45,6 +40,17 @@ static int opt_int(const sl_gguf *g, const char *arch, const char *suffix, int m
     return SL_OK;
 }
 
+/* An optional float key in range r; keeps *out (the default) when absent,
+ * and checks the default too. */
+static int opt_f32(const sl_gguf *g, const char *arch, const char *suffix,
+                   const sl_f32_range *r, float *out, sl_err *err)
+{
+    char key[128];
+    sl_arch_key(key, sizeof key, arch, suffix);
+    sl_gguf_get_f32(g, key, out);
+    return sl_check_range(r, key, *out, err);
+}
+
 /* The routing keys of deepseek2 / glm4moe / glm-dsa and MLA's dimensions
  * (ARCHS.md sections 0, 3, 4): all optional here; the family files say
  * which they need. */
@@ -63,20 +69,15 @@ static int read_issue17_keys(sl_hparams *hp, const sl_gguf *g, const char *a, sl
         return rc;
     if ((rc = opt_int(g, a, "attention.value_length_mla", 65536, &hp->head_dim_v_mla, err)))
         return rc;
-    float v;
-    if (get_f32(g, a, "expert_weights_scale", &v)) {
-        if (!(v >= 0.0f && v < 1e6f))
-            return sl_err_set(err, SL_EFORMAT, "metadata '%s.expert_weights_scale' = %g is out "
-                              "of range [0, 1e6)", a, (double)v);
-        hp->expert_weights_scale = v;
-    }
+    if ((rc = opt_f32(g, a, "expert_weights_scale", &SL_RANGE_EXPERT_SCALE,
+                      &hp->expert_weights_scale, err)))
+        return rc;
     /* the converter stores 0.1 x mscale_all_dim; llama.cpp divides it out */
-    if (get_f32(g, a, "rope.scaling.yarn_log_multiplier", &v)) {
-        if (!(v >= 0.0f && v < 100.0f))
-            return sl_err_set(err, SL_EFORMAT, "metadata '%s.rope.scaling.yarn_log_multiplier' "
-                              "= %g is out of range [0, 100)", a, (double)v);
-        hp->yarn_log_mul = v / 0.1f;
-    }
+    float v = 0.0f;
+    if ((rc = opt_f32(g, a, "rope.scaling.yarn_log_multiplier", &SL_RANGE_YARN_LOG_MUL, &v,
+                      err)))
+        return rc;
+    hp->yarn_log_mul = v / 0.1f;
     /* glm-dsa's indexer (the family file says which it needs) */
     if ((rc = opt_int(g, a, "attention.indexer.head_count", 4096, &hp->idx_n_head, err)))
         return rc;
@@ -136,15 +137,11 @@ int sl_hparams_read(sl_hparams *hp, const sl_gguf *g, const sl_arch *arch, sl_er
                           hp->n_expert_used, hp->n_expert);
 
     hp->rms_eps = 1e-6f;
-    get_f32(g, a, SL_KEY_RMS_EPS, &hp->rms_eps);
-    if (!(hp->rms_eps > 0.0f && hp->rms_eps < 1.0f))
-        return sl_err_set(err, SL_EFORMAT, "layer_norm_rms_epsilon %g is out of range (0, 1)",
-                          (double)hp->rms_eps);
+    if ((rc = opt_f32(g, a, SL_KEY_RMS_EPS, &SL_RANGE_EPS, &hp->rms_eps, err))) return rc;
     hp->rope_freq_base = 10000.0f;
-    get_f32(g, a, SL_KEY_ROPE_FREQ_BASE, &hp->rope_freq_base);
-    if (!(hp->rope_freq_base > 1.0f))
-        return sl_err_set(err, SL_EFORMAT, "rope.freq_base %g must be > 1",
-                          (double)hp->rope_freq_base);
+    if ((rc = opt_f32(g, a, SL_KEY_ROPE_FREQ_BASE, &SL_RANGE_ROPE_BASE, &hp->rope_freq_base,
+                      err)))
+        return rc;
 
     hp->rope_scaling = SL_ROPE_SCALING_NONE;
     hp->rope_freq_scale = 1.0f;
@@ -152,10 +149,9 @@ int sl_hparams_read(sl_hparams *hp, const sl_gguf *g, const sl_arch *arch, sl_er
     const char *scaling = sl_gguf_get_str(g, sl_arch_key(key, sizeof key, a, SL_KEY_ROPE_SCALING_TYPE));
     if (scaling && strcmp(scaling, "none") != 0) {
         float factor = 1.0f;
-        get_f32(g, a, SL_KEY_ROPE_SCALING_FACTOR, &factor);
-        if (!(factor >= 1.0f && factor < 1e6f))
-            return sl_err_set(err, SL_EFORMAT, "rope.scaling.factor %g must be >= 1",
-                              (double)factor);
+        if ((rc = opt_f32(g, a, SL_KEY_ROPE_SCALING_FACTOR, &SL_RANGE_ROPE_FACTOR, &factor,
+                          err)))
+            return rc;
         hp->rope_freq_scale = 1.0f / factor;
         if (!strcmp(scaling, "linear")) {
             hp->rope_scaling = SL_ROPE_SCALING_LINEAR;

@@ -430,7 +430,9 @@ int sl_model_read(sl_model **out, const char *path, const sl_model_params *param
                   sl_err *err);
 
 /* Reads the resident weights into memory (or maps them) as the plan says,
- * and interleaves the matrices the kernels take in the x8 layout. */
+ * refuses a file whose small f32 tensors (norms, biases, scales) hold
+ * absurd values (model/value_ranges.h), and interleaves the matrices the
+ * kernels take in the x8 layout. */
 int sl_model_place_weights(sl_model *m, const sl_model_params *params, sl_err *err);
 
 /* Frees what sl_model_read and sl_model_place_weights made, and m. */

@@ -10,6 +10,7 @@
 
 #include "model/model.h"
 #include "model/model_internal.h"
+#include "model/value_ranges.h"
 #include "tok/tokenizer.h"
 #include "util/checked.h"
 #include "util/mem.h"
@@ -479,6 +480,7 @@ fail:
 int sl_model_place_weights(sl_model *m, const sl_model_params *params, sl_err *err)
 {
     int rc = place_weights(m, params, err);
+    if (!rc) rc = sl_check_small_tensors(m, err);
     return rc ? rc : interleave_x8(m, err);
 }
 

@@ -197,25 +197,37 @@ void sl_rope_apply(const sl_rope *r, float *x, int n_heads, int head_dim, int64_
     }
 }
 
-/* Zero when some value of x[0..64) has every exponent bit set (NaN or
- * infinity): a fixed-length min over integers, which compilers vectorise. */
-static uint32_t exponent_flags_64(const float *x)
+/* The largest magnitude among x[0..64) as its bits with the sign cleared
+ * (NaN above infinity above every finite value): a fixed-length max over
+ * integers, which compilers vectorise. */
+static uint32_t abs_bits_max_64(const float *x)
 {
     uint32_t u[64];
     memcpy(u, x, sizeof u);
-    uint32_t least = 0xffffffffu;
+    uint32_t most = 0;
     for (int i = 0; i < 64; i++) {
-        const uint32_t clear = ~u[i] & 0x7f800000u;
-        least = clear < least ? clear : least;
+        const uint32_t a = u[i] & 0x7fffffffu;
+        most = a > most ? a : most;
     }
-    return least;
+    return most;
+}
+
+int64_t sl_first_beyond(const float *x, int64_t n, float limit)
+{
+    uint32_t lim;
+    memcpy(&lim, &limit, sizeof lim);
+    lim &= 0x7fffffffu;
+    int64_t i = 0;
+    while (i + 64 <= n && abs_bits_max_64(x + i) < lim) i += 64;
+    for (; i < n; i++) {
+        uint32_t u;
+        memcpy(&u, x + i, sizeof u);
+        if ((u & 0x7fffffffu) >= lim) return i;
+    }
+    return -1;
 }
 
 int64_t sl_first_nonfinite(const float *x, int64_t n)
 {
-    int64_t i = 0;
-    while (i + 64 <= n && exponent_flags_64(x + i)) i += 64;
-    for (; i < n; i++)
-        if (!isfinite(x[i])) return i;
-    return -1;
+    return sl_first_beyond(x, n, INFINITY);
 }

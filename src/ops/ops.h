@@ -77,6 +77,17 @@ float sl_dot_f32_untiled_avx2(const float *x, const float *y, int64_t n);
  * finite. Reads the bits, so it holds under any floating-point flags. */
 int64_t sl_first_nonfinite(const float *x, int64_t n);
 
+/* Index of the first value among x[0..n) whose magnitude is limit or more,
+ * or that is NaN; -1 when none is (limit INFINITY: sl_first_nonfinite).
+ * Reads the bits, as sl_first_nonfinite. */
+int64_t sl_first_beyond(const float *x, int64_t n, float limit);
+
+/* The largest magnitude a hidden state may hold, 2^64: the square of
+ * anything larger overflows a float, and an RMS norm (squares in float,
+ * as llama.cpp) then scales its whole row to zeros. A residual stream
+ * this large is a damaged file, never a model's real activations. */
+#define SL_HIDDEN_MAX 0x1p64f
+
 /* Rotary embedding parameters shared by every head of a model. */
 typedef struct sl_rope {
     int n_dims;        /* rotated dimensions per head (even) */

@@ -30,7 +30,8 @@ typedef struct fake_model {
     double shift;
     int chunks_seen;
     int32_t first_token_seen[16]; /* token evaluated at position 0, per chunk */
-    int mode;                     /* 0 ok, 1 out of order, 2 skip last, 3 fail in chunk 2 */
+    int mode;                     /* 0 ok, 1 out of order, 2 skip last, 3 fail in chunk 2,
+                                     4 logits of +-1e30 */
 } fake_model;
 
 static int fake_eval(void *model, const int32_t *tokens, int32_t n, int32_t first,
@@ -45,6 +46,8 @@ static int fake_eval(void *model, const int32_t *tokens, int32_t n, int32_t firs
         if (m->mode == 2 && p == n - 2) break;
         int32_t q = (m->mode == 1 && p == first) ? p + 1 : p;
         fake_logits(tokens, q, m->shift, l);
+        if (m->mode == 4) /* finite, but far beyond any trained model's spread */
+            for (int j = 0; j < V; j++) l[j] = j % 2 ? -1e30f : 1e30f;
         int rc = row(sink, q, l, err);
         if (rc) return rc;
     }
@@ -255,10 +258,31 @@ TEST(callback_misbehaviour_and_bad_input_are_errors)
     CHECK_STR_CONTAINS(err.msg, "BOS id 7");
 }
 
+/* Every logit finite (+1e30 at even ids, -1e30 at odd ones), so every NLL
+ * is (log 4 for an even target, 2e30 for an odd one), but their mean is
+ * beyond exp() from the first odd target on, token 23 = 5 in chunk 3 (the
+ * scored targets of chunks 1 and 2 are 6 4 2 and 4 2 0): the perplexity
+ * is +inf there, an error naming the chunk, not a printed "PPL = inf". */
+TEST(a_perplexity_that_is_not_finite_is_an_error)
+{
+    make_text();
+    sl_err err = {0};
+    sl_ppl res;
+    fake_model m = {0, 0, {0}, 4};
+    capture cap = {{0}, {0}};
+    sl_eval_run r = {V, BOS, fake_eval, &m, cap_out, &cap};
+    CHECK_EQ_INT(sl_eval_perplexity(&r, text, NTOK, CTX, 0, NULL, &res, &err), SL_EFORMAT);
+    CHECK_STR_CONTAINS(err.msg, "chunk 3: the perplexity is inf");
+    CHECK_STR_CONTAINS(err.msg, "not a usable distribution");
+    CHECK(strstr(cap.s2, "Final estimate") == NULL);
+    CHECK_EQ_INT(m.chunks_seen, 3);
+}
+
 int main(void)
 {
     RUN(perplexity_scores_the_second_half_with_bos_first);
     RUN(base_file_then_kl_divergence);
     RUN(callback_misbehaviour_and_bad_input_are_errors);
+    RUN(a_perplexity_that_is_not_finite_is_an_error);
     return TEST_REPORT();
 }
