@@ -2,6 +2,8 @@
 #
 #   make            optimised build: build/rel/sluice
 #   make test       install deps if missing, build with ASan+UBSan, run the suite
+#   make check      the suite as it is (ASan+UBSan unit tests, CLI scripts, TSan)
+#   make check-fast the unit tests only, release build (no sanitizers, no CLI)
 #   make demo       install deps if missing, build, generate the demo model, run it
 #   make fuzz       libFuzzer on the GGUF parser for FUZZ_SECONDS (default 60)
 #   make fuzz-model libFuzzer on generated valid models, run resident and streamed
@@ -127,6 +129,21 @@ check: $(SAN_TESTS) $(SAN)/sluice $(REL)/sluice $(TSAN_TESTS)
 	SLUICE=$(abspath $(SAN)/sluice) SLUICE_REL=$(abspath $(REL)/sluice) \
 	  ./tests/run.sh $(SAN_TESTS) $(CLI_TESTS) $(TSAN_TESTS)
 
+# ---- the unit tests on the release build (check-fast) -------------------------
+# The same tests/unit binaries, optimised and without sanitizers, and no CLI
+# scripts: a quick answer while working (docs/testing.md has both times).
+REL_COMMON_OBJ := $(TEST_COMMON:%.c=$(REL)/%.o)
+# (not test_noalloc: it counts allocations through the sanitizer allocator's hooks)
+REL_TESTS := $(filter-out $(REL)/tests/test_noalloc,$(TEST_SRC:tests/unit/%.c=$(REL)/tests/%))
+$(REL)/tests/%.o: REL_CFLAGS += -Itests
+
+$(REL)/tests/%: $(REL)/tests/unit/%.o $(REL_COMMON_OBJ) $(REL)/libsluice.a
+	@mkdir -p $(dir $@)
+	$(CC) $(OPT) -o $@ $< $(REL_COMMON_OBJ) $(REL)/libsluice.a $(LIBS)
+
+check-fast: $(REL_TESTS)
+	./tests/run.sh $(REL_TESTS)
+
 deps:
 	@./scripts/install-deps.sh
 
@@ -215,7 +232,7 @@ bench: $(BENCH_BIN)
 clean:
 	rm -rf build
 
-.PHONY: all check deps test demo fuzz fuzz-model tsan clean bench aarch64 test-aarch64
+.PHONY: all check check-fast deps test demo fuzz fuzz-model tsan clean bench aarch64 test-aarch64
 .SECONDARY:
 
 -include $(shell find build -name '*.d' 2>/dev/null)

@@ -39,7 +39,7 @@ A64_COMMON_OBJ := $(TEST_COMMON:%.c=$(A64)/%.o)
 # The emulated subset: kernels (every bit-identity test), the forward pass,
 # GGUF, tokenizers, I/O and streaming. qemu runs them some 10-40x slower
 # than the host; the list keeps both cpu models under the CI budget
-# (docs/ARCHITECTURE.md, "ARM64 (issue 16)").
+# (docs/ARCHITECTURE.md, "Platforms", "ARM64 (aarch64)").
 A64_TESTS ?= test_neon_bits test_io_direct_check test_quant_dot test_quant_dot_n test_quant_dequant test_quant_fast \
   test_quant_fp test_quant_roundtrip test_vec_dot_legacy_bits test_vec_dot_rp test_vexp \
   test_attn_kernels test_synth_rng test_gguf test_gguf_corrupt test_gguf_direct \

@@ -79,7 +79,7 @@ static void detect(sl_cpu_features *f)
     /* macOS on Apple silicon: no getauxval; the kernel answers feature
      * questions by sysctl (hw.optional.arm.FEAT_*, 1 when present; an
      * unknown name fails, read as absent). Not compiled here (no macOS
-     * toolchain): see docs/ARCHITECTURE.md, "ARM64 (issue 16)". */
+     * toolchain): see docs/ARCHITECTURE.md, "Platforms", "macOS (Apple silicon)". */
     f->neon = true;
     f->dotprod = apple_has("hw.optional.arm.FEAT_DotProd");
     f->i8mm = apple_has("hw.optional.arm.FEAT_I8MM");

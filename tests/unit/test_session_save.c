@@ -236,7 +236,7 @@ static void refusals(const char *model, const char *foreign_model)
     const char *muts[] = {"truncated", "body byte", "header byte", "magic", "empty"};
     for (int k = 0; k < 5; k++) {
         char p[512];
-        snprintf(p, sizeof p, "%s.%d", bad, k);
+        CHECK(snprintf(p, sizeof p, "%s.%d", bad, k) < (int)sizeof p);
         unsigned char *x = malloc(n);
         memcpy(x, b, n);
         size_t len = n;
