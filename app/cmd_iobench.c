@@ -666,7 +666,7 @@ static int run_row(bench *b, unsigned lanes, row *r, sl_io_info *info_out)
         b->mem = (unsigned char *)(((uintptr_t)b->raw + HUGE_ALIGN - 1) & ~(uintptr_t)(HUGE_ALIGN - 1));
         /* Huge pages by default: a read into physically contiguous memory
          * is a few large DMA segments instead of one per 4 KiB page, which
-         * on some virtual disks is worth up to 2x (docs/perf.md). */
+         * on some virtual disks is worth up to 2x (docs/perf-log.md). */
 #ifdef MADV_HUGEPAGE /* Linux only (not macOS) */
         if (!o->small_pages) madvise(b->mem, b->mem_len, MADV_HUGEPAGE);
 #endif

@@ -97,7 +97,7 @@ int sl_session_create(sl_session **out, sl_model *m, const sl_session_params *pp
     s->arena = (uint8_t *)(((uintptr_t)s->arena_mem + SL_SESSION_GUARD - 1) &
                            ~(uintptr_t)(SL_SESSION_GUARD - 1));
     /* huge pages: a decode step streams every K/V head's rows, and on
-     * small pages their TLB misses cost more than the reads (perf.md,
+     * small pages their TLB misses cost more than the reads (docs/perf-log.md,
      * session 8: decode at depth 4096 ~1.2x faster); the cache still fills
      * as it goes, 2 MiB of each head's rows at a time */
     sl_mem_advise_huge(s->arena_mem, (size_t)lay.arena_bytes + SL_SESSION_GUARD);

@@ -509,7 +509,7 @@ void sl_streamer_set_route_trace(sl_streamer *st, sl_route_trace *t)
     /* the model's own router knows nothing of a replayed trace; learned
      * guesses only when asked to read guesses ahead always (--prefetch):
      * on the shared test machine they measured slower than none
-     * (docs/perf.md, issue 14 session 7) */
+     * (docs/perf-log.md, issue 14 session 7) */
     if (t && st->guesses && st->guess_min < 0) {
         sl_err ignored;
         sl_streamer_set_learned_guess(st, true, &ignored); /* out of memory: no guesses */

@@ -19,7 +19,7 @@
  * keeps being measured and the gate can open. It starts closed. Measured on
  * the generated 30B-A3B-shaped model: guesses 55 % right, and reading them
  * ahead cost 12 % of decode speed with a large cache and 43 % with a small
- * one (docs/perf.md), hence a high bar. */
+ * one (docs/perf-log.md), hence a high bar. */
 #define GUESS_MIN 0.8
 #define GUESS_START 0.5
 #define GUESS_WEIGHT 0.125
@@ -41,7 +41,7 @@
  * of compute between two calls: a prefill layer of a long batch takes tens
  * of milliseconds, in which the drive reads ~100 MB. With 32 in flight (93
  * MB of 2.9 MB experts) the lanes ran dry within each prefill layer and
- * the preload ran at a third of the drive's rate (docs/perf.md). */
+ * the preload ran at a third of the drive's rate (docs/perf-log.md). */
 #define WARM_INFLIGHT 256
 #define WARM_SLOT_SHARE 4
 

@@ -30,7 +30,7 @@
  * sl_io_window_cap() the largest window any read of `len` bytes can need, so a
  * cache can size its slots once.
  *
- * Destination memory matters: on the virtual disk measured in docs/perf.md,
+ * Destination memory matters: on the virtual disk measured in docs/perf-log.md,
  * reads into transparent huge pages (madvise(MADV_HUGEPAGE) on a 2 MiB-aligned
  * arena, each destination inside one 2 MiB page) ran 2.1-2.3x faster than
  * into 4 KiB pages, fewer scatter-gather segments per read being the likely

@@ -207,7 +207,7 @@ static int read_direct(sl_model *m, const sl_model_params *p, sl_err *err)
     cfg.backend = p && p->io_backend == SL_IO_KIND_URING ? SL_IO_URING : SL_IO_PREAD;
     /* 8 lanes unless told: the reads are independent, and the lanes also
      * fault the fresh pages in, which on a busy VM ran slower than the drive
-     * (docs/perf.md, issue 14 session 4: 8 lanes loaded 1.3-3.4x faster than 4) */
+     * (docs/perf-log.md, issue 14 session 4: 8 lanes loaded 1.3-3.4x faster than 4) */
     cfg.lanes = (unsigned)(p && p->io_threads > 0 ? p->io_threads : LOAD_LANES);
     cfg.queue_depth = (unsigned)(p && p->io_queue_depth > 0 ? p->io_queue_depth : 4);
     if ((rc = sl_io_open(&io, &cfg, paths, nf, err))) goto done;

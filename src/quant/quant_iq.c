@@ -147,7 +147,7 @@ static uint8_t mxfp4_nibble_search(float v)
  * search's subtractions are exact there: Sterbenz), branch-free so the
  * block loop vectorises; |v| >= 16, infinities and NaN take the search
  * (where its rounded subtractions decide). Checked equal to the search on
- * every one of the 2^32 floats (docs/perf.md, "mkmodel: MXFP4"). */
+ * every one of the 2^32 floats (docs/perf-log.md, "mkmodel: MXFP4"). */
 static uint8_t mxfp4_nibble(float v)
 {
     const float a = fabsf(v);

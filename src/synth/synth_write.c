@@ -174,7 +174,7 @@ int sl_synth_write(const sl_synth_config *c, const char *path,
     if (rc) goto out;
     created = true;
     /* Bypass the page cache where the file system allows: see
-     * sl_gguf_writer_direct_io and docs/perf.md (mkmodel write speed). */
+     * sl_gguf_writer_direct_io and docs/perf-log.md (mkmodel write speed). */
     direct = !c->holes && sl_gguf_writer_direct_io(w);
     rc = write_metadata(w, c, &vocab, err);
     if (rc) goto out;

@@ -15,7 +15,7 @@ bool sl_mem_available(uint64_t *avail, uint64_t *cgroup_limit);
 
 /* A large anonymous arena on 2 MiB boundaries with transparent huge pages
  * asked for (madvise; falls back silently to small pages). Reads into huge
- * pages ran 2.1-2.3x faster on the virtual disk measured in docs/perf.md.
+ * pages ran 2.1-2.3x faster on the virtual disk measured in docs/perf-log.md.
  * Returns NULL on failure; free with sl_mem_free_huge(p, bytes). */
 void *sl_mem_alloc_huge(size_t bytes);
 void sl_mem_free_huge(void *p, size_t bytes);
