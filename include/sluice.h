@@ -272,6 +272,38 @@ int sl_session_truncate(sl_session *s, int n);
 int sl_session_truncate_floor(const sl_session *s);
 int sl_session_truncate_err(sl_session *s, int n, sl_err *err);
 
+/* ---- session state in memory (a host-RAM prompt cache) -------------------- */
+
+/* A copy of the state of a session's first n positions, kept in this
+ * process (engine/session_mem.c): each layer's rows it still holds (a
+ * sliding window's ring: its window), recurrent states at n and at the
+ * snapshot before n, the last logits when current. Restored into any
+ * session of the same model created with the same parameters. */
+typedef struct sl_state sl_state;
+
+/* Copies the first n positions of s into *out (owned by the caller:
+ * sl_state_free). The same n as sl_session_save allows (a recurrent model:
+ * the session's position or its snapshot; a ring still holding the window
+ * before n), else SL_EINVAL; SL_ENOMEM. s is not changed. */
+int sl_state_capture(sl_session *s, int n, sl_state **out, sl_err *err);
+void sl_state_free(sl_state *st);
+
+/* Positions captured, bytes held, and whether the last logits are. */
+int sl_state_n(const sl_state *st);
+uint64_t sl_state_bytes(const sl_state *st);
+bool sl_state_has_logits(const sl_state *st);
+
+/* Whether st can be restored at k (1 <= k <= its n): k itself, or on a
+ * model without recurrent layers any k whose sliding windows were
+ * captured, or a recurrent model's snapshot. */
+bool sl_state_restorable(const sl_state *st, int k);
+
+/* Replaces the state of s by st's first k positions (afterwards
+ * sl_session_n_past(s) is k; the logits are st's when k is its n, else
+ * none). SL_EINVAL, s unchanged, when k is not restorable or s's layers
+ * differ in shape from the captured ones. */
+int sl_state_restore(sl_session *s, const sl_state *st, int k, sl_err *err);
+
 /* ---- saved session state (prompt cache) ---------------------------------- */
 
 /* A session's state written to a file and read back later, by this process
