@@ -128,6 +128,15 @@ typedef struct sl_model_params {
     /* The llama.cpp revision to reproduce (0: SL_LLAMA_REV_2026_08); a value
      * outside the enum refuses a model that depends on it with SL_EINVAL. */
     sl_llama_rev llama_rev;
+    /* Memory the caller keeps besides the sessions (a server's prompt
+     * cache of session states), planned before the expert cache. 0 and
+     * host_cache_seqs > 0: sized like the planned context's KV cache plus
+     * host_cache_seqs sequences' recurrent states and snapshots, but at most a quarter of
+     * what the budget leaves besides the dense weights and sessions when
+     * the whole model would not fit with it. sl_stream_stats says what
+     * was planned. */
+    uint64_t host_cache_bytes;
+    int host_cache_seqs;
 } sl_model_params;
 
 /* Defaults for sl_model_params. */
@@ -172,6 +181,8 @@ typedef struct sl_stream_stats {
     uint64_t kv_bytes;        /* of reserved_bytes, the KV cache of the planned context
                                  (sliding-window layers' rings counted as stored) */
     int kv_ctx;               /* that context (-c) */
+    uint64_t host_cache_bytes; /* memory planned for the caller's own cache
+                                  (sl_model_params.host_cache_bytes) */
 } sl_stream_stats;
 
 void sl_model_stream_stats(const sl_model *m, sl_stream_stats *out);
@@ -297,6 +308,10 @@ bool sl_state_has_logits(const sl_state *st);
  * model without recurrent layers any k whose sliding windows were
  * captured, or a recurrent model's snapshot. */
 bool sl_state_restorable(const sl_state *st, int k);
+
+/* The largest position <= k that st can be restored at (its n when k is
+ * larger), 0 when none. */
+int sl_state_restorable_below(const sl_state *st, int k);
 
 /* Replaces the state of s by st's first k positions (afterwards
  * sl_session_n_past(s) is k; the logits are st's when k is its n, else

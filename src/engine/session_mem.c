@@ -233,3 +233,19 @@ int sl_state_restore(sl_session *s, const sl_state *st, int k, sl_err *err)
     s->n_past = k;
     return SL_OK;
 }
+
+int sl_state_restorable_below(const sl_state *st, int k)
+{
+    if (k >= st->n) return st->n;
+    if (k <= 0) return 0;
+    if (st->recurrent) return st->snap > 0 && st->snap <= k && sl_state_restorable(st, st->snap)
+                                  ? st->snap : 0;
+    /* a window's first captured row lo allows every j >= lo + w - 1 */
+    int floor = 1;
+    for (int il = 0; il < st->n_layer; il++)
+        if (st->lo[il] > 0 && st->n_swa[il] > 0) {
+            const int f = (int)st->lo[il] + st->n_swa[il] - 1;
+            if (f > floor) floor = f;
+        }
+    return k >= floor ? k : 0;
+}

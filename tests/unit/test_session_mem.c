@@ -171,6 +171,12 @@ static void round_trip(const char *path, kind k)
         CHECK(!sl_state_restorable(st, 12));
         CHECK(sl_state_restorable(st, 18));
     }
+    /* the largest restorable position at or below each k */
+    for (int q = 0, best = 0; q <= N_PROMPT + 3; q++) {
+        if (q <= N_PROMPT + 1 && sl_state_restorable(st, q)) best = q;
+        CHECK_MSG(sl_state_restorable_below(st, q) == best, "below %d: %d, want %d", q,
+                  sl_state_restorable_below(st, q), best);
+    }
     /* refused: a position not kept, another cache type; the session is unchanged */
     sl_session *c = session(m, SL_KV_F32);
     CHECK(c && eval(c, prompt, 3) == 0);
