@@ -18,6 +18,11 @@ client=tests/cli/lib/serve_prefix.py
 "$SLUICE" serve --help 2>&1 | grep -q -- "--cache-ram MB"
 check "serve --help documents --cache-ram" [ $? -eq 0 ]
 
+"$SLUICE" serve -m "$work/none.gguf" --cache-ram lots >/dev/null 2>"$work/badflag.err"
+rc=$?
+check "a bad --cache-ram value is refused before loading (exit $rc, one line)" \
+    bash -c "[ $rc = 2 ] && grep -q -- '--cache-ram' '$work/badflag.err' && [ \$(wc -l <'$work/badflag.err') = 1 ]"
+
 cached() { cat "$1.cached" 2>/dev/null || echo 0; }
 
 run_client() { # run_client LABEL ARGS...: the client's report counted
@@ -57,6 +62,8 @@ for arch in qwen3moe qwen35moe gpt-oss; do
         check "$arch: that answer is the fresh server's" same_text "$ref/u3.txt" "$got/u3.txt"
         [ "$arch" = qwen3moe ] && run_client "$arch dialects" dialects "$serve_port" "$got"
         serve_stop "$serve_pid"
+        grep -Eq "prompt cache [1-9][0-9]* MiB" "$work/$arch-np4.err"
+        check "$arch: the start-up line plans a prompt cache in memory by default" [ $? -eq 0 ]
         if [ "$arch" = qwen35moe ]; then
             grep -q "prompt cache: qwen35moe's recurrent layers" "$work/$arch-np4.err"
             check "$arch: one log line says which prefixes a recurrent model can reuse" [ $? -eq 0 ]
