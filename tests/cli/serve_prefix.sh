@@ -41,8 +41,8 @@ for arch in qwen3moe qwen35moe gpt-oss; do
     got=$work/$arch-got
     mkdir -p "$ref" "$got" "$work/$arch-pc"
     common=(-m "$M" -c 2048 -t 2)
-    # fresh, cacheless servers: one per request
-    for u in u1 u2 u3 u4; do
+    # fresh, cacheless servers: one per request compared
+    for u in u2 u3 u4; do
         serve_start "$arch-ref-$u" "${common[@]}" -np 1 --cache-ram 0 || continue
         run_client "$arch ref $u" ask "$serve_port" "$ref" "$u"
         serve_stop "$serve_pid"
@@ -54,7 +54,6 @@ for arch in qwen3moe qwen35moe gpt-oss; do
         check "$arch: the second request reused the system prompt ($(cached "$got/u2") tokens)" \
             [ "$(cached "$got/u2")" -gt 0 ]
         check "$arch: its answer is the fresh server's" same_text "$ref/u2.txt" "$got/u2.txt"
-        check "$arch: the first answer is the fresh server's" same_text "$ref/u1.txt" "$got/u1.txt"
         # u2 took u1's slot: the next one, from another slot, gets the prefix from memory
         run_client "$arch other slot" slots "$serve_port" "$got" u3
         check "$arch: another slot restored the prefix from memory ($(cached "$got/u3") tokens)" \
