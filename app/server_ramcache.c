@@ -165,11 +165,10 @@ void srv_ramcache_store(srv_ramcache *c, sl_session *s, const int32_t *ids, int 
     sl_state_free(st);
 }
 
-void srv_ramcache_usage(srv_ramcache *c, int *entries, uint64_t *bytes)
+void srv_ramcache_get_stats(srv_ramcache *c, srv_ramcache_stats *out)
 {
     pthread_mutex_lock(&c->mu);
-    *entries = c->n_e;
-    *bytes = c->bytes;
+    *out = (srv_ramcache_stats){c->budget, c->bytes, c->hits, c->stores, c->evictions, c->n_e};
     pthread_mutex_unlock(&c->mu);
 }
 

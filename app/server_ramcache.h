@@ -64,7 +64,11 @@ void srv_ramcache_store(srv_ramcache *c, sl_session *s, const int32_t *ids, int 
  * sliding window (sessions of micro-batches n_batch) only near it. */
 void srv_ramcache_describe(const sl_model *m, int n_batch);
 
-/* Entries and bytes held, under the lock. */
-void srv_ramcache_usage(srv_ramcache *c, int *entries, uint64_t *bytes);
+/* What /metrics shows, read under the lock. */
+typedef struct srv_ramcache_stats {
+    uint64_t budget, bytes, hits, stores, evictions;
+    int entries;
+} srv_ramcache_stats;
+void srv_ramcache_get_stats(srv_ramcache *c, srv_ramcache_stats *out);
 
 #endif

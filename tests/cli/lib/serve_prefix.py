@@ -17,7 +17,8 @@ OUT_DIR/NAME.txt for the shell to compare with a fresh server's.
                            now hold tokens
   dialects PORT OUT        the same prefix through the Anthropic Messages
                            API (streamed and not) and llama-server's
-                           /completion: each reports the cached tokens"""
+                           /completion: each reports the cached tokens;
+                           /metrics counts the memory cache's hits"""
 import http.client
 import json
 import sys
@@ -127,5 +128,17 @@ elif mode == "dialects":
     status, data = post("/completion", {"prompt": prompt, "n_predict": 4, "temperature": 0})
     d = json.loads(data) if status == 200 else {}
     check("/completion: tokens_cached > 0", d.get("tokens_cached", 0) > 0, data[:300])
+    # /metrics: the cache in memory served a request and holds states within its budget
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    c.request("GET", "/metrics")
+    m = {}
+    for line in c.getresponse().read().decode().split("\n"):
+        if line.startswith("sluice_"):
+            k, v = line.split(" ")
+            m[k] = float(v)
+    check("/metrics: prompt-cache hits in memory", m.get("sluice_prompt_cache_ram_hits_total", 0) >= 1, m)
+    check("/metrics: states kept within the budget",
+          m.get("sluice_prompt_cache_ram_entries", 0) >= 1 and
+          0 < m.get("sluice_prompt_cache_ram_bytes", 0) <= m.get("sluice_prompt_cache_ram_budget_bytes", 0), m)
 print("client-finished")
 sys.exit(1 if failed else 0)
