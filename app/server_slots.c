@@ -98,7 +98,7 @@ size_t srv_job_read(srv_job *j, char *buf, size_t max)
 static void slot_show(srv_slot *s)
 {
     s->shown_held = s->n_held;
-    memcpy(s->shown_ids, s->held, (size_t)s->n_held * sizeof *s->held);
+    if (s->n_held > 0) memcpy(s->shown_ids, s->held, (size_t)s->n_held * sizeof *s->held);
     pthread_cond_broadcast(&s->pool->cv);
 }
 
@@ -112,8 +112,8 @@ void srv_slot_idle(srv_slot *s)
 }
 
 /* Under mu: the slot that should take job j: the idle one sharing the
- * longest prefix with its prompt (a tenth of it or more), the least
- * recently used among equals. */
+ * longest prefix with its prompt (counted when more than a tenth of it),
+ * the least recently used among equals. */
 static srv_slot *pick_slot(srv_pool *p, const srv_job *j)
 {
     srv_slot *best = NULL;
