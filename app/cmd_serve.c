@@ -33,7 +33,8 @@ static void usage(FILE *f)
             "Serves the model over HTTP: POST /v1/chat/completions, /v1/completions (OpenAI\n"
             "style, streaming with stream: true), /v1/messages (Anthropic), /tokenize,\n"
             "/detokenize; GET /v1/models,\n"
-            "/health, /metrics (Prometheus), /slots. Stops on SIGINT or SIGTERM.\n"
+            "/health, /metrics (Prometheus), /slots. Stops on SIGINT or SIGTERM. A request\n"
+            "goes to the idle slot holding the longest prefix of its prompt.\n"
             "\n"
             "      --host ADDR         address to listen on (default 127.0.0.1; loopback\n"
             "                          refuses requests whose Host is not a loopback name)\n"
@@ -56,6 +57,12 @@ static void usage(FILE *f)
             "      --reasoning LEVEL   gpt-oss (harmony): default reasoning effort, low,\n"
             "                          medium (default) or high; requests may set\n"
             "                          \"reasoning_effort\"\n"
+            "      --cache-ram MB      keep evaluated prompt states in memory for every slot:\n"
+            "                          each first turn (e.g. the system prompt) and each\n"
+            "                          slot's last prompt and reply; a request starts from the\n"
+            "                          longest prefix kept, whichever slot takes it (default:\n"
+            "                          as much as the slots' own context state, within the\n"
+            "                          memory budget, taken from the expert cache; 0: off)\n"
             "      --prompt-cache DIR  save evaluated prompts (each first turn, e.g. the system\n"
             "                          prompt, and each whole prompt) in DIR, keyed by the model\n"
             "                          and the tokens, and start later requests, also after a\n"
@@ -74,6 +81,7 @@ int cmd_serve(int argc, char **argv)
     const char *host = "127.0.0.1", *api_key = NULL, *alias = NULL, *tmpl = NULL, *cors = NULL;
     const char *pcache_dir = NULL, *slot_dir = NULL;
     long port = 8080, np = 1, max_queue = 16, max_body = 8L << 20, step = -1;
+    long cache_ram = -1; /* --cache-ram MiB; -1: planned with the memory budget */
     bool no_think = false;
     const char *reasoning = NULL; /* --reasoning: harmony's default effort */
     for (int i = 1; i < argc; i++) {
@@ -126,6 +134,10 @@ int cmd_serve(int argc, char **argv)
                 return 1;
             }
             reasoning = argv[++i];
+        } else if (!strcmp(a, "--cache-ram")) {
+            if (!(v = arg_value(CMD, argc, argv, &i)) ||
+                !arg_int(CMD, a, v, 0, 1L << 24, &cache_ram))
+                return 2;
         } else if (!strcmp(a, "--prompt-cache")) {
             if (!(pcache_dir = arg_value(CMD, argc, argv, &i))) return 2;
         } else if (!strcmp(a, "--slot-save-path")) {
@@ -178,6 +190,9 @@ int cmd_serve(int argc, char **argv)
     model_flags mf = o.mf;
     /* the plan reserves every slot's context */
     mf.params.n_ctx_hint = (o.n_ctx > 0 ? o.n_ctx : 4096) * (int)np;
+    /* the prompt cache in memory is planned beside the slots */
+    if (cache_ram > 0) mf.params.host_cache_bytes = (uint64_t)cache_ram << 20;
+    else if (cache_ram < 0) mf.params.host_cache_seqs = (int)np;
     s.m = model_flags_load(&mf, CMD, o.model);
     if (!s.m) goto done;
     if (sl_model_n_tokens(s.m) == 0) {
@@ -204,21 +219,26 @@ int cmd_serve(int argc, char **argv)
                        (int)step))
         goto done;
     s.n_ctx = sl_session_n_ctx(s.pool.slots[0].g.s);
+    sl_stream_stats st;
+    sl_model_stream_stats(s.m, &st);
+    if (st.host_cache_bytes) {
+        srv_ramcache_init(&s.ram, st.host_cache_bytes);
+        s.pool.ram = &s.ram;
+        srv_ramcache_describe(s.m, n_batch);
+    }
     if (pcache_dir) {
         if (srv_pcache_open(&s.pcache, pcache_dir, o.model)) goto done;
         s.pool.pcache = &s.pcache;
     }
     __atomic_store_n(&s.ready, 1, __ATOMIC_RELEASE);
 
-    sl_stream_stats st;
-    sl_model_stream_stats(s.m, &st);
     fprintf(stderr, "sluice serve: listening on http://%s%s%s:%d (model %s: %s, chat template "
             "%s, %ld slot%s x %d tokens); memory: budget %.0f MiB, dense %.0f MiB, KV and scratch "
-            "%.0f MiB, experts %.0f MiB %s",
+            "%.0f MiB, prompt cache %.0f MiB, experts %.0f MiB %s",
             v6 ? "[" : "", host, v6 ? "]" : "", bound, s.model_name, sl_model_arch_name(s.m),
             sl_chat_name(s.chat), np, np == 1 ? "" : "s", s.n_ctx, st.budget_bytes / MIB,
-            st.dense_bytes / MIB, st.reserved_bytes / MIB, st.expert_bytes / MIB,
-            st.streaming ? "streamed" : "resident");
+            st.dense_bytes / MIB, st.reserved_bytes / MIB, st.host_cache_bytes / MIB,
+            st.expert_bytes / MIB, st.streaming ? "streamed" : "resident");
     if (st.streaming)
         fprintf(stderr, " (cache %.0f MiB, %llu experts; I/O %s)", st.cache_bytes / MIB,
                 (unsigned long long)st.n_slots, st.io_mode);
@@ -234,6 +254,7 @@ done:
     srv_http_stop(&s);
     srv_pool_free(&s.pool);
     srv_pcache_close(&s.pcache);
+    if (s.ram.budget) srv_ramcache_free(&s.ram);
     sl_chat_free(s.chat);
     sl_chat_template_free(&s.tmpl);
     sl_model_free(s.m);

@@ -51,6 +51,7 @@ typedef struct srv {
     const char *cors_origin;  /* --cors: the Access-Control-Allow-Origin; NULL: off */
     uint64_t n_requests, n_4xx, n_5xx; /* answered, atomic adds */
     srv_pcache pcache;        /* --prompt-cache (dir NULL: off) */
+    srv_ramcache ram;         /* --cache-ram (budget 0: off) */
     const char *slot_dir;     /* --slot-save-path, or NULL: slot actions refused */
     sl_chat_template tmpl;    /* the same template, rendered with tools and turns
                                  (src/chat: sl_chat_render_turns) */

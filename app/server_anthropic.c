@@ -111,9 +111,8 @@ static void fmt_begin(srv_job *j)
 {
     const ant_job *a = j->api;
     if (!a->stream) return;
-    /* n_cached is known once the slot has looked at its prefix: the
-     * worker calls begin before that, so message_start counts the whole
-     * prompt as input; message_delta's usage has the split */
+    /* the worker calls begin once the slot has found its prefix, so
+     * message_start's usage has the split of cached and new input */
     emit(j, "message_start", json_pack("{s:s, s:o}", "type", "message_start", "message",
                                        message_obj(j, json_array(), true)));
 }

@@ -83,8 +83,19 @@ char *srv_metrics_text(srv *s, size_t *len)
            "Slot evaluations in those steps (divided by the steps: the mean batch).",
            (double)load(&p->batch.members));
     metric(&t, "prompt_tokens_total", "counter", "Prompt tokens evaluated.", pr);
-    metric(&t, "prompt_tokens_cached_total", "counter", "Prompt tokens reused from a slot.",
-           (double)load(&p->cached_tokens));
+    metric(&t, "prompt_tokens_cached_total", "counter",
+           "Prompt tokens reused from a slot or a prompt cache.", (double)load(&p->cached_tokens));
+    srv_ramcache_stats rc = {0};
+    if (p->ram) srv_ramcache_get_stats(p->ram, &rc);
+    metric(&t, "prompt_cache_ram_bytes", "gauge", "Bytes of prompt states kept in memory.",
+           (double)rc.bytes);
+    metric(&t, "prompt_cache_ram_budget_bytes", "gauge", "Their limit (--cache-ram).",
+           (double)rc.budget);
+    metric(&t, "prompt_cache_ram_entries", "gauge", "Prompt states kept in memory.", rc.entries);
+    metric(&t, "prompt_cache_ram_hits_total", "counter",
+           "Requests that started from a prompt state kept in memory.", (double)rc.hits);
+    metric(&t, "prompt_cache_ram_evictions_total", "counter",
+           "Prompt states dropped for room (least recently used first).", (double)rc.evictions);
     metric(&t, "generated_tokens_total", "counter", "Tokens generated.", gen);
     metric(&t, "prompt_tokens_per_second", "gauge", "Prompt tokens per second of prompt evaluation.",
            pr_s > 0 ? pr / pr_s : 0);

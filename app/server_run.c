@@ -8,9 +8,12 @@
  * sampler is the job's own, created here, so nothing of one request's
  * sampling reaches the next; it sees every prompt token, reused or not.
  *
- * With --prompt-cache (server_pcache.h), a prefix saved on disk that is
- * longer than what the slot holds is restored instead, and the prompt's
- * first turn and the whole prompt are saved once evaluated.
+ * The pool's prompt cache in memory (--cache-ram, server_ramcache.h) and
+ * on disk (--prompt-cache, server_pcache.h) give a longer prefix when they
+ * hold one, whichever slot evaluated it: the prompt's first turn (the
+ * system prompt) is kept in both once evaluated, the whole prompt on
+ * disk, and a slot's whole state (a prompt and its reply) in memory
+ * before a request that does not continue it replaces it.
  *
  * Evaluation goes through the pool's batcher (server_batch.h): from its
  * first evaluation to the end of its reply the slot is engaged, and each
@@ -127,12 +130,19 @@ static bool is_stop(void *ud, int32_t id)
     return false;
 }
 
+/* Tokens the slot holds that begin ids[0..n). */
+static int held_prefix(const srv_slot *s, const int32_t *ids, int n)
+{
+    int p = 0;
+    while (p < s->n_held && p < n && s->held[p] == ids[p]) p++;
+    return p;
+}
+
 /* Cuts the session back to the longest usable prefix of ids; returns its
  * length (< n). */
 static int reuse_prefix(srv_slot *s, const int32_t *ids, int n)
 {
-    int p = 0;
-    while (p < s->n_held && p < n && s->held[p] == ids[p]) p++;
+    int p = held_prefix(s, ids, n);
     if (p >= n) p = n - 1;
     if (p > sl_session_n_past(s->g.s)) p = sl_session_n_past(s->g.s);
     if (sl_session_truncate(s->g.s, p) != SL_OK || sl_session_n_past(s->g.s) != p) {
@@ -216,24 +226,28 @@ void srv_run_job(srv_slot *s, srv_job *j)
     sl_err err = {0};
     run_ctx c = {.s = s, .j = j};
     j->n_prompt = j->n_ids;
-    j->fmt->begin(j);
 
     sl_sampling_params sp = j->sp;
     if (sp.penalty_last_n < 0) sp.penalty_last_n = sl_session_n_ctx(g->s);
     sl_sampling_free(g->smp);
     g->smp = NULL;
     if (sl_sampling_create(&g->smp, &sp, sl_model_n_vocab(g->m), &err)) {
+        j->fmt->begin(j);
         finish(s, j, SRV_FINISH_ERROR, err.msg);
         return;
     }
     srv_pool *pool = s->pool;
+    /* a state this request does not continue is kept for the one that will */
+    if (pool->ram && held_prefix(s, j->ids, j->n_ids) < s->n_held &&
+        s->n_held == sl_session_n_past(g->s))
+        srv_ramcache_store(pool->ram, g->s, s->held, s->n_held);
     int p = reuse_prefix(s, j->ids, j->n_ids);
-    if (pool->pcache) {
-        const int have = p;
-        p = srv_pcache_restore(pool->pcache, g->s, j->ids, j->n_ids, p);
-        if (p != have) s->n_held = 0; /* remember() records the tokens held after the job */
-    }
+    const int have = p;
+    p = srv_ramcache_restore(pool->ram, g->s, j->ids, j->n_ids, p);
+    if (pool->pcache) p = srv_pcache_restore(pool->pcache, g->s, j->ids, j->n_ids, p);
+    if (p != have) s->n_held = 0; /* remember() records the tokens held after the job */
     j->n_cached = p;
+    j->fmt->begin(j); /* after the lookup: an answer's first event may count n_cached */
     srv_batcher *bt = &pool->batch;
     g->eval = batch_eval;
     g->eval_ud = bt;
@@ -242,14 +256,15 @@ void srv_run_job(srv_slot *s, srv_job *j)
     for (int i = 0; i < p; i++)
         if (sl_sampling_accept(g->smp, j->ids[i], &err)) goto engine_error;
     uint64_t t0 = sl_now_ns();
-    if (pool->pcache) {
-        /* the first turn (the system prompt when there is one) is saved on
+    if (pool->pcache || pool->ram) {
+        /* the first turn (the system prompt when there is one) is kept on
          * its own, so that requests that differ after it find it */
         const int cut = first_turn_end(s, j);
         if (cut > p && cut < j->n_ids) {
             if (gen_eval(g, j->ids + p, cut - p, &err)) goto engine_error;
-            srv_batch_leave(bt); /* the other slots go on while the file is written */
-            srv_pcache_save(pool->pcache, g->s, j->ids, cut);
+            srv_batch_leave(bt); /* the other slots go on while it is copied */
+            srv_ramcache_store(pool->ram, g->s, j->ids, cut);
+            if (pool->pcache) srv_pcache_save(pool->pcache, g->s, j->ids, cut);
             srv_batch_join(bt);
             p = cut;
         }

@@ -93,13 +93,43 @@ size_t srv_job_read(srv_job *j, char *buf, size_t max)
     return n;
 }
 
+/* Under the pool's mu: what the slot holds, for the views and the choice
+ * of a slot; wakes the workers, whose choice may change. */
+static void slot_show(srv_slot *s)
+{
+    s->shown_held = s->n_held;
+    if (s->n_held > 0) memcpy(s->shown_ids, s->held, (size_t)s->n_held * sizeof *s->held);
+    pthread_cond_broadcast(&s->pool->cv);
+}
+
 void srv_slot_idle(srv_slot *s)
 {
     pthread_mutex_lock(&s->pool->mu);
     s->busy = false;
     s->running = NULL;
-    s->shown_held = s->n_held;
+    slot_show(s);
     pthread_mutex_unlock(&s->pool->mu);
+}
+
+/* Under mu: the slot that should take job j: the idle one sharing the
+ * longest prefix with its prompt (counted when more than a tenth of it),
+ * the least recently used among equals. */
+static srv_slot *pick_slot(srv_pool *p, const srv_job *j)
+{
+    srv_slot *best = NULL;
+    int best_len = -1;
+    for (int i = 0; i < p->n_slots; i++) {
+        srv_slot *s = &p->slots[i];
+        if (s->busy) continue;
+        int len = 0;
+        while (len < s->shown_held && len < j->n_ids && s->shown_ids[len] == j->ids[len]) len++;
+        if (10 * (int64_t)len <= (int64_t)j->n_ids) len = 0;
+        if (len > best_len || (len == best_len && s->last_used < best->last_used)) {
+            best = s;
+            best_len = len;
+        }
+    }
+    return best;
 }
 
 static void job_finish_unrun(srv_job *j)
@@ -117,7 +147,8 @@ static void *worker(void *arg)
     srv_pool *p = s->pool;
     for (;;) {
         pthread_mutex_lock(&p->mu);
-        while (!p->stopping && p->q_len == 0) pthread_cond_wait(&p->cv, &p->mu);
+        while (!p->stopping && (p->q_len == 0 || pick_slot(p, p->queue[p->q_head]) != s))
+            pthread_cond_wait(&p->cv, &p->mu);
         if (p->stopping) {
             pthread_mutex_unlock(&p->mu);
             return NULL;
@@ -127,6 +158,8 @@ static void *worker(void *arg)
         p->q_len--;
         s->busy = true;
         s->running = j;
+        s->last_used = ++p->clock;
+        if (p->q_len) pthread_cond_broadcast(&p->cv); /* the next job's slot may wait */
         pthread_mutex_unlock(&p->mu);
         if (srv_job_cancelled(j)) {
             srv_slot_idle(s);
@@ -168,7 +201,7 @@ int srv_slot_restore(srv_slot *s, const char *path, int *n_tokens, sl_err *err)
     int n = rc ? rc : sl_session_load(s->g.s, path, s->held, s->cap_held, err);
     if (n >= 0) s->n_held = n;
     pthread_mutex_lock(&s->pool->mu);
-    s->shown_held = s->n_held;
+    slot_show(s);
     pthread_mutex_unlock(&s->pool->mu);
     pthread_mutex_unlock(&s->use_mu);
     *n_tokens = n > 0 ? n : 0;
@@ -201,7 +234,7 @@ bool srv_pool_submit(srv_pool *p, srv_job *j)
         pthread_mutex_unlock(&j->mu);
         p->queue[(p->q_head + p->q_len) % p->max_queue] = j;
         p->q_len++;
-        pthread_cond_signal(&p->cv);
+        pthread_cond_broadcast(&p->cv); /* the job's slot is chosen among the idle ones */
     }
     pthread_mutex_unlock(&p->mu);
     return ok;
@@ -213,6 +246,7 @@ static void slot_free(srv_slot *s)
     sl_sampling_free(s->g.smp);
     sl_session_free(s->g.s);
     free(s->held);
+    free(s->shown_ids);
 }
 
 int srv_pool_start(srv_pool *p, sl_model *m, const sl_chat *chat, int n_slots, int n_ctx,
@@ -250,6 +284,11 @@ int srv_pool_start(srv_pool *p, sl_model *m, const sl_chat *chat, int n_slots, i
                             chat && !strcmp(sl_chat_name(chat), "harmony") ? SL_DETOK_SPECIAL : 0,
                             &err)) {
             fprintf(stderr, "sluice serve: slot %d: %s\n", i, err.msg);
+            return 1;
+        }
+        s->shown_ids = malloc((size_t)sl_session_n_ctx(s->g.s) * sizeof *s->shown_ids);
+        if (!s->shown_ids) {
+            fprintf(stderr, "sluice serve: slot %d: out of memory\n", i);
             return 1;
         }
     }

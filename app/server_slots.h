@@ -9,7 +9,11 @@
  * Jobs are reference counted: the HTTP side and the worker each hold one.
  * Each slot serves one request at a time; the evaluations of all busy
  * slots run as one batched step (server_batch.h); requests beyond the
- * free slots wait in the queue, and past its bound are refused. */
+ * free slots wait in the queue, and past its bound are refused. The job
+ * at the head of the queue goes to the idle slot whose tokens share the
+ * longest prefix with its prompt, counted when it is more than a tenth of
+ * the prompt (shorter ones, such as a chat template's opening, tie at 0);
+ * ties go to the least recently used slot. */
 #ifndef SL_APP_SERVER_SLOTS_H
 #define SL_APP_SERVER_SLOTS_H
 
@@ -23,6 +27,7 @@
 #include "server_batch.h"
 #include "server_logprobs.h"
 #include "server_pcache.h"
+#include "server_ramcache.h"
 
 #define SRV_MAX_STOPS 16
 #define SRV_MAX_STOP_LEN 64
@@ -116,6 +121,9 @@ typedef struct srv_slot {
     pthread_mutex_t use_mu;       /* held while a job or a slot action (save,
                                      restore) uses the session */
     int shown_held;               /* n_held when it was last idle, under mu */
+    int32_t *shown_ids;           /* held[0..shown_held) then (n_ctx), under mu: what
+                                     the choice of a slot compares */
+    uint64_t last_used;           /* the pool's clock when it last took a job, under mu */
 } srv_slot;
 
 typedef struct srv_pool {
@@ -128,6 +136,8 @@ typedef struct srv_pool {
     int n_slots, n_started;
     sl_model *m;
     srv_pcache *pcache;           /* --prompt-cache, or NULL; set before any job */
+    srv_ramcache *ram;            /* --cache-ram, or NULL; set before any job */
+    uint64_t clock;               /* jobs taken, under mu (slots' last_used) */
     srv_batcher batch;            /* the slots' evaluations as batched steps */
     /* counters for /metrics, updated with atomic adds by the workers */
     uint64_t jobs_done, prompt_tokens, cached_tokens, gen_tokens;

@@ -128,6 +128,15 @@ typedef struct sl_model_params {
     /* The llama.cpp revision to reproduce (0: SL_LLAMA_REV_2026_08); a value
      * outside the enum refuses a model that depends on it with SL_EINVAL. */
     sl_llama_rev llama_rev;
+    /* Memory the caller keeps besides the sessions (a server's prompt
+     * cache of session states), planned before the expert cache. 0 and
+     * host_cache_seqs > 0: sized like the planned context's KV cache plus
+     * host_cache_seqs sequences' recurrent states and snapshots, but at most a quarter of
+     * what the budget leaves besides the dense weights and sessions when
+     * the whole model would not fit with it. sl_stream_stats says what
+     * was planned. */
+    uint64_t host_cache_bytes;
+    int host_cache_seqs;
 } sl_model_params;
 
 /* Defaults for sl_model_params. */
@@ -172,6 +181,8 @@ typedef struct sl_stream_stats {
     uint64_t kv_bytes;        /* of reserved_bytes, the KV cache of the planned context
                                  (sliding-window layers' rings counted as stored) */
     int kv_ctx;               /* that context (-c) */
+    uint64_t host_cache_bytes; /* memory planned for the caller's own cache
+                                  (sl_model_params.host_cache_bytes) */
 } sl_stream_stats;
 
 void sl_model_stream_stats(const sl_model *m, sl_stream_stats *out);
@@ -277,6 +288,42 @@ int sl_session_truncate(sl_session *s, int n);
  * the session is unchanged then and the caller evaluates again from 0. */
 int sl_session_truncate_floor(const sl_session *s);
 int sl_session_truncate_err(sl_session *s, int n, sl_err *err);
+
+/* ---- session state in memory (a host-RAM prompt cache) -------------------- */
+
+/* A copy of the state of a session's first n positions, kept in this
+ * process (engine/session_mem.c): each layer's rows it still holds (a
+ * sliding window's ring: its window), recurrent states at n and at the
+ * snapshot before n, the last logits when current. Restored into any
+ * session of the same model created with the same parameters. */
+typedef struct sl_state sl_state;
+
+/* Copies the first n positions of s into *out (owned by the caller:
+ * sl_state_free). The same n as sl_session_save allows (a recurrent model:
+ * the session's position or its snapshot; a ring still holding the window
+ * before n), else SL_EINVAL; SL_ENOMEM. s is not changed. */
+int sl_state_capture(sl_session *s, int n, sl_state **out, sl_err *err);
+void sl_state_free(sl_state *st);
+
+/* Positions captured, bytes held, and whether the last logits are. */
+int sl_state_n(const sl_state *st);
+uint64_t sl_state_bytes(const sl_state *st);
+bool sl_state_has_logits(const sl_state *st);
+
+/* Whether st can be restored at k (1 <= k <= its n): k itself, or on a
+ * model without recurrent layers any k whose sliding windows were
+ * captured, or a recurrent model's snapshot. */
+bool sl_state_restorable(const sl_state *st, int k);
+
+/* The largest position <= k that st can be restored at (its n when k is
+ * larger), 0 when none. */
+int sl_state_restorable_below(const sl_state *st, int k);
+
+/* Replaces the state of s by st's first k positions (afterwards
+ * sl_session_n_past(s) is k; the logits are st's when k is its n, else
+ * none). SL_EINVAL, s unchanged, when k is not restorable or s's layers
+ * differ in shape from the captured ones. */
+int sl_state_restore(sl_session *s, const sl_state *st, int k, sl_err *err);
 
 /* ---- saved session state (prompt cache) ---------------------------------- */
 

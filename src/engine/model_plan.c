@@ -14,6 +14,7 @@
 #include "engine/model_runtime.h"
 #include "engine/session_layout.h"
 #include "experts/streamer.h"
+#include "util/checked.h"
 #include "util/file.h"
 #include "util/mem.h"
 #include "util/pool.h"
@@ -127,6 +128,27 @@ static int check_context(const sl_model *m, const sl_model_params *p, const sl_s
                       (double)budget / MIB, lo);
 }
 
+/* The caller's cache (sl_model_params.host_cache_bytes / _seqs): as
+ * given, or sized like the planned context's state (KV rows of ctx
+ * positions and host_cache_seqs recurrent states), a quarter of what the
+ * budget leaves besides fixed when the whole model would not fit with it. */
+static uint64_t host_cache(const sl_model *m, const sl_model_params *p, const sl_session_dims *d,
+                           int ctx, uint64_t fixed, uint64_t budget)
+{
+    if (p->host_cache_bytes > 0 || p->host_cache_seqs <= 0) return p->host_cache_bytes;
+    uint64_t rows[2] = {0, 0}, per_seq = 0, want = kv_at(m, d, ctx);
+    sl_session_state_bytes(m, 2, rows, &per_seq);
+    if (want == UINT64_MAX || !sl_add_u64(want, 2 * per_seq * (uint64_t)p->host_cache_seqs, &want))
+        want = UINT64_MAX;
+    if (budget == UINT64_MAX) return want == UINT64_MAX ? 0 : want;
+    uint64_t whole;
+    if (sl_add_u64(fixed, m->expert_bytes, &whole) && sl_add_u64(whole, want, &whole) &&
+        whole <= budget)
+        return want;
+    const uint64_t quarter = budget > fixed ? (budget - fixed) / 4 : 0;
+    return want < quarter ? want : quarter;
+}
+
 int sl_model_plan(sl_model *m, const sl_model_params *pp, sl_err *err)
 {
     sl_model_params p = pp ? *pp : sl_model_default_params();
@@ -165,10 +187,12 @@ int sl_model_plan(sl_model *m, const sl_model_params *pp, sl_err *err)
     int rc = sl_session_layout_make(&sess, m, &dims, err);
     if (rc) return rc;
     const uint64_t kv = sess.kv_bytes, scratch = sess.scratch_bytes + OTHER_BYTES;
-    const uint64_t fixed = m->dense_bytes + kv + scratch;
+    const uint64_t host = host_cache(m, &p, &dims, ctx, m->dense_bytes + kv + scratch, budget);
+    const uint64_t fixed = m->dense_bytes + kv + scratch + host;
     m->reserved_bytes = kv + scratch;
     m->kv_bytes = kv;
     m->kv_ctx = ctx;
+    m->host_cache_bytes = host;
     const uint64_t whole = fixed + m->expert_bytes;
 
     m->streaming = false;
@@ -189,11 +213,12 @@ int sl_model_plan(sl_model *m, const sl_model_params *pp, sl_err *err)
         if (budget <= fixed)
             return sl_err_set(err, SL_ENOMEM,
                               "memory budget %.0f MiB cannot hold the dense weights (%.0f MiB), "
-                              "the KV cache for %llu tokens (%.0f MiB) and scratch (%.0f MiB); "
-                              "raise --mem-budget or lower -c",
+                              "the KV cache for %llu tokens (%.0f MiB)%s and scratch (%.0f MiB); "
+                              "raise --mem-budget or lower -c%s",
                               (double)budget / MIB, (double)m->dense_bytes / MIB,
                               (unsigned long long)ctx, (double)kv / MIB,
-                              (double)scratch / MIB);
+                              host ? ", the prompt cache" : "", (double)scratch / MIB,
+                              host ? " or --cache-ram" : "");
         cache = budget - fixed;
     }
     uint64_t slots = p.cache_experts > 0 ? (uint64_t)p.cache_experts : cache / slot;
@@ -283,6 +308,7 @@ void sl_model_stream_stats(const sl_model *m, sl_stream_stats *out)
     out->expert_cycle_bytes = cycle_bytes(m);
     out->kv_bytes = m->kv_bytes;
     out->kv_ctx = m->kv_ctx;
+    out->host_cache_bytes = m->host_cache_bytes;
     snprintf(out->warning, sizeof out->warning, "%s", m->warning);
     if (!m->streamer) return;
     sl_streamer_stats st;

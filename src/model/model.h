@@ -419,6 +419,7 @@ struct sl_model {
     bool swa_full;          /* sliding-window layers keep every position (no ring) */
     uint64_t kv_bytes;      /* of reserved_bytes, the planned context's KV cache */
     int kv_ctx;             /* that context */
+    uint64_t host_cache_bytes; /* planned for the caller's cache (sl_model_params) */
 };
 
 /* Opens the GGUF at path, checks its architecture and hyperparameters,
