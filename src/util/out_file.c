@@ -59,11 +59,12 @@ static void out_free(sl_out_file *o)
     free(o->dest);
     free(o->path);
     o->tmp = o->dest = o->path = NULL;
-    o->stream = NULL;
     o->open = false;
 }
 
-int sl_out_open(sl_out_file *o, const char *path, const sl_out_kind *k, sl_err *err)
+/* sl_out_open and sl_out_open_live: live writes path itself. */
+static int out_open(sl_out_file *o, const char *path, const sl_out_kind *k, bool live,
+                    sl_err *err)
 {
     memset(o, 0, sizeof *o);
     o->f.fd = -1;
@@ -74,7 +75,7 @@ int sl_out_open(sl_out_file *o, const char *path, const sl_out_kind *k, sl_err *
     strcpy(o->path, path);
     sl_file_id id;
     if ((rc = sl_file_identity(path, &id, err))) goto fail;
-    if (id.exists && id.stream) { /* a text output to a pipe or device: in place */
+    if (live || (id.exists && id.stream)) { /* a pipe or device, or a live log: in place */
         rc = sl_file_open_write(&o->f, path, err);
     } else {
         rc = sl_file_temp_beside(path, &o->tmp, &o->dest, err);
@@ -99,41 +100,28 @@ fail:
     return rc;
 }
 
+int sl_out_open(sl_out_file *o, const char *path, const sl_out_kind *k, sl_err *err)
+{
+    return out_open(o, path, k, false, err);
+}
+
+int sl_out_open_live(sl_out_file *o, const char *path, const sl_out_kind *k, sl_err *err)
+{
+    return out_open(o, path, k, true, err);
+}
+
 int sl_out_write(sl_out_file *o, const void *p, size_t len, sl_err *err)
 {
-    if (!o->open || o->stream)
+    if (!o->open)
         return sl_err_set(err, SL_EINVAL, "sl_out_write: the output is not open for writes");
     if (len == 0) return SL_OK;
     return sl_file_write_full(&o->f, p, len, err);
 }
 
-FILE *sl_out_stream(sl_out_file *o, sl_err *err)
-{
-    if (!o->open) {
-        sl_err_set(err, SL_EINVAL, "sl_out_stream: the output is not open");
-        return NULL;
-    }
-    if (o->stream) return o->stream;
-    o->stream = fdopen(o->f.fd, "w");
-    if (!o->stream) sl_err_set(err, SL_EIO, "cannot write '%s': out of memory", o->path);
-    return o->stream;
-}
-
-/* Closes o's file (and stream), reporting the first failure to err. */
+/* Closes o's file, reporting the first failure to err. */
 static int close_out(sl_out_file *o, bool sync, sl_err *err)
 {
     int rc = SL_OK;
-    if (o->stream) {
-        if (fflush(o->stream) != 0 || ferror(o->stream))
-            rc = sl_err_set(err, SL_EIO, "writing '%s' failed", o->path);
-        if (!rc && sync) rc = sl_file_sync(&o->f, err);
-        if (fclose(o->stream) != 0 && !rc)
-            rc = sl_err_set(err, SL_EIO, "writing '%s' failed on close", o->path);
-        o->stream = NULL;
-        o->f.fd = -1; /* the stream closed it */
-        sl_file_close(&o->f);
-        return rc;
-    }
     if (o->f.fd < 0) return SL_OK;
     if (sync) rc = sl_file_sync(&o->f, err);
     const int crc = sl_file_close_checked(&o->f, rc ? NULL : err);
@@ -172,4 +160,9 @@ int sl_out_write_all(const char *path, const sl_out_kind *k, const void *data, s
         return rc;
     }
     return sl_out_commit(&o, err);
+}
+
+FILE *sl_out_fopen_live(const char *path, const sl_out_kind *k, sl_err *err)
+{
+    return sl_out_check(path, k, err) ? NULL : sl_file_fopen_write(path, err);
 }

@@ -45,7 +45,6 @@ extern const sl_out_kind sl_out_text;
 /* An output being written; zero-initialise (or sl_out_open does). */
 typedef struct sl_out_file {
     sl_file f;       /* open for writing: the temporary file, or a FIFO/device */
-    FILE *stream;    /* after sl_out_stream: a stdio stream on f (owns its fd) */
     char *tmp;       /* the temporary file; NULL when writing in place */
     char *dest;      /* what tmp is renamed onto (a symlink's target) */
     char *path;      /* as given, for messages */
@@ -62,13 +61,15 @@ int sl_out_check(const char *path, const sl_out_kind *k, sl_err *err);
  * file beside its target. On failure o is closed and nothing was created. */
 int sl_out_open(sl_out_file *o, const char *path, const sl_out_kind *k, sl_err *err);
 
+/* As sl_out_open, under the same rules, but writes path itself (created or
+ * truncated) rather than a temporary file: for a log written as it goes
+ * (--stats-csv, --io-trace), whose lines up to a crash or a kill matter
+ * more than an atomic replacement. sl_out_commit then syncs and closes;
+ * sl_out_abort leaves what was written. */
+int sl_out_open_live(sl_out_file *o, const char *path, const sl_out_kind *k, sl_err *err);
+
 /* Appends len bytes (SL_EIO naming the output on a failed write). */
 int sl_out_write(sl_out_file *o, const void *p, size_t len, sl_err *err);
-
-/* A stdio stream on o, for outputs written with fprintf: owned by o,
- * closed by sl_out_commit or sl_out_abort; NULL (err filled) on failure.
- * Use either the stream or sl_out_write, not both. */
-FILE *sl_out_stream(sl_out_file *o, sl_err *err);
 
 /* Finishes o: flushes everything to the device, closes it and renames the
  * temporary file over the target (and syncs the directory). On any
@@ -79,6 +80,12 @@ int sl_out_commit(sl_out_file *o, sl_err *err);
 /* Drops o: closes it and removes the temporary file (the target is as it
  * was). Safe on a closed or zeroed sl_out_file. */
 void sl_out_abort(sl_out_file *o);
+
+/* A trace written as it goes with fprintf: checks path (sl_out_check) and
+ * opens it in place as a stdio stream (sl_file_fopen_write: no blocking on
+ * a FIFO), which the caller fcloses. NULL with err filled on a refusal or
+ * a failed open. */
+FILE *sl_out_fopen_live(const char *path, const sl_out_kind *k, sl_err *err);
 
 /* sl_out_open, one sl_out_write of len bytes, sl_out_commit. */
 int sl_out_write_all(const char *path, const sl_out_kind *k, const void *data, size_t len,

@@ -42,7 +42,7 @@ check "resident: 4 rows without lookups" \
 check "bench: a start row and 4 rows per repetition" [ "$(grep -c ',decode,' "$work/b.csv")" -eq 8 ]
 "$SLUICE" run -m "$M" -p "Once" -n 2 --stats-csv "$work/no/such/dir/x.csv" >/dev/null 2>"$work/err"
 check "an unwritable --stats-csv fails" [ $? -ne 0 ]
-check "... naming it" grep -q "cannot create --stats-csv '$work/no/such/dir/x.csv'" "$work/err"
+check "... naming it" grep -q -- "--stats-csv: cannot create '$work/no/such/dir/x.csv'" "$work/err"
 "$SLUICE" run -m "$M" -p "Once" -n 2 --stats-csv "$M" >/dev/null 2>"$work/err"
 check "the model as --stats-csv is refused" [ $? -ne 0 ]
 check "... and the model is intact" "$SLUICE" inspect "$M" >/dev/null 2>&1
