@@ -65,7 +65,8 @@ int sl_io_rate_save(const sl_io_rate *r, const char *path, sl_err *err)
     }
     n += (size_t)snprintf(text + n, sizeof text - n, "end %016llx\n",
                           (unsigned long long)fnv1a(text, n));
-    static const sl_out_kind rate_kind = {"a drive rate file", HEADER, sizeof HEADER - 1};
+    /* any version's file (or a damaged one) may be replaced, nothing else */
+    static const sl_out_kind rate_kind = {"a drive rate file", "sluice io rate", 14};
     return sl_out_write_all(path, &rate_kind, text, n, err);
 }
 
