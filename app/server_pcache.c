@@ -192,14 +192,15 @@ int srv_pcache_restore(srv_pcache *c, sl_session *s, const int32_t *ids, int n, 
     }
 }
 
-void srv_pcache_drop(srv_pcache *c, const int32_t *ids, int n, const char *why)
+void srv_pcache_drop(srv_pcache *c, const int32_t *ids, int n, const char *why, bool redone)
 {
     if (!c || !c->dir || n <= 0) return;
     const uint64_t h = srv_tokens_hash(ids, n);
     char path[4096];
     entry_path(c, h, n, path, sizeof path);
     fprintf(stderr, "sluice serve: prompt cache: the state restored from '%s' gave non-finite "
-            "values (%s): deleted; the prompt was evaluated from the start\n", path, why);
+            "values (%s): deleted%s\n", path, why,
+            redone ? "; the prompt was evaluated from the start" : "");
     drop(c, h, n);
 }
 

@@ -58,9 +58,10 @@ int srv_pcache_restore(srv_pcache *c, sl_session *s, const int32_t *ids, int n, 
                        int *entry_n);
 
 /* Deletes the entry of ids[0..n) (restored by srv_pcache_restore) whose
- * state gave non-finite values in the evaluation after it, why being the
- * error; logs one line. */
-void srv_pcache_drop(srv_pcache *c, const int32_t *ids, int n, const char *why);
+ * state gave non-finite values in an evaluation after it, why being the
+ * error; logs one line, which says the prompt was evaluated from the start
+ * when redone. */
+void srv_pcache_drop(srv_pcache *c, const int32_t *ids, int n, const char *why, bool redone);
 
 /* Saves the first n tokens of s (which hold ids[0..n)) unless a file for
  * that prefix is known; a failure is logged and ignored. */

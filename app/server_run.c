@@ -286,11 +286,13 @@ void srv_run_job(srv_slot *s, srv_job *j)
         sl_sampling_reset(g->smp);
         j->n_cached = 0;
         erc = eval_prompt(s, j, 0, &err);
-        if (!erc && entry_n > 0) srv_pcache_drop(pool->pcache, j->ids, entry_n, first.msg);
+        if (!erc && entry_n > 0)
+            srv_pcache_drop(pool->pcache, j->ids, entry_n, first.msg, true);
         else if (!erc)
             fprintf(stderr, "sluice serve: slot %d: the state it kept gave non-finite values "
                     "(%s): dropped; the prompt was evaluated from the start\n", s->id,
                     first.msg);
+        entry_n = 0;
     }
     if (erc) goto engine_error;
     p = j->n_cached;
@@ -320,6 +322,11 @@ void srv_run_job(srv_slot *s, srv_job *j)
                        &err);
     srv_batch_leave(bt);
     fclose(out);
+    /* a reply that met non-finite values right after a restored entry
+     * (one that held the whole prompt, so nothing was evaluated before):
+     * that entry is never served again */
+    if (rc == SL_EFORMAT && entry_n > 0)
+        srv_pcache_drop(pool->pcache, j->ids, entry_n, err.msg, false);
     j->n_gen = st.n_gen;
     __atomic_add_fetch(&pool->gen_tokens, (uint64_t)st.n_gen, __ATOMIC_RELAXED);
     __atomic_add_fetch(&pool->gen_us, (uint64_t)(1e6 * st.seconds), __ATOMIC_RELAXED);

@@ -34,8 +34,8 @@ int sl_out_check(const char *path, const sl_out_kind *k, sl_err *err)
     }
     if (!id.regular) {
         if (!k->magic && id.stream) return SL_OK; /* written in place, replacing nothing */
-        return sl_err_set(err, SL_EINVAL, "'%s' is a %s, not a regular file: %s is written to "
-                          "a regular file", path, id.kind, k->what);
+        return sl_err_set(err, SL_EINVAL, "'%s' is a %s, not a regular file (%s is written to "
+                          "a regular file): it is left as it is", path, id.kind, k->what);
     }
     uint8_t head[TEXT_HEAD];
     size_t got = 0;
