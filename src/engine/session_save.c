@@ -73,6 +73,11 @@ static uint64_t hash_chunk(uint64_t h, const void *p, size_t len)
     return t;
 }
 
+uint64_t sl_session_file_hash(uint64_t h, const void *p, size_t len)
+{
+    return hash_chunk(h, p, len);
+}
+
 /* ---- little-endian fields ------------------------------------------------ */
 
 static void put32(uint8_t *p, uint32_t v)
