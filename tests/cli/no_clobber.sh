@@ -124,4 +124,7 @@ PY
     serve_stop "$serve_pid"
 fi
 
+if cat "$work"/*.err 2>/dev/null | grep -q "ERROR: \|runtime error"; then
+    bad "sanitizer reports: $(cat "$work"/*.err | grep -m3 -A20 'ERROR: \|runtime error')"
+else ok "no sanitizer report"; fi
 finish
