@@ -270,6 +270,7 @@ int cmd_chat(int argc, char **argv)
         if (harmony) gen_harmony_close(&ho);
         if (grc) {
             fprintf(stderr, "\nsluice chat: %s\n", err.msg);
+            gen_cache_reply_failed(CMD, n_before == 0 ? t.cache : NULL, n_reused, grc);
             goto done;
         }
         totals.seconds += st.seconds;

@@ -237,6 +237,7 @@ int cmd_run(int argc, char **argv)
     }
     if (grc) {
         fprintf(stderr, "\nsluice run: generating: %s\n", err.msg);
+        gen_cache_reply_failed(CMD, t.cache, n_reused, grc);
         goto done;
     }
     if (isatty(STDOUT_FILENO)) fputc('\n', stdout);

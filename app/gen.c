@@ -355,6 +355,14 @@ int gen_eval_cached(gen_ctx *g, const char *cmd, const char *path, const int32_t
     return SL_OK;
 }
 
+void gen_cache_reply_failed(const char *cmd, const char *path, int n_reused, int rc)
+{
+    if (!path || n_reused <= 0 || rc != SL_EFORMAT) return;
+    fprintf(stderr, "sluice %s: warning: prompt cache: the reply after the state restored from "
+            "'%s' met non-finite values: the file is deleted\n", cmd, path);
+    sl_file_remove(path);
+}
+
 /* Holds back the tail of the output that could begin a stop text. */
 typedef struct textstop {
     const char *const *stops; /* NULL-terminated; NULL: no text stops */

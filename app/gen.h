@@ -102,6 +102,13 @@ int gen_eval(gen_ctx *g, const int32_t *ids, int n, sl_err *err);
 int gen_eval_cached(gen_ctx *g, const char *cmd, const char *path, const int32_t *ids, int n,
                     int *n_reused, sl_err *err);
 
+/* After gen_eval_cached restored n_reused tokens from path, the reply
+ * failed with rc: when that is the engine's non-finite refusal
+ * (SL_EFORMAT), the restored state is to blame (nothing was evaluated
+ * between it and the reply), and the file is deleted with one warning
+ * line, so that it is never restored again. Nothing otherwise. */
+void gen_cache_reply_failed(const char *cmd, const char *path, int n_reused, int rc);
+
 /* False when s holds logits with a NaN or infinity among them (a restored
  * state that is poisoned); true when they are finite or there are none. */
 bool gen_logits_finite(sl_session *s);

@@ -4,7 +4,9 @@
 # when its restore yields non-finite values, with one log line, and the
 # prompt is evaluated from the start: the answer is the cold one and the
 # next run is served from a healthy file again. Poisoned logits are caught
-# at the restore, poisoned rows by the evaluation after it. For `run
+# at the restore, poisoned rows by the evaluation after it (or, when the
+# whole prompt was restored, by the reply, which fails once and deletes the
+# file). For `run
 # --prompt-cache FILE`, the server's --prompt-cache DIR entries (also
 # across a restart) and a slot restore.
 set -u
@@ -53,6 +55,19 @@ check "poison the saved logits (checksums valid)" $POISON "$work/a.pc" logits
 heal "run, NaN logits" "$work/a.pc" "$P1" "$cold1" "holds non-finite logits (NaN or infinity): deleted"
 check "poison the saved rows (checksums valid)" $POISON "$work/b.pc" rows
 heal "run, NaN rows" "$work/b.pc" "$P2" "$cold2" "gave non-finite values.*deleted; the prompt was evaluated from the start"
+
+# the whole prompt restored with finite logits but NaN rows: nothing is
+# evaluated before the reply, which fails; the file is deleted so that the
+# next run is cold and right
+$TO "$SLUICE" run -m "$M" -p "$P1" -n 4 --temp 0 -t 1 --prompt-cache "$work/c.pc" >/dev/null 2>&1
+$POISON "$work/c.pc" rows
+$TO "$SLUICE" run -m "$M" -p "$P1" -n 4 --temp 0 -t 1 --prompt-cache "$work/c.pc" \
+    >/dev/null 2>"$work/err"
+rc=$?
+check "run, whole prompt with NaN rows: the reply fails ($rc) and the file is deleted" \
+    bash -c "[ $rc -ne 0 ] && grep -q 'met non-finite values: the file is deleted' '$work/err' && [ ! -e '$work/c.pc' ]"
+r=$($TO "$SLUICE" run -m "$M" -p "$P1" -n 4 --temp 0 -t 1 --prompt-cache "$work/c.pc" 2>/dev/null)
+check "  the next run answers as cold" [ "$r" = "$cold1" ]
 
 # ---- serve --prompt-cache DIR and slot restore ------------------------------------
 mkdir -p "$work/pc" "$work/slots"
