@@ -61,7 +61,8 @@ static void usage(FILE *f)
             "      --prompt-cache FILE restore the first turn's prompt (system message and\n"
             "                          first message) from FILE as far as it matches, and\n"
             "                          save it there; a foreign, truncated or corrupt file\n"
-            "                          is refused with a warning\n"
+            "                          is refused with a warning; a FILE that is not a\n"
+            "                          prompt cache (the model, a text) is left alone\n"
             "                          (-n is the limit per answer)\n");
     gen_opts_usage(f, -1);
     fprintf(f,
