@@ -7,6 +7,7 @@
 #   make demo       install deps if missing, build, generate the demo model, run it
 #   make fuzz       libFuzzer on the GGUF parser for FUZZ_SECONDS (default 60)
 #   make fuzz-model libFuzzer on generated valid models, run resident and streamed
+#   make fuzz-session libFuzzer on loading session files (prompt caches, slot saves)
 #   make tsan       ThreadSanitizer build of the threaded tests
 #   make ARCH=aarch64  cross-build build/aarch64/sluice and the aarch64 unit tests
 #   make test-aarch64  run the aarch64 subset under qemu-aarch64 (two cpu models)
@@ -158,11 +159,13 @@ demo: deps
 	./scripts/demo.sh $(REL)/sluice $(DEMO_MODEL)
 
 # ---- fuzzing (clang + libFuzzer) ----------------------------------------------
-# Two targets. fuzz_gguf, on the GGUF reader, links only the modules the
+# Three targets. fuzz_gguf, on the GGUF reader, links only the modules the
 # reader needs (gguf, quant, util), so a half-written file elsewhere cannot
 # break it. fuzz_model turns its input into a valid small model and runs it
 # resident and streamed (tests/fuzz/fuzz_model.c): it links the whole
-# library. *_avx2.c alone get the AVX2 flags, as in the other builds. New
+# library, as fuzz_session does, which loads mutated session files
+# (tests/fuzz/fuzz_session.c; its seeds are made at start-up, new inputs go
+# to build/fuzz/corpus_session, findings are session-crash-* ...). *_avx2.c alone get the AVX2 flags, as in the other builds. New
 # inputs go to build/fuzz/corpus (corpus_model); the committed seeds in
 # tests/fuzz/corpus (corpus_model) are read, never written. Findings land in
 # build/fuzz/ as crash-*/leak-*/timeout-* files (model-crash-* ...).
@@ -172,6 +175,7 @@ FUZZ_CC ?= clang
 FUZZ_SRC := $(sort $(wildcard src/gguf/*.c src/quant/*.c src/util/*.c))
 FUZZ_OBJ := $(FUZZ_SRC:%.c=$(FUZZ)/%.o) $(FUZZ)/tests/fuzz/fuzz_gguf.o
 FUZZ_MODEL_OBJ := $(LIB_SRC:%.c=$(FUZZ)/%.o) $(FUZZ)/tests/fuzz/fuzz_model.o
+FUZZ_SESSION_OBJ := $(LIB_SRC:%.c=$(FUZZ)/%.o) $(FUZZ)/tests/fuzz/fuzz_session.o
 FUZZ_CFLAGS := $(CSTD) $(CDEFS) $(INC) -g -O1 -fno-omit-frame-pointer \
   -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all \
   -fsanitize-coverage-ignorelist=tests/fuzz/coverage_ignore.txt
@@ -179,12 +183,15 @@ FUZZ_FLAGS ?= -max_len=65536 -timeout=10 -rss_limit_mb=2048 -use_value_profile=1
   -dict=tests/fuzz/gguf.dict -artifact_prefix=$(FUZZ)/
 FUZZ_MODEL_FLAGS ?= -max_len=256 -timeout=60 -rss_limit_mb=2048 \
   -artifact_prefix=$(FUZZ)/model-
+FUZZ_SESSION_FLAGS ?= -max_len=4096 -timeout=20 -rss_limit_mb=2048 \
+  -artifact_prefix=$(FUZZ)/session-
 
 $(eval $(call obj_rules,$(FUZZ),FUZZ_CC,FUZZ_CFLAGS,))
 
 $(FUZZ)/fuzz_gguf: $(FUZZ_OBJ)
 $(FUZZ)/fuzz_model: $(FUZZ_MODEL_OBJ)
-$(FUZZ)/fuzz_gguf $(FUZZ)/fuzz_model:
+$(FUZZ)/fuzz_session: $(FUZZ_SESSION_OBJ)
+$(FUZZ)/fuzz_gguf $(FUZZ)/fuzz_model $(FUZZ)/fuzz_session:
 	$(FUZZ_CC) -g -fsanitize=fuzzer,address,undefined -o $@ $^ $(LIBS)
 
 fuzz: deps $(FUZZ)/fuzz_gguf
@@ -196,6 +203,11 @@ fuzz-model: deps $(FUZZ)/fuzz_model
 	@mkdir -p $(FUZZ)/corpus_model
 	$(FUZZ)/fuzz_model -max_total_time=$(FUZZ_SECONDS) $(FUZZ_MODEL_FLAGS) \
 	  $(FUZZ)/corpus_model tests/fuzz/corpus_model
+
+fuzz-session: deps $(FUZZ)/fuzz_session
+	@mkdir -p $(FUZZ)/corpus_session
+	$(FUZZ)/fuzz_session -max_total_time=$(FUZZ_SECONDS) $(FUZZ_SESSION_FLAGS) \
+	  $(FUZZ)/corpus_session
 
 # ---- thread sanitizer ----------------------------------------------------------
 # The threaded tests (pool, I/O lanes, streamer) again under ThreadSanitizer;
@@ -232,7 +244,7 @@ bench: $(BENCH_BIN)
 clean:
 	rm -rf build
 
-.PHONY: all check check-fast deps test demo fuzz fuzz-model tsan clean bench aarch64 test-aarch64
+.PHONY: all check check-fast deps test demo fuzz fuzz-model fuzz-session tsan clean bench aarch64 test-aarch64
 .SECONDARY:
 
 -include $(shell find build -name '*.d' 2>/dev/null)

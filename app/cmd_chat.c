@@ -61,7 +61,8 @@ static void usage(FILE *f)
             "      --prompt-cache FILE restore the first turn's prompt (system message and\n"
             "                          first message) from FILE as far as it matches, and\n"
             "                          save it there; a foreign, truncated or corrupt file\n"
-            "                          is refused with a warning\n"
+            "                          is refused with a warning; a FILE that is not a\n"
+            "                          prompt cache (the model, a text) is left alone\n"
             "                          (-n is the limit per answer)\n");
     gen_opts_usage(f, -1);
     fprintf(f,
@@ -270,6 +271,7 @@ int cmd_chat(int argc, char **argv)
         if (harmony) gen_harmony_close(&ho);
         if (grc) {
             fprintf(stderr, "\nsluice chat: %s\n", err.msg);
+            gen_cache_reply_failed(CMD, n_before == 0 ? t.cache : NULL, n_reused, grc);
             goto done;
         }
         totals.seconds += st.seconds;

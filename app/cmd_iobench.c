@@ -29,6 +29,7 @@
 #include "util/timer.h"
 
 #include "user_cache.h"
+#include "util/out_file.h"
 
 #define MAX_ROWS 32
 #define MAX_PARTS 64
@@ -936,7 +937,7 @@ int cmd_iobench(int argc, char **argv)
     bench b = {.o = &o, .L = &L, .t_base = sl_now_ns()};
     if (o.trace) {
         sl_err terr;
-        if (!(b.trace = sl_file_fopen_write(o.trace, &terr))) { /* never blocks on a FIFO */
+        if (!(b.trace = sl_out_fopen_live(o.trace, &sl_out_text, &terr))) { /* no FIFO blocks */
             fprintf(stderr, "sluice iobench: %s\n", terr.msg);
             goto out;
         }

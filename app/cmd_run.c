@@ -40,7 +40,8 @@ static void usage(FILE *f)
             "                          a prefix of its tokens (only the rest is evaluated),\n"
             "                          and save the evaluated prompt's state to FILE; a file\n"
             "                          made for another model, truncated or corrupt is\n"
-            "                          refused with a warning\n"
+            "                          refused with a warning; a FILE that is not a\n"
+            "                          prompt cache (the model, a text) is left alone\n"
             "gpt-oss (the harmony chat format): the prompt is sent as a user message and\n"
             "only the answer's final channel is printed:\n"
             "      --reasoning LEVEL   reasoning effort: low, medium (default) or high\n"
@@ -233,6 +234,7 @@ int cmd_run(int argc, char **argv)
     }
     if (grc) {
         fprintf(stderr, "\nsluice run: generating: %s\n", err.msg);
+        gen_cache_reply_failed(CMD, t.cache, n_reused, grc);
         goto done;
     }
     if (isatty(STDOUT_FILENO)) fputc('\n', stdout);

@@ -2,6 +2,9 @@
 #include "gen.h"
 #include "gguf/gguf.h"
 #include "model/model.h"
+#include "engine/session.h"
+#include "ops/ops.h"
+#include "util/file.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -253,10 +256,16 @@ int gen_eval(gen_ctx *g, const int32_t *ids, int n, sl_err *err)
     return SL_OK;
 }
 
+bool gen_logits_finite(sl_session *s)
+{
+    const float *l = sl_session_logits(s);
+    return !l || sl_first_nonfinite(l, sl_model_n_vocab(s->m)) < 0;
+}
+
 /* Restores path into g's session and keeps the longest prefix shared with
  * ids[0..n) that the session can return to and that leaves logits to
  * sample from. Returns the tokens kept (0: a cold start, the session
- * empty). */
+ * empty). A file whose saved logits are not finite is deleted. */
 static int restore_prefix(gen_ctx *g, const char *cmd, const char *path, const int32_t *ids,
                           int n)
 {
@@ -272,6 +281,14 @@ static int restore_prefix(gen_ctx *g, const char *cmd, const char *path, const i
         sl_session_truncate(g->s, 0);
         return 0;
     }
+    if (!gen_logits_finite(g->s)) {
+        fprintf(stderr, "sluice %s: warning: prompt cache: '%s' holds non-finite logits (NaN "
+                "or infinity): deleted; evaluating the prompt from the start\n", cmd, path);
+        sl_file_remove(path);
+        free(saved);
+        sl_session_truncate(g->s, 0);
+        return 0;
+    }
     int common = 0;
     while (common < k && common < n && saved[common] == ids[common]) common++;
     free(saved);
@@ -283,25 +300,60 @@ static int restore_prefix(gen_ctx *g, const char *cmd, const char *path, const i
     return keep;
 }
 
+/* Records ids[0..n) in the sampler's history (tokens not evaluated here). */
+static int accept_all(gen_ctx *g, const int32_t *ids, int n, sl_err *err)
+{
+    for (int i = 0; i < n; i++) {
+        const int rc = sl_sampling_accept(g->smp, ids[i], err);
+        if (rc) return rc;
+    }
+    return SL_OK;
+}
+
 int gen_eval_cached(gen_ctx *g, const char *cmd, const char *path, const int32_t *ids, int n,
                     int *n_reused, sl_err *err)
 {
     *n_reused = 0;
     if (!path || sl_session_n_past(g->s) != 0) return gen_eval(g, ids, n, err);
-    const int keep = restore_prefix(g, cmd, path, ids, n);
-    for (int i = 0; i < keep; i++) {
-        int rc = sl_sampling_accept(g->smp, ids[i], err);
-        if (rc) return rc;
+    sl_err e = {0};
+    if (sl_session_save_check(path, &e)) { /* not a file the cache may use: one line */
+        fprintf(stderr, "sluice %s: warning: prompt cache: %s; going on without the prompt "
+                "cache\n", cmd, e.msg);
+        return gen_eval(g, ids, n, err);
     }
+    const int keep = restore_prefix(g, cmd, path, ids, n);
+    int rc = accept_all(g, ids, keep, err);
+    if (rc) return rc;
     *n_reused = keep;
     if (keep == n) return SL_OK;
-    int rc = gen_eval(g, ids + keep, n - keep, err);
+    rc = gen_eval(g, ids + keep, n - keep, err);
+    if (rc == SL_EFORMAT && keep > 0) {
+        /* non-finite values after the restored state: evaluated from the
+         * start, the file is to blame when that succeeds */
+        sl_err first = *err;
+        sl_session_truncate(g->s, 0);
+        sl_sampling_reset(g->smp);
+        *n_reused = 0;
+        rc = gen_eval(g, ids, n, err);
+        if (rc) return rc;
+        fprintf(stderr, "sluice %s: warning: prompt cache: the state restored from '%s' gave "
+                "non-finite values (%s): deleted; the prompt was evaluated from the start\n",
+                cmd, path, first.msg);
+        sl_file_remove(path);
+    }
     if (rc) return rc;
-    sl_err e = {0};
     if (sl_session_save(g->s, path, ids, n, &e))
         fprintf(stderr, "sluice %s: warning: prompt cache: cannot save the prompt: %s\n", cmd,
                 e.msg);
     return SL_OK;
+}
+
+void gen_cache_reply_failed(const char *cmd, const char *path, int n_reused, int rc)
+{
+    if (!path || n_reused <= 0 || rc != SL_EFORMAT) return;
+    fprintf(stderr, "sluice %s: warning: prompt cache: the reply after the state restored from "
+            "'%s' met non-finite values: the file is deleted\n", cmd, path);
+    sl_file_remove(path);
 }
 
 /* Holds back the tail of the output that could begin a stop text. */

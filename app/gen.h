@@ -91,10 +91,27 @@ int gen_eval(gen_ctx *g, const int32_t *ids, int n, sl_err *err);
  * also kept its logits); then saves the state of all n tokens to path
  * (crash-safe) when it evaluated anything. A missing file is a cold start;
  * a refused one (truncated, corrupt, another model) or a failed save prints
- * one warning line prefixed by cmd and goes on. *n_reused receives the
- * tokens not evaluated. Returns non-zero only on an evaluation error. */
+ * one warning line prefixed by cmd and goes on. A path that a session file
+ * may not replace (sl_session_save_check: a model, a text file, a device,
+ * the model through a symlink) is neither read nor written: one warning
+ * line, and the prompt is evaluated without the cache. A restored state
+ * that yields non-finite values (its saved logits, or the evaluation after
+ * it) is deleted, with one warning line, and the prompt evaluated from the
+ * start. *n_reused receives the tokens not evaluated. Returns non-zero
+ * only on an evaluation error. */
 int gen_eval_cached(gen_ctx *g, const char *cmd, const char *path, const int32_t *ids, int n,
                     int *n_reused, sl_err *err);
+
+/* After gen_eval_cached restored n_reused tokens from path, the reply
+ * failed with rc: when that is the engine's non-finite refusal
+ * (SL_EFORMAT), the restored state is to blame (nothing was evaluated
+ * between it and the reply), and the file is deleted with one warning
+ * line, so that it is never restored again. Nothing otherwise. */
+void gen_cache_reply_failed(const char *cmd, const char *path, int n_reused, int rc);
+
+/* False when s holds logits with a NaN or infinity among them (a restored
+ * state that is poisoned); true when they are finite or there are none. */
+bool gen_logits_finite(sl_session *s);
 
 typedef enum gen_stop {
     GEN_STOP_EOG = 0,    /* an end-of-generation / end-of-turn token was sampled */

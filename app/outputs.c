@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "util/file.h"
+#include "util/out_file.h"
 
 static bool identity(const char *cmd, const char *path, sl_file_id *id)
 {
@@ -75,19 +76,8 @@ bool outputs_check(const char *cmd, const file_role *in, size_t n_in, const file
 bool outputs_write_file(const char *cmd, const char *what, const char *path, const char *data,
                         size_t len)
 {
-    sl_file f;
     sl_err err = {0};
-    int rc = sl_file_open_write(&f, path, &err);
-    if (!rc) {
-        rc = sl_file_write_full(&f, data, len, &err);
-        sl_err cerr = {0};
-        int crc = sl_file_close_checked(&f, &cerr);
-        if (!rc && crc) {
-            rc = crc;
-            err = cerr;
-        }
-    }
-    if (rc) {
+    if (sl_out_write_all(path, &sl_out_text, data, len, &err)) {
         fprintf(stderr, "sluice %s: %s: %s\n", cmd, what, err.msg);
         return false;
     }

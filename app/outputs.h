@@ -27,8 +27,10 @@ typedef struct file_role {
 bool outputs_check(const char *cmd, const file_role *in, size_t n_in, const file_role *out,
                    size_t n_out);
 
-/* Writes len bytes to path (created or truncated), checking every write and
- * the close. Returns false after printing the file and the OS reason. */
+/* Writes len bytes of text to path through the writer (util/out_file.h:
+ * never over a binary file or an open input; beside, synced, renamed),
+ * checking every write. Returns false after printing the file and the
+ * reason. */
 bool outputs_write_file(const char *cmd, const char *what, const char *path, const char *data,
                         size_t len);
 

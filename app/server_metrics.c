@@ -173,6 +173,8 @@ srv_reply srv_slot_action(srv *s, const char *id_text, const char *action, json_
         return srv_error(api, 404, "no saved slot '%s' in the slot save directory",
                          json_string_value(fn));
     sl_err err = {0};
+    if (save && sl_session_save_check(path, &err)) /* a model or other file: left alone */
+        return srv_error(api, 400, "%s", err.msg);
     int n = 0;
     srv_slot *slot = &s->pool.slots[id];
     const uint64_t t0 = sl_now_ns();

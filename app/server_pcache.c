@@ -8,6 +8,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "gen.h"
+#include "util/file.h"
+
 #define FNV_OFF 0xcbf29ce484222325ull
 #define FNV_PRIME 0x100000001b3ull
 
@@ -106,8 +109,21 @@ void srv_pcache_close(srv_pcache *c)
     memset(c, 0, sizeof *c);
 }
 
-int srv_pcache_restore(srv_pcache *c, sl_session *s, const int32_t *ids, int n, int have)
+/* Deletes the entry (hash, n): its file and its place in the index. */
+static void drop(srv_pcache *c, uint64_t hash, int n)
 {
+    char path[4096];
+    entry_path(c, hash, n, path, sizeof path);
+    sl_file_remove(path);
+    pthread_mutex_lock(&c->mu);
+    forget(c, hash, n);
+    pthread_mutex_unlock(&c->mu);
+}
+
+int srv_pcache_restore(srv_pcache *c, sl_session *s, const int32_t *ids, int n, int have,
+                       int *entry_n)
+{
+    *entry_n = 0;
     if (!c || !c->dir) return have;
     for (;;) {
         /* the longest known prefix of ids longer than have */
@@ -131,30 +147,61 @@ int srv_pcache_restore(srv_pcache *c, sl_session *s, const int32_t *ids, int n, 
         /* a peek first: the count must be the name's, and a refusal leaves s alone */
         int k = sl_session_load(s, path, NULL, 0, &err);
         if (k == best) k = sl_session_load(s, path, got, best, &err);
-        if (k == best && memcmp(got, ids, (size_t)best * sizeof *got) == 0) {
+        const bool finite = k < 0 || gen_logits_finite(s);
+        if (k == best && finite && memcmp(got, ids, (size_t)best * sizeof *got) == 0) {
             free(got);
+            *entry_n = best;
             if (best < n || sl_session_logits(s)) return best;
             /* the whole prompt but no logits: evaluate its last token again */
             if (sl_session_truncate(s, best - 1) == SL_OK) return best - 1;
             sl_session_truncate(s, 0);
+            *entry_n = 0;
             return 0;
         }
-        if (k >= 0 && k != best)
+        bool remove = false;
+        if (k >= 0 && !finite) {
+            fprintf(stderr, "sluice serve: prompt cache: '%s' holds non-finite logits (NaN or "
+                    "infinity): deleted\n", path);
+            sl_session_truncate(s, 0);
+            have = 0;
+            remove = true;
+        } else if (k >= 0 && k != best) {
             fprintf(stderr, "sluice serve: prompt cache: '%s' holds %d tokens, its name says %d; "
                     "ignored\n", path, k, best);
-        else if (k >= 0) {
+        } else if (k >= 0) {
             /* restored but not ours after all: back to a clean session */
             fprintf(stderr, "sluice serve: prompt cache: '%s' holds other tokens than its name "
                     "says; ignored\n", path);
             sl_session_truncate(s, 0);
             have = 0;
-        } else
-            fprintf(stderr, "sluice serve: prompt cache: %s\n", err.msg);
+        } else {
+            /* a file in the cache's own name pattern that cannot be loaded
+             * (damaged, another version or model) is of no use to anyone */
+            remove = k == SL_EFORMAT;
+            fprintf(stderr, "sluice serve: prompt cache: %s%s\n", err.msg,
+                    remove ? "; deleted" : "");
+        }
         free(got);
-        pthread_mutex_lock(&c->mu);
-        forget(c, bh, best);
-        pthread_mutex_unlock(&c->mu);
+        if (remove) {
+            drop(c, bh, best);
+        } else {
+            pthread_mutex_lock(&c->mu);
+            forget(c, bh, best);
+            pthread_mutex_unlock(&c->mu);
+        }
     }
+}
+
+void srv_pcache_drop(srv_pcache *c, const int32_t *ids, int n, const char *why, bool redone)
+{
+    if (!c || !c->dir || n <= 0) return;
+    const uint64_t h = srv_tokens_hash(ids, n);
+    char path[4096];
+    entry_path(c, h, n, path, sizeof path);
+    fprintf(stderr, "sluice serve: prompt cache: the state restored from '%s' gave non-finite "
+            "values (%s): deleted%s\n", path, why,
+            redone ? "; the prompt was evaluated from the start" : "");
+    drop(c, h, n);
 }
 
 void srv_pcache_save(srv_pcache *c, sl_session *s, const int32_t *ids, int n)

@@ -9,7 +9,10 @@
  * hashes the request's own prefixes of the lengths saved; the file's
  * header (the model's full identity, checksums) and its tokens are checked
  * again by sl_session_load, so a foreign, stale or corrupt file is refused
- * with one log line, forgotten, and replaced by the next save.
+ * with one log line and deleted (the next save writes it anew). An entry
+ * whose restored state gives non-finite values (its saved logits, or the
+ * evaluation that follows: srv_pcache_drop) is deleted too: it is never
+ * served again, also after a restart.
  * Thread-safe: the slots share one cache. */
 #ifndef SL_APP_SERVER_PCACHE_H
 #define SL_APP_SERVER_PCACHE_H
@@ -45,10 +48,20 @@ void srv_pcache_close(srv_pcache *c);
 /* Restores into s the longest saved prefix of ids[0..n) longer than have
  * tokens (what the session already holds of ids); the restored prefix is
  * at most n tokens, and n only when the file kept the last logits.
- * Returns the tokens s now holds of ids: the prefix's length, or have
- * when nothing better was found or a file was refused (s then unchanged;
- * the refusal is logged). */
-int srv_pcache_restore(srv_pcache *c, sl_session *s, const int32_t *ids, int n, int have);
+ * Returns the tokens s now holds of ids: the prefix's length (or one less,
+ * when the file kept no logits), or have when nothing better was found or
+ * a file was refused (s then unchanged, or emptied when a file that
+ * turned out unusable was loaded: then 0; the refusal is logged).
+ * *entry_n receives the restored entry's length (0: none), for
+ * srv_pcache_drop. */
+int srv_pcache_restore(srv_pcache *c, sl_session *s, const int32_t *ids, int n, int have,
+                       int *entry_n);
+
+/* Deletes the entry of ids[0..n) (restored by srv_pcache_restore) whose
+ * state gave non-finite values in an evaluation after it, why being the
+ * error; logs one line, which says the prompt was evaluated from the start
+ * when redone. */
+void srv_pcache_drop(srv_pcache *c, const int32_t *ids, int n, const char *why, bool redone);
 
 /* Saves the first n tokens of s (which hold ids[0..n)) unless a file for
  * that prefix is known; a failure is logged and ignored. */

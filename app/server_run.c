@@ -220,6 +220,44 @@ static int batch_eval(void *batcher, sl_session *s, const int32_t *ids, int n, s
     return srv_batch_eval(batcher, s, ids, n, err);
 }
 
+/* Evaluates the job's prompt after the p tokens the slot's session holds
+ * (recording all of them in the sampler's history); with a prompt cache,
+ * the first chat turn (the system prompt when there is one) is saved on
+ * its own, so that requests that differ after it find it, and then the
+ * whole prompt. */
+static int eval_prompt(srv_slot *s, srv_job *j, int p, sl_err *err)
+{
+    gen_ctx *g = &s->g;
+    srv_pool *pool = s->pool;
+    srv_batcher *bt = &pool->batch;
+    for (int i = 0; i < p; i++) {
+        const int rc = sl_sampling_accept(g->smp, j->ids[i], err);
+        if (rc) return rc;
+    }
+    if (pool->pcache || pool->ram) {
+        /* the first turn (the system prompt when there is one) is kept on
+         * its own, so that requests that differ after it find it */
+        const int cut = first_turn_end(s, j);
+        if (cut > p && cut < j->n_ids) {
+            const int rc = gen_eval(g, j->ids + p, cut - p, err);
+            if (rc) return rc;
+            srv_batch_leave(bt); /* the other slots go on while it is copied */
+            srv_ramcache_store(pool->ram, g->s, j->ids, cut);
+            if (pool->pcache) srv_pcache_save(pool->pcache, g->s, j->ids, cut);
+            srv_batch_join(bt);
+            p = cut;
+        }
+    }
+    const int rc = gen_eval(g, j->ids + p, j->n_ids - p, err);
+    if (rc) return rc;
+    if (pool->pcache && p < j->n_ids) {
+        srv_batch_leave(bt);
+        srv_pcache_save(pool->pcache, g->s, j->ids, j->n_ids);
+        srv_batch_join(bt);
+    }
+    return SL_OK;
+}
+
 void srv_run_job(srv_slot *s, srv_job *j)
 {
     gen_ctx *g = &s->g;
@@ -242,9 +280,10 @@ void srv_run_job(srv_slot *s, srv_job *j)
         s->n_held == sl_session_n_past(g->s))
         srv_ramcache_store(pool->ram, g->s, s->held, s->n_held);
     int p = reuse_prefix(s, j->ids, j->n_ids);
+    int entry_n = 0; /* the prompt-cache file restored, if any */
     const int have = p;
     p = srv_ramcache_restore(pool->ram, g->s, j->ids, j->n_ids, p);
-    if (pool->pcache) p = srv_pcache_restore(pool->pcache, g->s, j->ids, j->n_ids, p);
+    if (pool->pcache) p = srv_pcache_restore(pool->pcache, g->s, j->ids, j->n_ids, p, &entry_n);
     if (p != have) s->n_held = 0; /* remember() records the tokens held after the job */
     j->n_cached = p;
     j->fmt->begin(j); /* after the lookup: an answer's first event may count n_cached */
@@ -253,28 +292,26 @@ void srv_run_job(srv_slot *s, srv_job *j)
     g->eval_ud = bt;
     g->out_name = "the reply";
     srv_batch_join(bt); /* from here the slot takes part in every step, until it leaves */
-    for (int i = 0; i < p; i++)
-        if (sl_sampling_accept(g->smp, j->ids[i], &err)) goto engine_error;
     uint64_t t0 = sl_now_ns();
-    if (pool->pcache || pool->ram) {
-        /* the first turn (the system prompt when there is one) is kept on
-         * its own, so that requests that differ after it find it */
-        const int cut = first_turn_end(s, j);
-        if (cut > p && cut < j->n_ids) {
-            if (gen_eval(g, j->ids + p, cut - p, &err)) goto engine_error;
-            srv_batch_leave(bt); /* the other slots go on while it is copied */
-            srv_ramcache_store(pool->ram, g->s, j->ids, cut);
-            if (pool->pcache) srv_pcache_save(pool->pcache, g->s, j->ids, cut);
-            srv_batch_join(bt);
-            p = cut;
-        }
+    int erc = eval_prompt(s, j, p, &err);
+    if (erc == SL_EFORMAT && p > 0) {
+        /* non-finite values after a kept or restored state: evaluated from
+         * the start, that state is to blame when this succeeds */
+        sl_err first = err;
+        s->n_held = 0;
+        sl_session_truncate(g->s, 0);
+        sl_sampling_reset(g->smp);
+        j->n_cached = 0;
+        erc = eval_prompt(s, j, 0, &err);
+        if (!erc && entry_n > 0)
+            srv_pcache_drop(pool->pcache, j->ids, entry_n, first.msg, true);
+        else if (!erc)
+            fprintf(stderr, "sluice serve: slot %d: the state it kept gave non-finite values "
+                    "(%s): dropped; the prompt was evaluated from the start\n", s->id,
+                    first.msg);
+        entry_n = 0;
     }
-    if (gen_eval(g, j->ids + p, j->n_ids - p, &err)) goto engine_error;
-    if (pool->pcache && p < j->n_ids) {
-        srv_batch_leave(bt);
-        srv_pcache_save(pool->pcache, g->s, j->ids, j->n_ids);
-        srv_batch_join(bt);
-    }
+    if (erc) goto engine_error;
     p = j->n_cached;
     __atomic_add_fetch(&pool->prompt_us, (sl_now_ns() - t0) / 1000, __ATOMIC_RELAXED);
     __atomic_add_fetch(&pool->prompt_tokens, (uint64_t)(j->n_ids - p), __ATOMIC_RELAXED);
@@ -302,6 +339,11 @@ void srv_run_job(srv_slot *s, srv_job *j)
                        &err);
     srv_batch_leave(bt);
     fclose(out);
+    /* a reply that met non-finite values right after a restored entry
+     * (one that held the whole prompt, so nothing was evaluated before):
+     * that entry is never served again */
+    if (rc == SL_EFORMAT && entry_n > 0)
+        srv_pcache_drop(pool->pcache, j->ids, entry_n, err.msg, false);
     j->n_gen = st.n_gen;
     __atomic_add_fetch(&pool->gen_tokens, (uint64_t)st.n_gen, __ATOMIC_RELAXED);
     __atomic_add_fetch(&pool->gen_us, (uint64_t)(1e6 * st.seconds), __ATOMIC_RELAXED);

@@ -1,6 +1,7 @@
 /* server_slots.c - see server_slots.h: jobs, their output buffer, the
  * queue and the worker threads. */
 #include "server_slots.h"
+#include "util/file.h"
 #include "util/status.h"
 
 #include <stdio.h>
@@ -199,6 +200,13 @@ int srv_slot_restore(srv_slot *s, const char *path, int *n_tokens, sl_err *err)
     }
     /* on a refusal the session and its tokens stay as they were */
     int n = rc ? rc : sl_session_load(s->g.s, path, s->held, s->cap_held, err);
+    if (n >= 0 && !gen_logits_finite(s->g.s)) { /* poisoned: never restored again */
+        sl_session_truncate(s->g.s, 0);
+        n = sl_err_set(err, SL_EFORMAT, "slot file '%s' holds non-finite logits (NaN or "
+                       "infinity): deleted", path);
+        sl_file_remove(path);
+        s->n_held = 0;
+    }
     if (n >= 0) s->n_held = n;
     pthread_mutex_lock(&s->pool->mu);
     slot_show(s);

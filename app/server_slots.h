@@ -181,7 +181,10 @@ void srv_slot_idle(srv_slot *s);
 /* POST /slots/{id}?action=save|restore: writes the slot's state (the
  * tokens it holds) to path, or replaces it by the state saved there; waits
  * for the slot's running job. Returns 0 with *n_tokens, or a negative SL_E*
- * with err filled (SL_EINVAL: nothing to save). */
+ * with err filled (SL_EINVAL: nothing to save, or a path a session file
+ * may not replace: sl_session_save_check). A restored file whose saved
+ * logits are not finite is deleted and refused (SL_EFORMAT), the slot
+ * left empty. */
 int srv_slot_save(srv_slot *s, const char *path, int *n_tokens, sl_err *err);
 int srv_slot_restore(srv_slot *s, const char *path, int *n_tokens, sl_err *err);
 

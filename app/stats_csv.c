@@ -1,37 +1,27 @@
 /* stats_csv.c - see stats_csv.h. */
 #include "stats_csv.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "util/mem.h"
+#include "util/out_file.h"
 #include "util/timer.h"
 
 static struct {
-    int fd;              /* -1: no file */
-    const char *path;
-    int err;             /* the first write's errno, 0 if none */
+    bool open;
+    sl_out_file out;     /* written live (out_file.h): rows up to a crash stay */
+    int rc;              /* the first write's error, 0 if none */
+    sl_err err;
     uint64_t t_ns;       /* the previous row's end */
     sl_stream_stats st;  /* counters at the previous row */
     uint64_t majflt;
-} csv = {.fd = -1};
+} csv;
 
 static void put(const char *line, size_t n)
 {
-    while (n > 0 && !csv.err) {
-        ssize_t w = write(csv.fd, line, n);
-        if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) {
-            csv.err = w < 0 ? errno : EIO;
-            return;
-        }
-        line += w;
-        n -= (size_t)w;
-    }
+    if (!csv.rc) csv.rc = sl_out_write(&csv.out, line, n, &csv.err);
 }
 
 static void snapshot(const sl_model *m)
@@ -44,14 +34,13 @@ static void snapshot(const sl_model *m)
 
 bool stats_csv_open(const char *cmd, const char *path, const sl_model *m)
 {
-    csv.fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOCTTY | O_NONBLOCK, 0644);
-    if (csv.fd < 0) {
-        fprintf(stderr, "sluice %s: cannot create --stats-csv '%s': %s\n", cmd, path,
-                strerror(errno));
+    sl_err err = {0};
+    if (sl_out_open_live(&csv.out, path, &sl_out_text, &err)) {
+        fprintf(stderr, "sluice %s: --stats-csv: %s\n", cmd, err.msg);
         return false;
     }
-    csv.path = path;
-    csv.err = 0;
+    csv.open = true;
+    csv.rc = 0;
     static const char head[] = "token,phase,ms,compute_ms,manage_ms,stall_ms,hits,misses,"
                                "read_bytes,prefetch_used,prefetch_wasted,major_faults,rss_mib\n";
     put(head, sizeof head - 1);
@@ -61,7 +50,7 @@ bool stats_csv_open(const char *cmd, const char *path, const sl_model *m)
 
 void stats_csv_row(const sl_model *m, long token)
 {
-    if (csv.fd < 0) return;
+    if (!csv.open) return;
     const sl_stream_stats a = csv.st;
     const uint64_t t0 = csv.t_ns, f0 = csv.majflt;
     snapshot(m);
@@ -85,13 +74,11 @@ void stats_csv_row(const sl_model *m, long token)
 
 bool stats_csv_close(const char *cmd)
 {
-    if (csv.fd < 0) return true;
-    int e = csv.err;
-    if (!e && fsync(csv.fd) != 0 && errno != EINVAL) e = errno; /* EINVAL: not syncable (a pipe) */
-    if (close(csv.fd) != 0 && !e) e = errno;
-    csv.fd = -1;
-    if (!e) return true;
-    fprintf(stderr, "sluice %s: writing --stats-csv '%s' failed: %s\n", cmd, csv.path,
-            strerror(e));
+    if (!csv.open) return true;
+    csv.open = false;
+    if (csv.rc) sl_out_abort(&csv.out);
+    else csv.rc = sl_out_commit(&csv.out, &csv.err);
+    if (!csv.rc) return true;
+    fprintf(stderr, "sluice %s: --stats-csv: %s\n", cmd, csv.err.msg);
     return false;
 }

@@ -7,7 +7,8 @@
  * experts read ahead and used / evicted unused, major page faults, and the
  * RSS at the row's end.
  *
- * Written as it goes, not through a temporary file and a rename: the rows
+ * Written as it goes (sl_out_open_live: the writer's rules on what it may
+ * replace hold), not through a temporary file and a rename: the rows
  * up to a crash or a kill are what a user diagnosing one needs, and a
  * rename at the end would lose them all. The file is truncated at the
  * start and every row goes out in one write(2) of a whole line, so a killed

@@ -347,9 +347,19 @@ int sl_state_restore(sl_session *s, const sl_state *st, int k, sl_err *err);
  * session's position or its snapshot's (see sl_session_truncate). The
  * last logits are saved when n is the session's position and they are
  * current. The session is not changed. SL_EINVAL (bad n, a token out of
- * the vocabulary), SL_EIO (naming the file and the OS reason), SL_ENOMEM. */
+ * the vocabulary, a path sl_session_save_check refuses), SL_EIO (naming
+ * the file and the OS reason), SL_ENOMEM. */
 int sl_session_save(sl_session *s, const char *path, const int32_t *tokens, int n,
                     sl_err *err);
+
+/* Whether sl_session_save may write path, which it checks itself too: a
+ * session file replaces only a missing or empty file or another session
+ * file (one beginning with its magic), never a model, a text or any other
+ * file, a directory or device, nor a file the process has open as an input
+ * (the model), also through a symlink or hard link. SL_OK when it may;
+ * else SL_EINVAL (SL_EIO when path cannot be examined) with one sentence
+ * naming path and why, path untouched. */
+int sl_session_save_check(const char *path, sl_err *err);
 
 /* Replaces the state of s by the one saved in path. Returns the number of
  * saved tokens (>= 0) and writes them to tokens[0..) when that number is

@@ -16,6 +16,7 @@
 #include "experts/streamer.h"
 #include "util/checked.h"
 #include "util/file.h"
+#include "util/out_file.h"
 #include "util/mem.h"
 #include "util/pool.h"
 
@@ -269,7 +270,7 @@ int sl_model_start_streamer(sl_model *m, const sl_model_params *pp,
                 goto done;
             }
         }
-        if (!(m->trace = sl_file_fopen_write(p.io_trace_path, err))) {
+        if (!(m->trace = sl_out_fopen_live(p.io_trace_path, &sl_out_text, err))) {
             rc = sl_err_prefix(err, "cannot write the I/O trace");
             goto done;
         }

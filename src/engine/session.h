@@ -121,4 +121,11 @@ int sl_forward_batch(sl_session *s, const int32_t *tokens, int n, sl_err *err);
 void sl_session_batch_begin(sl_session *s);
 void sl_session_batch_end(sl_session *s, int n, int rc);
 
+/* The checksum of saved session files (session_save.c): the hash of len
+ * bytes at p, chained onto h (a file's chunks are hashed in order, each
+ * onto the last). For the fuzzing harness (tests/fuzz/fuzz_session.c),
+ * which re-seals mutated files so that the checks behind the checksums
+ * are reached. */
+uint64_t sl_session_file_hash(uint64_t h, const void *p, size_t len);
+
 #endif

@@ -25,6 +25,7 @@
 #include "engine/session.h"
 #include "util/checked.h"
 #include "util/file.h"
+#include "util/out_file.h"
 
 #define SAVE_MAGIC "SLSTATE1"
 #define SAVE_VERSION 1u
@@ -32,6 +33,9 @@
 #define SAVE_LAYER_BYTES 32u
 #define ID_SAMPLE_BYTES (64u << 10) /* of tensor data hashed at each end of a file */
 #define ID_HEADER_MAX (256ull << 20) /* GGUF headers hashed up to this size */
+
+/* A session file replaces only another one (out_file.h). */
+static const sl_out_kind session_kind = {"a session file", SAVE_MAGIC, 8};
 
 /* ---- hashing: four independent 64-bit lanes over 8-byte words ---------- */
 
@@ -67,6 +71,11 @@ static uint64_t hash_chunk(uint64_t h, const void *p, size_t len)
     t *= P2;
     t ^= t >> 29;
     return t;
+}
+
+uint64_t sl_session_file_hash(uint64_t h, const void *p, size_t len)
+{
+    return hash_chunk(h, p, len);
 }
 
 /* ---- little-endian fields ------------------------------------------------ */
@@ -270,7 +279,7 @@ static int hash_fn(void *ud, const void *p, size_t len, sl_err *err)
 
 static int write_fn(void *ud, const void *p, size_t len, sl_err *err)
 {
-    return len ? sl_file_write_full(ud, p, len, err) : SL_OK;
+    return sl_out_write(ud, p, len, err);
 }
 
 /* Set in the header's cache field when quantised rows were stored rotated
@@ -380,23 +389,21 @@ int sl_session_save(sl_session *s, const char *path, const int32_t *tokens, int 
     uint8_t hdr[SAVE_HEADER_BYTES];
     header_make(s, &pl, body_hash, hdr);
 
-    char *tmp = NULL, *dest = NULL;
-    sl_file f = {.fd = -1};
-    rc = sl_file_temp_beside(path, &tmp, &dest, err);
-    if (!rc) rc = sl_file_open_write(&f, tmp, err);
-    if (!rc) rc = sl_file_write_full(&f, hdr, sizeof hdr, err);
-    if (!rc) rc = body_chunks(s, &pl, tok_le, write_fn, &f, err);
-    if (!rc) rc = sl_file_sync(&f, err);
-    if (f.fd >= 0) {
-        int rc2 = sl_file_close_checked(&f, rc ? NULL : err);
-        if (!rc) rc = rc2;
+    sl_out_file out;
+    rc = sl_out_open(&out, path, &session_kind, err);
+    if (!rc) {
+        rc = sl_out_write(&out, hdr, sizeof hdr, err);
+        if (!rc) rc = body_chunks(s, &pl, tok_le, write_fn, &out, err);
+        if (rc) sl_out_abort(&out);
+        else rc = sl_out_commit(&out, err);
     }
-    if (!rc) rc = sl_file_rename(tmp, dest, err);
-    if (rc && tmp) sl_file_remove(tmp);
-    free(tmp);
-    free(dest);
     free(tok_le);
     return rc;
+}
+
+int sl_session_save_check(const char *path, sl_err *err)
+{
+    return sl_out_check(path, &session_kind, err);
 }
 
 /* ---- loading ---------------------------------------------------------------- */
@@ -428,9 +435,14 @@ int sl_session_load(sl_session *s, const char *path, int32_t *tokens, int n_max,
         snprintf(why, sizeof why, "not a sluice session file (no \"%s\" magic)", SAVE_MAGIC);
         goto refused;
     }
-    if (get32(h + 8) != SAVE_VERSION || get32(h + 12) != SAVE_HEADER_BYTES) {
+    if (get32(h + 8) != SAVE_VERSION) {
         snprintf(why, sizeof why, "format version %u, this sluice reads version %u",
                  get32(h + 8), SAVE_VERSION);
+        goto refused;
+    }
+    if (get32(h + 12) != SAVE_HEADER_BYTES) {
+        snprintf(why, sizeof why, "its header size field is %u, a version %u header is %u "
+                 "bytes (a damaged header)", get32(h + 12), SAVE_VERSION, SAVE_HEADER_BYTES);
         goto refused;
     }
     if (get64(h + 88) != hash_chunk(0, h, 88)) {

@@ -110,7 +110,7 @@ int sl_kld_writer_open(sl_kld_writer *w, const char *path, int32_t n_ctx, int32_
                        int32_t n_chunk, const int32_t *tokens, sl_err *err)
 {
     memset(w, 0, sizeof *w);
-    w->f.fd = -1;
+    w->out.f.fd = -1;
     if (n_ctx < 3)
         return sl_err_set(err, SL_EINVAL, "KLD base: n_ctx is %d, expected >= 3", (int)n_ctx);
     if (n_vocab < 1)
@@ -134,7 +134,8 @@ int sl_kld_writer_open(sl_kld_writer *w, const char *path, int32_t n_ctx, int32_
         rc = sl_err_set(err, SL_ENOMEM, "KLD base: out of memory for %zu tokens", n_tok);
         goto err;
     }
-    rc = sl_file_open_write(&w->f, path, err);
+    static const sl_out_kind kld_kind = {"a KL-divergence base", SL_KLD_MAGIC, 8};
+    rc = sl_out_open(&w->out, path, &kld_kind, err);
     if (rc) goto err;
     uint8_t hdr[SL_KLD_HEADER_BYTES];
     memcpy(hdr, SL_KLD_MAGIC, 8);
@@ -142,8 +143,8 @@ int sl_kld_writer_open(sl_kld_writer *w, const char *path, int32_t n_ctx, int32_
     put_u32(hdr + 12, (uint32_t)n_vocab);
     put_u32(hdr + 16, (uint32_t)n_chunk);
     for (size_t i = 0; i < n_tok; i++) put_u32(tok_bytes + 4 * i, (uint32_t)tokens[i]);
-    rc = sl_file_write_full(&w->f, hdr, sizeof hdr, err);
-    if (!rc) rc = sl_file_write_full(&w->f, tok_bytes, n_tok * 4, err);
+    rc = sl_out_write(&w->out, hdr, sizeof hdr, err);
+    if (!rc) rc = sl_out_write(&w->out, tok_bytes, n_tok * 4, err);
     if (rc) goto err;
     free(tok_bytes);
     return SL_OK;
@@ -151,7 +152,7 @@ err:
     free(tok_bytes);
     free(w->row);
     w->row = NULL;
-    sl_file_close(&w->f);
+    sl_out_abort(&w->out);
     return rc;
 }
 
@@ -170,7 +171,7 @@ int sl_kld_writer_add(sl_kld_writer *w, const float *logits, int32_t target, dou
                               "KLD base: row %llu: logit of token %d is %g",
                               (unsigned long long)w->rows_written, (int)i, (double)logits[i]);
     double v = sl_kld_row_encode(logits, w->n_vocab, target, w->row);
-    int rc = sl_file_write_full(&w->f, w->row, sl_kld_row_bytes(w->n_vocab), err);
+    int rc = sl_out_write(&w->out, w->row, sl_kld_row_bytes(w->n_vocab), err);
     if (rc) return rc;
     w->rows_written++;
     if (nll) *nll = v;
@@ -180,12 +181,15 @@ int sl_kld_writer_add(sl_kld_writer *w, const float *logits, int32_t target, dou
 int sl_kld_writer_close(sl_kld_writer *w, sl_err *err)
 {
     int rc = SL_OK;
-    if (w->f.fd >= 0 && w->rows_written != w->rows_expected)
+    if (w->out.open && w->rows_written != w->rows_expected) {
         rc = sl_err_set(err, SL_EINVAL,
                         "KLD base '%s' is incomplete: %llu of %llu rows written",
-                        w->f.path ? w->f.path : "?", (unsigned long long)w->rows_written,
+                        w->out.path, (unsigned long long)w->rows_written,
                         (unsigned long long)w->rows_expected);
-    sl_file_close(&w->f);
+        sl_out_abort(&w->out);
+    } else if (w->out.open) {
+        rc = sl_out_commit(&w->out, err);
+    }
     free(w->row);
     w->row = NULL;
     return rc;

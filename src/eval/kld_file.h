@@ -46,6 +46,7 @@
 #include <stdint.h>
 
 #include "util/file.h"
+#include "util/out_file.h"
 #include "util/status.h"
 
 #define SL_KLD_MAGIC "_logits_"
@@ -102,18 +103,20 @@ int sl_kld_row_view(const uint8_t *bytes, int32_t n_vocab, sl_kld_row *out, cons
 /* ---- writer ------------------------------------------------------------ */
 
 typedef struct sl_kld_writer {
-    sl_file f;
+    sl_out_file out;     /* out_file.h: beside the target until complete */
     int32_t n_ctx, n_vocab, n_chunk;
     uint64_t rows_expected;
     uint64_t rows_written;
     uint8_t *row;        /* (sl_kld_row_bytes(n_vocab)) scratch */
 } sl_kld_writer;
 
-/* Creates path and writes the header and the n_ctx*n_chunk tokens (the
+/* Starts writing path through the writer (util/out_file.h: a base replaces
+ * only another base, never an open input; the bytes go to a temporary
+ * file beside it) with the header and the n_ctx*n_chunk tokens (the
  * caller keeps ownership of tokens). Fails with SL_EINVAL for n_ctx < 3,
- * n_vocab < 1, n_chunk < 1 or a token outside [0, n_vocab) (naming its
- * index), SL_EIO if the file cannot be written, SL_ENOMEM. On failure the
- * writer is closed. */
+ * n_vocab < 1, n_chunk < 1, a token outside [0, n_vocab) (naming its
+ * index) or a path the writer refuses, SL_EIO if the file cannot be
+ * written, SL_ENOMEM. On failure the writer is closed. */
 int sl_kld_writer_open(sl_kld_writer *w, const char *path, int32_t n_ctx, int32_t n_vocab,
                        int32_t n_chunk, const int32_t *tokens, sl_err *err);
 
@@ -125,9 +128,10 @@ int sl_kld_writer_open(sl_kld_writer *w, const char *path, int32_t n_ctx, int32_
 int sl_kld_writer_add(sl_kld_writer *w, const float *logits, int32_t target, double *nll,
                       sl_err *err);
 
-/* Closes the file. Returns SL_EINVAL (naming the counts) if fewer rows than
- * n_chunk * n_scored were written: the file is then incomplete and a reader
- * will reject it. Resources are released either way. */
+/* Finishes the file: when every row was written, syncs it and renames it
+ * onto path (SL_EIO on a failure); else returns SL_EINVAL (naming the
+ * counts) and path is left as it was: an incomplete base never takes its
+ * name. Resources are released either way. */
 int sl_kld_writer_close(sl_kld_writer *w, sl_err *err);
 
 /* ---- reader ------------------------------------------------------------ */

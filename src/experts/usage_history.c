@@ -2,15 +2,14 @@
 #include "experts/usage_history.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "util/checked.h"
 #include "util/file.h"
+#include "util/out_file.h"
 
 #define FILE_LIMIT (256ull << 20)
 #define ID_MAX 200
@@ -206,50 +205,25 @@ static char *render(const sl_usage *u, size_t *len)
     return b;
 }
 
-/* fsync of the directory holding path, so the rename itself is durable. */
-static void sync_dir(const char *path)
-{
-    char dir[4096];
-    snprintf(dir, sizeof dir, "%s", path);
-    char *slash = strrchr(dir, '/');
-    if (slash == dir) slash[1] = '\0';
-    else if (slash) *slash = '\0';
-    else snprintf(dir, sizeof dir, ".");
-    const int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd >= 0) {
-        fsync(fd);
-        close(fd);
-    }
-}
+/* A usage history replaces only another one (out_file.h). */
+static const sl_out_kind usage_kind = {"a usage history", "sluice-usage ", 13};
 
 int sl_usage_save(const sl_usage *u, const char *path, unsigned test_flags, sl_err *err)
 {
     size_t len = 0;
     char *text = render(u, &len);
     if (!text) return sl_err_set(err, SL_ENOMEM, "out of memory writing the usage history");
-    char *tmp = NULL, *dest = NULL;
-    int rc = sl_file_temp_beside(path, &tmp, &dest, err);
-    if (rc) {
-        free(text);
-        return rc;
-    }
-    sl_file f = {.fd = -1};
-    rc = sl_file_open_write(&f, tmp, err);
+    sl_out_file o;
+    int rc = sl_out_open(&o, path, &usage_kind, err);
     if (!rc) {
         const bool fail = test_flags & SL_USAGE_TEST_FAIL_WRITE;
-        rc = sl_file_write_full(&f, text, fail ? len / 2 : len, err);
+        rc = sl_out_write(&o, text, fail ? len / 2 : len, err);
         if (!rc && fail)
             rc = sl_err_set(err, SL_EIO, "writing '%s' failed: no space left on device "
-                            "(test hook)", tmp);
-        if (!rc) rc = sl_file_sync(&f, err);
-        const int crc = sl_file_close_checked(&f, rc ? NULL : err);
-        if (!rc) rc = crc;
+                            "(test hook)", path);
+        if (rc) sl_out_abort(&o);
+        else rc = sl_out_commit(&o, err);
     }
-    if (!rc) rc = sl_file_rename(tmp, dest, err);
-    if (rc) sl_file_remove(tmp);
-    else sync_dir(dest);
-    free(tmp);
-    free(dest);
     free(text);
     return rc;
 }

@@ -30,6 +30,7 @@
 
 #include "util/checked.h"
 #include "util/file.h"
+#include "util/out_file.h"
 
 #define WRITE_BUF ((size_t)8 << 20)
 
@@ -61,7 +62,7 @@ typedef struct wio {
 } wio;
 
 struct sl_gguf_writer {
-    sl_file f;
+    sl_out_file out; /* out_file.h: a temporary file beside the target */
     int state;
     sl_err failure; /* first error, reported again by every later call */
     uint64_t alignment;
@@ -99,7 +100,7 @@ static int wfail(sl_gguf_writer *w, int code, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    sl_err_set(&w->failure, code, "%s: %s", w->f.path ? w->f.path : "gguf writer", msg);
+    sl_err_set(&w->failure, code, "%s: %s", w->out.f.path ? w->out.f.path : "gguf writer", msg);
     w->state = ST_FAILED;
     return code;
 }
@@ -116,7 +117,7 @@ int sl_gguf_writer_open(sl_gguf_writer **out, const char *path, sl_err *err)
     *out = NULL;
     sl_gguf_writer *w = calloc(1, sizeof *w);
     if (!w) return sl_err_set(err, SL_ENOMEM, "out of memory opening a GGUF writer");
-    w->f.fd = -1;
+    w->out.f.fd = -1;
     w->alignment = SL_GGUF_DEFAULT_ALIGNMENT;
     void *buf = NULL;
     if (posix_memalign(&buf, SL_FILE_DIRECT_ALIGN, WRITE_BUF)) buf = NULL;
@@ -125,7 +126,8 @@ int sl_gguf_writer_open(sl_gguf_writer **out, const char *path, sl_err *err)
         free(w);
         return sl_err_set(err, SL_ENOMEM, "out of memory opening a GGUF writer");
     }
-    int rc = sl_file_open_write(&w->f, path, err);
+    static const sl_out_kind gguf_kind = {"a GGUF model", "GGUF", 4};
+    int rc = sl_out_open(&w->out, path, &gguf_kind, err);
     if (rc) {
         free(w->buf);
         free(w);
@@ -147,7 +149,7 @@ static void *io_main(void *arg)
         size_t n = io->job_len;
         pthread_mutex_unlock(&io->mu);
         sl_err e;
-        int rc = sl_file_write_full(&w->f, p, n, &e);
+        int rc = sl_file_write_full(&w->out.f, p, n, &e);
         pthread_mutex_lock(&io->mu);
         if (rc && !io->rc) {
             io->rc = rc;
@@ -194,7 +196,7 @@ static void io_stop(sl_gguf_writer *w)
 bool sl_gguf_writer_direct_io(sl_gguf_writer *w)
 {
     if (w->state != ST_DECLARE || w->direct) return w->direct;
-    w->direct = sl_file_set_direct(&w->f, true);
+    w->direct = sl_file_set_direct(&w->out.f, true);
     if (!w->direct) return false;
     /* Without a second buffer or thread, direct writes simply block. */
     void *b2 = NULL;
@@ -223,7 +225,7 @@ void sl_gguf_writer_abort(sl_gguf_writer *w)
     if (!w) return;
     io_stop(w);
     free(w->buf2);
-    sl_file_close(&w->f);
+    sl_out_abort(&w->out);
     for (uint64_t i = 0; i < w->n_kv; i++) free(w->keys[i]);
     free(w->keys);
     for (uint64_t i = 0; i < w->n_t; i++) free(w->t[i].name);
@@ -581,7 +583,7 @@ int sl_gguf_writer_add_tensor(sl_gguf_writer *w, const char *name, sl_type type,
 static int write_raw(sl_gguf_writer *w, const void *p, size_t n)
 {
     sl_err e;
-    int rc = sl_file_write_full(&w->f, p, n, &e);
+    int rc = sl_file_write_full(&w->out.f, p, n, &e);
     if (rc) {
         w->failure = e;
         w->state = ST_FAILED;
@@ -604,7 +606,7 @@ static int flush_last(sl_gguf_writer *w)
         head -= head % SL_FILE_DIRECT_ALIGN;
         if (head && write_raw(w, w->buf, head)) return w->failure.code;
         w->direct = false;
-        if (!sl_file_set_direct(&w->f, false))
+        if (!sl_file_set_direct(&w->out.f, false))
             return wfail(w, SL_EIO, "cannot leave direct I/O for the last %zu bytes",
                          w->buf_len - head);
     } else {
@@ -642,7 +644,7 @@ static int out(sl_gguf_writer *w, const void *p, size_t n)
         if (w->buf_len == 0 && n >= WRITE_BUF && !w->direct) {
             /* a big chunk goes straight to the OS, no copy */
             sl_err e;
-            int rc = sl_file_write_full(&w->f, b, n, &e);
+            int rc = sl_file_write_full(&w->out.f, b, n, &e);
             if (rc) {
                 w->failure = e;
                 w->state = ST_FAILED;
@@ -758,7 +760,7 @@ int sl_gguf_writer_write_holes(sl_gguf_writer *w, sl_err *err)
         sl_align_up_u64(t->nbytes, w->alignment, &padded); /* checked in write_header */
         end += t->offset + padded;
     }
-    if (end > (uint64_t)INT64_MAX || ftruncate(w->f.fd, (off_t)end) != 0) {
+    if (end > (uint64_t)INT64_MAX || ftruncate(w->out.f.fd, (off_t)end) != 0) {
         wfail(w, SL_EIO, "cannot extend the file to %llu bytes: %s", (ull)end,
               strerror(errno));
         return report(w, err);
@@ -782,10 +784,9 @@ int sl_gguf_writer_close(sl_gguf_writer *w, sl_err *err)
     io_wait(w);
     if (w->state == ST_FAILED) rc = report(w, err);
     /* a late write error (full disk) shows at sync or close: a file whose
-     * close failed is not a complete model */
-    if (!rc) rc = sl_file_sync(&w->f, err);
-    int crc = sl_file_close_checked(&w->f, rc ? NULL : err);
-    if (!rc) rc = crc;
+     * close failed is not a complete model, and never takes the name */
+    io_stop(w);
+    if (!rc) rc = sl_out_commit(&w->out, err);
     sl_gguf_writer_abort(w);
     return rc;
 }

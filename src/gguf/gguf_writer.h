@@ -13,8 +13,12 @@
  *                                             // inserted automatically
  *   sl_gguf_writer_close(w, err);             // checks all bytes arrived
  * Each setter copies its arguments. On any error the writer stays in a failed
- * state; sl_gguf_writer_close reports it and removes nothing (the caller
- * may unlink the partial file). sl_gguf_writer_abort frees without checks. */
+ * state; sl_gguf_writer_close reports it. The file is written through the
+ * writer of util/out_file.h: it replaces only another GGUF (never a file
+ * the process has open as an input, e.g. the model it reads), and the
+ * bytes go to a temporary file beside path that takes the name only when
+ * sl_gguf_writer_close succeeds: a failed or aborted writer leaves path as
+ * it was. sl_gguf_writer_abort frees without checks. */
 #ifndef SL_GGUF_GGUF_WRITER_H
 #define SL_GGUF_GGUF_WRITER_H
 

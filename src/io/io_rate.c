@@ -11,6 +11,7 @@
 #include <sys/sysmacros.h>
 
 #include "util/file.h"
+#include "util/out_file.h"
 
 #define HEADER "sluice io rate v1"
 #define FILE_LIMIT (64u << 10)
@@ -64,22 +65,9 @@ int sl_io_rate_save(const sl_io_rate *r, const char *path, sl_err *err)
     }
     n += (size_t)snprintf(text + n, sizeof text - n, "end %016llx\n",
                           (unsigned long long)fnv1a(text, n));
-    char *tmp = NULL, *dest = NULL;
-    int rc = sl_file_temp_beside(path, &tmp, &dest, err);
-    if (rc) return rc;
-    sl_file f = {.fd = -1};
-    rc = sl_file_open_write(&f, tmp, err);
-    if (!rc) {
-        rc = sl_file_write_full(&f, text, n, err);
-        if (!rc) rc = sl_file_sync(&f, err);
-        const int crc = sl_file_close_checked(&f, rc ? NULL : err);
-        if (!rc) rc = crc;
-    }
-    if (!rc) rc = sl_file_rename(tmp, dest, err);
-    if (rc) sl_file_remove(tmp);
-    free(tmp);
-    free(dest);
-    return rc;
+    /* any version's file (or a damaged one) may be replaced, nothing else */
+    static const sl_out_kind rate_kind = {"a drive rate file", "sluice io rate", 14};
+    return sl_out_write_all(path, &rate_kind, text, n, err);
 }
 
 static int bad(const char *path, int line, const char *what, sl_err *err)

@@ -453,11 +453,9 @@ int sl_synth_ds_write(const sl_synth_ds *c, const char *path, uint64_t *bytes, s
         return rc;
     }
     sl_gguf_writer *w = NULL;
-    bool created = false;
     sl_synth_stream_size sz;
     if ((rc = sl_synth_stream_measure(p.t, p.n, &sz, err))) goto done;
     if ((rc = sl_gguf_writer_open(&w, path, err))) goto done;
-    created = true;
     if ((rc = write_metadata(w, c, &v))) {
         rc = sl_err_set(err, rc, "cannot set model metadata (out of memory?)");
         goto done;
@@ -474,7 +472,6 @@ int sl_synth_ds_write(const sl_synth_ds *c, const char *path, uint64_t *bytes, s
     w = NULL;
 done:
     if (w) sl_gguf_writer_abort(w);
-    if (rc && created) unlink(path); /* never leave a half-written model */
     if (!rc && bytes) *bytes = sz.data_bytes;
     free(p.t);
     sl_synth_vocab_free(&v);

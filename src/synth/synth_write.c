@@ -1,7 +1,8 @@
 /* synth_write.c - streams a generated model through the GGUF writer.
  *
  * Owns: the metadata of a generated model (hyperparameter keys, tokenizer,
- * chat template) and the file: created, filled, removed on failure. Must
+ * chat template) and the file: written beside its name and renamed over
+ * it when complete (gguf_writer.h), so a failure leaves nothing. Must
  * not know the GGUF byte layout (gguf_writer does) or quantised block
  * layouts (quant/).
  *
@@ -148,7 +149,6 @@ int sl_synth_write(const sl_synth_config *c, const char *path,
     sl_synth_vocab vocab;
     memset(&vocab, 0, sizeof vocab);
     sl_gguf_writer *w = NULL;
-    bool created = false;
     bool direct = false;
 
     rc = sl_synth_plan_build(c, &ts, &nt, err);
@@ -161,18 +161,10 @@ int sl_synth_write(const sl_synth_config *c, const char *path,
     rc = sl_synth_vocab_build(&vocab, c->n_vocab, err);
     if (rc) goto out;
 
-    /* a device, FIFO or directory is never opened (and so never removed on
-     * failure: as root, unlinking /dev/full would remove the device) */
-    sl_file_id id;
-    if ((rc = sl_file_identity(path, &id, err))) goto out;
-    if (id.exists && !id.regular) {
-        rc = sl_err_set(err, SL_EINVAL, "'%s' is a %s, not a regular file: a model is written to "
-                        "a file", path, id.kind);
-        goto out;
-    }
+    /* a device, FIFO, directory, a file other than a GGUF or an open input
+     * is refused by the writer (util/out_file.h) */
     rc = sl_gguf_writer_open(&w, path, err);
     if (rc) goto out;
-    created = true;
     /* Bypass the page cache where the file system allows: see
      * sl_gguf_writer_direct_io and docs/perf-log.md (mkmodel write speed). */
     direct = !c->holes && sl_gguf_writer_direct_io(w);
@@ -206,7 +198,6 @@ int sl_synth_write(const sl_synth_config *c, const char *path,
     }
 out:
     if (w) sl_gguf_writer_abort(w);
-    if (rc && created) unlink(path); /* never leave a half-written model */
     sl_synth_vocab_free(&vocab);
     free(ts);
     return rc;

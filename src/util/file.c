@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,11 +29,89 @@ static int not_regular(sl_err *err, const char *path, mode_t m)
     return sl_err_set(err, SL_EINVAL, "'%s' is a %s, not a regular file", path, mode_kind(m));
 }
 
+/* ---- the open inputs ------------------------------------------------------
+ * Every file open through sl_file_open_read, by identity, with a count (the
+ * same file may be open twice) and the path it was first opened by. */
+
+typedef struct open_input {
+    uint64_t dev, ino;
+    unsigned refs;
+    char *path;
+} open_input;
+
+static pthread_mutex_t inputs_mu = PTHREAD_MUTEX_INITIALIZER;
+static open_input *inputs;
+static size_t n_inputs, cap_inputs;
+
+/* Lists (dev, ino); false when out of memory (the open then fails: an
+ * input that could not be listed could be overwritten). */
+static bool inputs_add(uint64_t dev, uint64_t ino, const char *path)
+{
+    bool ok = true;
+    pthread_mutex_lock(&inputs_mu);
+    size_t i = 0;
+    while (i < n_inputs && !(inputs[i].dev == dev && inputs[i].ino == ino)) i++;
+    if (i < n_inputs) {
+        inputs[i].refs++;
+    } else {
+        if (n_inputs == cap_inputs) {
+            const size_t nc = cap_inputs ? 2 * cap_inputs : 16;
+            open_input *ni = realloc(inputs, nc * sizeof *ni);
+            if (ni) {
+                inputs = ni;
+                cap_inputs = nc;
+            }
+        }
+        char *p = strdup(path);
+        if (n_inputs < cap_inputs && p) inputs[n_inputs++] = (open_input){dev, ino, 1, p};
+        else {
+            free(p);
+            ok = false;
+        }
+    }
+    pthread_mutex_unlock(&inputs_mu);
+    return ok;
+}
+
+static void inputs_drop(uint64_t dev, uint64_t ino)
+{
+    pthread_mutex_lock(&inputs_mu);
+    for (size_t i = 0; i < n_inputs; i++) {
+        if (inputs[i].dev != dev || inputs[i].ino != ino) continue;
+        if (--inputs[i].refs == 0) {
+            free(inputs[i].path);
+            inputs[i] = inputs[--n_inputs];
+        }
+        break;
+    }
+    if (n_inputs == 0) { /* nothing open: no memory held either */
+        free(inputs);
+        inputs = NULL;
+        cap_inputs = 0;
+    }
+    pthread_mutex_unlock(&inputs_mu);
+}
+
+bool sl_file_open_input(const sl_file_id *id, char *path, size_t cap)
+{
+    if (!id->exists) return false;
+    bool found = false;
+    pthread_mutex_lock(&inputs_mu);
+    for (size_t i = 0; i < n_inputs && !found; i++)
+        if (inputs[i].dev == id->dev && inputs[i].ino == id->ino) {
+            found = true;
+            if (cap) snprintf(path, cap, "%s", inputs[i].path);
+        }
+    pthread_mutex_unlock(&inputs_mu);
+    return found;
+}
+
 int sl_file_open_read(sl_file *f, const char *path, sl_err *err)
 {
     f->fd = -1;
     f->size = 0;
     f->path = NULL;
+    f->input = false;
     /* stat first: opening a device can have side effects, and a FIFO would
      * block until a writer comes; the open itself is non-blocking in case
      * the path changes in between, and fstat has the last word */
@@ -57,12 +136,17 @@ int sl_file_open_read(sl_file *f, const char *path, sl_err *err)
         return sl_err_set(err, SL_EIO, "cannot open '%s': %s", path, strerror(e));
     }
     f->path = strdup(path);
-    if (!f->path) {
+    if (!f->path || !inputs_add((uint64_t)st.st_dev, (uint64_t)st.st_ino, path)) {
         close(fd);
+        free(f->path);
+        f->path = NULL;
         return sl_err_set(err, SL_ENOMEM, "out of memory");
     }
     f->fd = fd;
     f->size = (uint64_t)st.st_size;
+    f->input = true;
+    f->dev = (uint64_t)st.st_dev;
+    f->ino = (uint64_t)st.st_ino;
     return SL_OK;
 }
 
@@ -92,6 +176,8 @@ void sl_file_close(sl_file *f)
 {
     if (!f) return;
     if (f->fd >= 0) close(f->fd);
+    if (f->fd >= 0 && f->input) inputs_drop(f->dev, f->ino);
+    f->input = false;
     f->fd = -1;
     free(f->path);
     f->path = NULL;
@@ -102,6 +188,7 @@ int sl_file_open_write(sl_file *f, const char *path, sl_err *err)
     f->fd = -1;
     f->size = 0;
     f->path = NULL;
+    f->input = false;
     /* non-blocking: a FIFO without a reader fails (ENXIO) instead of
      * waiting for one; cleared again below */
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NONBLOCK, 0644);
@@ -157,6 +244,8 @@ int sl_file_close_checked(sl_file *f, sl_err *err)
     if (f->fd >= 0 && close(f->fd) != 0 && errno != EINTR)
         rc = sl_err_set(err, SL_EIO, "writing '%s' failed on close: %s",
                         f->path ? f->path : "?", strerror(errno));
+    if (f->fd >= 0 && f->input) inputs_drop(f->dev, f->ino);
+    f->input = false;
     f->fd = -1;
     free(f->path);
     f->path = NULL;
@@ -169,6 +258,7 @@ static void id_from_stat(const struct stat *st, sl_file_id *id)
     id->dev = (uint64_t)st->st_dev;
     id->ino = (uint64_t)st->st_ino;
     id->regular = S_ISREG(st->st_mode);
+    id->stream = S_ISFIFO(st->st_mode) || S_ISCHR(st->st_mode);
     id->kind = mode_kind(st->st_mode);
 }
 
@@ -356,6 +446,55 @@ int sl_file_rename(const char *from, const char *to, sl_err *err)
 void sl_file_remove(const char *path)
 {
     if (path) unlink(path);
+}
+
+void sl_file_sync_dir(const char *path)
+{
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (slash == dir) slash[1] = '\0';
+    else if (slash) *slash = '\0';
+    else snprintf(dir, sizeof dir, ".");
+    const int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd >= 0) {
+        fsync(fd);
+        close(fd);
+    }
+}
+
+int sl_file_read_head(const char *path, void *buf, size_t cap, size_t *got, sl_err *err)
+{
+    *got = 0;
+    struct stat st;
+    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) return not_regular(err, path, st.st_mode);
+    const int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) return sl_err_set(err, SL_EIO, "cannot open '%s': %s", path, strerror(errno));
+    if (fstat(fd, &st) != 0) {
+        const int e = errno;
+        close(fd);
+        return sl_err_set(err, SL_EIO, "cannot stat '%s': %s", path, strerror(e));
+    }
+    if (!S_ISREG(st.st_mode)) {
+        close(fd);
+        return not_regular(err, path, st.st_mode);
+    }
+    uint8_t *p = buf;
+    size_t n = 0;
+    while (n < cap) {
+        const ssize_t r = read(fd, p + n, cap - n);
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0) {
+            const int e = errno;
+            close(fd);
+            return sl_err_set(err, SL_EIO, "cannot read '%s': %s", path, strerror(e));
+        }
+        if (r == 0) break;
+        n += (size_t)r;
+    }
+    close(fd);
+    *got = n;
+    return SL_OK;
 }
 
 unsigned sl_file_guard_std_fds(void)

@@ -16,13 +16,16 @@ typedef struct sl_file {
     int fd;           /* OS descriptor, -1 when closed */
     uint64_t size;    /* bytes, taken at open */
     char *path;       /* owned copy, for messages */
+    bool input;       /* opened by sl_file_open_read: listed as an open input */
+    uint64_t dev, ino; /* its identity, when input */
 } sl_file;
 
 /* Opens path read-only (buffered). Only a regular file is accepted: a FIFO,
  * directory, device or socket is refused (SL_EINVAL, "'x' is a FIFO, not a
  * regular file") without blocking, since the open is non-blocking until the
  * type is known. On failure fills err naming the path and the OS reason; f
- * is left closed (fd == -1). */
+ * is left closed (fd == -1). Until sl_file_close the file is one of the
+ * process's open inputs (sl_file_open_input), which no output replaces. */
 int sl_file_open_read(sl_file *f, const char *path, sl_err *err);
 
 /* Reads exactly len bytes at offset into dst, retrying short reads and EINTR.
@@ -61,6 +64,7 @@ typedef struct sl_file_id {
     bool exists;      /* false: the path names nothing (yet) */
     uint64_t dev, ino;
     bool regular;     /* a regular file */
+    bool stream;      /* a FIFO or character device (a pipe, /dev/null) */
     const char *kind; /* "regular file", "directory", "FIFO", ... (static) */
 } sl_file_id;
 
@@ -75,6 +79,18 @@ void sl_file_fd_identity(int fd, sl_file_id *id);
 
 /* True when both exist and are the same file (device and inode). */
 bool sl_file_id_same(const sl_file_id *a, const sl_file_id *b);
+
+/* Whether id is a file the process has open through sl_file_open_read (a
+ * model's files for the model's life, a KL-divergence base being read, a
+ * session file being loaded): then the path it was opened by is copied to
+ * path[cap] (cut to fit). Thread-safe. */
+bool sl_file_open_input(const sl_file_id *id, char *path, size_t cap);
+
+/* Reads up to cap bytes from the start of the regular file at path into
+ * buf (*got receives how many: fewer at the end of the file), without
+ * listing it as an open input. SL_EIO naming the path on failure; a path
+ * that is not a regular file is refused (SL_EINVAL) without being opened. */
+int sl_file_read_head(const char *path, void *buf, size_t cap, size_t *got, sl_err *err);
 
 /* ---- whole inputs and atomic outputs --------------------------------------- */
 
@@ -100,6 +116,11 @@ int sl_file_rename(const char *from, const char *to, sl_err *err);
 
 /* Removes path, ignoring errors (cleanup of a temporary file). */
 void sl_file_remove(const char *path);
+
+/* Flushes the directory holding path to its device (after a rename into
+ * it, so that the new name survives a crash). Errors are ignored: some
+ * file systems cannot sync a directory. */
+void sl_file_sync_dir(const char *path);
 
 /* ---- the standard descriptors ---------------------------------------------- */
 

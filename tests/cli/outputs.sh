@@ -143,11 +143,11 @@ check "--io-trace without streaming is created empty" \
 
 # the KLD base: a write failure (file size limit: EFBIG) leaves the old file
 # and no temporary behind
-echo "old contents" >"$work/keep.kld"
+cp "$work/base.kld" "$work/keep.kld"
 expect_refused "KLD base past the file size limit" "not written.*File too large" \
     bash -c "trap '' XFSZ; ulimit -f 40; $TO '$SLUICE' perplexity -m '$M' -f '$work/text.txt' \
-    -c 64 --chunks 2 --kl-divergence-base '$work/keep.kld'"
-check "  the old base is left as it was" grep -q "old contents" "$work/keep.kld"
+    -c 128 --chunks 2 --kl-divergence-base '$work/keep.kld'"
+check "  the old base is left as it was" cmp -s "$work/keep.kld" "$work/base.kld"
 check "  no temporary file is left" bash -c "! ls -a '$work' | grep -q 'tmp-'"
 expect_refused "KLD base to a device" "character device; the base file must be a regular file" \
     $TO "$SLUICE" perplexity -m "$M" -f "$work/text.txt" -c 64 --kl-divergence-base "$FULL"

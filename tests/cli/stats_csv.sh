@@ -49,7 +49,7 @@ check "bench --no-warmup: the 2 timed runs only (1 + 2 x 4 tokens)" \
     grep -q "9 evaluated (8 generated)" "$work/cold.err"
 "$SLUICE" run -m "$M" -p "Once" -n 2 --stats-csv "$work/no/such/dir/x.csv" >/dev/null 2>"$work/err"
 check "an unwritable --stats-csv fails" [ $? -ne 0 ]
-check "... naming it" grep -q "cannot create --stats-csv '$work/no/such/dir/x.csv'" "$work/err"
+check "... naming it" grep -q -- "--stats-csv: cannot create '$work/no/such/dir/x.csv'" "$work/err"
 "$SLUICE" run -m "$M" -p "Once" -n 2 --stats-csv "$M" >/dev/null 2>"$work/err"
 check "the model as --stats-csv is refused" [ $? -ne 0 ]
 check "... and the model is intact" "$SLUICE" inspect "$M" >/dev/null 2>&1

@@ -3,9 +3,12 @@
  * models, f16 and f32 caches: a session restored from a file continues
  * with logits bit-identical to the uninterrupted one (and, on qwen35moe,
  * its recurrent snapshot comes back too); truncated, corrupt, foreign,
- * other-cache-type and non-session files are refused with SL_EFORMAT and
- * the session is left exactly as it was. */
+ * other-cache-type and non-session files, and a wrong header-size field,
+ * are refused with SL_EFORMAT naming what is wrong, and the session is left
+ * exactly as it was; a save never replaces the model (through a symlink
+ * too), a text file or a device. */
 #include <dirent.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -233,8 +236,9 @@ static void refusals(const char *model, const char *foreign_model)
     int nc = 0;
     cases[nc++] = (bad_case){"foreign", foreign, "another model"};
     cases[nc++] = (bad_case){"f32 cache", f32, "f32"};
-    const char *muts[] = {"truncated", "body byte", "header byte", "magic", "empty"};
-    for (int k = 0; k < 5; k++) {
+    const char *muts[] = {"truncated", "body byte", "header byte", "magic", "empty",
+                          "header size"};
+    for (int k = 0; k < 6; k++) {
         char p[512];
         CHECK(snprintf(p, sizeof p, "%s.%d", bad, k) < (int)sizeof p);
         unsigned char *x = malloc(n);
@@ -247,6 +251,7 @@ static void refusals(const char *model, const char *foreign_model)
         case 2: x[44] ^= 1; says = "checksum"; break; /* the token count */
         case 3: memcpy(x, "GGUF", 4); says = "not a sluice session"; break;
         case 4: len = 0; says = "truncated"; break;
+        case 5: x[12] = 100; says = "header size field is 100, a version 1 header is 96"; break;
         }
         CHECK(write_bytes(p, x, len) == 0);
         free(x);
@@ -277,6 +282,68 @@ out:
 }
 
 TEST(bad_files_are_refused_and_the_session_is_unchanged) { refusals(model_a, model_b); }
+
+/* A session file replaces only a session file (issue 29, N1): never the
+ * model (open as an input, also through a symlink), a text file or a
+ * device; their bytes stay as they were, and no temporary file is left. */
+TEST(save_never_replaces_other_files)
+{
+    sl_model *m = load(model_a);
+    sl_session *s = m ? session(m, SL_KV_F16) : NULL;
+    CHECK(m && s);
+    if (!s) goto out;
+    sl_err err;
+    CHECK(sl_session_eval(s, prompt, 8, &err) == 0);
+    char copy[512], notes[512], link_path[512], ok_path[512];
+    t_path(copy, sizeof copy, "model-copy.gguf");
+    t_path(notes, sizeof notes, "notes.txt");
+    t_path(link_path, sizeof link_path, "link.state");
+    t_path(ok_path, sizeof ok_path, "fine.state");
+    size_t n_model = 0;
+    unsigned char *model_bytes = read_bytes(model_a, &n_model);
+    CHECK(model_bytes && write_bytes(copy, model_bytes, n_model) == 0);
+    CHECK(write_bytes(notes, (const unsigned char *)"my notes\n", 9) == 0);
+    unlink(link_path);
+    CHECK(symlink(model_a, link_path) == 0);
+    const struct {
+        const char *path, *says;
+    } victims[] = {
+        {model_a, "an input sluice has open"},
+        {link_path, "the same file as"},
+        {copy, "is a GGUF model, not a session file"},
+        {notes, "is a text file, not a session file"},
+        {"/dev/null", "character device"},
+    };
+    for (size_t i = 0; i < sizeof victims / sizeof victims[0]; i++) {
+        err.msg[0] = 0;
+        CHECK_EQ_INT(sl_session_save_check(victims[i].path, &err), SL_EINVAL);
+        err.msg[0] = 0;
+        CHECK_EQ_INT(sl_session_save(s, victims[i].path, prompt, 8, &err), SL_EINVAL);
+        CHECK_MSG(strstr(err.msg, victims[i].says), "%s: '%s'", victims[i].path, err.msg);
+    }
+    size_t n;
+    unsigned char *b = read_bytes(model_a, &n);
+    CHECK(b && n == n_model && !memcmp(b, model_bytes, n));
+    free(b);
+    b = read_bytes(copy, &n);
+    CHECK(b && n == n_model && !memcmp(b, model_bytes, n));
+    free(b);
+    b = read_bytes(notes, &n);
+    CHECK(b && n == 9 && !memcmp(b, "my notes\n", 9));
+    free(b);
+    CHECK(no_temp_files());
+    /* a session file, and an empty file, are replaced */
+    CHECK_EQ_INT(sl_session_save(s, ok_path, prompt, 8, &err), SL_OK);
+    CHECK_EQ_INT(sl_session_save(s, ok_path, prompt, 4, &err), SL_OK);
+    CHECK(write_bytes(notes, (const unsigned char *)"", 0) == 0);
+    CHECK_EQ_INT(sl_session_save(s, notes, prompt, 8, &err), SL_OK);
+    free(model_bytes);
+    unlink(link_path);
+    unlink(copy);
+out:
+    sl_session_free(s);
+    sl_model_free(m);
+}
 TEST(qwen35moe_bad_files_are_refused) { refusals(model_q35, model_a); }
 
 int main(void)
@@ -294,5 +361,6 @@ int main(void)
     RUN(qwen35moe_f32_restore_continues_bit_identical);
     RUN(bad_files_are_refused_and_the_session_is_unchanged);
     RUN(qwen35moe_bad_files_are_refused);
+    RUN(save_never_replaces_other_files);
     return TEST_REPORT();
 }
