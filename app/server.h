@@ -147,10 +147,21 @@ srv_reply srv_count_tokens(srv *s, json_t *body);
  * text is malloc'd, NULL when out of memory. */
 char *srv_metrics_text(srv *s, size_t *len);
 
+/* The connection limits of the HTTP daemon (`serve --timeout`,
+ * --max-connections, --max-connections-per-ip). */
+typedef struct srv_http_limits {
+    unsigned max_conns;        /* open connections in all (each one a thread) */
+    unsigned max_conns_per_ip; /* from one client address; 0: no cap */
+    unsigned timeout_s;        /* a connection idle this long (no byte read or
+                                  written while not waiting for its reply) is
+                                  closed; 0: never */
+} srv_http_limits;
+
 /* Starts the HTTP daemon on host:port (port 0: any free port, *bound_port
- * says which) with s answering. Prints why and returns non-zero on
- * failure. */
-int srv_http_start(srv *s, const char *host, int port, int *bound_port);
+ * says which) with s answering, held to lim. Prints why and returns
+ * non-zero on failure. */
+int srv_http_start(srv *s, const char *host, int port, const srv_http_limits *lim,
+                   int *bound_port);
 void srv_http_stop(srv *s);
 
 #endif
