@@ -147,6 +147,18 @@ srv_reply srv_count_tokens(srv *s, json_t *body);
  * text is malloc'd, NULL when out of memory. */
 char *srv_metrics_text(srv *s, size_t *len);
 
+/* Answers one request as the HTTP layer would once its headers passed
+ * (Host, key, size) and its body arrived: the route of raw_url (slashes
+ * tidied; 404, 405 for the wrong method), a POST body (len bytes, need not
+ * end in NUL) parsed strictly as a JSON object (400; 415 when ctype says
+ * it is not JSON), then the handler; action is POST /slots/{id}'s
+ * ?action= (NULL: absent). GET /metrics is text and not answered here
+ * (404). A reply with a job streams: the caller reads it to its end
+ * (srv_job_read) and releases it (srv_job_cancel, srv_job_unref)
+ * (server_http.c; the request-body fuzz target drives it). */
+srv_reply srv_answer_request(srv *s, const char *method, const char *raw_url,
+                             const char *action, const char *ctype, const char *body, size_t len);
+
 /* The connection limits of the HTTP daemon (`serve --timeout`,
  * --max-connections, --max-connections-per-ip). */
 typedef struct srv_http_limits {

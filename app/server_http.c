@@ -436,14 +436,45 @@ static bool type_may_be_json(const char *ct)
     return n > 5 && !strncasecmp(ct + n - 5, "+json", 5);
 }
 
+/* The API whose error shape answers url (rt: its route, or NULL): an
+ * unknown path under /v1/messages still answers in Anthropic's shape. */
+static srv_api api_of(const route *rt, const char *url)
+{
+    return rt ? rt->api : !strncmp(url, "/v1/messages", 12) ? SRV_API_ANTHROPIC : SRV_API_OPENAI;
+}
+
+/* 404 for a path no route serves, 405 for a method its route does not
+ * take; status 0 when the request may go on. */
+static srv_reply route_refusal(const route *rt, srv_api api, const char *url, const char *method)
+{
+    if (!rt)
+        return srv_error(api, 404, "no endpoint %.200s: this server answers "
+                         "POST /v1/chat/completions, /v1/completions, "
+                         "/v1/messages (and count_tokens), /completion, "
+                         "/tokenize, /detokenize, /apply-template; GET "
+                         "/v1/models, /props, /health, /metrics, /slots "
+                         "(no responses, embeddings, images or audio)", url);
+    bool post = !strcmp(method, MHD_HTTP_METHOD_POST);
+    bool get = !strcmp(method, MHD_HTTP_METHOD_GET) || !strcmp(method, MHD_HTTP_METHOD_HEAD);
+    if ((rt->kind == R_POST && !post) || (rt->kind == R_GET && !get))
+        return srv_error(api, 405, "%.200s takes %s requests, not %.20s", url,
+                         rt->kind == R_POST ? "POST" : "GET (or HEAD)", method);
+    return (srv_reply){0, NULL, NULL};
+}
+
+/* A routed request's answer: GET handlers as they are, POST bodies parsed
+ * strictly as JSON objects first (slot_id and action: POST /slots/{id}). */
 static srv_reply dispatch(srv *s, const route *rt, const char *url, const char *ctype,
-                          const http_req *q)
+                          const char *text, size_t len, const char *slot_id, const char *action)
 {
     if (rt == &model_route) return srv_model_one(s, model_id_of(url));
-    if (rt->kind == R_GET) return rt->get(s);
+    if (rt->kind == R_GET)
+        return rt->get ? rt->get(s)
+                       : srv_error(rt->api, 404, "%.200s is answered as text by the HTTP layer",
+                                   url);
     json_t *body = NULL;
     sl_err err = {0};
-    if (sl_json_parse(q->body ? q->body : "", q->len, SL_JSON_MAX_DEPTH, &body, &err)) {
+    if (sl_json_parse(text ? text : "", len, SL_JSON_MAX_DEPTH, &body, &err)) {
         if (ctype && !type_may_be_json(ctype))
             return srv_error(rt->api, 415, "the request body must be JSON (Content-Type: "
                              "application/json), got Content-Type '%.80s'", ctype);
@@ -453,7 +484,7 @@ static srv_reply dispatch(srv *s, const route *rt, const char *url, const char *
         json_decref(body);
         return srv_error(rt->api, 400, "the request body must be a JSON object");
     }
-    srv_reply r = rt == &slot_action_route ? srv_slot_action(s, q->slot_id, q->action, body)
+    srv_reply r = rt == &slot_action_route ? srv_slot_action(s, slot_id, action, body)
                                            : rt->post(s, body);
     json_decref(body);
     return r;
@@ -475,6 +506,18 @@ static const char *tidy_path(const char *url, char *buf, size_t cap)
     return buf;
 }
 
+srv_reply srv_answer_request(srv *s, const char *method, const char *raw_url,
+                             const char *action, const char *ctype, const char *body, size_t len)
+{
+    char path[1024];
+    const char *url = tidy_path(raw_url, path, sizeof path);
+    const route *rt = find_route(url);
+    srv_reply refusal = route_refusal(rt, api_of(rt, url), url, method);
+    if (refusal.status) return refusal;
+    return dispatch(s, rt, url, ctype, body, len, rt == &slot_action_route ? url + 7 : NULL,
+                    action);
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *raw_url,
                                   const char *method, const char *version, const char *upload,
                                   size_t *upload_size, void **con_cls)
@@ -485,9 +528,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     char path[1024];
     const char *url = tidy_path(raw_url, path, sizeof path);
     const route *rt = find_route(url);
-    /* an unknown path under /v1/messages still answers in Anthropic's shape */
-    const srv_api api = rt ? rt->api
-                           : !strncmp(url, "/v1/messages", 12) ? SRV_API_ANTHROPIC : SRV_API_OPENAI;
+    const srv_api api = api_of(rt, url);
     if (!q) {
         q = calloc(1, sizeof *q);
         if (!q) return MHD_NO;
@@ -515,18 +556,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         if (!(rt && rt->get == srv_health) && !authorised(s, c))
             return send_reply(s, c, srv_error(api, 401, "a valid API key is needed: send "
                                            "'Authorization: Bearer KEY'"));
-        if (!rt)
-            return send_reply(s, c, srv_error(api, 404, "no endpoint %.200s: this server answers "
-                                           "POST /v1/chat/completions, /v1/completions, "
-                                           "/v1/messages (and count_tokens), /completion, "
-                                           "/tokenize, /detokenize, /apply-template; GET "
-                                           "/v1/models, /props, /health, /metrics, /slots "
-                                           "(no responses, embeddings, images or audio)", url));
-        bool post = !strcmp(method, MHD_HTTP_METHOD_POST);
-        bool get = !strcmp(method, MHD_HTTP_METHOD_GET) || !strcmp(method, MHD_HTTP_METHOD_HEAD);
-        if ((rt->kind == R_POST && !post) || (rt->kind == R_GET && !get))
-            return send_reply(s, c, srv_error(api, 405, "%.200s takes %s requests, not %.20s", url,
-                                           rt->kind == R_POST ? "POST" : "GET (or HEAD)", method));
+        srv_reply refusal = route_refusal(rt, api, url, method);
+        if (refusal.status) return send_reply(s, c, refusal);
         /* listening starts before the model is loaded: until it is, 503
          * (llama-server's answer, which clients wait out) */
         if (!__atomic_load_n(&s->ready, __ATOMIC_ACQUIRE))
@@ -584,7 +615,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     q->answered = true;
     if (!strcmp(url, "/metrics")) return send_metrics(s, c);
     const char *ctype = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Type");
-    srv_reply r = dispatch(s, rt, url, ctype, q); /* may wait for generation */
+    srv_reply r = dispatch(s, rt, url, ctype, q->body, q->len, q->slot_id, q->action);
+    /* dispatch may have waited for generation */
     touch(c);
     return send_reply(s, c, r);
 }

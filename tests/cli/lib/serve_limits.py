@@ -136,9 +136,42 @@ def dropped(socks, wait=0.5):
 
 
 def close_all(socks):
+    """Closes socks and waits (at most 60 s) for the server's threads of
+    them to end."""
     for s in socks:
         s.close()
-    time.sleep(0.3)
+    t0 = time.monotonic()
+    while (IDLE_THREADS[0] is not None and time.monotonic() - t0 < 60 and
+           proc_field("Threads") > IDLE_THREADS[0]):
+        time.sleep(0.05)
+
+
+def proc_field(name):
+    if not server_pid:
+        return None
+    with open("/proc/%s/status" % server_pid) as f:
+        for line in f:
+            if line.startswith(name + ":"):
+                return int(line.split()[1])
+    return None
+
+
+IDLE_THREADS = [None]  # the server's threads with no connection open
+
+
+def wait_taken_in(n):
+    """Waits (at most 60 s) until the server runs a thread for each of n
+    new connections: the listen queue is drained, so what follows measures
+    a server holding them, not one still accepting (a sanitizer build on a
+    busy machine takes seconds to start 1,000 threads)."""
+    base_threads = IDLE_THREADS[0]
+    if base_threads is None:
+        time.sleep(0.5)
+        return
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < 60 and proc_field("Threads") < base_threads + n:
+        time.sleep(0.05)
+    print("   %d connections taken in after %.1f s" % (n, time.monotonic() - t0))
 
 
 def rss_mib():
@@ -152,8 +185,10 @@ def rss_mib():
 
 
 def flood():
+    IDLE_THREADS[0] = proc_field("Threads")
     for n in (64, 200):
         socks = open_idle(n, ["127.0.0.1"])
+        wait_taken_in(n)
         gone = dropped(socks)
         check("%d idle connections from one address are held" % n, gone == 0, gone)
         serves("%d idle connections" % n)
@@ -161,6 +196,7 @@ def flood():
     # the per-address cap (256 by default) is not in the way: four addresses
     rss0 = rss_mib()
     socks = open_idle(1000, ["127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5"])
+    wait_taken_in(1000)
     gone = dropped(socks)
     check("1000 idle connections are held", gone == 0, gone)
     rss1 = rss_mib()
@@ -171,6 +207,7 @@ def flood():
 
     # slowloris: 200 requests whose headers come one byte a second
     socks = open_idle(200, ["127.0.0.1"])
+    wait_taken_in(200)
     stop = threading.Event()
     head = b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: " + b"a" * 64
 
@@ -199,6 +236,7 @@ def flood():
 
     # one address past its cap is refused; the others are still served
     socks = open_idle(266, ["127.0.0.6"])
+    wait_taken_in(256)
     gone = dropped(socks, 1.0)
     check("an address past the per-address cap of 256 is refused (10 of 266 closed)",
           gone == 10, gone)
