@@ -47,6 +47,8 @@ typedef struct srv {
     int n_predict;            /* default max tokens (-n); < 0: no limit */
     long created;             /* start time (Unix seconds) for "created" fields */
     struct MHD_Daemon *daemon;
+    struct srv_deadline *deadline; /* the request-head deadline (server_deadline.h);
+                                      NULL: none */
     unsigned long next_id;    /* for completion ids (atomic increments) */
     const char *cors_origin;  /* --cors: the Access-Control-Allow-Origin; NULL: off */
     uint64_t n_requests, n_4xx, n_5xx; /* answered, atomic adds */

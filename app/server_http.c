@@ -6,7 +6,9 @@
  * an idle timeout that counts only time the connection itself stalls: the
  * clock restarts whenever a reply or a streamed chunk is ready, so waiting
  * for generation never times out, while a client that sends nothing, or
- * stops reading its reply, is dropped. Each request: the framing checks
+ * stops reading its reply, is dropped; a request head must also arrive
+ * whole within the timeout (server_deadline.h: one byte a second is not
+ * activity enough). Each request: the framing checks
  * (conflicting Content-Length headers, Content-Length with chunked
  * transfer coding, or more than one Host: 400, the request-smuggling
  * ambiguities), the Host check (bound to loopback, a missing or malformed
@@ -37,6 +39,7 @@
 #include <unistd.h>
 
 #include "server.h"
+#include "server_deadline.h"
 #include "util/fd_limit.h"
 
 typedef struct http_req {
@@ -530,6 +533,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     const route *rt = find_route(url);
     const srv_api api = api_of(rt, url);
     if (!q) {
+        if (s->deadline) {
+            const union MHD_ConnectionInfo *ci =
+                MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+            srv_deadline_head_done(s->deadline, ci ? ci->socket_context : NULL);
+        }
         q = calloc(1, sizeof *q);
         if (!q) return MHD_NO;
         *con_cls = q;
@@ -624,9 +632,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
                          enum MHD_RequestTerminationCode toe)
 {
-    (void)cls;
-    (void)c;
     (void)toe;
+    srv *s = cls;
+    if (s->deadline) {
+        const union MHD_ConnectionInfo *ci =
+            MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+        srv_deadline_rearm(s->deadline, ci ? ci->socket_context : NULL);
+    }
     http_req *q = *con_cls;
     if (!q) return;
     free(q->body);
@@ -634,6 +646,21 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
     free(q->action);
     free(q);
     *con_cls = NULL;
+}
+
+/* A connection opens or closes: the head deadline's table follows. */
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+                          enum MHD_ConnectionNotificationCode toe)
+{
+    srv *s = cls;
+    if (!s->deadline) return;
+    if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+        const union MHD_ConnectionInfo *ci =
+            MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+        if (ci) srv_deadline_opened(s->deadline, ci->connect_fd, socket_context);
+    } else {
+        srv_deadline_closed(s->deadline, socket_context);
+    }
 }
 
 static bool addr_is_loopback(const struct sockaddr *a)
@@ -677,15 +704,20 @@ int srv_http_start(srv *s, const char *host, int port, const srv_http_limits *li
     unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
                      MHD_USE_POLL;
     if (res->ai_family == AF_INET6) flags |= MHD_USE_IPv6;
+    s->deadline = lim->timeout_s ? srv_deadline_start(lim->timeout_s) : NULL;
     s->daemon = MHD_start_daemon(flags, (uint16_t)port, NULL, NULL, on_request, s,
                                  MHD_OPTION_SOCK_ADDR, res->ai_addr,
                                  MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
+                                 MHD_OPTION_NOTIFY_CONNECTION, on_connection, s,
                                  MHD_OPTION_CONNECTION_LIMIT, max_conns,
                                  MHD_OPTION_PER_IP_CONNECTION_LIMIT, lim->max_conns_per_ip,
                                  MHD_OPTION_CONNECTION_TIMEOUT, lim->timeout_s,
                                  MHD_OPTION_END);
     freeaddrinfo(res);
     if (!s->daemon) {
+        srv_deadline_halt(s->deadline);
+        srv_deadline_free(s->deadline);
+        s->deadline = NULL;
         fprintf(stderr, "sluice serve: cannot listen on %s port %d (in use, or not an address "
                 "of this machine?)\n", host, port);
         return 1;
@@ -697,6 +729,9 @@ int srv_http_start(srv *s, const char *host, int port, const srv_http_limits *li
 
 void srv_http_stop(srv *s)
 {
-    if (s->daemon) MHD_stop_daemon(s->daemon);
+    srv_deadline_halt(s->deadline);
+    if (s->daemon) MHD_stop_daemon(s->daemon); /* closes the rest: their entries go */
     s->daemon = NULL;
+    srv_deadline_free(s->deadline);
+    s->deadline = NULL;
 }

@@ -3,9 +3,9 @@
 # limits, 64, 200 and 1,000 idle connections and a slowloris of 200 leave
 # /health and a chat answering within a second, and one client address past
 # its cap is refused while others are served; with --timeout 1 idle and
-# stalled connections are closed while replies that wait longer than that
-# for generation arrive whole; a chunked body past --max-body gets 413 as
-# soon as it passes it; conflicting lengths, a malformed or missing Host and
+# stalled connections and a head sent a byte at a time are closed while
+# replies that wait longer than that for generation arrive whole; a chunked
+# body past --max-body gets 413 as soon as it passes it; conflicting lengths, a malformed or missing Host and
 # a garbage request line are refused (tests/cli/lib/serve_limits.py).
 set -u
 . "$(dirname "$0")/lib/common.sh"

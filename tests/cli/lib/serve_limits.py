@@ -263,6 +263,27 @@ def timeout():
         check("--timeout 1: %s is closed after about a second" % name,
               closed and 0.8 <= secs <= 4.0, (closed, round(secs, 2)))
 
+    # a head sent one byte every 0.3 s is activity enough for the idle
+    # timer, not for the head deadline (the same second)
+    s = connect(timeout=8.0)
+    head = b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: " + b"a" * 64
+    t0 = time.monotonic()
+    closed = False
+    for i in range(len(head)):
+        try:
+            s.send(head[i:i + 1])
+            r, _, _ = select.select([s], [], [], 0.3)
+            if r and s.recv(100) == b"":
+                closed = True
+                break
+        except OSError:
+            closed = True
+            break
+    secs = time.monotonic() - t0
+    s.close()
+    check("--timeout 1: a head sent a byte every 0.3 s is cut after about a second",
+          closed and 0.8 <= secs <= 3.0, (closed, round(secs, 2)))
+
     # how fast this machine generates, to size a job that outlasts the timeout
     t0 = time.monotonic()
     st, _, _ = post("/v1/completions", {"prompt": "hi", "max_tokens": 400, "temperature": 0, "ignore_eos": True},
