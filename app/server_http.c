@@ -29,14 +29,13 @@
 #include <microhttpd.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <poll.h>
 #include <sys/socket.h>
-#include <unistd.h>
 
 #include "server.h"
 #include "server_deadline.h"
