@@ -8,6 +8,8 @@
 #   make fuzz       libFuzzer on the GGUF parser for FUZZ_SECONDS (default 60)
 #   make fuzz-model libFuzzer on generated valid models, run resident and streamed
 #   make fuzz-session libFuzzer on loading session files (prompt caches, slot saves)
+#   make fuzz-http  libFuzzer on the server's request bodies, then mutated raw
+#                   requests at a running server (loopback)
 #   make tsan       ThreadSanitizer build of the threaded tests
 #   make ARCH=aarch64  cross-build build/aarch64/sluice and the aarch64 unit tests
 #   make test-aarch64  run the aarch64 subset under qemu-aarch64 (two cpu models)
@@ -176,6 +178,9 @@ FUZZ_SRC := $(sort $(wildcard src/gguf/*.c src/quant/*.c src/util/*.c))
 FUZZ_OBJ := $(FUZZ_SRC:%.c=$(FUZZ)/%.o) $(FUZZ)/tests/fuzz/fuzz_gguf.o
 FUZZ_MODEL_OBJ := $(LIB_SRC:%.c=$(FUZZ)/%.o) $(FUZZ)/tests/fuzz/fuzz_model.o
 FUZZ_SESSION_OBJ := $(LIB_SRC:%.c=$(FUZZ)/%.o) $(FUZZ)/tests/fuzz/fuzz_session.o
+# fuzz_http links the server's sources too (not main.c: libFuzzer has main)
+FUZZ_HTTP_OBJ := $(LIB_SRC:%.c=$(FUZZ)/%.o) \
+  $(filter-out $(FUZZ)/app/main.o,$(APP_SRC:%.c=$(FUZZ)/%.o)) $(FUZZ)/tests/fuzz/fuzz_http.o
 FUZZ_CFLAGS := $(CSTD) $(CDEFS) $(INC) -g -O1 -fno-omit-frame-pointer \
   -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all \
   -fsanitize-coverage-ignorelist=tests/fuzz/coverage_ignore.txt
@@ -185,13 +190,16 @@ FUZZ_MODEL_FLAGS ?= -max_len=256 -timeout=60 -rss_limit_mb=2048 \
   -artifact_prefix=$(FUZZ)/model-
 FUZZ_SESSION_FLAGS ?= -max_len=4096 -timeout=20 -rss_limit_mb=2048 \
   -artifact_prefix=$(FUZZ)/session-
+FUZZ_HTTP_FLAGS ?= -max_len=8192 -timeout=30 -rss_limit_mb=2048 \
+  -dict=tests/fuzz/http.dict -artifact_prefix=$(FUZZ)/http-
 
 $(eval $(call obj_rules,$(FUZZ),FUZZ_CC,FUZZ_CFLAGS,))
 
 $(FUZZ)/fuzz_gguf: $(FUZZ_OBJ)
 $(FUZZ)/fuzz_model: $(FUZZ_MODEL_OBJ)
 $(FUZZ)/fuzz_session: $(FUZZ_SESSION_OBJ)
-$(FUZZ)/fuzz_gguf $(FUZZ)/fuzz_model $(FUZZ)/fuzz_session:
+$(FUZZ)/fuzz_http: $(FUZZ_HTTP_OBJ)
+$(FUZZ)/fuzz_gguf $(FUZZ)/fuzz_model $(FUZZ)/fuzz_session $(FUZZ)/fuzz_http:
 	$(FUZZ_CC) -g -fsanitize=fuzzer,address,undefined -o $@ $^ $(LIBS)
 
 fuzz: deps $(FUZZ)/fuzz_gguf
@@ -208,6 +216,15 @@ fuzz-session: deps $(FUZZ)/fuzz_session
 	@mkdir -p $(FUZZ)/corpus_session
 	$(FUZZ)/fuzz_session -max_total_time=$(FUZZ_SECONDS) $(FUZZ_SESSION_FLAGS) \
 	  $(FUZZ)/corpus_session
+
+# half the time on request bodies (libFuzzer), half on raw requests to a
+# running sanitizer-built server (tests/cli/lib/fuzz_http_raw.py)
+fuzz-http: deps $(FUZZ)/fuzz_http $(SAN)/sluice
+	@mkdir -p $(FUZZ)/corpus_http
+	$(FUZZ)/fuzz_http -max_total_time=$$(( $(FUZZ_SECONDS) / 2 )) $(FUZZ_HTTP_FLAGS) \
+	  $(FUZZ)/corpus_http tests/fuzz/corpus_http
+	FUZZ_HTTP_SECONDS=$$(( $(FUZZ_SECONDS) / 2 )) SLUICE=$(abspath $(SAN)/sluice) \
+	  ./tests/cli/fuzz_http_brief.sh --raw-only
 
 # ---- thread sanitizer ----------------------------------------------------------
 # The threaded tests (pool, I/O lanes, streamer) again under ThreadSanitizer;
@@ -244,7 +261,8 @@ bench: $(BENCH_BIN)
 clean:
 	rm -rf build
 
-.PHONY: all check check-fast deps test demo fuzz fuzz-model fuzz-session tsan clean bench aarch64 test-aarch64
+.PHONY: all check check-fast deps test demo fuzz fuzz-model fuzz-session fuzz-http tsan clean bench \
+  aarch64 test-aarch64
 .SECONDARY:
 
 -include $(shell find build -name '*.d' 2>/dev/null)

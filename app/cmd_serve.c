@@ -50,6 +50,15 @@ static void usage(FILE *f)
             "  -a, --alias NAME        the model's name in /v1/models and replies (default:\n"
             "                          the file name)\n"
             "      --max-body BYTES    largest request body (default 8 MiB); more gets 413\n"
+            "      --timeout N         close a connection that sends nothing, or does not read\n"
+            "                          its reply, for N seconds, or whose request headers take\n"
+            "                          longer than that (default 30; 0: never); time spent\n"
+            "                          waiting for generation does not count\n"
+            "      --max-connections N  open connections at once, each a thread (default\n"
+            "                          1024); more wait in the listen queue\n"
+            "      --max-connections-per-ip N  open connections from one client address\n"
+            "                          (default 256; 0: no cap); behind a reverse proxy every\n"
+            "                          client has the proxy's address: set it to 0 there\n"
             "      --cors ORIGIN       let pages of ORIGIN (e.g. http://localhost:3000) call the\n"
             "                          server from a browser (default: no CORS headers)\n"
             "      --chat-template N   chat format instead of the detected one\n"
@@ -82,6 +91,7 @@ int cmd_serve(int argc, char **argv)
     const char *pcache_dir = NULL, *slot_dir = NULL;
     long port = 8080, np = 1, max_queue = 16, max_body = 8L << 20, step = -1;
     long cache_ram = -1; /* --cache-ram MiB; -1: planned with the memory budget */
+    long timeout_s = 30, max_conns = 1024, max_conns_ip = 256;
     bool no_think = false;
     const char *reasoning = NULL; /* --reasoning: harmony's default effort */
     for (int i = 1; i < argc; i++) {
@@ -109,6 +119,17 @@ int cmd_serve(int argc, char **argv)
         } else if (!strcmp(a, "--max-body")) {
             if (!(v = arg_value(CMD, argc, argv, &i)) ||
                 !arg_int(CMD, a, v, 1024, 1L << 30, &max_body))
+                return 2;
+        } else if (!strcmp(a, "--timeout")) {
+            if (!(v = arg_value(CMD, argc, argv, &i)) || !arg_int(CMD, a, v, 0, 86400, &timeout_s))
+                return 2;
+        } else if (!strcmp(a, "--max-connections")) {
+            if (!(v = arg_value(CMD, argc, argv, &i)) ||
+                !arg_int(CMD, a, v, 4, 1L << 16, &max_conns))
+                return 2;
+        } else if (!strcmp(a, "--max-connections-per-ip")) {
+            if (!(v = arg_value(CMD, argc, argv, &i)) ||
+                !arg_int(CMD, a, v, 0, 1L << 16, &max_conns_ip))
                 return 2;
         } else if (!strcmp(a, "--api-key")) {
             if (!(api_key = arg_value(CMD, argc, argv, &i))) return 2;
@@ -182,7 +203,8 @@ int cmd_serve(int argc, char **argv)
     /* listen first: while the model loads every request gets a 503 (as
      * llama-server answers), not a refused connection */
     int bound = 0;
-    if (srv_http_start(&s, host, (int)port, &bound)) goto done;
+    const srv_http_limits lim = {(unsigned)max_conns, (unsigned)max_conns_ip, (unsigned)timeout_s};
+    if (srv_http_start(&s, host, (int)port, &lim, &bound)) goto done;
     const bool v6 = strchr(host, ':') != NULL;
     fprintf(stderr, "sluice serve: loading %s; http://%s%s%s:%d answers 503 until it is ready\n",
             o.model, v6 ? "[" : "", host, v6 ? "]" : "", bound);

@@ -369,7 +369,15 @@ sl_model *model_flags_load(const model_flags *f, const char *cmd, const char *pa
     const int lrc = sl_model_load(&m, path, &params, &err);
     if (line.drawn) fputc('\n', stderr);
     if (lrc) {
-        fprintf(stderr, "sluice %s: cannot load '%s': %s\n", cmd, path, err.msg);
+        /* the loader's messages often name the file already ("M: bad magic",
+         * "cannot open 'M'"): say it once */
+        size_t pl = strlen(path);
+        if (!strncmp(err.msg, path, pl) && !strncmp(err.msg + pl, ": ", 2))
+            fprintf(stderr, "sluice %s: cannot load '%s': %s\n", cmd, path, err.msg + pl + 2);
+        else if (strstr(err.msg, path))
+            fprintf(stderr, "sluice %s: cannot load the model: %s\n", cmd, err.msg);
+        else
+            fprintf(stderr, "sluice %s: cannot load '%s': %s\n", cmd, path, err.msg);
         return NULL;
     }
     if (!check_parts(f, cmd, m)) {

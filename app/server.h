@@ -47,6 +47,8 @@ typedef struct srv {
     int n_predict;            /* default max tokens (-n); < 0: no limit */
     long created;             /* start time (Unix seconds) for "created" fields */
     struct MHD_Daemon *daemon;
+    struct srv_deadline *deadline; /* the request-head deadline (server_deadline.h);
+                                      NULL: none */
     unsigned long next_id;    /* for completion ids (atomic increments) */
     const char *cors_origin;  /* --cors: the Access-Control-Allow-Origin; NULL: off */
     uint64_t n_requests, n_4xx, n_5xx; /* answered, atomic adds */
@@ -148,10 +150,33 @@ srv_reply srv_count_tokens(srv *s, json_t *body);
  * text is malloc'd, NULL when out of memory. */
 char *srv_metrics_text(srv *s, size_t *len);
 
+/* Answers one request as the HTTP layer would once its headers passed
+ * (Host, key, size) and its body arrived: the route of raw_url (slashes
+ * tidied; 404, 405 for the wrong method), a POST body (len bytes, need not
+ * end in NUL) parsed strictly as a JSON object (400; 415 when ctype says
+ * it is not JSON), then the handler; action is POST /slots/{id}'s
+ * ?action= (NULL: absent). GET /metrics is text and not answered here
+ * (404). A reply with a job streams: the caller reads it to its end
+ * (srv_job_read) and releases it (srv_job_cancel, srv_job_unref)
+ * (server_http.c; the request-body fuzz target drives it). */
+srv_reply srv_answer_request(srv *s, const char *method, const char *raw_url,
+                             const char *action, const char *ctype, const char *body, size_t len);
+
+/* The connection limits of the HTTP daemon (`serve --timeout`,
+ * --max-connections, --max-connections-per-ip). */
+typedef struct srv_http_limits {
+    unsigned max_conns;        /* open connections in all (each one a thread) */
+    unsigned max_conns_per_ip; /* from one client address; 0: no cap */
+    unsigned timeout_s;        /* a connection idle this long (no byte read or
+                                  written while not waiting for its reply) is
+                                  closed; 0: never */
+} srv_http_limits;
+
 /* Starts the HTTP daemon on host:port (port 0: any free port, *bound_port
- * says which) with s answering. Prints why and returns non-zero on
- * failure. */
-int srv_http_start(srv *s, const char *host, int port, int *bound_port);
+ * says which) with s answering, held to lim. Prints why and returns
+ * non-zero on failure. */
+int srv_http_start(srv *s, const char *host, int port, const srv_http_limits *lim,
+                   int *bound_port);
 void srv_http_stop(srv *s);
 
 #endif

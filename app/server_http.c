@@ -1,11 +1,22 @@
 /* server_http.c - `sluice serve`'s HTTP side on libmicrohttpd (server.h).
  *
- * One thread per connection (libmicrohttpd's), so a handler may wait for
- * its job. Each request: the Host check (bound to loopback, a Host that
- * is not a loopback name is refused: DNS rebinding), the API key, the
- * body gathered up to the limit (413 past it: told by Content-Length
- * before anything is read, or once the body grows past it), JSON parsed
- * strictly (util/json.h), then the route's handler. A streamed reply is a
+ * One thread per connection (libmicrohttpd's, polled with poll(), so
+ * descriptors above 1023 work), so a handler may wait for its job. The
+ * limits (srv_http_limits): connections in all and per client address, and
+ * an idle timeout that counts only time the connection itself stalls: the
+ * clock restarts whenever a reply or a streamed chunk is ready, so waiting
+ * for generation never times out, while a client that sends nothing, or
+ * stops reading its reply, is dropped; a request head must also arrive
+ * whole within the timeout (server_deadline.h: one byte a second is not
+ * activity enough). Each request: the framing checks
+ * (conflicting Content-Length headers, Content-Length with chunked
+ * transfer coding, or more than one Host: 400, the request-smuggling
+ * ambiguities), the Host check (bound to loopback, a missing or malformed
+ * Host is a 400, a Host that is not a loopback name a 403: DNS
+ * rebinding), the API key, the body gathered up to the limit (413 past
+ * it: told by Content-Length before anything is read, or as soon as a
+ * chunked body's running sum passes it), JSON parsed strictly
+ * (util/json.h), then the route's handler. A streamed reply is a
  * reader over its job's output: when the client goes away libmicrohttpd
  * frees the reader, which cancels the job at its next token. With --cors
  * ORIGIN every response allows that origin and OPTIONS preflights are
@@ -14,9 +25,11 @@
  * loaded (srv.ready) every request is a 503. A body that is not JSON is a
  * 400, or a 415 when its Content-Type says it was never meant to be. */
 #include <arpa/inet.h>
+#include <errno.h>
 #include <microhttpd.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,12 +38,16 @@
 #include <sys/socket.h>
 
 #include "server.h"
+#include "server_deadline.h"
+#include "util/fd_limit.h"
 
 typedef struct http_req {
     char *body;
     size_t len, cap;
-    bool too_large;
     bool answered;    /* an error was queued before the body: ignore the rest */
+    bool cut_off;     /* a 413 was written mid-body and the sending side shut:
+                         drain a little, then close (no reply may follow) */
+    size_t drained;   /* body bytes thrown away since the 413 */
     char *slot_id;    /* POST /slots/{id}: the id text and ?action= (owned) */
     char *action;
 } http_req;
@@ -98,31 +115,60 @@ static enum MHD_Result send_json(srv *s, struct MHD_Connection *c, int status, j
     return queue(s, c, (unsigned)status, r);
 }
 
+/* Restarts c's idle clock: libmicrohttpd counts from the last byte read
+ * or written, and checks right after a handler or a stream reader returns,
+ * so without this a reply that took longer than the timeout to generate
+ * would be dropped before it is sent. Setting the timeout to 0 and back is
+ * the library's one way to reset the clock (the connection's own thread
+ * calls this, as every callback runs on it). */
+static void touch(struct MHD_Connection *c)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_TIMEOUT);
+    unsigned t = ci ? ci->connection_timeout : 0;
+    if (!t) return;
+    MHD_set_connection_option(c, MHD_CONNECTION_OPTION_TIMEOUT, 0u);
+    MHD_set_connection_option(c, MHD_CONNECTION_OPTION_TIMEOUT, t);
+}
+
+/* A streamed reply: its job and the connection it goes out on. */
+typedef struct sse_stream {
+    srv_job *job;
+    struct MHD_Connection *c;
+} sse_stream;
+
 static ssize_t sse_read(void *cls, uint64_t pos, char *buf, size_t max)
 {
     (void)pos;
-    srv_job *j = cls;
-    size_t n = srv_job_read(j, buf, max);
+    sse_stream *st = cls;
+    size_t n = srv_job_read(st->job, buf, max); /* waits for the next tokens */
+    touch(st->c);
     return n ? (ssize_t)n : (ssize_t)MHD_CONTENT_READER_END_OF_STREAM;
 }
 
 static void sse_free(void *cls)
 {
-    srv_job *j = cls;
-    srv_job_cancel(j); /* the client is gone, or the stream ended: nothing more to do */
-    srv_job_unref(j);
+    sse_stream *st = cls;
+    srv_job_cancel(st->job); /* the client is gone, or the stream ended: nothing more to do */
+    srv_job_unref(st->job);
+    free(st);
 }
 
 static enum MHD_Result send_reply(srv *s, struct MHD_Connection *c, srv_reply r)
 {
     if (!r.job) return send_json(s, c, r.status, r.body);
-    struct MHD_Response *resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096,
-                                                                  sse_read, r.job, sse_free);
+    sse_stream *st = malloc(sizeof *st);
+    struct MHD_Response *resp =
+        st ? MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, sse_read, st, sse_free)
+           : NULL;
     if (!resp) {
+        free(st);
         srv_job_cancel(r.job);
         srv_job_unref(r.job);
         return MHD_NO;
     }
+    st->job = r.job;
+    st->c = c;
     MHD_add_response_header(resp, "Content-Type", "text/event-stream");
     MHD_add_response_header(resp, "Cache-Control", "no-cache");
     return queue(s, c, 200, resp);
@@ -136,6 +182,61 @@ static enum MHD_Result send_metrics(srv *s, struct MHD_Connection *c)
     struct MHD_Response *r = MHD_create_response_from_buffer(len, t, MHD_RESPMEM_MUST_FREE);
     MHD_add_response_header(r, "Content-Type", "text/plain; version=0.0.4");
     return queue(s, c, 200, r);
+}
+
+/* Writes all of buf to the socket fd (non-blocking: waits up to a second
+ * at a time for room). False when the client is gone or stalls. */
+static bool write_all(int fd, const char *buf, size_t len)
+{
+    while (len) {
+        ssize_t w = send(fd, buf, len, MSG_NOSIGNAL);
+        if (w > 0) {
+            buf += w;
+            len -= (size_t)w;
+            continue;
+        }
+        if (w < 0 && errno == EINTR) continue;
+        if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            struct pollfd p = {.fd = fd, .events = POLLOUT};
+            if (poll(&p, 1, 1000) == 1) continue;
+        }
+        return false;
+    }
+    return true;
+}
+
+/* Answers 413 in the middle of a request body (a chunked body past the
+ * limit) and shuts the sending side. libmicrohttpd queues a reply only
+ * before the body or after all of it, so this one is written to the socket
+ * directly; the caller must queue no other and close the connection once
+ * the rest of the body has been read or drained. False when it could not
+ * be written. */
+static bool send_413_now(srv *s, struct MHD_Connection *c, srv_api api)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+    if (!ci) return false;
+    srv_reply r = srv_error(api, 413, "the request body is larger than the limit of %zu bytes",
+                            s->max_body);
+    char *text = r.body ? sl_json_dump_text(r.body, false) : NULL;
+    json_decref(r.body);
+    if (!text) return false;
+    char head[512];
+    int hn = snprintf(head, sizeof head,
+                      "HTTP/1.1 413 Content Too Large\r\nConnection: close\r\n"
+                      "Content-Type: application/json\r\nContent-Length: %zu\r\n%s%.200s%s\r\n",
+                      strlen(text), s->cors_origin ? "Access-Control-Allow-Origin: " : "",
+                      s->cors_origin ? s->cors_origin : "",
+                      s->cors_origin ? "\r\nVary: Origin\r\n" : "");
+    bool sent = hn > 0 && (size_t)hn < sizeof head &&
+                write_all(ci->connect_fd, head, (size_t)hn) &&
+                write_all(ci->connect_fd, text, strlen(text));
+    free(text);
+    if (!sent) return false;
+    shutdown(ci->connect_fd, SHUT_WR);
+    __atomic_add_fetch(&s->n_requests, 1, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&s->n_4xx, 1, __ATOMIC_RELAXED);
+    return true;
 }
 
 /* A CORS preflight: which methods and headers a page of the allowed
@@ -159,25 +260,97 @@ static enum MHD_Result send_preflight(srv *s, struct MHD_Connection *c)
     return queue(s, c, 204, r);
 }
 
-/* Whether a Host header names this machine's loopback: localhost,
- * 127.x.y.z or [::1], with or without a port. */
-static bool host_is_loopback(const char *h)
+/* What a Host header names (RFC 9110 7.2: uri-host [":" port]). */
+typedef enum host_kind { HOST_MALFORMED, HOST_LOOPBACK, HOST_OTHER } host_kind;
+
+/* Whether p[0..n) is a port: up to five digits (empty is allowed, as in
+ * "host:"). */
+static bool is_port(const char *p, size_t n)
+{
+    if (n > 5) return false;
+    for (size_t i = 0; i < n; i++)
+        if (p[i] < '0' || p[i] > '9') return false;
+    return true;
+}
+
+/* Classifies a Host header: localhost, 127.x.y.z or [::1] (with or
+ * without a port) is loopback; any other name or address made of the
+ * characters a host name or IPv4 address may hold, or a bracketed IPv6
+ * address, is another host; anything else (userinfo such as
+ * "127.0.0.1:80@evil.com", paths, spaces, a port that is not digits) is
+ * malformed. */
+static host_kind classify_host(const char *h)
 {
     char name[256];
     size_t n = strlen(h);
-    if (n == 0 || n >= sizeof name) return false;
+    if (n == 0 || n >= sizeof name) return HOST_MALFORMED;
     memcpy(name, h, n + 1);
     if (name[0] == '[') {
         char *e = strchr(name, ']');
-        if (!e || (e[1] && e[1] != ':')) return false;
+        if (!e || (e[1] && (e[1] != ':' || !is_port(e + 2, strlen(e + 2))))) return HOST_MALFORMED;
         *e = '\0';
-        return !strcmp(name + 1, "::1");
+        struct in6_addr a6;
+        if (inet_pton(AF_INET6, name + 1, &a6) != 1) return HOST_MALFORMED;
+        return IN6_IS_ADDR_LOOPBACK(&a6) ? HOST_LOOPBACK : HOST_OTHER;
     }
     char *colon = strchr(name, ':');
-    if (colon) *colon = '\0';
-    if (!strcasecmp(name, "localhost") || !strcasecmp(name, "localhost.")) return true;
+    if (colon) {
+        if (!is_port(colon + 1, strlen(colon + 1))) return HOST_MALFORMED;
+        *colon = '\0';
+    }
+    if (!name[0]) return HOST_MALFORMED;
+    for (const char *p = name; *p; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+              *p == '-' || *p == '.' || *p == '_'))
+            return HOST_MALFORMED;
+    if (!strcasecmp(name, "localhost") || !strcasecmp(name, "localhost.")) return HOST_LOOPBACK;
     struct in_addr a;
-    return inet_pton(AF_INET, name, &a) == 1 && (ntohl(a.s_addr) >> 24) == 127;
+    if (inet_pton(AF_INET, name, &a) == 1)
+        return (ntohl(a.s_addr) >> 24) == 127 ? HOST_LOOPBACK : HOST_OTHER;
+    return HOST_OTHER;
+}
+
+/* The request headers that decide how a request is framed and whom it is
+ * for, counted (names compare without case). */
+typedef struct header_tally {
+    unsigned n_length, n_host, n_te;
+    const char *length;       /* the first Content-Length */
+    bool lengths_differ;      /* a later Content-Length says something else */
+} header_tally;
+
+static enum MHD_Result tally_header(void *cls, enum MHD_ValueKind kind, const char *key,
+                                    const char *value)
+{
+    (void)kind;
+    header_tally *t = cls;
+    if (!key) return MHD_YES;
+    if (!strcasecmp(key, "Content-Length")) {
+        if (t->n_length++ == 0)
+            t->length = value ? value : "";
+        else if (strcmp(value ? value : "", t->length))
+            t->lengths_differ = true;
+    } else if (!strcasecmp(key, "Host")) {
+        t->n_host++;
+    } else if (!strcasecmp(key, "Transfer-Encoding")) {
+        t->n_te++;
+    }
+    return MHD_YES;
+}
+
+/* Why a request's framing is ambiguous (RFC 9112 6.3 and 3.2: a proxy in
+ * front may read it another way than this server), or NULL when it is
+ * not. */
+static const char *framing_problem(struct MHD_Connection *c)
+{
+    header_tally t = {0};
+    MHD_get_connection_values(c, MHD_HEADER_KIND, tally_header, &t);
+    if (t.lengths_differ) return "the request has Content-Length headers that differ";
+    if (t.n_length && t.n_te)
+        return "the request has both Content-Length and Transfer-Encoding";
+    if (t.n_length && (!t.length[0] || strspn(t.length, "0123456789") != strlen(t.length)))
+        return "the request's Content-Length is not a number";
+    if (t.n_host > 1) return "the request has more than one Host header";
+    return NULL;
 }
 
 /* Constant-time comparison of a presented key with the configured one. */
@@ -265,17 +438,45 @@ static bool type_may_be_json(const char *ct)
     return n > 5 && !strncasecmp(ct + n - 5, "+json", 5);
 }
 
+/* The API whose error shape answers url (rt: its route, or NULL): an
+ * unknown path under /v1/messages still answers in Anthropic's shape. */
+static srv_api api_of(const route *rt, const char *url)
+{
+    return rt ? rt->api : !strncmp(url, "/v1/messages", 12) ? SRV_API_ANTHROPIC : SRV_API_OPENAI;
+}
+
+/* 404 for a path no route serves, 405 for a method its route does not
+ * take; status 0 when the request may go on. */
+static srv_reply route_refusal(const route *rt, srv_api api, const char *url, const char *method)
+{
+    if (!rt)
+        return srv_error(api, 404, "no endpoint %.200s: this server answers "
+                         "POST /v1/chat/completions, /v1/completions, "
+                         "/v1/messages (and count_tokens), /completion, "
+                         "/tokenize, /detokenize, /apply-template; GET "
+                         "/v1/models, /props, /health, /metrics, /slots "
+                         "(no responses, embeddings, images or audio)", url);
+    bool post = !strcmp(method, MHD_HTTP_METHOD_POST);
+    bool get = !strcmp(method, MHD_HTTP_METHOD_GET) || !strcmp(method, MHD_HTTP_METHOD_HEAD);
+    if ((rt->kind == R_POST && !post) || (rt->kind == R_GET && !get))
+        return srv_error(api, 405, "%.200s takes %s requests, not %.20s", url,
+                         rt->kind == R_POST ? "POST" : "GET (or HEAD)", method);
+    return (srv_reply){0, NULL, NULL};
+}
+
+/* A routed request's answer: GET handlers as they are, POST bodies parsed
+ * strictly as JSON objects first (slot_id and action: POST /slots/{id}). */
 static srv_reply dispatch(srv *s, const route *rt, const char *url, const char *ctype,
-                          const http_req *q)
+                          const char *text, size_t len, const char *slot_id, const char *action)
 {
     if (rt == &model_route) return srv_model_one(s, model_id_of(url));
-    if (rt->kind == R_GET) return rt->get(s);
-    if (q->too_large)
-        return srv_error(rt->api, 413, "the request body is larger than the limit of %zu bytes",
-                         s->max_body);
+    if (rt->kind == R_GET)
+        return rt->get ? rt->get(s)
+                       : srv_error(rt->api, 404, "%.200s is answered as text by the HTTP layer",
+                                   url);
     json_t *body = NULL;
     sl_err err = {0};
-    if (sl_json_parse(q->body ? q->body : "", q->len, SL_JSON_MAX_DEPTH, &body, &err)) {
+    if (sl_json_parse(text ? text : "", len, SL_JSON_MAX_DEPTH, &body, &err)) {
         if (ctype && !type_may_be_json(ctype))
             return srv_error(rt->api, 415, "the request body must be JSON (Content-Type: "
                              "application/json), got Content-Type '%.80s'", ctype);
@@ -285,7 +486,7 @@ static srv_reply dispatch(srv *s, const route *rt, const char *url, const char *
         json_decref(body);
         return srv_error(rt->api, 400, "the request body must be a JSON object");
     }
-    srv_reply r = rt == &slot_action_route ? srv_slot_action(s, q->slot_id, q->action, body)
+    srv_reply r = rt == &slot_action_route ? srv_slot_action(s, slot_id, action, body)
                                            : rt->post(s, body);
     json_decref(body);
     return r;
@@ -307,6 +508,18 @@ static const char *tidy_path(const char *url, char *buf, size_t cap)
     return buf;
 }
 
+srv_reply srv_answer_request(srv *s, const char *method, const char *raw_url,
+                             const char *action, const char *ctype, const char *body, size_t len)
+{
+    char path[1024];
+    const char *url = tidy_path(raw_url, path, sizeof path);
+    const route *rt = find_route(url);
+    srv_reply refusal = route_refusal(rt, api_of(rt, url), url, method);
+    if (refusal.status) return refusal;
+    return dispatch(s, rt, url, ctype, body, len, rt == &slot_action_route ? url + 7 : NULL,
+                    action);
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *raw_url,
                                   const char *method, const char *version, const char *upload,
                                   size_t *upload_size, void **con_cls)
@@ -317,35 +530,41 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     char path[1024];
     const char *url = tidy_path(raw_url, path, sizeof path);
     const route *rt = find_route(url);
-    /* an unknown path under /v1/messages still answers in Anthropic's shape */
-    const srv_api api = rt ? rt->api
-                           : !strncmp(url, "/v1/messages", 12) ? SRV_API_ANTHROPIC : SRV_API_OPENAI;
+    const srv_api api = api_of(rt, url);
     if (!q) {
+        if (s->deadline) {
+            const union MHD_ConnectionInfo *ci =
+                MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+            srv_deadline_head_done(s->deadline, ci ? ci->socket_context : NULL);
+        }
         q = calloc(1, sizeof *q);
         if (!q) return MHD_NO;
         *con_cls = q;
         q->answered = true; /* until the checks pass */
+        const char *bad_framing = framing_problem(c);
+        if (bad_framing) return send_reply(s, c, srv_error(api, 400, "%s", bad_framing));
         const char *host = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Host");
-        if (s->loopback && host && !host_is_loopback(host))
-            return send_reply(s, c, srv_error(api, 403, "this server listens on loopback only; "
-                                           "requests for the host '%.100s' are refused", host));
+        if (s->loopback) {
+            host_kind hk = host ? classify_host(host) : HOST_MALFORMED;
+            if (!host)
+                return send_reply(s, c, srv_error(api, 400, "a Host header is needed (this "
+                                               "server listens on loopback only)"));
+            if (hk == HOST_MALFORMED)
+                return send_reply(s, c, srv_error(api, 400, "the Host header '%.100s' is not "
+                                               "a host name or address with an optional port",
+                                               host));
+            if (hk != HOST_LOOPBACK)
+                return send_reply(s, c, srv_error(api, 403, "this server listens on loopback "
+                                               "only; requests for the host '%.100s' are "
+                                               "refused", host));
+        }
         if (!strcmp(method, "OPTIONS") && s->cors_origin && rt) return send_preflight(s, c);
         /* /health is public (load balancers ask it without a key) */
         if (!(rt && rt->get == srv_health) && !authorised(s, c))
             return send_reply(s, c, srv_error(api, 401, "a valid API key is needed: send "
                                            "'Authorization: Bearer KEY'"));
-        if (!rt)
-            return send_reply(s, c, srv_error(api, 404, "no endpoint %.200s: this server answers "
-                                           "POST /v1/chat/completions, /v1/completions, "
-                                           "/v1/messages (and count_tokens), /completion, "
-                                           "/tokenize, /detokenize, /apply-template; GET "
-                                           "/v1/models, /props, /health, /metrics, /slots "
-                                           "(no responses, embeddings, images or audio)", url));
-        bool post = !strcmp(method, MHD_HTTP_METHOD_POST);
-        bool get = !strcmp(method, MHD_HTTP_METHOD_GET) || !strcmp(method, MHD_HTTP_METHOD_HEAD);
-        if ((rt->kind == R_POST && !post) || (rt->kind == R_GET && !get))
-            return send_reply(s, c, srv_error(api, 405, "%.200s takes %s requests, not %.20s", url,
-                                           rt->kind == R_POST ? "POST" : "GET (or HEAD)", method));
+        srv_reply refusal = route_refusal(rt, api, url, method);
+        if (refusal.status) return send_reply(s, c, refusal);
         /* listening starts before the model is loaded: until it is, 503
          * (llama-server's answer, which clients wait out) */
         if (!__atomic_load_n(&s->ready, __ATOMIC_ACQUIRE))
@@ -364,6 +583,16 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         q->answered = false;
         return MHD_YES;
     }
+    if (q->cut_off) {
+        /* the 413 is out: read on a while (closing with unread input would
+         * reset the connection and could lose the 413 on the client's
+         * side), then close; no reply may follow the one written */
+        size_t n = *upload_size;
+        *upload_size = 0;
+        if (!n) return MHD_NO; /* the whole body came: close */
+        q->drained += n;
+        return q->drained <= s->max_body ? MHD_YES : MHD_NO;
+    }
     if (q->answered) {
         *upload_size = 0;
         return MHD_YES;
@@ -371,8 +600,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     if (*upload_size) {
         size_t n = *upload_size;
         *upload_size = 0;
-        if (q->too_large || q->len + n > s->max_body) {
-            q->too_large = true;
+        if (q->len + n > s->max_body) {
+            /* a chunked body (no Content-Length to refuse it by) has
+             * passed the limit: answer now, not when the client is done */
+            q->cut_off = send_413_now(s, c, api);
+            if (!q->cut_off) return MHD_NO;
             return MHD_YES;
         }
         if (q->len + n + 1 > q->cap) {
@@ -390,15 +622,22 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     q->answered = true;
     if (!strcmp(url, "/metrics")) return send_metrics(s, c);
     const char *ctype = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Type");
-    return send_reply(s, c, dispatch(s, rt, url, ctype, q));
+    srv_reply r = dispatch(s, rt, url, ctype, q->body, q->len, q->slot_id, q->action);
+    /* dispatch may have waited for generation */
+    touch(c);
+    return send_reply(s, c, r);
 }
 
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
                          enum MHD_RequestTerminationCode toe)
 {
-    (void)cls;
-    (void)c;
     (void)toe;
+    srv *s = cls;
+    if (s->deadline) {
+        const union MHD_ConnectionInfo *ci =
+            MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+        srv_deadline_rearm(s->deadline, ci ? ci->socket_context : NULL);
+    }
     http_req *q = *con_cls;
     if (!q) return;
     free(q->body);
@@ -406,6 +645,21 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
     free(q->action);
     free(q);
     *con_cls = NULL;
+}
+
+/* A connection opens or closes: the head deadline's table follows. */
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+                          enum MHD_ConnectionNotificationCode toe)
+{
+    srv *s = cls;
+    if (!s->deadline) return;
+    if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+        const union MHD_ConnectionInfo *ci =
+            MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+        if (ci) srv_deadline_opened(s->deadline, ci->connect_fd, socket_context);
+    } else {
+        srv_deadline_closed(s->deadline, socket_context);
+    }
 }
 
 static bool addr_is_loopback(const struct sockaddr *a)
@@ -417,8 +671,21 @@ static bool addr_is_loopback(const struct sockaddr *a)
     return false;
 }
 
-int srv_http_start(srv *s, const char *host, int port, int *bound_port)
+int srv_http_start(srv *s, const char *host, int port, const srv_http_limits *lim,
+                   int *bound_port)
 {
+    /* a descriptor per connection, and the model's files, the I/O ring and
+     * the prompt cache besides: where the soft limit is lower (1024 is
+     * common), raise it, or hold fewer connections than asked */
+    enum { FDS_BESIDES = 256 };
+    unsigned max_conns = lim->max_conns;
+    uint64_t fds = sl_fd_limit_raise((uint64_t)max_conns + FDS_BESIDES);
+    if (fds < (uint64_t)max_conns + FDS_BESIDES) {
+        unsigned fit = fds > FDS_BESIDES + 16 ? (unsigned)(fds - FDS_BESIDES) : 16;
+        fprintf(stderr, "sluice serve: warning: the open-file limit is %llu; holding at most %u "
+                "connections instead of %u\n", (unsigned long long)fds, fit, max_conns);
+        max_conns = fit;
+    }
     struct addrinfo hints, *res = NULL;
     memset(&hints, 0, sizeof hints);
     hints.ai_family = AF_UNSPEC;
@@ -432,16 +699,24 @@ int srv_http_start(srv *s, const char *host, int port, int *bound_port)
         return 1;
     }
     s->loopback = addr_is_loopback(res->ai_addr);
-    unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD;
+    /* poll(), not select(): select cannot watch descriptors above 1023 */
+    unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
+                     MHD_USE_POLL;
     if (res->ai_family == AF_INET6) flags |= MHD_USE_IPv6;
+    s->deadline = lim->timeout_s ? srv_deadline_start(lim->timeout_s) : NULL;
     s->daemon = MHD_start_daemon(flags, (uint16_t)port, NULL, NULL, on_request, s,
                                  MHD_OPTION_SOCK_ADDR, res->ai_addr,
                                  MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
-                                 MHD_OPTION_CONNECTION_LIMIT, (unsigned)64,
-                                 MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)600,
+                                 MHD_OPTION_NOTIFY_CONNECTION, on_connection, s,
+                                 MHD_OPTION_CONNECTION_LIMIT, max_conns,
+                                 MHD_OPTION_PER_IP_CONNECTION_LIMIT, lim->max_conns_per_ip,
+                                 MHD_OPTION_CONNECTION_TIMEOUT, lim->timeout_s,
                                  MHD_OPTION_END);
     freeaddrinfo(res);
     if (!s->daemon) {
+        srv_deadline_halt(s->deadline);
+        srv_deadline_free(s->deadline);
+        s->deadline = NULL;
         fprintf(stderr, "sluice serve: cannot listen on %s port %d (in use, or not an address "
                 "of this machine?)\n", host, port);
         return 1;
@@ -453,6 +728,9 @@ int srv_http_start(srv *s, const char *host, int port, int *bound_port)
 
 void srv_http_stop(srv *s)
 {
-    if (s->daemon) MHD_stop_daemon(s->daemon);
+    srv_deadline_halt(s->deadline);
+    if (s->daemon) MHD_stop_daemon(s->daemon); /* closes the rest: their entries go */
     s->daemon = NULL;
+    srv_deadline_free(s->deadline);
+    s->deadline = NULL;
 }

@@ -18,9 +18,11 @@ srv_reply srv_error(srv_api api, int status, const char *fmt, ...)
     return (srv_reply){status, body, NULL};
 }
 
-int srv_http_start(srv *s, const char *host, int port, int *bound_port)
+int srv_http_start(srv *s, const char *host, int port, const srv_http_limits *lim,
+                   int *bound_port)
 {
     (void)s;
+    (void)lim;
     (void)bound_port;
     fprintf(stderr, "sluice serve: this binary was built without libmicrohttpd (cannot listen "
             "on %s port %d)\n", host, port);

@@ -276,7 +276,7 @@ int sl_family_deepseek4_layer(sl_binder *b, int il)
         b->m->gguf, sl_arch_key(key, sizeof key, b->m->arch->name, "attention.compress_ratios"));
     double rv = -1.0;
     if (!ra || !sl_gguf_arr_f64(ra, (uint64_t)il, &rv) || !(rv == 0.0 || rv == 4.0 || rv == 128.0))
-        return sl_err_set(b->err, SL_EUNSUPPORTED, "deepseek4: layer %d's compress ratio %g is "
+        return sl_err_set(b->err, SL_EUNSUPPORTED, "deepseek4: layer %d's compress ratio %.10g is "
                           "not supported (0, 4 or 128)", il, rv);
     const int ratio = (int)rv;
     const uint64_t E = (uint64_t)hp->n_embd, H = (uint64_t)hp->n_head, D = (uint64_t)hp->head_dim;
