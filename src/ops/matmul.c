@@ -146,6 +146,17 @@ void sl_matmul_rows(const sl_mat *mat, const void *const *acts, int n, float *y,
         repacked_rows(mat, order, acts, n, y, ldy, r0, r1, row_tmp);
         return;
     }
+    if (mat->type == SL_TYPE_F32 &&
+        sl_mm_fp_order_for(mat->rows, mat->cols, mat->n_experts) == SL_FP_VECDOT) {
+        /* what tinyBLAS does not take (MUL_MAT_ID's experts, rows % 4 or
+         * cols % 8 not 0): ggml_vec_dot_f32's four 8-lane chains */
+        for (int64_t r = r0; r < r1; r++) {
+            const float *row = (const float *)(w + (size_t)r * mat->row_bytes);
+            for (int t = 0; t < n; t++)
+                y[(size_t)t * ldy + r] = sl_dot_f32_untiled(row, acts[t], mat->cols);
+        }
+        return;
+    }
     if (mat->type == SL_TYPE_F16 || mat->type == SL_TYPE_BF16) {
         /* the reference's float order for this matrix (matmul_order.h) */
         const sl_vec_dot_fn dot = sl_vec_dot_fp_order(
