@@ -151,7 +151,8 @@ int main(int argc, char **argv)
             continue;
         }
         sl_mat m = {.type = t->type, .rows = rows, .cols = cols, .row_bytes = row_bytes,
-                    .data = wdata + (size_t)e * (size_t)rows * row_bytes};
+                    .data = wdata + (size_t)e * (size_t)rows * row_bytes,
+                    .n_experts = is_exps ? n_exp : 0};
         for (int64_t j = 0; j < nb; j++) {
             const int64_t i = which[j];
             const float *x = in + (size_t)(in_per_slot ? i : i / k) * (size_t)cols;

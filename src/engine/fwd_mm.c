@@ -190,7 +190,8 @@ void sl_fwd_mm_shared(sl_session *s, const sl_mat *const *mats, float *const *ys
 sl_mat sl_fwd_mat(const sl_tensor *t)
 {
     sl_mat m = {.type = t->type, .rows = (int64_t)t->ne[1], .cols = (int64_t)t->ne[0],
-                .row_bytes = (size_t)t->row_bytes, .data = t->data, .layout = t->layout};
+                .row_bytes = (size_t)t->row_bytes, .data = t->data, .layout = t->layout,
+                .iq_panel = t->iq_panel};
     return m;
 }
 

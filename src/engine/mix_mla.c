@@ -49,6 +49,7 @@ static sl_mat head_mat(const sl_tensor *t, int h)
     sl_mat m = sl_fwd_mat(t);
     m.data = (const uint8_t *)t->data + (size_t)h * (size_t)m.rows * m.row_bytes;
     m.n_experts = 0;
+    m.iq_panel = false; /* a 3-d MUL_MAT: not the panel's (2-d weights only) */
     return m;
 }
 

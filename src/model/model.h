@@ -96,6 +96,10 @@ typedef struct sl_tensor {
      * (ops/ops.h) when the load rewrote them eight-row interleaved for the
      * repacked-order kernels (model_load.c). */
     int layout;
+    /* Multiplied in the order of llama.cpp's IQ panel gemm (ops/ops.h
+     * sl_mat.iq_panel): an IQ4_XS matrix of rows % 8 == 0 under
+     * --llama-ref 2026-09 (model_load.c). */
+    bool iq_panel;
 } sl_tensor;
 
 /* The tensors of a layer by role: the index into sl_layer.t. The role

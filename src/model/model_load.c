@@ -82,6 +82,11 @@ static int bind(binder *b, sl_tensor *t, const char *name, bool required, int n,
                           "%llu x %llu", name, (unsigned long long)info->nbytes,
                           (unsigned long long)info->ne[0], (unsigned long long)info->ne[1]);
     t->info = info;
+    /* llama.cpp 2026-09 multiplies IQ4_XS matrices of rows % 8 == 0 (2-d
+     * weights, expert tensors) in its IQ panel gemm's order (iqp.cpp); the
+     * fixtures' build has no panel */
+    t->iq_panel = b->llama_rev >= SL_LLAMA_REV_2026_09 && info->type == SL_TYPE_IQ4_XS &&
+                  n >= 2 && info->ne[1] % 8 == 0;
     uint64_t aligned;
     uint64_t *total = b->experts ? &b->m->expert_bytes : &b->m->dense_bytes;
     if (!sl_align_up_u64(info->nbytes, WEIGHT_ALIGN, &aligned) ||

@@ -190,9 +190,29 @@ void sl_matmul_rows(const sl_mat *mat, const void *const *acts, int n, float *y,
      * Q4_K weight (at every batch size), its gemv for an expert of a
      * many-expert tensor, its one 8x8 order for Q4_0 / IQ4_NL / MXFP4,
      * else the plain kernel (matmul_order.h) */
+    if (mat->iq_panel && mat->type == SL_TYPE_IQ4_XS) {
+        /* llama.cpp 2026-09's IQ panel order, one (row, token) at a time */
+        for (int64_t r = r0; r < r1; r++) {
+            const uint8_t *row = w + (size_t)r * mat->row_bytes;
+            for (int t = 0; t < n; t++)
+                sl_vec_dot_iq4_xs_panel(mat->cols, &y[(size_t)t * ldy + r], row, acts[t]);
+        }
+        return;
+    }
     const sl_mm_order order = sl_mm_order_for(mat->type, mat->rows, mat->n_experts);
     if (order != SL_MM_PLAIN) {
         repacked_rows(mat, order, acts, n, y, ldy, r0, r1, row_tmp);
+        return;
+    }
+    if (mat->type == SL_TYPE_F32 &&
+        sl_mm_fp_order_for(mat->rows, mat->cols, mat->n_experts) == SL_FP_VECDOT) {
+        /* what tinyBLAS does not take (MUL_MAT_ID's experts, rows % 4 or
+         * cols % 8 not 0): ggml_vec_dot_f32's four 8-lane chains */
+        for (int64_t r = r0; r < r1; r++) {
+            const float *row = (const float *)(w + (size_t)r * mat->row_bytes);
+            for (int t = 0; t < n; t++)
+                y[(size_t)t * ldy + r] = sl_dot_f32_untiled(row, acts[t], mat->cols);
+        }
         return;
     }
     if (mat->type == SL_TYPE_F16 || mat->type == SL_TYPE_BF16) {

@@ -27,6 +27,11 @@ typedef struct sl_mat {
                            SL_MAT_X8: rows interleaved eight at a time
                            (quant/vec_dot_rp.h), only ever for a matrix
                            that sl_mm_order_for gives SL_MM_RP_B32 */
+    bool iq_panel;      /* IQ4_XS in the order of llama.cpp's IQ panel gemm
+                           (quant/vec_dot_rp.h sl_vec_dot_iq4_xs_panel), which
+                           node-llama-cpp 3.22.1's build takes for 2-d and
+                           expert weights of rows % 8 == 0 and the reference
+                           fixtures' build lacks; false: the plain kernel */
 } sl_mat;
 
 /* sl_mat.layout values. */

@@ -76,17 +76,17 @@ static void vec_dot_mxfp4_q8_0(int64_t n, float *s, const void *vx, const void *
 }
 
 /* Sub-block scales (ls - 32) enter as the i16 multiplier of madd in place of
- * the usual ones: |pair sum| <= 2 * 127 * 127, times 32, fits i32. The
- * super-block's exact integer sum then takes one scalar FMA with
- * d * y.d: the order of the reference's llama.cpp build (measured against
- * its MUL_MAT outputs on dense1-iq4_xs: 100 % of the values bit-equal, the
- * 8-lane FMA form 39-45 %). */
+ * the usual ones: |pair sum| <= 2 * 127 * 127, times 32, fits i32. Lane l
+ * of a super-block is the exact integer sum of elements 4l..4l+3 of its
+ * eight sub-blocks, times their scales; one FMA per lane with d * y.d, the
+ * lanes summed at the end: llama.cpp's ggml_vec_dot_iq4_xs_q8_K on AVX2,
+ * what the reference fixtures' build computes for every IQ4_XS product. */
 static void vec_dot_iq4_xs_q8_K(int64_t n, float *s, const void *vx, const void *vy)
 {
     const sl_block_iq4_xs *x = vx;
     const sl_block_q8_K *y = vy;
     const __m256i t = table256(sl_iq4nl_values);
-    float acc = 0.0f;
+    __m256 acc = _mm256_setzero_ps();
     for (int64_t i = 0; i < n / SL_QK_K; i++) {
         uint16_t sh = x[i].scales_h;
         __m256i sumi = _mm256_setzero_si256();
@@ -97,9 +97,10 @@ static void vec_dot_iq4_xs_q8_K(int64_t n, float *s, const void *vx, const void 
             __m256i p16 = _mm256_maddubs_epi16(_mm256_sign_epi8(v, v), _mm256_sign_epi8(a, v));
             sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(p16, _mm256_set1_epi16((short)(ls - 32))));
         }
-        acc = fmaf(sl_avx2_h2f(x[i].d) * y[i].d, (float)sl_avx2_hsum_epi32(sumi), acc);
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(sl_avx2_h2f(x[i].d) * y[i].d), _mm256_cvtepi32_ps(sumi),
+                              acc);
     }
-    *s = acc;
+    *s = sl_avx2_hsum_ps(acc);
 }
 
 bool sl_vec_dot_fill_iq_avx2(sl_quant_kernels *k)

@@ -11,9 +11,11 @@
  * are elements 0..15).
  *
  * Orders (the bits every kernel set gives):
- * - IQ4_XS: the super-block's exact integer sum (sub-block scale times the
- *   sub-block's dot, in int32), then one scalar fmaf with d * y.d, as
- *   vec_dot_iq_ref.c and vec_dot_iq_avx2.c (the reference's order).
+ * - IQ4_XS: per super-block eight lanes of exact integer sums (lane l:
+ *   elements 4l..4l+3 of every sub-block times its scale; here lanes 0-3
+ *   from the low sixteen elements, 4-7 from the high), one FMA per lane
+ *   with d * y.d, summed as sl_hsum8 at the end, as vec_dot_iq_ref.c and
+ *   vec_dot_iq_avx2.c (llama.cpp's AVX2 order).
  * - IQ4_NL, MXFP4: the AVX2 kernels' (vec_dot_iq_avx2.c, which follow
  *   llama.cpp's x86 build): eight lanes of exact four-element sums per
  *   block, one FMA per lane with dx * dy, even blocks into one set of
@@ -183,13 +185,15 @@ static void SL_IQ_NAME(n_mxfp4)(int64_t n, float *s, const void *vx, const void 
     SL_IQ_NAME(b32_n)(SL_IQ_MXFP4, n, s, vx, ys, nt);
 }
 
-/* (ls - 32) * (v . a) of one 32-element sub-block added to sumi; exact:
- * |v . a| <= 32 * 127 * 127, times 32, times 8 sub-blocks < 2^31 */
-static inline int32x4_t SL_IQ_NAME(xs_sub)(int32x4_t sumi, int8x16_t v0, int8x16_t v1,
-                                           const int8_t *a, int ls)
+/* (ls - 32) times the lanes of one 32-element sub-block added to lo (its
+ * elements 0..15) and hi (16..31); exact: |lane| <= 4 * 127 * 127, times
+ * 32, times 8 sub-blocks < 2^31 */
+static inline void SL_IQ_NAME(xs_sub)(int32x4_t *lo, int32x4_t *hi, int8x16_t v0, int8x16_t v1,
+                                      const int8_t *a, int ls)
 {
-    const int32x4_t p = SL_IQ_DOT4(SL_IQ_DOT4(vdupq_n_s32(0), v0, vld1q_s8(a)), v1, vld1q_s8(a + 16));
-    return vmlaq_n_s32(sumi, p, ls);
+    const int32x4_t z = vdupq_n_s32(0);
+    *lo = vmlaq_n_s32(*lo, SL_IQ_DOT4(z, v0, vld1q_s8(a)), ls);
+    *hi = vmlaq_n_s32(*hi, SL_IQ_DOT4(z, v1, vld1q_s8(a + 16)), ls);
 }
 
 static void SL_IQ_NAME(iq4_xs)(int64_t n, float *s, const void *vx, const void *vy)
@@ -197,29 +201,31 @@ static void SL_IQ_NAME(iq4_xs)(int64_t n, float *s, const void *vx, const void *
     const sl_block_iq4_xs *x = vx;
     const sl_block_q8_K *y = vy;
     const int8x16_t tab = vld1q_s8(sl_iq4nl_values);
-    float acc = 0.0f;
+    float32x4_t acc_lo = vdupq_n_f32(0), acc_hi = acc_lo;
     for (int64_t i = 0; i < n / SL_QK_K; i++) {
-        int32x4_t sumi = vdupq_n_s32(0);
+        int32x4_t lo = vdupq_n_s32(0), hi = lo;
         _Pragma("GCC unroll 8") /* the scale's shifts become constants */
         for (int k = 0; k < 8; k++) {
             int8x16_t v0, v1;
             sl_iq_lookup32(tab, x[i].qs + 16 * k, &v0, &v1);
-            sumi = SL_IQ_NAME(xs_sub)(sumi, v0, v1, y[i].qs + 32 * k, sl_iq4_xs_scale(&x[i], k));
+            SL_IQ_NAME(xs_sub)(&lo, &hi, v0, v1, y[i].qs + 32 * k, sl_iq4_xs_scale(&x[i], k));
         }
-        acc = fmaf(sl_iq_h2f(x[i].d) * y[i].d, (float)vaddvq_s32(sumi), acc);
+        const float32x4_t d = vdupq_n_f32(sl_iq_h2f(x[i].d) * y[i].d);
+        acc_lo = vfmaq_f32(acc_lo, d, vcvtq_f32_s32(lo));
+        acc_hi = vfmaq_f32(acc_hi, d, vcvtq_f32_s32(hi));
     }
-    *s = acc;
+    *s = sl_iq_hsum8(acc_lo, acc_hi);
 }
 
 static void SL_IQ_NAME(n_iq4_xs)(int64_t n, float *s, const void *vx, const void *const *ys, int nt)
 {
     const sl_block_iq4_xs *x = vx;
     const int8x16_t tab = vld1q_s8(sl_iq4nl_values);
-    float acc[SL_VEC_DOT_N_MAX];
-    for (int t = 0; t < nt; t++) acc[t] = 0.0f;
+    float32x4_t acc_lo[SL_VEC_DOT_N_MAX], acc_hi[SL_VEC_DOT_N_MAX];
+    for (int t = 0; t < nt; t++) acc_lo[t] = acc_hi[t] = vdupq_n_f32(0);
     for (int64_t i = 0; i < n / SL_QK_K; i++) {
-        int32x4_t sumi[SL_VEC_DOT_N_MAX];
-        for (int t = 0; t < nt; t++) sumi[t] = vdupq_n_s32(0);
+        int32x4_t lo[SL_VEC_DOT_N_MAX], hi[SL_VEC_DOT_N_MAX];
+        for (int t = 0; t < nt; t++) lo[t] = hi[t] = vdupq_n_s32(0);
         _Pragma("GCC unroll 8")
         for (int k = 0; k < 8; k++) {
             int8x16_t v0, v1;
@@ -227,16 +233,18 @@ static void SL_IQ_NAME(n_iq4_xs)(int64_t n, float *s, const void *vx, const void
             const int ls = sl_iq4_xs_scale(&x[i], k);
             for (int t = 0; t < nt; t++) {
                 const sl_block_q8_K *y = (const sl_block_q8_K *)ys[t] + i;
-                sumi[t] = SL_IQ_NAME(xs_sub)(sumi[t], v0, v1, y->qs + 32 * k, ls);
+                SL_IQ_NAME(xs_sub)(&lo[t], &hi[t], v0, v1, y->qs + 32 * k, ls);
             }
         }
         const float xd = sl_iq_h2f(x[i].d);
         for (int t = 0; t < nt; t++) {
             const sl_block_q8_K *y = (const sl_block_q8_K *)ys[t] + i;
-            acc[t] = fmaf(xd * y->d, (float)vaddvq_s32(sumi[t]), acc[t]);
+            const float32x4_t d = vdupq_n_f32(xd * y->d);
+            acc_lo[t] = vfmaq_f32(acc_lo[t], d, vcvtq_f32_s32(lo[t]));
+            acc_hi[t] = vfmaq_f32(acc_hi[t], d, vcvtq_f32_s32(hi[t]));
         }
     }
-    for (int t = 0; t < nt; t++) s[t] = acc[t];
+    for (int t = 0; t < nt; t++) s[t] = sl_iq_hsum8(acc_lo[t], acc_hi[t]);
 }
 
 /* fills the kernels of this inner product into k */

@@ -6,6 +6,7 @@
 #include <math.h>
 
 #include "quant/quant_internal.h"
+#include "quant/vec_dot_rp.h"
 #include "util/hsum.h"
 
 /* table values of 16 packed nibbles, in the Q4_0 element order */
@@ -71,7 +72,42 @@ static void vec_dot_mxfp4_q8_0(int64_t n, float *s, const void *vx, const void *
     *s = lanes2_sum(lane);
 }
 
+/* The scale (ls - 32) of sub-block k of an IQ4_XS super-block. */
+static inline int iq4_xs_scale(const sl_block_iq4_xs *x, int k)
+{
+    return (((x->scales_l[k / 2] >> (4 * (k % 2))) & 0x0F) | ((x->scales_h >> (2 * k)) & 3) << 4) -
+           32;
+}
+
+/* IQ4_XS in llama.cpp's AVX2 order (ggml_vec_dot_iq4_xs_q8_K, the
+ * reference fixtures' build): lane l of a super-block is the exact sum over
+ * its eight sub-blocks of the scale times elements 4l..4l+3; one FMA per
+ * lane with d * y.d, the lanes summed by sl_hsum8 at the end. */
 static void vec_dot_iq4_xs_q8_K(int64_t n, float *s, const void *vx, const void *vy)
+{
+    const sl_block_iq4_xs *x = vx;
+    const sl_block_q8_K *y = vy;
+    float lane[8] = {0};
+    int8_t v[32];
+    for (int64_t i = 0; i < n / SL_QK_K; i++) {
+        int sumi[8] = {0};
+        for (int k = 0; k < 8; k++) {
+            const int ls = iq4_xs_scale(&x[i], k);
+            const int8_t *a = y[i].qs + 32 * k;
+            lookup32(sl_iq4nl_values, x[i].qs + 16 * k, v);
+            for (int l = 0; l < 8; l++) {
+                int p = 0;
+                for (int j = 4 * l; j < 4 * l + 4; j++) p += v[j] * a[j];
+                sumi[l] += ls * p;
+            }
+        }
+        const float d = sl_h2f(x[i].d) * y[i].d;
+        for (int l = 0; l < 8; l++) lane[l] = fmaf(d, (float)sumi[l], lane[l]);
+    }
+    *s = sl_hsum8(lane);
+}
+
+void sl_vec_dot_iq4_xs_panel(int64_t n, float *s, const void *vx, const void *vy)
 {
     const sl_block_iq4_xs *x = vx;
     const sl_block_q8_K *y = vy;
@@ -80,12 +116,10 @@ static void vec_dot_iq4_xs_q8_K(int64_t n, float *s, const void *vx, const void 
     for (int64_t i = 0; i < n / SL_QK_K; i++) {
         int sumi = 0;
         for (int k = 0; k < 8; k++) {
-            int ls = ((x[i].scales_l[k / 2] >> (4 * (k % 2))) & 0x0F) |
-                     ((x[i].scales_h >> (2 * k)) & 3) << 4;
             lookup32(sl_iq4nl_values, x[i].qs + 16 * k, v);
-            sumi += (ls - 32) * dot32(v, y[i].qs + 32 * k);
+            sumi += iq4_xs_scale(&x[i], k) * dot32(v, y[i].qs + 32 * k);
         }
-        sum = fmaf(sl_h2f(x[i].d) * y[i].d, (float)sumi, sum); /* the AVX2 kernel's order */
+        sum = fmaf(sl_h2f(x[i].d) * y[i].d, (float)sumi, sum);
     }
     *s = sum;
 }

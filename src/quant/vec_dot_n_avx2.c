@@ -976,19 +976,19 @@ INLINE void k16_n(int64_t n, float *s, const void *vx, const void *const *ys, co
 
 /* ---- IQ4_XS against Q8_K ------------------------------------------------
  * Eight 32-element sub-blocks of table values v; per sub-block
- * madd(maddubs(|v|, sign(a, v)), ls - 32) summed in order; the lanes'
- * integer sum, then one scalar FMA with d * y.d per super-block (the
+ * madd(maddubs(|v|, sign(a, v)), ls - 32) summed in order; one FMA per
+ * lane with d * y.d per super-block, the lanes summed at the end (the
  * order of vec_dot_iq_avx2.c's single-token kernel). */
 INLINE void iq4xs_n(int64_t n, float *s, const void *vx, const void *const *ys, const int nt)
 {
     const sl_block_iq4_xs *x = vx;
     const __m256i tab = table256(sl_iq4nl_values);
     const sl_block_q8_K *y[NT];
-    float acc[NT];
+    __m256 acc[NT];
     UNROLL
     for (int t = 0; t < nt; t++) {
         y[t] = ys[t];
-        acc[t] = 0.0f;
+        acc[t] = _mm256_setzero_ps();
     }
     for (int64_t i = 0; i < n / SL_QK_K; i++) {
         const float xd = sl_avx2_h2f(x[i].d);
@@ -1011,10 +1011,11 @@ INLINE void iq4xs_n(int64_t n, float *s, const void *vx, const void *const *ys, 
         }
         UNROLL
         for (int t = 0; t < nt; t++)
-            acc[t] = fmaf(xd * y[t][i].d, (float)sl_avx2_hsum_epi32(sumi[t]), acc[t]);
+            acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(xd * y[t][i].d), _mm256_cvtepi32_ps(sumi[t]),
+                                     acc[t]);
     }
     UNROLL
-    for (int t = 0; t < nt; t++) s[t] = acc[t];
+    for (int t = 0; t < nt; t++) s[t] = sl_avx2_hsum_ps(acc[t]);
 }
 
 /* ---- instances ----------------------------------------------------------- */

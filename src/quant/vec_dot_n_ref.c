@@ -17,6 +17,7 @@
 #include "quant/quant_neon.h"
 #include "quant/vec_dot_k_lanes.h"
 #include "quant/vec_dot_rp.h"
+#include "util/hsum.h"
 
 #define NMAX SL_VEC_DOT_N_MAX
 
@@ -279,7 +280,7 @@ static void vec_dot_n_q6_K(int64_t n, float *s, const void *vx, const void *cons
 static void vec_dot_n_iq4_xs(int64_t n, float *s, const void *vx, const void *const *ys, int nt)
 {
     const sl_block_iq4_xs *x = vx;
-    float sum[NMAX] = {0};
+    float lane[NMAX][8] = {{0}};
     int8_t v[SL_QK_K];
     int ls[8];
     for (int64_t i = 0; i < n / SL_QK_K; i++) {
@@ -290,13 +291,15 @@ static void vec_dot_n_iq4_xs(int64_t n, float *s, const void *vx, const void *co
         }
         for (int t = 0; t < nt; t++) {
             const sl_block_q8_K *y = (const sl_block_q8_K *)ys[t] + i;
-            int sumi = 0;
-            for (int k = 0; k < 8; k++)
-                sumi += (ls[k] - 32) * dot_i8(v + 32 * k, y->qs + 32 * k, 32);
-            sum[t] = fmaf(sl_h2f(x[i].d) * y->d, (float)sumi, sum[t]);
+            for (int l = 0; l < 8; l++) {
+                int sumi = 0;
+                for (int k = 0; k < 8; k++)
+                    sumi += (ls[k] - 32) * dot_i8(v + 32 * k + 4 * l, y->qs + 32 * k + 4 * l, 4);
+                lane[t][l] = fmaf(sl_h2f(x[i].d) * y->d, (float)sumi, lane[t][l]);
+            }
         }
     }
-    for (int t = 0; t < nt; t++) s[t] = sum[t];
+    for (int t = 0; t < nt; t++) s[t] = sl_hsum8(lane[t]);
 }
 
 void sl_vec_dot_n_fill_ref(sl_quant_kernels *k)

@@ -28,6 +28,13 @@ typedef enum sl_rp_order {
     SL_RP_GEMV = 1, /* one FMA per 256-element super-block */
 } sl_rp_order;
 
+/* IQ4_XS x Q8_K in the order of llama.cpp's IQ panel gemm (iqp.cpp, in
+ * node-llama-cpp 3.22.1's build, not the reference fixtures'): per (row,
+ * token) the super-block's exact integer sum, one scalar FMA with d * y.d
+ * per super-block, `acc = fma(float(I), d * y.d, acc)` from zero. Scalar,
+ * the same bits on every machine; vec_dot contract. Never fails. */
+void sl_vec_dot_iq4_xs_panel(int64_t n, float *s, const void *vx, const void *vy);
+
 /* The largest nt the kernels below take. */
 #define SL_VEC_DOT_RP_MAX 8
 

@@ -2,6 +2,7 @@
 #include "common/kld_eval.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "eval/eval_run.h"
@@ -12,7 +13,27 @@ enum { N_BATCH = 128 };
 
 typedef struct evalctx {
     sl_session *s;
+    sl_kld_base *base;   /* NULL: rows not compared */
+    int32_t chunk;       /* the chunk being evaluated (they come in order) */
+    uint8_t *enc;        /* one encoded row */
+    t_kld_rows *rows;
 } evalctx;
+
+/* Encodes the row of logits at pos as llama-perplexity writes it and counts
+ * it the same when its bytes equal the base's row. */
+static int compare_row(evalctx *e, const int32_t *tokens, int32_t pos, int32_t first,
+                       const float *logits, sl_err *err)
+{
+    if (pos == first) {
+        int rc = sl_kld_base_read_chunk(e->base, e->chunk, err);
+        if (rc) return rc;
+    }
+    sl_kld_row_encode(logits, e->base->n_vocab, tokens[pos + 1], e->enc);
+    const uint8_t *want = e->base->chunk + (size_t)(pos - first) * e->base->row_bytes;
+    e->rows->same += memcmp(e->enc, want, e->base->row_bytes) == 0;
+    e->rows->total++;
+    return SL_OK;
+}
 
 /* sl_eval_chunk_fn over a session: a fresh cache per chunk, batches of
  * N_BATCH (llama-perplexity -b 128), rows first..n-2 handed over. */
@@ -28,20 +49,30 @@ static int eval_chunk(void *model, const int32_t *tokens, int32_t n, int32_t fir
         for (int j = 0; j < nb; j++) {
             const int pos = p0 + j;
             if (pos < first || pos > n - 2) continue;
-            if ((rc = row(sink, pos, sl_session_logits_at(e->s, j), err))) return rc;
+            const float *logits = sl_session_logits_at(e->s, j);
+            if (e->base && (rc = compare_row(e, tokens, pos, first, logits, err))) return rc;
+            if ((rc = row(sink, pos, logits, err))) return rc;
         }
     }
+    e->chunk++;
     return SL_OK;
 }
 
 int t_kld_eval(const char *gguf, const char *kld, int chunks,
                int (*supported)(const char *arch), sl_kld_stats *st, char *why, size_t cap)
 {
-    return t_kld_eval_cache(gguf, kld, chunks, -1, -1, supported, st, why, cap);
+    return t_kld_eval_rows(gguf, kld, chunks, -1, -1, supported, st, NULL, why, cap);
 }
 
 int t_kld_eval_cache(const char *gguf, const char *kld, int chunks, int type_k, int type_v,
                      int (*supported)(const char *arch), sl_kld_stats *st, char *why, size_t cap)
+{
+    return t_kld_eval_rows(gguf, kld, chunks, type_k, type_v, supported, st, NULL, why, cap);
+}
+
+int t_kld_eval_rows(const char *gguf, const char *kld, int chunks, int type_k, int type_v,
+                    int (*supported)(const char *arch), sl_kld_stats *st, t_kld_rows *rows,
+                    char *why, size_t cap)
 {
     sl_model_params mp = sl_model_default_params();
     mp.n_threads = 2;
@@ -56,6 +87,8 @@ int t_kld_eval_cache(const char *gguf, const char *kld, int chunks, int type_k, 
     int rc = -1;
     sl_session *s = NULL;
     sl_kld_base b;
+    memset(&b, 0, sizeof b); /* closing a zeroed reader is a no-op */
+    uint8_t *enc = NULL;
     const int n_vocab = sl_model_n_vocab(m);
     if (supported && !supported(sl_model_arch_name(m))) {
         snprintf(why, cap, "%s: architecture not in this test's table yet",
@@ -68,7 +101,16 @@ int t_kld_eval_cache(const char *gguf, const char *kld, int chunks, int type_k, 
         goto out;
     }
     const int32_t n_ctx = b.n_ctx;
-    sl_kld_base_close(&b);
+    if (rows) {
+        memset(rows, 0, sizeof *rows);
+    } else {
+        sl_kld_base_close(&b);
+    }
+    enc = rows ? malloc(b.row_bytes) : NULL;
+    if (rows && !enc) {
+        snprintf(why, cap, "out of memory");
+        goto out;
+    }
     sl_session_params sp = sl_session_default_params();
     sp.n_ctx = n_ctx;
     sp.all_logits = true;
@@ -79,7 +121,7 @@ int t_kld_eval_cache(const char *gguf, const char *kld, int chunks, int type_k, 
         snprintf(why, cap, "%s", err.msg);
         goto out;
     }
-    evalctx e = {s};
+    evalctx e = {s, rows ? &b : NULL, 0, enc, rows};
     sl_eval_run run = {
         .n_vocab = n_vocab,
         .bos = sl_model_add_bos(m) ? sl_model_token_bos(m) : -1,
@@ -95,6 +137,10 @@ int t_kld_eval_cache(const char *gguf, const char *kld, int chunks, int type_k, 
     }
     rc = 0;
 out:
+    if (rows) {
+        free(enc);
+        sl_kld_base_close(&b);
+    }
     sl_session_free(s);
     sl_model_free(m);
     return rc;

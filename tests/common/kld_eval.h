@@ -21,4 +21,17 @@ int t_kld_eval(const char *gguf, const char *kld, int chunks,
 int t_kld_eval_cache(const char *gguf, const char *kld, int chunks, int type_k, int type_v,
                      int (*supported)(const char *arch), sl_kld_stats *st, char *why, size_t cap);
 
+/* How many scored rows sluice's logits encode to the very bytes of the
+ * base's rows (llama-perplexity's uint16 log-probabilities): total == same
+ * is bit-identity as far as the base file can show it. */
+typedef struct t_kld_rows {
+    long same, total;
+} t_kld_rows;
+
+/* t_kld_eval_cache (type_k / type_v -1: the model's defaults) that also
+ * fills *rows (may be NULL). */
+int t_kld_eval_rows(const char *gguf, const char *kld, int chunks, int type_k, int type_v,
+                    int (*supported)(const char *arch), sl_kld_stats *st, t_kld_rows *rows,
+                    char *why, size_t cap);
+
 #endif

@@ -10,8 +10,8 @@
  * also checked against a double-precision dot of the dequantised rows;
  * the multi-token kernels give the scalar single kernel's bits per token.
  * The table types (IQ4_NL, MXFP4, IQ4_XS) are checked in the SIMD set of
- * either machine against their orders written out here (IQ4_XS: the scalar
- * kernel; IQ4_NL / MXFP4: the AVX2 kernels' lane order), so NEON and AVX2
+ * either machine against their orders written out here (the AVX2 kernels'
+ * lane orders), so NEON and AVX2
  * are shown to give the same bits.
  * Elsewhere (x86) the NEON set does not exist: the tests check that the
  * dispatch says so, and that the kernel-set name matches the ISA. */
@@ -630,31 +630,33 @@ static float b32_lane_order(sl_type t, int n, const uint8_t *wq, const uint8_t *
     return (a0 + a2) + (a1 + a3);
 }
 
-/* IQ4_XS x Q8_K as its scalar kernel defines it (the reference's order):
- * per super-block the exact integer sum of (ls - 32) * (sub-block dot),
- * then one fmaf with d * y.d. Written out here as well. */
+/* IQ4_XS x Q8_K in llama.cpp's AVX2 order (ggml_vec_dot_iq4_xs_q8_K): per
+ * super-block eight lanes, lane l the exact integer sum of (ls - 32) times
+ * elements 4l..4l+3 of every sub-block, one fmaf per lane with d * y.d,
+ * the lanes summed as the AVX2 hsum at the end. Written out here as well. */
 static float xs_order(int n, const uint8_t *wq, const uint8_t *aq)
 {
-    float acc = 0.0f;
+    float lane[8] = {0};
     for (int i = 0; i < n / 256; i++) {
         const uint8_t *b = wq + (size_t)i * 136;
         uint16_t h, sh;
         memcpy(&h, b, 2);
         memcpy(&sh, b + 2, 2);
         const sl_block_q8_K *y = (const sl_block_q8_K *)aq + i;
-        int sumi = 0;
+        int sumi[8] = {0};
         for (int k = 0; k < 8; k++) {
             const int ls = ((b[4 + k / 2] >> (4 * (k % 2))) & 15) | ((sh >> (2 * k)) & 3) << 4;
             const uint8_t *qs = b + 8 + 16 * k;
-            int p = 0;
             for (int j = 0; j < 32; j++)
-                p += (j < 16 ? sl_iq4nl_values[qs[j] & 15] : sl_iq4nl_values[qs[j - 16] >> 4]) *
-                     y->qs[32 * k + j];
-            sumi += (ls - 32) * p;
+                sumi[j / 4] +=
+                    (ls - 32) * (j < 16 ? sl_iq4nl_values[qs[j] & 15] : sl_iq4nl_values[qs[j - 16] >> 4]) *
+                    y->qs[32 * k + j];
         }
-        acc = fmaf(sl_fp16_to_f32(h) * y->d, (float)sumi, acc);
+        for (int l = 0; l < 8; l++) lane[l] = fmaf(sl_fp16_to_f32(h) * y->d, (float)sumi[l], lane[l]);
     }
-    return acc;
+    const float a0 = lane[0] + lane[4], a1 = lane[1] + lane[5], a2 = lane[2] + lane[6],
+                a3 = lane[3] + lane[7];
+    return (a0 + a2) + (a1 + a3);
 }
 
 static bool same_or_nan(float a, float b) { return same_bits(a, b) || (isnan(a) && isnan(b)); }

@@ -12,7 +12,8 @@
  * the oracle's bits for lengths with and without tails; the two orders do
  * differ on long rows; the rule's choice for 2-d weights, experts and the
  * shapes tinyBLAS refuses; and sl_matmul_rows computes each matrix in the
- * rule's order. */
+ * rule's order, F32 ones too (ggml_vec_dot_f32 for experts and refused
+ * shapes). */
 #include <math.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -189,11 +190,83 @@ TEST(matmul_follows_rule)
         }
 }
 
+/* F32 (vec_dot_type F32): tinyBLAS's order as above; ggml_vec_dot_f32 on
+ * AVX2: four 8-lane FMA sums over steps of 32, reduced (s0+s2)+(s1+s3),
+ * halves added, (t0+t1)+(t2+t3) in float, the tail by FMA in order */
+static float oracle_f32(bool tiny, const float *x, const float *y, int n)
+{
+    int i = 0;
+    float s;
+    if (tiny) {
+        float c[8] = {0}, h[4];
+        for (; i + 8 <= n; i += 8)
+            for (int l = 0; l < 8; l++) c[l] = fmaf(x[i + l], y[i + l], c[l]);
+        for (int l = 0; l < 4; l++) h[l] = c[l] + c[l + 4];
+        s = (h[0] + h[2]) + (h[1] + h[3]);
+    } else {
+        float c[4][8] = {{0}}, r[8], h[4];
+        for (; i + 32 <= n; i += 32)
+            for (int j = 0; j < 4; j++)
+                for (int l = 0; l < 8; l++) c[j][l] = fmaf(x[i + 8 * j + l], y[i + 8 * j + l], c[j][l]);
+        for (int l = 0; l < 8; l++) r[l] = (c[0][l] + c[2][l]) + (c[1][l] + c[3][l]);
+        for (int l = 0; l < 4; l++) h[l] = r[l] + r[l + 4];
+        s = (h[0] + h[1]) + (h[2] + h[3]);
+    }
+    for (; i < n; i++) s = fmaf(x[i], y[i], s);
+    return s;
+}
+
+/* F32 matrices by the same rule: MUL_MAT_ID's experts (the one-expert
+ * tensor of dense1-f32, [256 -> 512]; gemma4-l6-f32's 8 experts of
+ * [128 -> 128]) and the shapes tinyBLAS refuses in ggml_vec_dot_f32's
+ * order, 2-d weights of rows % 4 == 0 and cols % 8 == 0 in tinyBLAS's;
+ * the two orders told apart on these rows */
+TEST(f32_matmul_follows_rule)
+{
+    enum { NT = 5, RMAX = 512, CMAX = 256 };
+    static const struct { int64_t rows, cols, n_experts; } shapes[] = {
+        {512, 256, 1}, {128, 128, 8}, {256, 256, 0}, {6, 256, 0}, {8, 100, 0}, {8, 100, 4}};
+    float *w = malloc(sizeof(float) * RMAX * CMAX), *y = malloc(sizeof(float) * NT * RMAX);
+    float a[NT][CMAX], row_tmp[CMAX];
+    int differ = 0;
+    for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
+        const int64_t rows = shapes[si].rows, cols = shapes[si].cols;
+        for (int64_t i = 0; i < rows * cols; i++) w[i] = grand();
+        const void *acts[NT];
+        for (int t = 0; t < NT; t++) {
+            for (int64_t i = 0; i < cols; i++) a[t][i] = 2.0f * grand();
+            acts[t] = a[t];
+        }
+        sl_mat m = {.type = SL_TYPE_F32, .rows = rows, .cols = cols,
+                    .row_bytes = sizeof(float) * (size_t)cols, .data = w,
+                    .n_experts = shapes[si].n_experts};
+        const bool tiny = shapes[si].n_experts == 0 && rows % 4 == 0 && cols % 8 == 0;
+        for (int n = 1; n <= NT; n += NT - 1) {
+            sl_matmul_rows(&m, acts, n, y, (size_t)rows, 0, rows, row_tmp);
+            for (int t = 0; t < n; t++)
+                for (int64_t r = 0; r < rows; r++) {
+                    const float *x = w + r * cols;
+                    const float want = oracle_f32(tiny, x, a[t], (int)cols);
+                    differ += memcmp(&want, &(float){oracle_f32(!tiny, x, a[t], (int)cols)}, 4) != 0;
+                    CHECK_MSG(memcmp(&y[(size_t)t * (size_t)rows + (size_t)r], &want, 4) == 0,
+                              "f32 rows %lld cols %lld experts %lld n=%d: row %lld token %d not in "
+                              "the %s order",
+                              (long long)rows, (long long)cols, (long long)shapes[si].n_experts, n,
+                              (long long)r, t, tiny ? "tinyBLAS" : "vec_dot");
+                }
+        }
+    }
+    CHECK_MSG(differ > 100, "the two f32 orders differ on only %d rows", differ);
+    free(w);
+    free(y);
+}
+
 int main(void)
 {
     RUN(kernels_match_oracles);
     RUN(orders_differ);
     RUN(rule);
     RUN(matmul_follows_rule);
+    RUN(f32_matmul_follows_rule);
     return TEST_REPORT();
 }

@@ -1,21 +1,29 @@
 /* test_vecdot_iq4xs.c - the IQ4_XS x Q8_K kernels in the reference's order.
  *
- * llama.cpp's x86 build (the one that wrote the reference files) gives
- * each 256-element super-block's exact integer sum one scalar FMA:
- *   acc = fmaf(d * y.d, (float)sum_k (ls_k - 32) * (v_k . a_k), acc)
- * (measured against its MUL_MAT outputs; quant/vec_dot_iq_avx2.c). The
- * oracle here decodes the block bytes itself (f16 d; 16 bits of high scale
+ * llama.cpp's AVX2 build that wrote the reference files multiplies every
+ * IQ4_XS matrix with ggml_vec_dot_iq4_xs_q8_K: per super-block eight int32
+ * lanes, lane l the exact sum over the eight sub-blocks of (ls_k - 32)
+ * times elements 4l..4l+3 of sub-block k, then one FMA per lane
+ *   lane_l = fmaf(d * y.d, (float)I_l, lane_l)
+ * and the lanes summed as its hsum_float_8 ((l0+l4)+(l2+l6)) + ((l1+l5)+
+ * (l3+l7)) at the end. node-llama-cpp 3.22.1's build (--llama-ref 2026-09)
+ * takes its IQ panel gemm for rows % 8 == 0 instead: one scalar FMA of the
+ * super-block's whole integer sum (sl_vec_dot_iq4_xs_panel). The oracles
+ * here decode the block bytes themselves (f16 d; 16 bits of high scale
  * bits, two per sub-block; 4 bytes of low scale nibbles, sub-block k in
  * nibble k % 2 of byte k / 2; 128 bytes of nibbles, sub-block k in bytes
- * 16k..16k+15, element j in the low nibble, j + 16 in the high) with its
- * own copy of the level table, and every kernel set's single- and
- * multi-token kernels must give its bits (memcmp). */
+ * 16k..16k+15, element j in the low nibble, j + 16 in the high) with their
+ * own copy of the level table; every kernel set's single- and multi-token
+ * kernels must give the lane form's bits and the panel kernel the panel
+ * form's (memcmp), at the variant fixture's row lengths (256 and 1024
+ * columns: one and four super-blocks) among others. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/rand_blocks.h"
 #include "quant/quant_internal.h"
+#include "quant/vec_dot_rp.h"
 #include "test.h"
 
 static uint64_t g_rng = 0x243F6A8885A308D3ull;
@@ -28,25 +36,47 @@ static const int levels[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
 
 enum { BB = 136 }; /* bytes per block */
 
+/* I_k of super-block i: lane l of sub-block k, times its scale */
+static long long lane_int(const uint8_t *b, const sl_block_q8_K *y, int k, int l)
+{
+    uint16_t sh;
+    memcpy(&sh, b + 2, 2);
+    const int lo = (b[4 + k / 2] >> (4 * (k % 2))) & 0x0F;
+    const int ls = lo | ((sh >> (2 * k)) & 3) << 4;
+    long long dot = 0;
+    for (int j = 4 * l; j < 4 * l + 4; j++) {
+        const uint8_t q = b[8 + 16 * k + j % 16];
+        dot += levels[j < 16 ? (q & 0x0F) : (q >> 4)] * y->qs[32 * k + j];
+    }
+    return (ls - 32) * dot;
+}
+
 static float oracle(const uint8_t *x, const sl_block_q8_K *y, int nb)
+{
+    float lane[8] = {0};
+    for (int i = 0; i < nb; i++) {
+        const uint8_t *b = x + (size_t)i * BB;
+        uint16_t d;
+        memcpy(&d, b, 2);
+        for (int l = 0; l < 8; l++) {
+            long long sumi = 0;
+            for (int k = 0; k < 8; k++) sumi += lane_int(b, &y[i], k, l);
+            lane[l] = fmaf(sl_fp16_to_f32(d) * y[i].d, (float)sumi, lane[l]);
+        }
+    }
+    return ((lane[0] + lane[4]) + (lane[2] + lane[6])) + ((lane[1] + lane[5]) + (lane[3] + lane[7]));
+}
+
+static float oracle_panel(const uint8_t *x, const sl_block_q8_K *y, int nb)
 {
     float acc = 0.0f;
     for (int i = 0; i < nb; i++) {
         const uint8_t *b = x + (size_t)i * BB;
-        uint16_t d, sh;
+        uint16_t d;
         memcpy(&d, b, 2);
-        memcpy(&sh, b + 2, 2);
         long long sumi = 0;
-        for (int k = 0; k < 8; k++) {
-            const int lo = (b[4 + k / 2] >> (4 * (k % 2))) & 0x0F;
-            const int ls = lo | ((sh >> (2 * k)) & 3) << 4;
-            long long dot = 0;
-            for (int j = 0; j < 32; j++) {
-                const uint8_t q = b[8 + 16 * k + j % 16];
-                dot += levels[j < 16 ? (q & 0x0F) : (q >> 4)] * y[i].qs[32 * k + j];
-            }
-            sumi += (ls - 32) * dot;
-        }
+        for (int k = 0; k < 8; k++)
+            for (int l = 0; l < 8; l++) sumi += lane_int(b, &y[i], k, l);
         acc = fmaf(sl_fp16_to_f32(d) * y[i].d, (float)sumi, acc);
     }
     return acc;
@@ -71,9 +101,9 @@ static void fill(uint8_t *x, int nb, bool gauss)
 TEST(kernels_match_formula)
 {
     enum { NA = SL_VEC_DOT_N_MAX + 1 };
-    int compared = 0;
+    int compared = 0, forms_differ = 0;
     for (int rep = 0; rep < 12; rep++) {
-        const int nb = 1 + (int)(rnd32() % 6);
+        const int nb = rep < 2 ? 1 + 3 * rep : 1 + (int)(rnd32() % 6); /* 256, 1024 first */
         uint8_t *x = malloc((size_t)BB * (size_t)nb);
         sl_block_q8_K *y = malloc(sizeof *y * (size_t)nb * NA);
         const void *ys[NA];
@@ -85,6 +115,12 @@ TEST(kernels_match_formula)
             sl_quant_from_float_isa(SL_TYPE_Q8_K, SL_ISA_SCALAR)(a, y + (size_t)t * nb, SL_QK_K * nb);
             ys[t] = y + (size_t)t * nb;
             want[t] = oracle(x, y + (size_t)t * nb, nb);
+            const float panel = oracle_panel(x, y + (size_t)t * nb, nb);
+            float got;
+            sl_vec_dot_iq4_xs_panel(SL_QK_K * nb, &got, x, ys[t]);
+            CHECK_MSG(memcmp(&got, &panel, 4) == 0, "panel nb %d t %d: %.9g, formula %.9g", nb, t,
+                      (double)got, (double)panel);
+            forms_differ += memcmp(&panel, &want[t], 4) != 0;
         }
         for (int isa = 0; isa < SL_ISA_COUNT; isa++) {
             sl_vec_dot_fn f = sl_quant_vec_dot_isa(SL_TYPE_IQ4_XS, (sl_isa)isa);
@@ -117,6 +153,8 @@ TEST(kernels_match_formula)
         free(y);
     }
     CHECK_MSG(compared > 12 * 20, "%d comparisons", compared);
+    /* the two orders are told apart on these inputs, so each check bites */
+    CHECK_MSG(forms_differ > 12, "the lane and panel forms differ on only %d inputs", forms_differ);
 }
 
 /* One super-block: d = 1, every scale 33 (ls - 32 = 1: low nibble 1, high
