@@ -33,14 +33,23 @@ WIN_FLAGS := $(WIN_TARGET) $(CSTD) $(WARN) -O2 -g -D__USE_MINGW_ANSI_STDIO=1 -DP
   -include src/compat/win/posix_win.h
 WIN_LDFLAGS := $(WIN_TARGET) -fuse-ld=lld -static -L$(WIN_GCC_LIB) -L$(WIN_SYSROOT)/lib
 WIN_LIBS := -lpcre2-8 -ljansson -lpthread -lm -lpsapi -lshell32
-WIN_SRC_OUT := src/util/file.c src/util/mem.c src/util/aligned.c app/gen_harmony_cookie.c src/io/io_files.c src/io/io_pread.c \
+WIN_SRC_OUT := src/util/file.c src/util/mem.c src/util/aligned.c src/util/console.c app/gen_harmony_cookie.c src/io/io_files.c src/io/io_pread.c \
   app/cmd_serve.c $(filter app/server_%.c,$(APP_SRC))
 WIN_LIB_SRC := $(filter-out $(WIN_SRC_OUT),$(LIB_SRC)) $(sort $(wildcard src/*/*_win.c src/compat/win/*.c))
 WIN_APP_SRC := $(filter-out $(WIN_SRC_OUT),$(APP_SRC)) $(sort $(wildcard app/windows/*.c))
 WIN_LIB_OBJ := $(WIN_LIB_SRC:%.c=$(WIN)/%.o)
 WIN_APP_OBJ := $(WIN_APP_SRC:%.c=$(WIN)/%.o)
 WIN_COMMON_OBJ := $(TEST_COMMON:%.c=$(WIN)/%.o)
-WIN_TESTS ?= test_quant_dot_n test_vec_dot_rp
+# Under wine: the kernel bit tests, GGUF, tokenizers, I/O and streaming,
+# session save/load, the thread pool (some 2.5 minutes on 2 cores).
+WIN_TESTS ?= test_quant_dot test_quant_dot_n test_quant_dequant test_quant_fast test_quant_fp \
+  test_quant_roundtrip test_vec_dot_legacy_bits test_vec_dot_rp test_vexp test_attn_kernels \
+  test_vecdot_rp32x8 test_vecdot_rp32 test_vecdot_fp_order test_vecdot_iq4xs test_gguf \
+  test_gguf_corrupt test_gguf_direct test_tok test_tok_pretok test_tok_golden test_io \
+  test_io_fault test_io_direct_check test_io_ahead test_stream test_expert_cache \
+  test_session_save test_usage_history test_threads_pool
+# the tests that re-run themselves with SLUICE_NO_SIMD=1 by fork on Linux
+WIN_NO_SIMD_TESTS := test_quant_dot test_quant_dot_n
 WIN_TEST_BINS := $(WIN_TESTS:%=$(WIN)/tests/%.exe)
 
 $(WIN_STAMP):
@@ -62,6 +71,10 @@ $(WIN)/sluice.exe: $(WIN_APP_OBJ) $(WIN)/libsluice.a
 	$(WIN_CC) $(WIN_LDFLAGS) -o $@ $(WIN_APP_OBJ) $(WIN)/libsluice.a $(WIN_LIBS)
 
 windows: $(WIN)/sluice.exe $(WIN_TEST_BINS)
+
+test-windows: windows $(REL)/sluice
+	SLUICE_REL=$(abspath $(REL)/sluice) ./scripts/run-windows.sh "$(WIN_RUN)" \
+	  "$(WIN_NO_SIMD_TESTS)" $(WIN_TEST_BINS)
 
 .PHONY: windows test-windows
 

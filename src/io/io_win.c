@@ -34,6 +34,9 @@
 #define DEFAULT_ALIGN 4096u
 #define CHECK_WINDOW (64u * 1024u)
 
+const char sl_io_direct_flag[] = "FILE_FLAG_NO_BUFFERING";
+const char sl_io_direct_word[] = "unbuffered";
+
 static HANDLE open_lane_handle(const char *path, bool unbuffered)
 {
     wchar_t *w = sl_utf8_to_utf16(path);
@@ -92,7 +95,7 @@ static int probe_unbuffered(sl_io *io, const char *path, uint32_t *align, char *
 {
     char why[192];
     if (io->cfg.test_flags & SL_IO_TEST_REFUSE_DIRECT) {
-        snprintf(reason, cap, "unbuffered open refused for '%s' (test hook)", path);
+        snprintf(reason, cap, "%s refused for '%s' (test hook)", sl_io_direct_flag, path);
         return SL_EUNSUPPORTED;
     }
     HANDLE h = open_lane_handle(path, true);
