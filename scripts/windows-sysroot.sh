@@ -53,5 +53,5 @@ cmake -S "$jsrc" -B "$src/jansson-build" -DCMAKE_SYSTEM_NAME=Windows -DCMAKE_C_C
     -DJANSSON_BUILD_DOCS=OFF -DJANSSON_WITHOUT_TESTS=ON -DJANSSON_EXAMPLES=OFF >/dev/null
 cmake --build "$src/jansson-build" -j "$jobs" >/dev/null
 cmake --install "$src/jansson-build" >/dev/null
-rm -rf "$src" "$prefix/share" "$prefix/bin"
+rm -rf "$src" "$prefix/share" "$prefix/bin" "$prefix/cmake"
 touch "$prefix/.complete"
