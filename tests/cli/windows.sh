@@ -6,7 +6,8 @@
 # correctly rounded float functions (lib/cr_float_libm.c: the exe's C runtime
 # rounds expf / sinf / cosf ... once from double, glibc's do not; the
 # engine's own arithmetic, fmaf included, is the same, see
-# docs/ARCHITECTURE.md, "Windows"); a copy of the model with a non-ASCII
+# docs/ARCHITECTURE.md, "Windows"); so do tiny qwen35moe and gpt-oss
+# models, resident and streamed; a copy of the model with a non-ASCII
 # name loads and gives the same text; `iobench` reports unbuffered
 # overlapped lanes; the model file is never mapped (--dense-weights mmap is
 # refused); `serve` says it is not in this build. Skipped (0 passed) when
@@ -41,6 +42,21 @@ win run -m "$M" -p "$P" -n 48 --temp 0 -t 2 --moe-stream --cache-experts 96 --st
 check "exe streamed greedy text equals its resident text" same_text "$work/res.txt" "$work/str.txt"
 check "exe streams through unbuffered overlapped lanes" \
     grep -q 'I/O overlapped x[0-9]*, FILE_FLAG_NO_BUFFERING' "$work/str.err"
+
+# a qwen35moe and a gpt-oss generated model (gpt-oss's answer goes through
+# the harmony stream: a pipe and a thread in the exe), resident and streamed
+for arch in qwen35moe:q4_k_m:16 gpt-oss:q8_0:8; do
+    IFS=: read -r a t c <<<"$arch"
+    G=$work/$a.gguf
+    "$X86" mkmodel --arch "$a" --preset tiny --type "$t" --seed 1 -q -o "$G" 2>/dev/null
+    LD_PRELOAD=$work/cr.so "$X86" run -m "$G" -p "Hi there" -n 16 --temp 0 -t 2 \
+        >"$work/$a-lin.txt" 2>/dev/null
+    win run -m "$G" -p "Hi there" -n 16 --temp 0 -t 2 >"$work/$a-res.txt" 2>/dev/null
+    check "$a: exe resident greedy text equals Linux's" same_text "$work/$a-lin.txt" "$work/$a-res.txt"
+    win run -m "$G" -p "Hi there" -n 16 --temp 0 -t 2 --moe-stream --cache-experts "$c" \
+        >"$work/$a-str.txt" 2>/dev/null
+    check "$a: exe streamed greedy text equals Linux's" same_text "$work/$a-lin.txt" "$work/$a-str.txt"
+done
 
 U="$work/módel-модель-模型.gguf"
 cp "$M" "$U"
