@@ -38,6 +38,11 @@ bool sl_mem_prefault(void *p, size_t bytes);
  * false for transparent huge pages (a hint) and normal pages. */
 bool sl_mem_large_pages(void);
 
+/* The pages the last sl_mem_alloc_huge arena got, for reports: "huge pages"
+ * (transparent, asked for) on Linux; "large pages" or "normal pages (no
+ * SeLockMemoryPrivilege)" on Windows. A static string. */
+const char *sl_mem_pages_name(void);
+
 /* Resident set size now and at its peak (VmRSS / VmHWM), bytes. */
 bool sl_mem_rss(uint64_t *rss, uint64_t *peak);
 

@@ -44,6 +44,11 @@ bool sl_mem_large_pages(void)
     return atomic_load(&last_large);
 }
 
+const char *sl_mem_pages_name(void)
+{
+    return atomic_load(&last_large) ? "large pages" : "normal pages (no SeLockMemoryPrivilege)";
+}
+
 void *sl_mem_alloc_huge(size_t bytes)
 {
     if (bytes == 0) return NULL;
