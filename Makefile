@@ -53,7 +53,8 @@ ifeq ($(HOST_ARCH),x86_64)
   SIMD_AVX2 := -mavx2 -mfma -mf16c -mbmi2
 endif
 
-LIB_SRC  := $(sort $(wildcard src/*/*.c))
+# *_win.c: the Windows platform files (mk/windows.mk)
+LIB_SRC  := $(sort $(filter-out %_win.c,$(wildcard src/*/*.c)))
 APP_SRC  := $(sort $(wildcard app/*.c))
 TEST_SRC := $(sort $(wildcard tests/unit/test_*.c))
 TEST_COMMON := $(sort $(wildcard tests/common/*.c))
@@ -245,6 +246,7 @@ tsan: $(TSAN_TESTS)
 	./tests/run.sh $(TSAN_TESTS)
 
 include mk/aarch64.mk
+include mk/windows.mk
 
 # ---- bench (micro-benchmarks; not part of the suite) ---------------------------
 # bench/<name>.c -> build/rel/bench/<name>, linked against the release library

@@ -769,7 +769,7 @@ out:
 
 static void mode_str(const sl_io_info *in, char *buf, size_t cap)
 {
-    snprintf(buf, cap, "%s%s %s%s", in->direct ? "direct" : "buffered",
+    snprintf(buf, cap, "%s%s %s%s", in->direct ? sl_io_direct_word : "buffered",
              in->direct_fell_back ? "(fallback)" : "", sl_io_backend_name(in->backend),
              in->uring_fell_back ? "(fallback)" : "");
 }

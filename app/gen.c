@@ -563,33 +563,14 @@ static void harmony_event(void *ud, const sl_harmony_event *ev)
     }
 }
 
-static ssize_t harmony_write(void *cookie, const char *buf, size_t n)
+void gen_harmony_feed(gen_harmony_out *h, const char *buf, size_t n)
 {
-    gen_harmony_out *h = cookie;
     sl_harmony_stream_feed(&h->hs, buf, n, harmony_event, h);
-    if (fflush(h->dst) != 0 || ferror(h->dst)) return -1;
-    return (ssize_t)n;
 }
 
-FILE *gen_harmony_open(gen_harmony_out *h, FILE *dst, bool show_reasoning)
+void gen_harmony_finish(gen_harmony_out *h)
 {
-    memset(h, 0, sizeof *h);
-    h->dst = dst;
-    h->show_reasoning = show_reasoning;
-    sl_harmony_stream_init(&h->hs);
-    cookie_io_functions_t io = {NULL, harmony_write, NULL, NULL};
-    h->f = fopencookie(h, "w", io);
-    if (h->f) setvbuf(h->f, NULL, _IONBF, 0);
-    return h->f;
-}
-
-int gen_harmony_close(gen_harmony_out *h)
-{
-    int rc = h->f ? fclose(h->f) : 0;
-    h->f = NULL;
     sl_harmony_stream_finish(&h->hs, harmony_event, h);
-    if (fflush(h->dst) != 0) rc = EOF;
-    return rc;
 }
 
 int gen_decode_specials(gen_ctx *g, const char *cmd)

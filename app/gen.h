@@ -164,12 +164,20 @@ typedef struct gen_harmony_out {
     bool show_reasoning;
     bool hidden_msg, tagged;
     sl_harmony_stream hs;
+    void *plat;              /* the platform stream's state (gen_harmony_*.c) */
 } gen_harmony_out;
 
-/* Opens h->f; NULL (errno set) on failure. */
+/* Opens h->f; NULL (errno set) on failure. A glibc cookie stream on POSIX
+ * (gen_harmony_cookie.c), a pipe read by a thread on Windows
+ * (windows/gen_harmony_pipe.c); both hand the text to gen_harmony_feed. */
 FILE *gen_harmony_open(gen_harmony_out *h, FILE *dst, bool show_reasoning);
 /* Ends the answer (held text goes out) and closes h->f; 0 or EOF. */
 int gen_harmony_close(gen_harmony_out *h);
+
+/* The stream's two steps, for those files: n bytes of answer text, split
+ * and printed by channel; and the end (held text goes out). */
+void gen_harmony_feed(gen_harmony_out *h, const char *buf, size_t n);
+void gen_harmony_finish(gen_harmony_out *h);
 
 /* Switches g's decoder to writing special tokens as their text (the
  * harmony markers must reach gen_harmony_out). Prints and returns non-zero

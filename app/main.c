@@ -4,6 +4,7 @@
 
 #include "commands.h"
 #include "outputs.h"
+#include "util/console.h"
 #include "util/file.h"
 
 typedef struct command {
@@ -34,6 +35,7 @@ static void usage(FILE *out)
 
 int main(int argc, char **argv)
 {
+    sl_console_init(&argc, &argv); /* Windows: UTF-8 arguments and console */
     /* a closed stdout/stderr must not be reused by a file opened later */
     sl_file_guard_std_fds();
     if (argc < 2) {

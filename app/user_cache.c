@@ -11,8 +11,10 @@
 bool user_cache_dir(char *out, size_t cap)
 {
     const char *x = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+    const char *local = getenv("LOCALAPPDATA"); /* Windows: %LOCALAPPDATA%\sluice */
     int n;
     if (x && x[0] == '/') n = snprintf(out, cap, "%s/sluice", x);
+    else if (local && local[0]) n = snprintf(out, cap, "%s\\sluice", local);
     else if (home && home[0]) n = snprintf(out, cap, "%s/.cache/sluice", home);
     else return false;
     if (n < 0 || (size_t)n >= cap) return false;

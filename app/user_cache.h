@@ -2,6 +2,7 @@
  * (the expert usage histories of warm starts, the drives' measured rates).
  *
  * $XDG_CACHE_HOME/sluice when XDG_CACHE_HOME is an absolute path, else
+ * %LOCALAPPDATA%\sluice where LOCALAPPDATA is set (Windows), else
  * $HOME/.cache/sluice. */
 #ifndef SLUICE_APP_USER_CACHE_H
 #define SLUICE_APP_USER_CACHE_H

@@ -41,6 +41,8 @@ static bool make_id(const char *path, char *out, size_t cap)
     uint64_t h = 0xcbf29ce484222325ull;
 #if defined(__APPLE__) /* macOS names the modification time st_mtimespec */
     const struct timespec mt = sb.st_mtimespec;
+#elif defined(_WIN32) /* the CRT's stat has whole seconds only */
+    const struct timespec mt = {sb.st_mtime, 0};
 #else
     const struct timespec mt = sb.st_mtim;
 #endif

@@ -5,9 +5,19 @@
 #   --aarch64  also the cross toolchain and qemu-user (`make ARCH=aarch64`,
 #              `make test-aarch64`), and the arm64 package lists that
 #              scripts/aarch64-sysroot.sh downloads PCRE2 and jansson from
+#   --windows  also the mingw-w64 CRT, headers and winpthreads, lld, wine64,
+#              and what scripts/windows-sysroot.sh needs to build PCRE2 and
+#              jansson from Debian's source packages (dpkg-dev, cmake)
+#              (`make windows`, `make test-windows`; several flags may be given)
 set -eu
 aarch64=false
-[ "${1:-}" = "--aarch64" ] && aarch64=true
+windows=false
+for a in "$@"; do
+    case $a in
+    --aarch64) aarch64=true ;;
+    --windows) windows=true ;;
+    esac
+done
 
 need=()
 # (pcre2.h refuses to be included without a code unit width)
@@ -31,6 +41,17 @@ if $aarch64; then
     # apt-get download of the arm64 -dev packages needs arm64 in the lists
     # (nothing arm64 is installed: the sysroot script unpacks them itself)
     dpkg --print-foreign-architectures 2>/dev/null | grep -qx arm64 || arm64_lists=true
+fi
+
+if $windows; then
+    command -v x86_64-w64-mingw32-gcc >/dev/null 2>&1 || need+=(gcc-mingw-w64-x86-64)
+    [ -f /usr/x86_64-w64-mingw32/lib/libwinpthread.a ] || need+=(mingw-w64-x86-64-dev)
+    command -v ld.lld >/dev/null 2>&1 || need+=(lld)
+    [ -x /usr/lib/wine/wine64 ] || need+=(wine64)
+    command -v wine >/dev/null 2>&1 || need+=(wine)
+    command -v dpkg-source >/dev/null 2>&1 || need+=(dpkg-dev)
+    command -v cmake >/dev/null 2>&1 || need+=(cmake)
+    command -v make >/dev/null 2>&1 || need+=(make)
 fi
 
 if [ ${#need[@]} -eq 0 ] && ! $arm64_lists; then

@@ -336,9 +336,10 @@ void sl_model_stream_stats(const sl_model *m, sl_stream_stats *out)
     out->lat_p99_us = st.lat_p99_us;
     const sl_io_info *io = sl_streamer_io_info(m->streamer);
     out->io_buffered_fallback = io->direct_fell_back;
-    snprintf(out->io_mode, sizeof out->io_mode, "%s x%u%s, %s%s",
+    snprintf(out->io_mode, sizeof out->io_mode, "%s x%u%s, %s%s%s%s",
              sl_io_backend_name(io->backend), io->lanes,
              io->backend == SL_IO_URING ? " (qd per lane)" : "",
-             io->direct ? "O_DIRECT" : "buffered",
-             io->direct_fell_back ? " (O_DIRECT refused)" : "");
+             io->direct ? sl_io_direct_flag : "buffered",
+             io->direct_fell_back ? " (" : "", io->direct_fell_back ? sl_io_direct_flag : "",
+             io->direct_fell_back ? " refused)" : "");
 }

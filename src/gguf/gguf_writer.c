@@ -28,6 +28,7 @@
 #include <sys/types.h>
 #include <unistd.h>
 
+#include "util/aligned.h"
 #include "util/checked.h"
 #include "util/file.h"
 #include "util/out_file.h"
@@ -119,9 +120,7 @@ int sl_gguf_writer_open(sl_gguf_writer **out, const char *path, sl_err *err)
     if (!w) return sl_err_set(err, SL_ENOMEM, "out of memory opening a GGUF writer");
     w->out.f.fd = -1;
     w->alignment = SL_GGUF_DEFAULT_ALIGNMENT;
-    void *buf = NULL;
-    if (posix_memalign(&buf, SL_FILE_DIRECT_ALIGN, WRITE_BUF)) buf = NULL;
-    w->buf = buf;
+    w->buf = sl_aligned_alloc(SL_FILE_DIRECT_ALIGN, WRITE_BUF);
     if (!w->buf) {
         free(w);
         return sl_err_set(err, SL_ENOMEM, "out of memory opening a GGUF writer");
@@ -129,7 +128,7 @@ int sl_gguf_writer_open(sl_gguf_writer **out, const char *path, sl_err *err)
     static const sl_out_kind gguf_kind = {"a GGUF model", "GGUF", 4};
     int rc = sl_out_open(&w->out, path, &gguf_kind, err);
     if (rc) {
-        free(w->buf);
+        sl_aligned_free(w->buf);
         free(w);
         return rc;
     }
@@ -199,8 +198,8 @@ bool sl_gguf_writer_direct_io(sl_gguf_writer *w)
     w->direct = sl_file_set_direct(&w->out.f, true);
     if (!w->direct) return false;
     /* Without a second buffer or thread, direct writes simply block. */
-    void *b2 = NULL;
-    if (posix_memalign(&b2, SL_FILE_DIRECT_ALIGN, WRITE_BUF)) return true;
+    void *b2 = sl_aligned_alloc(SL_FILE_DIRECT_ALIGN, WRITE_BUF);
+    if (!b2) return true;
     wio *io = &w->io;
     if (pthread_mutex_init(&io->mu, NULL)) goto no_thread;
     if (pthread_cond_init(&io->cv, NULL)) {
@@ -216,7 +215,7 @@ bool sl_gguf_writer_direct_io(sl_gguf_writer *w)
     w->buf2 = b2;
     return true;
 no_thread:
-    free(b2);
+    sl_aligned_free(b2);
     return true;
 }
 
@@ -224,7 +223,7 @@ void sl_gguf_writer_abort(sl_gguf_writer *w)
 {
     if (!w) return;
     io_stop(w);
-    free(w->buf2);
+    sl_aligned_free(w->buf2);
     sl_out_abort(&w->out);
     for (uint64_t i = 0; i < w->n_kv; i++) free(w->keys[i]);
     free(w->keys);
@@ -232,7 +231,7 @@ void sl_gguf_writer_abort(sl_gguf_writer *w)
     free(w->t);
     free(w->hash);
     free(w->meta);
-    free(w->buf);
+    sl_aligned_free(w->buf);
     free(w);
 }
 

@@ -15,7 +15,7 @@
 
 const char *sl_io_backend_name(sl_io_backend b)
 {
-    return b == SL_IO_URING ? "io_uring" : "pread";
+    return b == SL_IO_URING ? "io_uring" : sl_io_pread_ops.name; /* "overlapped" on Windows */
 }
 
 bool sl_io_window_for(uint32_t align, uint64_t offset, uint64_t len, sl_io_window *w)

@@ -113,6 +113,12 @@ typedef struct sl_io_info {
     char uring_reason[256];  /* why io_uring fell back ("" if it did not) */
 } sl_io_info;
 
+/* How this platform names direct reads in reports: the flag ("O_DIRECT";
+ * Windows "FILE_FLAG_NO_BUFFERING") and the mode word ("direct"; Windows
+ * "unbuffered"). Defined by io_files.c / io_win.c. */
+extern const char sl_io_direct_flag[];
+extern const char sl_io_direct_word[];
+
 typedef struct sl_io_req {
     uint32_t file;     /* index into the paths given at open */
     uint64_t offset;   /* first wanted byte */

@@ -17,6 +17,9 @@
 
 #define DEFAULT_ALIGN 4096u
 
+const char sl_io_direct_flag[] = "O_DIRECT";
+const char sl_io_direct_word[] = "direct";
+
 /* Opens path read-only for direct reads: O_DIRECT where it exists (Linux,
  * Android, the BSDs); on macOS, which has none, a plain descriptor with
  * F_NOCACHE (reads bypass the cache, no alignment rule). -1 and errno on

@@ -241,9 +241,10 @@ static int read_direct(sl_model *m, const sl_model_params *p, sl_err *err)
     }
     for (size_t i = 0; i < n; i++) ts[i]->data = (const uint8_t *)m->weights + rg[i].at;
     if (m->output_tied) m->output = m->tok_embd;
-    snprintf(m->load.mode, sizeof m->load.mode, "%s, %s x%u, huge pages",
-             info->direct ? "direct" : "buffered (O_DIRECT refused)",
-             sl_io_backend_name(info->backend), info->lanes);
+    snprintf(m->load.mode, sizeof m->load.mode, "%s%s%s, %s x%u, %s",
+             info->direct ? sl_io_direct_word : "buffered (", info->direct ? "" : sl_io_direct_flag,
+             info->direct ? "" : " refused)", sl_io_backend_name(info->backend), info->lanes,
+             sl_mem_pages_name());
 done:
     sl_io_close(io);
     free(paths);

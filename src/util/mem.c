@@ -28,6 +28,16 @@ void *sl_mem_alloc_huge(size_t bytes)
     return p;
 }
 
+bool sl_mem_large_pages(void)
+{
+    return false; /* transparent huge pages are a hint, never a guarantee */
+}
+
+const char *sl_mem_pages_name(void)
+{
+    return "huge pages";
+}
+
 void sl_mem_advise_huge(void *p, size_t bytes)
 {
 #ifdef MADV_HUGEPAGE

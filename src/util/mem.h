@@ -1,5 +1,7 @@
 /* mem.h - what memory this process may use and what it uses (platform
- * wrapper: /proc and cgroup files on Linux; other systems report unknown). */
+ * wrapper: /proc and cgroup files on Linux, mem.c; GlobalMemoryStatusEx, job
+ * limits and VirtualAlloc on Windows, mem_win.c; other systems report
+ * unknown). */
 #ifndef SL_UTIL_MEM_H
 #define SL_UTIL_MEM_H
 
@@ -30,6 +32,16 @@ void sl_mem_advise_huge(void *p, size_t bytes);
  * memory that cannot be had shows up here rather than mid-run. Returns
  * false if the kernel refused (out of memory). */
 bool sl_mem_prefault(void *p, size_t bytes);
+
+/* True when the last sl_mem_alloc_huge arena got large pages the system
+ * guarantees (Windows MEM_LARGE_PAGES, with the lock-memory privilege);
+ * false for transparent huge pages (a hint) and normal pages. */
+bool sl_mem_large_pages(void);
+
+/* The pages the last sl_mem_alloc_huge arena got, for reports: "huge pages"
+ * (transparent, asked for) on Linux; "large pages" or "normal pages (no
+ * SeLockMemoryPrivilege)" on Windows. A static string. */
+const char *sl_mem_pages_name(void);
 
 /* Resident set size now and at its peak (VmRSS / VmHWM), bytes. */
 bool sl_mem_rss(uint64_t *rss, uint64_t *peak);

@@ -18,6 +18,7 @@
  * in a separate atomic; a late worker could pair an old generation with a
  * new job's count and let the caller return while its chunk still ran.) */
 #include "util/pool.h"
+#include "util/aligned.h"
 
 #include <pthread.h>
 #include <sched.h>
@@ -136,7 +137,7 @@ int sl_pool_create(sl_pool **out, int n_threads, sl_err *err)
     if (n_threads < 1 || n_threads > 1024)
         return sl_err_set(err, SL_EINVAL, "thread count %d is out of range [1, 1024]", n_threads);
     /* aligned: the pool's atomics sit on cache lines of their own */
-    sl_pool *p = aligned_alloc(64, (sizeof *p + 63) & ~(size_t)63);
+    sl_pool *p = sl_aligned_alloc(64, (sizeof *p + 63) & ~(size_t)63);
     if (!p) return sl_err_set(err, SL_ENOMEM, "out of memory");
     memset(p, 0, sizeof *p);
     p->n = n_threads;
@@ -148,11 +149,11 @@ int sl_pool_create(sl_pool **out, int n_threads, sl_err *err)
     pthread_cond_init(&p->cv_job, NULL);
     pthread_mutex_init(&p->run_mu, NULL);
     p->threads = calloc((size_t)n_threads, sizeof *p->threads);
-    p->shares = aligned_alloc(64, (size_t)n_threads * sizeof *p->shares);
+    p->shares = sl_aligned_alloc(64, (size_t)n_threads * sizeof *p->shares);
     if (!p->threads || !p->shares) {
         free(p->threads);
-        free(p->shares);
-        free(p);
+        sl_aligned_free(p->shares);
+        sl_aligned_free(p);
         return sl_err_set(err, SL_ENOMEM, "out of memory");
     }
     for (int i = 0; i < n_threads; i++) atomic_init(&p->shares[i].w, 0);
@@ -224,8 +225,8 @@ void sl_pool_free(sl_pool *p)
     pthread_cond_destroy(&p->cv_job);
     pthread_mutex_destroy(&p->run_mu);
     free(p->threads);
-    free(p->shares);
-    free(p);
+    sl_aligned_free(p->shares);
+    sl_aligned_free(p);
 }
 
 int sl_cpu_core_count(void)

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "util/aligned.h"
 #include "io/io.h"
 #include "test.h"
 #include "test_io_common.h"
@@ -44,7 +45,7 @@ static batch_result run_batch(sl_io *io, uint64_t file_size, uint32_t salt, int 
         if (i % 7 == 3) off = file_size - len; /* ends exactly at EOF */
         if (i % 11 == 5) off &= ~(uint64_t)4095; /* aligned start */
         uint64_t cap = sl_io_window_cap(io, len);
-        CHECK(posix_memalign(&bufs[i], 4096, cap) == 0);
+        CHECK((bufs[i] = sl_aligned_alloc(4096, cap)) != NULL);
         memset(bufs[i], 0xCD, cap);
         reqs[i] = (sl_io_req){.file = 0, .offset = off, .len = len, .dst = bufs[i],
                               .dst_cap = cap, .tag = 1000 + (uint64_t)i};
@@ -94,7 +95,7 @@ static batch_result run_batch(sl_io *io, uint64_t file_size, uint32_t salt, int 
             r.bad_data++;
     }
 out:
-    for (int i = 0; i < n; i++) free(bufs[i]);
+    for (int i = 0; i < n; i++) sl_aligned_free(bufs[i]);
     free(bufs);
     free(reqs);
     free(seen);
@@ -223,7 +224,7 @@ TEST(forced_direct_refusal_falls_back_to_buffered)
         const sl_io_info *info = sl_io_get_info(io);
         CHECK(!info->direct);
         CHECK(info->direct_fell_back);
-        CHECK_STR_CONTAINS(info->direct_reason, "O_DIRECT");
+        CHECK_STR_CONTAINS(info->direct_reason, sl_io_direct_flag); /* O_DIRECT, or Windows' flag */
         CHECK_STR_CONTAINS(info->direct_reason, "buffered");
         batch_result r = run_batch(io, FILE_SIZE, SALT, 80, 7, 50000);
         CHECK_EQ_INT(r.completed, 80);
@@ -274,7 +275,7 @@ TEST(bad_requests_are_refused_at_submit)
     if (!io) return;
     uint32_t a = sl_io_get_info(io)->mem_align;
     void *buf = NULL;
-    CHECK(posix_memalign(&buf, 4096, 65536) == 0);
+    CHECK((buf = sl_aligned_alloc(4096, 65536)) != NULL);
     sl_err err = {0};
     sl_io_req q = {.file = 0, .offset = 10, .len = 100, .dst = buf, .dst_cap = 65536};
 
@@ -315,7 +316,7 @@ TEST(bad_requests_are_refused_at_submit)
     CHECK_EQ_INT(sl_io_wait(io, &d, &err), SL_OK);
     CHECK_EQ_INT(d.status, SL_OK);
     CHECK(pattern_matches(d.data, 10, 100, SALT));
-    free(buf);
+    sl_aligned_free(buf);
     sl_io_close(io);
 }
 
@@ -328,7 +329,7 @@ TEST(outstanding_cap_is_enforced)
     if (!io) return;
     /* 65 slots of 8 KiB, one per read, so no two reads share memory. */
     void *buf = NULL;
-    CHECK(posix_memalign(&buf, 4096, 65 * 8192) == 0);
+    CHECK((buf = sl_aligned_alloc(4096, 65 * 8192)) != NULL);
     sl_io_req q = {.file = 0, .offset = 0, .len = 4096, .dst = buf, .dst_cap = 8192};
     /* The 65th read must be refused until one completion is taken. */
     for (int i = 0; i < 64; i++) {
@@ -348,7 +349,7 @@ TEST(outstanding_cap_is_enforced)
     }
     CHECK_EQ_INT(got, 64);
     sl_io_close(io);
-    free(buf);
+    sl_aligned_free(buf);
 }
 
 TEST(poll_eventually_delivers)
@@ -356,7 +357,7 @@ TEST(poll_eventually_delivers)
     sl_io *io = open_one(g_path, SL_IO_URING, 1, 2, false, 0);
     if (!io) return;
     void *buf = NULL;
-    CHECK(posix_memalign(&buf, 4096, 16384) == 0);
+    CHECK((buf = sl_aligned_alloc(4096, 16384)) != NULL);
     sl_err err = {0};
     sl_io_req q = {.file = 0, .offset = 777, .len = 5000, .dst = buf, .dst_cap = 16384,
                    .tag = 99};
@@ -371,7 +372,7 @@ TEST(poll_eventually_delivers)
     CHECK_EQ_INT(d.status, SL_OK);
     CHECK(pattern_matches(d.data, 777, 5000, SALT));
     CHECK_EQ_INT(sl_io_poll(io, &d), 0);
-    free(buf);
+    sl_aligned_free(buf);
     sl_io_close(io);
 }
 
@@ -389,14 +390,14 @@ TEST(reopen_keeps_reading)
         CHECK_EQ_INT(r.completed - r.failed - r.bad_data - r.bad_meta, 20);
 
         void *buf = NULL;
-        CHECK(posix_memalign(&buf, 4096, 8192) == 0);
+        CHECK((buf = sl_aligned_alloc(4096, 8192)) != NULL);
         sl_io_req q = {.file = 0, .offset = 0, .len = 4096, .dst = buf, .dst_cap = 8192};
         CHECK_EQ_INT(sl_io_submit(io, &q, &err), SL_OK);
         /* Outstanding read: reopening now would pull descriptors from under it. */
         if (sl_io_outstanding(io) > 0) CHECK_EQ_INT(sl_io_reopen(io, &err), SL_EINVAL);
         sl_io_done d;
         CHECK_EQ_INT(sl_io_wait(io, &d, &err), SL_OK);
-        free(buf);
+        sl_aligned_free(buf);
         sl_io_close(io);
     }
 }
@@ -415,8 +416,8 @@ TEST(two_files_each_read_from_its_own)
         CHECK_EQ_INT(sl_io_file_count(io), 2);
         CHECK_EQ_INT(sl_io_file_size(io, 1), 200000);
         void *b[2];
-        CHECK(posix_memalign(&b[0], 4096, 65536) == 0);
-        CHECK(posix_memalign(&b[1], 4096, 65536) == 0);
+        CHECK((b[0] = sl_aligned_alloc(4096, 65536)) != NULL);
+        CHECK((b[1] = sl_aligned_alloc(4096, 65536)) != NULL);
         sl_io_req q[2] = {
             {.file = 0, .offset = 123457, .len = 30000, .dst = b[0], .dst_cap = 65536, .tag = 0},
             {.file = 1, .offset = 123457, .len = 30000, .dst = b[1], .dst_cap = 65536, .tag = 1},
@@ -428,8 +429,8 @@ TEST(two_files_each_read_from_its_own)
             CHECK_EQ_INT(d.status, SL_OK);
             CHECK(pattern_matches(d.data, 123457, 30000, d.tag == 0 ? SALT : 0x99));
         }
-        free(b[0]);
-        free(b[1]);
+        sl_aligned_free(b[0]);
+        sl_aligned_free(b[1]);
         sl_io_close(io);
     }
     unlink(p2);
@@ -448,7 +449,7 @@ TEST(file_shrunk_after_open_fails_the_read_not_the_data)
         /* Shrink to 40000 bytes; a read at 60000 was valid at open time. */
         CHECK(truncate(p, 40000) == 0);
         void *buf = NULL;
-        CHECK(posix_memalign(&buf, 4096, 16384) == 0);
+        CHECK((buf = sl_aligned_alloc(4096, 16384)) != NULL);
         sl_err err = {0};
         sl_io_req q = {.file = 0, .offset = 60000, .len = 1000, .dst = buf, .dst_cap = 16384};
         CHECK_EQ_INT(sl_io_submit(io, &q, &err), SL_OK);
@@ -456,7 +457,7 @@ TEST(file_shrunk_after_open_fails_the_read_not_the_data)
         CHECK_EQ_INT(sl_io_wait(io, &d, &err), SL_OK);
         CHECK(d.status != SL_OK);
         CHECK_STR_CONTAINS(d.err.msg, "ended");
-        free(buf);
+        sl_aligned_free(buf);
         sl_io_close(io);
         CHECK(truncate(p, 100000) == 0); /* the tail now reads as zeros; fine for k=1 */
     }
@@ -472,7 +473,7 @@ TEST(close_with_reads_outstanding_does_not_hang)
         if (!io) return;
         /* Each read gets its own 80 KiB slot (a 64 KiB window fits). */
         void *buf = NULL;
-        CHECK(posix_memalign(&buf, 4096, 40 * 81920) == 0);
+        CHECK((buf = sl_aligned_alloc(4096, 40 * 81920)) != NULL);
         sl_err err = {0};
         for (int i = 0; i < 40; i++) {
             sl_io_req q = {.file = 0, .offset = (uint64_t)i * 4096, .len = 65536,
@@ -480,7 +481,7 @@ TEST(close_with_reads_outstanding_does_not_hang)
             CHECK_EQ_INT(sl_io_submit(io, &q, &err), SL_OK);
         }
         sl_io_close(io); /* must return; ASan checks nothing writes buf later */
-        free(buf);
+        sl_aligned_free(buf);
     }
 }
 

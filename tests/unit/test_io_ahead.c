@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/aligned.h"
 #include "common/testutil.h"
 #include "io/io.h"
 #include "io/io_internal.h"
@@ -40,7 +41,7 @@ static void run_backend(sl_io_backend b)
     CHECK_EQ_INT(sl_io_open(&io, &cfg, (const char *const *)&g_path, 1, &err), SL_OK);
     if (!io) return;
     void *buf = NULL;
-    CHECK(posix_memalign(&buf, 4096, N * 2 * LEN) == 0);
+    CHECK((buf = sl_aligned_alloc(4096, N * 2 * LEN)) != NULL);
     /* tag i: D0 (demand), A1, A2, A3 (ahead), D4 (demand, submitted last) */
     sl_io_req q[N];
     for (int i = 0; i < N; i++)
@@ -86,7 +87,7 @@ static void run_backend(sl_io_backend b)
     CHECK_EQ_INT(st.cancelled, 1);
     CHECK_EQ_INT(st.completed, 5);
     CHECK_EQ_INT(sl_io_outstanding(io), 0);
-    free(buf);
+    sl_aligned_free(buf);
     sl_io_close(io);
 }
 

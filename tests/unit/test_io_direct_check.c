@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "util/aligned.h"
 #include "io/io.h"
 #include "test.h"
 #include "test_io_common.h"
@@ -24,7 +25,7 @@ static int read_matches(sl_io *io, uint64_t off, uint64_t len)
     const sl_io_info *in = sl_io_get_info(io);
     const uint64_t cap = sl_io_window_cap(io, len);
     void *buf = NULL;
-    if (posix_memalign(&buf, in->mem_align < 4096 ? 4096 : in->mem_align, cap)) return 0;
+    if (!(buf = sl_aligned_alloc(in->mem_align < 4096 ? 4096 : in->mem_align, cap))) return 0;
     sl_io_req r = {.file = 0, .offset = off, .len = len, .dst = buf, .dst_cap = cap, .tag = 1};
     sl_err err = {0};
     int ok = 0;
@@ -33,7 +34,7 @@ static int read_matches(sl_io *io, uint64_t off, uint64_t len)
         if (sl_io_wait(io, &d, &err) == SL_OK && d.status == SL_OK)
             ok = pattern_matches(d.data, off, len, SALT);
     }
-    free(buf);
+    sl_aligned_free(buf);
     return ok;
 }
 

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "util/aligned.h"
 #include "io/io.h"
 #include "test.h"
 #include "test_io_common.h"
@@ -48,7 +49,7 @@ static run_out run(sl_io_backend b, unsigned lanes, unsigned qd, unsigned flags,
         uint64_t off = t_rng(&s) % (FILE_SIZE - len + 1);
         if (i % 9 == 4) off = FILE_SIZE - len;
         uint64_t cap = sl_io_window_cap(io, len);
-        CHECK(posix_memalign(&bufs[i], 4096, cap) == 0);
+        CHECK((bufs[i] = sl_aligned_alloc(4096, cap)) != NULL);
         reqs[i] = (sl_io_req){.file = 0, .offset = off, .len = len, .dst = bufs[i],
                               .dst_cap = cap, .tag = (uint64_t)i};
     }
@@ -80,7 +81,7 @@ static run_out run(sl_io_backend b, unsigned lanes, unsigned qd, unsigned flags,
         if (!pattern_matches(d.data, reqs[d.tag].offset, reqs[d.tag].len, SALT)) o.bad_data++;
     }
     sl_io_close(io);
-    for (int i = 0; i < N_REQ; i++) free(bufs[i]);
+    for (int i = 0; i < N_REQ; i++) sl_aligned_free(bufs[i]);
     return o;
 }
 
@@ -185,7 +186,7 @@ TEST(one_read_at_a_time_never_stalls)
         CHECK_EQ_INT(sl_io_open(&io, &cfg, (const char *const *)&g_path, 1, &err), SL_OK);
         if (!io) return;
         void *buf = NULL;
-        CHECK(posix_memalign(&buf, 4096, 65536) == 0);
+        CHECK((buf = sl_aligned_alloc(4096, 65536)) != NULL);
         int ok = 0, failed = 0;
         for (int i = 0; i < 40; i++) {
             uint64_t off = (uint64_t)i * 12345;
@@ -204,7 +205,7 @@ TEST(one_read_at_a_time_never_stalls)
         }
         CHECK_EQ_INT(ok + failed, 40);
         CHECK(failed > 0); /* p = 0.34 over 40: none failing ~ 6e-8 */
-        free(buf);
+        sl_aligned_free(buf);
         sl_io_close(io);
     }
 }

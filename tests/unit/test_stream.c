@@ -196,6 +196,11 @@ TEST(streamed_runs_are_bit_identical)
         warm_next_run = V->warm;
         float *got = run(&mp, V->faults ? &fault : NULL, &st, &err);
         warm_next_run = false;
+        if (!got && V->dense == SL_DENSE_MMAP && err.code == SL_EUNSUPPORTED) {
+            /* Windows: a model file is never mapped (util/file_win.c) */
+            printf("   %-36s (no mapping on this platform: skipped)\n", V->name);
+            continue;
+        }
         CHECK_MSG(got != NULL, "%s: %s", V->name, got ? "" : err.msg);
         if (!got) continue;
         CHECK_MSG(memcmp(got, resident, n * sizeof(float)) == 0, "%s: logits differ", V->name);

@@ -1,0 +1,182 @@
+/* posix_win.c - the POSIX equivalents posix_win.h declares (Windows build
+ * only). Paths arrive as UTF-8 and go to the wide CRT and Win32 calls. */
+#include <windows.h>
+
+#include <errno.h>
+#include <io.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <math.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "util/utf16_win.h"
+
+#undef fopen
+#undef open
+#undef unlink
+#undef mkdir
+#undef fmaf
+
+long sl_win_sysconf(int name)
+{
+    if (name == _SC_NPROCESSORS_ONLN) return (long)GetActiveProcessorCount(ALL_PROCESSOR_GROUPS);
+    errno = EINVAL;
+    return -1;
+}
+
+int sl_win_fsync(int fd)
+{
+    HANDLE h = (HANDLE)_get_osfhandle(fd);
+    if (h == INVALID_HANDLE_VALUE) {
+        errno = EBADF;
+        return -1;
+    }
+    if (FlushFileBuffers(h)) return 0;
+    /* a console or pipe cannot be flushed: as Linux's EINVAL */
+    errno = GetLastError() == ERROR_INVALID_HANDLE ? EINVAL : EIO;
+    return -1;
+}
+
+ssize_t sl_win_pread(int fd, void *buf, size_t len, off_t off)
+{
+    HANDLE h = (HANDLE)_get_osfhandle(fd);
+    if (h == INVALID_HANDLE_VALUE) {
+        errno = EBADF;
+        return -1;
+    }
+    if (len > 0x40000000u) len = 0x40000000u; /* one ReadFile takes a DWORD */
+    OVERLAPPED ov = {0};
+    ov.Offset = (DWORD)((uint64_t)off & 0xffffffffu);
+    ov.OffsetHigh = (DWORD)((uint64_t)off >> 32);
+    DWORD got = 0;
+    if (ReadFile(h, buf, (DWORD)len, &got, &ov)) return (ssize_t)got;
+    DWORD e = GetLastError();
+    if (e == ERROR_HANDLE_EOF) return 0;
+    errno = e == ERROR_INVALID_PARAMETER ? EINVAL : EIO;
+    return -1;
+}
+
+void *sl_win_memmem(const void *hay, size_t hay_len, const void *needle, size_t needle_len)
+{
+    if (needle_len == 0) return (void *)hay;
+    const unsigned char *h = hay, *n = needle;
+    while (hay_len >= needle_len) {
+        const unsigned char *p = memchr(h, n[0], hay_len - needle_len + 1);
+        if (!p) return NULL;
+        if (!memcmp(p, n, needle_len)) return (void *)p;
+        hay_len -= (size_t)(p - h) + 1;
+        h = p + 1;
+    }
+    return NULL;
+}
+
+FILE *sl_win_fopen(const char *path, const char *mode)
+{
+    wchar_t *wp = sl_utf8_to_utf16(path), *wm = sl_utf8_to_utf16(mode);
+    FILE *f = NULL;
+    if (wp && wm) f = _wfopen(wp, wm);
+    else errno = ENOMEM;
+    free(wp);
+    free(wm);
+    return f;
+}
+
+int sl_win_open(const char *path, int flags, ...)
+{
+    int mode = 0;
+    if (flags & O_CREAT) {
+        va_list ap;
+        va_start(ap, flags);
+        mode = va_arg(ap, int);
+        va_end(ap);
+    }
+    wchar_t *wp = sl_utf8_to_utf16(path);
+    if (!wp) {
+        errno = ENOMEM;
+        return -1;
+    }
+    /* binary always: the CRT's text mode would turn \n into \r\n */
+    int fd = _wopen(wp, flags | _O_BINARY | _O_NOINHERIT, mode & (_S_IREAD | _S_IWRITE));
+    free(wp);
+    return fd;
+}
+
+int sl_win_unlink(const char *path)
+{
+    wchar_t *wp = sl_utf8_to_utf16(path);
+    int rc = wp ? _wunlink(wp) : -1;
+    free(wp);
+    return rc;
+}
+
+int sl_win_mkdir(const char *path)
+{
+    wchar_t *wp = sl_utf8_to_utf16(path);
+    int rc = wp ? _wmkdir(wp) : -1;
+    free(wp);
+    return rc;
+}
+
+/* Fills the trailing XXXXXX of tmpl with a fresh tag; false if it has none. */
+static bool fill_template(char *tmpl, unsigned attempt)
+{
+    size_t n = strlen(tmpl);
+    if (n < 6 || strcmp(tmpl + n - 6, "XXXXXX")) return false;
+    static volatile LONG counter;
+    unsigned v = (unsigned)GetTickCount64() * 2654435761u ^ GetCurrentProcessId() * 40503u ^
+                 (unsigned)InterlockedIncrement(&counter) * 2246822519u ^ attempt;
+    for (int i = 0; i < 6; i++, v /= 36) tmpl[n - 6 + i] = "0123456789abcdefghijklmnopqrstuvwxyz"[v % 36];
+    return true;
+}
+
+char *sl_win_mkdtemp(char *tmpl)
+{
+    char *keep = strdup(tmpl);
+    for (unsigned a = 0; keep && a < 100; a++) {
+        strcpy(tmpl, keep);
+        if (!fill_template(tmpl, a)) break;
+        if (sl_win_mkdir(tmpl) == 0) {
+            free(keep);
+            return tmpl;
+        }
+        if (errno != EEXIST) break;
+    }
+    free(keep);
+    errno = errno ? errno : EINVAL;
+    return NULL;
+}
+
+int sl_win_mkstemp(char *tmpl)
+{
+    char *keep = strdup(tmpl);
+    int fd = -1;
+    for (unsigned a = 0; keep && a < 100; a++) {
+        strcpy(tmpl, keep);
+        if (!fill_template(tmpl, a)) break;
+        fd = sl_win_open(tmpl, O_RDWR | O_CREAT | O_EXCL, _S_IREAD | _S_IWRITE);
+        if (fd >= 0 || errno != EEXIST) break;
+    }
+    free(keep);
+    return fd;
+}
+
+float sl_win_fmaf(float x, float y, float z)
+{
+    /* the product of two floats is exact in a double; the sum rounds once
+     * there, and rounding that double to float is then right unless it
+     * sits exactly halfway between two floats while the sum was inexact
+     * (double rounding): then the sum's error decides the side */
+    const double xy = (double)x * (double)y;
+    const double s = xy + (double)z;
+    const float f = (float)s;
+    if (!isfinite(s) || (double)f == s) return f;
+    const double bb = s - xy, err = (xy - (s - bb)) + ((double)z - bb); /* s + err is exact */
+    if (err == 0) return f;
+    const double d = s - (double)f;
+    const float g = nextafterf(f, d > 0 ? INFINITY : -INFINITY);
+    if ((double)f + ((double)g - (double)f) * 0.5 != s) return f; /* not a midpoint */
+    const float lo = f < g ? f : g, hi = f < g ? g : f;
+    return err > 0 ? hi : lo;
+}
