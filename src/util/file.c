@@ -1,5 +1,6 @@
 /* file.c - POSIX implementation of file.h. */
 #include "util/file.h"
+#include "util/open_inputs.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -27,83 +28,6 @@ static const char *mode_kind(mode_t m)
 static int not_regular(sl_err *err, const char *path, mode_t m)
 {
     return sl_err_set(err, SL_EINVAL, "'%s' is a %s, not a regular file", path, mode_kind(m));
-}
-
-/* ---- the open inputs ------------------------------------------------------
- * Every file open through sl_file_open_read, by identity, with a count (the
- * same file may be open twice) and the path it was first opened by. */
-
-typedef struct open_input {
-    uint64_t dev, ino;
-    unsigned refs;
-    char *path;
-} open_input;
-
-static pthread_mutex_t inputs_mu = PTHREAD_MUTEX_INITIALIZER;
-static open_input *inputs;
-static size_t n_inputs, cap_inputs;
-
-/* Lists (dev, ino); false when out of memory (the open then fails: an
- * input that could not be listed could be overwritten). */
-static bool inputs_add(uint64_t dev, uint64_t ino, const char *path)
-{
-    bool ok = true;
-    pthread_mutex_lock(&inputs_mu);
-    size_t i = 0;
-    while (i < n_inputs && !(inputs[i].dev == dev && inputs[i].ino == ino)) i++;
-    if (i < n_inputs) {
-        inputs[i].refs++;
-    } else {
-        if (n_inputs == cap_inputs) {
-            const size_t nc = cap_inputs ? 2 * cap_inputs : 16;
-            open_input *ni = realloc(inputs, nc * sizeof *ni);
-            if (ni) {
-                inputs = ni;
-                cap_inputs = nc;
-            }
-        }
-        char *p = strdup(path);
-        if (n_inputs < cap_inputs && p) inputs[n_inputs++] = (open_input){dev, ino, 1, p};
-        else {
-            free(p);
-            ok = false;
-        }
-    }
-    pthread_mutex_unlock(&inputs_mu);
-    return ok;
-}
-
-static void inputs_drop(uint64_t dev, uint64_t ino)
-{
-    pthread_mutex_lock(&inputs_mu);
-    for (size_t i = 0; i < n_inputs; i++) {
-        if (inputs[i].dev != dev || inputs[i].ino != ino) continue;
-        if (--inputs[i].refs == 0) {
-            free(inputs[i].path);
-            inputs[i] = inputs[--n_inputs];
-        }
-        break;
-    }
-    if (n_inputs == 0) { /* nothing open: no memory held either */
-        free(inputs);
-        inputs = NULL;
-        cap_inputs = 0;
-    }
-    pthread_mutex_unlock(&inputs_mu);
-}
-
-bool sl_file_open_input(const sl_file_id *id, char *path, size_t cap)
-{
-    if (!id->exists) return false;
-    bool found = false;
-    pthread_mutex_lock(&inputs_mu);
-    for (size_t i = 0; i < n_inputs && !found; i++)
-        if (inputs[i].dev == id->dev && inputs[i].ino == id->ino) {
-            found = true;
-            if (cap) snprintf(path, cap, "%s", inputs[i].path);
-        }
-    pthread_mutex_unlock(&inputs_mu);
-    return found;
 }
 
 int sl_file_open_read(sl_file *f, const char *path, sl_err *err)
@@ -136,7 +60,7 @@ int sl_file_open_read(sl_file *f, const char *path, sl_err *err)
         return sl_err_set(err, SL_EIO, "cannot open '%s': %s", path, strerror(e));
     }
     f->path = strdup(path);
-    if (!f->path || !inputs_add((uint64_t)st.st_dev, (uint64_t)st.st_ino, path)) {
+    if (!f->path || !sl_open_inputs_add((uint64_t)st.st_dev, (uint64_t)st.st_ino, path)) {
         close(fd);
         free(f->path);
         f->path = NULL;
@@ -176,7 +100,7 @@ void sl_file_close(sl_file *f)
 {
     if (!f) return;
     if (f->fd >= 0) close(f->fd);
-    if (f->fd >= 0 && f->input) inputs_drop(f->dev, f->ino);
+    if (f->fd >= 0 && f->input) sl_open_inputs_drop(f->dev, f->ino);
     f->input = false;
     f->fd = -1;
     free(f->path);
@@ -244,7 +168,7 @@ int sl_file_close_checked(sl_file *f, sl_err *err)
     if (f->fd >= 0 && close(f->fd) != 0 && errno != EINTR)
         rc = sl_err_set(err, SL_EIO, "writing '%s' failed on close: %s",
                         f->path ? f->path : "?", strerror(errno));
-    if (f->fd >= 0 && f->input) inputs_drop(f->dev, f->ino);
+    if (f->fd >= 0 && f->input) sl_open_inputs_drop(f->dev, f->ino);
     f->input = false;
     f->fd = -1;
     free(f->path);

@@ -20,15 +20,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/open_inputs.h"
 #include "util/utf16_win.h"
-
-static char *dup_str(const char *s)
-{
-    size_t n = strlen(s) + 1;
-    char *p = malloc(n);
-    if (p) memcpy(p, s, n);
-    return p;
-}
 
 static const char *last_error(char *buf, size_t cap)
 {
@@ -63,6 +56,24 @@ static const char *handle_kind(HANDLE h)
     case FILE_TYPE_CHAR: return "character device";
     case FILE_TYPE_PIPE: return "FIFO";
     default: return "special file";
+    }
+}
+
+/* The identity of an open handle: volume serial and file index on disk. */
+static void id_from_handle(HANDLE h, sl_file_id *id)
+{
+    const char *kind = handle_kind(h);
+    id->exists = true;
+    id->regular = kind == NULL;
+    id->stream = GetFileType(h) == FILE_TYPE_CHAR || GetFileType(h) == FILE_TYPE_PIPE;
+    id->kind = kind ? kind : "regular file";
+    BY_HANDLE_FILE_INFORMATION bi;
+    if (GetFileType(h) == FILE_TYPE_DISK && GetFileInformationByHandle(h, &bi)) {
+        id->dev = bi.dwVolumeSerialNumber;
+        id->ino = (uint64_t)bi.nFileIndexHigh << 32 | bi.nFileIndexLow;
+    } else {
+        id->dev = UINT64_MAX; /* a console or pipe: the handle is all there is */
+        id->ino = (uint64_t)(uintptr_t)h;
     }
 }
 
@@ -107,17 +118,25 @@ int sl_file_open_read(sl_file *f, const char *path, sl_err *err)
         CloseHandle(h);
         return sl_err_set(err, SL_EIO, "cannot stat '%s': %s", path, why);
     }
-    f->path = dup_str(path);
-    if (!f->path) {
+    sl_file_id id;
+    id_from_handle(h, &id);
+    f->path = strdup(path);
+    if (!f->path || !sl_open_inputs_add(id.dev, id.ino, path)) {
         CloseHandle(h);
+        free(f->path);
+        f->path = NULL;
         return sl_err_set(err, SL_ENOMEM, "out of memory");
     }
     f->fd = wrap_handle(h, _O_RDONLY);
     if (f->fd < 0) {
+        sl_open_inputs_drop(id.dev, id.ino);
         free(f->path);
         f->path = NULL;
         return sl_err_set(err, SL_EIO, "cannot open '%s': out of descriptors", path);
     }
+    f->input = true;
+    f->dev = id.dev;
+    f->ino = id.ino;
     f->size = (uint64_t)sz.QuadPart;
     return SL_OK;
 }
@@ -155,6 +174,8 @@ int sl_file_pread_full(const sl_file *f, void *dst, size_t len, uint64_t offset,
 void sl_file_close(sl_file *f)
 {
     if (!f) return;
+    if (f->fd >= 0 && f->input) sl_open_inputs_drop(f->dev, f->ino);
+    f->input = false;
     if (f->fd >= 0) _close(f->fd);
     f->fd = -1;
     free(f->path);
@@ -173,7 +194,7 @@ int sl_file_open_write(sl_file *f, const char *path, sl_err *err)
                            FILE_ATTRIBUTE_NORMAL);
     if (h == INVALID_HANDLE_VALUE)
         return sl_err_set(err, SL_EIO, "cannot create '%s': %s", path, last_error(why, sizeof why));
-    f->path = dup_str(path);
+    f->path = strdup(path);
     if (!f->path) {
         CloseHandle(h);
         return sl_err_set(err, SL_ENOMEM, "out of memory");
@@ -229,22 +250,6 @@ int sl_file_close_checked(sl_file *f, sl_err *err)
     free(f->path);
     f->path = NULL;
     return rc;
-}
-
-static void id_from_handle(HANDLE h, sl_file_id *id)
-{
-    const char *kind = handle_kind(h);
-    id->exists = true;
-    id->regular = kind == NULL;
-    id->kind = kind ? kind : "regular file";
-    BY_HANDLE_FILE_INFORMATION bi;
-    if (GetFileType(h) == FILE_TYPE_DISK && GetFileInformationByHandle(h, &bi)) {
-        id->dev = bi.dwVolumeSerialNumber;
-        id->ino = (uint64_t)bi.nFileIndexHigh << 32 | bi.nFileIndexLow;
-    } else {
-        id->dev = UINT64_MAX; /* a console or pipe: the handle is all there is */
-        id->ino = (uint64_t)(uintptr_t)h;
-    }
 }
 
 int sl_file_identity(const char *path, sl_file_id *id, sl_err *err)
@@ -354,7 +359,7 @@ int sl_file_temp_beside(const char *final_path, char **tmp_path, char **dest, sl
     if (id.exists && !id.regular)
         return sl_err_set(err, SL_EINVAL, "'%s' is a %s; this output must be a regular file "
                           "(it is written beside and renamed over)", final_path, id.kind);
-    char *target = dup_str(final_path);
+    char *target = strdup(final_path);
     if (!target) return sl_err_set(err, SL_ENOMEM, "out of memory");
     const char *slash = strrchr(target, '/'), *bslash = strrchr(target, '\\');
     if (bslash && (!slash || bslash > slash)) slash = bslash;
@@ -460,4 +465,40 @@ void sl_file_unmap(void *addr, uint64_t size)
 {
     (void)addr;
     (void)size;
+}
+
+void sl_file_sync_dir(const char *path)
+{
+    (void)path; /* MoveFileExW's MOVEFILE_WRITE_THROUGH already flushed the rename */
+}
+
+int sl_file_read_head(const char *path, void *buf, size_t cap, size_t *got, sl_err *err)
+{
+    *got = 0;
+    int rc = path_kind_refused(path, err);
+    if (rc) return rc;
+    char why[192];
+    HANDLE h = open_handle(path, GENERIC_READ, FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE,
+                           OPEN_EXISTING, FILE_ATTRIBUTE_NORMAL);
+    if (h == INVALID_HANDLE_VALUE)
+        return sl_err_set(err, SL_EIO, "cannot open '%s': %s", path, last_error(why, sizeof why));
+    const char *kind = handle_kind(h);
+    if (kind) {
+        CloseHandle(h);
+        return sl_err_set(err, SL_EINVAL, "'%s' is a %s, not a regular file", path, kind);
+    }
+    size_t n = 0;
+    while (n < cap) {
+        DWORD want = cap - n > (1u << 30) ? (1u << 30) : (DWORD)(cap - n), r = 0;
+        if (!ReadFile(h, (uint8_t *)buf + n, want, &r, NULL)) {
+            last_error(why, sizeof why);
+            CloseHandle(h);
+            return sl_err_set(err, SL_EIO, "cannot read '%s': %s", path, why);
+        }
+        if (r == 0) break;
+        n += r;
+    }
+    CloseHandle(h);
+    *got = n;
+    return SL_OK;
 }

@@ -8,6 +8,7 @@
  * exactly as it was; a save never replaces the model (through a symlink
  * too), a text file or a device. */
 #include <dirent.h>
+#include <errno.h>
 #include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
@@ -304,17 +305,20 @@ TEST(save_never_replaces_other_files)
     CHECK(model_bytes && write_bytes(copy, model_bytes, n_model) == 0);
     CHECK(write_bytes(notes, (const unsigned char *)"my notes\n", 9) == 0);
     unlink(link_path);
-    CHECK(symlink(model_a, link_path) == 0);
+    /* no symbolic links without a privilege on Windows: that victim is skipped */
+    const bool linked = symlink(model_a, link_path) == 0;
+    CHECK(linked || errno == ENOSYS);
     const struct {
         const char *path, *says;
     } victims[] = {
         {model_a, "an input sluice has open"},
-        {link_path, "the same file as"},
         {copy, "is a GGUF model, not a session file"},
         {notes, "is a text file, not a session file"},
         {"/dev/null", "character device"},
+        {link_path, "the same file as"},
     };
-    for (size_t i = 0; i < sizeof victims / sizeof victims[0]; i++) {
+    const size_t n_victims = sizeof victims / sizeof victims[0] - (linked ? 0 : 1);
+    for (size_t i = 0; i < n_victims; i++) {
         err.msg[0] = 0;
         CHECK_EQ_INT(sl_session_save_check(victims[i].path, &err), SL_EINVAL);
         err.msg[0] = 0;
