@@ -95,23 +95,35 @@ static int wrap_handle(HANDLE h, int flags)
     return fd;
 }
 
+/* Opens the regular file at path for reading into *h; a directory,
+ * device or pipe is refused (SL_EINVAL) and a failed open is SL_EIO, both
+ * naming the path. */
+static int open_regular(const char *path, HANDLE *h, sl_err *err)
+{
+    int rc = path_kind_refused(path, err);
+    if (rc) return rc;
+    char why[192];
+    *h = open_handle(path, GENERIC_READ, FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE,
+                     OPEN_EXISTING, FILE_ATTRIBUTE_NORMAL);
+    if (*h == INVALID_HANDLE_VALUE)
+        return sl_err_set(err, SL_EIO, "cannot open '%s': %s", path, last_error(why, sizeof why));
+    const char *kind = handle_kind(*h);
+    if (kind) {
+        CloseHandle(*h);
+        return sl_err_set(err, SL_EINVAL, "'%s' is a %s, not a regular file", path, kind);
+    }
+    return SL_OK;
+}
+
 int sl_file_open_read(sl_file *f, const char *path, sl_err *err)
 {
     f->fd = -1;
     f->size = 0;
     f->path = NULL;
-    int rc = path_kind_refused(path, err);
+    HANDLE h;
+    int rc = open_regular(path, &h, err);
     if (rc) return rc;
     char why[192];
-    HANDLE h = open_handle(path, GENERIC_READ, FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE,
-                           OPEN_EXISTING, FILE_ATTRIBUTE_NORMAL);
-    if (h == INVALID_HANDLE_VALUE)
-        return sl_err_set(err, SL_EIO, "cannot open '%s': %s", path, last_error(why, sizeof why));
-    const char *kind = handle_kind(h);
-    if (kind) {
-        CloseHandle(h);
-        return sl_err_set(err, SL_EINVAL, "'%s' is a %s, not a regular file", path, kind);
-    }
     LARGE_INTEGER sz;
     if (!GetFileSizeEx(h, &sz)) {
         last_error(why, sizeof why);
@@ -475,18 +487,10 @@ void sl_file_sync_dir(const char *path)
 int sl_file_read_head(const char *path, void *buf, size_t cap, size_t *got, sl_err *err)
 {
     *got = 0;
-    int rc = path_kind_refused(path, err);
+    HANDLE h;
+    int rc = open_regular(path, &h, err);
     if (rc) return rc;
     char why[192];
-    HANDLE h = open_handle(path, GENERIC_READ, FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE,
-                           OPEN_EXISTING, FILE_ATTRIBUTE_NORMAL);
-    if (h == INVALID_HANDLE_VALUE)
-        return sl_err_set(err, SL_EIO, "cannot open '%s': %s", path, last_error(why, sizeof why));
-    const char *kind = handle_kind(h);
-    if (kind) {
-        CloseHandle(h);
-        return sl_err_set(err, SL_EINVAL, "'%s' is a %s, not a regular file", path, kind);
-    }
     size_t n = 0;
     while (n < cap) {
         DWORD want = cap - n > (1u << 30) ? (1u << 30) : (DWORD)(cap - n), r = 0;
