@@ -175,7 +175,7 @@ demo: deps
 FUZZ_SECONDS ?= 60
 FUZZ := build/fuzz
 FUZZ_CC ?= clang
-FUZZ_SRC := $(sort $(wildcard src/gguf/*.c src/quant/*.c src/util/*.c))
+FUZZ_SRC := $(sort $(filter-out %_win.c,$(wildcard src/gguf/*.c src/quant/*.c src/util/*.c)))
 FUZZ_OBJ := $(FUZZ_SRC:%.c=$(FUZZ)/%.o) $(FUZZ)/tests/fuzz/fuzz_gguf.o
 FUZZ_MODEL_OBJ := $(LIB_SRC:%.c=$(FUZZ)/%.o) $(FUZZ)/tests/fuzz/fuzz_model.o
 FUZZ_SESSION_OBJ := $(LIB_SRC:%.c=$(FUZZ)/%.o) $(FUZZ)/tests/fuzz/fuzz_session.o
