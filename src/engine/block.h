@@ -43,15 +43,6 @@ const sl_block_ops *sl_block_stream(const sl_model *m);
  * streamed expert cannot be read. */
 int sl_block_forward(sl_session *s, const sl_layer *L, int il, int n, sl_err *err);
 
-/* The run-time guard on a step's output (forward.c). sl_check_hidden
- * fails (SL_EFORMAT, one line naming the position and the layer) when a
- * value of the n rows of width w at x, the first at position pos0, is NaN,
- * infinite or beyond SL_HIDDEN_MAX (ops.h); sl_check_logits when a logit
- * is NaN or infinite. Either means a damaged file: finite, sane weights
- * never produce one. Costs one pass over the values. */
-int sl_check_hidden(const float *x, int n, int64_t w, int pos0, int layer, sl_err *err);
-int sl_check_logits(const float *x, int n, int64_t w, int pos0, sl_err *err);
-
 /* The routed experts of layer L for the batch's n tokens: routes them
  * (engine/router.c), runs each chosen expert on s->xb (resident or
  * streamed) and writes each token's weighted sum (top-k rank order) plus

@@ -29,8 +29,6 @@ bool sl_kv_type_ok(int t);
 /* True for the block types (q8_0, q4_0). */
 bool sl_kv_type_quantized(sl_kv_type t);
 
-/* "f16", "f32", "q8_0", "q4_0"; "?" for anything else. Static. */
-const char *sl_kv_type_name(sl_kv_type t);
 
 /* The type by name (lower case, as llama.cpp's -ctk spells it); false if
  * it is not one of the four. */

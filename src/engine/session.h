@@ -111,6 +111,15 @@ struct sl_session {
  * read; the KV cache past n_past is then garbage, which is harmless. */
 int sl_forward_batch(sl_session *s, const int32_t *tokens, int n, sl_err *err);
 
+/* The run-time guard on a step's output (forward.c). sl_check_hidden
+ * fails (SL_EFORMAT, one line naming the position and the layer) when a
+ * value of the n rows of width w at x, the first at position pos0, is NaN,
+ * infinite or beyond SL_HIDDEN_MAX (ops.h); sl_check_logits when a logit
+ * is NaN or infinite. Either means a damaged file: finite, sane weights
+ * never produce one. Costs one pass over the values. */
+int sl_check_hidden(const float *x, int n, int64_t w, int pos0, int layer, sl_err *err);
+int sl_check_logits(const float *x, int n, int64_t w, int pos0, sl_err *err);
+
 /* The bookkeeping around one batch of n tokens of s, shared by
  * sl_session_eval and sl_session_eval_multi. begin: no logits yet, and at
  * position 0 (a new sequence) recurrent states from zero and rings empty.

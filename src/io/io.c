@@ -192,6 +192,15 @@ err:
     return rc;
 }
 
+void sl_io_files_close(sl_io *io)
+{
+    if (!io->files) return;
+    for (uint32_t i = 0; i < io->n_files; i++) free(io->files[i].path);
+    free(io->files);
+    io->files = NULL;
+    io->n_files = 0;
+}
+
 void sl_io_close(sl_io *io)
 {
     if (!io) return;

@@ -139,6 +139,8 @@ void sl_io_op_finish(io_lane *ln, io_op *op);
 /* Stats each path, chooses alignment and direct/buffered mode (probing
  * O_DIRECT), fills io->files and io->info. */
 int sl_io_files_open(sl_io *io, const char *const *paths, uint32_t n, sl_err *err);
+/* Frees io->files (their paths); the lanes' own descriptors are closed
+ * before (io.c, the same on every platform). */
 void sl_io_files_close(sl_io *io);
 
 /* Opens / closes a lane's descriptors in the mode io->info says. */

@@ -192,15 +192,6 @@ int sl_io_files_open(sl_io *io, const char *const *paths, uint32_t n, sl_err *er
     return SL_OK;
 }
 
-void sl_io_files_close(sl_io *io)
-{
-    if (!io->files) return;
-    for (uint32_t i = 0; i < io->n_files; i++) free(io->files[i].path);
-    free(io->files);
-    io->files = NULL;
-    io->n_files = 0;
-}
-
 int sl_io_lane_open_fds(sl_io *io, io_lane *ln, sl_err *err)
 {
     if (!ln->fds) {
