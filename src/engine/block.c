@@ -26,9 +26,10 @@ static int prenorm_after_mixer(sl_session *s, const sl_layer *L, int il, int n, 
 }
 
 static const sl_block_ops kinds[] = {
-    [SL_NORM_PRE] = {"pre-norm", NULL, prenorm_after_mixer, NULL, NULL},
-    [SL_NORM_SANDWICH] = {"sandwich", NULL, sl_block_sandwich_after_mixer, NULL, NULL},
-    [SL_NORM_HC] = {"hyper-connections", sl_block_ds4, NULL, sl_ds4_embed, sl_ds4_head},
+    [SL_NORM_PRE] = {"pre-norm", NULL, prenorm_after_mixer, NULL, NULL, NULL},
+    [SL_NORM_SANDWICH] = {"sandwich", NULL, sl_block_sandwich_after_mixer, NULL, NULL, NULL},
+    [SL_NORM_HC] = {"hyper-connections", sl_block_ds4, NULL, sl_ds4_embed, sl_ds4_head,
+                    sl_ds4_scratch_floats},
 };
 
 const sl_block_ops *sl_block_of(sl_norm_place kind) { return &kinds[kind]; }

@@ -30,6 +30,10 @@ typedef struct sl_block_ops {
      * s->x rows 0 .. cnt - 1, before the output norm. NULL: nothing. */
     void (*embed)(sl_session *s, int n);
     void (*head)(sl_session *s, int first, int cnt);
+    /* Floats of the session's kind_scratch the kind needs for micro-batches
+     * of up to B tokens of model m (as sl_mixer_ops.scratch_floats); False
+     * when the size overflows. NULL: none. */
+    bool (*scratch_floats)(const sl_model *m, uint64_t B, uint64_t *floats);
 } sl_block_ops;
 
 /* The operations of a layer kind. */

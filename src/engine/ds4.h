@@ -1,5 +1,5 @@
 /* ds4.h - deepseek4 (ARCHS.md section 9) in the engine: the scratch its
- * layers share (one session buffer, ds4, carved here), the hyper-connection
+ * layers share (the session's kind_scratch, carved here), the hyper-connection
  * block (block_ds4.c) and the attention mixer (mix_ds4.c).
  * Must not know: files, streaming, sampling. */
 #ifndef SL_ENGINE_DS4_H
@@ -14,7 +14,7 @@
 #define SL_DS4_MAX_HEAD 4096
 
 /* Where each piece of the deepseek4 scratch starts, in floats from the
- * start of the session's ds4 buffer, for micro-batches of B tokens. */
+ * start of the session's kind_scratch, for micro-batches of B tokens. */
 typedef struct sl_ds4_scratch {
     uint64_t x;        /* (B, hc E) the residual streams */
     uint64_t res;      /* (B, hc E) the streams before the current half */
@@ -37,10 +37,16 @@ typedef struct sl_ds4_scratch {
  * deepseek4). Cannot fail; sizes are checked by the caller's sum. */
 void sl_ds4_scratch_layout(const sl_model *m, uint64_t B, sl_ds4_scratch *out);
 
-/* A pointer into the session's ds4 buffer at offset off floats. */
+/* The floats of that layout for micro-batches of B, the hyper-connection
+ * block's and the mixer's declared scratch (block.h, mixer.h). Never
+ * overflows: the family file bounds every dimension (below 2^24) and B is
+ * below 2^16, so each term is below 2^60. */
+bool sl_ds4_scratch_floats(const sl_model *m, uint64_t B, uint64_t *floats);
+
+/* A pointer into the session's kind_scratch at offset off floats. */
 static inline float *sl_ds4_at(const sl_session *s, uint64_t off)
 {
-    return s->ds4 + off;
+    return s->kind_scratch + off;
 }
 
 /* The embedding rows of the batch (s->x, n rows) copied to every stream. */

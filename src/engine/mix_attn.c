@@ -21,6 +21,7 @@
 #include "engine/kv_rows.h"
 #include "engine/mixer.h"
 #include "engine/session.h"
+#include "util/checked.h"
 
 static void attn_state_rows(const sl_layer_desc *d, size_t elem, uint64_t row_bytes[2])
 {
@@ -45,7 +46,7 @@ static int attn_state_heads(const sl_layer_desc *d, int r)
 static float sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
 
 /* A gated q projection holds, per head, head_dim query rows then as many
- * gate rows. Moves each token's gates to s->attn_gate and packs its
+ * gate rows. Moves each token's gates to the kind scratch and packs its
  * queries to (n_head, head_dim), in place: every query moves to a lower
  * address than any not yet read. */
 static void split_gate(sl_session *s, const sl_attn_desc *a, int n)
@@ -54,7 +55,7 @@ static void split_gate(sl_session *s, const sl_attn_desc *a, int n)
     for (size_t t = 0; t < (size_t)n; t++)
         for (size_t h = 0; h < H; h++) {
             const float *src = s->q + (t * H + h) * 2 * hd;
-            memcpy(s->attn_gate + (t * H + h) * hd, src + hd, hd * sizeof(float));
+            memcpy(s->kind_scratch + (t * H + h) * hd, src + hd, hd * sizeof(float));
             memmove(s->q + (t * H + h) * hd, src, hd * sizeof(float));
         }
 }
@@ -259,11 +260,22 @@ static void attn_forward(sl_session *s, const sl_layer *L, int il, int n, float 
     if (rv) sl_fwht_rows(s->attn_out, (int64_t)n * a->n_head * a->head_dim_v / rv, rv);
     if (a->gated) {
         const size_t o_n = (size_t)n * (size_t)a->n_head * (size_t)a->head_dim_v;
-        for (size_t i = 0; i < o_n; i++) s->attn_out[i] *= sigmoid(s->attn_gate[i]);
+        for (size_t i = 0; i < o_n; i++) s->attn_out[i] *= sigmoid(s->kind_scratch[i]);
     }
 
     sl_fwd_mm_tensor(s, &L->wo, s->attn_out, n, out);
     sl_add_rows_bias(out, L->bo.data, n, (size_t)s->m->hp.n_embd);
+}
+
+/* A gated attention's scratch: its gates, (B, n_head * head_dim). */
+static bool attn_scratch_floats(const sl_model *m, const sl_layer_desc *d, uint64_t B,
+                                uint64_t *floats)
+{
+    (void)m;
+    const sl_attn_desc *a = &d->attn;
+    *floats = 0;
+    return !a->gated || (sl_mul_u64(B, (uint64_t)a->n_head, floats) &&
+                         sl_mul_u64(*floats, (uint64_t)a->head_dim, floats));
 }
 
 const sl_mixer_ops sl_mixer_attn = {
@@ -274,4 +286,5 @@ const sl_mixer_ops sl_mixer_attn = {
     .forward = attn_forward,
     .truncatable = true,
     .truncate_floor = attn_truncate_floor,
+    .scratch_floats = attn_scratch_floats,
 };

@@ -111,6 +111,21 @@ void sl_ds4_scratch_layout(const sl_model *m, uint64_t B, sl_ds4_scratch *o)
     o->total = off;
 }
 
+bool sl_ds4_scratch_floats(const sl_model *m, uint64_t B, uint64_t *floats)
+{
+    sl_ds4_scratch sc;
+    sl_ds4_scratch_layout(m, B, &sc);
+    *floats = sc.total;
+    return true;
+}
+
+static bool ds4_scratch_floats(const sl_model *m, const sl_layer_desc *d, uint64_t B,
+                               uint64_t *floats)
+{
+    (void)d;
+    return sl_ds4_scratch_floats(m, B, floats);
+}
+
 /* ---- small pieces ------------------------------------------------------ */
 
 /* The orthonormal Hadamard transform, blockwise over n values in blocks
@@ -564,4 +579,5 @@ const sl_mixer_ops sl_mixer_ds4 = {
     .state_seq = ds4_state_seq,
     .forward = ds4_forward,
     .truncatable = false,
+    .scratch_floats = ds4_scratch_floats,
 };

@@ -21,6 +21,7 @@
 #include "engine/fwd_mm.h"
 #include "engine/mixer.h"
 #include "engine/session.h"
+#include "util/checked.h"
 
 static void gdn_state_rows(const sl_layer_desc *d, size_t elem, uint64_t row_bytes[2])
 {
@@ -42,11 +43,56 @@ static uint64_t gdn_state_seq(const sl_layer_desc *d)
     return sizeof(float) * ((uint64_t)(g->conv_k - 1) * gdn_channels(g) + (uint64_t)g->n_v * ds * ds);
 }
 
+/* The layer's scratch, carved from the session's kind_scratch for
+ * micro-batches of B tokens: u (B, channels) the conv's input, then q|k|v;
+ * z and o (B, nv ds) the output gate and the output before Wout; beta and
+ * alpha (B, nv). */
+typedef struct gdn_scratch {
+    float *u, *z, *o, *beta, *alpha;
+} gdn_scratch;
+
+/* Floats of each piece for micro-batches of B, in the order carved; false
+ * on overflow. */
+static bool gdn_sizes(const sl_gdn_desc *g, uint64_t B, uint64_t sz[5])
+{
+    const uint64_t vd = (uint64_t)g->n_v * (uint64_t)g->d_state;
+    return sl_mul_u64(B, gdn_channels(g), &sz[0]) && sl_mul_u64(B, vd, &sz[1]) &&
+           sl_mul_u64(B, vd, &sz[2]) && sl_mul_u64(B, (uint64_t)g->n_v, &sz[3]) &&
+           sl_mul_u64(B, (uint64_t)g->n_v, &sz[4]);
+}
+
+static bool gdn_scratch_floats(const sl_model *m, const sl_layer_desc *d, uint64_t B,
+                               uint64_t *floats)
+{
+    (void)m;
+    uint64_t sz[5];
+    *floats = 0;
+    if (!gdn_sizes(&d->gdn, B, sz)) return false;
+    for (int i = 0; i < 5; i++)
+        if (!sl_add_u64(*floats, sz[i], floats)) return false;
+    return true;
+}
+
+static gdn_scratch gdn_carve(const sl_session *s, const sl_gdn_desc *g)
+{
+    uint64_t sz[5] = {0};
+    gdn_sizes(g, (uint64_t)s->n_batch_max, sz); /* checked when the session was laid out */
+    float *p = s->kind_scratch;
+    gdn_scratch c;
+    c.u = p;
+    c.z = c.u + sz[0];
+    c.o = c.z + sz[1];
+    c.beta = c.o + sz[2];
+    c.alpha = c.beta + sz[3];
+    return c;
+}
+
 typedef struct gdn_job {
     sl_session *s;
     const sl_layer *L;
     const sl_layer_state *st;
     int n;
+    gdn_scratch sc;
 } gdn_job;
 
 /* The causal conv of channels [c0, c1) over the batch, token by token:
@@ -65,7 +111,7 @@ static void conv_worker(void *ctx, int chunk, int n_chunks, int tid)
     long long c0, c1;
     sl_split_range((long long)C, chunk, n_chunks, &c0, &c1);
     for (int t = 0; t < j->n; t++) {
-        float *u = j->s->gdn_u + (size_t)t * C;
+        float *u = j->sc.u + (size_t)t * C;
         for (long long ch = c0; ch < c1; ch++) {
             const float *wc = w + (size_t)ch * (size_t)K;
             /* the taps oldest first, as llama.cpp's compiled ggml_ssm_conv
@@ -94,7 +140,7 @@ static void silu_worker(void *ctx, int chunk, int n_chunks, int tid)
     const size_t C = (size_t)gdn_channels(&j->L->d.gdn);
     long long t0, t1;
     sl_split_range(j->n, chunk, n_chunks, &t0, &t1);
-    for (long long t = t0; t < t1; t++) sl_silu(j->s->gdn_u + (size_t)t * C, (int64_t)C);
+    for (long long t = t0; t < t1; t++) sl_silu(j->sc.u + (size_t)t * C, (int64_t)C);
 }
 
 /* x / max(|x|, eps) over n values as llama.cpp's ggml_l2_norm computes it
@@ -137,7 +183,7 @@ static void qk_norm_worker(void *ctx, int chunk, int n_chunks, int tid)
     long long p0, p1;
     sl_split_range((long long)j->n * heads, chunk, n_chunks, &p0, &p1);
     for (long long p = p0; p < p1; p++) {
-        float *u = j->s->gdn_u + (size_t)(p / heads) * C;
+        float *u = j->sc.u + (size_t)(p / heads) * C;
         float *x = u + (size_t)(p % heads) * (size_t)g->d_state;
         if (g->l2_rms) l2_normalise_rms(x, g->d_state, g->eps);
         else l2_normalise(x, g->d_state, g->eps);
@@ -168,12 +214,12 @@ static void recur_worker(void *ctx, int chunk, int n_chunks, int tid)
         float *S = j->st->seq + conv_floats + (size_t)h * (size_t)ds * (size_t)ds;
         const size_t qk = (size_t)(h % nk) * (size_t)ds;
         for (int t = 0; t < j->n; t++) {
-            const float *u = s->gdn_u + (size_t)t * C;
+            const float *u = j->sc.u + (size_t)t * C;
             const float *q = u + qk, *k = u + kd + qk, *v = u + 2 * kd + (size_t)h * (size_t)ds;
-            const float beta = 1.0f / (1.0f + expf(-s->gdn_beta[(size_t)t * (size_t)nv + (size_t)h]));
-            const float gl = a[h] * softplus(s->gdn_alpha[(size_t)t * (size_t)nv + (size_t)h] + dt[h]);
+            const float beta = 1.0f / (1.0f + expf(-j->sc.beta[(size_t)t * (size_t)nv + (size_t)h]));
+            const float gl = a[h] * softplus(j->sc.alpha[(size_t)t * (size_t)nv + (size_t)h] + dt[h]);
             const float decay = expf(gl);
-            float *o = s->gdn_o + (size_t)t * vd + (size_t)h * (size_t)ds;
+            float *o = j->sc.o + (size_t)t * vd + (size_t)h * (size_t)ds;
             for (int r = 0; r < ds; r++) {
                 float *row = S + (size_t)r * (size_t)ds; /* value r over key dims */
                 for (int i = 0; i < ds; i++) row[i] *= decay;
@@ -182,7 +228,7 @@ static void recur_worker(void *ctx, int chunk, int n_chunks, int tid)
                 o[r] = sl_dot_f32_untiled(row, q, ds) * out_scale;
             }
             sl_rmsnorm(o, o, nw, ds, g->eps);
-            float *z = s->gdn_z + (size_t)t * vd + (size_t)h * (size_t)ds;
+            float *z = j->sc.z + (size_t)t * vd + (size_t)h * (size_t)ds;
             sl_silu(z, ds); /* each (token, head) row is read here only */
             for (int r = 0; r < ds; r++) o[r] *= z[r];
         }
@@ -200,15 +246,16 @@ static void gdn_forward(sl_session *s, const sl_layer *L, int il, int n, float *
     const sl_mat qkv = sl_fwd_mat(&L->ssm_qkv), z = sl_fwd_mat(&L->ssm_z);
     const sl_mat beta = sl_fwd_mat(&L->ssm_beta), alpha = sl_fwd_mat(&L->ssm_alpha);
     const sl_mat *mats[4] = {&qkv, &z, &beta, &alpha};
-    float *ys[4] = {s->gdn_u, s->gdn_z, s->gdn_beta, s->gdn_alpha};
+    const gdn_scratch sc = gdn_carve(s, g);
+    float *ys[4] = {sc.u, sc.z, sc.beta, sc.alpha};
     sl_fwd_mm_shared(s, mats, ys, 4, s->xb, n);
 
-    gdn_job j = {s, L, &s->layer_state[il], n};
+    gdn_job j = {s, L, &s->layer_state[il], n, sc};
     sl_pool_run(s->pool, conv_worker, &j, chunks_for((long long)gdn_channels(g) / 64, 32));
     sl_pool_run(s->pool, silu_worker, &j, chunks_for(n, 32));
     sl_pool_run(s->pool, qk_norm_worker, &j, chunks_for((long long)n * 2 * g->n_qk, 32));
     sl_pool_run(s->pool, recur_worker, &j, chunks_for(g->n_v, 64));
-    sl_fwd_mm_tensor(s, &L->ssm_out, s->gdn_o, n, out);
+    sl_fwd_mm_tensor(s, &L->ssm_out, sc.o, n, out);
 }
 
 const sl_mixer_ops sl_mixer_gdn = {
@@ -217,4 +264,5 @@ const sl_mixer_ops sl_mixer_gdn = {
     .state_seq = gdn_state_seq,
     .forward = gdn_forward,
     .truncatable = false,
+    .scratch_floats = gdn_scratch_floats,
 };

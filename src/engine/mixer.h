@@ -69,6 +69,14 @@ typedef struct sl_mixer_ops {
      * window's ring needs the window before n still held. NULL: any n,
      * as truncatable says. */
     int (*truncate_floor)(const sl_layer_desc *d, const sl_layer_state *st);
+    /* Floats of scratch the kind needs to run micro-batches of up to B
+     * tokens of layer d of model m, into *floats. The session keeps one
+     * buffer (kind_scratch) as large as the largest kind's need; a kind
+     * carves it as it likes and may assume nothing of its contents between
+     * calls (deepseek4's block and mixer share one carving: ds4.h). False
+     * when the size overflows 64 bits. NULL: none. */
+    bool (*scratch_floats)(const sl_model *m, const sl_layer_desc *d, uint64_t B,
+                           uint64_t *floats);
 } sl_mixer_ops;
 
 /* The operations of kind k (k < SL_MIXER_COUNT). */

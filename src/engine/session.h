@@ -46,13 +46,8 @@ struct sl_session {
     float *k;            /* (B, widest n_head_kv * head_dim) */
     float *v;            /* (B, widest n_head_kv * head_dim_v) */
     float *attn_out;     /* (B, n_head * head_dim_v) */
-    float *attn_gate;    /* (B, n_head * head_dim) a gated attention's gates */
-    float *gdn_u;        /* (B, 2 nk ds + nv ds) gated DeltaNet: conv input, then q|k|v */
-    float *gdn_z;        /* (B, nv ds) its output gate */
-    float *gdn_beta;     /* (B, nv) */
-    float *gdn_alpha;    /* (B, nv) */
-    float *gdn_o;        /* (B, nv ds) its output before Wout */
-    float *ds4;          /* deepseek4's scratch (engine/ds4.h), empty otherwise */
+    float *kind_scratch; /* the mixers' and layer kinds' own scratch, as each
+                            declares it (sl_mixer_ops.scratch_floats) */
     const int32_t *tokens; /* the batch's token ids during sl_forward_batch (hash routing) */
     float *ffn_out;      /* (B, n_embd) */
     float *tmp;          /* (B, n_embd) one projection's output before scatter */

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "engine/session_layout.h"
-#include "engine/ds4.h"
+#include "engine/block.h"
 #include "engine/fwd_mm.h"
 #include "engine/kv_rows.h"
 #include "engine/mixer.h"
@@ -217,8 +217,7 @@ uint64_t sl_model_kv_bytes_per_token(const sl_model *m, sl_kv_type type_k, sl_kv
 /* The widest attention of any layer: the scratch of q, k, v and the
  * attention output is shared by all layers. */
 typedef struct mixer_widths {
-    uint64_t q, k, v, o, gate;    /* attention: per token */
-    uint64_t u, vd, nv;           /* gated DeltaNet: channels, value width, v heads */
+    uint64_t q, k, v, o;          /* attention: per token */
     uint64_t tile;                /* attention: floats of one thread's block scratch */
 } mixer_widths;
 
@@ -227,19 +226,10 @@ static mixer_widths widest_mixers(const sl_model *m, sizer *z)
     mixer_widths w = {0};
     for (int il = 0; il < m->hp.n_layer; il++) {
         const sl_layer_desc *d = &m->layers[il].d;
-        if (d->mixer == SL_MIXER_GDN) {
-            const sl_gdn_desc *g = &d->gdn;
-            const uint64_t vd = mul(z, (uint64_t)g->n_v, (uint64_t)g->d_state);
-            w.vd = umax(w.vd, vd);
-            w.nv = umax(w.nv, (uint64_t)g->n_v);
-            w.u = umax(w.u, mul(z, 2 * (uint64_t)g->n_qk + (uint64_t)g->n_v,
-                                (uint64_t)g->d_state));
-            continue;
-        }
+        if (d->mixer == SL_MIXER_GDN) continue; /* its scratch is its own */
         const sl_attn_desc *a = &d->attn;
         const uint64_t hq = mul(z, (uint64_t)a->n_head, (uint64_t)a->head_dim);
         w.q = umax(w.q, a->gated ? mul(z, 2, hq) : hq); /* gated: query and gate rows */
-        if (a->gated) w.gate = umax(w.gate, hq);
         w.o = umax(w.o, mul(z, (uint64_t)a->n_head, (uint64_t)a->head_dim_v));
         w.k = umax(w.k, mul(z, (uint64_t)a->n_head_kv, (uint64_t)a->head_dim));
         w.v = umax(w.v, mul(z, (uint64_t)a->n_head_kv, (uint64_t)a->head_dim_v));
@@ -254,6 +244,24 @@ static mixer_widths widest_mixers(const sl_model *m, sizer *z)
         w.tile = umax(w.tile, sl_attn_scratch_floats(a->head_dim, a->head_dim_v, (int)group));
     }
     return w;
+}
+
+/* Floats of kind_scratch: the most any layer's mixer or the model's layer
+ * kind declares for micro-batches of B. */
+static uint64_t kind_scratch_floats(const sl_model *m, uint64_t B, sizer *z)
+{
+    uint64_t most = 0, f = 0;
+    const sl_block_ops *block = sl_block_stream(m);
+    if (block->scratch_floats && !block->scratch_floats(m, B, &f)) z->overflow = true;
+    most = umax(most, f);
+    for (int il = 0; il < m->hp.n_layer; il++) {
+        const sl_layer_desc *d = &m->layers[il].d;
+        const sl_mixer_ops *mx = sl_mixer_of(d->mixer);
+        f = 0;
+        if (mx->scratch_floats && !mx->scratch_floats(m, d, B, &f)) z->overflow = true;
+        most = umax(most, f);
+    }
+    return most;
 }
 
 int sl_session_layout_make(sl_session_layout *lay, const sl_model *m, const sl_session_dims *d,
@@ -330,13 +338,7 @@ int sl_session_layout_make(sl_session_layout *lay, const sl_model *m, const sl_s
     n[SL_SB_logits] = mul3(&z, f, (uint64_t)d->n_logit_rows, V);
     n[SL_SB_layer_state] = sizeof(sl_layer_state) * layers;
     n[SL_SB_seq_state] = n[SL_SB_seq_snap] = state_seq; /* the state, and a snapshot of it */
-    n[SL_SB_attn_gate] = mul3(&z, f, B, aw.gate);
-    n[SL_SB_gdn_u] = mul3(&z, f, B, aw.u);
-    n[SL_SB_gdn_z] = n[SL_SB_gdn_o] = mul3(&z, f, B, aw.vd);
-    n[SL_SB_gdn_beta] = n[SL_SB_gdn_alpha] = mul3(&z, f, B, aw.nv);
-    sl_ds4_scratch ds4;
-    sl_ds4_scratch_layout(m, B, &ds4);
-    n[SL_SB_ds4] = mul(&z, f, ds4.total);
+    n[SL_SB_kind_scratch] = mul(&z, f, kind_scratch_floats(m, B, &z));
 
     uint64_t off = 0;
     for (int b = 0; b < SL_SB_COUNT && !z.overflow; b++) {

@@ -32,8 +32,7 @@
     X(hb2) X(att) X(router) X(topk_ids) X(topk_w) X(exp_out) X(moe_count) X(moe_cursor)       \
     X(moe_slot) X(moe_pos) X(moe_rows) X(moe_xw) X(pf_x) X(pf_logits) X(pf_w) X(pf_ids)       \
     X(moe_acts_g) X(moe_acts_u) X(down_acts) X(act_down) X(acts) X(act) X(mm_items) X(mm_c0)  \
-    X(row_tmp) X(logits) X(layer_state) X(seq_state) X(seq_snap) X(attn_gate) X(gdn_u) X(gdn_z)    \
-    X(gdn_beta) X(gdn_alpha) X(gdn_o) X(ds4)
+    X(row_tmp) X(logits) X(layer_state) X(seq_state) X(seq_snap) X(kind_scratch)
 
 typedef enum sl_sbuf {
 #define SL_SBUF_ID(name) SL_SB_##name,

@@ -165,6 +165,33 @@ TEST(a_write_past_a_buffer_is_caught)
     bare_free(m);
 }
 
+/* The mixers' own scratch (kind_scratch) is as large as the largest need
+ * any layer's mixer declares, not the sum of every kind's: a gated
+ * attention layer's gates (B, n_head head_dim) and a gated DeltaNet
+ * layer's five pieces, B (channels + 2 nv ds + 2 nv), share it. */
+TEST(kind_scratch_is_the_largest_mixer_need)
+{
+    sl_model *m = bare_model(2, 64, 4, 16, 0, 0, 0, 100);
+    m->layers[0].d.attn.gated = true;
+    const sl_session_dims d = {.n_batch = 3, .n_ctx = 16, .n_threads = 1, .n_logit_rows = 1};
+    sl_session_layout lay;
+    sl_err err;
+    CHECK_EQ_INT(sl_session_layout_make(&lay, m, &d, &err), 0);
+    CHECK_EQ_INT(lay.bytes[SL_SB_kind_scratch], 4 * 3 * 4 * 16); /* the gates only */
+
+    m->layers[1].d.mixer = SL_MIXER_GDN;
+    m->layers[1].d.gdn = (sl_gdn_desc){.n_qk = 2, .n_v = 4, .d_state = 8, .conv_k = 4};
+    CHECK_EQ_INT(sl_session_layout_make(&lay, m, &d, &err), 0);
+    const int channels = (2 * 2 + 4) * 8, vd = 4 * 8, nv = 4;
+    CHECK_EQ_INT(lay.bytes[SL_SB_kind_scratch], 4 * 3 * (channels + 2 * vd + 2 * nv));
+
+    m->layers[0].d.attn.gated = false; /* plain attention needs none */
+    m->layers[1].d = m->layers[0].d;
+    CHECK_EQ_INT(sl_session_layout_make(&lay, m, &d, &err), 0);
+    CHECK_EQ_INT(lay.bytes[SL_SB_kind_scratch], 0);
+    bare_free(m);
+}
+
 int main(void)
 {
     RUN(expert_width_times_top_k_is_computed_in_64_bits);
@@ -173,5 +200,6 @@ int main(void)
     RUN(absurd_dimensions_are_invalid);
     RUN(buffers_are_disjoint_and_guarded);
     RUN(a_write_past_a_buffer_is_caught);
+    RUN(kind_scratch_is_the_largest_mixer_need);
     return TEST_REPORT();
 }
