@@ -54,7 +54,7 @@ ifeq ($(HOST_ARCH),x86_64)
 endif
 
 # *_win.c: the Windows platform files (mk/windows.mk)
-LIB_SRC  := $(sort $(filter-out %_win.c,$(wildcard src/*/*.c)))
+LIB_SRC  := $(sort $(filter-out %_win.c,$(wildcard src/*/*.c src/families/*/*.c)))
 APP_SRC  := $(sort $(wildcard app/*.c))
 TEST_SRC := $(sort $(wildcard tests/unit/test_*.c))
 TEST_COMMON := $(sort $(wildcard tests/common/*.c))

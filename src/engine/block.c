@@ -1,6 +1,6 @@
 /* block.c - the table of layer kinds (block.h) and the pre-norm kind. */
 #include "engine/block.h"
-#include "engine/ds4.h"
+#include "families/deepseek4/ds4.h"
 #include "engine/ffn.h"
 #include "engine/fwd_mm.h"
 #include "engine/mixer.h"

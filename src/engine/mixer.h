@@ -1,11 +1,13 @@
 /* mixer.h - what mixes a layer's tokens, as one interface per kind.
  *
  * A layer's description (sl_layer_desc.mixer) names its kind; the kind's
- * operations say how much state the session keeps for the layer, run a
- * batch through it, and say what truncation the state allows. Kinds live
- * in files of their own (mix_attn.c: causal softmax attention over a K/V
- * cache; mix_gdn.c: gated DeltaNet, a conv and a delta-rule state). The forward loop (forward.c) normalises the block input, calls
- * the mixer, and adds its output to the residual stream.
+ * operations say how much state and scratch the session keeps for the
+ * layer, run a batch through it, and say what truncation the state
+ * allows. Kinds live in files of their own: mix_attn.c (causal softmax
+ * attention over a K/V cache) here, a family's own kinds in its folder
+ * (src/families/qwen35/mix_gdn.c: gated DeltaNet; deepseek2/mix_mla.c;
+ * deepseek4/mix_ds4.c). The layer kinds (block.h) call the mixer between
+ * their norms and residual adds.
  * Must not know: the FFN, routing, experts, streaming. */
 #ifndef SL_ENGINE_MIXER_H
 #define SL_ENGINE_MIXER_H
@@ -82,12 +84,12 @@ typedef struct sl_mixer_ops {
 /* The operations of kind k (k < SL_MIXER_COUNT). */
 const sl_mixer_ops *sl_mixer_of(sl_mixer_kind k);
 
-/* The attention mixer (mix_attn.c) and gated DeltaNet (mix_gdn.c). */
+/* The attention mixer (mix_attn.c) and gated DeltaNet (families/qwen35). */
 extern const sl_mixer_ops sl_mixer_attn;
 extern const sl_mixer_ops sl_mixer_gdn;
-/* Multi-head latent attention (mix_mla.c, deepseek2). */
+/* Multi-head latent attention (families/deepseek2, also glm-dsa's). */
 extern const sl_mixer_ops sl_mixer_mla;
-/* deepseek4's attention: raw window, compressed blocks, indexer (mix_ds4.c). */
+/* deepseek4's attention: raw window, compressed blocks, indexer (families/deepseek4). */
 extern const sl_mixer_ops sl_mixer_ds4;
 
 #endif

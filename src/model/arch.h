@@ -4,7 +4,8 @@
  * must treat that family: rope layout, which optional tensors exist, how the
  * router's weights are normalised, and so on. Tensor names follow the GGUF
  * convention (blk.N.attn_q.weight ...), built with sl_tensor_name().
- * Adding an architecture is a new row here plus, at most, a few new ops. */
+ * Adding an architecture: a row here, a folder under src/families, and the
+ * checklist of docs/adding-an-architecture.md. */
 #ifndef SL_MODEL_ARCH_H
 #define SL_MODEL_ARCH_H
 

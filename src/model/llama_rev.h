@@ -14,7 +14,7 @@
  * qwen35moe's q/k normalisation in the gated DeltaNet (ggml_l2_norm before
  * llama.cpp PR 28068, an RMS norm with eps / n and a 1 / sqrt(n) scale after
  * it); deepseek4's hyper-connection stream sums (2026-08 rounds every
- * product and sum; 2026-09's fused ops take multiply-adds: engine/block_ds4.c).
+ * product and sum; 2026-09's fused ops take multiply-adds: families/deepseek4/block_ds4.c).
  * The library reads no environment variable for this. */
 #ifndef SL_LLAMA_REV_H
 #define SL_LLAMA_REV_H

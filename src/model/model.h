@@ -310,9 +310,9 @@ typedef struct sl_ffn_desc {
 typedef enum sl_norm_place {
     SL_NORM_PRE = 0, /* x += mixer(norm(x)); x += ffn(norm(x)) */
     SL_NORM_SANDWICH, /* gemma4: x += post(mixer(norm(x))); x += post(ffn(...)),
-                         then x *= the layer's scalar (engine/block_gemma4.c) */
+                         then x *= the layer's scalar (families/gemma4/block_gemma4.c) */
     SL_NORM_HC,       /* deepseek4: four hyper-connection streams mixed around
-                         each half (engine/block_ds4.c) */
+                         each half (families/deepseek4/block_ds4.c) */
 } sl_norm_place;
 
 typedef struct sl_layer_desc {

@@ -14,7 +14,7 @@
 #include <sys/stat.h>
 
 #include "common/testutil.h"
-#include "engine/mla_indexer.h"
+#include "families/glm_dsa/mla_indexer.h"
 #include "ops/attn_kernels.h"
 #include "quant/quant.h"
 #include "sluice.h"

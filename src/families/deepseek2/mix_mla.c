@@ -24,7 +24,7 @@
 
 #include "engine/fwd_mm.h"
 #include "engine/mixer.h"
-#include "engine/mla_indexer.h"
+#include "families/glm_dsa/mla_indexer.h"
 #include "engine/session.h"
 
 static void mla_state_rows(const sl_layer_desc *d, size_t elem, uint64_t row_bytes[2])

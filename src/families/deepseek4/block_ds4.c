@@ -26,7 +26,7 @@
 #include <string.h>
 
 #include "engine/block.h"
-#include "engine/ds4.h"
+#include "families/deepseek4/ds4.h"
 #include "engine/fwd_mm.h"
 #include "engine/mixer.h"
 

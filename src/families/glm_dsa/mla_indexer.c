@@ -15,7 +15,7 @@
  * Each token is one thread's work, so the selection never depends on the
  * thread count or the batch split. The indexer scores only choose keys:
  * their rounding matters only at an exact tie. */
-#include "engine/mla_indexer.h"
+#include "families/glm_dsa/mla_indexer.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -33,10 +33,10 @@
 #include <math.h>
 #include <string.h>
 
-#include "engine/ds4.h"
+#include "families/deepseek4/ds4.h"
 #include "engine/fwd_mm.h"
 #include "engine/mixer.h"
-#include "engine/mla_indexer.h"
+#include "families/glm_dsa/mla_indexer.h"
 #include "ops/vexp.h"
 #include "util/hsum.h"
 #include "util/pool.h"

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# The house's layering rules (docs/ARCHITECTURE.md, "Layers"), checked on
+# the sources so that a change breaking one fails here instead of being
+# found by the next reader:
+#  - src/model (what a file says) includes nothing from the engine, the
+#    expert streamer or a family's engine files; a family's bind/describe
+#    file (src/families/*/family_*.c) is model code and follows that rule;
+#  - the kernels (src/ops, src/quant) include nothing above them;
+#  - the layer loop (engine/forward.c, forward_multi.c) includes no
+#    family's header and calls no family's function;
+#  - no platform conditionals (_WIN32, __ANDROID__, __linux__, __APPLE__)
+#    outside the platform layer (src/util, src/io, src/compat).
+set -u
+. "$(dirname "$0")/lib/common.sh"
+
+# includes FILES... -> the quoted includes of the files, "file: dir/x.h"
+includes() { grep -HoE '^#include "[^"]+"' "$@" 2>/dev/null | sed 's/#include "//; s/"$//'; }
+
+# none_of NAME PATTERN FILES...: passes when no include of FILES matches
+none_of() {
+    local name=$1 pattern=$2 hits
+    shift 2
+    hits=$(includes "$@" | grep -E ":($pattern)" || true)
+    if [ -z "$hits" ]; then ok "$name"; else bad "$name"; echo "$hits"; fi
+}
+
+model_files=(src/model/*.c src/model/*.h src/families/*/family_*.c)
+check "there are model files to check" [ "${#model_files[@]}" -gt 10 ]
+none_of "src/model and the family files include nothing from the engine or the streamer" \
+    'engine/|experts/|io/io_internal|families/.*/(block|mix)' "${model_files[@]}"
+
+kernel_files=(src/ops/*.c src/ops/*.h src/quant/*.c src/quant/*.h)
+none_of "the kernels include nothing above them" \
+    'model/|engine/|experts/|families/|io/|chat/|tok/' "${kernel_files[@]}"
+
+loop_files=(src/engine/forward.c src/engine/forward_multi.c)
+none_of "the layer loop includes no family's header" 'families/' "${loop_files[@]}"
+family_calls=$(grep -hoE '\bsl_(ds4|gdn|mla|gemma4|block_ds4|block_sandwich)[a-z_]*\(' \
+    "${loop_files[@]}" || true)
+if [ -z "$family_calls" ]; then ok "the layer loop calls no family's function"
+else bad "the layer loop calls no family's function"; echo "$family_calls"; fi
+
+engine_files=$(find src -name '*.[ch]' -not -path 'src/util/*' -not -path 'src/io/*' \
+    -not -path 'src/compat/*')
+platform=$(grep -nE '^\s*#\s*(if|ifdef|ifndef|elif).*(_WIN32|__ANDROID__|__linux__|__APPLE__)' \
+    $engine_files || true)
+if [ -z "$platform" ]; then ok "no platform conditionals outside the platform layer"
+else bad "no platform conditionals outside the platform layer"; echo "$platform"; fi
+
+# the checks can fail: a planted violation in a copy is found
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+printf '#include "engine/session.h"\n' > "$tmp/family_x.c"
+hits=$(includes "$tmp/family_x.c" | grep -E ':(engine/)' || true)
+check "a planted engine include in a family file is caught" [ -n "$hits" ]
+finish
