@@ -3,7 +3,8 @@
 # `sluice serve` nodes and an nginx on loopback (run as this user, its pid,
 # logs and temp files in the test's folder) that pins a conversation to a
 # node by its X-Session-Id header (`hash ... consistent`), with passive
-# health checks and unbuffered streams. Shows (tests/cli/lib/serve_scaleout.py):
+# health checks and unbuffered streams. Shows (tests/cli/lib/serve_scaleout.py,
+# and serve_scaleout_sdk.cjs for the openai client's defaultHeaders):
 # both nodes serve; a conversation's second request reuses its prefix on its
 # node (cached_tokens); a stream in flight when its node dies breaks off
 # without [DONE]; after that the dead node's conversation and the other one
@@ -95,15 +96,30 @@ if ! $up; then
     exit 1
 fi
 
+# the official openai client's defaultHeaders (skipped, with a note, without node/npm)
+finished_want=1
+if serve_sdks; then
+    NODE_PATH="$NPM_DIR/node_modules" timeout 120 node tests/cli/lib/serve_scaleout_sdk.cjs "$front" \
+        >"$work/sdk.out" 2>&1
+    rc=$?
+    serve_relay <"$work/sdk.out"
+    [ $rc -eq 0 ] || bad "serve_scaleout_sdk.cjs exited $rc: $(tail -c 600 "$work/sdk.out")"
+    finished_want=2
+fi
+
+# (the shell's own stderr is muted meanwhile: the node the client kills would
+# get a "Killed" notice there)
+exec 3>&2 2>/dev/null
 timeout 120 python3 tests/cli/lib/serve_scaleout.py "$front" "$port1" "$port2" "$pid1" "$pid2" \
     >"$work/py.out" 2>&1
 rc=$?
+for p in $pid1 $pid2; do
+    kill -0 "$p" 2>/dev/null || wait "$p"
+done
+exec 2>&3 3>&-
 serve_relay <"$work/py.out"
 [ $rc -eq 0 ] || bad "serve_scaleout.py exited $rc: $(tail -c 600 "$work/py.out")"
-for p in $pid1 $pid2; do # reap the node the client killed, without the shell's notice
-    kill -0 "$p" 2>/dev/null || wait "$p" 2>/dev/null
-done
-[ "$serve_finished" = 1 ] || bad "the client did not reach its end"
+[ "$serve_finished" = "$finished_want" ] || bad "a client did not reach its end"
 kill -0 "$nginx_pid" 2>/dev/null
 check "nginx is still running" [ $? -eq 0 ]
 stop_nginx
