@@ -57,6 +57,7 @@ http {
         server 127.0.0.1:$port1 max_fails=1 fail_timeout=30s;
         server 127.0.0.1:$port2 max_fails=1 fail_timeout=30s;
         keepalive 16;
+        keepalive_timeout 20s;
     }
     server {
         listen 127.0.0.1:$front;
