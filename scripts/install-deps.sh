@@ -33,6 +33,9 @@ have_header jansson.h || need+=(libjansson-dev)
 have_header microhttpd.h || need+=(libmicrohttpd-dev)
 [ -n "$(ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-*.a 2>/dev/null)" ] || need+=(libclang-rt-dev)
 command -v python3 >/dev/null 2>&1 || need+=(python3)
+# nginx: tests/cli/serve_scaleout.sh runs it as the user in front of two servers
+# (on a systemd machine the package also enables its service on port 80)
+[ -x /usr/sbin/nginx ] || command -v nginx >/dev/null 2>&1 || need+=(nginx)
 arm64_lists=false
 if $aarch64; then
     command -v aarch64-linux-gnu-gcc >/dev/null 2>&1 || need+=(gcc-aarch64-linux-gnu)

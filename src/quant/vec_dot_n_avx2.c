@@ -18,7 +18,7 @@
  * function with a constant nt) so the per-token accumulators live in
  * registers; a switch picks the instance.
  * Must not know: threads, matrices. Which CPU we run on it asks util/cpu.h,
- * for the 512-bit forms (Q6_K's multi-token, Q4_K's one-token eight-row). */
+ * for the 512-bit forms (Q6_K's multi-token, Q4_K's eight-row). */
 #include <math.h>
 
 #include "quant/quant_avx2.h"
@@ -710,25 +710,117 @@ SL_T512 INLINE void q4k_rp_rows8_1_512(int64_t n, float *s, const uint8_t *x0, s
                                                  _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
 }
 
+/* q4k_rp_rows8 with 512-bit integer vectors (AVX-512BW): each pair of
+ * rows is unpacked once per chunk into a zmm as in q4k_rp_rows8_1_512,
+ * then every token takes two maddubs and two madd for both rows (the
+ * 256-bit form: four and four). Each (row, token)'s i32 lanes are
+ * q4k_rp_rows8_1_512's for that token alone, and the float steps are
+ * q4k_rp_rows8_float per token, so s has the one-token forms' bits.
+ * nt <= SL_VEC_DOT_ROWS8_MAX. */
+SL_T512 INLINE void q4k_rp_rows8_512(int64_t n, float *s, const uint8_t *x0, size_t rbytes,
+                                     const void *const *ys, const int nt, const int per_chunk)
+{
+    __m256 A[SL_VEC_DOT_ROWS8_MAX], M[SL_VEC_DOT_ROWS8_MAX];
+    UNROLL
+    for (int t = 0; t < nt; t++) {
+        A[t] = _mm256_setzero_ps();
+        M[t] = _mm256_setzero_ps();
+    }
+    const __m512i m4 = _mm512_set1_epi8(0x0F);
+    for (int64_t i = 0; i < n / SL_QK_K; i++) {
+        const sl_block_q8_K *b[SL_VEC_DOT_ROWS8_MAX];
+        __m128i bs[SL_VEC_DOT_ROWS8_MAX];
+        UNROLL
+        for (int t = 0; t < nt; t++) {
+            b[t] = (const sl_block_q8_K *)ys[t] + i;
+            bs[t] = _mm_hadd_epi16(_mm_loadu_si128((const __m128i *)b[t]->bsums),
+                                   _mm_loadu_si128((const __m128i *)(b[t]->bsums + 8)));
+        }
+        __m256i u[SL_VEC_DOT_ROWS8_MAX][4], jv[SL_VEC_DOT_ROWS8_MAX][4];
+        uint16_t hd[8], hm[8];
+        UNROLL
+        for (int pr = 0; pr < 4; pr++) {
+            const sl_block_q4_K *xr[2];
+            __m128i scv[2], mn16[2];
+            UNROLL
+            for (int k = 0; k < 2; k++) {
+                const int r = 2 * pr + k;
+                xr[k] = (const sl_block_q4_K *)(x0 + (size_t)r * rbytes) + i;
+                hd[r / 2 + 4 * (r % 2)] = xr[k]->d;
+                hm[r / 2 + 4 * (r % 2)] = xr[k]->dmin;
+                uint32_t sc[2], mn[2];
+                k4_unpack(xr[k]->scales, sc, mn);
+                mn16[k] = _mm_cvtepu8_epi16(_mm_set_epi32(0, 0, (int)mn[1], (int)mn[0]));
+                scv[k] = _mm_cvtepu8_epi16(_mm_set_epi32(0, 0, (int)sc[1], (int)sc[0]));
+            }
+            const __m512i sc512 = _mm512_inserti64x4(
+                _mm512_castsi256_si512(_mm256_broadcastsi128_si256(scv[0])),
+                _mm256_broadcastsi128_si256(scv[1]), 1);
+            __m512i S[SL_VEC_DOT_ROWS8_MAX][4];
+            UNROLL
+            for (int c = 0; c < 4; c++) {
+                const __m512i q4 = _mm512_inserti64x4(
+                    _mm512_castsi256_si512(sl_avx2_load256(xr[0]->qs + 32 * c)),
+                    sl_avx2_load256(xr[1]->qs + 32 * c), 1);
+                const __m512i lo = _mm512_and_si512(q4, m4);
+                const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(q4, 4), m4);
+                const __m512i slo = _mm512_shuffle_epi8(
+                    sc512, _mm512_broadcast_i64x4(sl_avx2_load256(sl_avx2_i16_bcast[2 * c])));
+                const __m512i shi = _mm512_shuffle_epi8(
+                    sc512, _mm512_broadcast_i64x4(sl_avx2_load256(sl_avx2_i16_bcast[2 * c + 1])));
+                UNROLL
+                for (int t = 0; t < nt; t++) {
+                    const int8_t *a = b[t]->qs + 64 * c;
+                    const __m512i plo = _mm512_madd_epi16(
+                        _mm512_maddubs_epi16(lo, _mm512_broadcast_i64x4(sl_avx2_load256(a))), slo);
+                    const __m512i phi = _mm512_madd_epi16(
+                        _mm512_maddubs_epi16(hi, _mm512_broadcast_i64x4(sl_avx2_load256(a + 32))),
+                        shi);
+                    S[t][c] = _mm512_add_epi32(plo, phi);
+                }
+            }
+            UNROLL
+            for (int t = 0; t < nt; t++) {
+                const __m512i q =
+                    hadd512(hadd512(S[t][0], S[t][1]), hadd512(S[t][2], S[t][3]));
+                const __m512i qa = _mm512_shuffle_i32x4(q, q, _MM_SHUFFLE(2, 0, 2, 0));
+                const __m512i qb = _mm512_shuffle_i32x4(q, q, _MM_SHUFFLE(3, 1, 3, 1));
+                u[t][pr] = _mm512_castsi512_si256(_mm512_add_epi32(qa, qb));
+                jv[t][pr] = _mm256_set_m128i(_mm_madd_epi16(mn16[1], bs[t]),
+                                             _mm_madd_epi16(mn16[0], bs[t]));
+            }
+        }
+        const __m256 xdv = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)hd));
+        const __m256 xmv = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)hm));
+        UNROLL
+        for (int t = 0; t < nt; t++)
+            q4k_rp_rows8_float(u[t], jv[t], xdv, xmv, b[t]->d, per_chunk, &A[t], &M[t]);
+    }
+    const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+    UNROLL
+    for (int t = 0; t < nt; t++)
+        _mm256_storeu_ps(s + 8 * t, _mm256_permutevar8x32_ps(_mm256_sub_ps(A[t], M[t]), order));
+}
+
 /* The eight-row kernels called through sl_vec_dot_rows8_fn: one token by
- * the one-token form `one`, more by q4k_rp_rows8; ATTR the function's
- * target (empty for the AVX2 forms). */
-#define ROWS8_INSTANCES(name, ATTR, one, per_chunk)                                            \
+ * the one-token form `one`, more by `multi`; ATTR the function's target
+ * (empty for the AVX2 forms). */
+#define ROWS8_INSTANCES(name, ATTR, one, multi, per_chunk)                                     \
     ATTR static void name(int64_t n, float *s, const void *x, size_t rb,                      \
                           const void *const *ys, int nt)                                      \
     {                                                                                          \
         switch (nt) {                                                                          \
         case 1: one(n, s, x, rb, ys[0], per_chunk); break;                                     \
-        case 2: q4k_rp_rows8(n, s, x, rb, ys, 2, per_chunk); break;                            \
-        case 3: q4k_rp_rows8(n, s, x, rb, ys, 3, per_chunk); break;                            \
-        default: q4k_rp_rows8(n, s, x, rb, ys, 4, per_chunk); break;                           \
+        case 2: multi(n, s, x, rb, ys, 2, per_chunk); break;                                   \
+        case 3: multi(n, s, x, rb, ys, 3, per_chunk); break;                                   \
+        default: multi(n, s, x, rb, ys, 4, per_chunk); break;                                  \
         }                                                                                      \
     }
 
-ROWS8_INSTANCES(rows8_q4_K_rp64, , q4k_rp_rows8_1, 1)
-ROWS8_INSTANCES(rows8_q4_K_rp256, , q4k_rp_rows8_1, 0)
-ROWS8_INSTANCES(rows8_q4_K_rp64_512, SL_T512, q4k_rp_rows8_1_512, 1)
-ROWS8_INSTANCES(rows8_q4_K_rp256_512, SL_T512, q4k_rp_rows8_1_512, 0)
+ROWS8_INSTANCES(rows8_q4_K_rp64, , q4k_rp_rows8_1, q4k_rp_rows8, 1)
+ROWS8_INSTANCES(rows8_q4_K_rp256, , q4k_rp_rows8_1, q4k_rp_rows8, 0)
+ROWS8_INSTANCES(rows8_q4_K_rp64_512, SL_T512, q4k_rp_rows8_1_512, q4k_rp_rows8_512, 1)
+ROWS8_INSTANCES(rows8_q4_K_rp256_512, SL_T512, q4k_rp_rows8_1_512, q4k_rp_rows8_512, 0)
 
 /* ---- Q6_K against Q8_K ---------------------------------------------------
  * Levels 0..63 unsigned into maddubs; per 128-element half h, chunks

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `sluice serve` as real front-ends use it (issue 13; README's compatibility
+# `sluice serve` as real front-ends use it (issue 13; docs/server.md's compatibility
 # table): the fields Open WebUI, LibreChat, SillyTavern, Continue, Cline/Roo,
 # aider (litellm) and Claude Code send are accepted, ignored or refused with a
 # clear 4xx in each API's error shape (tests/cli/lib/serve_compat.py: each

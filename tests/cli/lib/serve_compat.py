@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """serve_compat.py - what real front-ends send, against a running `sluice serve`,
-for tests/cli/serve_compat.sh (README's compatibility table, issue 13).
+for tests/cli/serve_compat.sh (docs/server.md's compatibility table, issue 13).
 
 Usage: serve_compat.py PORT N_CTX ORIGIN
   a server started with -c N_CTX -n 8 --max-body 65536 --cors ORIGIN and the
