@@ -226,9 +226,12 @@ size_t srv_events_read(srv_events *e, char *buf, size_t max)
             if (!wait_until(e->s, e->next_ns)) return 0;
             ev_sample now;
             sample(e->s, &now);
-            /* a reader that fell behind skips the missed ticks, not catches up */
-            e->next_ns += (uint64_t)e->interval_ms * 1000000u;
-            if (e->next_ns <= now.t_ns) e->next_ns = now.t_ns + (uint64_t)e->interval_ms * 1000000u;
+            /* on time, the next tick an interval after this one's due time; a
+             * tick late by more than half an interval (a busy machine) starts
+             * the count again, so that no tick covers only a moment */
+            const uint64_t iv = (uint64_t)e->interval_ms * 1000000u;
+            e->next_ns += iv;
+            if (e->next_ns < now.t_ns + iv / 2) e->next_ns = now.t_ns + iv;
             /* t: milliseconds since the stream opened, as seconds */
             json_t *t = tick_json(e->s, &e->prev, &now,
                                   (double)((now.t_ns - e->t0_ns) / 1000000u) / 1e3);

@@ -23,7 +23,8 @@ serve_model "$M" --arch qwen3moe --preset tiny-k --layers 2 --seed 5
 FLAGS=(-m "$M" -c 4096 --chat-template qwen3 --moe-stream --cache-experts 4 -t 2)
 serve_start open "${FLAGS[@]}" || { finish; exit 1; }
 open_pid=$serve_pid open_port=$serve_port
-serve_start keyed "${FLAGS[@]}" --api-key "$KEY" || { finish; exit 1; }
+# this one measures the drive's rate at load (--stats): the telemetry has the bound
+serve_start keyed "${FLAGS[@]}" --api-key "$KEY" --stats || { finish; exit 1; }
 keyed_pid=$serve_pid keyed_port=$serve_port
 
 # the page, as any client gets it
@@ -48,12 +49,12 @@ code=$(curl -s -o /dev/null -w '%{http_code}' -I "http://127.0.0.1:$open_port/")
 timeout 2 curl -s -N "http://127.0.0.1:$open_port/api/events?interval_ms=200" >"$work/curl-events.txt"
 check "curl -N /api/events: the plan and then ticks" \
     bash -c "grep -q '^event: plan' '$work/curl-events.txt' && [ \$(grep -c '^event: tick' '$work/curl-events.txt') -ge 5 ]"
-timeout 120 python3 tests/cli/lib/webui_events.py "$open_port" >"$work/ev.out" 2>&1
+timeout 120 python3 tests/cli/lib/webui_events.py "$open_port" 0 >"$work/ev.out" 2>&1
 rc=$?
 serve_relay <"$work/ev.out"
 [ $rc -eq 0 ] && grep -q '^client-finished' "$work/ev.out" ||
     bad "webui_events.py exited $rc: $(tail -c 600 "$work/ev.out")"
-timeout 120 python3 tests/cli/lib/webui_events.py "$keyed_port" "$KEY" >"$work/kev.out" 2>&1
+timeout 120 python3 tests/cli/lib/webui_events.py "$keyed_port" 1 "$KEY" >"$work/kev.out" 2>&1
 rc=$?
 serve_relay "keyed: " <"$work/kev.out"
 [ $rc -eq 0 ] && grep -q '^client-finished' "$work/kev.out" ||
