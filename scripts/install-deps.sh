@@ -33,6 +33,9 @@ have_header jansson.h || need+=(libjansson-dev)
 have_header microhttpd.h || need+=(libmicrohttpd-dev)
 [ -n "$(ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-*.a 2>/dev/null)" ] || need+=(libclang-rt-dev)
 command -v python3 >/dev/null 2>&1 || need+=(python3)
+# the server's page in headless Chromium (tests/cli/webui.sh; playwright-core comes from npm)
+command -v chromium >/dev/null 2>&1 || need+=(chromium fonts-liberation)
+command -v npm >/dev/null 2>&1 || need+=(npm)
 arm64_lists=false
 if $aarch64; then
     command -v aarch64-linux-gnu-gcc >/dev/null 2>&1 || need+=(gcc-aarch64-linux-gnu)
