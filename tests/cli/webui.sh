@@ -93,7 +93,18 @@ if browser_ready; then
     [ "$n" -ge 7 ] && ok "$n screenshots in build/webui-shots" || bad "only $n screenshots in $SHOTS"
 fi
 
+# a server stops at once with a telemetry stream open (its ticks 10 s apart)
+timeout 20 curl -s -N "http://127.0.0.1:$open_port/api/events?interval_ms=10000" >"$work/hold.txt" &
+curl_pid=$!
+sleep 0.5
+start=$(date +%s%N)
 serve_stop "$open_pid"
+rc=$?
+ms=$((($(date +%s%N) - start) / 1000000))
+wait "$curl_pid"
+[ $rc -eq 0 ] && [ $ms -lt 5000 ] && grep -q '^event: plan' "$work/hold.txt" &&
+    ok "with a stream open the server stops at once (${ms} ms) and the stream ends" ||
+    bad "stopping with a stream open: exit $rc after $ms ms"
 serve_stop "$keyed_pid"
 for f in open keyed; do
     if grep -q "ERROR: \|runtime error\|ThreadSanitizer" "$work/$f.err"; then

@@ -226,6 +226,14 @@ async function main() {
   report("its tool call is shown, name and arguments as text",
          shown.tool.includes("<img src=x onerror=\"window.__pwned = 7\">") &&
          shown.tool.includes("{\"html\": \"<script>window.__pwned = 8</script>\"}"), shown.tool);
+  const opened = await page.evaluate(() => {
+    const det = [...document.querySelectorAll("#messages details.reasoning")].pop();
+    const was = det.open;
+    det.querySelector("summary").click();
+    return [was, det.open];
+  });
+  report("the reasoning block is closed once the answer came, and opens on a click",
+         opened[0] === false && opened[1] === true, JSON.stringify(opened));
   const dom = async () => page.evaluate(() => ({
     pwned: window.__pwned === undefined ? null : window.__pwned,
     made: document.querySelectorAll("#messages img, #messages script, #messages b, #conv-list img, #conv-list script").length }));
