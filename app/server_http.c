@@ -197,7 +197,7 @@ static enum MHD_Result send_page(srv *s, struct MHD_Connection *c)
     MHD_add_response_header(r, "Content-Type", "text/html; charset=utf-8");
     MHD_add_response_header(r, "Content-Security-Policy",
                             "default-src 'none'; script-src 'unsafe-inline'; style-src "
-                            "'unsafe-inline'; img-src data:; connect-src 'self'; "
+                            "'unsafe-inline'; connect-src 'self'; "
                             "base-uri 'none'; form-action 'none'; frame-ancestors 'none'");
     MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
     MHD_add_response_header(r, "Cache-Control", "no-cache");
