@@ -31,7 +31,9 @@ HOST_ARCH := $(shell uname -m)
 ARCH    := $(HOST_ARCH)
 WARN    := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wno-unused-parameter
 CSTD    := -std=c11 -D_GNU_SOURCE -ffp-contract=off
-INC     := -Isrc -Iinclude
+# generated sources (the server's page as a C array: build/gen/web_ui.inc)
+GEN     := build/gen
+INC     := -Isrc -Iinclude -I$(GEN)
 OPT     ?= -O2 -g
 DEPFLAGS = -MMD -MP
 
@@ -247,6 +249,14 @@ tsan: $(TSAN_TESTS)
 
 include mk/aarch64.mk
 include mk/windows.mk
+
+# ---- the server's page, built in: app/web/ui.html as a C array that
+# app/server_web.c includes (every build that compiles that file) ----------------
+$(GEN)/web_ui.inc: app/web/ui.html scripts/embed.sh
+	@mkdir -p $(dir $@)
+	./scripts/embed.sh $< >$@.tmp && mv $@.tmp $@
+
+$(foreach d,$(REL) $(SAN) $(TSAN) $(FUZZ) $(A64) $(WIN),$(d)/app/server_web.o): $(GEN)/web_ui.inc
 
 # ---- bench (micro-benchmarks; not part of the suite) ---------------------------
 # bench/<name>.c -> build/rel/bench/<name>, linked against the release library

@@ -9,6 +9,8 @@
  * server_anthropic.c the Anthropic Messages endpoints
  * server_llama.c  llama-server's own /props and /completion
  * server_metrics.c GET /metrics and /slots
+ * server_web.c    GET / (the page) and server_events.c GET /api/events
+ *                 (its telemetry) (server_web.h)
  * server_slots.c  slots, the job queue, worker threads (server_slots.h)
  * server_run.c    one job on one slot: prompt reuse and generation
  * server_batch.c  continuous batching: the busy slots' evaluations as one

@@ -121,11 +121,20 @@ static void run_step(srv_batcher *b, srv_batch_sub **m, int count)
     }
 }
 
+/* Counts got tokens (when positive) of a submission of want. */
+static int counted(srv_batcher *b, int want, int got)
+{
+    if (got > 0)
+        __atomic_add_fetch(want == 1 ? &b->tokens_one : &b->tokens_many, (uint64_t)got,
+                           __ATOMIC_RELAXED);
+    return got;
+}
+
 int srv_batch_eval(srv_batcher *b, sl_session *s, const int32_t *toks, int n, sl_err *err)
 {
     if (!b->batch) { /* no batching: every slot on its own, as before */
         int rc = sl_session_eval(s, toks, n, err);
-        return rc ? rc : n;
+        return counted(b, n, rc ? rc : n);
     }
     srv_batch_sub me = {.s = s, .toks = toks, .want = n};
     pthread_mutex_lock(&b->mu);
@@ -154,5 +163,5 @@ int srv_batch_eval(srv_batcher *b, sl_session *s, const int32_t *toks, int n, sl
     }
     pthread_mutex_unlock(&b->mu);
     if (me.got < 0) *err = me.err;
-    return me.got;
+    return counted(b, n, me.got);
 }

@@ -36,6 +36,9 @@ typedef struct srv_batcher {
     bool running;              /* a step is being evaluated */
     /* for /metrics (atomic adds): steps run, and their members in all */
     uint64_t steps, members;
+    /* for /api/events (atomic adds): tokens evaluated in submissions of one
+     * token (a decoding slot's step) and of several (prompt chunks) */
+    uint64_t tokens_one, tokens_many;
 } srv_batcher;
 
 /* Prepares b for up to n_slots slots on m. With batching (n_slots > 1 and

@@ -39,6 +39,7 @@
 
 #include "server.h"
 #include "server_deadline.h"
+#include "server_web.h"
 #include "util/fd_limit.h"
 
 typedef struct http_req {
@@ -181,6 +182,71 @@ static enum MHD_Result send_metrics(srv *s, struct MHD_Connection *c)
     if (!t) return send_reply(s, c, srv_error(SRV_API_OPENAI, 500, "out of memory"));
     struct MHD_Response *r = MHD_create_response_from_buffer(len, t, MHD_RESPMEM_MUST_FREE);
     MHD_add_response_header(r, "Content-Type", "text/plain; version=0.0.4");
+    return queue(s, c, 200, r);
+}
+
+/* GET /: the page (server_web.c). Its script is inline, and it loads
+ * nothing from elsewhere: the policy forbids any other origin, frames
+ * and plugins. */
+static enum MHD_Result send_page(srv *s, struct MHD_Connection *c)
+{
+    size_t len = 0;
+    const char *page = srv_web_page(&len);
+    struct MHD_Response *r = MHD_create_response_from_buffer(len, (void *)page,
+                                                             MHD_RESPMEM_PERSISTENT);
+    MHD_add_response_header(r, "Content-Type", "text/html; charset=utf-8");
+    MHD_add_response_header(r, "Content-Security-Policy",
+                            "default-src 'none'; script-src 'unsafe-inline'; style-src "
+                            "'unsafe-inline'; connect-src 'self'; "
+                            "base-uri 'none'; form-action 'none'; frame-ancestors 'none'");
+    MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
+    MHD_add_response_header(r, "Cache-Control", "no-cache");
+    return queue(s, c, 200, r);
+}
+
+/* A telemetry stream's reader (server_events.c) and its connection. */
+typedef struct events_stream {
+    srv_events *e;
+    struct MHD_Connection *c;
+} events_stream;
+
+static ssize_t events_read(void *cls, uint64_t pos, char *buf, size_t max)
+{
+    (void)pos;
+    events_stream *st = cls;
+    size_t n = srv_events_read(st->e, buf, max); /* waits for the next tick */
+    touch(st->c);
+    return n ? (ssize_t)n : (ssize_t)MHD_CONTENT_READER_END_OF_STREAM;
+}
+
+static void events_free(void *cls)
+{
+    events_stream *st = cls;
+    srv_events_close(st->e);
+    free(st);
+}
+
+/* GET /api/events[?interval_ms=N]: the telemetry as server-sent events. */
+static enum MHD_Result send_events(srv *s, struct MHD_Connection *c)
+{
+    srv_reply refusal = {0};
+    const char *iv = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "interval_ms");
+    srv_events *e = srv_events_open(s, iv, &refusal);
+    if (!e) return send_reply(s, c, refusal);
+    events_stream *st = malloc(sizeof *st);
+    struct MHD_Response *r =
+        st ? MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, events_read, st,
+                                               events_free)
+           : NULL;
+    if (!r) {
+        free(st);
+        srv_events_close(e);
+        return MHD_NO;
+    }
+    st->e = e;
+    st->c = c;
+    MHD_add_response_header(r, "Content-Type", "text/event-stream");
+    MHD_add_response_header(r, "Cache-Control", "no-cache");
     return queue(s, c, 200, r);
 }
 
@@ -400,6 +466,8 @@ static const route routes[] = {
     {"/completion", R_POST, SRV_API_OPENAI, NULL, srv_llama_completion},
     {"/v1/messages", R_POST, SRV_API_ANTHROPIC, NULL, srv_messages},
     {"/v1/messages/count_tokens", R_POST, SRV_API_ANTHROPIC, NULL, srv_count_tokens},
+    {"/", R_GET, SRV_API_OPENAI, NULL, NULL},           /* the page (send_page) */
+    {"/api/events", R_GET, SRV_API_OPENAI, NULL, NULL}, /* telemetry (send_events) */
 };
 
 /* POST /slots/{id}?action=save|restore */
@@ -559,15 +627,17 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
                                                "refused", host));
         }
         if (!strcmp(method, "OPTIONS") && s->cors_origin && rt) return send_preflight(s, c);
-        /* /health is public (load balancers ask it without a key) */
-        if (!(rt && rt->get == srv_health) && !authorised(s, c))
+        /* /health is public (load balancers ask it without a key), and so
+         * is the page (it asks for the key) */
+        if (!(rt && (rt->get == srv_health || !strcmp(url, "/"))) && !authorised(s, c))
             return send_reply(s, c, srv_error(api, 401, "a valid API key is needed: send "
                                            "'Authorization: Bearer KEY'"));
         srv_reply refusal = route_refusal(rt, api, url, method);
         if (refusal.status) return send_reply(s, c, refusal);
         /* listening starts before the model is loaded: until it is, 503
-         * (llama-server's answer, which clients wait out) */
-        if (!__atomic_load_n(&s->ready, __ATOMIC_ACQUIRE))
+         * (llama-server's answer, which clients wait out); the page loads
+         * and waits too */
+        if (!__atomic_load_n(&s->ready, __ATOMIC_ACQUIRE) && strcmp(url, "/"))
             return send_reply(s, c, srv_error(api, 503, "loading model: the server answers "
                                            "once '%.200s' is loaded", s->model_name));
         const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
@@ -621,6 +691,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     }
     q->answered = true;
     if (!strcmp(url, "/metrics")) return send_metrics(s, c);
+    if (!strcmp(url, "/")) return send_page(s, c);
+    if (!strcmp(url, "/api/events")) return send_events(s, c);
     const char *ctype = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Type");
     srv_reply r = dispatch(s, rt, url, ctype, q->body, q->len, q->slot_id, q->action);
     /* dispatch may have waited for generation */

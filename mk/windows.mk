@@ -23,7 +23,7 @@ WIN_CC ?= clang
 WIN_TARGET := --target=x86_64-w64-mingw32
 WIN_GCC_LIB := $(lastword $(sort $(wildcard /usr/lib/gcc/x86_64-w64-mingw32/*-posix)))
 WIN_SYSROOT ?= $(WIN)/sysroot
-WIN_INC := -Isrc -Iinclude -Isrc/compat/win
+WIN_INC := -Isrc -Iinclude -Isrc/compat/win -I$(GEN)
 WIN_STAMP := $(WIN_SYSROOT)/.complete
 # force-included into every file (-include leaves it out of the .d files)
 WIN_COMPAT := src/compat/win/posix_win.h

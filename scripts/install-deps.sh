@@ -36,6 +36,9 @@ command -v python3 >/dev/null 2>&1 || need+=(python3)
 # nginx: tests/cli/serve_scaleout.sh runs it as the user in front of two servers
 # (on a systemd machine the package also enables its service on port 80)
 [ -x /usr/sbin/nginx ] || command -v nginx >/dev/null 2>&1 || need+=(nginx)
+# the server's page in headless Chromium (tests/cli/webui.sh; playwright-core comes from npm)
+command -v chromium >/dev/null 2>&1 || need+=(chromium fonts-liberation)
+command -v npm >/dev/null 2>&1 || need+=(npm)
 arm64_lists=false
 if $aarch64; then
     command -v aarch64-linux-gnu-gcc >/dev/null 2>&1 || need+=(gcc-aarch64-linux-gnu)
