@@ -355,7 +355,7 @@ sl_model *model_flags_load(const model_flags *f, const char *cmd, const char *pa
     sl_model *m;
     sl_err err;
     if (!model_flags_check_outputs(f, cmd, path)) return NULL;
-    if (getenv("SLUICE_LLAMA_REF")) /* the variable of the first release of issue 12 */
+    if (getenv("SLUICE_LLAMA_REF")) /* read by earlier releases */
         fprintf(stderr, "sluice %s: warning: SLUICE_LLAMA_REF is set but no longer read; "
                 "pass --llama-ref %s to follow that llama.cpp revision (this run follows "
                 "%s)\n", cmd, getenv("SLUICE_LLAMA_REF"),

@@ -1,5 +1,5 @@
 /* forward_multi.c - one forward pass over tokens of several sessions
- * (continuous batching, issue 13).
+ * (the server's continuous batching).
  *
  * A batch session (its own K/V unused) holds the activations of every
  * token of the step, row after row, session after session. Per layer:

@@ -1,7 +1,7 @@
 /* llama_rev.h - which llama.cpp revision sluice's arithmetic follows where
  * llama.cpp's own revisions compute an operation differently.
  *
- * sluice reproduces llama.cpp's numbers to the bit (issue 11). Where two
+ * sluice reproduces llama.cpp's numbers to the bit. Where two
  * llama.cpp builds disagree in the last bit, one of them has to be chosen
  * (sl_llama_rev in sluice.h, the load's sl_model_params.llama_rev):
  *   SL_LLAMA_REV_2026_08  "2026-08": the reference fixtures' build (August

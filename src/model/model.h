@@ -45,7 +45,7 @@ typedef struct sl_hparams {
     float rope_freq_scale; /* 1/factor for linear and yarn */
     int rope_yarn_orig_ctx;
     bool expert_weights_norm; /* renormalise the top-k router weights */
-    /* issue 17: routing keys (deepseek2, glm4moe) and MLA dimensions */
+    /* routing keys (deepseek2, glm4moe) and MLA dimensions */
     int n_dense_lead;    /* leading_dense_block_count: the first layers are dense */
     int n_expert_shared; /* expert_shared_count: the shared expert is this many experts wide */
     int n_group;         /* expert_group_count (0 or 1: no group limit) */
@@ -126,7 +126,7 @@ typedef enum sl_ltensor {
     SL_LT_GATE_EXPS_S, SL_LT_UP_EXPS_S, SL_LT_DOWN_EXPS_S,
     SL_LT_POST_ATTN_NORM, SL_LT_POST_FFW_NORM, SL_LT_PRE_FFW_NORM_2, SL_LT_POST_FFW_NORM_1,
     SL_LT_POST_FFW_NORM_2, SL_LT_ROUTER_S, SL_LT_OUT_SCALE, SL_LT_GATE_UP_EXPS,
-    /* issue 17: the router's selection bias; MLA's low-rank q, the
+    /* the router's selection bias; MLA's low-rank q, the
      * compressed KV latent and its norm, the per-head k/v up-projections */
     SL_LT_EXP_PROBS_B,
     SL_LT_WQ_A, SL_LT_Q_A_NORM, SL_LT_WQ_B, SL_LT_WKV_A, SL_LT_KV_A_NORM, SL_LT_WK_B, SL_LT_WV_B,
@@ -277,7 +277,6 @@ typedef struct sl_router_desc {
                                 unweighted RMS norm / sqrt(n_embd) times the
                                 per-channel scale (ffn_gate_inp.scale), not the
                                 FFN's input */
-    /* issue 17 */
     bool sel_bias;           /* exp_probs_b is added to the scores for the
                                 selection only, never to the weights */
     int n_group, n_group_used; /* n_group > 1: experts in n_group equal groups,
@@ -355,7 +354,7 @@ typedef struct sl_layer {
             sl_tensor gate_exps_s, up_exps_s, down_exps_s;
             sl_tensor post_attn_norm, post_ffw_norm, pre_ffw_norm_2, post_ffw_norm_1,
                 post_ffw_norm_2, router_s, out_scale, gate_up_exps;
-            /* issue 17: selection bias [n_expert]; MLA: q_a [n_embd, q_lora],
+            /* selection bias [n_expert]; MLA: q_a [n_embd, q_lora],
              * q_a_norm [q_lora], q_b [q_lora, n_head*hd], kv_a [n_embd, r + rope],
              * kv_a_norm [r], k_b [nope, r, n_head], v_b [r, hdv, n_head] */
             sl_tensor exp_probs_b, wq_a, q_a_norm, wq_b, wkv_a, kv_a_norm, wk_b, wv_b;

@@ -52,30 +52,6 @@ static void vec_dot_q4_0_q8_0(int64_t n, float *s, const void *vx, const void *v
     *s = sl_avx2_hsum_ps(acc);
 }
 
-/* x = d q + m: d * sum q a (maddubs, q unsigned) and m * sum a (maddubs
- * with ones), both exact i32 per block, two FMAs. */
-static inline void offset_block(__m256i q, const sl_block_q8_0 *y, float d, float m, __m256 *acc,
-                                __m256 *accm)
-{
-    __m256i a = _mm256_loadu_si256((const __m256i *)y->qs);
-    __m256i p = sl_avx2_dot_u8i8(q, a);
-    __m256i sa = sl_avx2_dot_u8i8(_mm256_set1_epi8(1), a);
-    float dy = sl_avx2_h2f(y->d);
-    *acc = _mm256_fmadd_ps(_mm256_set1_ps(d * dy), _mm256_cvtepi32_ps(p), *acc);
-    *accm = _mm256_fmadd_ps(_mm256_set1_ps(m * dy), _mm256_cvtepi32_ps(sa), *accm);
-}
-
-static void vec_dot_q4_1_q8_0(int64_t n, float *s, const void *vx, const void *vy)
-{
-    const sl_block_q4_1 *x = vx;
-    const sl_block_q8_0 *y = vy;
-    __m256 acc = _mm256_setzero_ps(), accm = _mm256_setzero_ps();
-    for (int64_t i = 0; i < n / SL_QK; i++)
-        offset_block(sl_avx2_nibbles32(x[i].qs), &y[i], sl_avx2_h2f(x[i].d), sl_avx2_h2f(x[i].m),
-                     &acc, &accm);
-    *s = sl_avx2_hsum_ps(_mm256_add_ps(acc, accm));
-}
-
 /* 32 bits -> 32 bytes, 0xFF where bit i of bits is set (byte i). */
 static inline __m256i bits_to_bytes(const uint8_t qh[4])
 {
@@ -109,17 +85,6 @@ static void vec_dot_q5_0_q8_0(int64_t n, float *s, const void *vx, const void *v
         acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(p), acc);
     }
     *s = sl_avx2_hsum_ps(acc);
-}
-
-static void vec_dot_q5_1_q8_0(int64_t n, float *s, const void *vx, const void *vy)
-{
-    const sl_block_q5_1 *x = vx;
-    const sl_block_q8_0 *y = vy;
-    __m256 acc = _mm256_setzero_ps(), accm = _mm256_setzero_ps();
-    for (int64_t i = 0; i < n / SL_QK; i++)
-        offset_block(q5_unsigned(x[i].qs, x[i].qh), &y[i], sl_avx2_h2f(x[i].d),
-                     sl_avx2_h2f(x[i].m), &acc, &accm);
-    *s = sl_avx2_hsum_ps(_mm256_add_ps(acc, accm));
 }
 
 /* Q4_1 / Q5_1 against Q8_1 in the reference's AVX2 order: the unsigned
@@ -246,8 +211,6 @@ bool sl_vec_dot_fill_legacy_avx2(sl_quant_kernels *k)
     k->vec_dot[SL_TYPE_Q5_1] = vec_dot_q5_1_q8_1;
     k->vec_dot_n[SL_TYPE_Q4_1] = vec_dot_n_q4_1_q8_1; /* kept by the vec_dot_n fill */
     k->vec_dot_n[SL_TYPE_Q5_1] = vec_dot_n_q5_1_q8_1;
-    (void)vec_dot_q4_1_q8_0; /* the Q8_0 pairing, no longer in the table */
-    (void)vec_dot_q5_1_q8_0;
     k->vec_dot[SL_TYPE_Q8_0] = vec_dot_q8_0_q8_0;
     k->from_float[SL_TYPE_Q8_0] = quant_q8_0_avx2;
     k->from_float[SL_TYPE_Q8_1] = quant_q8_1_avx2;

@@ -2,8 +2,7 @@
  * types against Q8_0 activations, and Q4_1 / Q5_1 against Q8_1 (the
  * reference's pairing: the offset term m * s from Q8_1's f16 block sum s,
  * which overflows to infinity in llama.cpp too when a block's activations
- * sum past 65504 / d). The Q8_0 forms of Q4_1 / Q5_1 (offset from the
- * quants as we go) are kept but no longer in the table.
+ * sum past 65504 / d).
  *
  * Owns: each kernel in its AVX2 twin's order (lanes of exact integer sums,
  * one FMA chain per lane over the blocks, the lanes summed at the end), so
@@ -52,15 +51,6 @@ static inline void lanes_fma(float lane[8], float d, const int8_t *q, const int8
     }
 }
 
-/* The same for the activation sums of the offset types (Q4_1, Q5_1). */
-static inline void lanes_fma_sum(float lane[8], float m, const int8_t *a)
-{
-    for (int l = 0; l < 8; l++) {
-        const int p = a[4 * l] + a[4 * l + 1] + a[4 * l + 2] + a[4 * l + 3];
-        lane[l] = fmaf(m, (float)p, lane[l]);
-    }
-}
-
 static void vec_dot_q4_0_q8_0(int64_t n, float *s, const void *vx, const void *vy)
 {
     const sl_block_q4_0 *x = vx;
@@ -74,30 +64,6 @@ static void vec_dot_q4_0_q8_0(int64_t n, float *s, const void *vx, const void *v
     *s = sl_hsum8(lane);
 }
 
-/* d * sum q a and m * sum a in two sets of lanes, added lane by lane at
- * the end. */
-static float offset_dot(float acc[8], float accm[8])
-{
-    float t[8];
-    for (int l = 0; l < 8; l++) t[l] = acc[l] + accm[l];
-    return sl_hsum8(t);
-}
-
-static void vec_dot_q4_1_q8_0(int64_t n, float *s, const void *vx, const void *vy)
-{
-    const sl_block_q4_1 *x = vx;
-    const sl_block_q8_0 *y = vy;
-    float acc[8] = {0}, accm[8] = {0};
-    int8_t q[SL_QK];
-    for (int64_t i = 0; i < n / SL_QK; i++) {
-        unpack4(x[i].qs, 0, q);
-        const float dy = sl_h2f(y[i].d);
-        lanes_fma(acc, sl_h2f(x[i].d) * dy, q, y[i].qs);
-        lanes_fma_sum(accm, sl_h2f(x[i].m) * dy, y[i].qs);
-    }
-    *s = offset_dot(acc, accm);
-}
-
 static void vec_dot_q5_0_q8_0(int64_t n, float *s, const void *vx, const void *vy)
 {
     const sl_block_q5_0 *x = vx;
@@ -109,21 +75,6 @@ static void vec_dot_q5_0_q8_0(int64_t n, float *s, const void *vx, const void *v
         lanes_fma(lane, sl_h2f(x[i].d) * sl_h2f(y[i].d), q, y[i].qs);
     }
     *s = sl_hsum8(lane);
-}
-
-static void vec_dot_q5_1_q8_0(int64_t n, float *s, const void *vx, const void *vy)
-{
-    const sl_block_q5_1 *x = vx;
-    const sl_block_q8_0 *y = vy;
-    float acc[8] = {0}, accm[8] = {0};
-    int8_t q[SL_QK];
-    for (int64_t i = 0; i < n / SL_QK; i++) {
-        unpack5(x[i].qs, x[i].qh, 0, q);
-        const float dy = sl_h2f(y[i].d);
-        lanes_fma(acc, sl_h2f(x[i].d) * dy, q, y[i].qs);
-        lanes_fma_sum(accm, sl_h2f(x[i].m) * dy, y[i].qs);
-    }
-    *s = offset_dot(acc, accm);
 }
 
 /* Q4_1 / Q5_1 against Q8_1, llama.cpp's pairing (ggml_vec_dot_q4_1_q8_1,
@@ -190,8 +141,6 @@ void sl_vec_dot_fill_legacy_ref(sl_quant_kernels *k)
     k->vec_dot[SL_TYPE_Q5_1] = vec_dot_q5_1_q8_1;
     k->vec_dot_n[SL_TYPE_Q4_1] = vec_dot_n_q4_1_q8_1; /* kept by the vec_dot_n fill */
     k->vec_dot_n[SL_TYPE_Q5_1] = vec_dot_n_q5_1_q8_1;
-    (void)vec_dot_q4_1_q8_0; /* kept for the Q8_0 pairing's tests and history */
-    (void)vec_dot_q5_1_q8_0;
     k->vec_dot[SL_TYPE_Q8_0] = vec_dot_q8_0_q8_0;
     k->from_float[SL_TYPE_Q8_0] = sl_quant_q8_0_ref;
     k->from_float[SL_TYPE_Q8_1] = sl_quant_q8_1_ref;

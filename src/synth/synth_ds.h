@@ -1,6 +1,6 @@
 /* synth_ds.h - synthetic deepseek2 (MLA: DeepSeek-V3 / Kimi K2), glm4moe
  * (GLM-4.5 / 4.6) and glm-dsa (GLM-5.x: MLA plus the sparse-attention
- * indexer) models, deterministic from a seed (issue 17).
+ * indexer) models, deterministic from a seed.
  *
  * Owns: these architectures' presets (tiny ones for tests, and the
  * published dimensions of DeepSeek-V3, Kimi K2, GLM-4.6 and GLM-5 at any layer

@@ -106,7 +106,7 @@
 /* DeepSeek-V3 / R1 (tokenizer.json, as llama.cpp's DEEPSEEK3_LLM applies
  * it), third of its three patterns: an ASCII punctuation mark leading ASCII
  * letters, words with their marks, punctuation and symbol runs, newlines
- * and spaces. (issue 17) */
+ * and spaces. */
 #define RE_DEEPSEEK3                                                           \
     "[!\"#$%&'()*+,\\-./:;<=>?@\\[\\\\\\]^_`{|}~][A-Za-z]+|[^\\r\\n\\p{L}\\p{P}\\p{S}]?" \
     "[\\p{L}\\p{M}]+| ?[\\p{P}\\p{S}]+[\\r\\n]*|" SP "*[\\r\\n]+|" SP "+(?!" NSP ")|" SP "+"
@@ -119,7 +119,7 @@
  * words of non-Han letters (\p{L} only: no upper/lower-case structure, no
  * marks) after an optional non-letter, non-digit, non-newline character,
  * with an ASCII contraction; digits in threes; punctuation runs with the
- * newlines after them; newline and space runs as in Llama 3. (issue 17) */
+ * newlines after them; newline and space runs as in Llama 3. */
 #define KIMI_HAN_RANGES                                                        \
     "\\x{4E00}-\\x{9FFF}\\x{3400}-\\x{4DBF}\\x{20000}-\\x{2A6DF}\\x{2A700}-\\x{2B73F}"    \
     "\\x{2B740}-\\x{2B81F}\\x{2B820}-\\x{2CEAF}\\x{2CEB0}-\\x{2EBEF}\\x{F900}-\\x{FAFF}"   \
@@ -141,9 +141,9 @@ enum {
     SET_STARCODER,
     SET_FALCON,
     SET_O200K,
-    SET_DEEPSEEK3, /* issue 17 */
-    SET_GEMMA4,    /* issue 18 */
-    SET_KIMI_K2,   /* issue 17 */
+    SET_DEEPSEEK3, /* DeepSeek-V3 / R1 */
+    SET_GEMMA4,    /* Gemma 4 */
+    SET_KIMI_K2,   /* Kimi K2 */
     SET_COUNT
 };
 
@@ -168,12 +168,12 @@ static const pattern_set g_sets[SET_COUNT] = {
     [SET_FALCON] = {"falcon",
                     {"[\\p{P}\\$\\+<=>\\^~\\|`]+", RE_GPT2, "[0-9][0-9][0-9]", NULL}},
     [SET_O200K] = {"gpt-4o", {RE_O200K, NULL}},
-    /* issue 17: digits in threes, then kana and the CJK range U+4E00-U+9FA5
+    /* digits in threes, then kana and the CJK range U+4E00-U+9FA5
      * (no whitespace inside these ranges), then the main pattern */
     [SET_DEEPSEEK3] = {"deepseek-v3",
                        {"\\p{N}{1,3}", "[\\x{4E00}-\\x{9FA5}\\x{3040}-\\x{309F}\\x{30A0}-\\x{30FF}]+",
                         RE_DEEPSEEK3, NULL}},
-    /* issue 18: Gemma 4 cuts only newline runs from the rest (tok_gemma4.c
+    /* Gemma 4 cuts only newline runs from the rest (tok_gemma4.c
      * does this split itself; the pattern documents it and serves tests) */
     [SET_GEMMA4] = {"gemma4", {"[^\\n]+|[\\n]+", NULL}},
     [SET_KIMI_K2] = {"kimi-k2", {RE_KIMI_K2, NULL}},
@@ -226,14 +226,14 @@ static const pre_name g_names[] = {
      * whole piece up first) */
     {"gpt-4o", SET_O200K, true, false},
     {"llama4", SET_O200K, true, false},
-    /* issue 17: DeepSeek-V3 / R1; GLM-4.x's split is Llama 3's pattern */
+    /* DeepSeek-V3 / R1; GLM-4.x's split is Llama 3's pattern */
     {"deepseek-v3", SET_DEEPSEEK3, false, false},
     {"glm4", SET_LLAMA3, false, false},
     {"chatglm-bpe", SET_LLAMA3, false, false},
-    /* issue 18: Gemma 4's BPE (also IBM's granite multilingual embedder) */
+    /* Gemma 4's BPE (also IBM's granite multilingual embedder) */
     {"gemma4", SET_GEMMA4, false, false},
     {"granite-embed-multi-311m", SET_GEMMA4, false, false},
-    /* issue 17: Kimi K2 / K2.5 */
+    /* Kimi K2 / K2.5 */
     {"kimi-k2", SET_KIMI_K2, false, false},
     /* more names llama.cpp gives these pattern sets (with its flags):
      * DeepSeek-V3's split for the JoyAI and Hunyuan files of the deepseek2
