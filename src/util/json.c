@@ -32,6 +32,36 @@ int sl_json_depth(const char *text, size_t len)
     return max;
 }
 
+/* Whether the backslash at text[i] starts an escape (an even number of
+ * backslashes before it). */
+static bool escape_starts(const char *text, size_t i)
+{
+    size_t run = 0;
+    while (run < i && text[i - 1 - run] == '\\') run++;
+    return run % 2 == 0;
+}
+
+/* C strings cannot hold U+0000, yet a model's byte token 0 reaches clients
+ * as "\u0000" in an answer, which they send back in the next turn: each
+ * such escape becomes "\ufffd" (the replacement character, same length),
+ * in a copy (*copy, malloc'd; NULL when there is none to replace). */
+static int nul_escapes_to_replacement(const char *text, size_t len, char **copy)
+{
+    *copy = NULL;
+    for (size_t i = 0; i + 6 <= len; i++) {
+        if (text[i] != '\\' || memcmp(text + i + 1, "u0000", 5) || !escape_starts(text, i))
+            continue;
+        if (!*copy) {
+            *copy = malloc(len);
+            if (!*copy) return SL_ENOMEM;
+            memcpy(*copy, text, len);
+        }
+        memcpy(*copy + i + 1, "ufffd", 5);
+        i += 5;
+    }
+    return SL_OK;
+}
+
 int sl_json_parse(const char *text, size_t len, int max_depth, json_t **out, sl_err *err)
 {
     *out = NULL;
@@ -39,8 +69,12 @@ int sl_json_parse(const char *text, size_t len, int max_depth, json_t **out, sl_
     if (depth > max_depth)
         return sl_err_set(err, SL_EFORMAT, "the JSON nests %d arrays/objects deep; at most %d "
                           "are accepted", depth, max_depth);
+    char *copy = NULL;
+    if (nul_escapes_to_replacement(text, len, &copy) != SL_OK)
+        return sl_err_set(err, SL_ENOMEM, "out of memory reading %zu bytes of JSON", len);
     json_error_t je;
-    json_t *v = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
+    json_t *v = json_loadb(copy ? copy : text, len, JSON_REJECT_DUPLICATES, &je);
+    free(copy);
     if (!v) {
         int code = json_error_code(&je) == json_error_out_of_memory ? SL_ENOMEM : SL_EFORMAT;
         return sl_err_set(err, code, "malformed JSON at line %d, column %d: %s", je.line,

@@ -22,7 +22,9 @@
  * column and problem: malformed JSON, a duplicate key, more than max_depth
  * nested arrays/objects (checked before parsing, so a deep input costs no
  * recursion), trailing bytes. SL_ENOMEM when jansson runs out of memory
- * (reported as a parse error by jansson: the message says so). */
+ * (reported as a parse error by jansson: the message says so). A "\u0000"
+ * escape reads as U+FFFD: strings are handed on as C strings, and a model's
+ * byte token 0 comes back as that escape when a client returns an answer. */
 int sl_json_parse(const char *text, size_t len, int max_depth, json_t **out, sl_err *err);
 
 /* The nesting depth of the JSON text: the largest number of '[' / '{' open
