@@ -1,6 +1,7 @@
 /* drive_rate.h - the drive's lane curve kept by `sluice iobench --expert`,
  * as a run uses it: the best point's rate for `--stats`' printed bound,
- * and the fewest lanes that reach it for the streamer's reads.
+ * and the fewest lanes that reach it (at least DRIVE_MIN_LANES) for the
+ * streamer's reads.
  *
  * A curve is used while it is for the device that holds the model and
  * under a day old (io/io_rate.h); otherwise the run reads on the default
@@ -13,6 +14,8 @@
 
 /* A lane within this share of the best point's rate is as good as it. */
 #define DRIVE_LANES_SLACK 0.05
+/* Lanes a run reads on at least (the engine's default). */
+#define DRIVE_MIN_LANES 8u
 
 typedef struct drive_rate {
     double bps;          /* the best point's rate, bytes per second */

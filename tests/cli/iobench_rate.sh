@@ -2,7 +2,8 @@
 # The drive's lane curve kept by `sluice iobench --expert` (io/io_rate.h):
 # written per device under $XDG_CACHE_HOME/sluice/; its best point is
 # --stats' drive rate instead of the calibration, whatever lanes the run
-# reads on, and the streamer reads on the fewest lanes near that point; a
+# reads on, and the streamer reads on the fewest lanes near that point (8 at
+# least); a
 # curve older than a day, another device's, or a damaged file is not used
 # (the bound calibrates and says why); iobench runs that do not measure the
 # streamer's reads (no --expert) keep nothing. Also the resident run's
@@ -62,15 +63,21 @@ PY
 }
 now=$(date +%s)
 curve "$now" "lanes 1 mib_s 1000.000" "lanes 2 mib_s 1900.000" "lanes 4 mib_s 3000.000" \
-    "lanes 8 mib_s 3100.000"
+    "lanes 8 mib_s 3050.000" "lanes 16 mib_s 3300.000" "lanes 32 mib_s 3310.000"
 run "$work/kept"
 check "a run with --stats succeeds" [ $? -eq 0 ]
 check "the bound uses the kept rate" grep -q "drive rate kept by .sluice iobench --expert." "$work/kept.err"
 check "at the curve's best point, naming its lanes" \
-    grep -q " / 3100 MiB/s = .*the best point of its lane curve (8 lanes), measured 0.0 h ago" \
+    grep -q " / 3310 MiB/s = .*the best point of its lane curve (32 lanes), measured 0.0 h ago" \
     "$work/kept.err"
-check "the streamer reads on the fewest lanes within 5 % of it (4)" \
-    grep -q "I/O pread x4," "$work/kept.err"
+check "the streamer reads on the fewest lanes within 5 % of it (16)" \
+    grep -q "I/O pread x16," "$work/kept.err"
+
+curve "$now" "lanes 1 mib_s 1000.000" "lanes 4 mib_s 3000.000" "lanes 8 mib_s 3100.000"
+run "$work/few"
+check "a curve whose best needs 4 lanes: still 8, the default (never fewer)" \
+    grep -q "I/O pread x8," "$work/few.err"
+check "and its best point is the bound's rate" grep -q " / 3100 MiB/s = " "$work/few.err"
 
 run "$work/other" --io-threads 2
 check "--io-threads 2: its lanes are read on" grep -q "I/O pread x2," "$work/other.err"
