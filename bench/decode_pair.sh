@@ -50,6 +50,7 @@ print("%-5s %-4s %8.2f %9.2f %9.2f %7.0f%% %.0f/%.0f/%.0f, pread x%d" % (pair, l
 PY
 }
 printf '%-5s %-4s %8s %9s %9s %8s %s\n' pair bin tok/s MiB/tok bound share "latency p50/p90/p99 us, lanes"
+# shellcheck disable=SC2086 # EXTRA_OLD / EXTRA_NEW are flags, split on purpose
 for pair in $(seq 1 "$PAIRS"); do
     if [ $((pair % 2)) -eq 1 ]; then
         one old "$OLD" ${EXTRA_OLD:-}

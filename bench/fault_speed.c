@@ -3,9 +3,11 @@
  * byte per 4 KiB page, timing the first touch (the page-fault share of a
  * cold `--no-stream` load, whose reads land in fresh huge pages), then the
  * second (no faults). Usage: fault_speed MIB [small]. Linux only; a
- * measurement tool, not part of sluice.
- *   cc -O2 -o /tmp/fault_speed bench/fault_speed.c */
+ * measurement tool, not part of sluice (`make bench` builds it as
+ * build/rel/bench/fault_speed). */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
