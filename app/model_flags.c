@@ -6,11 +6,11 @@
 #include <string.h>
 
 #include "args.h"
+#include "drive_rate.h"
 #include "engine/route_knobs.h"
 #include "engine/kv_rows.h"
 #include "experts/streamer.h"
 #include "gguf/gguf.h"
-#include "io/io_rate.h"
 #include "model/llama_rev.h"
 #include "model/model.h"
 #include "stats_csv.h"
@@ -18,11 +18,15 @@
 #include "util/json.h"
 #include "util/mem.h"
 #include "util/timer.h"
-#include "user_cache.h"
 #include "warm_start.h"
 
-/* whole experts the drive calibration reads (3 reads each) */
-#define CAL_EXPERTS 24
+/* The drive calibration (no lane curve kept): whole experts on every lane
+ * until this many MiB have landed or this many seconds have passed (0.3 s
+ * at 7 GB/s). 61 MiB in one burst measured half of iobench's rate (issue
+ * 33): a virtual disk's rate moves within a second, so the calibration
+ * averages over about as long as one of iobench's rows (docs/perf.md). */
+#define CAL_MIB 2048
+#define CAL_MAX_S 1.0
 
 void model_flags_init(model_flags *f)
 {
@@ -40,7 +44,9 @@ void model_flags_help(FILE *out)
             "      --cache-experts N  expert cache size in experts\n"
             "      --moe-stream       always stream routed experts from the file\n"
             "      --no-stream        keep every expert in RAM\n"
-            "      --io-threads N     I/O lanes for expert reads (default 4)\n"
+            "      --io-threads N     I/O lanes for expert reads (default 8, or more when the\n"
+            "                         lane curve `sluice iobench --expert` kept for the\n"
+            "                         drive needs more to reach its best point)\n"
             "      --io-backend B     pread (default) or uring\n"
             "      --io-qd N          reads in flight per io_uring lane (default 4)\n"
             "      --overlap / --no-overlap  compute resident experts while others load (on)\n"
@@ -264,25 +270,28 @@ static bool check_parts(const model_flags *f, const char *cmd, const sl_model *m
     return true;
 }
 
-/* The drive's rate kept by `sluice iobench --expert` for the device that
- * holds the model and the streamer's lane count, handed to the streamer
- * for the printed bound; false (calibrate instead) when there is none. A
- * damaged file is ignored with a warning. */
-static bool kept_drive_rate(const char *cmd, sl_model *m, const char *path)
+/* Where --stats' drive rate comes from, for the bound's line: the kept
+ * lane curve (looked up before the load, which reads on its lanes) or why
+ * not. */
+static drive_rate kept_curve;
+static bool kept_ok;
+static char kept_why[4400];
+
+/* The bound's drive rate: the best point of the kept lane curve, else a
+ * calibration at start long enough to agree with iobench (docs/perf.md). */
+static void drive_rate_for_bound(const char *cmd, sl_model *m)
 {
-    char file[4096];
-    if (!user_cache_rate_path(path, file, sizeof file)) return false;
-    sl_io_rate r;
-    bool found = false;
-    sl_err err;
-    if (sl_io_rate_load(&r, &found, file, &err)) {
-        fprintf(stderr, "sluice %s: warning: ignoring the kept drive rate: %s\n", cmd, err.msg);
-        return false;
+    if (kept_ok) {
+        sl_streamer_set_drive_rate(m->streamer, kept_curve.bps);
+        return;
     }
-    const double bps = found ? sl_io_rate_for(&r, sl_streamer_io_info(m->streamer)->lanes) : 0;
-    if (bps <= 0) return false;
-    sl_streamer_set_drive_rate(m->streamer, bps);
-    return true;
+    if (!strncmp(kept_why, "ignoring", 8))
+        fprintf(stderr, "sluice %s: warning: %s\n", cmd, kept_why);
+    double bps;
+    sl_err err;
+    if (sl_streamer_calibrate(m->streamer, (uint64_t)CAL_MIB << 20, CAL_MAX_S, &bps, &err))
+        fprintf(stderr, "sluice %s: note: the drive calibration failed (%s); --stats "
+                "prints no bound\n", cmd, err.msg);
 }
 
 /* --cache-policy and --route-trace, on the loaded model's streamer: the
@@ -361,6 +370,12 @@ sl_model *model_flags_load(const model_flags *f, const char *cmd, const char *pa
                 "%s)\n", cmd, getenv("SLUICE_LLAMA_REF"),
                 sl_llama_rev_name(f->params.llama_rev));
     sl_model_params params = f->params;
+    kept_ok = drive_rate_kept(path, &kept_curve, kept_why, sizeof kept_why);
+    /* more lanes when the drive's curve wants them, never fewer than the
+     * default 8: the load shares the count, and it faults its fresh pages
+     * in on the lanes (8 loaded 1.3-3.4x faster than 4, docs/perf-log.md) */
+    if (kept_ok && params.io_threads == 0 && kept_curve.lanes > DRIVE_MIN_LANES)
+        params.io_threads = (int)kept_curve.lanes;
     load_line line = {sl_now_ns(), 0, false};
     if (f->progress) {
         params.load_progress = load_progress;
@@ -395,14 +410,7 @@ sl_model *model_flags_load(const model_flags *f, const char *cmd, const char *pa
         sl_model_free(m);
         return NULL;
     }
-    if (st.streaming && (f->stats || f->stats_json) && !kept_drive_rate(cmd, m, path)) {
-        /* the drive's rate for the printed bound, measured the same way
-         * every run: whole experts read at once on the lanes */
-        double bps;
-        if (sl_streamer_calibrate(m->streamer, CAL_EXPERTS, &bps, &err))
-            fprintf(stderr, "sluice %s: note: the drive calibration failed (%s); --stats "
-                    "prints no bound\n", cmd, err.msg);
-    }
+    if (st.streaming && (f->stats || f->stats_json)) drive_rate_for_bound(cmd, m);
     if (st.streaming && !f->no_warm) warm_start_begin(cmd, m, path, true);
     if (f->params.cache_route_from && !st.streaming)
         fprintf(stderr, "sluice %s: note: --cache-route changes nothing here: every expert is "
@@ -583,12 +591,17 @@ static void print_bound(const sl_model *m, const run_totals *t, const sl_stream_
     const bool decode = b.decode;
     const double got = b.achieved, bound = b.bound, compute = b.compute_s, io = b.io_s,
                  bytes = b.bytes;
-    char src[128];
+    char src[4700];
     if (ss.drive_cached)
-        snprintf(src, sizeof src, "drive rate kept by `sluice iobench --expert` for this device");
+        snprintf(src, sizeof src, "drive rate kept by `sluice iobench --expert` for this "
+                 "device: the best point of its lane curve (%u lanes), measured %.1f h ago "
+                 "(%s)", kept_curve.best_lanes, kept_curve.age_s / 3600.0, kept_curve.path);
     else
-        snprintf(src, sizeof src, "drive calibrated on %.0f MiB of whole experts at start",
-                 (double)ss.drive_cal_bytes / MIB);
+        snprintf(src, sizeof src, "drive calibrated on %.0f MiB of whole experts on %u lanes "
+                 "at start (%s; `sluice iobench --model FILE --expert --lanes 1,2,4,8,16` "
+                 "keeps a lane curve for this device)",
+                 (double)ss.drive_cal_bytes / MIB, ss.drive_cal_lanes,
+                 kept_why[0] ? kept_why : "no lane curve kept");
     fprintf(stderr, "bound           %s: %.2f tok/s achieved, bound %.2f tok/s = 1 / max(compute "
             "%.2f ms, %.2f MiB / %.0f MiB/s = %.2f ms) per token: %.0f%% of the bound (%s); "
             "%s\n",
@@ -734,6 +747,13 @@ bool model_flags_report(const model_flags *f, const char *cmd, const sl_model *m
         bound_figures bf;
         if (proc && m->streamer && bound_of(m, t, &st, &bf)) {
             json_object_set_new(proc, "drive_bytes_per_s", json_real(bf.drive_bps));
+            sl_streamer_stats ds;
+            sl_streamer_get_stats(m->streamer, &ds);
+            json_object_set_new(proc, "drive_source",
+                                json_string(ds.drive_cached ? "iobench" : "calibration"));
+            json_object_set_new(proc, "drive_lanes",
+                                json_integer(ds.drive_cached ? kept_curve.best_lanes
+                                                             : ds.drive_cal_lanes));
             json_object_set_new(proc, "bound_phase", json_string(bf.decode ? "decode" : "run"));
             json_object_set_new(proc, "bound_tok_s", json_real(bf.bound));
             json_object_set_new(proc, "achieved_tok_s", json_real(bf.achieved));

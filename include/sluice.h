@@ -88,7 +88,7 @@ typedef struct sl_model_params {
     int n_ctx_hint;         /* context length the KV estimate assumes; 0 = 4096 */
     int n_logits_hint;      /* rows of logits a session keeps (its batch, when it
                                keeps every token's, as perplexity does); 0 = 1 */
-    int io_threads;         /* I/O lanes; 0 = 4 */
+    int io_threads;         /* I/O lanes; 0 = 8 (streamed experts) */
     sl_io_kind io_backend;
     int io_queue_depth;     /* reads in flight per io_uring lane; 0 = 4 */
     bool no_overlap;        /* wait for every read before computing a layer's experts */

@@ -530,47 +530,87 @@ bool sl_streamer_has(const sl_streamer *st, int layer, int expert)
 
 
 
-int sl_streamer_calibrate(sl_streamer *st, int n_experts, double *bytes_per_s, sl_err *err)
+/* The k-th expert the calibration reads: spread over the routed layers and
+ * experts as a token's misses are, each (layer, expert) once before any
+ * repeats (37 is prime, so the experts' walk covers all of them). */
+static void cal_expert(const sl_streamer *st, const int *routed, int nr, int k, int *layer,
+                       int *expert)
+{
+    *layer = routed[k % nr];
+    *expert = (int)(((long long)(k / nr) * 37 + 11) % st->n_expert);
+}
+
+int sl_streamer_calibrate(sl_streamer *st, uint64_t min_bytes, double max_s,
+                          double *bytes_per_s, sl_err *err)
 {
     *bytes_per_s = 0;
     if (sl_io_outstanding(st->io) != 0 || st->set_n != 0)
         return sl_err_set(err, SL_EINVAL, "the drive calibration runs only before any expert "
                           "is read (reads are in flight)");
     const int ns = sl_cache_n_slots(st->cache);
-    int *slots = malloc(sizeof(int) * (size_t)(n_experts > 0 ? n_experts : 1));
+    const unsigned lanes = sl_io_get_info(st->io)->lanes;
+    /* enough experts in flight that no lane waits for the next submit */
+    int cap = (int)(CAL_PER_LANE * (lanes > 0 ? lanes : 1));
+    if (cap * SL_N_PROJ > st->max_reads) cap = st->max_reads / SL_N_PROJ;
+    int *slots = malloc(sizeof(int) * (size_t)(cap > 0 ? cap : 1));
+    int *left = calloc((size_t)ns, sizeof(int)); /* reads in flight, by slot */
     int *routed = malloc(sizeof(int) * (size_t)st->n_layer);
-    if (!slots || !routed) {
+    if (!slots || !left || !routed) {
         free(slots);
+        free(left);
         free(routed);
         return sl_err_set(err, SL_ENOMEM, "out of memory");
     }
     int nr = 0, n = 0;
     for (int l = 0; l < st->n_layer; l++)
         if (st->layers[l].stride[SL_PROJ_GATE] != 0) routed[nr++] = l;
-    for (int s = 0; s < ns && n < n_experts; s++)
+    for (int s = 0; s < ns && n < cap; s++)
         if (sl_cache_state(st->cache, s) == SL_SLOT_FREE && sl_cache_pins(st->cache, s) == 0)
             slots[n++] = s;
-    int rc = SL_OK, submitted = 0;
-    for (int i = 0; i < n && nr > 0 && !rc; i++) {
-        /* spread over the layers and experts, as a token's misses are */
-        const int l = routed[(i * 7) % nr], e = (i * 37 + 11) % st->n_expert;
+    /* every streamed expert once at most: a small model ends early */
+    const long long most = (long long)nr * st->n_expert;
+    const uint64_t t0 = sl_now_ns(), max_ns = (uint64_t)(max_s * 1e9);
+    int rc = SL_OK, outstanding = 0, k = 0;
+    for (int i = 0; i < n && nr > 0 && !rc && k < most; i++) {
+        int l, e;
+        cal_expert(st, routed, nr, k++, &l, &e);
         rc = sl_stream_submit_reads(st, l, slots[i], e, false, err);
-        if (!rc) submitted += SL_N_PROJ;
+        if (!rc) {
+            outstanding += SL_N_PROJ;
+            left[slots[i]] = SL_N_PROJ;
+        }
     }
     uint64_t bytes = 0, first = UINT64_MAX, last = 0;
-    for (int i = 0; i < submitted; i++) {
+    while (outstanding > 0) {
         sl_io_done d;
         sl_err werr;
-        if (sl_io_wait(st->io, &d, &werr)) break;
+        if (sl_io_wait(st->io, &d, &werr)) {
+            if (!rc) rc = sl_err_set(err, werr.code, "drive calibration: %s", werr.msg);
+            break;
+        }
+        outstanding--;
+        const int slot = (int)(d.tag / SL_N_PROJ);
         if (d.status != SL_OK) {
             if (!rc) rc = sl_err_set(err, d.status, "drive calibration: %s", d.err.msg);
-            continue;
+        } else {
+            bytes += d.window_bytes;
+            if (d.t_submit_ns < first) first = d.t_submit_ns;
+            if (d.t_end_ns > last) last = d.t_end_ns;
         }
-        bytes += d.window_bytes;
-        if (d.t_submit_ns < first) first = d.t_submit_ns;
-        if (d.t_end_ns > last) last = d.t_end_ns;
+        /* the slot's expert is in: read the next one into it while the
+         * bytes and the time allow, keeping every lane busy */
+        if (--left[slot] == 0 && !rc && bytes < min_bytes && k < most &&
+            sl_now_ns() - t0 < max_ns) {
+            int l, e;
+            cal_expert(st, routed, nr, k++, &l, &e);
+            if (!(rc = sl_stream_submit_reads(st, l, slot, e, false, err))) {
+                outstanding += SL_N_PROJ;
+                left[slot] = SL_N_PROJ;
+            }
+        }
     }
     free(slots);
+    free(left);
     free(routed);
     if (rc) return rc;
     if (bytes == 0 || last <= first)
@@ -579,6 +619,7 @@ int sl_streamer_calibrate(sl_streamer *st, int n_experts, double *bytes_per_s, s
     *bytes_per_s = (double)bytes / ((double)(last - first) * 1e-9);
     st->st.drive_bps = *bytes_per_s;
     st->st.drive_cal_bytes = bytes;
+    st->st.drive_cal_lanes = lanes;
     return SL_OK;
 }
 

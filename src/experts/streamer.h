@@ -90,6 +90,7 @@ typedef struct sl_streamer_stats {
     uint64_t warm_first_ns, warm_last_ns; /* first submit, last byte (sl_now_ns) */
     double drive_bps;        /* sl_streamer_calibrate's rate, 0 if not run */
     uint64_t drive_cal_bytes; /* bytes it read */
+    unsigned drive_cal_lanes; /* on this many lanes */
     uint64_t union_guessed, union_right; /* the same as guessed / guessed_right
                                             for batches' unions (prefill) */
     bool drive_cached;       /* drive_bps came from sl_streamer_set_drive_rate
@@ -222,16 +223,22 @@ sl_usage *sl_streamer_usage(const sl_streamer *st);
  * experts are on the list (0 without a history of this shape). */
 int sl_streamer_warm_start(sl_streamer *st, int max_experts);
 
-/* Measures the drive as the streamer reads it: n_experts whole experts
- * (gate, up, down at their offsets, spread over the layers) read at once
- * on the lanes into free slots, which stay free (nothing is cached or
- * counted). *bytes_per_s: window bytes over first submit to last byte;
- * also kept in the stats (drive_bps). Only before any expert is read
+/* Measures the drive as the streamer reads it: whole experts (gate, up,
+ * down at their offsets, spread over the layers), several per lane in
+ * flight on every lane, each slot refilled with the next expert as soon as
+ * its reads land, until min_bytes have landed, max_s have passed or every
+ * streamed expert was read once; into free slots, which stay free (nothing
+ * is cached or counted). A short burst measures the drive's start-up, not
+ * its rate: the figure agrees with `sluice iobench --expert` at the same
+ * lanes only when it is long (docs/perf.md). *bytes_per_s: window bytes over
+ * first submit to last byte; also kept in the stats (drive_bps,
+ * drive_cal_bytes, drive_cal_lanes). Only before any expert is read
  * (SL_EINVAL); SL_EIO if a read fails. */
-int sl_streamer_calibrate(sl_streamer *st, int n_experts, double *bytes_per_s, sl_err *err);
+int sl_streamer_calibrate(sl_streamer *st, uint64_t min_bytes, double max_s,
+                          double *bytes_per_s, sl_err *err);
 
 /* Takes the drive's rate from elsewhere (a kept `sluice iobench` result for
- * this device and lane count) instead of sl_streamer_calibrate: it goes into
+ * this device) instead of sl_streamer_calibrate: it goes into
  * the stats as drive_bps with drive_cached set. bytes_per_s must be > 0. */
 void sl_streamer_set_drive_rate(sl_streamer *st, double bytes_per_s);
 

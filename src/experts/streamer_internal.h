@@ -45,6 +45,10 @@
 #define WARM_INFLIGHT 256
 #define WARM_SLOT_SHARE 4
 
+/* Drive calibration: experts in flight per lane (a lane never waits for
+ * the compute thread to submit its next read). */
+#define CAL_PER_LANE 4
+
 #define LAT_BINS 320
 #define LAT_STEP 1.05 /* bin b holds latencies in [STEP^b, STEP^(b+1)) us */
 

@@ -169,3 +169,24 @@ double sl_io_rate_for(const sl_io_rate *r, unsigned lanes)
         if (r->lanes[i] == lanes) return r->mib_s[i] * 1048576.0;
     return 0.0;
 }
+
+double sl_io_rate_best(const sl_io_rate *r, unsigned *lanes)
+{
+    double best = 0.0;
+    *lanes = 0;
+    for (int i = 0; i < r->n; i++)
+        if (r->mib_s[i] > best) {
+            best = r->mib_s[i];
+            *lanes = r->lanes[i];
+        }
+    return best * 1048576.0;
+}
+
+unsigned sl_io_rate_enough_lanes(const sl_io_rate *r, double slack)
+{
+    unsigned lanes = 0;
+    const double best = sl_io_rate_best(r, &lanes) / 1048576.0;
+    for (int i = 0; i < r->n; i++)
+        if (r->mib_s[i] >= best * (1.0 - slack) && r->lanes[i] < lanes) lanes = r->lanes[i];
+    return lanes;
+}

@@ -3,8 +3,9 @@
  * `sluice iobench --expert` measures how fast the streamer's own reads
  * (whole experts: gate, up, down at their offsets, on N pread lanes) come
  * off the drive that holds a model; the rate is kept per device and lane
- * count in a small text file, and `--stats`' printed bound uses it instead
- * of its short calibration at start when one is there.
+ * count in a small text file; `--stats`' printed bound uses its best point
+ * instead of a calibration at start, and the streamer reads on as many
+ * lanes as that point needs, while the file is under a day old.
  *
  * Owns: the file's format (`sluice io rate v1`, one `lanes=N mib_s=R` line
  * per lane count, a checksum line), its crash-safe writing (a temporary
@@ -19,6 +20,9 @@
 #include "util/status.h"
 
 #define SL_IO_RATE_MAX_ROWS 32
+/* A kept curve older than this is measured again (a virtual disk's rate
+ * moves through the day). */
+#define SL_IO_RATE_MAX_AGE_S (24 * 3600)
 
 typedef struct sl_io_rate {
     char device[64];   /* "dev-MAJOR-MINOR" of the file measured */
@@ -45,5 +49,13 @@ int sl_io_rate_load(sl_io_rate *r, bool *found, const char *path, sl_err *err);
 
 /* The rate r keeps for `lanes` lanes in bytes per second, or 0. */
 double sl_io_rate_for(const sl_io_rate *r, unsigned lanes);
+
+/* The best point of r's lane curve: its rate in bytes per second (0 when r
+ * has no rows) and its lane count in *lanes (0 when none). */
+double sl_io_rate_best(const sl_io_rate *r, unsigned *lanes);
+
+/* The fewest lanes whose rate is within `slack` (0.05 = 5 %) of the best
+ * point's: as fast, on fewer threads. 0 when r has no rows. */
+unsigned sl_io_rate_enough_lanes(const sl_io_rate *r, double slack);
 
 #endif

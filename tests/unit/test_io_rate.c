@@ -2,7 +2,8 @@
  * loads back with every row, the rate for a lane count is found (and 0 for
  * one never measured), a missing file is "not found", a damaged one (a
  * changed digit, a bad header, a truncated end, text after it) is refused
- * naming its line, and values that are not rates are refused at save. */
+ * naming its line, values that are not rates are refused at save, and the
+ * curve's best point and the fewest lanes near it are found. */
 #include <stdio.h>
 #include <string.h>
 
@@ -135,8 +136,35 @@ TEST(device_key_names_the_device)
     CHECK_EQ_INT(sl_io_rate_device(path, key, sizeof key, &err), SL_EIO);
 }
 
+/* The best point of a curve that rises and falls again (the issue's drive:
+ * 5560, 5442, 6571, 7233, 6469 MiB/s at 1..16 lanes), and the fewest lanes
+ * within a slack of it. */
+TEST(best_point_of_the_curve)
+{
+    static const unsigned lanes[5] = {1, 2, 4, 8, 16};
+    static const double rate[5] = {5560, 5442, 6571, 7233, 6469};
+    sl_io_rate r;
+    memset(&r, 0, sizeof r);
+    for (int i = 0; i < 5; i++) {
+        r.lanes[i] = lanes[i];
+        r.mib_s[i] = rate[i];
+    }
+    r.n = 5;
+    unsigned best = 0;
+    CHECK(sl_io_rate_best(&r, &best) == 7233 * 1048576.0);
+    CHECK_EQ_INT(best, 8);
+    CHECK_EQ_INT(sl_io_rate_enough_lanes(&r, 0.05), 8);   /* 6571 is 9 % below */
+    CHECK_EQ_INT(sl_io_rate_enough_lanes(&r, 0.10), 4);
+    CHECK_EQ_INT(sl_io_rate_enough_lanes(&r, 0.25), 1);
+    r.n = 0;
+    CHECK(sl_io_rate_best(&r, &best) == 0.0);
+    CHECK_EQ_INT(best, 0);
+    CHECK_EQ_INT(sl_io_rate_enough_lanes(&r, 0.05), 0);
+}
+
 int main(void)
 {
+    RUN(best_point_of_the_curve);
     RUN(round_trip);
     RUN(damaged_files_are_refused);
     RUN(save_refuses_non_rates);
