@@ -68,7 +68,7 @@ $(TSAN)/%_dotprod.o: %_dotprod.c
 endif
 
 $(A64_STAMP):
-	./scripts/aarch64-sysroot.sh $(A64_SYSROOT)
+	A64_CC="$(A64_CC)" ./scripts/aarch64-sysroot.sh $(A64_SYSROOT)
 
 $(A64)/%_dotprod.o: %_dotprod.c | $(A64_STAMP)
 	@mkdir -p $(dir $@)
