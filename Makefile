@@ -131,7 +131,12 @@ $(SAN)/tests/%: $(SAN)/tests/unit/%.o $(SAN_COMMON_OBJ) $(SAN)/libsluice.a
 
 CLI_TESTS := $(sort $(wildcard tests/cli/*.sh))
 
-check: $(SAN_TESTS) $(SAN)/sluice $(REL)/sluice $(TSAN_TESTS)
+# a program under a seccomp filter, as Android runs apps (tests/cli/phone_traps.sh)
+$(REL)/tools/seccomp_wrap: tests/tools/seccomp_wrap.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CSTD) $(WARN) $(OPT) -o $@ $<
+
+check: $(SAN_TESTS) $(SAN)/sluice $(REL)/sluice $(TSAN_TESTS) $(REL)/tools/seccomp_wrap
 	SLUICE=$(abspath $(SAN)/sluice) SLUICE_REL=$(abspath $(REL)/sluice) \
 	  ./tests/run.sh $(SAN_TESTS) $(CLI_TESTS) $(TSAN_TESTS)
 

@@ -423,9 +423,11 @@ sl_model *model_flags_load(const model_flags *f, const char *cmd, const char *pa
     if (st.warning[0]) fprintf(stderr, "sluice %s: warning: %s\n", cmd, st.warning);
     for (int i = 0; sl_model_warning(m, i); i++)
         fprintf(stderr, "sluice %s: warning: %s\n", cmd, sl_model_warning(m, i));
-    if (st.io_buffered_fallback)
-        fprintf(stderr, "sluice %s: note: the filesystem refused O_DIRECT; experts are read "
-                "buffered and dropped from the page cache after each read\n", cmd);
+    const sl_io_info *ioi = st.streaming ? sl_streamer_io_info(m->streamer) : NULL;
+    if (ioi && ioi->direct_fell_back)
+        fprintf(stderr, "sluice %s: note: %s\n", cmd, ioi->direct_reason);
+    if (ioi && ioi->uring_fell_back)
+        fprintf(stderr, "sluice %s: note: io_uring unavailable: %s\n", cmd, ioi->uring_reason);
     return m;
 }
 

@@ -27,7 +27,6 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <microhttpd.h>
-#include <netdb.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <stdarg.h>
@@ -743,6 +742,34 @@ static bool addr_is_loopback(const struct sockaddr *a)
     return false;
 }
 
+/* The address --host names, numerically: an IPv4 dotted quad, an IPv6
+ * address (brackets optional) or "localhost" (127.0.0.1, RFC 6761). Never a
+ * name lookup: a static glibc's getaddrinfo needs its NSS modules at run
+ * time, which a phone (Android, Termux) does not have. False for anything
+ * else. */
+static bool listen_addr(const char *host, int port, struct sockaddr_storage *out)
+{
+    memset(out, 0, sizeof *out);
+    struct sockaddr_in *v4 = (struct sockaddr_in *)out;
+    struct sockaddr_in6 *v6 = (struct sockaddr_in6 *)out;
+    const char *name = !strcasecmp(host, "localhost") ? "127.0.0.1" : host;
+    char inner[64];
+    size_t n = strlen(name);
+    if (n >= 2 && n < sizeof inner + 2 && name[0] == '[' && name[n - 1] == ']') {
+        memcpy(inner, name + 1, n - 2);
+        inner[n - 2] = 0;
+        name = inner;
+    } else if (inet_pton(AF_INET, name, &v4->sin_addr) == 1) {
+        v4->sin_family = AF_INET;
+        v4->sin_port = htons((uint16_t)port);
+        return true;
+    }
+    if (inet_pton(AF_INET6, name, &v6->sin6_addr) != 1) return false;
+    v6->sin6_family = AF_INET6;
+    v6->sin6_port = htons((uint16_t)port);
+    return true;
+}
+
 int srv_http_start(srv *s, const char *host, int port, const srv_http_limits *lim,
                    int *bound_port)
 {
@@ -758,33 +785,27 @@ int srv_http_start(srv *s, const char *host, int port, const srv_http_limits *li
                 "connections instead of %u\n", (unsigned long long)fds, fit, max_conns);
         max_conns = fit;
     }
-    struct addrinfo hints, *res = NULL;
-    memset(&hints, 0, sizeof hints);
-    hints.ai_family = AF_UNSPEC;
-    hints.ai_socktype = SOCK_STREAM;
-    hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
-    char ps[16];
-    snprintf(ps, sizeof ps, "%d", port);
-    int gai = getaddrinfo(host, ps, &hints, &res);
-    if (gai) {
-        fprintf(stderr, "sluice serve: --host '%s': %s\n", host, gai_strerror(gai));
+    struct sockaddr_storage addr;
+    if (!listen_addr(host, port, &addr)) {
+        fprintf(stderr, "sluice serve: --host '%s' is not a numeric address (give one such as "
+                "127.0.0.1, 0.0.0.0, ::1 or ::; host names are not looked up)\n", host);
         return 1;
     }
-    s->loopback = addr_is_loopback(res->ai_addr);
+    const struct sockaddr *sa = (const struct sockaddr *)&addr;
+    s->loopback = addr_is_loopback(sa);
     /* poll(), not select(): select cannot watch descriptors above 1023 */
     unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
                      MHD_USE_POLL;
-    if (res->ai_family == AF_INET6) flags |= MHD_USE_IPv6;
+    if (sa->sa_family == AF_INET6) flags |= MHD_USE_IPv6;
     s->deadline = lim->timeout_s ? srv_deadline_start(lim->timeout_s) : NULL;
     s->daemon = MHD_start_daemon(flags, (uint16_t)port, NULL, NULL, on_request, s,
-                                 MHD_OPTION_SOCK_ADDR, res->ai_addr,
+                                 MHD_OPTION_SOCK_ADDR, sa,
                                  MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
                                  MHD_OPTION_NOTIFY_CONNECTION, on_connection, s,
                                  MHD_OPTION_CONNECTION_LIMIT, max_conns,
                                  MHD_OPTION_PER_IP_CONNECTION_LIMIT, lim->max_conns_per_ip,
                                  MHD_OPTION_CONNECTION_TIMEOUT, lim->timeout_s,
                                  MHD_OPTION_END);
-    freeaddrinfo(res);
     if (!s->daemon) {
         srv_deadline_halt(s->deadline);
         srv_deadline_free(s->deadline);

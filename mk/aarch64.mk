@@ -6,10 +6,10 @@
 # On an x86 host the compiler is Debian's gcc-aarch64-linux-gnu and the tests
 # run under qemu-user (scripts/install-deps.sh --aarch64 installs both); on an
 # aarch64 host CC builds natively and the tests run directly. The binaries
-# are static (qemu needs no library prefix) and link the arm64 builds of
-# PCRE2 and jansson from A64_SYSROOT (scripts/aarch64-sysroot.sh unpacks
-# them). Left out: libmicrohttpd (`serve` answers that it was built without
-# it, app/aarch64/server_http_none.c) and liburing (reads use pread lanes).
+# are static (qemu needs no library prefix; Android needs no dynamic linker
+# of ours) and link the arm64 builds of PCRE2, jansson and libmicrohttpd
+# (no HTTPS) from A64_SYSROOT (scripts/aarch64-sysroot.sh). Left out:
+# liburing (reads use pread lanes).
 #
 # Instruction sets: everything is built for plain ARMv8.0-A (NEON is part of
 # it), so the binary runs on a Cortex-A53; only *_dotprod.c files get
@@ -25,11 +25,11 @@ else
   A64_RUN ?= qemu-aarch64
 endif
 A64_SYSROOT ?= $(A64)/sysroot
-A64_STAMP := $(A64_SYSROOT)/.complete
+A64_STAMP := $(A64_SYSROOT)/.complete-serve
 A64_FLAGS := $(CSTD) $(WARN) -O2 -g -march=armv8-a -isystem $(A64_SYSROOT)/usr/include
 A64_DOTPROD := -march=armv8.2-a+dotprod
-A64_LIBS := -static -L$(A64_SYSROOT)/usr/lib/aarch64-linux-gnu -lpcre2-8 -ljansson -lpthread -lm
-A64_APP_SRC := $(filter-out app/server_http.c,$(APP_SRC)) app/aarch64/server_http_none.c
+A64_LIBS := -static -L$(A64_SYSROOT)/usr/lib/aarch64-linux-gnu -lpcre2-8 -ljansson -lmicrohttpd -lpthread -lm
+A64_APP_SRC := $(APP_SRC)
 # attn_kernels_avx2.c needs immintrin.h; attn_kernels.c answers NULL for it off x86
 A64_LIB_SRC := $(filter-out src/ops/attn_kernels_avx2.c,$(LIB_SRC))
 A64_LIB_OBJ := $(A64_LIB_SRC:%.c=$(A64)/%.o)
@@ -68,7 +68,7 @@ $(TSAN)/%_dotprod.o: %_dotprod.c
 endif
 
 $(A64_STAMP):
-	./scripts/aarch64-sysroot.sh $(A64_SYSROOT)
+	A64_CC="$(A64_CC)" ./scripts/aarch64-sysroot.sh $(A64_SYSROOT)
 
 $(A64)/%_dotprod.o: %_dotprod.c | $(A64_STAMP)
 	@mkdir -p $(dir $@)

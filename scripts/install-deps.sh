@@ -3,8 +3,9 @@
 # Uses apt-get directly as root, through sudo otherwise; if neither works it
 # says which packages to install and fails.
 #   --aarch64  also the cross toolchain and qemu-user (`make ARCH=aarch64`,
-#              `make test-aarch64`), and the arm64 package lists that
-#              scripts/aarch64-sysroot.sh downloads PCRE2 and jansson from
+#              `make test-aarch64`), the arm64 package lists that
+#              scripts/aarch64-sysroot.sh downloads PCRE2 and jansson from,
+#              and dpkg-dev for the libmicrohttpd source package it builds
 #   --windows  also the mingw-w64 CRT, headers and winpthreads, lld, wine64,
 #              and what scripts/windows-sysroot.sh needs to build PCRE2 and
 #              jansson from Debian's source packages (dpkg-dev, cmake)
@@ -47,6 +48,7 @@ if $aarch64; then
     # apt-get download of the arm64 -dev packages needs arm64 in the lists
     # (nothing arm64 is installed: the sysroot script unpacks them itself)
     dpkg --print-foreign-architectures 2>/dev/null | grep -qx arm64 || arm64_lists=true
+    command -v dpkg-source >/dev/null 2>&1 || need+=(dpkg-dev)
 fi
 
 if $windows; then

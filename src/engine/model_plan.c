@@ -164,8 +164,7 @@ int sl_model_plan(sl_model *m, const sl_model_params *pp, sl_err *err)
     if (budget == 0) {
         uint64_t avail, limit;
         if (sl_mem_available(&avail, &limit)) {
-            uint64_t margin = avail / 20 > (512ull << 20) ? avail / 20 : (512ull << 20);
-            budget = avail > margin ? avail - margin : 0;
+            budget = sl_mem_default_budget(avail);
         } else {
             budget = UINT64_MAX; /* unknown: plan as if everything fits */
         }

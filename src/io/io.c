@@ -122,6 +122,8 @@ static void choose_backend(sl_io *io)
 #ifdef SL_HAVE_URING
     if (io->cfg.test_flags & SL_IO_TEST_REFUSE_URING) {
         snprintf(reason, sizeof reason, "io_uring_queue_init refused (test hook)");
+    } else if (!sl_io_uring_allowed(reason, sizeof reason)) {
+        /* the probe's reason: calling io_uring here would end the process */
     } else if (init_lanes(io, &sl_io_uring_ops, reason, sizeof reason) == SL_OK) {
         io->ops = &sl_io_uring_ops;
         io->info.backend = SL_IO_URING;

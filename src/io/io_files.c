@@ -14,6 +14,9 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#ifdef __linux__
+#include <sys/vfs.h>
+#endif
 
 #define DEFAULT_ALIGN 4096u
 
@@ -125,6 +128,30 @@ static int check_direct_read(sl_io *io, int fd, const char *path, uint32_t align
     return rc;
 }
 
+/* The file systems where O_DIRECT is accepted and cannot be trusted to
+ * keep pages out of memory, named for the report, or NULL. FUSE (Android's
+ * /sdcard and shared storage): the daemon decides whether a direct read
+ * bypasses the cache, and many go through it, so the probe read cannot
+ * tell; buffered reads with POSIX_FADV_DONTNEED are what bounds the cache
+ * there. tmpfs (and ramfs): the file is memory already, so streaming it
+ * saves nothing and a direct read is a copy like any other. */
+static const char *untrusted_direct_fs(const char *path)
+{
+#ifdef __linux__
+    struct statfs sf;
+    if (statfs(path, &sf) != 0) return NULL; /* open reports the error */
+    switch ((unsigned long)sf.f_type) {
+    case 0x65735546ul: return "a FUSE file system (direct reads may go through its page cache)";
+    case 0x01021994ul: return "tmpfs (the file is in memory already)";
+    case 0x858458f6ul: return "ramfs (the file is in memory already)";
+    default: return NULL;
+    }
+#else
+    (void)path;
+    return NULL;
+#endif
+}
+
 /* Tries O_DIRECT on path: open, then the direct-read check (which also
  * confirms the alignment when the kernel did not report one). Returns
  * SL_OK if usable, SL_EUNSUPPORTED with a reason if the filesystem refuses
@@ -134,6 +161,11 @@ static int probe_direct(sl_io *io, const char *path, uint32_t align, char *reaso
 {
     if (io->cfg.test_flags & SL_IO_TEST_REFUSE_DIRECT) {
         snprintf(reason, cap, "O_DIRECT refused for '%s' (test hook)", path);
+        return SL_EUNSUPPORTED;
+    }
+    const char *fs = untrusted_direct_fs(path);
+    if (fs) {
+        snprintf(reason, cap, "O_DIRECT is not used on %s ('%s')", fs, path);
         return SL_EUNSUPPORTED;
     }
     int fd = open_direct(path);

@@ -93,6 +93,13 @@ struct sl_io {
 extern const io_backend_ops sl_io_pread_ops;
 #ifdef SL_HAVE_URING
 extern const io_backend_ops sl_io_uring_ops;
+
+/* Whether this process may call io_uring at all: false (with a reason)
+ * when a probe process was ended by calling io_uring_setup or
+ * io_uring_enter (a seccomp filter, as on Android). Probes once per process
+ * (io_ring_probe.c, SL_HAVE_URING builds only); true when it cannot tell,
+ * leaving the verdict to the ring's set-up. Thread-safe. */
+bool sl_io_uring_allowed(char *reason, size_t cap);
 #endif
 
 /* --- queues (io.c) --- */

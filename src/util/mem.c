@@ -104,10 +104,13 @@ static bool read_kb_field(const char *path, const char *key, uint64_t *out)
     return found;
 }
 
-/* The tightest (limit - usage) along this process's cgroup path. */
-static bool cgroup_headroom(uint64_t *headroom, uint64_t *limit_out)
+/* The tightest (limit - usage) along this process's cgroup path, read from
+ * proc_cgroup (the /proc/self/cgroup format) under root (v2 there, v1 in
+ * root/memory). */
+static bool cgroup_headroom(const char *proc_cgroup, const char *root_dir, uint64_t *headroom,
+                            uint64_t *limit_out)
 {
-    FILE *f = fopen("/proc/self/cgroup", "r");
+    FILE *f = fopen(proc_cgroup, "r");
     if (!f) return false;
     char line[1024];
     char v2[1024] = "", v1[1024] = "";
@@ -120,9 +123,11 @@ static bool cgroup_headroom(uint64_t *headroom, uint64_t *limit_out)
     fclose(f);
     bool any = false;
     uint64_t best = UINT64_MAX, best_limit = 0;
+    char v1_root[600];
+    snprintf(v1_root, sizeof v1_root, "%s/memory", root_dir);
     for (int pass = 0; pass < 2; pass++) {
         const char *rel = pass == 0 ? v1 : v2;
-        const char *root = pass == 0 ? "/sys/fs/cgroup/memory" : "/sys/fs/cgroup";
+        const char *root = pass == 0 ? v1_root : root_dir;
         const char *lim_name = pass == 0 ? "memory.limit_in_bytes" : "memory.max";
         const char *use_name = pass == 0 ? "memory.usage_in_bytes" : "memory.current";
         if (!rel[0]) continue;
@@ -130,7 +135,7 @@ static bool cgroup_headroom(uint64_t *headroom, uint64_t *limit_out)
         snprintf(path, sizeof path, "%s", rel);
         /* walk from the process's cgroup up to the root */
         for (;;) {
-            char lp[1400], up[1400];
+            char lp[2000], up[2000];
             snprintf(lp, sizeof lp, "%s%s/%s", root, path, lim_name);
             snprintf(up, sizeof up, "%s%s/%s", root, path, use_name);
             uint64_t lim, use;
@@ -158,17 +163,26 @@ static bool cgroup_headroom(uint64_t *headroom, uint64_t *limit_out)
     return any;
 }
 
-bool sl_mem_available(uint64_t *avail, uint64_t *cgroup_limit)
+bool sl_mem_available_from(const char *meminfo, const char *proc_cgroup, const char *cgroup_root,
+                           uint64_t *avail, uint64_t *cgroup_limit)
 {
     uint64_t mem = 0, room = 0, lim = 0;
-    bool have_mem = read_kb_field("/proc/meminfo", "MemAvailable", &mem);
-    bool have_cg = cgroup_headroom(&room, &lim);
+    /* MemAvailable, never MemTotal: what the kernel can hand out without
+     * swapping or reclaiming what others need (Linux 3.14+; Android too) */
+    bool have_mem = read_kb_field(meminfo, "MemAvailable", &mem);
+    bool have_cg = cgroup_headroom(proc_cgroup, cgroup_root, &room, &lim);
     *cgroup_limit = have_cg ? lim : 0;
     if (!have_mem && !have_cg) return false;
     if (!have_mem) mem = UINT64_MAX;
     if (!have_cg) room = UINT64_MAX;
     *avail = mem < room ? mem : room;
     return true;
+}
+
+bool sl_mem_available(uint64_t *avail, uint64_t *cgroup_limit)
+{
+    return sl_mem_available_from("/proc/meminfo", "/proc/self/cgroup", "/sys/fs/cgroup", avail,
+                                 cgroup_limit);
 }
 
 bool sl_mem_rss(uint64_t *rss, uint64_t *peak)

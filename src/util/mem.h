@@ -15,6 +15,19 @@
  * (0 if none). False if nothing could be read. */
 bool sl_mem_available(uint64_t *avail, uint64_t *cgroup_limit);
 
+/* sl_mem_available reading the given files instead of /proc/meminfo,
+ * /proc/self/cgroup and the hierarchy under /sys/fs/cgroup (v1 under
+ * cgroup_root/memory): for tests. Linux only. */
+bool sl_mem_available_from(const char *meminfo, const char *proc_cgroup, const char *cgroup_root,
+                           uint64_t *avail, uint64_t *cgroup_limit);
+
+/* The memory budget when --mem-budget is not given: avail (from
+ * sl_mem_available) less a margin of max(5%, 512 MiB). The margin is for the
+ * low-memory killers (Android's lmkd, systemd-oomd), which act on memory
+ * pressure while MemAvailable is still well above zero, and for the page
+ * cache the rest of the system lives on. 0 if avail is below the margin. */
+uint64_t sl_mem_default_budget(uint64_t avail);
+
 /* A large anonymous arena on 2 MiB boundaries with transparent huge pages
  * asked for (madvise; falls back silently to small pages). Reads into huge
  * pages ran 2.1-2.3x faster on the virtual disk measured in docs/perf-log.md.
