@@ -252,10 +252,12 @@ bool gen_logits_finite(sl_session *s)
 /* Restores path into g's session and keeps the longest prefix shared with
  * ids[0..n) that the session can return to and that leaves logits to
  * sample from. Returns the tokens kept (0: a cold start, the session
- * empty). A file whose saved logits are not finite is deleted. */
+ * empty; *same: the file holds exactly ids). A file whose saved logits
+ * are not finite is deleted. */
 static int restore_prefix(gen_ctx *g, const char *cmd, const char *path, const int32_t *ids,
-                          int n)
+                          int n, bool *same)
 {
+    *same = false;
     if (access(path, F_OK) != 0) return 0; /* the first run: nothing saved yet */
     sl_err e = {0};
     int k = sl_session_load(g->s, path, NULL, 0, &e);
@@ -280,8 +282,18 @@ static int restore_prefix(gen_ctx *g, const char *cmd, const char *path, const i
     while (common < k && common < n && saved[common] == ids[common]) common++;
     free(saved);
     int keep = common;
-    /* the whole prompt: its logits are there only if the file ends with it */
-    if (keep == n && !(k == n && sl_session_logits(g->s))) keep = n - 1;
+    *same = k == n && common == n;
+    if (keep == n) {
+        /* the whole prompt: its last token is evaluated again (the same
+         * logits: batch splits are exact), so that poisoned K/V rows show
+         * as non-finite values (gen_heal). A recurrent model cannot go back
+         * there: it samples from the saved logits, if the file ends with
+         * the prompt */
+        keep = n - 1;
+        if (keep > 0 && sl_session_truncate(g->s, keep) != SL_OK && k == n &&
+            sl_session_logits(g->s))
+            keep = n;
+    }
     if (keep <= 0 || sl_session_truncate(g->s, keep) != SL_OK) keep = 0;
     if (keep == 0) sl_session_truncate(g->s, 0);
     return keep;
@@ -317,7 +329,8 @@ int gen_eval_cached(gen_ctx *g, const char *cmd, const char *path, const int32_t
                 "cache\n", cmd, e.msg);
         return gen_eval(g, ids, n, err);
     }
-    const int keep = restore_prefix(g, cmd, path, ids, n);
+    bool same; /* the file holds this prompt: nothing new to save */
+    const int keep = restore_prefix(g, cmd, path, ids, n, &same);
     int rc = accept_all(g, ids, keep, err);
     if (rc) return rc;
     *n_reused = keep;
@@ -332,8 +345,9 @@ int gen_eval_cached(gen_ctx *g, const char *cmd, const char *path, const int32_t
                 "non-finite values (%s): deleted; the prompt was evaluated from the start\n",
                 cmd, path, first.msg);
         sl_file_remove(path);
+        same = false;
     }
-    if (rc) return rc;
+    if (rc || same) return rc;
     if (sl_session_save(g->s, path, ids, n, &e))
         fprintf(stderr, "sluice %s: warning: prompt cache: cannot save the prompt: %s\n", cmd,
                 e.msg);

@@ -80,9 +80,10 @@ int gen_eval(gen_ctx *g, const int32_t *ids, int n, sl_err *err);
 
 /* --prompt-cache FILE (run, chat): evaluates ids[0..n) like gen_eval, but
  * first restores the state saved in path when its tokens begin like ids,
- * and evaluates only the rest (at least the last token, unless the file
- * also kept its logits); then saves the state of all n tokens to path
- * (crash-safe) when it evaluated anything. A missing file is a cold start;
+ * and evaluates only the rest: at least the last token, so that poisoned
+ * rows show (a recurrent model, which cannot go back to it, samples from
+ * the logits the file kept); then saves the state of all n tokens to path
+ * (crash-safe) unless the file held just these. A missing file is a cold start;
  * a refused one (truncated, corrupt, another model) or a failed save prints
  * one warning line prefixed by cmd and goes on. A path that a session file
  * may not replace (sl_session_save_check: a model, a text file, a device,
@@ -106,9 +107,10 @@ bool gen_heal(gen_ctx *g, int rc, int kept, const sl_err *err, sl_err *first);
 
 /* After gen_eval_cached restored n_reused tokens from path, the reply
  * failed with rc: when that is the engine's non-finite refusal
- * (SL_EFORMAT), the restored state is to blame (nothing was evaluated
- * between it and the reply), and the file is deleted with one warning
- * line, so that it is never restored again. Nothing otherwise. */
+ * (SL_EFORMAT) and nothing was evaluated after the restore (a recurrent
+ * model's whole prompt, sampled from its saved logits), the restored state
+ * is to blame, and the file is deleted with one warning line, so that it is
+ * never restored again. Nothing otherwise. */
 void gen_cache_reply_failed(const char *cmd, const char *path, int n_reused, int rc);
 
 /* False when s holds logits with a NaN or infinity among them (a restored
