@@ -15,8 +15,9 @@
 #
 # Platform files: *_posix.c are left out and *_win.c put in (WIN_SRC_OUT,
 # WIN_SRC_IN); on Linux the *_win.c files are not compiled. Left out for now:
-# `serve` (libmicrohttpd and the server's fopencookie; app/windows/
-# server_none.c answers that this build has no server).
+# `serve` (libmicrohttpd, and POSIX sockets and signals in server_deadline.c
+# and cmd_serve.c; app/windows/serve_none.c answers that this build has no
+# server).
 
 WIN := build/windows
 WIN_CC ?= clang
