@@ -42,6 +42,7 @@ typedef struct run_ctx {
 /* Records an event's tokens and their logprobs; false when out of memory. */
 static bool record(run_ctx *c, srv_job *j, const sl_gen_event *ev)
 {
+    if (ev->n_ids == 0) return true;
     if (c->n_gen + ev->n_ids > c->cap_gen) {
         int nc = c->cap_gen ? c->cap_gen * 2 : 256;
         while (nc < c->n_gen + ev->n_ids) nc *= 2;
