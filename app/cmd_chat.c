@@ -71,17 +71,6 @@ static void usage(FILE *f)
             "  -h, --help              this text\n");
 }
 
-typedef struct stop_ctx {
-    const sl_chat *chat;
-    bool ignore_eos;
-} stop_ctx;
-
-static bool is_stop(void *ud, int32_t id)
-{
-    const stop_ctx *c = ud;
-    return !c->ignore_eos && sl_chat_is_stop_token(c->chat, id);
-}
-
 /* A user turn longer than this is refused (it would not fit any context;
  * and standard input may be a stream without newlines, e.g. a device). */
 #define MAX_LINE ((size_t)16 << 20)
@@ -174,7 +163,7 @@ int cmd_chat(int argc, char **argv)
         goto done;
     }
     const bool harmony = ht.family == SL_CHAT_HARMONY;
-    if (harmony && gen_decode_specials(&g, CMD)) goto done;
+    if (harmony) gen_decode_specials(&g);
 
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
@@ -190,9 +179,6 @@ int cmd_chat(int argc, char **argv)
                 "answer; Ctrl-C again or Ctrl-D quits.\n", sl_model_arch_name(g.m),
                 sl_chat_name(chat), n_ctx);
     if (sl_chat_warning(chat)) fprintf(stderr, "sluice chat: warning: %s\n", sl_chat_warning(chat));
-    stop_ctx sc = {chat, o.ignore_eos};
-    /* markers that are not single tokens (plain's "\nUser:") end an answer too */
-    const char *const *stops = o.ignore_eos ? NULL : sl_chat_stop_texts(chat);
     run_totals totals = {0, 0, 0};
     for (int turn = 1;; turn++) {
         if (tty) fputs("> ", stderr);
@@ -262,13 +248,11 @@ int cmd_chat(int argc, char **argv)
 
         gen_reply_stats st;
         gen_harmony_out ho;
-        FILE *out = stdout;
-        if (harmony && !(out = gen_harmony_open(&ho, stdout, t.show_reasoning))) {
-            fprintf(stderr, "sluice chat: cannot open the output filter\n");
-            goto done;
-        }
-        int grc = gen_reply(&g, o.n_predict, is_stop, &sc, stops, &g_interrupt, out, &st, &err);
-        if (harmony) gen_harmony_close(&ho);
+        if (harmony) gen_harmony_init(&ho, stdout, t.show_reasoning);
+        /* the chat's markers that are not single tokens (plain's "\nUser:")
+         * end an answer too */
+        int grc = gen_reply(&g, o.n_predict, chat, o.ignore_eos, NULL, &g_interrupt, stdout,
+                            harmony ? &ho : NULL, &st, &err);
         if (grc) {
             fprintf(stderr, "\nsluice chat: %s\n", err.msg);
             gen_cache_reply_failed(CMD, n_before == 0 ? t.cache : NULL, n_reused, grc);

@@ -52,17 +52,6 @@ static void usage(FILE *f)
     fprintf(f, "  -h, --help              this text\n");
 }
 
-typedef struct stop_ctx {
-    const sl_model *m;
-    bool ignore_eos;
-} stop_ctx;
-
-static bool is_stop(void *ud, int32_t id)
-{
-    const stop_ctx *c = ud;
-    return !c->ignore_eos && sl_model_token_is_eog(c->m, id);
-}
-
 static const char *stop_name(gen_stop s)
 {
     switch (s) {
@@ -176,7 +165,7 @@ int cmd_run(int argc, char **argv)
         ptext = wrapped;
         text_len = strlen(wrapped);
     }
-    if (harmony && gen_decode_specials(&g, CMD)) goto done;
+    if (harmony) gen_decode_specials(&g);
     int n = gen_tokenize(g.m, ptext, text_len, flags, &ids, &err);
     if (n < 0) {
         fprintf(stderr, "sluice run: cannot tokenize the prompt: %s\n", err.msg);
@@ -219,19 +208,11 @@ int cmd_run(int argc, char **argv)
     double t_prompt = sl_now_s() - t0;
     const int n_eval = n - n_reused; /* prompt tokens evaluated here */
 
-    stop_ctx sc = {g.m, o.ignore_eos};
     gen_reply_stats st;
     gen_harmony_out ho;
-    FILE *out = stdout;
-    if (harmony && !(out = gen_harmony_open(&ho, stdout, t.show_reasoning))) {
-        fprintf(stderr, "sluice run: cannot open the output filter: %s\n", strerror(errno));
-        goto done;
-    }
-    int grc = gen_reply(&g, o.n_predict, is_stop, &sc, stops, NULL, out, &st, &err);
-    if (harmony && gen_harmony_close(&ho) && !grc) {
-        fprintf(stderr, "\nsluice run: cannot write the output: %s\n", strerror(errno));
-        goto done;
-    }
+    if (harmony) gen_harmony_init(&ho, stdout, t.show_reasoning);
+    int grc = gen_reply(&g, o.n_predict, NULL, o.ignore_eos, stops, NULL, stdout,
+                        harmony ? &ho : NULL, &st, &err);
     if (grc) {
         fprintf(stderr, "\nsluice run: generating: %s\n", err.msg);
         gen_cache_reply_failed(CMD, t.cache, n_reused, grc);

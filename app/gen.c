@@ -212,8 +212,7 @@ int gen_open(gen_ctx *g, const gen_opts *o, const char *cmd)
     }
     sl_sampling_params smp = o->sp;
     if (smp.penalty_last_n < 0) smp.penalty_last_n = sl_session_n_ctx(g->s);
-    if (sl_sampling_create(&g->smp, &smp, sl_model_n_vocab(g->m), &err) ||
-        sl_detok_create(&g->dt, g->m, 0, &err)) {
+    if (sl_sampling_create(&g->smp, &smp, sl_model_n_vocab(g->m), &err)) {
         fprintf(stderr, "sluice %s: %s\n", cmd, err.msg);
         goto fail;
     }
@@ -225,33 +224,21 @@ fail:
 
 void gen_close(gen_ctx *g)
 {
-    sl_detok_free(g->dt);
     sl_sampling_free(g->smp);
     sl_session_free(g->s);
     sl_model_free(g->m);
     memset(g, 0, sizeof *g);
 }
 
-/* Evaluates up to n of ids on g's session (g->eval, or all at once):
- * how many (1..n), or a negative SL_E*. */
-static int eval_some(gen_ctx *g, const int32_t *ids, int n, sl_err *err)
-{
-    if (g->eval) return g->eval(g->eval_ud, g->s, ids, n, err);
-    const int rc = sl_session_eval(g->s, ids, n, err);
-    return rc ? rc : n;
-}
-
 int gen_eval(gen_ctx *g, const int32_t *ids, int n, sl_err *err)
 {
     for (int i = 0; i < n;) {
         const int want = n - i < g->n_batch ? n - i : g->n_batch;
-        const int got = eval_some(g, ids + i, want, err);
-        if (got < 0) return got;
-        for (int j = 0; j < got; j++) {
-            const int rc = sl_sampling_accept(g->smp, ids[i + j], err);
-            if (rc) return rc;
-        }
-        i += got;
+        int rc = sl_session_eval(g->s, ids + i, want, err);
+        for (int j = 0; rc == SL_OK && j < want; j++)
+            rc = sl_sampling_accept(g->smp, ids[i + j], err);
+        if (rc) return rc;
+        i += want;
     }
     return SL_OK;
 }
@@ -265,10 +252,12 @@ bool gen_logits_finite(sl_session *s)
 /* Restores path into g's session and keeps the longest prefix shared with
  * ids[0..n) that the session can return to and that leaves logits to
  * sample from. Returns the tokens kept (0: a cold start, the session
- * empty). A file whose saved logits are not finite is deleted. */
+ * empty; *same: the file holds exactly ids). A file whose saved logits
+ * are not finite is deleted. */
 static int restore_prefix(gen_ctx *g, const char *cmd, const char *path, const int32_t *ids,
-                          int n)
+                          int n, bool *same)
 {
+    *same = false;
     if (access(path, F_OK) != 0) return 0; /* the first run: nothing saved yet */
     sl_err e = {0};
     int k = sl_session_load(g->s, path, NULL, 0, &e);
@@ -293,11 +282,30 @@ static int restore_prefix(gen_ctx *g, const char *cmd, const char *path, const i
     while (common < k && common < n && saved[common] == ids[common]) common++;
     free(saved);
     int keep = common;
-    /* the whole prompt: its logits are there only if the file ends with it */
-    if (keep == n && !(k == n && sl_session_logits(g->s))) keep = n - 1;
+    *same = k == n && common == n;
+    if (keep == n) {
+        /* the whole prompt: its last token is evaluated again (the same
+         * logits: batch splits are exact), so that poisoned K/V rows show
+         * as non-finite values (gen_heal). A recurrent model cannot go back
+         * there: it samples from the saved logits, if the file ends with
+         * the prompt */
+        keep = n - 1;
+        if (keep > 0 && sl_session_truncate(g->s, keep) != SL_OK && k == n &&
+            sl_session_logits(g->s))
+            keep = n;
+    }
     if (keep <= 0 || sl_session_truncate(g->s, keep) != SL_OK) keep = 0;
     if (keep == 0) sl_session_truncate(g->s, 0);
     return keep;
+}
+
+bool gen_heal(gen_ctx *g, int rc, int kept, const sl_err *err, sl_err *first)
+{
+    if (rc != SL_EFORMAT || kept <= 0) return false;
+    *first = *err;
+    sl_session_truncate(g->s, 0);
+    sl_sampling_reset(g->smp);
+    return true;
 }
 
 /* Records ids[0..n) in the sampler's history (tokens not evaluated here). */
@@ -321,18 +329,15 @@ int gen_eval_cached(gen_ctx *g, const char *cmd, const char *path, const int32_t
                 "cache\n", cmd, e.msg);
         return gen_eval(g, ids, n, err);
     }
-    const int keep = restore_prefix(g, cmd, path, ids, n);
+    bool same; /* the file holds this prompt: nothing new to save */
+    const int keep = restore_prefix(g, cmd, path, ids, n, &same);
     int rc = accept_all(g, ids, keep, err);
     if (rc) return rc;
     *n_reused = keep;
     if (keep == n) return SL_OK;
     rc = gen_eval(g, ids + keep, n - keep, err);
-    if (rc == SL_EFORMAT && keep > 0) {
-        /* non-finite values after the restored state: evaluated from the
-         * start, the file is to blame when that succeeds */
-        sl_err first = *err;
-        sl_session_truncate(g->s, 0);
-        sl_sampling_reset(g->smp);
+    sl_err first;
+    if (gen_heal(g, rc, keep, err, &first)) {
         *n_reused = 0;
         rc = gen_eval(g, ids, n, err);
         if (rc) return rc;
@@ -340,8 +345,9 @@ int gen_eval_cached(gen_ctx *g, const char *cmd, const char *path, const int32_t
                 "non-finite values (%s): deleted; the prompt was evaluated from the start\n",
                 cmd, path, first.msg);
         sl_file_remove(path);
+        same = false;
     }
-    if (rc) return rc;
+    if (rc || same) return rc;
     if (sl_session_save(g->s, path, ids, n, &e))
         fprintf(stderr, "sluice %s: warning: prompt cache: cannot save the prompt: %s\n", cmd,
                 e.msg);
@@ -356,130 +362,69 @@ void gen_cache_reply_failed(const char *cmd, const char *path, int n_reused, int
     sl_file_remove(path);
 }
 
-/* Holds back the tail of the output that could begin a stop text. */
-typedef struct textstop {
-    const char *const *stops; /* NULL-terminated; NULL: no text stops */
-    char pend[2 * 64 + 8];    /* bytes not yet written: stop texts are at most 64
-                                 bytes (run's --stop, the server's "stop") or the
-                                 template's own short markers */
-    size_t np;
-} textstop;
-
-/* Whether pend[k..np) is a prefix of some stop text. */
-static bool could_start_stop(const textstop *t, size_t k)
+/* Writes an event's text to out or the harmony filter and flushes: 0, or
+ * SL_EIO with err filled when writing failed (now or before). */
+static int print_text(FILE *out, gen_harmony_out *h, const char *text, size_t len, sl_err *err)
 {
-    for (const char *const *s = t->stops; *s; s++) {
-        size_t ls = strlen(*s), n = t->np - k;
-        if (n < ls && !memcmp(t->pend + k, *s, n)) return true;
-    }
-    return false;
-}
-
-static void pend_write(textstop *t, size_t n, FILE *out)
-{
-    if (n) fwrite(t->pend, 1, n, out);
-    memmove(t->pend, t->pend + n, t->np - n);
-    t->np -= n;
-}
-
-/* Feeds text; returns true (having written what preceded it) when a stop
- * text is complete. */
-static bool textstop_feed(textstop *t, const char *text, size_t len, FILE *out)
-{
-    if (!t->stops || !t->stops[0]) {
-        if (len) fwrite(text, 1, len, out);
-        return false;
-    }
-    for (size_t i = 0; i < len; i++) {
-        if (t->np == sizeof t->pend) pend_write(t, 1, out); /* stops are shorter */
-        t->pend[t->np++] = text[i];
-        for (const char *const *s = t->stops; *s; s++) {
-            size_t ls = strlen(*s);
-            if (ls && ls <= t->np && !memcmp(t->pend + t->np - ls, *s, ls)) {
-                pend_write(t, t->np - ls, out);
-                t->np = 0;
-                return true;
-            }
-        }
-    }
-    size_t k = 0;
-    while (k < t->np && !could_start_stop(t, k)) k++;
-    pend_write(t, k, out);
-    return false;
-}
-
-/* Flushes out: 0, or SL_EIO with err filled when writing failed (now or
- * before). */
-static int flush_out(const gen_ctx *g, FILE *out, sl_err *err)
-{
+    FILE *f = h ? h->dst : out;
+    if (h) gen_harmony_feed(h, text, len);
+    else if (len) fwrite(text, 1, len, f);
     errno = 0;
-    if (fflush(out) == 0 && !ferror(out)) return SL_OK;
-    /* a full disk, a closed stdout or a client gone: no point generating more */
-    return sl_err_set(err, SL_EIO, "cannot write %s: %s",
-                      g->out_name ? g->out_name : "the output (standard output)",
+    if (fflush(f) == 0 && !ferror(f)) return SL_OK;
+    /* a full disk or a closed stdout: no point generating more */
+    return sl_err_set(err, SL_EIO, "cannot write the output (standard output): %s",
                       errno ? strerror(errno) : "an earlier write failed");
 }
 
-int gen_reply(gen_ctx *g, int max, bool (*is_stop)(void *ud, int32_t id), void *ud,
+int gen_reply(gen_ctx *g, int max, const sl_chat *chat, bool ignore_eos,
               const char *const *stop_texts, volatile sig_atomic_t *interrupt, FILE *out,
-              gen_reply_stats *st, sl_err *err)
+              gen_harmony_out *harmony, gen_reply_stats *st, sl_err *err)
 {
-    const char *text;
-    size_t len;
-    int rc = SL_OK;
-    textstop ts = {.stops = stop_texts, .np = 0};
-    bool text_stop = false;
     double t0 = sl_now_s();
     st->n_gen = 0;
     st->stop = GEN_STOP_EOG;
+    sl_gen_params gp = sl_gen_default_params();
+    gp.sampler = g->smp;
+    gp.max_tokens = max;
+    gp.stop_texts = stop_texts;
+    gp.chat = chat;
+    gp.ignore_eog = ignore_eos;
+    gp.detok_flags = g->detok_flags;
+    sl_gen *gen = NULL;
+    int rc = sl_gen_create(&gen, g->s, &gp, err);
+    if (rc) return rc;
     if (g->mf) model_flags_progress(g->mf, g->m, 0, 0.0); /* the prompt's --stats-csv row */
     for (;;) {
-        if (interrupt && *interrupt) {
-            st->stop = GEN_STOP_INTERRUPT;
+        if (interrupt && *interrupt) sl_gen_cancel(gen);
+        const int32_t *ids;
+        const int n = sl_gen_pending(gen, &ids);
+        if (n > 0) {
+            if ((rc = sl_session_eval(g->s, ids, n, err))) break;
+            sl_gen_evaluated(gen, n);
+            if (g->mf) model_flags_progress(g->mf, g->m, st->n_gen, sl_now_s() - t0);
+        }
+        sl_gen_event ev;
+        if ((rc = sl_gen_next(gen, &ev, err))) break;
+        st->n_gen += ev.n_ids;
+        const int wrc = print_text(out, harmony, ev.text, ev.len, err);
+        if (ev.stop != SL_GEN_GOING) {
+            st->stop = ev.stop == SL_GEN_LIMIT       ? GEN_STOP_LIMIT
+                       : ev.stop == SL_GEN_CTX       ? GEN_STOP_CTX
+                       : ev.stop == SL_GEN_CANCELLED ? GEN_STOP_INTERRUPT
+                                                     : GEN_STOP_EOG;
+            rc = wrc;
             break;
         }
-        if (max >= 0 && st->n_gen >= max) {
-            st->stop = GEN_STOP_LIMIT;
-            break;
-        }
-        int id = sl_sampling_sample(g->smp, sl_session_logits(g->s), err);
-        if (id < 0) {
-            rc = id;
-            break;
-        }
-        if (is_stop(ud, id)) {
-            st->stop = GEN_STOP_EOG;
-            break;
-        }
-        if ((rc = sl_sampling_accept(g->smp, id, err))) break;
-        if ((rc = sl_detok_push(g->dt, id, &text, &len, err))) break;
-        text_stop = textstop_feed(&ts, text, len, out);
-        if ((rc = flush_out(g, out, err))) break;
-        st->n_gen++;
-        if (text_stop) {
-            st->stop = GEN_STOP_EOG;
-            break;
-        }
-        if (sl_session_n_past(g->s) >= sl_session_n_ctx(g->s)) {
-            st->stop = GEN_STOP_CTX;
-            break;
-        }
-        const int32_t tok = id;
-        const int got = eval_some(g, &tok, 1, err);
-        if (got < 0) {
-            rc = got;
-            break;
-        }
-        if (g->mf) model_flags_progress(g->mf, g->m, st->n_gen, sl_now_s() - t0);
+        if ((rc = wrc)) break;
     }
     if (g->mf) model_flags_progress_end(g->mf);
-    sl_detok_flush(g->dt, &text, &len);
-    if (!text_stop) {
-        if (textstop_feed(&ts, text, len, out)) st->stop = GEN_STOP_EOG;
-        else pend_write(&ts, ts.np, out);
+    if (harmony) {
+        gen_harmony_finish(harmony);
+        if (fflush(harmony->dst) != 0 && rc == SL_OK)
+            rc = sl_err_set(err, SL_EIO, "cannot write the output (standard output): %s",
+                            strerror(errno));
     }
-    if (rc == SL_OK) rc = flush_out(g, out, err);
-    else fflush(out); /* the held text goes out; the first error stands */
+    sl_gen_free(gen);
     st->seconds = sl_now_s() - t0;
     return rc;
 }
@@ -563,6 +508,14 @@ static void harmony_event(void *ud, const sl_harmony_event *ev)
     }
 }
 
+void gen_harmony_init(gen_harmony_out *h, FILE *dst, bool show_reasoning)
+{
+    memset(h, 0, sizeof *h);
+    h->dst = dst;
+    h->show_reasoning = show_reasoning;
+    sl_harmony_stream_init(&h->hs);
+}
+
 void gen_harmony_feed(gen_harmony_out *h, const char *buf, size_t n)
 {
     sl_harmony_stream_feed(&h->hs, buf, n, harmony_event, h);
@@ -573,15 +526,4 @@ void gen_harmony_finish(gen_harmony_out *h)
     sl_harmony_stream_finish(&h->hs, harmony_event, h);
 }
 
-int gen_decode_specials(gen_ctx *g, const char *cmd)
-{
-    sl_err err = {0};
-    sl_detok *d = NULL;
-    if (sl_detok_create(&d, g->m, SL_DETOK_SPECIAL, &err)) {
-        fprintf(stderr, "sluice %s: %s\n", cmd, err.msg);
-        return 1;
-    }
-    sl_detok_free(g->dt);
-    g->dt = d;
-    return 0;
-}
+void gen_decode_specials(gen_ctx *g) { g->detok_flags |= SL_DETOK_SPECIAL; }

@@ -1,7 +1,8 @@
 /* gen.h - what `sluice run` and `sluice chat` share: the model, context and
  * sampling flags, loading the model with a session and a sampler, evaluating
- * a token list in batches, and the sample-print-evaluate loop of one reply.
- * Uses only the public API (include/sluice.h). */
+ * a token list in batches (with the prompt cache and its healing), and
+ * printing one reply's events (the library's generation step, sl_gen_*).
+ * The server shares the prompt's healing retry (gen_heal). */
 #ifndef SL_APP_GEN_H
 #define SL_APP_GEN_H
 
@@ -61,35 +62,28 @@ typedef struct gen_ctx {
     sl_model *m;
     sl_session *s;
     sl_sampling *smp;
-    sl_detok *dt;
+    unsigned detok_flags;     /* SL_DETOK_* of the replies' text */
     int n_batch;
     double load_s;            /* seconds to load the model */
     const model_flags *mf;    /* for --progress; set by gen_open */
-    /* How tokens are evaluated on s (gen_eval, gen_reply): up to n of ids,
-     * returning how many (1..n), or a negative SL_E* with err filled.
-     * NULL (gen_open's choice): all n at once by sl_session_eval. The
-     * server's slots submit them to its batched steps (server_run.c). */
-    int (*eval)(void *eval_ud, sl_session *s, const int32_t *ids, int n, sl_err *err);
-    void *eval_ud;
-    const char *out_name;     /* names gen_reply's output in a write error;
-                                 NULL: "the output (standard output)" */
 } gen_ctx;
 
-/* Loads the model, creates a session (n_ctx, n_batch, kv type), a sampler
- * and a streaming decoder. Prints the error itself (prefixed by cmd) and
+/* Loads the model, creates a session (n_ctx, n_batch, kv type) and a
+ * sampler. Prints the error itself (prefixed by cmd) and
  * returns non-zero on failure. */
 int gen_open(gen_ctx *g, const gen_opts *o, const char *cmd);
 void gen_close(gen_ctx *g);
 
-/* Evaluates ids[0..n) in batches of at most g->n_batch (g->eval may take
- * fewer at a time), recording each in the sampler's penalty history. */
+/* Evaluates ids[0..n) in batches of at most g->n_batch, recording each in
+ * the sampler's penalty history. */
 int gen_eval(gen_ctx *g, const int32_t *ids, int n, sl_err *err);
 
 /* --prompt-cache FILE (run, chat): evaluates ids[0..n) like gen_eval, but
  * first restores the state saved in path when its tokens begin like ids,
- * and evaluates only the rest (at least the last token, unless the file
- * also kept its logits); then saves the state of all n tokens to path
- * (crash-safe) when it evaluated anything. A missing file is a cold start;
+ * and evaluates only the rest: at least the last token, so that poisoned
+ * rows show (a recurrent model, which cannot go back to it, samples from
+ * the logits the file kept); then saves the state of all n tokens to path
+ * (crash-safe) unless the file held just these. A missing file is a cold start;
  * a refused one (truncated, corrupt, another model) or a failed save prints
  * one warning line prefixed by cmd and goes on. A path that a session file
  * may not replace (sl_session_save_check: a model, a text file, a device,
@@ -102,11 +96,21 @@ int gen_eval(gen_ctx *g, const int32_t *ids, int n, sl_err *err);
 int gen_eval_cached(gen_ctx *g, const char *cmd, const char *path, const int32_t *ids, int n,
                     int *n_reused, sl_err *err);
 
+/* The healing retry of a prompt cache, for run, chat and serve: a prompt
+ * evaluated after a kept or restored state of kept tokens failed with rc.
+ * When rc is the engine's non-finite refusal (SL_EFORMAT) and kept > 0,
+ * that state may be poisoned: the session is emptied, the sampler's
+ * history forgotten, *first receives err, and the caller evaluates the
+ * prompt again from its start (true); the state was to blame when that
+ * succeeds. False, nothing changed, otherwise. */
+bool gen_heal(gen_ctx *g, int rc, int kept, const sl_err *err, sl_err *first);
+
 /* After gen_eval_cached restored n_reused tokens from path, the reply
  * failed with rc: when that is the engine's non-finite refusal
- * (SL_EFORMAT), the restored state is to blame (nothing was evaluated
- * between it and the reply), and the file is deleted with one warning
- * line, so that it is never restored again. Nothing otherwise. */
+ * (SL_EFORMAT) and nothing was evaluated after the restore (a recurrent
+ * model's whole prompt, sampled from its saved logits), the restored state
+ * is to blame, and the file is deleted with one warning line, so that it is
+ * never restored again. Nothing otherwise. */
 void gen_cache_reply_failed(const char *cmd, const char *path, int n_reused, int rc);
 
 /* False when s holds logits with a NaN or infinity among them (a restored
@@ -114,7 +118,7 @@ void gen_cache_reply_failed(const char *cmd, const char *path, int n_reused, int
 bool gen_logits_finite(sl_session *s);
 
 typedef enum gen_stop {
-    GEN_STOP_EOG = 0,    /* an end-of-generation / end-of-turn token was sampled */
+    GEN_STOP_EOG = 0,    /* an end-of-generation / end-of-turn token, or a stop text */
     GEN_STOP_LIMIT,      /* max tokens produced */
     GEN_STOP_CTX,        /* the context is full */
     GEN_STOP_INTERRUPT,  /* *interrupt became non-zero */
@@ -126,18 +130,19 @@ typedef struct gen_reply_stats {
     double seconds;      /* sampling + evaluation time */
 } gen_reply_stats;
 
-/* Produces one reply after the session's last evaluated token: samples
- * from its logits, stops on is_stop(ud, id) (the stop token is neither
- * printed nor evaluated), prints the decoded text to out as it becomes
- * valid UTF-8 (flushing after every token), evaluates the token and goes
- * on (g->eval), up to max tokens (< 0: no limit). stop_texts (NULL-terminated, or
- * NULL) also end the reply when they appear in the text: output that could
- * be the start of one is held back, and the marker itself is not printed
- * (its last token is not evaluated). Returns non-zero on an engine error
- * or when writing to out fails (SL_EIO; err filled). */
-int gen_reply(gen_ctx *g, int max, bool (*is_stop)(void *ud, int32_t id), void *ud,
+typedef struct gen_harmony_out gen_harmony_out;
+
+/* Prints one reply after the session's last evaluated token, step by step
+ * (sl_gen_step): its text goes to out as whole UTF-8 characters, flushed
+ * after every token, or, with harmony non-NULL, to that filter. Up to max
+ * tokens (< 0: no limit); stops at the model's end-of-generation tokens, or
+ * with chat non-NULL the chat's end-of-turn tokens and markers (unless
+ * ignore_eos), and at stop_texts (NULL-terminated, or NULL), which are not
+ * printed. *interrupt (may be NULL) stops it between tokens. Returns
+ * non-zero on an engine error or when writing fails (SL_EIO; err filled). */
+int gen_reply(gen_ctx *g, int max, const sl_chat *chat, bool ignore_eos,
               const char *const *stop_texts, volatile sig_atomic_t *interrupt, FILE *out,
-              gen_reply_stats *st, sl_err *err);
+              gen_harmony_out *harmony, gen_reply_stats *st, sl_err *err);
 
 /* Reads a whole text file (or "-": standard input) into a NUL-terminated
  * buffer: a regular file of at most 1 GiB (outputs_read_text); prints the
@@ -153,36 +158,27 @@ char *gen_read_file(const char *cmd, const char *path, size_t *len);
 int gen_chat_template(const sl_model *m, const char *name, bool thinking, const char *effort,
                       sl_chat_template *t, sl_err *err);
 
-/* A harmony answer printed by channel (gpt-oss): a stdio stream whose text
- * (decoded with special tokens) is split into messages; the final channel
- * and preambles go to dst, the analysis channel and tool calls only with
- * show_reasoning, each such message on lines of its own after a
- * "[analysis]" or "[call NAME]" tag. Zero-initialise. */
-typedef struct gen_harmony_out {
-    FILE *f;                 /* write the answer here */
+/* A harmony answer printed by channel (gpt-oss): its text (decoded with
+ * special tokens) is split into messages; the final channel and preambles
+ * go to dst, the analysis channel and tool calls only with show_reasoning,
+ * each such message on lines of its own after a "[analysis]" or
+ * "[call NAME]" tag. */
+struct gen_harmony_out {
     FILE *dst;
     bool show_reasoning;
     bool hidden_msg, tagged;
     sl_harmony_stream hs;
-    void *plat;              /* the platform stream's state (gen_harmony_*.c) */
-} gen_harmony_out;
+};
 
-/* Opens h->f; NULL (errno set) on failure. A glibc cookie stream on POSIX
- * (gen_harmony_cookie.c), a pipe read by a thread on Windows
- * (windows/gen_harmony_pipe.c); both hand the text to gen_harmony_feed. */
-FILE *gen_harmony_open(gen_harmony_out *h, FILE *dst, bool show_reasoning);
-/* Ends the answer (held text goes out) and closes h->f; 0 or EOF. */
-int gen_harmony_close(gen_harmony_out *h);
-
-/* The stream's two steps, for those files: n bytes of answer text, split
- * and printed by channel; and the end (held text goes out). */
+void gen_harmony_init(gen_harmony_out *h, FILE *dst, bool show_reasoning);
+/* n bytes of answer text, split and printed by channel. */
 void gen_harmony_feed(gen_harmony_out *h, const char *buf, size_t n);
+/* The end of the answer: held text goes out. */
 void gen_harmony_finish(gen_harmony_out *h);
 
-/* Switches g's decoder to writing special tokens as their text (the
- * harmony markers must reach gen_harmony_out). Prints and returns non-zero
- * on failure. */
-int gen_decode_specials(gen_ctx *g, const char *cmd);
+/* Makes g's replies decode special tokens as their text (the harmony
+ * markers must reach gen_harmony_out). */
+void gen_decode_specials(gen_ctx *g);
 
 /* Tokenizes text with the given SL_TOKENIZE_* flags into a new array;
  * returns the count, or a negative SL_E* with err filled. */

@@ -15,10 +15,11 @@
  * server_run.c    one job on one slot: prompt reuse and generation
  * server_batch.c  continuous batching: the busy slots' evaluations as one
  *                 forward pass per step (server_batch.h); a slot's prompt
- *                 and reply are gen_eval's and gen_reply's (gen.h) with
- *                 their evaluations submitted to it
- * server_logprobs.c log-probabilities of the generated tokens
- * server_think.c  a thinking model's reasoning apart from its answer
+ *                 chunks and its reply's tokens (the library's generation
+ *                 step, sl_gen_*) are submitted to it
+ * server_logprobs.c log-probabilities of the generated tokens (JSON)
+ * The answer's reasoning and tool calls are split by src/chat
+ * (chat/answer_stream.h), which also says whether a template thinks.
  * cmd_serve.c     flags, model, start-up line, signals */
 #ifndef SL_APP_SERVER_H
 #define SL_APP_SERVER_H

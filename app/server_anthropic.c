@@ -23,7 +23,7 @@
 #include <string.h>
 
 #include "server.h"
-#include "server_answer.h"
+#include "chat/answer_stream.h"
 #include "server_req.h"
 
 #define MSG_CAP 512
@@ -33,11 +33,11 @@ typedef struct ant_job {
     char id[64];
     bool stream;
     bool tools;        /* the request declared tools: calls are parsed out */
-    bool split;        /* the answer goes through srv_answer (tools, harmony, thinking) */
+    bool split;        /* the answer goes through sl_answer (tools, harmony, thinking) */
     bool think_enabled, think_inside; /* the template thinks (as the chat endpoint's) */
     bool show_thinking; /* "thinking": {"type": "enabled"}: reasoning as thinking blocks,
                            else it is left out */
-    srv_answer ans;    /* stream: text apart from reasoning and calls */
+    sl_answer ans;    /* stream: text apart from reasoning and calls */
     char *prime;       /* a forced call's opening, ended the prompt (owned) */
     bool calls;        /* the answer held tool calls */
     int open_kind;     /* stream: the open content block: 0 none, 1 thinking, 2 text */
@@ -48,7 +48,7 @@ static void ant_free(void *p)
 {
     ant_job *a = p;
     if (a) {
-        srv_answer_free(&a->ans);
+        sl_answer_free(&a->ans);
         free(a->prime);
     }
     free(p);
@@ -156,7 +156,7 @@ static void text_delta(srv_job *j, bool reasoning, const char *text, size_t len)
                                              reasoning ? "thinking" : "text", text, len));
 }
 
-/* srv_answer's output while streaming: reasoning only when asked for */
+/* sl_answer's output while streaming: reasoning only when asked for */
 static void answer_out(void *ud, bool reasoning, const char *text, size_t len)
 {
     srv_job *j = ud;
@@ -168,7 +168,7 @@ static void fmt_piece(srv_job *j, const char *text, size_t len)
 {
     ant_job *a = j->api;
     if (!a->stream) return;
-    if (a->split) srv_answer_feed(&a->ans, text, len);
+    if (a->split) sl_answer_feed(&a->ans, text, len);
     else if (len) text_delta(j, false, text, len);
 }
 
@@ -199,7 +199,7 @@ static void fmt_end(srv_job *j)
     }
     if (j->finish == SRV_FINISH_CANCELLED) return;
     ant_job *w = j->api;
-    if (w->split) srv_answer_finish(&w->ans);
+    if (w->split) sl_answer_finish(&w->ans);
     if (!w->n_blocks && !w->ans.tc.n_calls) open_block(j, 2); /* an empty answer: one empty text */
     close_block(j);
     for (int i = 0; i < w->ans.tc.n_calls; i++) {
@@ -407,10 +407,9 @@ srv_reply srv_messages(srv *s, json_t *body)
     r = srv_prepare_job(s, SRV_API_ANTHROPIC, body, prompt, true, "stop_sequences", &j);
     char *prime = r.status || !prime_len ? NULL : strdup(prompt + strlen(prompt) - prime_len);
     /* a thinking template (as the chat endpoint decides): reasoning apart */
-    const size_t pl = strlen(prompt) - prime_len;
-    const bool inside = (pl >= 8 && !memcmp(prompt + pl - 8, "<think>\n", 8)) ||
-                        (pl >= 7 && !memcmp(prompt + pl - 7, "<think>", 7));
-    const bool think = inside || !strcmp(sl_chat_name(s->chat), "qwen3");
+    bool inside;
+    const bool think = sl_answer_thinks(s->tmpl.family, prompt, strlen(prompt) - prime_len,
+                                        &inside);
     free(prompt);
     if (r.status) return r;
     const json_t *th = json_object_get(body, "thinking");
@@ -442,19 +441,19 @@ srv_reply srv_messages(srv *s, json_t *body)
     a->think_inside = think && inside;
     a->show_thinking = tht && !strcmp(json_string_value(tht), "enabled");
     a->split = tools || s->harmony || think;
-    srv_answer_init(&a->ans, s->harmony, a->think_enabled, a->think_inside, tools, answer_out, j);
-    if (prime) srv_answer_feed(&a->ans, prime, prime_len);
+    sl_answer_init(&a->ans, s->harmony, a->think_enabled, a->think_inside, tools, answer_out, j);
+    if (prime) sl_answer_feed(&a->ans, prime, prime_len);
     snprintf(a->id, sizeof a->id, "msg_%lu", __atomic_add_fetch(&s->next_id, 1, __ATOMIC_RELAXED));
     if (srv_answer_job(s, SRV_API_ANTHROPIC, j, stream, &r)) return r;
     json_t *content = json_array();
     if (a->split) {
         split_text b = {{NULL, NULL}, {0, 0}};
-        srv_answer t;
-        srv_answer_init(&t, s->harmony, a->think_enabled, a->think_inside, a->tools,
+        sl_answer t;
+        sl_answer_init(&t, s->harmony, a->think_enabled, a->think_inside, a->tools,
                         collect_text, &b);
-        if (a->prime) srv_answer_feed(&t, a->prime, strlen(a->prime));
-        srv_answer_feed(&t, j->text ? j->text : "", j->text_len);
-        srv_answer_finish(&t);
+        if (a->prime) sl_answer_feed(&t, a->prime, strlen(a->prime));
+        sl_answer_feed(&t, j->text ? j->text : "", j->text_len);
+        sl_answer_finish(&t);
         if (a->show_thinking && b.n[1])
             json_array_append_new(content, json_pack("{s:s, s:s%, s:s}", "type", "thinking",
                                                      "thinking", b.p[1], b.n[1], "signature",
@@ -473,7 +472,7 @@ srv_reply srv_messages(srv *s, json_t *body)
                                                      call_input(&t.tc.calls[i])));
         }
         a->calls = t.tc.n_calls > 0;
-        srv_answer_free(&t);
+        sl_answer_free(&t);
         free(b.p[0]);
         free(b.p[1]);
     } else {

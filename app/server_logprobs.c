@@ -1,11 +1,10 @@
 /* server_logprobs.c - see server_logprobs.h. */
 #include "server_logprobs.h"
 
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-bool srv_lps_record(srv_lps *l, const float *logits, int n_vocab, int32_t id)
+bool srv_lps_add(srv_lps *l, const srv_lp *e)
 {
     if (l->n == l->cap) {
         int nc = l->cap ? l->cap * 2 : 64;
@@ -14,32 +13,7 @@ bool srv_lps_record(srv_lps *l, const float *logits, int n_vocab, int32_t id)
         l->v = nv;
         l->cap = nc;
     }
-    /* log-softmax: max, then the log of the sum of exp(logit - max) */
-    float mx = -INFINITY;
-    for (int i = 0; i < n_vocab; i++)
-        if (logits[i] > mx) mx = logits[i];
-    double sum = 0;
-    for (int i = 0; i < n_vocab; i++) sum += exp((double)logits[i] - (double)mx);
-    const double lse = (double)mx + log(sum);
-    srv_lp *e = &l->v[l->n++];
-    memset(e, 0, sizeof *e);
-    e->id = id;
-    e->lp = (float)((double)logits[id] - lse);
-    /* the n_top largest, in descending order (ties: lower id first) */
-    const int k = l->n_top > SRV_MAX_TOP_LOGPROBS ? SRV_MAX_TOP_LOGPROBS : l->n_top;
-    for (int i = 0; i < n_vocab && k > 0; i++) {
-        float x = logits[i];
-        if (e->n_top == k && !(x > e->top_lp[k - 1])) continue;
-        int pos = e->n_top < k ? e->n_top++ : k - 1;
-        while (pos > 0 && x > e->top_lp[pos - 1]) {
-            e->top_lp[pos] = e->top_lp[pos - 1];
-            e->top_id[pos] = e->top_id[pos - 1];
-            pos--;
-        }
-        e->top_lp[pos] = x;
-        e->top_id[pos] = i;
-    }
-    for (int t = 0; t < e->n_top; t++) e->top_lp[t] = (float)((double)e->top_lp[t] - lse);
+    l->v[l->n++] = *e;
     return true;
 }
 

@@ -4,7 +4,8 @@
  * The figures are the model's own distribution at each step (log-softmax
  * of the logits the sampler saw, before penalties, temperature or any
  * cut), as OpenAI reports them, so they do not depend on the sampling
- * settings. Recorded on the worker thread as each token is sampled;
+ * settings (the generation step computes them: sl_gen_logprob).
+ * Recorded on the worker thread as each token is taken;
  * a token counts as sent once a piece of text after its sampling went out
  * (its text is in that piece or an earlier one), so tokens held back as
  * the start of a stop text never appear. */
@@ -17,15 +18,10 @@
 #include "util/json.h"
 #include "sluice.h"
 
-#define SRV_MAX_TOP_LOGPROBS 20
+#define SRV_MAX_TOP_LOGPROBS SL_GEN_MAX_TOP
 
-typedef struct srv_lp {
-    int32_t id;
-    float lp;
-    int n_top;
-    int32_t top_id[SRV_MAX_TOP_LOGPROBS];
-    float top_lp[SRV_MAX_TOP_LOGPROBS];
-} srv_lp;
+/* One token's figures, as the generation step gives them. */
+typedef sl_gen_logprob srv_lp;
 
 typedef struct srv_lps {
     int n_top;          /* alternatives asked for per token (0..20); < 0: off */
@@ -34,9 +30,8 @@ typedef struct srv_lps {
     int n_sent;         /* v[0..n_sent) went out with a piece */
 } srv_lps;
 
-/* Records token id sampled from logits[0..n_vocab). Returns false when out
- * of memory. */
-bool srv_lps_record(srv_lps *l, const float *logits, int n_vocab, int32_t id);
+/* Records one token's figures (copied). Returns false when out of memory. */
+bool srv_lps_add(srv_lps *l, const srv_lp *e);
 
 /* OpenAI chat form of v[from..to): an array of {token, logprob, bytes,
  * top_logprobs: [{token, logprob, bytes}]}. NULL when out of memory. */

@@ -16,7 +16,7 @@
 
 #include "server.h"
 #include "server_req.h"
-#include "server_answer.h"
+#include "chat/answer_stream.h"
 #include "util/escape.h"
 
 #define MSG_CAP 512
@@ -27,17 +27,17 @@ typedef struct oai_job {
     bool chat;
     bool stream;
     bool include_usage;
-    srv_answer ans;         /* chat: reasoning and tool calls apart from content (stream) */
+    sl_answer ans;         /* chat: reasoning and tool calls apart from content (stream) */
     bool think_enabled, think_inside, tools;
     char *prime;            /* a forced call's opening, ended the prompt (owned) */
     int lp_next;            /* the first token whose logprobs no chunk carried yet */
 } oai_job;
 
 /* An answer parser for a's job: the forced call's opening first. */
-static void answer_start(const oai_job *a, srv_answer *t, srv_think_out out, void *ud)
+static void answer_start(const oai_job *a, sl_answer *t, sl_think_out out, void *ud)
 {
-    srv_answer_init(t, a->s->harmony, a->think_enabled, a->think_inside, a->tools, out, ud);
-    if (a->prime) srv_answer_feed(t, a->prime, strlen(a->prime));
+    sl_answer_init(t, a->s->harmony, a->think_enabled, a->think_inside, a->tools, out, ud);
+    if (a->prime) sl_answer_feed(t, a->prime, strlen(a->prime));
 }
 
 static const char *finish_name(srv_finish f)
@@ -144,7 +144,7 @@ static void fmt_piece(srv_job *j, const char *text, size_t len)
     oai_job *a = j->api;
     if (!a->stream) return;
     if (a->chat) {
-        srv_answer_feed(&a->ans, text, len);
+        sl_answer_feed(&a->ans, text, len);
         return;
     }
     json_t *lp = logprobs_of(j, a->lp_next, j->lps.n_sent, j->text_len - len);
@@ -162,7 +162,7 @@ static void fmt_end(srv_job *j)
         const char *f = finish_name(j->finish);
         if (a->chat) {
             oai_job *w = j->api;
-            srv_answer_finish(&w->ans);
+            sl_answer_finish(&w->ans);
             if (w->ans.tc.n_calls) {
                 srv_emit_data(j, chunk(j, json_pack("{s:o}", "tool_calls",
                                                  tool_calls_json(w, &w->ans.tc, true)),
@@ -208,16 +208,17 @@ static void collect(void *ud, bool reasoning, const char *text, size_t len)
 }
 
 /* The chat answer's message object: content, and reasoning_content when
- * there was any. */
-static json_t *chat_message(const srv_job *j)
+ * there was any; *calls: it holds tool calls (its finish reason). */
+static json_t *chat_message(const srv_job *j, bool *calls_out)
 {
     const oai_job *a = j->api;
     split_buf b = {{NULL, NULL}, {0, 0}, false};
-    srv_answer t;
+    sl_answer t;
     answer_start(a, &t, collect, &b);
-    srv_answer_feed(&t, j->text ? j->text : "", j->text_len);
-    srv_answer_finish(&t);
+    sl_answer_feed(&t, j->text ? j->text : "", j->text_len);
+    sl_answer_finish(&t);
     bool calls = t.tc.n_calls > 0;
+    *calls_out = calls;
     if (calls) /* the text around calls: trailing blank space dropped */
         while (b.n[0] && strchr(" \t\r\n", b.p[0][b.n[0] - 1])) b.n[0]--;
     json_t *m = b.oom ? NULL
@@ -226,7 +227,7 @@ static json_t *chat_message(const srv_job *j)
                                                    : json_stringn(b.p[0] ? b.p[0] : "", b.n[0]));
     if (m && b.n[1]) json_object_set_new(m, "reasoning_content", json_stringn(b.p[1], b.n[1]));
     if (m && calls) json_object_set_new(m, "tool_calls", tool_calls_json(a, &t.tc, false));
-    srv_answer_free(&t);
+    sl_answer_free(&t);
     free(b.p[0]);
     free(b.p[1]);
     return m;
@@ -279,27 +280,10 @@ static void oai_free(void *p)
 {
     oai_job *a = p;
     if (a) {
-        srv_answer_free(&a->ans);
+        sl_answer_free(&a->ans);
         free(a->prime);
     }
     free(p);
-}
-
-/* Whether the chat answer (non-stream) holds tool calls: its finish reason. */
-static bool answer_has_calls(const srv_job *j)
-{
-    const oai_job *a = j->api;
-    if (!a->tools && !a->s->harmony) return false;
-    srv_answer t;
-    split_buf b = {{NULL, NULL}, {0, 0}, false};
-    answer_start(a, &t, collect, &b);
-    srv_answer_feed(&t, j->text ? j->text : "", j->text_len);
-    srv_answer_finish(&t);
-    bool calls = t.tc.n_calls > 0;
-    srv_answer_free(&t);
-    free(b.p[0]);
-    free(b.p[1]);
-    return calls;
 }
 
 /* Queues the job of an OpenAI request and answers (streaming, or
@@ -363,10 +347,12 @@ static srv_reply generate(srv *s, const json_t *body, const char *prompt, bool c
              __atomic_add_fetch(&s->next_id, 1, __ATOMIC_RELAXED));
     if (srv_answer_job(s, SRV_API_OPENAI, j, stream, &r)) return r;
     const char *text = j->text ? j->text : "";
+    bool calls = false;
+    json_t *message = chat ? chat_message(j, &calls) : NULL; /* the answer parsed once */
     json_t *choice = chat
-        ? json_pack("{s:i, s:o, s:o, s:s}", "index", 0, "message", chat_message(j),
+        ? json_pack("{s:i, s:o, s:o, s:s}", "index", 0, "message", message,
                     "logprobs", logprobs_of(j, 0, j->lps.n_sent, 0), "finish_reason",
-                    answer_has_calls(j) ? "tool_calls" : finish_name(j->finish))
+                    calls ? "tool_calls" : finish_name(j->finish))
         : json_pack("{s:i, s:s%, s:o, s:s}", "index", 0, "text", text, j->text_len,
                     "logprobs", logprobs_of(j, 0, j->lps.n_sent, 0), "finish_reason",
                     finish_name(j->finish));
@@ -396,11 +382,9 @@ srv_reply srv_chat_completions(srv *s, json_t *body)
         free(prompt);
         return srv_error(SRV_API_OPENAI, 400, "%s", msg);
     }
-    size_t pl = strlen(prompt) - prime; /* the template's own end, before a forced call */
-    bool inside = (pl >= 8 && !memcmp(prompt + pl - 8, "<think>\n", 8)) ||
-                  (pl >= 7 && !memcmp(prompt + pl - 7, "<think>", 7));
-    bool enabled = !(rf && !strcmp(rf, "none")) &&
-                   (inside || !strcmp(sl_chat_name(s->chat), "qwen3"));
+    bool inside; /* the template's own end, before a forced call */
+    bool enabled = sl_answer_thinks(s->tmpl.family, prompt, strlen(prompt) - prime, &inside) &&
+                   !(rf && !strcmp(rf, "none"));
     r = generate(s, body, prompt, true, enabled, enabled && inside, tools, prime);
     free(prompt);
     return r;

@@ -151,9 +151,13 @@ int srv_pcache_restore(srv_pcache *c, sl_session *s, const int32_t *ids, int n, 
         if (k == best && finite && memcmp(got, ids, (size_t)best * sizeof *got) == 0) {
             free(got);
             *entry_n = best;
-            if (best < n || sl_session_logits(s)) return best;
-            /* the whole prompt but no logits: evaluate its last token again */
+            if (best < n) return best;
+            /* the whole prompt: its last token is evaluated again (the same
+             * logits: batch splits are exact), so that poisoned K/V rows
+             * show as non-finite values; a model that cannot go back there
+             * (a recurrent layer) samples from the saved logits */
             if (sl_session_truncate(s, best - 1) == SL_OK) return best - 1;
+            if (sl_session_logits(s)) return best;
             sl_session_truncate(s, 0);
             *entry_n = 0;
             return 0;

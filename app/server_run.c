@@ -13,16 +13,17 @@
  * hold one, whichever slot evaluated it: the prompt's first turn (the
  * system prompt) is kept in both once evaluated, the whole prompt on
  * disk, and a slot's whole state (a prompt and its reply) in memory
- * before a request that does not continue it replaces it.
+ * before a request that does not continue it replaces it. A kept or
+ * restored state whose evaluation gives non-finite values is dropped and
+ * the prompt evaluated from the start (gen_heal).
  *
  * Evaluation goes through the pool's batcher (server_batch.h): from its
  * first evaluation to the end of its reply the slot is engaged, and each
- * prompt chunk or decode token joins the next batched step (the slot's
- * gen_ctx evaluates through it: batch_eval). Prompt and reply are
- * gen_eval's and gen_reply's (gen.h), the reply written into a stdio
- * stream whose writes come here (fopencookie): each flush, one per token,
- * becomes a piece for the job's formatter, cut on a UTF-8 character
- * boundary. */
+ * prompt chunk or decode token joins the next batched step. The reply is
+ * the library's generation step (sl_gen_*), driven in its two halves: the
+ * tokens it has taken are submitted to the batcher, then its next event
+ * (tokens, whole UTF-8 text, the stop, logprobs) becomes a piece for the
+ * job's formatter. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,104 +31,53 @@
 #include "gen.h"
 #include "server_batch.h"
 #include "server_slots.h"
-#include "util/escape.h"
+#include "util/status.h"
 #include "util/timer.h"
 
 typedef struct run_ctx {
-    srv_slot *s;
-    srv_job *j;
-    int32_t *gen;            /* tokens sampled (and not stop tokens), in order */
+    int32_t *gen;            /* tokens taken, in order */
     int n_gen, cap_gen;
-    bool oom;
-    bool by_token;           /* an end-of-turn token ended the reply */
-    /* gen_reply's interrupt flag: written by this (the worker) thread only,
-     * when it sees the job cancelled, so no other thread touches it */
-    volatile sig_atomic_t stop_now;
 } run_ctx;
 
-/* Appends generated text and hands the complete characters to the
- * formatter; a character split across writes waits for its last byte. */
-static ssize_t cookie_write(void *cookie, const char *buf, size_t n)
+/* Records an event's tokens and their logprobs; false when out of memory. */
+static bool record(run_ctx *c, srv_job *j, const sl_gen_event *ev)
 {
-    run_ctx *c = cookie;
-    srv_job *j = c->j;
-    if (srv_job_cancelled(j)) {
-        c->stop_now = 1;
-        return -1; /* gen_reply stops with "cannot write" */
-    }
-    char tmp[4096 + 8];
-    size_t done = 0;
-    while (done < n) {
-        size_t take = n - done > 4096 ? 4096 : n - done;
-        size_t len = j->tail_len;
-        memcpy(tmp, j->utf8_tail, len);
-        memcpy(tmp + len, buf + done, take);
-        len += take;
-        done += take;
-        /* the longest prefix of whole characters (invalid bytes count as one) */
-        size_t ok = 0;
-        while (ok < len) {
-            size_t l = sl_utf8_seq_len((const unsigned char *)tmp + ok, len - ok);
-            if (l == 0) {
-                /* incomplete at the end, or invalid: wait if it could still complete */
-                if (len - ok < 4 && (unsigned char)tmp[ok] >= 0xc2) break;
-                l = 1;
-            }
-            ok += l;
-        }
-        j->tail_len = len - ok;
-        memcpy(j->utf8_tail, tmp + ok, j->tail_len);
-        if (ok) {
-            size_t need = j->text_len + ok + 1;
-            if (need > j->text_cap) {
-                size_t nc = j->text_cap ? j->text_cap * 2 : 1024;
-                while (nc < need) nc *= 2;
-                char *nt = realloc(j->text, nc);
-                if (!nt) return -1;
-                j->text = nt;
-                j->text_cap = nc;
-            }
-            memcpy(j->text + j->text_len, tmp, ok);
-            j->text_len += ok;
-            j->text[j->text_len] = '\0';
-            j->lps_from = j->lps.n_sent;
-            j->lps.n_sent = j->lps.n;
-            j->fmt->piece(j, tmp, ok);
-        }
-    }
-    return (ssize_t)n;
-}
-
-/* is_stop for gen_reply: records each token that goes on. */
-static bool is_stop(void *ud, int32_t id)
-{
-    run_ctx *c = ud;
-    srv_job *j = c->j;
-    if (srv_job_cancelled(j)) c->stop_now = 1; /* seen at gen_reply's next step */
-    bool stop = !j->ignore_eos && (j->chat && c->s->chat ? sl_chat_is_stop_token(c->s->chat, id)
-                                                         : sl_model_token_is_eog(c->s->g.m, id));
-    if (stop) {
-        c->by_token = true;
-        return true;
-    }
-    if (c->n_gen == c->cap_gen) {
+    if (ev->n_ids == 0) return true;
+    if (c->n_gen + ev->n_ids > c->cap_gen) {
         int nc = c->cap_gen ? c->cap_gen * 2 : 256;
+        while (nc < c->n_gen + ev->n_ids) nc *= 2;
         int32_t *ng = realloc(c->gen, (size_t)nc * sizeof *ng);
-        if (!ng) {
-            c->oom = true;
-            return true;
-        }
+        if (!ng) return false;
         c->gen = ng;
         c->cap_gen = nc;
     }
-    c->gen[c->n_gen++] = id;
-    /* the logits the sampler just saw are still the session's */
-    if (j->lps.n_top >= 0 &&
-        !srv_lps_record(&j->lps, sl_session_logits(c->s->g.s), sl_model_n_vocab(c->s->g.m), id)) {
-        c->oom = true;
-        return true;
+    memcpy(c->gen + c->n_gen, ev->ids, (size_t)ev->n_ids * sizeof *ev->ids);
+    c->n_gen += ev->n_ids;
+    for (int i = 0; ev->logprobs && i < ev->n_ids; i++)
+        if (!srv_lps_add(&j->lps, &ev->logprobs[i])) return false;
+    return true;
+}
+
+/* Hands an event's text to the formatter: the tokens taken since the last
+ * piece count as sent with it (their logprobs go out with it). */
+static bool piece(srv_job *j, const char *text, size_t len)
+{
+    size_t need = j->text_len + len + 1;
+    if (need > j->text_cap) {
+        size_t nc = j->text_cap ? j->text_cap * 2 : 1024;
+        while (nc < need) nc *= 2;
+        char *nt = realloc(j->text, nc);
+        if (!nt) return false;
+        j->text = nt;
+        j->text_cap = nc;
     }
-    return false;
+    memcpy(j->text + j->text_len, text, len);
+    j->text_len += len;
+    j->text[j->text_len] = '\0';
+    j->lps_from = j->lps.n_sent;
+    j->lps.n_sent = j->lps.n;
+    j->fmt->piece(j, text, len);
+    return true;
 }
 
 /* Tokens the slot holds that begin ids[0..n). */
@@ -163,26 +113,6 @@ static int first_turn_end(const srv_slot *s, const srv_job *j)
     return 0;
 }
 
-/* After a reply that a stop text ended: which of the job's stop texts it
- * was (the generated tokens spell the text sent, then the stop text). */
-static int matched_stop(const srv_slot *s, const srv_job *j, const run_ctx *c)
-{
-    sl_err err = {0};
-    int len = sl_detokenize(s->g.m, c->gen, c->n_gen, NULL, 0, 0, &err);
-    if (len < 0 || (size_t)len < j->text_len) return -1;
-    char *buf = malloc((size_t)len + 1);
-    int found = -1;
-    if (buf && sl_detokenize(s->g.m, c->gen, c->n_gen, buf, (size_t)len + 1, 0, &err) == len) {
-        for (int i = 0; i < j->n_stops && found < 0; i++) {
-            size_t ls = strlen(j->stops[i]);
-            if ((size_t)len - j->text_len >= ls && !memcmp(buf + j->text_len, j->stops[i], ls))
-                found = i;
-        }
-    }
-    free(buf);
-    return found;
-}
-
 /* Records the tokens the session now holds: prompt then generated. */
 static void remember(srv_slot *s, const srv_job *j, const run_ctx *c)
 {
@@ -214,10 +144,23 @@ static void finish(srv_slot *s, srv_job *j, srv_finish f, const char *msg)
     pthread_mutex_unlock(&j->mu);
 }
 
-/* gen_ctx.eval for a slot: the tokens join the next batched step. */
-static int batch_eval(void *batcher, sl_session *s, const int32_t *ids, int n, sl_err *err)
+/* Evaluates ids[0..n) on the slot's session in the batcher's steps
+ * (chunks of at most its batch size), recording each in the sampler's
+ * history. */
+static int slot_eval(srv_slot *s, const int32_t *ids, int n, sl_err *err)
 {
-    return srv_batch_eval(batcher, s, ids, n, err);
+    gen_ctx *g = &s->g;
+    for (int i = 0; i < n;) {
+        const int want = n - i < g->n_batch ? n - i : g->n_batch;
+        const int got = srv_batch_eval(&s->pool->batch, g->s, ids + i, want, err);
+        if (got < 0) return got;
+        for (int k = 0; k < got; k++) {
+            const int rc = sl_sampling_accept(g->smp, ids[i + k], err);
+            if (rc) return rc;
+        }
+        i += got;
+    }
+    return SL_OK;
 }
 
 /* Evaluates the job's prompt after the p tokens the slot's session holds
@@ -239,7 +182,7 @@ static int eval_prompt(srv_slot *s, srv_job *j, int p, sl_err *err)
          * its own, so that requests that differ after it find it */
         const int cut = first_turn_end(s, j);
         if (cut > p && cut < j->n_ids) {
-            const int rc = gen_eval(g, j->ids + p, cut - p, err);
+            const int rc = slot_eval(s, j->ids + p, cut - p, err);
             if (rc) return rc;
             srv_batch_leave(bt); /* the other slots go on while it is copied */
             srv_ramcache_store(pool->ram, g->s, j->ids, cut);
@@ -248,7 +191,7 @@ static int eval_prompt(srv_slot *s, srv_job *j, int p, sl_err *err)
             p = cut;
         }
     }
-    const int rc = gen_eval(g, j->ids + p, j->n_ids - p, err);
+    const int rc = slot_eval(s, j->ids + p, j->n_ids - p, err);
     if (rc) return rc;
     if (pool->pcache && p < j->n_ids) {
         srv_batch_leave(bt);
@@ -258,11 +201,52 @@ static int eval_prompt(srv_slot *s, srv_job *j, int p, sl_err *err)
     return SL_OK;
 }
 
+/* The reply: the generation step's halves, its tokens evaluated in the
+ * batcher's steps, its events handed to the formatter. Returns 0 or a
+ * negative SL_E* (err filled); *stop is the reply's stop. */
+static int reply(srv_slot *s, srv_job *j, run_ctx *c, sl_gen_stop *stop, sl_err *err)
+{
+    gen_ctx *g = &s->g;
+    const char *stops[SRV_MAX_STOPS + 1];
+    for (int i = 0; i < j->n_stops; i++) stops[i] = j->stops[i];
+    stops[j->n_stops] = NULL;
+    sl_gen_params gp = sl_gen_default_params();
+    gp.sampler = g->smp;
+    gp.max_tokens = j->max_tokens;
+    gp.stop_texts = stops;
+    gp.chat = j->chat ? s->chat : NULL;
+    gp.ignore_eog = j->ignore_eos;
+    gp.logprobs = j->lps.n_top;
+    gp.detok_flags = g->detok_flags;
+    sl_gen *gen = NULL;
+    int rc = sl_gen_create(&gen, g->s, &gp, err);
+    *stop = SL_GEN_GOING;
+    while (rc == SL_OK && *stop == SL_GEN_GOING) {
+        if (srv_job_cancelled(j)) sl_gen_cancel(gen);
+        const int32_t *ids;
+        const int n = sl_gen_pending(gen, &ids);
+        if (n > 0) { /* the taken tokens join the next batched step */
+            const int got = srv_batch_eval(&s->pool->batch, g->s, ids, n, err);
+            if (got < 0) rc = got;
+            else sl_gen_evaluated(gen, got);
+            continue;
+        }
+        sl_gen_event ev;
+        if ((rc = sl_gen_next(gen, &ev, err))) break;
+        if (!record(c, j, &ev) || (ev.len && !srv_job_cancelled(j) && !piece(j, ev.text, ev.len)))
+            rc = sl_err_set(err, SL_ENOMEM, "out of memory for the generated tokens");
+        *stop = ev.stop;
+        if (ev.stop == SL_GEN_STOP_TEXT) j->matched_stop = ev.stop_text;
+    }
+    sl_gen_free(gen);
+    return rc;
+}
+
 void srv_run_job(srv_slot *s, srv_job *j)
 {
     gen_ctx *g = &s->g;
     sl_err err = {0};
-    run_ctx c = {.s = s, .j = j};
+    run_ctx c = {0};
     j->n_prompt = j->n_ids;
 
     sl_sampling_params sp = j->sp;
@@ -288,19 +272,14 @@ void srv_run_job(srv_slot *s, srv_job *j)
     j->n_cached = p;
     j->fmt->begin(j); /* after the lookup: an answer's first event may count n_cached */
     srv_batcher *bt = &pool->batch;
-    g->eval = batch_eval;
-    g->eval_ud = bt;
-    g->out_name = "the reply";
     srv_batch_join(bt); /* from here the slot takes part in every step, until it leaves */
     uint64_t t0 = sl_now_ns();
     int erc = eval_prompt(s, j, p, &err);
-    if (erc == SL_EFORMAT && p > 0) {
-        /* non-finite values after a kept or restored state: evaluated from
-         * the start, that state is to blame when this succeeds */
-        sl_err first = err;
+    sl_err first;
+    if (gen_heal(g, erc, p, &err, &first)) {
+        /* evaluated from the start: the kept or restored state was to blame
+         * when this succeeds */
         s->n_held = 0;
-        sl_session_truncate(g->s, 0);
-        sl_sampling_reset(g->smp);
         j->n_cached = 0;
         erc = eval_prompt(s, j, 0, &err);
         if (!erc && entry_n > 0)
@@ -311,52 +290,39 @@ void srv_run_job(srv_slot *s, srv_job *j)
                     first.msg);
         entry_n = 0;
     }
-    if (erc) goto engine_error;
+    if (erc) {
+        srv_batch_leave(bt);
+        s->n_held = 0;
+        sl_session_truncate(g->s, 0);
+        finish(s, j, SRV_FINISH_ERROR, err.msg);
+        return;
+    }
     p = j->n_cached;
     __atomic_add_fetch(&pool->prompt_us, (sl_now_ns() - t0) / 1000, __ATOMIC_RELAXED);
     __atomic_add_fetch(&pool->prompt_tokens, (uint64_t)(j->n_ids - p), __ATOMIC_RELAXED);
     __atomic_add_fetch(&pool->cached_tokens, (uint64_t)p, __ATOMIC_RELAXED);
 
-    const char *stops[SRV_MAX_STOPS + 8 + 1];
-    int ns = 0;
-    for (int i = 0; i < j->n_stops; i++) stops[ns++] = j->stops[i];
-    if (j->chat && s->chat && !j->ignore_eos) {
-        const char *const *t = sl_chat_stop_texts(s->chat);
-        for (int i = 0; t && t[i] && i < 8; i++) stops[ns++] = t[i];
-    }
-    stops[ns] = NULL;
-
-    cookie_io_functions_t io = {.write = cookie_write};
-    FILE *out = fopencookie(&c, "w", io);
-    if (!out) {
-        srv_batch_leave(bt);
-        finish(s, j, SRV_FINISH_ERROR, "out of memory for the output stream");
-        return;
-    }
-    setvbuf(out, NULL, _IOFBF, 1 << 16);
-    gen_reply_stats st;
-    int rc = gen_reply(g, j->max_tokens, is_stop, &c, ns ? stops : NULL, &c.stop_now, out, &st,
-                       &err);
+    const uint64_t tg0 = sl_now_ns();
+    sl_gen_stop stop;
+    int rc = reply(s, j, &c, &stop, &err);
     srv_batch_leave(bt);
-    fclose(out);
     /* a reply that met non-finite values right after a restored entry
-     * (one that held the whole prompt, so nothing was evaluated before):
-     * that entry is never served again */
+     * (one that held the whole prompt on a model that cannot re-evaluate
+     * its last token, so nothing was evaluated before): that entry is
+     * never served again */
     if (rc == SL_EFORMAT && entry_n > 0)
         srv_pcache_drop(pool->pcache, j->ids, entry_n, err.msg, false);
-    j->n_gen = st.n_gen;
-    __atomic_add_fetch(&pool->gen_tokens, (uint64_t)st.n_gen, __ATOMIC_RELAXED);
-    __atomic_add_fetch(&pool->gen_us, (uint64_t)(1e6 * st.seconds), __ATOMIC_RELAXED);
+    j->n_gen = c.n_gen;
+    __atomic_add_fetch(&pool->gen_tokens, (uint64_t)c.n_gen, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&pool->gen_us, (sl_now_ns() - tg0) / 1000, __ATOMIC_RELAXED);
     __atomic_add_fetch(&pool->jobs_done, 1, __ATOMIC_RELAXED);
-    if (c.oom) {
+    if (rc == SL_ENOMEM) {
         free(c.gen);
         s->n_held = 0;
         sl_session_truncate(g->s, 0);
-        finish(s, j, SRV_FINISH_ERROR, "out of memory for the generated tokens");
+        finish(s, j, SRV_FINISH_ERROR, err.msg);
         return;
     }
-    if (rc == SL_OK && st.stop == GEN_STOP_EOG && !c.by_token && j->n_stops)
-        j->matched_stop = matched_stop(s, j, &c);
     remember(s, j, &c);
     free(c.gen);
     if (srv_job_cancelled(j)) {
@@ -364,13 +330,7 @@ void srv_run_job(srv_slot *s, srv_job *j)
     } else if (rc) {
         finish(s, j, SRV_FINISH_ERROR, err.msg);
     } else {
-        finish(s, j, st.stop == GEN_STOP_EOG ? SRV_FINISH_STOP : SRV_FINISH_LENGTH, NULL);
+        finish(s, j, stop == SL_GEN_LIMIT || stop == SL_GEN_CTX ? SRV_FINISH_LENGTH
+                                                                 : SRV_FINISH_STOP, NULL);
     }
-    return;
-engine_error:
-    srv_batch_leave(bt);
-    s->n_held = 0;
-    sl_session_truncate(g->s, 0);
-    free(c.gen);
-    finish(s, j, SRV_FINISH_ERROR, err.msg);
 }

@@ -250,7 +250,6 @@ bool srv_pool_submit(srv_pool *p, srv_job *j)
 
 static void slot_free(srv_slot *s)
 {
-    sl_detok_free(s->g.dt);
     sl_sampling_free(s->g.smp);
     sl_session_free(s->g.s);
     free(s->held);
@@ -286,11 +285,9 @@ int srv_pool_start(srv_pool *p, sl_model *m, const sl_chat *chat, int n_slots, i
         sp.kv_type = kv;
         sp.n_batch_max = n_batch;
         s->g.n_batch = n_batch;
-        if (sl_session_create(&s->g.s, m, &sp, &err) ||
-            /* harmony answers are split by their channel markers: keep them */
-            sl_detok_create(&s->g.dt, m,
-                            chat && !strcmp(sl_chat_name(chat), "harmony") ? SL_DETOK_SPECIAL : 0,
-                            &err)) {
+        /* harmony answers are split by their channel markers: keep them */
+        if (chat && !strcmp(sl_chat_name(chat), "harmony")) gen_decode_specials(&s->g);
+        if (sl_session_create(&s->g.s, m, &sp, &err)) {
             fprintf(stderr, "sluice serve: slot %d: %s\n", i, err.msg);
             return 1;
         }

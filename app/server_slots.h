@@ -76,8 +76,6 @@ struct srv_job {
     size_t out_len, out_cap, out_read;
     char *text;                   /* the whole generated text (NUL-terminated) */
     size_t text_len, text_cap;
-    char utf8_tail[8];            /* bytes of a character split across writes */
-    size_t tail_len;
     bool done;
     bool oom;                     /* an output buffer could not grow */
     srv_finish finish;

@@ -502,6 +502,103 @@ int sl_sampling_accept(sl_sampling *s, int32_t id, sl_err *err);
 /* Forgets the history and rewinds the RNG to its seeded state. */
 void sl_sampling_reset(sl_sampling *s);
 
+/* ---- generation -------------------------------------------------------- */
+
+/* One reply after a session's last evaluated token, pulled a step at a
+ * time: each step samples from the session's logits, decides whether the
+ * reply stops (an end-of-generation token, a stop text, the token limit,
+ * a full context, a cancel), and gives the token(s) taken, their text as
+ * whole UTF-8 characters (a stop text and whatever could still begin one
+ * are held back; the stop text itself never appears), and on request
+ * their log-probabilities. Several tokens may be taken in one step.
+ *
+ * The step comes in two halves so that a caller may evaluate several
+ * generators' tokens in one forward pass (sl_session_eval_multi): the
+ * tokens taken but not yet evaluated are sl_gen_pending's; the caller
+ * evaluates some of them on the session and says so (sl_gen_evaluated);
+ * sl_gen_next then gives the next event once none is pending.
+ * sl_gen_step does both halves with sl_session_eval. A stop token is not
+ * taken; a stop text's last token and the token that filled the context
+ * are taken but never pending. One generator per reply, one thread. */
+typedef struct sl_gen sl_gen;
+typedef struct sl_chat sl_chat;
+
+typedef enum sl_gen_stop {
+    SL_GEN_GOING = 0,    /* not stopped: step again */
+    SL_GEN_EOG,          /* an end-of-generation (or the chat's end-of-turn) token */
+    SL_GEN_STOP_TEXT,    /* a stop text appeared (event.stop_text says which) */
+    SL_GEN_LIMIT,        /* max_tokens taken */
+    SL_GEN_CTX,          /* the context is full */
+    SL_GEN_CANCELLED,    /* sl_gen_cancel */
+} sl_gen_stop;
+
+#define SL_GEN_MAX_STOPS 24     /* stop texts in all (the caller's and the chat's) */
+#define SL_GEN_MAX_STOP_LEN 64  /* bytes of one stop text */
+#define SL_GEN_MAX_TOP 20       /* alternatives a logprob may list */
+
+/* The model's own log-probabilities at a step (log-softmax of the logits
+ * the sampler saw, before penalties, temperature or any cut). */
+typedef struct sl_gen_logprob {
+    int32_t id;                       /* the token taken */
+    float lp;                         /* its log-probability */
+    int n_top;                        /* alternatives listed */
+    int32_t top_id[SL_GEN_MAX_TOP];   /* the most likely, descending (ties: lower id) */
+    float top_lp[SL_GEN_MAX_TOP];
+} sl_gen_logprob;
+
+typedef struct sl_gen_params {
+    sl_sampling *sampler;          /* required, borrowed: sees every taken token
+                                      (sl_sampling_accept); the caller records the
+                                      prompt's tokens in it */
+    int max_tokens;                /* < 0: no limit */
+    const char *const *stop_texts; /* NULL-terminated (or NULL), copied; 1..64 bytes each */
+    const sl_chat *chat;           /* non-NULL: its end-of-turn tokens stop (not only the
+                                      model's end-of-generation ones) and its stop
+                                      markers are stop texts too */
+    bool ignore_eog;               /* no token stops, and the chat's markers do not */
+    int logprobs;                  /* < 0: none; 0..20: each token's, with that many
+                                      alternatives */
+    unsigned detok_flags;          /* SL_DETOK_* of the text (SL_DETOK_SPECIAL: control
+                                      tokens as their text, for harmony's channels) */
+} sl_gen_params;
+
+sl_gen_params sl_gen_default_params(void);
+
+/* One step's result, owned by the generator until its next call. */
+typedef struct sl_gen_event {
+    const int32_t *ids;            /* the tokens taken this step (0 or more) */
+    int n_ids;
+    const sl_gen_logprob *logprobs; /* one per id when asked for, else NULL */
+    const char *text;              /* whole UTF-8 characters released this step */
+    size_t len;
+    sl_gen_stop stop;              /* SL_GEN_GOING until the last event */
+    int stop_text;                 /* SL_GEN_STOP_TEXT: index into params.stop_texts,
+                                      -1 for one of the chat's markers; else -1 */
+} sl_gen_event;
+
+/* A generator of one reply on s (which must hold at least one evaluated
+ * token, and outlive it). SL_EINVAL (no sampler, more than
+ * SL_GEN_MAX_STOPS stop texts, an empty or too long one, logprobs > 20),
+ * SL_ENOMEM. */
+int sl_gen_create(sl_gen **out, sl_session *s, const sl_gen_params *p, sl_err *err);
+void sl_gen_free(sl_gen *g);
+
+/* The tokens taken and not yet evaluated (*ids owned by g; 0: none). */
+int sl_gen_pending(const sl_gen *g, const int32_t **ids);
+/* The caller evaluated the first n pending tokens on the session. */
+void sl_gen_evaluated(sl_gen *g, int n);
+/* The next event (nothing pending: else SL_EINVAL). After the event that
+ * stops, SL_EINVAL. Errors: the sampler's (non-finite logits), the
+ * decoder's, SL_ENOMEM. */
+int sl_gen_next(sl_gen *g, sl_gen_event *ev, sl_err *err);
+/* Evaluates what is pending (sl_session_eval), then sl_gen_next. */
+int sl_gen_step(sl_gen *g, sl_gen_event *ev, sl_err *err);
+/* The next event stops the reply (SL_GEN_CANCELLED) once what is pending
+ * is evaluated. Same thread as the steps. */
+void sl_gen_cancel(sl_gen *g);
+/* Tokens taken so far. */
+int sl_gen_n_taken(const sl_gen *g);
+
 /* ---- chat templates -------------------------------------------------------- */
 
 /* Chat prompt formats recognised from the model's tokenizer.chat_template

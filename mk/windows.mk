@@ -15,8 +15,9 @@
 #
 # Platform files: *_posix.c are left out and *_win.c put in (WIN_SRC_OUT,
 # WIN_SRC_IN); on Linux the *_win.c files are not compiled. Left out for now:
-# `serve` (libmicrohttpd and the server's fopencookie; app/windows/
-# server_none.c answers that this build has no server).
+# `serve` (libmicrohttpd, and POSIX sockets and signals in server_deadline.c
+# and cmd_serve.c; app/windows/serve_none.c answers that this build has no
+# server).
 
 WIN := build/windows
 WIN_CC ?= clang
@@ -33,7 +34,7 @@ WIN_FLAGS := $(WIN_TARGET) $(CSTD) $(WARN) -O2 -g -D__USE_MINGW_ANSI_STDIO=1 -DP
   -include src/compat/win/posix_win.h
 WIN_LDFLAGS := $(WIN_TARGET) -fuse-ld=lld -static -L$(WIN_GCC_LIB) -L$(WIN_SYSROOT)/lib
 WIN_LIBS := -lpcre2-8 -ljansson -lpthread -lm -lpsapi -lshell32
-WIN_SRC_OUT := src/util/file.c src/util/fd_limit.c src/util/mem.c src/util/aligned.c src/util/console.c app/gen_harmony_cookie.c src/io/io_files.c src/io/io_pread.c \
+WIN_SRC_OUT := src/util/file.c src/util/fd_limit.c src/util/mem.c src/util/aligned.c src/util/console.c src/io/io_files.c src/io/io_pread.c \
   app/cmd_serve.c $(filter app/server_%.c,$(APP_SRC))
 WIN_LIB_SRC := $(filter-out $(WIN_SRC_OUT),$(LIB_SRC)) $(sort $(wildcard src/*/*_win.c src/compat/win/*.c))
 WIN_APP_SRC := $(filter-out $(WIN_SRC_OUT),$(APP_SRC)) $(sort $(wildcard app/windows/*.c))

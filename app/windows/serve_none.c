@@ -1,7 +1,7 @@
 /* serve_none.c - `sluice serve` in the Windows build, which leaves the server
- * out for now (its HTTP layer needs libmicrohttpd for Windows and its
- * generation goes through glibc's fopencookie; docs/ARCHITECTURE.md,
- * "Windows"). The command says so and fails. */
+ * out for now (its HTTP layer needs libmicrohttpd for Windows, and its
+ * connection deadline and signal thread POSIX sockets and signals;
+ * docs/ARCHITECTURE.md, "Windows"). The command says so and fails. */
 #include <stdio.h>
 
 #include "commands.h"

@@ -4,9 +4,8 @@
 # when its restore yields non-finite values, with one log line, and the
 # prompt is evaluated from the start: the answer is the cold one and the
 # next run is served from a healthy file again. Poisoned logits are caught
-# at the restore, poisoned rows by the evaluation after it (or, when the
-# whole prompt was restored, by the reply, which fails once and deletes the
-# file). For `run
+# at the restore, poisoned rows by the evaluation after it (a whole prompt's
+# last token is evaluated again, so its rows are checked too). For `run
 # --prompt-cache FILE`, the server's --prompt-cache DIR entries (also
 # across a restart) and a slot restore.
 set -u
@@ -56,18 +55,12 @@ heal "run, NaN logits" "$work/a.pc" "$P1" "$cold1" "holds non-finite logits (NaN
 check "poison the saved rows (checksums valid)" $POISON "$work/b.pc" rows
 heal "run, NaN rows" "$work/b.pc" "$P2" "$cold2" "gave non-finite values.*deleted; the prompt was evaluated from the start"
 
-# the whole prompt restored with finite logits but NaN rows: nothing is
-# evaluated before the reply, which fails; the file is deleted so that the
-# next run is cold and right
+# the whole prompt restored with finite logits but NaN rows: its last token
+# is evaluated again, meets NaN, and the prompt is evaluated from the start
 $TO "$SLUICE" run -m "$M" -p "$P1" -n 4 --temp 0 -t 1 --prompt-cache "$work/c.pc" >/dev/null 2>&1
-$POISON "$work/c.pc" rows
-$TO "$SLUICE" run -m "$M" -p "$P1" -n 4 --temp 0 -t 1 --prompt-cache "$work/c.pc" \
-    >/dev/null 2>"$work/err"
-rc=$?
-check "run, whole prompt with NaN rows: the reply fails ($rc) and the file is deleted" \
-    bash -c "[ $rc -ne 0 ] && grep -q 'met non-finite values: the file is deleted' '$work/err' && [ ! -e '$work/c.pc' ]"
-r=$($TO "$SLUICE" run -m "$M" -p "$P1" -n 4 --temp 0 -t 1 --prompt-cache "$work/c.pc" 2>/dev/null)
-check "  the next run answers as cold" [ "$r" = "$cold1" ]
+check "poison the whole prompt's rows (logits finite)" $POISON "$work/c.pc" rows
+heal "run, whole prompt with NaN rows" "$work/c.pc" "$P1" "$cold1" \
+    "gave non-finite values.*deleted; the prompt was evaluated from the start"
 
 # ---- serve --prompt-cache DIR and slot restore ------------------------------------
 mkdir -p "$work/pc" "$work/slots"
@@ -112,8 +105,24 @@ if start s2; then
     check "server, NaN logits: one log line says the entry was deleted" \
         [ "$(grep -c 'holds non-finite logits (NaN or infinity): deleted' "$work/s2.err")" -eq 1 ]
     r=$(client "$serve_port")
-    check "server, NaN logits: the next request is served whole from a new file ($(field "$r" 3) of $(field "$r" 4))" \
-        both "$(field "$r" 3)" "$(field "$r" 4)" "$(field "$r" 2)" "$(field "$cold" 2)"
+    check "server, NaN logits: the next request is served from a new file, its last token evaluated again ($(field "$r" 3) of $(field "$r" 4))" \
+        both "$(field "$r" 3)" "$(($(field "$r" 4) - 1))" "$(field "$r" 2)" "$(field "$cold" 2)"
+    serve_stop "$serve_pid"
+fi
+
+# the whole prompt's entry with finite logits but NaN rows (N5): its last token
+# is evaluated again and meets NaN; the prompt is evaluated from the start, the
+# entry deleted, and the answer is the cold one
+check "server: poison the whole prompt's rows (logits finite)" $POISON "$whole" rows
+if start s2b; then
+    r=$(client "$serve_port")
+    check "server, whole prompt with NaN rows: 200 and the cold answer ($(field "$r" 1) $(field "$r" 2))" \
+        both "$(field "$r" 1)" 200 "$(field "$r" 2)" "$(field "$cold" 2)"
+    check "server, whole prompt with NaN rows: one log line: deleted, evaluated from the start" \
+        [ "$(grep -c 'gave non-finite values.*deleted; the prompt was evaluated from the start' "$work/s2b.err")" -eq 1 ]
+    r=$(client "$serve_port")
+    check "server, whole prompt with NaN rows: the next request is served from a healthy file ($(field "$r" 3) cached)" \
+        both "$(field "$r" 3)" "$(($(field "$r" 4) - 1))" "$(field "$r" 2)" "$(field "$cold" 2)"
     serve_stop "$serve_pid"
 fi
 

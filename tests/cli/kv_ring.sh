@@ -46,7 +46,8 @@ if [ -r "$G" ]; then
         "$SLUICE" run -m "$G" -p "$P" -n 8 --temp 0 --ignore-eos -c 256 -b 4 --prompt-cache "$C" $x >"$work/pc2" 2>"$work/pc2.err"
         check "... and taken back ${x:-with the ring}: the same text" same_text "$work/pc1" "$work/pc2"
         check "... without a warning" bash -c '! grep -q warning "$1"' _ "$work/pc2.err"
-        check "... all of its tokens" grep -Eq "prompt cache: ([0-9]+) of \\1 prompt tokens restored" "$work/pc2.err"
+        # all but the last, which is evaluated again (poisoned rows would show: issue 29 N5)
+        check "... all of its tokens but the last" bash -c 'r=$(sed -nE "s/^prompt cache: ([0-9]+) of ([0-9]+) .*/\1 \2/p" "$1"); [ -n "$r" ] && [ $((${r#* } - ${r% *})) -eq 1 ]' _ "$work/pc2.err"
     done
     # a prompt that leaves the saved one early: the ring cannot go back that
     # far, so the prompt is evaluated again from the start, giving the text

@@ -47,8 +47,12 @@ for m in "$A" "$Q"; do
     run "$m" "$work/warm" -t 1 --prompt-cache "$C" --stats
     check "$name: warm run exits 0" [ $? -eq 0 ]
     check "$name: warm run = cold run" same_text "$work/cold" "$work/warm"
-    check "$name: warm run restored all $n_cold prompt tokens" [ "$(restored "$work/warm.err")" = "$n_cold" ]
-    check "$name: warm run evaluated 0 prompt tokens" [ "$(evaluated "$work/warm.err")" = "0" ]
+    # the whole prompt: its last token is evaluated again (poisoned rows then show),
+    # except on a recurrent model, which cannot go back and samples the saved logits
+    if [ "$name" = a ]; then again=1; else again=0; fi
+    check "$name: warm run restored $((n_cold - again)) of $n_cold prompt tokens" \
+        [ "$(restored "$work/warm.err")" = "$((n_cold - again))" ]
+    check "$name: warm run evaluated $again prompt tokens" [ "$(evaluated "$work/warm.err")" = "$again" ]
     check "$name: warm --stats counts only generated tokens evaluated" \
         grep -Eq '(^| )24 tokens' "$work/warm.err"
     # the cold run's --stats, for the comparison of the token counts
@@ -90,8 +94,8 @@ for k in trunc:truncated corrupt:checksum foreign_for_a:"another model"; do
     check "$f file: text = cold run" same_text "$work/cold_a" "$work/r_$f"
     check "$f file: all prompt tokens evaluated" [ "$(restored "$work/r_$f.err")" = 0 ]
     run "$A" "$work/r2_$f" -t 1 --prompt-cache "$work/$f.cache"
-    check "$f file: replaced by a good one (next run reuses it)" \
-        bash -c "[ \$(sed -nE 's/^prompt: +([0-9]+) tokens.*/\1/p' '$work/r2_$f.err') = 0 ]"
+    check "$f file: replaced by a good one (next run reuses it: 1 token evaluated again)" \
+        bash -c "[ \$(sed -nE 's/^prompt: +([0-9]+) tokens.*/\1/p' '$work/r2_$f.err') = 1 ]"
 done
 ls -a "$work" | grep -q '\.tmp-'
 check "no temporary file left" [ $? -ne 0 ]

@@ -140,8 +140,9 @@ warm=$(pc_client same)
 other=$(pc_client other)
 echo "prompt cache: cold $(field "$cold" 4) s, after restart $(field "$warm" 4) s (prompt $(field "$cold" 3) tokens)"
 check "prompt cache: after a restart, the same text as the cold request" [ "$(field "$warm" 1)" = "$(field "$cold" 1)" ]
+# (its last token evaluated again, so that poisoned rows would show: issue 29 N5)
 check "prompt cache: after a restart, the whole prompt came from disk (cached $(field "$warm" 2) of $(field "$warm" 3))" \
-    [ "$(field "$warm" 2)" = "$(field "$warm" 3)" ]
+    [ "$(field "$warm" 2)" = "$(($(field "$warm" 3) - 1))" ]
 check "prompt cache: the cold request had nothing cached ($(field "$cold" 2))" [ "$(field "$cold" 2)" = 0 ]
 check "prompt cache: after a restart the request is faster ($(field "$warm" 4) s < $(field "$cold" 4) s)" \
     python3 -c "import sys; sys.exit(0 if $(field "$warm" 4) < $(field "$cold" 4) else 1)"

@@ -1,24 +1,31 @@
-/* server_answer.c - see server_answer.h. */
-#include "server_answer.h"
+/* answer_stream.c - see answer_stream.h. */
+#include "chat/answer_stream.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-void srv_answer_init(srv_answer *a, bool harmony, bool think_enabled, bool think_inside,
-                     bool tools, srv_think_out out, void *ud)
+bool sl_answer_thinks(sl_chat_family family, const char *prompt, size_t len, bool *inside)
+{
+    *inside = (len >= 8 && !memcmp(prompt + len - 8, "<think>\n", 8)) ||
+              (len >= 7 && !memcmp(prompt + len - 7, "<think>", 7));
+    return *inside || family == SL_CHAT_QWEN3;
+}
+
+void sl_answer_init(sl_answer *a, bool harmony, bool think_enabled, bool think_inside,
+                     bool tools, sl_think_out out, void *ud)
 {
     memset(a, 0, sizeof *a);
     a->harmony = harmony;
     a->tools = tools;
     a->out = out;
     a->ud = ud;
-    srv_think_init(&a->think, think_enabled, think_inside);
+    sl_think_init(&a->think, think_enabled, think_inside);
     sl_harmony_stream_init(&a->hs);
     sl_tc_init(&a->tc);
 }
 
-void srv_answer_free(srv_answer *a)
+void sl_answer_free(sl_answer *a)
 {
     sl_tc_free(&a->tc);
     free(a->call_args);
@@ -27,21 +34,21 @@ void srv_answer_free(srv_answer *a)
 
 static void content_out(void *ud, const char *text, size_t len)
 {
-    srv_answer *a = ud;
+    sl_answer *a = ud;
     if (len) a->out(a->ud, false, text, len);
 }
 
 /* after the think splitter: content goes through the <tool_call> parser */
 static void think_out(void *ud, bool reasoning, const char *text, size_t len)
 {
-    srv_answer *a = ud;
+    sl_answer *a = ud;
     if (reasoning || !a->tools) a->out(a->ud, reasoning, text, len);
     else sl_tc_feed(&a->tc, text, len, content_out, a);
 }
 
 static void harmony_event(void *ud, const sl_harmony_event *ev)
 {
-    srv_answer *a = ud;
+    sl_answer *a = ud;
     switch (ev->kind) {
     case SL_HARMONY_MSG_START:
         a->in_call = !strncmp(ev->recipient, "functions.", 10);
@@ -73,18 +80,18 @@ static void harmony_event(void *ud, const sl_harmony_event *ev)
     }
 }
 
-void srv_answer_feed(srv_answer *a, const char *text, size_t len)
+void sl_answer_feed(sl_answer *a, const char *text, size_t len)
 {
     if (a->harmony) sl_harmony_stream_feed(&a->hs, text, len, harmony_event, a);
-    else srv_think_feed(&a->think, text, len, think_out, a);
+    else sl_think_feed(&a->think, text, len, think_out, a);
 }
 
-void srv_answer_finish(srv_answer *a)
+void sl_answer_finish(sl_answer *a)
 {
     if (a->harmony) {
         sl_harmony_stream_finish(&a->hs, harmony_event, a);
         return;
     }
-    srv_think_flush(&a->think, think_out, a);
+    sl_think_flush(&a->think, think_out, a);
     if (a->tools) sl_tc_finish(&a->tc, content_out, a);
 }

@@ -1,0 +1,46 @@
+/* answer_stream.h - a chat answer split as it streams into reasoning,
+ * content and tool calls, whatever the template: harmony's channels
+ * (analysis -> reasoning, final and preambles -> content, commentary to
+ * functions.NAME -> a call), or a thinking model's <think> block
+ * (think_stream.h) with Qwen3-style <tool_call> JSON in the content when the
+ * request declared tools. */
+#ifndef SL_CHAT_ANSWER_STREAM_H
+#define SL_CHAT_ANSWER_STREAM_H
+
+#include <stdbool.h>
+
+#include "chat/harmony_stream.h"
+#include "chat/toolcall_stream.h"
+#include "chat/chat.h"
+#include "chat/think_stream.h"
+
+typedef struct sl_answer {
+    bool harmony, tools;
+    sl_think think;
+    sl_harmony_stream hs;
+    sl_tc_stream tc;         /* tool calls found (and the <tool_call> parser) */
+    char *call_args;         /* harmony: the arguments of the call being read */
+    size_t n_args;
+    bool in_call;
+    char call_name[128];
+    sl_think_out out;
+    void *ud;
+} sl_answer;
+
+/* Whether an answer to prompt (len bytes: the template's own rendering,
+ * without a forced call's opening) keeps its reasoning in a <think> block
+ * to split off: the prompt leaves one open (*inside: the answer starts as
+ * reasoning), or the family opens one itself (Qwen3). */
+bool sl_answer_thinks(sl_chat_family family, const char *prompt, size_t len, bool *inside);
+
+/* harmony: the template is harmony; think_*: as sl_think_init; tools: the
+ * request declared tools (parse <tool_call>). out receives reasoning and
+ * content as they are known. */
+void sl_answer_init(sl_answer *a, bool harmony, bool think_enabled, bool think_inside,
+                     bool tools, sl_think_out out, void *ud);
+void sl_answer_feed(sl_answer *a, const char *text, size_t len);
+/* At the end: held text goes out; the calls are then in a->tc. */
+void sl_answer_finish(sl_answer *a);
+void sl_answer_free(sl_answer *a);
+
+#endif

@@ -1,0 +1,343 @@
+/* generate.c - one reply pulled a step at a time (sl_gen_*, sluice.h).
+ *
+ * A step: sample from the session's logits; a stop token ends the reply
+ * untaken; else the token is taken (the sampler records it, its
+ * log-probability is computed from the same logits), decoded, and its
+ * text goes through the stop-text filter, which holds back the tail that
+ * could begin a stop text; what it lets out goes to the event once it is
+ * whole UTF-8 characters. The taken token is pending until the caller has
+ * evaluated it, unless it ended the reply (a stop text, a full context).
+ * The limit and a cancel are seen at the start of a step, after the last
+ * token's evaluation, so the session then holds every taken token. At the
+ * end the decoder's held bytes go through the filter too.
+ *
+ * Public API only: the server's batcher and the CLI drive the same steps. */
+#include "sluice.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/session.h"
+#include "util/escape.h"
+#include "util/status.h"
+
+#define PEND_CAP (2 * SL_GEN_MAX_STOP_LEN + 8)
+#define MAX_STEP_TOKENS 1 /* tokens one step takes (several: speculative decoding) */
+
+struct sl_gen {
+    sl_session *s;
+    const sl_model *m;
+    sl_sampling *smp;
+    sl_detok *dt;
+    const sl_chat *chat;
+    int max_tokens, n_logprobs, n_vocab;
+    bool ignore_eog, cancel, done;
+    char stops[SL_GEN_MAX_STOPS][SL_GEN_MAX_STOP_LEN + 1];
+    int n_stops, n_user_stops;
+    char pend[PEND_CAP];      /* text held back: it could begin a stop text */
+    size_t np;
+    char *out;                /* this step's text */
+    size_t n_out, cap_out;
+    char tail[8];             /* an incomplete UTF-8 character let out by the filter */
+    size_t n_tail;
+    int32_t ids[MAX_STEP_TOKENS];        /* taken this step */
+    sl_gen_logprob lps[MAX_STEP_TOKENS];
+    int n_ids;
+    int32_t pending[MAX_STEP_TOKENS];    /* taken, not yet evaluated: pending[p0..p0+n) */
+    int p0, n_pending;
+    int n_taken;
+};
+
+sl_gen_params sl_gen_default_params(void)
+{
+    sl_gen_params p;
+    memset(&p, 0, sizeof p);
+    p.max_tokens = -1;
+    p.logprobs = -1;
+    return p;
+}
+
+static int add_stop(sl_gen *g, const char *t, sl_err *err)
+{
+    size_t l = strlen(t);
+    if (g->n_stops == SL_GEN_MAX_STOPS || l == 0 || l > SL_GEN_MAX_STOP_LEN)
+        return sl_err_set(err, SL_EINVAL, "generation: at most %d stop texts of 1 to %d bytes",
+                          SL_GEN_MAX_STOPS, SL_GEN_MAX_STOP_LEN);
+    memcpy(g->stops[g->n_stops++], t, l + 1);
+    return SL_OK;
+}
+
+int sl_gen_create(sl_gen **out, sl_session *s, const sl_gen_params *p, sl_err *err)
+{
+    *out = NULL;
+    if (!p || !p->sampler || !s)
+        return sl_err_set(err, SL_EINVAL, "generation: no session or no sampler");
+    if (p->logprobs > SL_GEN_MAX_TOP)
+        return sl_err_set(err, SL_EINVAL, "generation: at most %d alternatives a token",
+                          SL_GEN_MAX_TOP);
+    sl_gen *g = calloc(1, sizeof *g);
+    if (!g) return sl_err_set(err, SL_ENOMEM, "out of memory for a generator");
+    g->s = s;
+    g->m = s->m;
+    g->smp = p->sampler;
+    g->chat = p->chat;
+    g->max_tokens = p->max_tokens;
+    g->n_logprobs = p->logprobs;
+    g->n_vocab = sl_model_n_vocab(g->m);
+    g->ignore_eog = p->ignore_eog;
+    int rc = SL_OK;
+    for (int i = 0; rc == SL_OK && p->stop_texts && p->stop_texts[i]; i++)
+        rc = add_stop(g, p->stop_texts[i], err);
+    g->n_user_stops = g->n_stops;
+    if (rc == SL_OK && p->chat && !p->ignore_eog) {
+        const char *const *t = sl_chat_stop_texts(p->chat);
+        for (int i = 0; rc == SL_OK && t && t[i]; i++) rc = add_stop(g, t[i], err);
+    }
+    if (rc == SL_OK) rc = sl_detok_create(&g->dt, g->m, p->detok_flags, err);
+    if (rc) {
+        sl_gen_free(g);
+        return rc;
+    }
+    *out = g;
+    return SL_OK;
+}
+
+void sl_gen_free(sl_gen *g)
+{
+    if (!g) return;
+    sl_detok_free(g->dt);
+    free(g->out);
+    free(g);
+}
+
+int sl_gen_pending(const sl_gen *g, const int32_t **ids)
+{
+    *ids = g->pending + g->p0;
+    return g->n_pending;
+}
+
+void sl_gen_evaluated(sl_gen *g, int n)
+{
+    if (n < 0) n = 0;
+    if (n > g->n_pending) n = g->n_pending;
+    g->p0 += n;
+    g->n_pending -= n;
+}
+
+void sl_gen_cancel(sl_gen *g) { g->cancel = true; }
+
+int sl_gen_n_taken(const sl_gen *g) { return g->n_taken; }
+
+/* Room for n more bytes of text (and a NUL). */
+static int out_grow(sl_gen *g, size_t n, sl_err *err)
+{
+    size_t need = g->n_out + n + 1;
+    if (need <= g->cap_out) return SL_OK;
+    size_t nc = g->cap_out ? g->cap_out * 2 : 256;
+    while (nc < need) nc *= 2;
+    char *no = realloc(g->out, nc);
+    if (!no) return sl_err_set(err, SL_ENOMEM, "out of memory for the generated text");
+    g->out = no;
+    g->cap_out = nc;
+    return SL_OK;
+}
+
+/* Appends n bytes to the step's text, keeping back an incomplete UTF-8
+ * character at its end (invalid bytes count as one character each). */
+static int out_put(sl_gen *g, const char *b, size_t n, sl_err *err)
+{
+    if (!n) return SL_OK;
+    const int rc = out_grow(g, g->n_tail + n, err);
+    if (rc) return rc;
+    char *d = g->out + g->n_out;
+    memcpy(d, g->tail, g->n_tail);
+    memcpy(d + g->n_tail, b, n);
+    size_t len = g->n_tail + n, ok = 0;
+    while (ok < len) {
+        size_t l = sl_utf8_seq_len((const unsigned char *)d + ok, len - ok);
+        if (l == 0) {
+            /* incomplete at the end, or invalid: wait if it could still complete */
+            if (len - ok < 4 && (unsigned char)d[ok] >= 0xc2) break;
+            l = 1;
+        }
+        ok += l;
+    }
+    g->n_tail = len - ok;
+    memcpy(g->tail, d + ok, g->n_tail);
+    g->n_out += ok;
+    return SL_OK;
+}
+
+/* Lets out the first n held-back bytes. */
+static int pend_out(sl_gen *g, size_t n, sl_err *err)
+{
+    int rc = out_put(g, g->pend, n, err);
+    memmove(g->pend, g->pend + n, g->np - n);
+    g->np -= n;
+    return rc;
+}
+
+/* Whether pend[k..np) is a prefix of some stop text. */
+static bool could_start_stop(const sl_gen *g, size_t k)
+{
+    for (int i = 0; i < g->n_stops; i++) {
+        size_t ls = strlen(g->stops[i]), n = g->np - k;
+        if (n < ls && !memcmp(g->pend + k, g->stops[i], n)) return true;
+    }
+    return false;
+}
+
+/* Feeds decoded text through the stop-text filter. Returns the index of
+ * the stop text completed (what preceded it let out, the rest dropped), or
+ * -1 when none; *rc is SL_ENOMEM when the text could not grow. */
+static int filter_feed(sl_gen *g, const char *text, size_t len, int *rc, sl_err *err)
+{
+    *rc = SL_OK;
+    if (g->n_stops == 0) {
+        *rc = out_put(g, text, len, err);
+        return -1;
+    }
+    for (size_t i = 0; i < len; i++) {
+        if (g->np == sizeof g->pend && (*rc = pend_out(g, 1, err))) return -1;
+        g->pend[g->np++] = text[i];
+        for (int k = 0; k < g->n_stops; k++) {
+            size_t ls = strlen(g->stops[k]);
+            if (ls <= g->np && !memcmp(g->pend + g->np - ls, g->stops[k], ls)) {
+                *rc = pend_out(g, g->np - ls, err);
+                g->np = 0;
+                return k;
+            }
+        }
+    }
+    size_t k = 0;
+    while (k < g->np && !could_start_stop(g, k)) k++;
+    *rc = pend_out(g, k, err);
+    return -1;
+}
+
+/* The reply ends: the decoder's held bytes go through the filter (unless
+ * a stop text ended it), then everything held is let out. */
+static int finish(sl_gen *g, sl_gen_event *ev, sl_err *err)
+{
+    const char *text;
+    size_t len;
+    int rc = SL_OK;
+    sl_detok_flush(g->dt, &text, &len);
+    if (ev->stop != SL_GEN_STOP_TEXT) {
+        int k = filter_feed(g, text, len, &rc, err);
+        if (k >= 0) {
+            ev->stop = SL_GEN_STOP_TEXT;
+            ev->stop_text = k < g->n_user_stops ? k : -1;
+        } else if (rc == SL_OK) {
+            rc = pend_out(g, g->np, err);
+        }
+    }
+    if (rc == SL_OK && g->n_tail && (rc = out_grow(g, g->n_tail, err)) == SL_OK) {
+        memcpy(g->out + g->n_out, g->tail, g->n_tail); /* it cannot complete now */
+        g->n_out += g->n_tail;
+        g->n_tail = 0;
+    }
+    g->done = true;
+    return rc;
+}
+
+/* The log-probabilities of id and the n_top most likely tokens. */
+static void logprob_of(sl_gen_logprob *e, const float *logits, int n_vocab, int32_t id,
+                       int n_top)
+{
+    /* log-softmax: max, then the log of the sum of exp(logit - max) */
+    float mx = -INFINITY;
+    for (int i = 0; i < n_vocab; i++)
+        if (logits[i] > mx) mx = logits[i];
+    double sum = 0;
+    for (int i = 0; i < n_vocab; i++) sum += exp((double)logits[i] - (double)mx);
+    const double lse = (double)mx + log(sum);
+    memset(e, 0, sizeof *e);
+    e->id = id;
+    e->lp = (float)((double)logits[id] - lse);
+    const int k = n_top > SL_GEN_MAX_TOP ? SL_GEN_MAX_TOP : n_top;
+    for (int i = 0; i < n_vocab && k > 0; i++) {
+        float x = logits[i];
+        if (e->n_top == k && !(x > e->top_lp[k - 1])) continue;
+        int pos = e->n_top < k ? e->n_top++ : k - 1;
+        while (pos > 0 && x > e->top_lp[pos - 1]) {
+            e->top_lp[pos] = e->top_lp[pos - 1];
+            e->top_id[pos] = e->top_id[pos - 1];
+            pos--;
+        }
+        e->top_lp[pos] = x;
+        e->top_id[pos] = i;
+    }
+    for (int t = 0; t < e->n_top; t++) e->top_lp[t] = (float)((double)e->top_lp[t] - lse);
+}
+
+static bool is_stop_token(const sl_gen *g, int32_t id)
+{
+    if (g->ignore_eog) return false;
+    return g->chat ? sl_chat_is_stop_token(g->chat, id) : sl_model_token_is_eog(g->m, id);
+}
+
+int sl_gen_next(sl_gen *g, sl_gen_event *ev, sl_err *err)
+{
+    memset(ev, 0, sizeof *ev);
+    ev->stop_text = -1;
+    if (g->done) return sl_err_set(err, SL_EINVAL, "generation: the reply has ended");
+    if (g->n_pending)
+        return sl_err_set(err, SL_EINVAL, "generation: %d taken tokens not evaluated",
+                          g->n_pending);
+    g->n_out = 0;
+    g->n_ids = 0;
+    g->p0 = 0;
+    ev->ids = g->ids;
+    ev->logprobs = g->n_logprobs >= 0 ? g->lps : NULL;
+    int rc = SL_OK;
+    if (g->cancel) {
+        ev->stop = SL_GEN_CANCELLED;
+    } else if (g->max_tokens >= 0 && g->n_taken >= g->max_tokens) {
+        ev->stop = SL_GEN_LIMIT;
+    } else {
+        const float *logits = sl_session_logits(g->s);
+        const int id = sl_sampling_sample(g->smp, logits, err);
+        if (id < 0) return id;
+        if (is_stop_token(g, id)) {
+            ev->stop = SL_GEN_EOG;
+        } else {
+            if (g->n_logprobs >= 0) logprob_of(&g->lps[0], logits, g->n_vocab, id, g->n_logprobs);
+            if ((rc = sl_sampling_accept(g->smp, id, err))) return rc;
+            const char *text;
+            size_t len;
+            if ((rc = sl_detok_push(g->dt, id, &text, &len, err))) return rc;
+            g->ids[g->n_ids++] = id;
+            g->n_taken++;
+            const int k = filter_feed(g, text, len, &rc, err);
+            if (rc) return rc;
+            if (k >= 0) {
+                ev->stop = SL_GEN_STOP_TEXT;
+                ev->stop_text = k < g->n_user_stops ? k : -1;
+            } else if (sl_session_n_past(g->s) >= sl_session_n_ctx(g->s)) {
+                ev->stop = SL_GEN_CTX;
+            } else {
+                g->pending[0] = id;
+                g->n_pending = 1;
+            }
+        }
+    }
+    if (ev->stop != SL_GEN_GOING && (rc = finish(g, ev, err))) return rc;
+    ev->n_ids = g->n_ids;
+    ev->text = g->out ? g->out : "";
+    ev->len = g->n_out;
+    return SL_OK;
+}
+
+int sl_gen_step(sl_gen *g, sl_gen_event *ev, sl_err *err)
+{
+    const int32_t *ids;
+    const int n = sl_gen_pending(g, &ids);
+    if (n > 0) {
+        const int rc = sl_session_eval(g->s, ids, n, err);
+        if (rc) return rc;
+        sl_gen_evaluated(g, n);
+    }
+    return sl_gen_next(g, ev, err);
+}
