@@ -88,3 +88,37 @@ void srv_answer_finish(srv_answer *a)
     srv_think_flush(&a->think, think_out, a);
     if (a->tools) sl_tc_finish(&a->tc, content_out, a);
 }
+
+static void collect(void *ud, bool reasoning, const char *text, size_t len)
+{
+    srv_answer_text *b = ud;
+    const int k = reasoning ? 1 : 0;
+    if (!len) return;
+    char *np = realloc(b->p[k], b->n[k] + len + 1);
+    if (!np) {
+        b->oom = true;
+        return;
+    }
+    memcpy(np + b->n[k], text, len);
+    b->n[k] += len;
+    np[b->n[k]] = '\0';
+    b->p[k] = np;
+}
+
+void srv_answer_whole(srv_answer *a, srv_answer_text *out, bool harmony, bool think_enabled,
+                      bool think_inside, bool tools, const char *prime, const char *text,
+                      size_t len)
+{
+    memset(out, 0, sizeof *out);
+    srv_answer_init(a, harmony, think_enabled, think_inside, tools, collect, out);
+    if (prime) srv_answer_feed(a, prime, strlen(prime));
+    srv_answer_feed(a, text ? text : "", len);
+    srv_answer_finish(a);
+}
+
+void srv_answer_text_free(srv_answer_text *t)
+{
+    free(t->p[0]);
+    free(t->p[1]);
+    memset(t, 0, sizeof *t);
+}

@@ -36,4 +36,21 @@ void srv_answer_feed(srv_answer *a, const char *text, size_t len);
 void srv_answer_finish(srv_answer *a);
 void srv_answer_free(srv_answer *a);
 
+/* A whole answer's text split: [0] content, [1] reasoning (each malloc'd,
+ * NUL-terminated, NULL when empty); oom when a part could not grow. */
+typedef struct srv_answer_text {
+    char *p[2];
+    size_t n[2];
+    bool oom;
+} srv_answer_text;
+
+/* Runs a whole answer (prime, may be NULL, then text[0..len)) through a
+ * fresh parser *a (the flags as srv_answer_init's) into *out; the calls
+ * are then in a->tc. The caller frees both (srv_answer_free,
+ * srv_answer_text_free). */
+void srv_answer_whole(srv_answer *a, srv_answer_text *out, bool harmony, bool think_enabled,
+                      bool think_inside, bool tools, const char *prime, const char *text,
+                      size_t len);
+void srv_answer_text_free(srv_answer_text *t);
+
 #endif

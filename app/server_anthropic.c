@@ -407,10 +407,8 @@ srv_reply srv_messages(srv *s, json_t *body)
     r = srv_prepare_job(s, SRV_API_ANTHROPIC, body, prompt, true, "stop_sequences", &j);
     char *prime = r.status || !prime_len ? NULL : strdup(prompt + strlen(prompt) - prime_len);
     /* a thinking template (as the chat endpoint decides): reasoning apart */
-    const size_t pl = strlen(prompt) - prime_len;
-    const bool inside = (pl >= 8 && !memcmp(prompt + pl - 8, "<think>\n", 8)) ||
-                        (pl >= 7 && !memcmp(prompt + pl - 7, "<think>", 7));
-    const bool think = inside || !strcmp(sl_chat_name(s->chat), "qwen3");
+    bool inside = false;
+    const bool think = srv_prompt_thinks(s, prompt, prime_len, &inside);
     free(prompt);
     if (r.status) return r;
     const json_t *th = json_object_get(body, "thinking");

@@ -396,11 +396,8 @@ srv_reply srv_chat_completions(srv *s, json_t *body)
         free(prompt);
         return srv_error(SRV_API_OPENAI, 400, "%s", msg);
     }
-    size_t pl = strlen(prompt) - prime; /* the template's own end, before a forced call */
-    bool inside = (pl >= 8 && !memcmp(prompt + pl - 8, "<think>\n", 8)) ||
-                  (pl >= 7 && !memcmp(prompt + pl - 7, "<think>", 7));
-    bool enabled = !(rf && !strcmp(rf, "none")) &&
-                   (inside || !strcmp(sl_chat_name(s->chat), "qwen3"));
+    bool inside = false;
+    bool enabled = srv_prompt_thinks(s, prompt, prime, &inside) && !(rf && !strcmp(rf, "none"));
     r = generate(s, body, prompt, true, enabled, enabled && inside, tools, prime);
     free(prompt);
     return r;
