@@ -184,39 +184,15 @@ static void fmt_end(srv_job *j)
 
 static const srv_format oai_format = {fmt_begin, fmt_piece, fmt_end};
 
-/* The whole answer split into reasoning and content (the same splitter
- * as the stream's). */
-typedef struct split_buf {
-    char *p[2];      /* [0] content, [1] reasoning */
-    size_t n[2];
-    bool oom;
-} split_buf;
-
-static void collect(void *ud, bool reasoning, const char *text, size_t len)
-{
-    split_buf *b = ud;
-    int k = reasoning ? 1 : 0;
-    char *np = realloc(b->p[k], b->n[k] + len + 1);
-    if (!np) {
-        b->oom = true;
-        return;
-    }
-    memcpy(np + b->n[k], text, len);
-    b->n[k] += len;
-    np[b->n[k]] = '\0';
-    b->p[k] = np;
-}
-
 /* The chat answer's message object: content, and reasoning_content when
  * there was any. */
 static json_t *chat_message(const srv_job *j)
 {
     const oai_job *a = j->api;
-    split_buf b = {{NULL, NULL}, {0, 0}, false};
+    srv_answer_text b;
     srv_answer t;
-    answer_start(a, &t, collect, &b);
-    srv_answer_feed(&t, j->text ? j->text : "", j->text_len);
-    srv_answer_finish(&t);
+    srv_answer_whole(&t, &b, a->s->harmony, a->think_enabled, a->think_inside, a->tools, a->prime,
+                     j->text, j->text_len);
     bool calls = t.tc.n_calls > 0;
     if (calls) /* the text around calls: trailing blank space dropped */
         while (b.n[0] && strchr(" \t\r\n", b.p[0][b.n[0] - 1])) b.n[0]--;
@@ -227,8 +203,7 @@ static json_t *chat_message(const srv_job *j)
     if (m && b.n[1]) json_object_set_new(m, "reasoning_content", json_stringn(b.p[1], b.n[1]));
     if (m && calls) json_object_set_new(m, "tool_calls", tool_calls_json(a, &t.tc, false));
     srv_answer_free(&t);
-    free(b.p[0]);
-    free(b.p[1]);
+    srv_answer_text_free(&b);
     return m;
 }
 
@@ -291,14 +266,12 @@ static bool answer_has_calls(const srv_job *j)
     const oai_job *a = j->api;
     if (!a->tools && !a->s->harmony) return false;
     srv_answer t;
-    split_buf b = {{NULL, NULL}, {0, 0}, false};
-    answer_start(a, &t, collect, &b);
-    srv_answer_feed(&t, j->text ? j->text : "", j->text_len);
-    srv_answer_finish(&t);
+    srv_answer_text b;
+    srv_answer_whole(&t, &b, a->s->harmony, a->think_enabled, a->think_inside, a->tools, a->prime,
+                     j->text, j->text_len);
     bool calls = t.tc.n_calls > 0;
     srv_answer_free(&t);
-    free(b.p[0]);
-    free(b.p[1]);
+    srv_answer_text_free(&b);
     return calls;
 }
 
