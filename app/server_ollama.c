@@ -806,26 +806,31 @@ static const struct {
                     "`sluice serve -m`"},
 };
 
-bool srv_ollama_refusable(const char *url)
+/* Why refusals[] refuses url (an entry's path ending in '/' covers every
+ * path under it), that entry's path in *path; NULL when it does not. */
+static const char *refusal_of(const char *url, const char **path)
 {
     for (size_t i = 0; i < sizeof refusals / sizeof refusals[0]; i++) {
         const size_t n = strlen(refusals[i].path);
         if (refusals[i].path[n - 1] == '/' ? !strncmp(url, refusals[i].path, n)
-                                           : !strcmp(url, refusals[i].path))
-            return true;
+                                           : !strcmp(url, refusals[i].path)) {
+            *path = refusals[i].path;
+            return refusals[i].why;
+        }
     }
-    return false;
+    return NULL;
+}
+
+bool srv_ollama_refusable(const char *url)
+{
+    const char *path;
+    return refusal_of(url, &path) != NULL;
 }
 
 srv_reply srv_ollama_refused(srv *s, const char *url)
 {
     (void)s;
-    for (size_t i = 0; i < sizeof refusals / sizeof refusals[0]; i++) {
-        const size_t n = strlen(refusals[i].path);
-        if (refusals[i].path[n - 1] == '/' ? !strncmp(url, refusals[i].path, n)
-                                           : !strcmp(url, refusals[i].path))
-            return srv_error(SRV_API_OLLAMA, 501, "%.40s is not available: %s", refusals[i].path,
-                             refusals[i].why);
-    }
-    return srv_error(SRV_API_OLLAMA, 404, "no endpoint %.200s", url);
+    const char *path = NULL, *why = refusal_of(url, &path);
+    if (!why) return srv_error(SRV_API_OLLAMA, 404, "no endpoint %.200s", url);
+    return srv_error(SRV_API_OLLAMA, 501, "%s is not available: %s", path, why);
 }

@@ -7,8 +7,9 @@
 # endpoints' for the same conversation; curl checks the wire: NDJSON lines
 # and their Content-Type, errors as {"error": "..."} with the right status
 # (400, 404, 405, 501). Skipped (with a note) only where node or npm is
-# missing; a server with a chatml template (tools, no thinking) and one with
-# a thinking template (the generation prompt opens <think>).
+# missing; servers with a chatml template (tools, no thinking), a thinking
+# template (the generation prompt opens <think>) and a harmony one (think
+# levels as gpt-oss's reasoning effort).
 set -u
 . "$(dirname "$0")/lib/common.sh"
 . "$(dirname "$0")/lib/serve.sh"
@@ -18,14 +19,21 @@ CTX=1024
 serve_model "$M" --arch qwen3moe --preset tiny-k --layers 2 --seed 5
 printf '%s' "{%- for message in messages %}{{- '<|im_start|>' + message.role + '\n' + message.content + '<|im_end|>' + '\n' }}{%- endfor %}{%- if add_generation_prompt %}{{- '<|im_start|>assistant\n<think>\n' }}{%- endif %}{# enable_thinking </think> #}" >"$work/think.jinja"
 mkdir -p "$work/t"
+printf '%s' "{{- '<|start|>system<|message|>' }}{# harmony: <|channel|>final #}" >"$work/h.jinja"
+mkdir -p "$work/h"
 python3 tests/cli/lib/gguf_set_template.py "$M" "$work/t/m.gguf" "$work/think.jinja" ||
     bad "writing a copy of the model with a thinking template"
+python3 tests/cli/lib/gguf_set_template.py "$M" "$work/h/m.gguf" "$work/h.jinja" ||
+    bad "writing a copy of the model with a harmony template"
 serve_start plain -m "$M" -c $CTX -n 8 --chat-template chatml -t 1 || { finish; exit 1; }
 port=$serve_port
 pid=$serve_pid
 serve_start think -m "$work/t/m.gguf" -c $CTX -n 8 -t 1 || { finish; exit 1; }
 tport=$serve_port
 tpid=$serve_pid
+serve_start harmony -m "$work/h/m.gguf" -c $CTX -n 8 -t 1 || { finish; exit 1; }
+hport=$serve_port
+hpid=$serve_pid
 base=http://127.0.0.1:$port
 
 # status and body of a request: req METHOD PATH [BODY] -> "$st" and $work/body
@@ -78,7 +86,7 @@ fi
 if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
     echo "note: node/npm not found: the checks through the ollama npm client are skipped"
 elif serve_sdks; then
-    NODE_PATH="$NPM_DIR/node_modules" timeout 300 node tests/cli/lib/serve_ollama.cjs "$port" "$tport" $CTX \
+    NODE_PATH="$NPM_DIR/node_modules" timeout 300 node tests/cli/lib/serve_ollama.cjs "$port" "$tport" "$hport" $CTX \
         "$(wc -c <"$M")" >"$work/node.out" 2>&1
     serve_relay <"$work/node.out"
     check "serve_ollama.cjs ran to its end" grep -q '^client-finished' "$work/node.out"
@@ -88,8 +96,9 @@ fi
 
 serve_stop "$pid"
 serve_stop "$tpid"
-if grep -q "ERROR: \|runtime error\|ThreadSanitizer" "$work/plain.err" "$work/think.err"; then
-    bad "sanitizer reports: $(grep -h -m3 -A30 "ERROR: \|runtime error\|ThreadSanitizer" "$work/plain.err" "$work/think.err")"
+serve_stop "$hpid"
+if grep -q "ERROR: \|runtime error\|ThreadSanitizer" "$work/plain.err" "$work/think.err" "$work/harmony.err"; then
+    bad "sanitizer reports: $(grep -h -m3 -A30 "ERROR: \|runtime error\|ThreadSanitizer" "$work"/*.err)"
 else
     ok "no sanitizer report from the servers"
 fi

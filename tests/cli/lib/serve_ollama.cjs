@@ -5,16 +5,17 @@
 // the server's OpenAI endpoints (fetched directly), and the counts must equal
 // its usage.
 //
-// Usage: NODE_PATH=DIR/node_modules node serve_ollama.cjs PORT THINK_PORT N_CTX FILE_SIZE
+// Usage: NODE_PATH=DIR/node_modules node serve_ollama.cjs PORT THINK_PORT HARMONY_PORT N_CTX FILE_SIZE
 //   PORT: a server with a chatml template (tools, no thinking); THINK_PORT:
-//   one with a thinking template (qwen3 family, "<think>" opened); N_CTX
-//   both servers' -c; FILE_SIZE the model file's bytes.
+//   one with a thinking template (qwen3 family, "<think>" opened);
+//   HARMONY_PORT: one with a harmony template (gpt-oss); N_CTX the servers'
+//   -c; FILE_SIZE the model file's bytes.
 // Prints "ok NAME" / "FAIL NAME: why" lines and "client-finished" at its end.
 'use strict';
 const { Ollama } = require('ollama');
 const { check, step } = require('./sdk_check.cjs');
 
-const [port, thinkPort, nCtxStr, sizeStr] = process.argv.slice(2);
+const [port, thinkPort, harmonyPort, nCtxStr, sizeStr] = process.argv.slice(2);
 const nCtx = Number(nCtxStr);
 const MODEL = 'm.gguf';
 
@@ -188,6 +189,18 @@ function streamShape(name, parts) {
         const [st, msg] = await failure(ol.chat({ model: MODEL, messages, think: true, options: opts }));
         check('think true on a template without thinking: 400 saying so', st === 400 && /does not support thinking/.test(msg),
               [st, msg]);
+    });
+    await step('think levels (harmony)', async () => {
+        const hm = new Ollama({ host: `http://127.0.0.1:${harmonyPort}` });
+        for (const [think, effort] of [['high', 'high'], [false, 'low']]) {
+            const [, o] = await oai(harmonyPort, '/v1/chat/completions', { messages, temperature: 0, max_tokens: 8,
+                                                                         reasoning_effort: effort });
+            const r = await hm.chat({ model: MODEL, messages, think, options: opts });
+            const want = o.choices[0].message;
+            check(`think ${JSON.stringify(think)} on harmony: reasoning effort ${effort}, the same answer and prompt`,
+                  r.prompt_eval_count === o.usage.prompt_tokens && r.message.content === (want.content || '') &&
+                  (r.message.thinking || '') === (want.reasoning_content || ''), [r, o]);
+        }
     });
     await step('refusals', async () => {
         const cases = [
