@@ -118,7 +118,8 @@ json_t *srv_ollama_facts(const char *path)
     json_t *info = json_object();
     for (uint64_t i = 0; info && i < sl_gguf_kv_count(g); i++) {
         const sl_gguf_kv *kv = sl_gguf_kv_at(g, i);
-        if (!strcmp(kv->key.ptr, "tokenizer.chat_template")) continue; /* "template" */
+        /* the template (and its named variants) go to "template", not here */
+        if (!strncmp(kv->key.ptr, "tokenizer.chat_template", 23)) continue;
         json_t *v = kv_json(&kv->value);
         if (v) json_object_set_new(info, kv->key.ptr, v);
     }

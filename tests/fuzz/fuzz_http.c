@@ -53,6 +53,11 @@ static const struct {
     {"GET", "/slots", NULL},
     {"GET", "/v1/chat/completions", NULL},
     {"POST", "/nowhere", NULL},
+    {"POST", "/api/chat", NULL},
+    {"POST", "/api/generate", NULL},
+    {"POST", "/api/show", NULL},
+    {"GET", "/api/tags", NULL},
+    {"DELETE", "/api/delete", NULL},
 };
 
 static const char *const ctypes[] = {NULL, "application/json", "text/plain",
