@@ -7,7 +7,8 @@
  * server_prompt.c a request made a job: chat template, tokens, limits
  * server_openai.c the OpenAI endpoints and /tokenize, /detokenize
  * server_anthropic.c the Anthropic Messages endpoints
- * server_ollama.c the Ollama API under /api/ (server_ollama.h)
+ * server_ollama.c the Ollama API under /api/ (server_ollama.h); what it
+ *                 tells of the model file: server_ollama_facts.c
  * server_llama.c  llama-server's own /props and /completion
  * server_metrics.c GET /metrics and /slots
  * server_slots.c  slots, the job queue, worker threads (server_slots.h)

@@ -13,7 +13,8 @@
 
 #include "server.h"
 
-/* The facts of the model file at path that /api/show and /api/tags give:
+/* The facts of the model file at path that /api/show and /api/tags give
+ * (server_ollama_facts.c):
  * its header's scalar metadata (model_info), the parameter count (from the
  * tensor table when the header has none), the quantization named after
  * general.file_type, the size of its file(s), a stable digest (a hash of
