@@ -21,6 +21,7 @@
 #include "commands.h"
 #include "gen.h"
 #include "server.h"
+#include "server_ollama.h"
 
 #define CMD "serve"
 #define MIB (1024.0 * 1024.0)
@@ -233,6 +234,7 @@ int cmd_serve(int argc, char **argv)
         goto done;
     }
     s.harmony = s.tmpl.family == SL_CHAT_HARMONY;
+    s.model_facts = srv_ollama_facts(o.model); /* NULL: /api/show says less */
     int ctx = o.n_ctx > 0 ? o.n_ctx : sl_model_n_ctx_train(s.m);
     if (o.n_ctx <= 0 && ctx > 4096) ctx = 4096;
     if (ctx < 1) ctx = 1;
@@ -280,6 +282,7 @@ done:
     if (s.ram.budget) srv_ramcache_free(&s.ram);
     sl_chat_free(s.chat);
     sl_chat_template_free(&s.tmpl);
+    json_decref(s.model_facts);
     sl_model_free(s.m);
     free(base_copy);
     return rc;

@@ -7,6 +7,8 @@
  * server_prompt.c a request made a job: chat template, tokens, limits
  * server_openai.c the OpenAI endpoints and /tokenize, /detokenize
  * server_anthropic.c the Anthropic Messages endpoints
+ * server_ollama.c the Ollama API under /api/ (server_ollama.h); what it
+ *                 tells of the model file: server_ollama_facts.c
  * server_llama.c  llama-server's own /props and /completion
  * server_metrics.c GET /metrics and /slots
  * server_web.c    GET / (the page) and server_events.c GET /api/events
@@ -61,15 +63,17 @@ typedef struct srv {
     sl_chat_template tmpl;    /* the same template, rendered with tools and turns
                                  (src/chat: sl_chat_render_turns) */
     bool harmony;             /* tmpl is harmony: answers split by channel */
+    json_t *model_facts;      /* the model file's header facts for the Ollama API
+                                 (srv_ollama_facts; owned, NULL: none) */
     int ready;                /* 0 while the model loads (every request: 503), then 1;
                                  atomic (release store, acquire loads) */
 } srv;
 
 /* Error style of the API an endpoint belongs to. */
-typedef enum srv_api { SRV_API_OPENAI, SRV_API_ANTHROPIC } srv_api;
+typedef enum srv_api { SRV_API_OPENAI, SRV_API_ANTHROPIC, SRV_API_OLLAMA } srv_api;
 
 /* What a handler answers: a status and a JSON body, or a started job whose
- * output streams as server-sent events. */
+ * output streams (server-sent events; the Ollama API's: NDJSON lines). */
 typedef struct srv_reply {
     int status;
     json_t *body;             /* owned; NULL when job is set */
@@ -78,7 +82,7 @@ typedef struct srv_reply {
 
 /* An error reply in the API's style: OpenAI {"error": {"message", "type",
  * "param", "code"}}, Anthropic {"type": "error", "error": {"type",
- * "message"}}. */
+ * "message"}}, Ollama {"error": "message"}. */
 srv_reply srv_error(srv_api api, int status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
@@ -87,7 +91,9 @@ srv_reply srv_error(srv_api api, int status, const char *fmt, ...)
  * reasoning_content, tool messages with tool_call_id) with the model's chat
  * template into *prompt (malloc'd). body (NULL: none) gives OpenAI's
  * "tools", "tool_choice" ("none" leaves the tools out) and
- * "reasoning_effort" (harmony). *has_tools (may be NULL) says whether tools
+ * "reasoning_effort" (harmony) and llama-server's "chat_template_kwargs":
+ * {"enable_thinking": BOOL} (the template's thinking switch; absent: the
+ * server's --no-think). *has_tools (may be NULL) says whether tools
  * were rendered. A forcing "tool_choice" ("required", or {"type":
  * "function", "function": {"name": X}}, X one of the tools) ends the
  * prompt with the template's tool-call opening (and X's name), so that the
@@ -97,6 +103,12 @@ srv_reply srv_error(srv_api api, int status, const char *fmt, ...)
  * to answer (server_prompt.c). */
 srv_reply srv_render_chat(srv *s, srv_api api, const json_t *system, const json_t *messages,
                           const json_t *body, bool *has_tools, char **prompt, size_t *prime_len);
+
+/* Whether the answer to prompt (a rendered chat prompt whose last
+ * prime_len bytes are a forced call's opening) has reasoning to split off:
+ * sl_answer_thinks of the template's own end (*inside, may be NULL: the
+ * answer starts inside the block) (server_prompt.c). */
+bool srv_prompt_thinks(const srv *s, const char *prompt, size_t prime_len, bool *inside);
 
 /* Tokenizes prompt, checks it against a slot's context, reads sampling,
  * limits and the stop texts (under stop_key) from body into a new job

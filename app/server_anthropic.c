@@ -369,26 +369,6 @@ static srv_reply render(srv *s, const json_t *body, bool *has_tools, char **prom
     return r;
 }
 
-/* The visible text of a whole answer (reasoning dropped), trailing
- * blank space cut when calls follow. */
-typedef struct split_text {
-    char *p[2];        /* [0] text, [1] reasoning */
-    size_t n[2];
-} split_text;
-
-static void collect_text(void *ud, bool reasoning, const char *text, size_t len)
-{
-    split_text *b = ud;
-    const int k = reasoning ? 1 : 0;
-    if (!len) return;
-    char *np = realloc(b->p[k], b->n[k] + len + 1);
-    if (!np) return;
-    memcpy(np + b->n[k], text, len);
-    b->n[k] += len;
-    np[b->n[k]] = '\0';
-    b->p[k] = np;
-}
-
 srv_reply srv_messages(srv *s, json_t *body)
 {
     char msg[MSG_CAP] = "";
@@ -407,9 +387,8 @@ srv_reply srv_messages(srv *s, json_t *body)
     r = srv_prepare_job(s, SRV_API_ANTHROPIC, body, prompt, true, "stop_sequences", &j);
     char *prime = r.status || !prime_len ? NULL : strdup(prompt + strlen(prompt) - prime_len);
     /* a thinking template (as the chat endpoint decides): reasoning apart */
-    bool inside;
-    const bool think = sl_answer_thinks(s->tmpl.family, prompt, strlen(prompt) - prime_len,
-                                        &inside);
+    bool inside = false;
+    const bool think = srv_prompt_thinks(s, prompt, prime_len, &inside);
     free(prompt);
     if (r.status) return r;
     const json_t *th = json_object_get(body, "thinking");
@@ -447,13 +426,10 @@ srv_reply srv_messages(srv *s, json_t *body)
     if (srv_answer_job(s, SRV_API_ANTHROPIC, j, stream, &r)) return r;
     json_t *content = json_array();
     if (a->split) {
-        split_text b = {{NULL, NULL}, {0, 0}};
+        sl_answer_text b;
         sl_answer t;
-        sl_answer_init(&t, s->harmony, a->think_enabled, a->think_inside, a->tools,
-                        collect_text, &b);
-        if (a->prime) sl_answer_feed(&t, a->prime, strlen(a->prime));
-        sl_answer_feed(&t, j->text ? j->text : "", j->text_len);
-        sl_answer_finish(&t);
+        sl_answer_whole(&t, &b, s->harmony, a->think_enabled, a->think_inside, a->tools,
+                        a->prime, j->text, j->text_len);
         if (a->show_thinking && b.n[1])
             json_array_append_new(content, json_pack("{s:s, s:s%, s:s}", "type", "thinking",
                                                      "thinking", b.p[1], b.n[1], "signature",
@@ -473,8 +449,7 @@ srv_reply srv_messages(srv *s, json_t *body)
         }
         a->calls = t.tc.n_calls > 0;
         sl_answer_free(&t);
-        free(b.p[0]);
-        free(b.p[1]);
+        sl_answer_text_free(&b);
     } else {
         json_array_append_new(content, json_pack("{s:s, s:s%}", "type", "text", "text",
                                                  j->text ? j->text : "", j->text_len));

@@ -39,6 +39,7 @@
 #include "server.h"
 #include "server_deadline.h"
 #include "server_web.h"
+#include "server_ollama.h"
 #include "util/fd_limit.h"
 
 typedef struct http_req {
@@ -71,7 +72,9 @@ srv_reply srv_error(srv_api api, int status, const char *fmt, ...)
     json_t *m = json_string(msg);
     if (!m) m = json_string("(the error message is not valid UTF-8)");
     json_t *body;
-    if (api == SRV_API_ANTHROPIC)
+    if (api == SRV_API_OLLAMA)
+        body = json_pack("{s:o}", "error", m);
+    else if (api == SRV_API_ANTHROPIC)
         body = json_pack("{s:s, s:{s:s, s:o}}", "type", "error", "error", "type", type,
                          "message", m);
     else
@@ -154,7 +157,10 @@ static void sse_free(void *cls)
     free(st);
 }
 
-static enum MHD_Result send_reply(srv *s, struct MHD_Connection *c, srv_reply r)
+/* r as the response; a stream's bytes go out as ctype (the job's
+ * formatter framed them). */
+static enum MHD_Result send_reply_as(srv *s, struct MHD_Connection *c, srv_reply r,
+                                     const char *ctype)
 {
     if (!r.job) return send_json(s, c, r.status, r.body);
     sse_stream *st = malloc(sizeof *st);
@@ -169,9 +175,14 @@ static enum MHD_Result send_reply(srv *s, struct MHD_Connection *c, srv_reply r)
     }
     st->job = r.job;
     st->c = c;
-    MHD_add_response_header(resp, "Content-Type", "text/event-stream");
+    MHD_add_response_header(resp, "Content-Type", ctype);
     MHD_add_response_header(resp, "Cache-Control", "no-cache");
     return queue(s, c, 200, resp);
+}
+
+static enum MHD_Result send_reply(srv *s, struct MHD_Connection *c, srv_reply r)
+{
+    return send_reply_as(s, c, r, "text/event-stream");
 }
 
 static enum MHD_Result send_metrics(srv *s, struct MHD_Connection *c)
@@ -437,7 +448,7 @@ static bool authorised(const srv *s, struct MHD_Connection *c)
     return xk && key_matches(xk, s->api_key);
 }
 
-typedef enum route_kind { R_GET, R_POST } route_kind;
+typedef enum route_kind { R_GET, R_POST, R_ANY } route_kind;
 
 typedef struct route {
     const char *path;
@@ -467,7 +478,17 @@ static const route routes[] = {
     {"/v1/messages/count_tokens", R_POST, SRV_API_ANTHROPIC, NULL, srv_count_tokens},
     {"/", R_GET, SRV_API_OPENAI, NULL, NULL},           /* the page (send_page) */
     {"/api/events", R_GET, SRV_API_OPENAI, NULL, NULL}, /* telemetry (send_events) */
+    {"/api/version", R_GET, SRV_API_OLLAMA, srv_ollama_version, NULL},
+    {"/api/tags", R_GET, SRV_API_OLLAMA, srv_ollama_tags, NULL},
+    {"/api/ps", R_GET, SRV_API_OLLAMA, srv_ollama_ps, NULL},
+    {"/api/show", R_POST, SRV_API_OLLAMA, NULL, srv_ollama_show},
+    {"/api/chat", R_POST, SRV_API_OLLAMA, NULL, srv_ollama_chat},
+    {"/api/generate", R_POST, SRV_API_OLLAMA, NULL, srv_ollama_generate},
 };
+
+/* The Ollama endpoints this server cannot serve (embeddings, model
+ * management), any method: srv_ollama_refused says why */
+static const route ollama_refused_route = {"/api/", R_ANY, SRV_API_OLLAMA, NULL, NULL};
 
 /* POST /slots/{id}?action=save|restore */
 static const route slot_action_route = {"/slots/", R_POST, SRV_API_OPENAI, NULL, NULL};
@@ -486,6 +507,7 @@ static const route *find_route(const char *url)
 {
     if (!strncmp(url, "/slots/", 7)) return &slot_action_route;
     if (model_id_of(url)) return &model_route;
+    if (srv_ollama_refusable(url)) return &ollama_refused_route;
     for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++)
         if (!strcmp(url, routes[i].path)) return &routes[i];
     return NULL;
@@ -509,7 +531,10 @@ static bool type_may_be_json(const char *ct)
  * unknown path under /v1/messages still answers in Anthropic's shape. */
 static srv_api api_of(const route *rt, const char *url)
 {
-    return rt ? rt->api : !strncmp(url, "/v1/messages", 12) ? SRV_API_ANTHROPIC : SRV_API_OPENAI;
+    return rt                                ? rt->api
+           : !strncmp(url, "/v1/messages", 12) ? SRV_API_ANTHROPIC
+           : !strncmp(url, "/api/", 5)         ? SRV_API_OLLAMA
+                                               : SRV_API_OPENAI;
 }
 
 /* 404 for a path no route serves, 405 for a method its route does not
@@ -520,8 +545,9 @@ static srv_reply route_refusal(const route *rt, srv_api api, const char *url, co
         return srv_error(api, 404, "no endpoint %.200s: this server answers "
                          "POST /v1/chat/completions, /v1/completions, "
                          "/v1/messages (and count_tokens), /completion, "
-                         "/tokenize, /detokenize, /apply-template; GET "
-                         "/v1/models, /props, /health, /metrics, /slots "
+                         "/tokenize, /detokenize, /apply-template, Ollama's "
+                         "/api/chat, /api/generate, /api/show; GET /v1/models, /props, "
+                         "/health, /metrics, /slots, /api/tags, /api/ps, /api/version "
                          "(no responses, embeddings, images or audio)", url);
     bool post = !strcmp(method, MHD_HTTP_METHOD_POST);
     bool get = !strcmp(method, MHD_HTTP_METHOD_GET) || !strcmp(method, MHD_HTTP_METHOD_HEAD);
@@ -537,6 +563,7 @@ static srv_reply dispatch(srv *s, const route *rt, const char *url, const char *
                           const char *text, size_t len, const char *slot_id, const char *action)
 {
     if (rt == &model_route) return srv_model_one(s, model_id_of(url));
+    if (rt == &ollama_refused_route) return srv_ollama_refused(s, url);
     if (rt->kind == R_GET)
         return rt->get ? rt->get(s)
                        : srv_error(rt->api, 404, "%.200s is answered as text by the HTTP layer",
@@ -696,7 +723,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     srv_reply r = dispatch(s, rt, url, ctype, q->body, q->len, q->slot_id, q->action);
     /* dispatch may have waited for generation */
     touch(c);
-    return send_reply(s, c, r);
+    /* the Ollama API streams NDJSON, the others server-sent events */
+    return send_reply_as(s, c, r, api == SRV_API_OLLAMA ? "application/x-ndjson"
+                                                        : "text/event-stream");
 }
 
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,

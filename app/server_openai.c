@@ -184,39 +184,15 @@ static void fmt_end(srv_job *j)
 
 static const srv_format oai_format = {fmt_begin, fmt_piece, fmt_end};
 
-/* The whole answer split into reasoning and content (the same splitter
- * as the stream's). */
-typedef struct split_buf {
-    char *p[2];      /* [0] content, [1] reasoning */
-    size_t n[2];
-    bool oom;
-} split_buf;
-
-static void collect(void *ud, bool reasoning, const char *text, size_t len)
-{
-    split_buf *b = ud;
-    int k = reasoning ? 1 : 0;
-    char *np = realloc(b->p[k], b->n[k] + len + 1);
-    if (!np) {
-        b->oom = true;
-        return;
-    }
-    memcpy(np + b->n[k], text, len);
-    b->n[k] += len;
-    np[b->n[k]] = '\0';
-    b->p[k] = np;
-}
-
 /* The chat answer's message object: content, and reasoning_content when
  * there was any; *calls: it holds tool calls (its finish reason). */
 static json_t *chat_message(const srv_job *j, bool *calls_out)
 {
     const oai_job *a = j->api;
-    split_buf b = {{NULL, NULL}, {0, 0}, false};
+    sl_answer_text b;
     sl_answer t;
-    answer_start(a, &t, collect, &b);
-    sl_answer_feed(&t, j->text ? j->text : "", j->text_len);
-    sl_answer_finish(&t);
+    sl_answer_whole(&t, &b, a->s->harmony, a->think_enabled, a->think_inside, a->tools, a->prime,
+                    j->text, j->text_len);
     bool calls = t.tc.n_calls > 0;
     *calls_out = calls;
     if (calls) /* the text around calls: trailing blank space dropped */
@@ -228,8 +204,7 @@ static json_t *chat_message(const srv_job *j, bool *calls_out)
     if (m && b.n[1]) json_object_set_new(m, "reasoning_content", json_stringn(b.p[1], b.n[1]));
     if (m && calls) json_object_set_new(m, "tool_calls", tool_calls_json(a, &t.tc, false));
     sl_answer_free(&t);
-    free(b.p[0]);
-    free(b.p[1]);
+    sl_answer_text_free(&b);
     return m;
 }
 
@@ -382,9 +357,8 @@ srv_reply srv_chat_completions(srv *s, json_t *body)
         free(prompt);
         return srv_error(SRV_API_OPENAI, 400, "%s", msg);
     }
-    bool inside; /* the template's own end, before a forced call */
-    bool enabled = sl_answer_thinks(s->tmpl.family, prompt, strlen(prompt) - prime, &inside) &&
-                   !(rf && !strcmp(rf, "none"));
+    bool inside = false;
+    bool enabled = srv_prompt_thinks(s, prompt, prime, &inside) && !(rf && !strcmp(rf, "none"));
     r = generate(s, body, prompt, true, enabled, enabled && inside, tools, prime);
     free(prompt);
     return r;

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "chat/answer_stream.h"
 #include "server.h"
 #include "server_req.h"
 
@@ -74,7 +75,8 @@ static bool content_text(const json_t *c, int idx, char **out, char *msg)
 
 /* An assistant message's tool_calls (OpenAI: [{id, type, function: {name,
  * arguments}}], arguments a JSON string or object) into calls[]; the
- * argument texts of objects are dumped into *owned (freed by the caller). */
+ * argument texts of objects (Ollama's and Anthropic's form) are dumped into
+ * *owned (freed by the caller). */
 static bool read_calls(const json_t *tc, size_t idx, sl_chat_tool_call **calls, size_t *n,
                        char ***owned, size_t *n_owned, char *msg)
 {
@@ -111,7 +113,8 @@ static bool read_calls(const json_t *tc, size_t idx, sl_chat_tool_call **calls, 
         if (json_is_string(args)) {
             (*calls)[i].arguments = json_string_value(args);
         } else {
-            char *t = json_dumps(args, JSON_COMPACT | JSON_REAL_PRECISION(15));
+            /* as a template's tojson writes it: ", " and ": " between items */
+            char *t = json_dumps(args, JSON_REAL_PRECISION(15));
             if (!t) {
                 snprintf(msg, MSG_CAP, "out of memory");
                 return false;
@@ -263,7 +266,7 @@ srv_reply srv_render_chat(srv *s, srv_api api, const json_t *system, const json_
     char **owned = NULL, *tools = NULL;
     size_t n_owned = 0;
     srv_reply r = {0, NULL, NULL};
-    sl_chat_template t = s->tmpl; /* a shallow copy: only the effort may differ */
+    sl_chat_template t = s->tmpl; /* a shallow copy: only the effort and thinking differ */
     if (!msgs || !texts) {
         r = srv_error(api, 500, "out of memory");
         goto out;
@@ -289,6 +292,18 @@ srv_reply srv_render_chat(srv *s, srv_api api, const json_t *system, const json_
                 goto out;
             }
             snprintf(t.effort, sizeof t.effort, "%s", levels[k][1]);
+        }
+        const json_t *kw = json_object_get(body, "chat_template_kwargs");
+        if (kw && !json_is_null(kw)) {
+            bool think = t.enable_thinking;
+            if (!json_is_object(kw) ||
+                !req_bool(kw, "enable_thinking", &think, msg, sizeof msg)) {
+                r = srv_error(api, 400, "'chat_template_kwargs' must be an object (of which "
+                              "'enable_thinking', true or false, is read)%s%s",
+                              msg[0] ? ": " : "", msg);
+                goto out;
+            }
+            t.enable_thinking = think;
         }
         if (!read_tools(body, &tools, msg)) {
             r = srv_error(api, 400, "%s", msg);
@@ -450,6 +465,14 @@ srv_reply srv_prepare_job(srv *s, srv_api api, const json_t *body, const char *p
     }
     *out = j;
     return (srv_reply){0, NULL, NULL};
+}
+
+bool srv_prompt_thinks(const srv *s, const char *prompt, size_t prime_len, bool *inside)
+{
+    bool in = false; /* the template's own end, before a forced call */
+    const bool thinks = sl_answer_thinks(s->tmpl.family, prompt, strlen(prompt) - prime_len, &in);
+    if (inside) *inside = in;
+    return thinks;
 }
 
 bool srv_answer_job(srv *s, srv_api api, srv_job *j, bool stream, srv_reply *r)

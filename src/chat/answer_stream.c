@@ -95,3 +95,37 @@ void sl_answer_finish(sl_answer *a)
     sl_think_flush(&a->think, think_out, a);
     if (a->tools) sl_tc_finish(&a->tc, content_out, a);
 }
+
+static void collect(void *ud, bool reasoning, const char *text, size_t len)
+{
+    sl_answer_text *b = ud;
+    const int k = reasoning ? 1 : 0;
+    if (!len) return;
+    char *np = realloc(b->p[k], b->n[k] + len + 1);
+    if (!np) {
+        b->oom = true;
+        return;
+    }
+    memcpy(np + b->n[k], text, len);
+    b->n[k] += len;
+    np[b->n[k]] = '\0';
+    b->p[k] = np;
+}
+
+void sl_answer_whole(sl_answer *a, sl_answer_text *out, bool harmony, bool think_enabled,
+                      bool think_inside, bool tools, const char *prime, const char *text,
+                      size_t len)
+{
+    memset(out, 0, sizeof *out);
+    sl_answer_init(a, harmony, think_enabled, think_inside, tools, collect, out);
+    if (prime) sl_answer_feed(a, prime, strlen(prime));
+    sl_answer_feed(a, text ? text : "", len);
+    sl_answer_finish(a);
+}
+
+void sl_answer_text_free(sl_answer_text *t)
+{
+    free(t->p[0]);
+    free(t->p[1]);
+    memset(t, 0, sizeof *t);
+}

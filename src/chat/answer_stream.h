@@ -8,6 +8,7 @@
 #define SL_CHAT_ANSWER_STREAM_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 #include "chat/harmony_stream.h"
 #include "chat/toolcall_stream.h"
@@ -42,5 +43,22 @@ void sl_answer_feed(sl_answer *a, const char *text, size_t len);
 /* At the end: held text goes out; the calls are then in a->tc. */
 void sl_answer_finish(sl_answer *a);
 void sl_answer_free(sl_answer *a);
+
+/* A whole answer's text split: [0] content, [1] reasoning (each malloc'd,
+ * NUL-terminated, NULL when empty); oom when a part could not grow. */
+typedef struct sl_answer_text {
+    char *p[2];
+    size_t n[2];
+    bool oom;
+} sl_answer_text;
+
+/* Runs a whole answer (prime, may be NULL, then text[0..len)) through a
+ * fresh parser *a (the flags as sl_answer_init's) into *out; the calls
+ * are then in a->tc. The caller frees both (sl_answer_free,
+ * sl_answer_text_free). */
+void sl_answer_whole(sl_answer *a, sl_answer_text *out, bool harmony, bool think_enabled,
+                     bool think_inside, bool tools, const char *prime, const char *text,
+                     size_t len);
+void sl_answer_text_free(sl_answer_text *t);
 
 #endif

@@ -13,7 +13,8 @@
  *
  * The oracle: the sanitizers (no memory error, leak or undefined
  * behaviour) and the reply itself: a status in 200..599, with a JSON body
- * or a job, never both, and an error status with an error object. */
+ * or a job, never both, and an error status with an error object (the
+ * Ollama endpoints': an error string). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,6 +54,11 @@ static const struct {
     {"GET", "/slots", NULL},
     {"GET", "/v1/chat/completions", NULL},
     {"POST", "/nowhere", NULL},
+    {"POST", "/api/chat", NULL},
+    {"POST", "/api/generate", NULL},
+    {"POST", "/api/show", NULL},
+    {"GET", "/api/tags", NULL},
+    {"DELETE", "/api/delete", NULL},
 };
 
 static const char *const ctypes[] = {NULL, "application/json", "text/plain",
@@ -116,8 +122,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     FUZZ_CHECK(r.body);
     if (r.status >= 400) {
+        /* OpenAI's and Anthropic's {"error": {"message"}}, Ollama's {"error": "..."} */
         json_t *e = json_object_get(r.body, "error");
-        FUZZ_CHECK(e && json_is_string(json_object_get(e, "message")));
+        FUZZ_CHECK(e && (json_is_string(json_object_get(e, "message")) ||
+                         (json_is_string(e) && !strncmp(requests[which].url, "/api/", 5))));
     }
     json_decref(r.body);
     return 0;

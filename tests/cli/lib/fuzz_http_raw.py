@@ -38,8 +38,9 @@ BODIES = [
 ]
 PATHS = ["/v1/chat/completions", "/v1/chat/completions", "/v1/completions", "/tokenize",
          "/detokenize", "/v1/messages", "/completion", "/v1/messages/count_tokens",
-         "/apply-template"]
-GETS = ["/health", "/v1/models", "/props", "/slots", "/metrics", "/v1/models/x"]
+         "/apply-template", "/api/chat", "/api/generate", "/api/show"]
+GETS = ["/health", "/v1/models", "/props", "/slots", "/metrics", "/v1/models/x", "/api/tags",
+        "/api/version", "/api/ps"]
 HOSTILE = [b"-1", b"99999999999999999999", b"0x10", b" 5", b"5 5", b"", b"\xff\xfe",
            b"127.0.0.1:80@evil.com", b"[::1", b"localhost:99999", b"%00", b"a" * 3000,
            b"chunked", b"gzip, chunked", b"chunked, identity", b"100-continue",

@@ -90,7 +90,7 @@ serve_stop_all() { # only this shell's own background jobs still running (no reu
     serve_pids=
 }
 
-serve_sdks() { # serve_sdks: installs the official openai and @anthropic-ai/sdk clients into
+serve_sdks() { # serve_sdks: installs the official openai, @anthropic-ai/sdk and ollama clients into
     # $NPM_DIR (default build/npm, once; pinned versions) and succeeds when node can use
     # them; otherwise prints why the official-client checks are skipped and fails
     NPM_DIR=${SLUICE_NPM_DIR:-$PWD/build/npm}
@@ -98,11 +98,13 @@ serve_sdks() { # serve_sdks: installs the official openai and @anthropic-ai/sdk 
         echo "note: node/npm not found: the official-client checks are skipped"
         return 1
     fi
-    if [ ! -d "$NPM_DIR/node_modules/openai" ] || [ ! -d "$NPM_DIR/node_modules/@anthropic-ai/sdk" ]; then
+    if [ ! -d "$NPM_DIR/node_modules/openai" ] || [ ! -d "$NPM_DIR/node_modules/@anthropic-ai/sdk" ] ||
+        [ ! -d "$NPM_DIR/node_modules/ollama" ]; then
         mkdir -p "$NPM_DIR"
         timeout 300 npm install --prefix "$NPM_DIR" --no-audit --no-fund --silent \
-            openai@4.104.0 @anthropic-ai/sdk@1.15.0 >"$NPM_DIR/install.log" 2>&1 ||
+            openai@4.104.0 @anthropic-ai/sdk@1.15.0 ollama@0.6.4 >"$NPM_DIR/install.log" 2>&1 ||
             echo "note: npm install failed (offline?): the official-client checks are skipped"
     fi
-    [ -d "$NPM_DIR/node_modules/openai" ] && [ -d "$NPM_DIR/node_modules/@anthropic-ai/sdk" ]
+    [ -d "$NPM_DIR/node_modules/openai" ] && [ -d "$NPM_DIR/node_modules/@anthropic-ai/sdk" ] &&
+        [ -d "$NPM_DIR/node_modules/ollama" ]
 }
