@@ -69,7 +69,7 @@ static int greedy(const char *path, const char *prompt, int n_gen, int rescore)
         toks[n++] = best;
         if (!rescore && llama_decode(ctx, llama_batch_get_one(&toks[n - 1], 1))) return 1;
     }
-    putchar('\n');
+
     llama_free(ctx);
     llama_model_free(model);
     return 0;

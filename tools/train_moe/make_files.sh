@@ -17,7 +17,7 @@ n=glm4moe-stories
 $py "$here/export_gguf.py" --ckpt "$ckpt" --out "$out/$n-f32.gguf"
 "$here/llama_tool.sh" quantize "$out/$n-f32.gguf" "$out/$n-q8_0.gguf" q8_0
 "$here/llama_tool.sh" quantize "$out/$n-f32.gguf" "$out/$n-q4_k_m.gguf" q4_k_m
-$py "$here/decode.py" "$data/heldout.u16" 496 512 > "$out/text.txt"
+$py "$here/decode.py" "$data/heldout.u16" 506 512 > "$out/text.txt"
 for t in f32 q8_0 q4_k_m; do
     "$root/bench/llama_ref.sh" "$out/$n-$t.gguf" "$out/text.txt" "$out/$n-$t.kld" 128
     "$here/llama_tool.sh" greedy "$out/$n-$t.gguf" "Once upon a time" 64 > "$out/$n-$t.greedy.txt"
