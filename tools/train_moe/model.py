@@ -125,6 +125,7 @@ class MoE(nn.Module):
         u = torch.einsum("ne,xfe->nxf", x2, self.up)
         h = F.silu(g) * u * G[:, :, None]
         y = torch.einsum("nxf,xef->ne", h, self.down)
+        self.last_sel = sel.detach()  # [N, k] for the routing measurements
         with torch.no_grad():
             self.last_load = torch.zeros(c.n_expert).scatter_add_(
                 0, sel.reshape(-1), torch.ones(sel.numel()))
