@@ -118,12 +118,8 @@ static json_t *tick_json(srv *s, const ev_sample *a, const ev_sample *b, double 
     sl_stream_stats st;
     sl_model_stream_stats(s->m, &st);
     srv_pool *p = &s->pool;
-    srv_slot_view *v = calloc((size_t)p->n_slots, sizeof *v);
     int queued = 0, busy = 0;
-    if (!v) return NULL;
-    srv_pool_view(p, v, &queued);
-    for (int i = 0; i < p->n_slots; i++) busy += v[i].busy;
-    free(v);
+    srv_pool_counts(p, &busy, &queued);
     srv_ramcache_stats rc = {0};
     if (p->ram) srv_ramcache_get_stats(p->ram, &rc);
     return json_pack("{s:f, s:f, s:o, s:o, s:I, s:I, s:o, s:o, s:o, s:o, s:o, s:o, s:f, s:f, "

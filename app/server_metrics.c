@@ -58,12 +58,8 @@ char *srv_metrics_text(srv *s, size_t *len)
 {
     text t = {0};
     srv_pool *p = &s->pool;
-    srv_slot_view *v = calloc((size_t)p->n_slots, sizeof *v);
     int queued = 0, busy = 0;
-    if (!v) return NULL;
-    srv_pool_view(p, v, &queued);
-    for (int i = 0; i < p->n_slots; i++) busy += v[i].busy;
-    free(v);
+    srv_pool_counts(p, &busy, &queued);
     const double gen = (double)load(&p->gen_tokens), gen_s = 1e-6 * (double)load(&p->gen_us);
     const double pr = (double)load(&p->prompt_tokens), pr_s = 1e-6 * (double)load(&p->prompt_us);
     sl_stream_stats st;

@@ -227,6 +227,15 @@ void srv_pool_view(srv_pool *p, srv_slot_view *views, int *queued)
     pthread_mutex_unlock(&p->mu);
 }
 
+void srv_pool_counts(srv_pool *p, int *busy, int *queued)
+{
+    pthread_mutex_lock(&p->mu);
+    *busy = 0;
+    for (int i = 0; i < p->n_slots; i++) *busy += p->slots[i].busy;
+    *queued = p->q_len;
+    pthread_mutex_unlock(&p->mu);
+}
+
 bool srv_pool_submit(srv_pool *p, srv_job *j)
 {
     pthread_mutex_lock(&p->mu);

@@ -151,6 +151,9 @@ typedef struct srv_slot_view {
 /* Fills views[0..n_slots) and *queued under the pool's lock. */
 void srv_pool_view(srv_pool *p, srv_slot_view *views, int *queued);
 
+/* The number of busy slots and of queued jobs, under the pool's lock. */
+void srv_pool_counts(srv_pool *p, int *busy, int *queued);
+
 /* Creates n_slots sessions on m (n_ctx tokens each, micro-batch n_batch,
  * kv type kv), the batcher (steps of at most step_tokens tokens when
  * several slots are busy) and starts their workers. chat is the template for chat

@@ -13,13 +13,7 @@
 # qemu-aarch64 is missing; .ci/run builds it before the suite.
 set -u
 . "$(dirname "$0")/lib/common.sh"
-A64=${SLUICE_A64:-build/aarch64/sluice}
-X86=${SLUICE_REL:-build/rel/sluice}
-if [ ! -x "$A64" ] || ! command -v qemu-aarch64 >/dev/null 2>&1 || [ ! -x "$X86" ]; then
-    echo "   (no $A64, qemu-aarch64 or $X86: skipped)"
-    finish
-    exit 0
-fi
+. "$(dirname "$0")/lib/aarch64.sh"
 work=$(mktemp -d "${TMPDIR:-/tmp}/sluice-a64-XXXXXX")
 trap 'rm -rf "$work"' EXIT
 

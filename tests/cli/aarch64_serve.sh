@@ -12,13 +12,7 @@
 # the npm clients.
 set -u
 . "$(dirname "$0")/lib/common.sh"
-A64=${SLUICE_A64:-build/aarch64/sluice}
-X86=${SLUICE_REL:-build/rel/sluice}
-if [ ! -x "$A64" ] || ! command -v qemu-aarch64 >/dev/null 2>&1 || [ ! -x "$X86" ]; then
-    echo "   (no $A64, qemu-aarch64 or $X86: skipped)"
-    finish
-    exit 0
-fi
+. "$(dirname "$0")/lib/aarch64.sh"
 . "$(dirname "$0")/lib/serve.sh"
 serve_setup a64-serve
 # serve_start runs "$SLUICE" serve: here the aarch64 binary under qemu

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The aarch64 build streams experts under qemu-user as a phone would run it
-# (issue 37; the full-size run is bench/phone_qemu.sh): a generated model
+# (the full-size run is bench/phone_qemu.sh): a generated model
 # read through pread lanes with a small expert cache gives the x86 build's
 # greedy text, inside a memory cgroup of 64 MiB, less than the 89 MiB model,
 # when this user can make one (root; its peak stays below the limit), and
@@ -8,13 +8,7 @@
 # without build/aarch64/sluice or qemu-aarch64.
 set -u
 . "$(dirname "$0")/lib/common.sh"
-A64=${SLUICE_A64:-build/aarch64/sluice}
-X86=${SLUICE_REL:-build/rel/sluice}
-if [ ! -x "$A64" ] || ! command -v qemu-aarch64 >/dev/null 2>&1 || [ ! -x "$X86" ]; then
-    echo "   (no $A64, qemu-aarch64 or $X86: skipped)"
-    finish
-    exit 0
-fi
+. "$(dirname "$0")/lib/aarch64.sh"
 work=$(mktemp -d "${TMPDIR:-/tmp}/sluice-a64s-XXXXXX")
 cg=
 trap 'rm -rf "$work"; [ -n "$cg" ] && rmdir "$cg" 2>/dev/null; rm -f "${shm_model:-}"' EXIT
