@@ -547,8 +547,9 @@ static srv_reply route_refusal(const route *rt, srv_api api, const char *url, co
                          "/v1/messages (and count_tokens), /completion, "
                          "/tokenize, /detokenize, /apply-template, Ollama's "
                          "/api/chat, /api/generate, /api/show; GET /v1/models, /props, "
-                         "/health, /metrics, /slots, /api/tags, /api/ps, /api/version "
-                         "(no responses, embeddings, images or audio)", url);
+                         "/health, /metrics, /slots, /api/tags, /api/ps, /api/version, "
+                         "/api/events and the page at / (no responses, embeddings, images "
+                         "or audio)", url);
     bool post = !strcmp(method, MHD_HTTP_METHOD_POST);
     bool get = !strcmp(method, MHD_HTTP_METHOD_GET) || !strcmp(method, MHD_HTTP_METHOD_HEAD);
     if ((rt->kind == R_POST && !post) || (rt->kind == R_GET && !get))
