@@ -47,7 +47,7 @@ WIN_TESTS ?= test_quant_dot test_quant_dot_n test_quant_dequant test_quant_fast 
   test_vecdot_rp32x8 test_vecdot_rp32 test_vecdot_fp_order test_vecdot_iq4xs test_gguf \
   test_gguf_corrupt test_gguf_direct test_tok test_tok_pretok test_tok_golden test_io \
   test_io_fault test_io_direct_check test_io_ahead test_stream test_expert_cache \
-  test_session_save test_usage_history test_threads_pool
+  test_session_save test_usage_history test_threads_pool test_libm_glibc
 # the tests that re-run themselves with SLUICE_NO_SIMD=1 by fork on Linux
 WIN_NO_SIMD_TESTS := test_quant_dot test_quant_dot_n
 WIN_TEST_BINS := $(WIN_TESTS:%=$(WIN)/tests/%.exe)
