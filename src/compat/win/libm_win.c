@@ -4,25 +4,25 @@
  * result once, which differs from glibc in the last bit for some inputs
  * and changed the demo model's greedy text after a few tokens).
  *
- * Why at link time rather than a force-included macro (expf -> twin): a
- * definition here replaces the C runtime's for every caller in the exe,
- * including code that takes the function's address or calls through
- * <math.h> macros and builtins (clang may lower its own intrinsics to a
- * call of these names), and the engine's sources stay untouched. This
- * object sits in libsluice.a, which the link names before libmingwex
- * (-lm), so lld resolves these names here; a duplicate definition would
- * be a link error, not a silent choice. */
+ * Sluice's own calls reach the twins through the macros of the
+ * force-included posix_win.h: clang, for this target, compiles expf(x),
+ * powf and tanhf as calls of the double functions, so definitions alone
+ * would not be called. These definitions, ahead of libmingwex's in the
+ * link (libsluice.a comes first; a clash would be a duplicate-symbol
+ * error, not a silent choice), serve everything else that names them:
+ * calls through their addresses and code built without the header. The
+ * parenthesised names keep the macros from expanding here. */
 #include "util/libm_glibc.h"
 
 #include <math.h>
 
-float expf(float x) { return sl_glibc_expf(x); }
-float logf(float x) { return sl_glibc_logf(x); }
-float powf(float x, float y) { return sl_glibc_powf(x, y); }
-float sinf(float x) { return sl_glibc_sinf(x); }
-float cosf(float x) { return sl_glibc_cosf(x); }
-float tanhf(float x) { return sl_glibc_tanhf(x); }
-float expm1f(float x) { return sl_glibc_expm1f(x); }
+float(expf)(float x) { return sl_glibc_expf(x); }
+float(logf)(float x) { return sl_glibc_logf(x); }
+float(powf)(float x, float y) { return sl_glibc_powf(x, y); }
+float(sinf)(float x) { return sl_glibc_sinf(x); }
+float(cosf)(float x) { return sl_glibc_cosf(x); }
+float(tanhf)(float x) { return sl_glibc_tanhf(x); }
+float(expm1f)(float x) { return sl_glibc_expm1f(x); }
 
 /* not declared by mingw-w64's math.h; GCC's name for it on Linux */
 void sincosf(float x, float *s, float *c);
