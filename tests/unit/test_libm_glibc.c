@@ -73,8 +73,9 @@ static float twin(fn_id f, float x, float y)
     }
 }
 
+#if ORACLE_POSSIBLE || defined(_WIN32)
 /* the C library's function of the same name: glibc on Linux, the twins
- * again in the Windows build (src/compat/win/libm_win.c routes them) */
+ * again in the Windows build (src/compat/win/posix_win.h routes them) */
 static float libc(fn_id f, float x, float y)
 {
     float s, c;
@@ -91,6 +92,7 @@ static float libc(fn_id f, float x, float y)
     default: return 0;
     }
 }
+#endif
 
 static const char *data_dir(void)
 {
@@ -133,6 +135,17 @@ static void load_table(void)
     fclose(f);
 }
 
+/* bit for bit; except that off x86-64 (the twins' target is the x86-64
+ * exe) a NaN matches any NaN: the default NaN's sign is the hardware's */
+static bool same_result(uint32_t got, uint32_t want)
+{
+#if defined(__x86_64__)
+    return got == want;
+#else
+    return got == want || (isnan(u2f(got)) && isnan(u2f(want)));
+#endif
+}
+
 /* The twins give the table's fused column when fused and its plain column
  * when forced plain; so do the plain names where they are the twins. */
 TEST(twins_match_committed_glibc_table)
@@ -147,7 +160,7 @@ TEST(twins_match_committed_glibc_table)
             const row *r = &rows[i];
             const uint32_t want = fused ? r->fused : r->plain;
             const uint32_t got = f2u(twin((fn_id)r->fn, u2f(r->x), u2f(r->y)));
-            if (got != want && bad++ < 5)
+            if (!same_result(got, want) && bad++ < 5)
                 CHECK_MSG(0, "%s(%08x, %08x) %s: %08x, glibc %08x", FN_NAME[r->fn], r->x, r->y,
                           fused ? "fused" : "plain", got, want);
         }
