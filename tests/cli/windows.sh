@@ -10,7 +10,8 @@
 # reference is the plain Linux build. A copy of the model with a non-ASCII
 # name loads and gives the same text; so do sampled text and a model the
 # exe's mkmodel writes; a streamed run creates no file section and leaves
-# no view of the model (SLUICE_WIN_MAP_REPORT); `iobench` reports unbuffered
+# no view of the model (SLUICE_WIN_MAP_REPORT); `tokenize` lists the
+# tokenizer fixtures as Linux does; `iobench` reports unbuffered
 # overlapped lanes; the model file is never mapped (--dense-weights mmap is
 # refused); `serve` says it is not in this build. Skipped (0 passed) when
 # build/windows/sluice.exe or wine is missing; .ci/run builds it first.
@@ -75,6 +76,21 @@ cp "$M" "$U"
 win run -m "$U" -p "$P" -n 64 --temp 0 -t 2 >"$work/uni.txt" 2>"$work/uni.err"
 check "a model with a non-ASCII name loads and gives the same text" \
     same_text "$work/res.txt" "$work/uni.txt"
+
+# tokenize: the llama.cpp vocabulary fixtures' strings (checked against the
+# fixtures' ids by tokenize.sh on Linux) give Linux's listing, and a
+# non-ASCII prompt arrives intact through the UTF-16 command line
+for v in gpt-2 llama-spm deepseek-llm; do
+    F=tests/data/tokenizers/ggml-vocab-$v.gguf
+    "$X86" tokenize -m "$F" -f "$F.inp" >"$work/tok-$v-lin.txt" 2>&1
+    win tokenize -m "$F" -f "$F.inp" >"$work/tok-$v-win.txt" 2>&1
+    check "tokenize $v: the exe's listing equals Linux's" \
+        same_text "$work/tok-$v-lin.txt" "$work/tok-$v-win.txt"
+done
+"$X86" tokenize -m tests/data/tokenizers/ggml-vocab-gpt-2.gguf -p "🦙 naïve" >"$work/tok-p-lin.txt"
+win tokenize -m tests/data/tokenizers/ggml-vocab-gpt-2.gguf -p "🦙 naïve" >"$work/tok-p-win.txt"
+check "tokenize a non-ASCII prompt: the exe's listing equals Linux's" \
+    same_text "$work/tok-p-lin.txt" "$work/tok-p-win.txt"
 
 win iobench --model "$M" --lanes 1,4 --seconds 0.3 >"$work/io.txt" 2>&1
 check "iobench reports unbuffered overlapped lanes" \
