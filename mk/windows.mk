@@ -11,7 +11,9 @@
 # come from WIN_SYSROOT (scripts/windows-sysroot.sh builds them from Debian's
 # source packages), winpthreads and the CRT from mingw-w64; its imports are
 # Windows' own DLLs. printf and friends are mingw-w64's C99 ones
-# (__USE_MINGW_ANSI_STDIO), not msvcrt's, so numbers print as on Linux.
+# (__USE_MINGW_ANSI_STDIO), not msvcrt's, so numbers print as on Linux;
+# expf, logf, powf, sinf, cosf, tanhf are glibc 2.36's twins
+# (util/libm_glibc.c, mapped by posix_win.h), so results match it too.
 #
 # Platform files: *_posix.c are left out and *_win.c put in (WIN_SRC_OUT,
 # WIN_SRC_IN); on Linux the *_win.c files are not compiled. Left out for now:
