@@ -352,6 +352,12 @@ static void pick_inputs(fn_id f, uint32_t *xs, uint32_t *ys, int n)
         xs[k] = f2u(fixed[i]);
         ys[k] = f2u(-2.0f / 128.0f);
     }
+    /* the only two floats whose expf differs between glibc's variants
+     * (found by comparing the twins' variants over every float) */
+    if (f == F_EXP) {
+        xs[k] = 0x4202422fu, ys[k++] = 0;
+        xs[k] = 0xc27c65d9u, ys[k++] = 0;
+    }
     for (int want = 0; want < 2; want++)
         for (long tries = 0, got = 0; got < n / 4 && tries < 4000000L; tries++) {
             uint32_t x, y;
