@@ -11,7 +11,9 @@
 # come from WIN_SYSROOT (scripts/windows-sysroot.sh builds them from Debian's
 # source packages), winpthreads and the CRT from mingw-w64; its imports are
 # Windows' own DLLs. printf and friends are mingw-w64's C99 ones
-# (__USE_MINGW_ANSI_STDIO), not msvcrt's, so numbers print as on Linux.
+# (__USE_MINGW_ANSI_STDIO), not msvcrt's, so numbers print as on Linux;
+# expf, logf, powf, sinf, cosf, tanhf are glibc 2.36's twins
+# (util/libm_glibc.c, mapped by posix_win.h), so results match it too.
 #
 # Platform files: *_posix.c are left out and *_win.c put in (WIN_SRC_OUT,
 # WIN_SRC_IN); on Linux the *_win.c files are not compiled. Left out for now:
@@ -48,7 +50,7 @@ WIN_TESTS ?= test_quant_dot test_quant_dot_n test_quant_dequant test_quant_fast 
   test_vecdot_rp32x8 test_vecdot_rp32 test_vecdot_fp_order test_vecdot_iq4xs test_gguf \
   test_gguf_corrupt test_gguf_direct test_tok test_tok_pretok test_tok_golden test_io \
   test_io_fault test_io_direct_check test_io_ahead test_stream test_expert_cache \
-  test_session_save test_usage_history test_threads_pool
+  test_session_save test_usage_history test_threads_pool test_libm_glibc
 # the tests that re-run themselves with SLUICE_NO_SIMD=1 by fork on Linux
 WIN_NO_SIMD_TESTS := test_quant_dot test_quant_dot_n
 WIN_TEST_BINS := $(WIN_TESTS:%=$(WIN)/tests/%.exe)

@@ -36,6 +36,20 @@ static bool x86_has_avx2(void)
     return (b & (1u << 5)) && (b & (1u << 8)); /* AVX2, BMI2 */
 }
 
+/* FMA and AVX2 usable: the test glibc's libm makes (ifunc-fma.h) to pick
+ * its fused float functions, mirrored by util/libm_glibc.c. */
+static bool x86_has_fma_avx2(void)
+{
+    unsigned a, b, c, d;
+    if (!__get_cpuid(1, &a, &b, &c, &d)) return false;
+    if (!(c & (1u << 12)) || !(c & (1u << 27)) || !(c & (1u << 28))) return false;
+    unsigned xlo, xhi;
+    __asm__ volatile("xgetbv" : "=a"(xlo), "=d"(xhi) : "c"(0));
+    if ((xlo & 6u) != 6u || __get_cpuid_max(0, NULL) < 7) return false;
+    __cpuid_count(7, 0, a, b, c, d);
+    return (b & (1u << 5)) != 0;
+}
+
 /* AVX-512 foundation (and, in *bw, byte/word) instructions present, and the
  * OS saves the opmask and all 512-bit register state (XCR0 bits 5-7).
  * Asked only once AVX2 is known usable, so leaf 7 and xgetbv exist. */
@@ -67,6 +81,7 @@ static void detect(sl_cpu_features *f)
     memset(f, 0, sizeof *f);
 #if defined(__x86_64__)
     f->avx2 = x86_has_avx2();
+    f->fma_avx2 = x86_has_fma_avx2();
     if (f->avx2) x86_avx512(&f->avx512f, &f->avx512bw);
 #elif defined(__aarch64__) && defined(__linux__)
     const unsigned long hw = getauxval(AT_HWCAP);
@@ -92,7 +107,7 @@ static void detect(sl_cpu_features *f)
 
 /* The answers packed as bits, with bit 31 set once they are known; any
  * thread may ask first (they all store the same value). */
-enum { F_AVX2 = 1, F_AVX512F = 2, F_AVX512BW = 4, F_NEON = 8, F_DOTPROD = 16, F_I8MM = 32,
+enum { F_AVX2 = 1, F_AVX512F = 2, F_AVX512BW = 4, F_NEON = 8, F_DOTPROD = 16, F_I8MM = 32, F_FMA_AVX2 = 64,
        F_KNOWN = 1u << 31 };
 static _Atomic unsigned g_features;
 
@@ -104,7 +119,7 @@ void sl_cpu_detect(sl_cpu_features *f)
         detect(&d);
         b = F_KNOWN | (d.avx2 ? F_AVX2 : 0) | (d.avx512f ? F_AVX512F : 0) |
             (d.avx512bw ? F_AVX512BW : 0) | (d.neon ? F_NEON : 0) | (d.dotprod ? F_DOTPROD : 0) |
-            (d.i8mm ? F_I8MM : 0);
+            (d.i8mm ? F_I8MM : 0) | (d.fma_avx2 ? F_FMA_AVX2 : 0);
         atomic_store_explicit(&g_features, b, memory_order_relaxed);
     }
     f->avx2 = b & F_AVX2;
@@ -113,4 +128,5 @@ void sl_cpu_detect(sl_cpu_features *f)
     f->neon = b & F_NEON;
     f->dotprod = b & F_DOTPROD;
     f->i8mm = b & F_I8MM;
+    f->fma_avx2 = b & F_FMA_AVX2;
 }

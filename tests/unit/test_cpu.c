@@ -21,13 +21,15 @@ TEST(x86_features_match_the_compiler)
     CHECK_EQ_INT(f.avx512f, avx2 && __builtin_cpu_supports("avx512f"));
     CHECK_EQ_INT(f.avx512bw, avx2 && __builtin_cpu_supports("avx512f") &&
                                  __builtin_cpu_supports("avx512bw"));
+    CHECK_EQ_INT(f.fma_avx2, __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"));
     CHECK(!f.neon && !f.dotprod && !f.i8mm);
     printf("   avx2 %d, avx512f %d, avx512bw %d\n", f.avx2, f.avx512f, f.avx512bw);
 #else
-    CHECK(!f.avx2 && !f.avx512f && !f.avx512bw);
+    CHECK(!f.avx2 && !f.avx512f && !f.avx512bw && !f.fma_avx2);
 #endif
     CHECK(!f.avx512bw || f.avx512f);
     CHECK(!f.avx512f || f.avx2);
+    CHECK(!f.avx2 || f.fma_avx2);
 }
 
 TEST(wide_kernels_follow_the_answer)

@@ -97,6 +97,28 @@ float sl_win_fmaf(float x, float y, float z);
 #define fmaf sl_win_fmaf
 #endif
 
+/* expf, logf, powf, sinf, cosf, tanhf, expm1f: glibc 2.36's results
+ * (util/libm_glibc.c), so the exe computes the Linux build's numbers. By
+ * macro, not only by link-time definition (compat/win/libm_win.c, which
+ * still catches calls through the names' addresses): clang, targeting
+ * mingw-w64, treats expf, powf and tanhf as absent and compiles a call to
+ * them as (float)exp((double)x), pow, tanh, so no definition of expf would
+ * ever be called. */
+float sl_glibc_expf(float x);
+float sl_glibc_logf(float x);
+float sl_glibc_powf(float x, float y);
+float sl_glibc_sinf(float x);
+float sl_glibc_cosf(float x);
+float sl_glibc_tanhf(float x);
+float sl_glibc_expm1f(float x);
+#define expf(x) sl_glibc_expf(x)
+#define logf(x) sl_glibc_logf(x)
+#define powf(x, y) sl_glibc_powf(x, y)
+#define sinf(x) sl_glibc_sinf(x)
+#define cosf(x) sl_glibc_cosf(x)
+#define tanhf(x) sl_glibc_tanhf(x)
+#define expm1f(x) sl_glibc_expm1f(x)
+
 /* setenv / unsetenv over the CRT's environment */
 static inline int setenv(const char *name, const char *value, int overwrite)
 {
