@@ -9,6 +9,10 @@
 
 /* Positions per tile of the blocked attention (llama.cpp's KV tile). */
 #define SL_ATTN_TILE 64
+/* llama.cpp's query tile (GGML_FA_TILE_Q): its CPU flash attention tiles a
+ * batch of at least this many query tokens over f16 / f32 caches and takes
+ * the one-chunk form (sl_attn_attend_seq's order) for fewer. */
+#define SL_ATTN_QTILE 64
 
 /* One block of blocked causal attention: n_q query rows that share one K/V
  * head (a grouped-query group of one token), over cache positions
