@@ -5,8 +5,9 @@
  * position (the one-chunk form, token by token, so any split under 64
  * gives the same bits), a batch of 64 or more tiled, exactly as without
  * the setting; under 64 the bits differ from the tiled ones. The same for
- * multi-head latent attention (deepseek2) and its sparse form (glm-dsa's
- * indexer-chosen positions), on their reference fixtures. The trained
+ * multi-head latent attention (deepseek2), its sparse form (glm-dsa's
+ * indexer-chosen positions) and deepseek4's attention, on their reference
+ * fixtures. The trained
  * model's 32-token llama.cpp base (test_trained_glm4moe) checks the bits
  * themselves against llama.cpp's. */
 #include <stdlib.h>
@@ -21,8 +22,10 @@
 
 static int32_t prompt[N_TOK];
 static char model_path[512];
-/* the reference fixtures of the two latent-attention forms */
-static const char *const k_fixtures[] = {"deepseek2-Q8_0.gguf", "glm-dsa-Q8_0.gguf"};
+/* the reference fixtures of the two latent-attention forms and deepseek4's
+ * attention over its window and compressed blocks */
+static const char *const k_fixtures[] = {"deepseek2-Q8_0.gguf", "glm-dsa-Q8_0.gguf",
+                                         "deepseek4-Q8_0.gguf"};
 
 /* Every token's logits of the prompt in batches of `batch` tokens, with or
  * without attn_by_batch; NULL on failure. *V receives the vocabulary size. */
