@@ -78,6 +78,7 @@ int sl_session_create(sl_session **out, sl_model *m, const sl_session_params *pp
     s->type_k = dims.type_k;
     s->type_v = dims.type_v;
     s->attn_rot = !p.attn_rot_off;
+    s->attn_by_batch = p.attn_by_batch;
     s->all_logits = p.all_logits;
     s->route_step = -1;
     s->layout = lay;

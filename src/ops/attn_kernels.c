@@ -276,7 +276,9 @@ void sl_attn_attend_seq(const sl_attn_kernels *kr, const sl_attn_block *b, int k
         sum[r] = 0.0f;
         memset(acc + (size_t)r * dv, 0, (size_t)dv * sizeof(float)); /* f16 zeros too */
     }
-    for (int ic = b->pos_lo; ic < b->n_pos; ic++) {
+    const int n_ic = b->sel ? b->n_sel : b->n_pos - b->pos_lo;
+    for (int i = 0; i < n_ic; i++) {
+        const int ic = b->sel ? b->sel[i] : b->pos_lo + i;
         const uint8_t *kp = (const uint8_t *)b->k + (size_t)ic * b->k_stride;
         const uint8_t *vp = (const uint8_t *)b->v + (size_t)ic * b->v_stride;
         const float *vf = v32 ? (const float *)vp : vrow;

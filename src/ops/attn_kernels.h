@@ -9,6 +9,10 @@
 
 /* Positions per tile of the blocked attention (llama.cpp's KV tile). */
 #define SL_ATTN_TILE 64
+/* llama.cpp's query tile (GGML_FA_TILE_Q): its CPU flash attention tiles a
+ * batch of at least this many query tokens over f16 / f32 caches and takes
+ * the one-chunk form (sl_attn_attend_seq's order) for fewer. */
+#define SL_ATTN_QTILE 64
 
 /* One block of blocked causal attention: n_q query rows that share one K/V
  * head (a grouped-query group of one token), over cache positions
@@ -33,6 +37,9 @@ typedef struct sl_attn_block {
     int n_tok;            /* tokens in the block (0 counts as 1) */
     size_t q_tok, out_tok; /* floats from one token's rows to the next's */
     int n_swa;            /* the sliding window of the tokens after the first, or 0 */
+    const int *sel;       /* sl_attn_attend_seq only: the positions attended, n_sel
+                             of them ascending, instead of [pos_lo, n_pos); or NULL */
+    int n_sel;
 } sl_attn_block;
 
 /* Adds the block's sinks to its rows' accumulators acc[n_q][dv], running
@@ -108,7 +115,7 @@ void sl_attn_attend_tokens(const sl_attn_kernels *kr, const sl_attn_block *b, in
  * llama.cpp's one-chunk flash attention computes it, the path it takes
  * for quantised or mixed caches: each query row converted to the type K's
  * dot product takes (Q8_0 for quantised K, f16 for f16 K), then position
- * by position from pos_lo: the score by that dot product, scaled; a new
+ * by position from pos_lo (or over sel): the score by that dot product, scaled; a new
  * maximum rescales the accumulator and sum by expf(old - new), otherwise
  * the weight is expf(s - max); the value row (dequantised to f32 unless
  * it is f16 or f32) added with that weight, into an f16 accumulator when

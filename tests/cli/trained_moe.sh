@@ -29,6 +29,14 @@ ppl=$("$SLUICE" perplexity -m "$D/glm4moe-stories-f32.gguf" -f "$D/text.txt" -c 
     sed -n 's/.*Final estimate: PPL = \([0-9.]*\).*/\1/p')
 check "f32 held-out perplexity $ppl is in the trained range (2.5..6)" \
     python3 -c "import sys; p = float('${ppl:-0}'); sys.exit(0 if 2.5 <= p <= 6 else 1)"
+# 32-token chunks (under llama.cpp's 64-token query tile: its one-chunk flash
+# attention): the base sluice perplexity writes is llama.cpp's, byte for byte
+# (the committed base: bench/llama_ref.sh on the text's first 640 bytes, -c 32)
+head -c 640 "$D/text.txt" >"$work/short.txt"
+"$SLUICE" perplexity -m "$D/glm4moe-stories-f32.gguf" -f "$work/short.txt" -c 32 -t 2 \
+    --kl-divergence-base "$work/c32.kld" >/dev/null 2>&1
+check "f32, 32-token chunks: the base equals llama.cpp's byte for byte" \
+    cmp -s "$work/c32.kld" "$D/glm4moe-stories-f32.c32.kld"
 # its routing as a replay: accepted by a generated model of its MoE shape
 "$SLUICE" mkmodel --arch qwen3moe --preset tiny --layers 5 --experts 16 --top-k 4 --seed 3 -q \
     -o "$work/m5.gguf"

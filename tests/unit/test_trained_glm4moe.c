@@ -36,8 +36,28 @@ TEST(trained_glm4moe_matches_llama_cpp)
     }
 }
 
+/* 32-token chunks: llama.cpp attends a micro-batch under 64 tokens by its
+ * one-chunk flash attention, not tiled (sl_session_params.attn_by_batch) */
+TEST(trained_glm4moe_matches_llama_cpp_in_32_token_chunks)
+{
+    const char *gguf = "tests/data/trained/glm4moe-stories-f32.gguf",
+               *kld = "tests/data/trained/glm4moe-stories-f32.c32.kld";
+    char why[512];
+    sl_kld_stats st;
+    t_kld_rows rows = {0, 0};
+    const int rc = t_kld_eval_rows(gguf, kld, 0, -1, -1, NULL, &st, &rows, why, sizeof why);
+    CHECK_MSG(rc == 0, "%s", why);
+    if (rc != 0) return;
+    printf("  f32, 32-token chunks: mean KLD %.6f  rows as llama.cpp's %ld/%ld\n", st.kld.value,
+           rows.same, rows.total);
+    CHECK_MSG(rows.total >= 100, "only %ld rows compared", rows.total);
+    CHECK_MSG(rows.same == rows.total, "%ld of %ld rows differ from llama.cpp's bytes",
+              rows.total - rows.same, rows.total);
+}
+
 int main(void)
 {
     RUN(trained_glm4moe_matches_llama_cpp);
+    RUN(trained_glm4moe_matches_llama_cpp_in_32_token_chunks);
     return TEST_REPORT();
 }

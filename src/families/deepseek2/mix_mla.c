@@ -26,6 +26,7 @@
 #include "engine/mixer.h"
 #include "families/glm_dsa/mla_indexer.h"
 #include "engine/session.h"
+#include "quant/quant.h"
 
 static void mla_state_rows(const sl_layer_desc *d, size_t elem, uint64_t row_bytes[2])
 {
@@ -108,6 +109,9 @@ static void mla_worker(void *ctx, int chunk, int n_chunks, int tid)
     const int dk = a->kv_lora + a->n_rot, dv = a->kv_lora, H = a->n_head;
     const sl_attn_kernels *kr = s->attn_k;
     void (*attend)(const sl_attn_block *) = s->kv_elem == 2 ? kr->attend_f16 : kr->attend_f32;
+    /* llama.cpp tiles only batches of SL_ATTN_QTILE tokens or more (mix_attn.c) */
+    const bool by_pos = s->attn_by_batch && j->n < SL_ATTN_QTILE;
+    const int row_type = s->kv_elem == 2 ? SL_TYPE_F16 : SL_TYPE_F32;
     sl_attn_block b = {
         .q_stride = (size_t)dk, .k = j->st->rows[0], .v = j->st->rows[0],
         .k_stride = j->st->row_bytes[0], .v_stride = j->st->row_bytes[0], .dk = dk, .dv = dv,
@@ -124,7 +128,16 @@ static void mla_worker(void *ctx, int chunk, int n_chunks, int tid)
         b.out = s->attn_out + ((size_t)t * H + (size_t)h0) * (size_t)dv;
         if (a->idx_top_k > 0) {
             const int *sel = sl_mla_sel(s, a, t);
-            sl_mla_attend_sparse(&b, s->kv_elem == 2, sel + 1, sel[0]);
+            if (by_pos) {
+                b.sel = sel + 1;
+                b.n_sel = sel[0];
+                sl_attn_attend_seq(kr, &b, row_type, row_type);
+                b.sel = NULL;
+            } else {
+                sl_mla_attend_sparse(&b, s->kv_elem == 2, sel + 1, sel[0]);
+            }
+        } else if (by_pos) {
+            sl_attn_attend_seq(kr, &b, row_type, row_type);
         } else {
             attend(&b);
         }

@@ -36,6 +36,7 @@
 #include "families/deepseek4/ds4.h"
 #include "engine/fwd_mm.h"
 #include "engine/mixer.h"
+#include "engine/session.h"
 #include "families/glm_dsa/mla_indexer.h"
 #include "ops/vexp.h"
 #include "util/hsum.h"
@@ -408,6 +409,78 @@ static void attend(const sl_ds4_desc *a, const key_src *ks, const float *q, int 
     }
 }
 
+/* The same attention as llama.cpp's one-chunk flash attention computes it
+ * (its path for a micro-batch under SL_ATTN_QTILE tokens; the order of
+ * sl_attn_attend_seq): key by key in cell order, the query rounded to f16
+ * and ggml_vec_dot_f16 against an f16 row (a batch row rounded to f16
+ * first), the running maximum rescaling an f16 accumulator, the row added
+ * with its weight, the sum S x ms + w in two roundings; an f32 cache in
+ * f32 throughout. Then the sinks and one division. Scratch as attend's. */
+static void attend_seq(const sl_attn_kernels *kr, const sl_ds4_desc *a, const key_src *ks,
+                       const float *q, int nq, const float *sinks, float *out, float *scratch,
+                       size_t elem)
+{
+    const int D = a->head_dim, nk = key_count(ks);
+    const bool h = elem == 2;
+    float *qc = scratch, *acc = qc + (size_t)nq * D, *mx = acc + (size_t)nq * D;
+    float *sum = mx + nq, *row = sum + nq;
+    for (int r = 0; r < nq; r++) {
+        const float *qr = q + (size_t)r * D;
+        float *c = qc + (size_t)r * D;
+        if (h)
+            for (int d = 0; d < D; d++) ((uint16_t *)c)[d] = sl_f32_to_fp16(qr[d]);
+        else memcpy(c, qr, (size_t)D * sizeof(float));
+        mx[r] = -INFINITY;
+        sum[r] = 0.0f;
+        memset(acc + (size_t)r * D, 0, (size_t)D * sizeof(float));
+    }
+    for (int i = 0; i < nk; i++) {
+        int cell;
+        bool f32;
+        const uint8_t *kp = key_at(ks, i, &cell, &f32);
+        if (h && f32) {
+            for (int d = 0; d < D; d++) ((uint16_t *)row)[d] = sl_f32_to_fp16(((const float *)kp)[d]);
+            kp = (const uint8_t *)row;
+        }
+        for (int r = 0; r < nq; r++) {
+            const float *c = qc + (size_t)r * D;
+            const float sv = (h ? kr->dot_f16f16((const uint16_t *)c, (const uint16_t *)kp, D)
+                                : sl_dot_f32_untiled(c, (const float *)kp, D)) * a->scale;
+            float *ar = acc + (size_t)r * D;
+            float ms = 1.0f, vs = 1.0f;
+            if (sv > mx[r]) {
+                ms = expf(mx[r] - sv);
+                mx[r] = sv;
+                if (h) kr->scale_f16((uint16_t *)ar, ms, D);
+                else kr->scale_f32(ar, ms, D);
+            } else {
+                vs = expf(sv - mx[r]);
+            }
+            if (h) kr->mad_f16((uint16_t *)ar, (const uint16_t *)kp, vs, D);
+            else kr->mad_f32(ar, (const float *)kp, vs, D);
+            sum[r] = sum[r] * ms + vs;
+        }
+    }
+    for (int r = 0; r < nq; r++) {
+        float *ar = acc + (size_t)r * D;
+        if (h) {
+            for (int d = 0; d < D; d++) row[d] = sl_fp16_to_f32(((const uint16_t *)ar)[d]);
+            memcpy(ar, row, (size_t)D * sizeof(float));
+        }
+        const float sk = sinks[r];
+        float ms = 1.0f, vs = 1.0f;
+        if (sk > mx[r]) {
+            ms = expf(mx[r] - sk);
+            for (int d = 0; d < D; d++) ar[d] *= ms;
+        } else {
+            vs = expf(sk - mx[r]);
+        }
+        sum[r] = sum[r] * ms + vs;
+        const float inv = sum[r] == 0.0f ? 0.0f : 1.0f / sum[r];
+        for (int d = 0; d < D; d++) out[(size_t)r * D + d] = ar[d] * inv;
+    }
+}
+
 /* The key source of batch token t. */
 static key_src token_keys(const attn_job *j, int t)
 {
@@ -436,6 +509,7 @@ static void attn_worker(void *ctx, int chunk, int n_chunks, int tid)
     const sl_ds4_desc *a = &j->L->d.ds4;
     const int H = a->n_head, D = a->head_dim;
     float *scratch = s->att + (size_t)tid * s->layout.att_floats;
+    const bool by_pos = s->attn_by_batch && j->n < SL_ATTN_QTILE; /* as mix_attn.c */
     long long w0, w1;
     sl_split_range((long long)j->n * j->groups, chunk, n_chunks, &w0, &w1);
     for (long long w = w0; w < w1; w++) {
@@ -443,8 +517,10 @@ static void attn_worker(void *ctx, int chunk, int n_chunks, int tid)
         const int nq = h0 + j->per <= H ? j->per : H - h0;
         const key_src ks = token_keys(j, t);
         const float *sinks = (const float *)j->L->sinks.data + h0;
-        attend(a, &ks, s->q + ((size_t)t * H + (size_t)h0) * (size_t)D, nq, sinks,
-               s->attn_out + ((size_t)t * H + (size_t)h0) * (size_t)D, scratch, s->kv_elem);
+        const float *q = s->q + ((size_t)t * H + (size_t)h0) * (size_t)D;
+        float *o = s->attn_out + ((size_t)t * H + (size_t)h0) * (size_t)D;
+        if (by_pos) attend_seq(s->attn_k, a, &ks, q, nq, sinks, o, scratch, s->kv_elem);
+        else attend(a, &ks, q, nq, sinks, o, scratch, s->kv_elem);
     }
 }
 

@@ -1,0 +1,133 @@
+/* test_attn_by_batch.c - sl_session_params.attn_by_batch, llama.cpp's
+ * choice of CPU flash-attention path by the micro-batch's size (what
+ * llama-perplexity computes, and so what sluice perplexity reproduces): a
+ * batch of fewer than 64 tokens over an f16 cache attends position by
+ * position (the one-chunk form, token by token, so any split under 64
+ * gives the same bits), a batch of 64 or more tiled, exactly as without
+ * the setting; under 64 the bits differ from the tiled ones. The same for
+ * multi-head latent attention (deepseek2), its sparse form (glm-dsa's
+ * indexer-chosen positions) and deepseek4's attention, on their reference
+ * fixtures. The trained
+ * model's 32-token llama.cpp base (test_trained_glm4moe) checks the bits
+ * themselves against llama.cpp's. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/testutil.h"
+#include "sluice.h"
+#include "synth/synth.h"
+#include "test.h"
+
+#define N_TOK 64
+
+static int32_t prompt[N_TOK];
+static char model_path[512];
+/* the reference fixtures of the two latent-attention forms and deepseek4's
+ * attention over its window and compressed blocks */
+static const char *const k_fixtures[] = {"deepseek2-Q8_0.gguf", "glm-dsa-Q8_0.gguf",
+                                         "deepseek4-Q8_0.gguf"};
+
+/* Every token's logits of the prompt in batches of `batch` tokens, with or
+ * without attn_by_batch; NULL on failure. *V receives the vocabulary size. */
+static float *logits(bool by_batch, int batch, int *V)
+{
+    sl_model_params mp = sl_model_default_params();
+    mp.n_threads = 2;
+    sl_model *m = NULL;
+    sl_session *s = NULL;
+    sl_err err;
+    float *out = NULL;
+    if (sl_model_load(&m, model_path, &mp, &err)) {
+        fprintf(stderr, "  load: %s\n", err.msg);
+        return NULL;
+    }
+    sl_session_params sp = sl_session_default_params();
+    sp.n_ctx = 2 * N_TOK;
+    sp.n_batch_max = batch;
+    sp.all_logits = true;
+    sp.kv_type = SL_KV_F16;
+    sp.attn_by_batch = by_batch;
+    if (sl_session_create(&s, m, &sp, &err)) {
+        fprintf(stderr, "  session: %s\n", err.msg);
+        goto done;
+    }
+    *V = sl_model_n_vocab(m);
+    out = malloc(sizeof(float) * (size_t)*V * N_TOK);
+    for (int i = 0; out && i < N_TOK; i += batch) {
+        const int n = N_TOK - i < batch ? N_TOK - i : batch;
+        if (sl_session_eval(s, prompt + i, n, &err)) {
+            fprintf(stderr, "  eval: %s\n", err.msg);
+            free(out);
+            out = NULL;
+            break;
+        }
+        for (int j = 0; j < n; j++)
+            memcpy(out + (size_t)(i + j) * *V, sl_session_logits_at(s, j), sizeof(float) * *V);
+    }
+done:
+    sl_session_free(s);
+    sl_model_free(m);
+    return out;
+}
+
+static void check_model(const char *arch)
+{
+    int V = 0;
+    float *seq32 = logits(true, 32, &V), *seq1 = logits(true, 1, &V),
+          *seq7 = logits(true, 7, &V), *tiled32 = logits(false, 32, &V),
+          *by64 = logits(true, 64, &V), *tiled64 = logits(false, 64, &V);
+    CHECK(seq32 && seq1 && seq7 && tiled32 && by64 && tiled64 && V > 0);
+    if (seq32 && seq1 && seq7 && tiled32 && by64 && tiled64 && V > 0) {
+        const size_t bytes = sizeof(float) * (size_t)V * N_TOK;
+        CHECK_MSG(!memcmp(seq32, seq1, bytes), "%s: batches of 32 differ from one token at a time", arch);
+        CHECK_MSG(!memcmp(seq32, seq7, bytes), "%s: batches of 32 differ from batches of 7", arch);
+        CHECK_MSG(memcmp(seq32, tiled32, bytes) != 0, "%s: batches of 32 give the tiled bits: the one-chunk path was not taken", arch);
+        CHECK_MSG(!memcmp(by64, tiled64, bytes), "%s: a batch of 64 is not tiled", arch);
+    }
+    free(seq32);
+    free(seq1);
+    free(seq7);
+    free(tiled32);
+    free(by64);
+    free(tiled64);
+}
+
+/* A generated qwen3moe tiny-k (head size 64) at model_path. */
+static int generate(void)
+{
+    const char *arch = "qwen3moe", *preset = "tiny-k";
+    sl_synth_config c;
+    sl_err err;
+    if (sl_synth_config_init(&c, arch, preset, &err)) {
+        fprintf(stderr, "synth: %s\n", err.msg);
+        return -1;
+    }
+    c.type = SL_SYNTH_Q8_0;
+    c.seed = 5;
+    t_path(model_path, sizeof model_path, "attn_by_batch.gguf");
+    if (sl_synth_config_validate(&c, &err) || sl_synth_write(&c, model_path, NULL, NULL, NULL, &err)) {
+        fprintf(stderr, "mkmodel: %s\n", err.msg);
+        return -1;
+    }
+    return 0;
+}
+
+TEST(path_follows_the_batch_size)
+{
+    const int rc = generate();
+    CHECK_MSG(rc == 0, "cannot write the qwen3moe model");
+    if (rc == 0) check_model("qwen3moe");
+    remove(model_path);
+    for (size_t i = 0; i < sizeof k_fixtures / sizeof *k_fixtures; i++) {
+        const bool found = t_fixture(model_path, sizeof model_path, k_fixtures[i]) != NULL;
+        CHECK_MSG(found, "%s not found in ../shared/fixtures/reference", k_fixtures[i]);
+        if (found) check_model(k_fixtures[i]);
+    }
+}
+
+int main(void)
+{
+    for (int i = 0; i < N_TOK; i++) prompt[i] = (int32_t)((i * 37 + 11) % 200);
+    RUN(path_follows_the_batch_size);
+    return TEST_REPORT();
+}
