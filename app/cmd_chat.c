@@ -271,6 +271,7 @@ int cmd_chat(int argc, char **argv)
             fprintf(stderr, "turn %d: answered %d tokens in %.3f s (%.2f tok/s), %d in the "
                     "context\n", turn, st.n_gen, st.seconds,
                     st.seconds > 0 ? st.n_gen / st.seconds : 0.0, sl_session_n_past(g.s));
+        if (o.verbose) gen_draft_report(&g, &st); /* drafts from the answer only */
         if (st.stop == GEN_STOP_CTX) {
             fprintf(stderr, "sluice chat: the context of %d tokens is full; start again with "
                     "a larger -c\n", n_ctx);
