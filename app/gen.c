@@ -26,7 +26,7 @@ void gen_opts_init(gen_opts *o, int n_predict)
     o->n_predict = n_predict;
     o->kv_type = SL_KV_F16;
     o->sp = sl_sampling_default_params();
-    o->draft_max = 16;
+    o->draft_max = 8;
     o->draft_min = 1;
     o->spec_ngram = 3;
 }
@@ -55,13 +55,14 @@ void gen_opts_usage(FILE *f, int default_n_predict)
             "      --frequency-penalty P  subtract P per occurrence (default 0)\n"
             "  -s, --seed S            random seed: the same seed gives the same text (default %llu)\n"
             "      --ignore-eos        do not stop at end-of-generation tokens\n"
-            "speculative decoding (the same text, only faster when guesses hold):\n"
+            "speculative decoding (the same text; faster when guesses hold, slower when\n"
+            "they do not: nothing switches it off yet; --stats or -v prints the figures):\n"
             "      --spec-type T       none (default) or ngram-simple: guess the next tokens\n"
             "                          by finding the context's last tokens earlier in the\n"
             "                          prompt or reply, and verify the guesses in one batch\n"
             "                          (any sampler: each token is still the model's own\n"
             "                          pick; models with recurrent layers draft nothing)\n"
-            "      --draft-max N       tokens guessed at most a step, 1..%d (default 16)\n"
+            "      --draft-max N       tokens guessed at most a step, 1..%d (default 8)\n"
             "      --draft-min N       guess nothing when fewer are found (default 1)\n"
             "      --spec-ngram-size-n N  longest suffix looked up, 1..16 (default 3)\n"
             "  -v, --verbose           more statistics on stderr\n"
