@@ -14,10 +14,14 @@ int sl_draft_ngram(const int32_t *hist, int n, int ngram_min, int ngram_max, int
         for (int i = n - g - 1; i >= 0; i--) {
             if (hist[i] != suf[0] || memcmp(hist + i, suf, (size_t)g * sizeof *hist) != 0)
                 continue;
-            int k = n - (i + g);
-            if (k > max) k = max;
-            memcpy(out, hist + i + g, (size_t)k * sizeof *out);
-            return k;
+            /* what followed, copied on past the history's end from the
+             * proposal itself: a text repeating with period p goes on
+             * repeating (the latest match is only p tokens back) */
+            for (int j = 0; j < max; j++) {
+                const int src = i + g + j;
+                out[j] = src < n ? hist[src] : out[src - n];
+            }
+            return max;
         }
     }
     return 0;

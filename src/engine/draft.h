@@ -26,8 +26,9 @@ int sl_draft_propose(const sl_drafter *d, const int32_t *hist, int n, int32_t *o
 
 /* Prompt lookup: for g from ngram_max down to ngram_min, the last g tokens
  * of hist are searched for earlier in hist, the latest occurrence first;
- * the tokens that followed the first match found (up to max, and up to the
- * end of hist) are the proposal. 0 when no suffix recurs. */
+ * the max tokens that followed the first match found are the proposal,
+ * continued past the end of hist as the match continued (a text repeating
+ * with period p goes on repeating). 0 when no suffix recurs, else max. */
 int sl_draft_ngram(const int32_t *hist, int n, int ngram_min, int ngram_max, int32_t *out,
                    int max);
 
