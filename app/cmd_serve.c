@@ -101,6 +101,11 @@ int cmd_serve(int argc, char **argv)
         const char *a = argv[i], *v;
         int r = gen_opts_parse(&o, CMD, argc, argv, &i);
         if (r < 0) return 2;
+        if (r > 0 && o.spec_type != SL_GEN_DRAFT_NONE) {
+            fprintf(stderr, "sluice serve: --spec-type: the server does not draft yet (run and "
+                    "chat do)\n");
+            return 2;
+        }
         if (r > 0) continue;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             usage(stdout);

@@ -5,7 +5,8 @@
 # (qwen3moe, gpt-oss, gemma4 with its sliding-window rings, deepseek2's
 # MLA); a prompt that repeats itself gets drafts accepted (--stats' draft
 # line); the recurrent families (qwen35moe, deepseek4) turn drafting off
-# with one line and give the same text; bad flag values are refused.
+# with one line and give the same text; bad flag values are refused, and
+# serve, which does not draft yet, refuses the flag.
 set -u
 . "$(dirname "$0")/lib/common.sh"
 work=$(mktemp -d "${TMPDIR:-/tmp}/sluice-spec-XXXXXX")
@@ -69,5 +70,11 @@ for f in "--spec-type mtp" "--draft-max 0" "--draft-max 33" "--draft-min -1"; do
     check "'$f': one line naming the flag" bash -c \
         "[ \$(wc -l < '$work/badflag.err') -eq 1 ] && grep -q -- '${f%% *}' '$work/badflag.err'"
 done
+
+"$SLUICE" serve -m "$M" --spec-type ngram-simple --port 0 >"$work/serve.out" 2>"$work/serve.err"
+rc=$?
+check "serve refuses --spec-type (not wired there yet)" [ $rc -eq 2 ]
+check "serve says so in one line" bash -c \
+    "[ \$(wc -l < '$work/serve.err') -eq 1 ] && grep -q 'does not draft yet' '$work/serve.err'"
 
 finish
