@@ -71,6 +71,15 @@ for f in "--spec-type mtp" "--draft-max 0" "--draft-max 33" "--draft-min -1"; do
         "[ \$(wc -l < '$work/badflag.err') -eq 1 ] && grep -q -- '${f%% *}' '$work/badflag.err'"
 done
 
+# chat: each turn's answer the same, prompt lookup over the turn and the answer
+turns="$P
+$P $P"
+printf '%s\n' "$turns" | "$SLUICE" chat -m "$M" -n 24 --temp 0 >"$work/chat.plain" 2>/dev/null
+printf '%s\n' "$turns" | "$SLUICE" chat -m "$M" -n 24 --temp 0 --spec-type ngram-simple -v \
+    >"$work/chat.spec" 2>"$work/chat.err"
+check "chat: the same answers with drafting" same_text "$work/chat.plain" "$work/chat.spec"
+check "chat -v: a draft line per turn" [ "$(grep -c '^draft: .* drafted' "$work/chat.err")" -eq 2 ]
+
 "$SLUICE" serve -m "$M" --spec-type ngram-simple --port 0 >"$work/serve.out" 2>"$work/serve.err"
 rc=$?
 check "serve refuses --spec-type (not wired there yet)" [ $rc -eq 2 ]
