@@ -62,6 +62,7 @@ struct sl_gen {
     /* drafting */
     sl_drafter drafter;                  /* kind NONE: off */
     int draft_max, draft_min;
+    int draft_len;            /* drafted at most next time (the last draft's outcome) */
     int n_draft;              /* of the pending tokens, the guesses after the first */
     int pos0;                 /* the session's position before the pending tokens */
     int last_eval;            /* tokens the caller's last sl_gen_evaluated covered */
@@ -128,6 +129,7 @@ static int draft_setup(sl_gen *g, const sl_gen_params *p, sl_err *err)
     g->drafter.ngram_max = p->draft_ngram > 0 ? p->draft_ngram : 3;
     g->drafter.ngram_min = 1;
     g->draft_max = max;
+    g->draft_len = max;
     g->draft_min = p->draft_min > 1 ? p->draft_min : 1;
     const int n = p->context ? p->n_context : 0;
     int rc = hist_grow(g, n + 1, err);
@@ -366,7 +368,7 @@ static int set_pending(sl_gen *g, int32_t id, int n_past, sl_err *err)
     int rc = hist_grow(g, 1, err);
     if (rc) return rc;
     g->hist[g->n_hist++] = id;
-    int max = g->draft_max;
+    int max = g->draft_len;
     const int room = sl_session_n_ctx(g->s) - n_past - 1;
     if (max > room) max = room;
     if (g->max_tokens >= 0 && max > g->max_tokens - g->n_taken) max = g->max_tokens - g->n_taken;
@@ -453,6 +455,12 @@ int sl_gen_next(sl_gen *g, sl_gen_event *ev, sl_err *err)
         break;
     }
     g->st.accepted += c;
+    if (nd > 0) {
+        /* a draft wholly confirmed: the next may be twice as long; else only
+         * as long as the part that held, plus one (wasted rows cost time) */
+        const int len = c == nd ? 2 * nd : c + 1;
+        g->draft_len = len < g->draft_max ? len : g->draft_max;
+    }
     /* the session keeps the taken tokens it evaluated: the last one taken
      * before the guesses, and the guesses confirmed */
     const int n_past = nd > 0 ? g->pos0 + 1 + c : sl_session_n_past(g->s);
