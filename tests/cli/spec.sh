@@ -3,7 +3,7 @@
 # text is the same bytes as without drafting, resident and streamed through
 # a small expert cache, greedy and sampled, on the attention families
 # (qwen3moe, gpt-oss, gemma4 with its sliding-window rings, deepseek2's
-# MLA); a prompt that repeats itself gets drafts accepted (--stats' draft
+# MLA; the text alone on seven more); a prompt that repeats itself gets drafts accepted (--stats' draft
 # line); the recurrent families (qwen35moe, deepseek4) turn drafting off
 # with one line and give the same text; bad flag values are refused, and
 # serve, which does not draft yet, refuses the flag.
@@ -53,12 +53,38 @@ for a in qwen3moe gpt-oss gemma4 deepseek2 qwen35moe deepseek4; do
     check "$a: sampled text with drafting is the same" same_text "$work/$a.splain" "$work/$a.sspec"
 done
 
+# the other families: the same text resident and streamed
+for a in qwen2moe mixtral olmoe llama qwen3 glm4moe glm-dsa; do
+    M=$work/$a.gguf
+    if ! "$SLUICE" mkmodel --arch "$a" --preset tiny --type q8_0 --seed 2 -q -o "$M"; then
+        bad "mkmodel --arch $a"
+        continue
+    fi
+    run "$M" "$work/$a.plain" --temp 0 --no-stream
+    for v in "--no-stream" "--moe-stream --cache-experts 3"; do
+        case $a in llama | qwen3) [ "$v" = "--no-stream" ] || continue ;; esac # dense
+        # shellcheck disable=SC2086
+        run "$M" "$work/$a.spec" --temp 0 $v --spec-type ngram-simple --stats
+        check "$a ($v): drafting gives the same text ($(grep -o '[0-9]* accepted' "$work/$a.spec.err"))" \
+            same_text "$work/$a.plain" "$work/$a.spec"
+    done
+done
+
 # a small draft cap still gives the text; drafting off by default prints no draft line
 M=$work/qwen3moe.gguf
 run "$M" "$work/cap" --temp 0 --no-stream --spec-type ngram-simple --draft-max 1 -v
 check "--draft-max 1 gives the same text" same_text "$work/qwen3moe.plain" "$work/cap"
 check "--draft-max 1: tokens per verify step at most 2" \
     grep -Eq '^draft: .*\((1\.[0-9]+|2\.00) tokens each\)' "$work/cap.err"
+run "$M" "$work/t1" --temp 0 --no-stream --spec-type ngram-simple -t 1
+check "one thread, drafting: the same text" same_text "$work/qwen3moe.plain" "$work/t1"
+
+# the trained glm4moe: with drafting, still llama.cpp's 64 greedy tokens
+D=tests/data/trained
+"$SLUICE" run -m "$D/glm4moe-stories-f32.gguf" -p "Once upon a time" -n 64 --temp 0 -t 2 \
+    --spec-type ngram-simple >"$work/trained" 2>/dev/null
+check "trained glm4moe: drafting gives llama.cpp's greedy text" \
+    same_text "$work/trained" "$D/glm4moe-stories-f32.greedy.txt"
 run "$M" "$work/nodraft" --temp 0 --no-stream --stats
 check "no draft line without --spec-type" bash -c "! grep -q '^draft:' '$work/nodraft.err'"
 
