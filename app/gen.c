@@ -55,7 +55,7 @@ void gen_opts_usage(FILE *f, int default_n_predict)
             "      --frequency-penalty P  subtract P per occurrence (default 0)\n"
             "  -s, --seed S            random seed: the same seed gives the same text (default %llu)\n"
             "      --ignore-eos        do not stop at end-of-generation tokens\n"
-            "speculative decoding (run and chat; the same text, faster when guesses hold,\n"
+            "speculative decoding (the same text, faster when guesses hold,\n"
             "slower when they do not: nothing switches it off yet; --stats or -v prints the\n"
             "figures):\n"
             "      --spec-type T       none (default) or ngram-simple: guess the next tokens\n"

@@ -5,8 +5,8 @@
 # (qwen3moe, gpt-oss, gemma4 with its sliding-window rings, deepseek2's
 # MLA; the text alone on seven more); a prompt that repeats itself gets drafts accepted (--stats' draft
 # line); the recurrent families (qwen35moe, deepseek4) turn drafting off
-# with one line and give the same text; bad flag values are refused, and
-# serve, which does not draft yet, refuses the flag.
+# with one line and give the same text; bad flag values are refused
+# (the server: tests/cli/serve_spec.sh).
 set -u
 . "$(dirname "$0")/lib/common.sh"
 work=$(mktemp -d "${TMPDIR:-/tmp}/sluice-spec-XXXXXX")
@@ -105,11 +105,5 @@ printf '%s\n' "$turns" | "$SLUICE" chat -m "$M" -n 24 --temp 0 --spec-type ngram
     >"$work/chat.spec" 2>"$work/chat.err"
 check "chat: the same answers with drafting" same_text "$work/chat.plain" "$work/chat.spec"
 check "chat -v: a draft line per turn" [ "$(grep -c '^draft: .* drafted' "$work/chat.err")" -eq 2 ]
-
-"$SLUICE" serve -m "$M" --spec-type ngram-simple --port 0 >"$work/serve.out" 2>"$work/serve.err"
-rc=$?
-check "serve refuses --spec-type (not wired there yet)" [ $rc -eq 2 ]
-check "serve says so in one line" bash -c \
-    "[ \$(wc -l < '$work/serve.err') -eq 1 ] && grep -q 'does not draft yet' '$work/serve.err'"
 
 finish
