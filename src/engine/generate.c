@@ -423,21 +423,24 @@ int sl_gen_next(sl_gen *g, sl_gen_event *ev, sl_err *err)
         const float *logits = nd > 0 ? sl_session_logits_at(g->s, row0 + c)
                                      : sl_session_logits(g->s);
         const int id = sl_sampling_sample(g->smp, logits, err);
-        if (id < 0) return id;
+        if (id < 0) {
+            rc = id;
+            break;
+        }
         if (is_stop_token(g, id)) {
             ev->stop = SL_GEN_EOG;
             break;
         }
         if (g->n_logprobs >= 0)
             logprob_of(&g->lps[g->n_ids], logits, g->n_vocab, id, g->n_logprobs);
-        if ((rc = sl_sampling_accept(g->smp, id, err))) return rc;
+        if ((rc = sl_sampling_accept(g->smp, id, err))) break;
         const char *text;
         size_t len;
-        if ((rc = sl_detok_push(g->dt, id, &text, &len, err))) return rc;
+        if ((rc = sl_detok_push(g->dt, id, &text, &len, err))) break;
         g->ids[g->n_ids++] = id;
         g->n_taken++;
         const int k = filter_feed(g, text, len, &rc, err);
-        if (rc) return rc;
+        if (rc) break;
         if (k >= 0) {
             ev->stop = SL_GEN_STOP_TEXT;
             ev->stop_text = k < g->n_user_stops ? k : -1;
@@ -446,13 +449,17 @@ int sl_gen_next(sl_gen *g, sl_gen_event *ev, sl_err *err)
         if (c < nd && id == guess[c]) { /* already evaluated: read the next row */
             c++;
             if (g->drafter.kind != SL_DRAFT_NONE) {
-                if ((rc = hist_grow(g, 1, err))) return rc;
+                if ((rc = hist_grow(g, 1, err))) break;
                 g->hist[g->n_hist++] = id;
             }
             continue;
         }
         next = id;
         break;
+    }
+    if (rc) { /* the reply fails: the session keeps the tokens taken and evaluated */
+        if (nd > 0) sl_session_truncate(g->s, g->pos0 + 1 + c);
+        return rc;
     }
     g->st.accepted += c;
     if (nd > 0) {
