@@ -240,11 +240,11 @@ int cmd_chat(int argc, char **argv)
         if (t.cache && n_before == 0)
             fprintf(stderr, "prompt cache: %d of %d prompt tokens restored from '%s'\n",
                     n_reused, n, t.cache);
-        free(ids);
-        ids = NULL;
         if (o.verbose)
             fprintf(stderr, "turn %d: evaluated %d new tokens, %d cached before\n", turn, n,
                     n_before);
+        g.context = ids; /* prompt lookup searches this turn and the answer */
+        g.n_context = n;
 
         gen_reply_stats st;
         gen_harmony_out ho;
@@ -258,6 +258,9 @@ int cmd_chat(int argc, char **argv)
             gen_cache_reply_failed(CMD, n_before == 0 ? t.cache : NULL, n_reused, grc);
             goto done;
         }
+        free(ids);
+        ids = NULL;
+        g.context = NULL;
         totals.seconds += st.seconds;
         totals.tokens += st.n_gen;
         totals.generated += st.n_gen;
@@ -271,6 +274,7 @@ int cmd_chat(int argc, char **argv)
             fprintf(stderr, "turn %d: answered %d tokens in %.3f s (%.2f tok/s), %d in the "
                     "context\n", turn, st.n_gen, st.seconds,
                     st.seconds > 0 ? st.n_gen / st.seconds : 0.0, sl_session_n_past(g.s));
+        if (o.verbose) gen_draft_report(&g, &st);
         if (st.stop == GEN_STOP_CTX) {
             fprintf(stderr, "sluice chat: the context of %d tokens is full; start again with "
                     "a larger -c\n", n_ctx);

@@ -211,6 +211,8 @@ int cmd_run(int argc, char **argv)
     gen_reply_stats st;
     gen_harmony_out ho;
     if (harmony) gen_harmony_init(&ho, stdout, t.show_reasoning);
+    g.context = ids;
+    g.n_context = n;
     int grc = gen_reply(&g, o.n_predict, NULL, o.ignore_eos, stops, NULL, stdout,
                         harmony ? &ho : NULL, &st, &err);
     if (grc) {
@@ -230,6 +232,7 @@ int cmd_run(int argc, char **argv)
             t_prompt > 0 ? n_eval / t_prompt : 0.0);
     fprintf(stderr, "generated: %6d tokens in %8.3f s (%9.2f tok/s)\n", st.n_gen, st.seconds,
             st.seconds > 0 ? st.n_gen / st.seconds : 0.0);
+    if (o.verbose || o.mf.stats) gen_draft_report(&g, &st);
     if (o.verbose)
         fprintf(stderr, "stop:      %s; %d tokens in the context\n", stop_name(st.stop),
                 sl_session_n_past(g.s));

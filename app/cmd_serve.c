@@ -218,6 +218,8 @@ int cmd_serve(int argc, char **argv)
     /* the prompt cache in memory is planned beside the slots */
     if (cache_ram > 0) mf.params.host_cache_bytes = (uint64_t)cache_ram << 20;
     else if (cache_ram < 0) mf.params.host_cache_seqs = (int)np;
+    if (o.spec_type != SL_GEN_DRAFT_NONE && mf.params.n_logits_hint < o.draft_max + 1)
+        mf.params.n_logits_hint = o.draft_max + 1; /* the rows a verify step keeps */
     s.m = model_flags_load(&mf, CMD, o.model);
     if (!s.m) goto done;
     if (sl_model_n_tokens(s.m) == 0) {
@@ -241,8 +243,9 @@ int cmd_serve(int argc, char **argv)
     if (ctx < 1) ctx = 1;
     int n_batch = o.n_batch < ctx ? o.n_batch : ctx;
     if (step < 0) step = 32 + np;
+    const srv_draft draft = {o.spec_type, o.draft_max, o.draft_min, o.spec_ngram};
     if (srv_pool_start(&s.pool, s.m, s.chat, (int)np, ctx, n_batch, o.kv_type, (int)max_queue,
-                       (int)step))
+                       (int)step, &draft))
         goto done;
     s.n_ctx = sl_session_n_ctx(s.pool.slots[0].g.s);
     sl_stream_stats st;

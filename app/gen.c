@@ -26,6 +26,9 @@ void gen_opts_init(gen_opts *o, int n_predict)
     o->n_predict = n_predict;
     o->kv_type = SL_KV_F16;
     o->sp = sl_sampling_default_params();
+    o->draft_max = 8;
+    o->draft_min = 1;
+    o->spec_ngram = 3;
 }
 
 void gen_opts_usage(FILE *f, int default_n_predict)
@@ -52,10 +55,22 @@ void gen_opts_usage(FILE *f, int default_n_predict)
             "      --frequency-penalty P  subtract P per occurrence (default 0)\n"
             "  -s, --seed S            random seed: the same seed gives the same text (default %llu)\n"
             "      --ignore-eos        do not stop at end-of-generation tokens\n"
+            "speculative decoding (the same text, faster when guesses hold,\n"
+            "slower when they do not: nothing switches it off yet; --stats or -v prints the\n"
+            "figures):\n"
+            "      --spec-type T       none (default) or ngram-simple: guess the next tokens\n"
+            "                          by finding the context's last tokens earlier in the\n"
+            "                          prompt or reply, and verify the guesses in one batch\n"
+            "                          (any sampler: each token is still the model's own\n"
+            "                          pick; models with recurrent layers draft nothing)\n"
+            "      --draft-max N       tokens guessed at most a step, 1..%d (default 8)\n"
+            "      --draft-min N       guess nothing when fewer are found (default 1)\n"
+            "      --spec-ngram-size-n N  longest suffix looked up, 1..16 (default 3)\n"
             "  -v, --verbose           more statistics on stderr\n"
             "model, memory and streaming:\n",
             default_n_predict, (double)d.temp, (int)d.top_k, (double)d.top_p, (double)d.min_p,
-            (double)d.repeat_penalty, (int)d.penalty_last_n, (unsigned long long)d.seed);
+            (double)d.repeat_penalty, (int)d.penalty_last_n, (unsigned long long)d.seed,
+            SL_GEN_MAX_DRAFT);
     model_flags_help(f);
 }
 
@@ -150,6 +165,29 @@ int gen_opts_parse(gen_opts *o, const char *cmd, int argc, char **argv, int *i)
             return -1;
         }
         o->sp.seed = (uint64_t)s;
+    } else if (is(a, "--spec-type", NULL)) {
+        VAL();
+        if (!strcmp(v, "none")) {
+            o->spec_type = SL_GEN_DRAFT_NONE;
+        } else if (!strcmp(v, "ngram-simple") || !strcmp(v, "ngram")) {
+            o->spec_type = SL_GEN_DRAFT_NGRAM;
+        } else {
+            fprintf(stderr, "sluice %s: --spec-type expects none or ngram-simple, got '%s'\n",
+                    cmd, v);
+            return -1;
+        }
+    } else if (is(a, "--draft-max", "--draft")) {
+        VAL();
+        if (!arg_int(cmd, a, v, 1, SL_GEN_MAX_DRAFT, &l)) return -1;
+        o->draft_max = (int)l;
+    } else if (is(a, "--draft-min", NULL)) {
+        VAL();
+        if (!arg_int(cmd, a, v, 0, SL_GEN_MAX_DRAFT, &l)) return -1;
+        o->draft_min = (int)l;
+    } else if (is(a, "--spec-ngram-size-n", NULL)) {
+        VAL();
+        if (!arg_int(cmd, a, v, 1, 16, &l)) return -1;
+        o->spec_ngram = (int)l;
     } else if (is(a, "--ignore-eos", NULL)) {
         o->ignore_eos = true;
     } else if (is(a, "-v", "--verbose")) {
@@ -189,6 +227,12 @@ int gen_open(gen_ctx *g, const gen_opts *o, const char *cmd)
     double t0 = sl_now_s();
     model_flags mf = o->mf;
     mf.params.n_ctx_hint = o->n_ctx;
+    g->spec_type = o->spec_type;
+    g->draft_max = o->draft_max;
+    g->draft_min = o->draft_min;
+    g->spec_ngram = o->spec_ngram;
+    const int logit_rows = o->spec_type != SL_GEN_DRAFT_NONE ? o->draft_max + 1 : 1;
+    if (logit_rows > mf.params.n_logits_hint) mf.params.n_logits_hint = logit_rows;
     g->m = model_flags_load(&mf, cmd, o->model);
     if (!g->m) return 1;
     g->mf = &o->mf;
@@ -205,7 +249,8 @@ int gen_open(gen_ctx *g, const gen_opts *o, const char *cmd)
     if (o->n_ctx <= 0 && ctx > 4096) ctx = 4096;
     if (ctx < 1) ctx = 1;
     g->n_batch = o->n_batch < ctx ? o->n_batch : ctx;
-    sp.n_batch_max = g->n_batch;
+    sp.n_batch_max = g->n_batch > logit_rows ? g->n_batch : logit_rows;
+    sp.n_logit_rows = logit_rows;
     if (sl_session_create(&g->s, g->m, &sp, &err)) {
         fprintf(stderr, "sluice %s: %s\n", cmd, err.msg);
         goto fail;
@@ -390,9 +435,21 @@ int gen_reply(gen_ctx *g, int max, const sl_chat *chat, bool ignore_eos,
     gp.chat = chat;
     gp.ignore_eog = ignore_eos;
     gp.detok_flags = g->detok_flags;
+    gp.draft = g->spec_type;
+    gp.draft_max = g->draft_max;
+    gp.draft_min = g->draft_min;
+    gp.draft_ngram = g->spec_ngram;
+    gp.context = g->context;
+    gp.n_context = g->n_context;
+    memset(&st->draft, 0, sizeof st->draft);
     sl_gen *gen = NULL;
     int rc = sl_gen_create(&gen, g->s, &gp, err);
     if (rc) return rc;
+    sl_gen_draft_stats_get(gen, &st->draft);
+    if (st->draft.off && !g->draft_off_said) {
+        fprintf(stderr, "sluice: drafting is off: %s\n", st->draft.off);
+        g->draft_off_said = true;
+    }
     if (g->mf) model_flags_progress(g->mf, g->m, 0, 0.0); /* the prompt's --stats-csv row */
     for (;;) {
         if (interrupt && *interrupt) sl_gen_cancel(gen);
@@ -418,6 +475,7 @@ int gen_reply(gen_ctx *g, int max, const sl_chat *chat, bool ignore_eos,
         if ((rc = wrc)) break;
     }
     if (g->mf) model_flags_progress_end(g->mf);
+    sl_gen_draft_stats_get(gen, &st->draft);
     if (harmony) {
         gen_harmony_finish(harmony);
         if (fflush(harmony->dst) != 0 && rc == SL_OK)
@@ -427,6 +485,23 @@ int gen_reply(gen_ctx *g, int max, const sl_chat *chat, bool ignore_eos,
     sl_gen_free(gen);
     st->seconds = sl_now_s() - t0;
     return rc;
+}
+
+void gen_draft_report(const gen_ctx *g, const gen_reply_stats *st)
+{
+    if (g->spec_type == SL_GEN_DRAFT_NONE) return;
+    const sl_gen_draft_stats *d = &st->draft;
+    if (d->off) {
+        fprintf(stderr, "draft:     off (%s)\n", d->off);
+        return;
+    }
+    fprintf(stderr, "draft:     %ld drafted, %ld accepted (%.1f %%), %ld verify steps "
+            "(%.2f tokens each), %ld evaluations for %d tokens\n", d->drafted, d->accepted,
+            d->drafted ? 100.0 * (double)d->accepted / (double)d->drafted : 0.0,
+            d->verify_steps,
+            d->verify_steps ? (double)(d->verify_steps + d->accepted) / (double)d->verify_steps
+                            : 0.0,
+            d->steps, st->n_gen);
 }
 
 char *gen_read_file(const char *cmd, const char *path, size_t *len)

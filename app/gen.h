@@ -26,6 +26,9 @@ typedef struct gen_opts {
     bool ignore_eos;          /* --ignore-eos: end-of-generation tokens do not stop */
     bool verbose;             /* --verbose */
     sl_sampling_params sp;    /* --temp ... --seed */
+    sl_gen_draft spec_type;   /* --spec-type (none, ngram-simple) */
+    int draft_max, draft_min; /* --draft-max, --draft-min */
+    int spec_ngram;           /* --spec-ngram-size-n: the longest suffix looked up */
 } gen_opts;
 
 /* Defaults; n_predict is the caller's (run: 128, chat: -1). */
@@ -66,6 +69,12 @@ typedef struct gen_ctx {
     int n_batch;
     double load_s;            /* seconds to load the model */
     const model_flags *mf;    /* for --progress; set by gen_open */
+    sl_gen_draft spec_type;   /* drafting of the replies (gen_opts) */
+    int draft_max, draft_min, spec_ngram;
+    const int32_t *context;   /* the prompt's tokens, for prompt lookup (the caller's;
+                                 NULL: the reply only) */
+    int n_context;
+    bool draft_off_said;      /* why drafting is off was printed */
 } gen_ctx;
 
 /* Loads the model, creates a session (n_ctx, n_batch, kv type) and a
@@ -128,7 +137,11 @@ typedef struct gen_reply_stats {
     int n_gen;           /* tokens sampled and printed (the stop token excluded) */
     gen_stop stop;
     double seconds;      /* sampling + evaluation time */
+    sl_gen_draft_stats draft; /* what drafting did */
 } gen_reply_stats;
+
+/* The line of drafting figures (--stats, -v) when drafting was asked for. */
+void gen_draft_report(const gen_ctx *g, const gen_reply_stats *st);
 
 typedef struct gen_harmony_out gen_harmony_out;
 

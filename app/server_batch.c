@@ -12,6 +12,7 @@ struct srv_batch_sub {
     sl_session *s;
     const int32_t *toks;
     int want;                  /* tokens offered */
+    bool whole;                /* all of them at once, on s alone (drafts to verify) */
     int got;                   /* evaluated: > 0, or a negative SL_E* */
     bool done;
     sl_err err;
@@ -89,8 +90,8 @@ static void share_budget(srv_batch_sub **m, int count, int budget, int *take)
     }
 }
 
-/* Runs the members (the lock not held). */
-static void run_step(srv_batcher *b, srv_batch_sub **m, int count)
+/* Runs the members in one pass (the lock not held). */
+static void run_shared(srv_batcher *b, srv_batch_sub **m, int count)
 {
     if (count == 1) { /* alone: its own batch size, no copy through the batch session */
         int rc = sl_session_eval(m[0]->s, m[0]->toks, m[0]->want, &m[0]->err);
@@ -121,6 +122,24 @@ static void run_step(srv_batcher *b, srv_batch_sub **m, int count)
     }
 }
 
+/* Runs the members (the lock not held): those whose tokens must be
+ * evaluated whole on their own session (drafts, whose logit rows the
+ * shared pass does not keep), the others in one pass. */
+static void run_step(srv_batcher *b, srv_batch_sub **m, int count)
+{
+    srv_batch_sub *shared[SL_MULTI_MAX];
+    int k = 0;
+    for (int i = 0; i < count; i++) {
+        if (m[i]->whole && count > 1) {
+            int rc = sl_session_eval(m[i]->s, m[i]->toks, m[i]->want, &m[i]->err);
+            m[i]->got = rc ? rc : m[i]->want;
+        } else {
+            shared[k++] = m[i];
+        }
+    }
+    if (k > 0) run_shared(b, shared, k);
+}
+
 /* Counts got tokens (when positive) of a submission of want. */
 static int counted(srv_batcher *b, int want, int got)
 {
@@ -130,13 +149,14 @@ static int counted(srv_batcher *b, int want, int got)
     return got;
 }
 
-int srv_batch_eval(srv_batcher *b, sl_session *s, const int32_t *toks, int n, sl_err *err)
+int srv_batch_eval(srv_batcher *b, sl_session *s, const int32_t *toks, int n, bool whole,
+                   sl_err *err)
 {
     if (!b->batch) { /* no batching: every slot on its own, as before */
         int rc = sl_session_eval(s, toks, n, err);
         return counted(b, n, rc ? rc : n);
     }
-    srv_batch_sub me = {.s = s, .toks = toks, .want = n};
+    srv_batch_sub me = {.s = s, .toks = toks, .want = n, .whole = whole};
     pthread_mutex_lock(&b->mu);
     b->subs[b->n_subs++] = &me; /* n_subs <= engaged slots <= cap_subs */
     pthread_cond_broadcast(&b->cv);

@@ -152,7 +152,7 @@ static int slot_eval(srv_slot *s, const int32_t *ids, int n, sl_err *err)
     gen_ctx *g = &s->g;
     for (int i = 0; i < n;) {
         const int want = n - i < g->n_batch ? n - i : g->n_batch;
-        const int got = srv_batch_eval(&s->pool->batch, g->s, ids + i, want, err);
+        const int got = srv_batch_eval(&s->pool->batch, g->s, ids + i, want, false, err);
         if (got < 0) return got;
         for (int k = 0; k < got; k++) {
             const int rc = sl_sampling_accept(g->smp, ids[i + k], err);
@@ -218,6 +218,12 @@ static int reply(srv_slot *s, srv_job *j, run_ctx *c, sl_gen_stop *stop, sl_err 
     gp.ignore_eog = j->ignore_eos;
     gp.logprobs = j->lps.n_top;
     gp.detok_flags = g->detok_flags;
+    gp.draft = g->spec_type;
+    gp.draft_max = g->draft_max;
+    gp.draft_min = g->draft_min;
+    gp.draft_ngram = g->spec_ngram;
+    gp.context = j->ids; /* prompt lookup: the prompt and the reply */
+    gp.n_context = j->n_ids;
     sl_gen *gen = NULL;
     int rc = sl_gen_create(&gen, g->s, &gp, err);
     *stop = SL_GEN_GOING;
@@ -225,8 +231,8 @@ static int reply(srv_slot *s, srv_job *j, run_ctx *c, sl_gen_stop *stop, sl_err 
         if (srv_job_cancelled(j)) sl_gen_cancel(gen);
         const int32_t *ids;
         const int n = sl_gen_pending(gen, &ids);
-        if (n > 0) { /* the taken tokens join the next batched step */
-            const int got = srv_batch_eval(&s->pool->batch, g->s, ids, n, err);
+        if (n > 0) { /* the taken tokens (and drafts: all at once) join the next step */
+            const int got = srv_batch_eval(&s->pool->batch, g->s, ids, n, n > 1, err);
             if (got < 0) rc = got;
             else sl_gen_evaluated(gen, got);
             continue;

@@ -266,8 +266,10 @@ static void slot_free(srv_slot *s)
 }
 
 int srv_pool_start(srv_pool *p, sl_model *m, const sl_chat *chat, int n_slots, int n_ctx,
-                   int n_batch, sl_kv_type kv, int max_queue, int step_tokens)
+                   int n_batch, sl_kv_type kv, int max_queue, int step_tokens,
+                   const srv_draft *draft)
 {
+    const int rows = draft->type != SL_GEN_DRAFT_NONE ? draft->max + 1 : 1;
     memset(p, 0, sizeof *p);
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->cv, NULL);
@@ -292,8 +294,13 @@ int srv_pool_start(srv_pool *p, sl_model *m, const sl_chat *chat, int n_slots, i
         sl_session_params sp = sl_session_default_params();
         sp.n_ctx = n_ctx;
         sp.kv_type = kv;
-        sp.n_batch_max = n_batch;
+        sp.n_batch_max = n_batch > rows ? n_batch : rows;
+        sp.n_logit_rows = rows;
         s->g.n_batch = n_batch;
+        s->g.spec_type = draft->type;
+        s->g.draft_max = draft->max;
+        s->g.draft_min = draft->min;
+        s->g.spec_ngram = draft->ngram;
         /* harmony answers are split by their channel markers: keep them */
         if (chat && !strcmp(sl_chat_name(chat), "harmony")) gen_decode_specials(&s->g);
         if (sl_session_create(&s->g.s, m, &sp, &err)) {

@@ -154,13 +154,20 @@ void srv_pool_view(srv_pool *p, srv_slot_view *views, int *queued);
 /* The number of busy slots and of queued jobs, under the pool's lock. */
 void srv_pool_counts(srv_pool *p, int *busy, int *queued);
 
+/* Drafting of every slot's replies (gen_opts' --spec-type and its numbers). */
+typedef struct srv_draft {
+    sl_gen_draft type;
+    int max, min, ngram;
+} srv_draft;
+
 /* Creates n_slots sessions on m (n_ctx tokens each, micro-batch n_batch,
- * kv type kv), the batcher (steps of at most step_tokens tokens when
+ * kv type kv, logit rows for draft), the batcher (steps of at most step_tokens tokens when
  * several slots are busy) and starts their workers. chat is the template for chat
  * jobs. Returns 0, or prints why (prefixed "sluice serve: ") and returns
  * non-zero. m and chat must outlive the pool. */
 int srv_pool_start(srv_pool *p, sl_model *m, const sl_chat *chat, int n_slots, int n_ctx,
-                   int n_batch, sl_kv_type kv, int max_queue, int step_tokens);
+                   int n_batch, sl_kv_type kv, int max_queue, int step_tokens,
+                   const srv_draft *draft);
 
 /* Queues a job (taking a reference of its own). Returns false when the
  * queue is full (the job is untouched). */

@@ -233,6 +233,10 @@ typedef struct sl_session_params {
                            f16 (f32 when kv_type is f32) */
     bool swa_full;      /* keep every position on sliding-window layers (no
                            ring); also when the model was loaded with it */
+    int n_logit_rows;   /* rows of logits kept of each batch: its last min(n,
+                           n_logit_rows) tokens' (sl_session_logits_at(s, 0) the
+                           earliest of them); <= 0: 1. A generator drafts at most
+                           n_logit_rows - 1 tokens a step. all_logits: every row */
     bool attn_rot_off;  /* quantised K / V caches without llama.cpp's
                            Walsh-Hadamard attention rotation (its
                            LLAMA_ATTN_ROT_DISABLE=1); false: rotated, as
@@ -258,7 +262,8 @@ void sl_session_free(sl_session *s);
 int sl_session_eval(sl_session *s, const int32_t *tokens, int n, sl_err *err);
 
 /* Logits (n_vocab floats) of the last evaluated token; with all_logits,
- * sl_session_logits_at(s, i) gives those of token i of the last batch.
+ * sl_session_logits_at(s, i) gives those of token i of the last batch
+ * (with n_logit_rows, of token n - rows + i of a batch of n).
  * Valid until the next eval. */
 const float *sl_session_logits(const sl_session *s);
 const float *sl_session_logits_at(const sl_session *s, int i);
@@ -551,6 +556,16 @@ typedef struct sl_gen_logprob {
     float top_lp[SL_GEN_MAX_TOP];
 } sl_gen_logprob;
 
+/* Drafters for speculative decoding (sl_gen_params.draft). */
+typedef enum sl_gen_draft {
+    SL_GEN_DRAFT_NONE = 0,
+    SL_GEN_DRAFT_NGRAM,  /* prompt lookup: the tokens that followed the latest earlier
+                            occurrence of the context's last n tokens (llama.cpp's
+                            --spec-type ngram-simple) */
+} sl_gen_draft;
+
+#define SL_GEN_MAX_DRAFT 32     /* tokens drafted at most a step */
+
 typedef struct sl_gen_params {
     sl_sampling *sampler;          /* required, borrowed: sees every taken token
                                       (sl_sampling_accept); the caller records the
@@ -565,6 +580,22 @@ typedef struct sl_gen_params {
                                       alternatives */
     unsigned detok_flags;          /* SL_DETOK_* of the text (SL_DETOK_SPECIAL: control
                                       tokens as their text, for harmony's channels) */
+    /* Speculative decoding: after a taken token, up to draft_max guessed
+     * tokens are pending with it; the caller evaluates all of them in ONE
+     * batch (the session keeping n_logit_rows >= their count), and the next
+     * step samples row by row, keeping each drafted token the sampler itself
+     * picks, and cuts the session back after the last one kept. The sampler
+     * draws once per taken token as without drafting, so the reply is the
+     * same bits with any sampler and any draft; only the speed changes. */
+    sl_gen_draft draft;            /* SL_GEN_DRAFT_NONE (default): off */
+    int draft_max;                 /* tokens drafted at most a step (<= SL_GEN_MAX_DRAFT,
+                                      and n_logit_rows - 1) */
+    int draft_min;                 /* fewer proposed: none drafted */
+    int draft_ngram;               /* NGRAM: longest suffix looked up; <= 0: 3 */
+    const int32_t *context;        /* the tokens already in the session (the prompt),
+                                      copied: what prompt lookup searches besides the
+                                      reply; NULL: the reply only */
+    int n_context;
 } sl_gen_params;
 
 sl_gen_params sl_gen_default_params(void);
@@ -583,8 +614,10 @@ typedef struct sl_gen_event {
 
 /* A generator of one reply on s (which must hold at least one evaluated
  * token, and outlive it). SL_EINVAL (no sampler, more than
- * SL_GEN_MAX_STOPS stop texts, an empty or too long one, logprobs > 20),
- * SL_ENOMEM. */
+ * SL_GEN_MAX_STOPS stop texts, an empty or too long one, logprobs > 20,
+ * draft_max outside [0, SL_GEN_MAX_DRAFT]), SL_ENOMEM. Drafting is off (and
+ * sl_gen_draft_stats_get says why) when the session cannot go back to a
+ * drafted position (recurrent layers) or keeps one row of logits. */
 int sl_gen_create(sl_gen **out, sl_session *s, const sl_gen_params *p, sl_err *err);
 void sl_gen_free(sl_gen *g);
 
@@ -603,6 +636,16 @@ int sl_gen_step(sl_gen *g, sl_gen_event *ev, sl_err *err);
 void sl_gen_cancel(sl_gen *g);
 /* Tokens taken so far. */
 int sl_gen_n_taken(const sl_gen *g);
+
+/* What drafting did in this reply. */
+typedef struct sl_gen_draft_stats {
+    long drafted;        /* tokens drafted (evaluated as guesses) */
+    long accepted;       /* of them, confirmed and taken */
+    long verify_steps;   /* evaluations that carried drafts */
+    long steps;          /* evaluations in all (taken tokens pending) */
+    const char *off;     /* drafting asked for but off: why (a static string); else NULL */
+} sl_gen_draft_stats;
+void sl_gen_draft_stats_get(const sl_gen *g, sl_gen_draft_stats *st);
 
 /* ---- chat templates -------------------------------------------------------- */
 

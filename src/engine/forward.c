@@ -61,8 +61,8 @@ int sl_forward_batch(sl_session *s, const int32_t *tokens, int n, sl_err *err)
         if (s->route_step >= 0) s->route_step += n;
         else sl_route_trace_advance(sl_streamer_route_trace(m->streamer), n);
     }
-    /* logits: every token's, or only the last one's */
-    const int first = s->all_logits ? 0 : n - 1;
+    /* logits: every token's, or the last n_logit_rows tokens' */
+    const int first = n > s->n_logit_rows ? n - s->n_logit_rows : 0;
     const int cnt = n - first;
     if (stream->head) stream->head(s, first, cnt);
     for (int t = 0; t < cnt; t++)

@@ -11,6 +11,16 @@
  * token's evaluation, so the session then holds every taken token. At the
  * end the decoder's held bytes go through the filter too.
  *
+ * Drafting (speculative decoding): a taken token is pending with up to
+ * draft_max guesses after it (engine/draft.h). The caller evaluates them in
+ * one batch; the next step samples from that batch's logit rows in turn,
+ * exactly as it would have sampled one token a step: a row's token equal to
+ * the guess after it is taken and already in the session, and the next row
+ * is read; the first that differs (or the row after the last guess) is
+ * taken and becomes pending. The session is cut back to the tokens taken.
+ * Every row is the same bits as the single-token evaluation it stands for
+ * (batch-split invariance), so the reply is too.
+ *
  * Public API only: the server's batcher and the CLI drive the same steps. */
 #include "sluice.h"
 
@@ -18,12 +28,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/draft.h"
+#include "engine/mixer.h"
 #include "engine/session.h"
 #include "util/escape.h"
 #include "util/status.h"
 
 #define PEND_CAP (2 * SL_GEN_MAX_STOP_LEN + 8)
-#define MAX_STEP_TOKENS 1 /* tokens one step takes (several: speculative decoding) */
+#define MAX_STEP_TOKENS (SL_GEN_MAX_DRAFT + 1) /* tokens one step takes */
 
 struct sl_gen {
     sl_session *s;
@@ -47,6 +59,16 @@ struct sl_gen {
     int32_t pending[MAX_STEP_TOKENS];    /* taken, not yet evaluated: pending[p0..p0+n) */
     int p0, n_pending;
     int n_taken;
+    /* drafting */
+    sl_drafter drafter;                  /* kind NONE: off */
+    int draft_max, draft_min;
+    int draft_len;            /* drafted at most next time (the last draft's outcome) */
+    int n_draft;              /* of the pending tokens, the guesses after the first */
+    int pos0;                 /* the session's position before the pending tokens */
+    int last_eval;            /* tokens the caller's last sl_gen_evaluated covered */
+    int32_t *hist;            /* the context and the reply so far (prompt lookup) */
+    int n_hist, cap_hist;
+    sl_gen_draft_stats st;
 };
 
 sl_gen_params sl_gen_default_params(void)
@@ -65,6 +87,55 @@ static int add_stop(sl_gen *g, const char *t, sl_err *err)
         return sl_err_set(err, SL_EINVAL, "generation: at most %d stop texts of 1 to %d bytes",
                           SL_GEN_MAX_STOPS, SL_GEN_MAX_STOP_LEN);
     memcpy(g->stops[g->n_stops++], t, l + 1);
+    return SL_OK;
+}
+
+/* Room for one more token in the history. */
+static int hist_grow(sl_gen *g, int more, sl_err *err)
+{
+    if (g->n_hist + more <= g->cap_hist) return SL_OK;
+    int nc = g->cap_hist ? g->cap_hist : 256;
+    while (nc < g->n_hist + more) nc *= 2;
+    int32_t *nh = realloc(g->hist, (size_t)nc * sizeof *nh);
+    if (!nh) return sl_err_set(err, SL_ENOMEM, "out of memory for the drafting history");
+    g->hist = nh;
+    g->cap_hist = nc;
+    return SL_OK;
+}
+
+/* The drafter of p, or drafting off with the reason in g->st.off. */
+static int draft_setup(sl_gen *g, const sl_gen_params *p, sl_err *err)
+{
+    if (p->draft == SL_GEN_DRAFT_NONE) return SL_OK;
+    if (p->draft != SL_GEN_DRAFT_NGRAM)
+        return sl_err_set(err, SL_EINVAL, "generation: unknown drafter %d", (int)p->draft);
+    if (p->draft_max < 0 || p->draft_max > SL_GEN_MAX_DRAFT || p->n_context < 0)
+        return sl_err_set(err, SL_EINVAL, "generation: draft_max must be 0 to %d",
+                          SL_GEN_MAX_DRAFT);
+    const sl_session *s = g->s;
+    for (int il = 0; il < g->m->hp.n_layer; il++)
+        if (!sl_mixer_of(g->m->layers[il].d.mixer)->truncatable) {
+            g->st.off = "the model's recurrent layers cannot go back to a drafted position";
+            return SL_OK;
+        }
+    int max = p->draft_max;
+    if (max > s->n_logit_rows - 1) max = s->n_logit_rows - 1;
+    if (max > s->n_batch_max - 1) max = s->n_batch_max - 1;
+    if (max < 1) {
+        g->st.off = "the session keeps one row of logits a batch";
+        return SL_OK;
+    }
+    g->drafter.kind = SL_DRAFT_NGRAM;
+    g->drafter.ngram_max = p->draft_ngram > 0 ? p->draft_ngram : 3;
+    g->drafter.ngram_min = 1;
+    g->draft_max = max;
+    g->draft_len = max;
+    g->draft_min = p->draft_min > 1 ? p->draft_min : 1;
+    const int n = p->context ? p->n_context : 0;
+    int rc = hist_grow(g, n + 1, err);
+    if (rc) return rc;
+    if (n) memcpy(g->hist, p->context, (size_t)n * sizeof *g->hist);
+    g->n_hist = n;
     return SL_OK;
 }
 
@@ -95,6 +166,7 @@ int sl_gen_create(sl_gen **out, sl_session *s, const sl_gen_params *p, sl_err *e
         for (int i = 0; rc == SL_OK && t && t[i]; i++) rc = add_stop(g, t[i], err);
     }
     if (rc == SL_OK) rc = sl_detok_create(&g->dt, g->m, p->detok_flags, err);
+    if (rc == SL_OK) rc = draft_setup(g, p, err);
     if (rc) {
         sl_gen_free(g);
         return rc;
@@ -107,6 +179,7 @@ void sl_gen_free(sl_gen *g)
 {
     if (!g) return;
     sl_detok_free(g->dt);
+    free(g->hist);
     free(g->out);
     free(g);
 }
@@ -123,7 +196,11 @@ void sl_gen_evaluated(sl_gen *g, int n)
     if (n > g->n_pending) n = g->n_pending;
     g->p0 += n;
     g->n_pending -= n;
+    g->last_eval = n;
+    if (n > 0) g->st.steps++;
 }
+
+void sl_gen_draft_stats_get(const sl_gen *g, sl_gen_draft_stats *st) { *st = g->st; }
 
 void sl_gen_cancel(sl_gen *g) { g->cancel = true; }
 
@@ -278,6 +355,33 @@ static bool is_stop_token(const sl_gen *g, int32_t id)
     return g->chat ? sl_chat_is_stop_token(g->chat, id) : sl_model_token_is_eog(g->m, id);
 }
 
+/* Pending: id, then the drafter's guesses after it (none when off, when
+ * fewer than draft_min, and never past the context, the batch or the
+ * token limit). The session holds n_past taken tokens. */
+static int set_pending(sl_gen *g, int32_t id, int n_past, sl_err *err)
+{
+    g->pending[0] = id;
+    g->n_pending = 1;
+    g->n_draft = 0;
+    g->pos0 = n_past;
+    if (g->drafter.kind == SL_DRAFT_NONE) return SL_OK;
+    int rc = hist_grow(g, 1, err);
+    if (rc) return rc;
+    g->hist[g->n_hist++] = id;
+    int max = g->draft_len;
+    const int room = sl_session_n_ctx(g->s) - n_past - 1;
+    if (max > room) max = room;
+    if (g->max_tokens >= 0 && max > g->max_tokens - g->n_taken) max = g->max_tokens - g->n_taken;
+    if (max < g->draft_min) return SL_OK;
+    const int k = sl_draft_propose(&g->drafter, g->hist, g->n_hist, g->pending + 1, max);
+    if (k < g->draft_min) return SL_OK;
+    g->n_draft = k;
+    g->n_pending = 1 + k;
+    g->st.drafted += k;
+    g->st.verify_steps++;
+    return SL_OK;
+}
+
 int sl_gen_next(sl_gen *g, sl_gen_event *ev, sl_err *err)
 {
     memset(ev, 0, sizeof *ev);
@@ -286,42 +390,91 @@ int sl_gen_next(sl_gen *g, sl_gen_event *ev, sl_err *err)
     if (g->n_pending)
         return sl_err_set(err, SL_EINVAL, "generation: %d taken tokens not evaluated",
                           g->n_pending);
+    /* the guesses evaluated after the last taken token, and where they start */
+    const int nd = g->n_draft;
+    int32_t guess[SL_GEN_MAX_DRAFT];
+    memcpy(guess, g->pending + 1, (size_t)nd * sizeof *guess);
+    g->n_draft = 0;
+    int row0 = 0;
+    if (nd > 0) {
+        if (g->last_eval != nd + 1 || g->s->n_logits < nd + 1 ||
+            sl_session_n_past(g->s) != g->pos0 + nd + 1)
+            return sl_err_set(err, SL_EINVAL, "generation: the drafted tokens were not "
+                              "evaluated in one batch");
+        row0 = g->s->n_logits - (nd + 1);
+    }
     g->n_out = 0;
     g->n_ids = 0;
     g->p0 = 0;
     ev->ids = g->ids;
     ev->logprobs = g->n_logprobs >= 0 ? g->lps : NULL;
-    int rc = SL_OK;
-    if (g->cancel) {
-        ev->stop = SL_GEN_CANCELLED;
-    } else if (g->max_tokens >= 0 && g->n_taken >= g->max_tokens) {
-        ev->stop = SL_GEN_LIMIT;
-    } else {
-        const float *logits = sl_session_logits(g->s);
+    int rc = SL_OK, c = 0; /* c: guesses confirmed */
+    int32_t next = -1;     /* a taken token to evaluate */
+    for (;;) {
+        const bool later = g->n_ids > 0; /* a cancel or the limit then stops the next step */
+        if (g->cancel) {
+            if (!later) ev->stop = SL_GEN_CANCELLED;
+            break;
+        }
+        if (g->max_tokens >= 0 && g->n_taken >= g->max_tokens) {
+            if (!later) ev->stop = SL_GEN_LIMIT;
+            break;
+        }
+        const float *logits = nd > 0 ? sl_session_logits_at(g->s, row0 + c)
+                                     : sl_session_logits(g->s);
         const int id = sl_sampling_sample(g->smp, logits, err);
-        if (id < 0) return id;
+        if (id < 0) {
+            rc = id;
+            break;
+        }
         if (is_stop_token(g, id)) {
             ev->stop = SL_GEN_EOG;
-        } else {
-            if (g->n_logprobs >= 0) logprob_of(&g->lps[0], logits, g->n_vocab, id, g->n_logprobs);
-            if ((rc = sl_sampling_accept(g->smp, id, err))) return rc;
-            const char *text;
-            size_t len;
-            if ((rc = sl_detok_push(g->dt, id, &text, &len, err))) return rc;
-            g->ids[g->n_ids++] = id;
-            g->n_taken++;
-            const int k = filter_feed(g, text, len, &rc, err);
-            if (rc) return rc;
-            if (k >= 0) {
-                ev->stop = SL_GEN_STOP_TEXT;
-                ev->stop_text = k < g->n_user_stops ? k : -1;
-            } else if (sl_session_n_past(g->s) >= sl_session_n_ctx(g->s)) {
-                ev->stop = SL_GEN_CTX;
-            } else {
-                g->pending[0] = id;
-                g->n_pending = 1;
-            }
+            break;
         }
+        if (g->n_logprobs >= 0)
+            logprob_of(&g->lps[g->n_ids], logits, g->n_vocab, id, g->n_logprobs);
+        if ((rc = sl_sampling_accept(g->smp, id, err))) break;
+        const char *text;
+        size_t len;
+        if ((rc = sl_detok_push(g->dt, id, &text, &len, err))) break;
+        g->ids[g->n_ids++] = id;
+        g->n_taken++;
+        const int k = filter_feed(g, text, len, &rc, err);
+        if (rc) break;
+        if (k >= 0) {
+            ev->stop = SL_GEN_STOP_TEXT;
+            ev->stop_text = k < g->n_user_stops ? k : -1;
+            break;
+        }
+        if (c < nd && id == guess[c]) { /* already evaluated: read the next row */
+            c++;
+            if (g->drafter.kind != SL_DRAFT_NONE) {
+                if ((rc = hist_grow(g, 1, err))) break;
+                g->hist[g->n_hist++] = id;
+            }
+            continue;
+        }
+        next = id;
+        break;
+    }
+    if (rc) { /* the reply fails: the session keeps the tokens taken and evaluated */
+        if (nd > 0) sl_session_truncate(g->s, g->pos0 + 1 + c);
+        return rc;
+    }
+    g->st.accepted += c;
+    if (nd > 0) {
+        /* a draft wholly confirmed: the next may be twice as long; else only
+         * as long as the part that held, plus one (wasted rows cost time) */
+        const int len = c == nd ? 2 * nd : c + 1;
+        g->draft_len = len < g->draft_max ? len : g->draft_max;
+    }
+    /* the session keeps the taken tokens it evaluated: the last one taken
+     * before the guesses, and the guesses confirmed */
+    const int n_past = nd > 0 ? g->pos0 + 1 + c : sl_session_n_past(g->s);
+    if (nd > 0 && (rc = sl_session_truncate_err(g->s, n_past, err))) return rc;
+    if (next >= 0 && ev->stop == SL_GEN_GOING) {
+        if (n_past >= sl_session_n_ctx(g->s)) ev->stop = SL_GEN_CTX;
+        else if ((rc = set_pending(g, next, n_past, err))) return rc;
     }
     if (ev->stop != SL_GEN_GOING && (rc = finish(g, ev, err))) return rc;
     ev->n_ids = g->n_ids;

@@ -34,11 +34,18 @@ static sl_kv_type resolve_type(const sl_model *m, const sl_session_params *p, in
     return model_cache_type(m, v);
 }
 
+/* Rows of logits a session of params p keeps without all_logits. */
+static int logit_rows(const sl_session_params *p)
+{
+    if (p->n_logit_rows <= 1) return 1;
+    return p->n_logit_rows < p->n_batch_max ? p->n_logit_rows : p->n_batch_max;
+}
+
 /* The dimensions a session of params p is laid out for. */
 static sl_session_dims session_dims(const sl_model *m, const sl_session_params *p, int nth)
 {
     sl_session_dims d = {.n_batch = p->n_batch_max, .n_ctx = p->n_ctx, .n_threads = nth,
-                         .n_logit_rows = p->all_logits ? p->n_batch_max : 1,
+                         .n_logit_rows = p->all_logits ? p->n_batch_max : logit_rows(p),
                          .kv_type = p->kv_type == SL_KV_F32 ? SL_KV_F32 : SL_KV_F16,
                          .type_k = resolve_type(m, p, p->type_k, 0),
                          .type_v = resolve_type(m, p, p->type_v, 1),
@@ -80,6 +87,7 @@ int sl_session_create(sl_session **out, sl_model *m, const sl_session_params *pp
     s->attn_rot = !p.attn_rot_off;
     s->attn_by_batch = p.attn_by_batch;
     s->all_logits = p.all_logits;
+    s->n_logit_rows = dims.n_logit_rows;
     s->route_step = -1;
     s->layout = lay;
     s->kv_elem = lay.kv_elem;

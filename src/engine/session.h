@@ -23,6 +23,7 @@ struct sl_session {
     int n_batch_max;
     sl_kv_type kv_type;
     bool all_logits;
+    int n_logit_rows;    /* rows of logits kept from a batch's end (all_logits: n_batch_max) */
     size_t kv_elem;      /* bytes per cached value of non-attention mixers: 2 (f16) or 4 (f32) */
     sl_kv_type type_k, type_v; /* what attention layers' K and V rows hold (kv_rows.h) */
     bool attn_rot;             /* quantised K / V rows stored rotated (mix_attn.c) */
@@ -102,8 +103,8 @@ struct sl_session {
 
 /* Runs the model on tokens[0..n) (n <= n_batch_max) at positions
  * s->n_past ... s->n_past + n - 1, appending to the KV cache; the caller
- * advances n_past. Logits: of every token into s->logits when all_logits,
- * else of the last token only. Fails only when a streamed expert cannot be
+ * advances n_past. Logits: of the last min(n, n_logit_rows) tokens into
+ * s->logits (every token's when all_logits). Fails only when a streamed expert cannot be
  * read; the KV cache past n_past is then garbage, which is harmless. */
 int sl_forward_batch(sl_session *s, const int32_t *tokens, int n, sl_err *err);
 

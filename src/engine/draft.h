@@ -1,0 +1,35 @@
+/* draft.h - drafters for speculative decoding: given the tokens so far (the
+ * prompt and the reply), propose the next few. A proposal is only a guess:
+ * the generator (generate.c) evaluates it with the target model and keeps
+ * the drafted tokens that the model's own choice confirms, so a drafter
+ * changes how fast a reply comes, never what it says. */
+#ifndef SL_ENGINE_DRAFT_H
+#define SL_ENGINE_DRAFT_H
+
+#include <stdint.h>
+
+typedef enum sl_draft_kind {
+    SL_DRAFT_NONE = 0,
+    SL_DRAFT_NGRAM,      /* prompt lookup (llama.cpp's --spec-type ngram-simple) */
+} sl_draft_kind;
+
+/* One drafter behind a function: writes up to max proposed tokens after
+ * hist[0..n) to out and returns how many (0: no guess). Reads hist only;
+ * allocates nothing. */
+typedef struct sl_drafter {
+    sl_draft_kind kind;
+    int ngram_max;       /* NGRAM: the longest suffix looked up (>= 1) */
+    int ngram_min;       /* NGRAM: the shortest (1 <= ngram_min <= ngram_max) */
+} sl_drafter;
+
+int sl_draft_propose(const sl_drafter *d, const int32_t *hist, int n, int32_t *out, int max);
+
+/* Prompt lookup: for g from ngram_max down to ngram_min, the last g tokens
+ * of hist are searched for earlier in hist, the latest occurrence first;
+ * the max tokens that followed the first match found are the proposal,
+ * continued past the end of hist as the match continued (a text repeating
+ * with period p goes on repeating). 0 when no suffix recurs, else max. */
+int sl_draft_ngram(const int32_t *hist, int n, int ngram_min, int ngram_max, int32_t *out,
+                   int max);
+
+#endif

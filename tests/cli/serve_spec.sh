@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# `sluice serve --spec-type ngram-simple`: drafting in the server's slots.
+# tests/cli/lib/serve_batch.py sends greedy and sampled requests one by one
+# to a one-slot server that does not draft, then all at once and with a late
+# joiner to a four-slot server that drafts (its verify steps evaluated
+# apart from the shared pass): every text must be the same. Then a prompt
+# that repeats itself, on which `run --stats` shows drafts accepted, gives
+# the same completion from a drafting server as from one that does not.
+# qwen3moe and gemma4 (sliding-window rings).
+set -u
+. "$(dirname "$0")/lib/common.sh"
+. "$(dirname "$0")/lib/serve.sh"
+serve_setup serve-spec
+P="The cat sat on the mat. The cat sat on the mat. The cat sat on the mat. The cat"
+for arch in qwen3moe gemma4; do
+    M=$work/$arch.gguf
+    if ! "$SLUICE" mkmodel --arch "$arch" --preset tiny --type q8_0 --seed 2 -q -o "$M"; then
+        bad "mkmodel $arch"
+        continue
+    fi
+    "$SLUICE" run -m "$M" -p "$P" -n 32 --temp 0 --ignore-eos --spec-type ngram-simple --stats \
+        >/dev/null 2>"$work/run.err"
+    n=$(sed -n 's/^draft: *[0-9]* drafted, \([0-9]*\) accepted.*/\1/p' "$work/run.err")
+    check "$arch: run drafts and accepts on the repeating prompt (${n:-none})" [ "${n:-0}" -gt 0 ]
+    if serve_start "solo-$arch" -m "$M" -c 1024 -np 1 -t 2; then
+        solo=$serve_port
+        if serve_start "spec-$arch" -m "$M" -c 1024 -np 4 -t 2 --batch-step 24 \
+            --spec-type ngram-simple; then
+            timeout 300 python3 tests/cli/lib/serve_batch.py "$solo" "$serve_port" >"$work/py.out" 2>&1
+            rc=$?
+            serve_relay "$arch: " <"$work/py.out"
+            [ $rc -eq 0 ] || bad "$arch: serve_batch.py exited $rc: $(tail -c 600 "$work/py.out")"
+            for port in "$solo" "$serve_port"; do
+                python3 - "$port" "$P" >"$work/rep-$port.txt" <<'PY'
+import http.client, json, sys
+c = http.client.HTTPConnection("127.0.0.1", int(sys.argv[1]), timeout=120)
+body = {"prompt": sys.argv[2], "max_tokens": 32, "temperature": 0, "ignore_eos": True}
+c.request("POST", "/v1/completions", body=json.dumps(body), headers={"Content-Type": "application/json"})
+r = c.getresponse()
+sys.stdout.write(json.loads(r.read().decode())["choices"][0]["text"] if r.status == 200 else "")
+PY
+            done
+            check "$arch: the repeating prompt's completion is the same with drafting" \
+                same_text "$work/rep-$solo.txt" "$work/rep-$serve_port.txt"
+            kill -0 "$serve_pid" 2>/dev/null && ok "$arch: the drafting server is still running" ||
+                bad "$arch: the drafting server died: $(tail -c 600 "$work/spec-$arch.err")"
+        fi
+    fi
+    serve_stop_all
+done
+finish
