@@ -16,7 +16,6 @@
 #include <string.h>
 #include <time.h>
 
-#include "experts/streamer.h"
 #include "model/model.h"
 #include "server_web.h"
 #include "util/mem.h"
@@ -77,10 +76,9 @@ static json_t *num(bool ok, double v) { return ok ? json_real(sig5(v)) : json_nu
  * kept `sluice iobench --expert` result; 0 when unknown or not streamed. */
 static double drive_bps(const srv *s)
 {
-    if (!s->m->streamer) return 0;
-    sl_streamer_stats ss;
-    sl_streamer_get_stats(s->m->streamer, &ss);
-    return ss.drive_bps;
+    sl_stream_stats st;
+    sl_model_stream_stats(s->m, &st);
+    return st.drive_bps;
 }
 
 /* The "plan" event's object: where the memory goes. */

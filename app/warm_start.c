@@ -8,7 +8,6 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "experts/streamer.h"
 #include "util/timer.h"
 
 #define DECAY 0.5            /* each earlier run weighs half the next one */
@@ -60,44 +59,30 @@ void warm_start_begin(const char *cmd, sl_model *m, const char *path, bool prelo
 {
     usage_path[0] = '\0';
     run_cmd = cmd;
-    if (!m->streamer) return;
+    sl_stream_stats st;
+    sl_model_stream_stats(m, &st);
+    if (!st.streaming) return;
     char dir[3800];
     if (!make_id(path, model_id, sizeof model_id) || !user_cache_dir(dir, sizeof dir)) return;
     snprintf(usage_path, sizeof usage_path, "%s/%s.usage", dir, model_id);
-    sl_usage *u = NULL;
-    bool found = false;
+    bool found;
     sl_err err;
-    if (sl_usage_load(&u, &found, usage_path, model_id, m->hp.n_layer, m->hp.n_expert, DECAY,
-                      &err)) {
+    if (sl_model_usage_start(m, usage_path, model_id, DECAY, preload, &found, &err))
         fprintf(stderr, "sluice %s: warning: ignoring the expert usage history: %s (it is "
                 "rewritten at the end of this run)\n", cmd, err.msg);
-        if (sl_usage_create(&u, model_id, m->hp.n_layer, m->hp.n_expert, &err)) {
-            usage_path[0] = '\0';
-            return;
-        }
-    }
-    pthread_mutex_lock(&m->stream_mu);
-    sl_streamer_set_usage(m->streamer, u);
-    if (preload && found) sl_streamer_warm_start(m->streamer, 0);
-    pthread_mutex_unlock(&m->stream_mu);
     last_save_ns = sl_now_ns();
 }
 
 void warm_start_save(const char *cmd, sl_model *m, bool force)
 {
-    if (!usage_path[0] || !m->streamer) return;
+    if (!usage_path[0]) return;
     if (!cmd) cmd = run_cmd;
     const uint64_t now = sl_now_ns();
     if (!force && now - last_save_ns < SAVE_EVERY_NS) return;
     last_save_ns = now;
     char dir[3800];
     sl_err err;
-    pthread_mutex_lock(&m->stream_mu);
-    const sl_usage *u = sl_streamer_usage(m->streamer);
-    const int rc = u && user_cache_dir(dir, sizeof dir) ? sl_usage_save(u, usage_path, 0, &err)
-                                                  : SL_OK;
-    pthread_mutex_unlock(&m->stream_mu);
-    if (rc)
+    if (user_cache_dir(dir, sizeof dir) && sl_model_usage_save(m, usage_path, &err))
         fprintf(stderr, "sluice %s: warning: could not save the expert usage history: %s\n",
                 cmd, err.msg);
 }

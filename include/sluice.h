@@ -183,9 +183,32 @@ typedef struct sl_stream_stats {
     int kv_ctx;               /* that context (-c) */
     uint64_t host_cache_bytes; /* memory planned for the caller's own cache
                                   (sl_model_params.host_cache_bytes) */
+    /* what the runtime's setters (below) started, and read-ahead's detail */
+    char cache_policy[16];    /* the expert cache's eviction policy ("" resident) */
+    char io_direct_note[256]; /* why O_DIRECT fell back, or "" */
+    char io_uring_note[256];  /* why io_uring fell back, or "" */
+    double drive_bps;         /* the drive's rate (0: unknown) ... */
+    bool drive_cached;        /* ... set (sl_model_set_drive_rate), else measured */
+    uint64_t drive_cal_bytes; /* the measurement's bytes and lanes */
+    unsigned drive_cal_lanes;
+    bool replaying;           /* a route trace is replayed: its steps, prompt
+                                 steps, steps replayed and wraps past its end */
+    int64_t replay_steps, replay_prompt, replay_done, replay_wraps;
+    uint64_t warm_planned, warm_loaded, warm_used, warm_bytes; /* the warm start's
+                                 preload: experts listed, read, then asked for; bytes */
+    double warm_s;            /* the preload's first submit to last byte */
+    uint64_t union_guessed, union_right; /* guessed / guessed_right for batches */
+    uint64_t learned_guessed, learned_right, learned_sets, learned_set_misses;
+                              /* guesses learned online, and the sets after them */
+    uint64_t prefetch_dropped; /* read ahead cancelled: its layer came without it */
 } sl_stream_stats;
 
 void sl_model_stream_stats(const sl_model *m, sl_stream_stats *out);
+
+/* Flushes the --io-trace file (sl_model_params.io_trace_path) so the lines
+ * written so far reach it; SL_EIO when they did not (a full disk). Call
+ * between evaluations. SL_OK when no trace is written. */
+int sl_model_io_trace_flush(const sl_model *m, sl_err *err);
 
 /* Basic facts, for front-ends. */
 /* Layers the forward pass runs, and what mixes layer il's tokens:
@@ -736,6 +759,53 @@ typedef struct sl_load_stats {
 } sl_load_stats;
 
 void sl_model_load_stats(const sl_model *m, sl_load_stats *out);
+
+/* ---- the runtime: what a caller sets after load ---------------------------
+ * A loaded model is immutable; what changes while it runs (the expert
+ * streamer's cache, replay and read-ahead, the drive rate, the usage
+ * history) lives in a runtime its sessions share. Each setter takes the
+ * runtime's lock, so it is safe beside sessions evaluating on other
+ * threads, and each fails with SL_EUNSUPPORTED when the model's experts
+ * are all resident (sl_stream_stats.streaming false). */
+
+/* The expert cache's eviction policy by name ("lru", "lfu", "slru",
+ * "layer"). Only before the first expert is read (SL_EINVAL), and
+ * SL_EINVAL for an unknown name. */
+int sl_model_set_cache_policy(sl_model *m, const char *name, sl_err *err);
+
+/* Replays the expert choices recorded in the route trace file at path
+ * (format `# route_trace v1`) instead of the routers', from its first step,
+ * wrapping past its end. Fails on a malformed file (SL_EFORMAT) or one that
+ * does not fit the model: its layers, experts, top-k, and room for the
+ * cache-route candidates when sl_model_params.cache_route_from is set
+ * (SL_EINVAL; the message names what). */
+int sl_model_set_route_trace(sl_model *m, const char *path, sl_err *err);
+
+/* The drive's rate for the stats' bound, taken from elsewhere (a kept
+ * `sluice iobench --expert` result): bytes_per_s > 0 (else SL_EINVAL). */
+int sl_model_set_drive_rate(sl_model *m, double bytes_per_s, sl_err *err);
+
+/* Measures the drive's rate as the streamer reads it (whole experts on
+ * every lane, into free slots that stay free) until min_bytes have landed
+ * or max_s have passed; *bytes_per_s gets it. Only before the first expert
+ * is read (SL_EINVAL); SL_EIO when a read fails. */
+int sl_model_calibrate_drive(sl_model *m, uint64_t min_bytes, double max_s, double *bytes_per_s,
+                             sl_err *err);
+
+/* Keeps an expert usage history (every expert a layer asks for adds a
+ * use) for the warm start: loaded from path for model_id (each score times
+ * decay, 0 < decay <= 1; a missing file is an empty history, *found false),
+ * and with preload and a history found, its hottest experts are read ahead
+ * into free cache slots in the background. A damaged or foreign file fails
+ * (SL_EFORMAT, the message names it) and an empty history is kept instead;
+ * the next save replaces a damaged history (never a file of another kind). */
+int sl_model_usage_start(sl_model *m, const char *path, const char *model_id, double decay,
+                         bool preload, bool *found, sl_err *err);
+
+/* Saves the usage history to path crash-safe (the directory must exist);
+ * nothing when none is kept. SL_EIO naming the file; the old file is then
+ * untouched. */
+int sl_model_usage_save(sl_model *m, const char *path, sl_err *err);
 
 /* ---- batches across sessions (issue 13: continuous batching) ----------- */
 

@@ -1,6 +1,7 @@
 /* expert_src.c - resident and streamed experts behind one protocol
  * (expert_src.h). */
 #include "engine/expert_src.h"
+#include "engine/model_runtime.h"
 #include "engine/session.h"
 
 /* Expert e of a stacked [cols, rows, n_expert] tensor. */
@@ -25,7 +26,7 @@ static sl_mat slice_mat(const sl_tensor *t, const void *data)
 
 void sl_expert_src_init(sl_expert_src *src, const sl_session *s, const sl_layer *L, int il)
 {
-    *src = (sl_expert_src){.L = L, .il = il, .st = s->m->streamer};
+    *src = (sl_expert_src){.L = L, .il = il, .st = s->m->rt->streamer};
 }
 
 int sl_expert_src_begin(sl_expert_src *src, const int *ids, int n, int *taken, sl_err *err)

@@ -1,10 +1,52 @@
-/* model_runtime.h - what the engine adds to a model read from its file:
- * the memory plan and the expert streamer (model_plan.c), and the load
- * that assembles them (model_open.c). */
+/* model_runtime.h - the runtime beside an immutable model: what the engine
+ * makes at load to run a model read from its file (model_open.c), and the
+ * memory plan and expert streamer in it (model_plan.c).
+ *
+ * Thread-safety, stated here once for the whole runtime: a model's
+ * sessions, on any threads, share one runtime (m->rt, s->rt).
+ *  - Fixed at load, read without a lock: the plan (budget .. warning),
+ *    n_threads, knobs' settings, the streamer's existence, the pool.
+ *  - The pool takes its jobs in turns itself (util/pool.h).
+ *  - Everything the streamer holds (cache, reads, guesses, policy, route
+ *    trace, usage history, drive rate) and the knobs' counters are touched
+ *    only under `mu`: the engine holds it per routed layer (moe.c,
+ *    route_knobs.c); the setters after load (runtime.c, public in
+ *    include/sluice.h) take it themselves.
+ *  - The trace file is written by the streamer under `mu`; a reader
+ *    flushes it between evaluations. */
 #ifndef SL_ENGINE_MODEL_RUNTIME_H
 #define SL_ENGINE_MODEL_RUNTIME_H
 
+#include <pthread.h>
+#include <stdio.h>
+
 #include "model/model.h"
+
+typedef struct sl_runtime {
+    /* the memory plan (sl_model_plan) */
+    uint64_t budget_bytes;  /* memory budget the plan used */
+    uint64_t reserved_bytes; /* of it, set aside for a session: KV cache and scratch */
+    uint64_t kv_bytes;      /* of reserved_bytes, the planned context's KV cache */
+    int kv_ctx;             /* that context */
+    uint64_t host_cache_bytes; /* planned for the caller's cache (sl_model_params) */
+    bool swa_full;          /* sliding-window layers keep every position (no ring) */
+    bool streaming;         /* routed experts come from the streamer */
+    int n_slots;            /* expert cache slots when streaming */
+    char warning[256];      /* set by planning, shown by front-ends */
+    int n_threads;          /* sl_model_params.n_threads (0: one per core) */
+    /* The compute threads every session of the model runs on (n_threads, or
+     * one per core), so that N sessions do not start N pools on the same
+     * cores. NULL for a described-only model. */
+    struct sl_pool *pool;
+    struct sl_streamer *streamer; /* NULL: every expert resident */
+    /* The streamer serves one caller at a time: sessions on other threads
+     * take turns per layer (held from a layer's begin to its last
+     * release). Initialised with the streamer. */
+    pthread_mutex_t mu;
+    struct sl_route_knobs *knobs; /* lossy routing knobs; NULL: exact routing
+                                     (engine/route_knobs.h) */
+    FILE *trace;            /* --io-trace output */
+} sl_runtime;
 
 /* Decides residency from params and the measured sizes (dense_bytes,
  * expert_bytes): fills streaming, n_slots, budget_bytes and warning. Fails

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/model_runtime.h"
 #include "engine/router.h"
 #include "experts/streamer.h"
 
@@ -100,7 +101,7 @@ void sl_route_knobs_free(sl_route_knobs *k)
 
 int sl_model_file_top_k(const sl_model *m, int il)
 {
-    if (m->knobs && m->knobs->file_k[il] > 0) return m->knobs->file_k[il];
+    if (m->rt->knobs && m->rt->knobs->file_k[il] > 0) return m->rt->knobs->file_k[il];
     return m->layers[il].d.ffn.router.top_k;
 }
 
@@ -122,14 +123,14 @@ void sl_route_knobs_apply(sl_route_knobs *k, sl_session *s, const sl_layer *L, i
     /* the candidates: the trace's k, or the router's top max(k, M) */
     const int n_cand = rt ? fk : (k->from > fk ? k->from : fk);
     const int keep = k->from ? k->keep : K;
-    sl_streamer *st = k->from ? s->m->streamer : NULL;
+    sl_streamer *st = k->from ? s->m->rt->streamer : NULL;
     int cand[SL_KNOB_MAX_CAND], pick[SL_KNOB_MAX_CAND];
     float base[SL_KNOB_MAX_CAND];
     bool cached[SL_KNOB_MAX_CAND];
     uint64_t wanted[(SL_KNOB_MAX_EXPERTS + 63) / 64] = {0}; /* experts the batch chose so far */
     uint64_t changed = 0, subst_total = 0;
     double kept_sum = 0.0;
-    if (st) pthread_mutex_lock(&s->m->stream_mu);
+    if (st) pthread_mutex_lock(&s->m->rt->mu);
     for (int t = 0; t < n; t++) {
         int *ids = s->topk_ids + (size_t)t * K;
         float *w = s->topk_w + (size_t)t * K;
@@ -168,7 +169,7 @@ void sl_route_knobs_apply(sl_route_knobs *k, sl_session *s, const sl_layer *L, i
         }
         if (rt ? (K < fk || subst) && rd->renorm : (rd->renorm || topk_softmax)) renorm(w, K);
     }
-    if (st) pthread_mutex_unlock(&s->m->stream_mu);
+    if (st) pthread_mutex_unlock(&s->m->rt->mu);
     pthread_mutex_lock(&k->mu);
     k->routings += (uint64_t)n;
     k->choices += (uint64_t)n * (uint64_t)fk;
@@ -182,7 +183,7 @@ void sl_model_knob_stats(const sl_model *m, sl_knob_stats *out)
 {
     memset(out, 0, sizeof *out);
     out->weight_kept = 1.0;
-    sl_route_knobs *k = m->knobs;
+    sl_route_knobs *k = m->rt->knobs;
     if (!k) return;
     out->active = true;
     out->file_top_k = k->first_k;

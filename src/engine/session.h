@@ -16,7 +16,7 @@
 
 struct sl_session {
     sl_model *m;
-    sl_pool *pool;  /* the model's (m->pool), not owned */
+    sl_pool *pool;  /* the model's (m->rt->pool), not owned */
     const sl_attn_kernels *attn_k; /* attention inner loops for this CPU */
     int n_ctx;
     int n_past;

@@ -149,7 +149,7 @@ static int map_files(sl_model *m, sl_err *err)
 /* The tensors that are resident (routed experts only when not streaming),
  * in placing order, into ts (room for 8 + n_layer * SL_LT_COUNT); returns
  * how many. */
-static size_t resident_tensors(sl_model *m, sl_tensor **ts)
+static size_t resident_tensors(sl_model *m, bool streamed, sl_tensor **ts)
 {
     size_t n = 0;
     ts[n++] = &m->tok_embd;
@@ -157,7 +157,7 @@ static size_t resident_tensors(sl_model *m, sl_tensor **ts)
     if (!m->output_tied) ts[n++] = &m->output;
     for (int il = 0; il < m->hp.n_layer; il++)
         for (int r = 0; r < SL_LT_COUNT; r++)
-            if (!(m->streaming && sl_layer_role((sl_ltensor)r)->routed) &&
+            if (!(streamed && sl_layer_role((sl_ltensor)r)->routed) &&
                 m->layers[il].t[r].info && !m->layers[il].t[r].view_of)
                 ts[n++] = &m->layers[il].t[r];
     if (m->rope_freqs.info) ts[n++] = &m->rope_freqs;
@@ -186,7 +186,7 @@ static void set_views(sl_model *m)
  * run of neighbouring tensors one aligned stretch, io_bulk.c), so the reads
  * land in place and nothing is copied. Returns 1 when this path does not
  * apply (a model in memory), so the caller reads tensor by tensor. */
-static int read_direct(sl_model *m, const sl_model_params *p, sl_err *err)
+static int read_direct(sl_model *m, const sl_model_params *p, bool streamed, sl_err *err)
 {
     const uint32_t nf = sl_gguf_file_count(m->gguf);
     const char **paths = calloc(nf ? nf : 1, sizeof *paths);
@@ -205,7 +205,7 @@ static int read_direct(sl_model *m, const sl_model_params *p, sl_err *err)
         rc = 1;
         goto done;
     }
-    const size_t n = resident_tensors(m, ts);
+    const size_t n = resident_tensors(m, streamed, ts);
     for (size_t i = 0; i < n; i++)
         rg[i] = (sl_io_range){ts[i]->info->file_index, ts[i]->info->offset, ts[i]->nbytes, 0};
     sl_io_config cfg = {0};
@@ -258,16 +258,16 @@ done:
  * in memory or with load_plain, tensor by tensor), or into the file
  * mappings. Routed experts are skipped when streaming (the streamer fetches
  * them). */
-static int place_weights(sl_model *m, const sl_model_params *p, sl_err *err)
+static int place_weights(sl_model *m, const sl_model_params *p, bool streamed, sl_err *err)
 {
     int rc;
     uint64_t total = m->dense_bytes;
-    if (!m->streaming && !sl_add_u64(total, m->expert_bytes, &total))
+    if (!streamed && !sl_add_u64(total, m->expert_bytes, &total))
         return sl_err_set(err, SL_ENOMEM, "model size overflows");
     if (p && p->dense == SL_DENSE_MMAP) {
         if ((rc = map_files(m, err))) return rc;
         snprintf(m->load.mode, sizeof m->load.mode, "mapped (read on first use)");
-    } else if (!(p && p->load_plain) && (rc = read_direct(m, p, err)) != 1) {
+    } else if (!(p && p->load_plain) && (rc = read_direct(m, p, streamed, err)) != 1) {
         if (rc == SL_OK) set_views(m);
         return rc;
     } else {
@@ -293,7 +293,7 @@ static int place_weights(sl_model *m, const sl_model_params *p, sl_err *err)
     for (int il = 0; il < m->hp.n_layer; il++) {
         sl_layer *L = &m->layers[il];
         for (int r = 0; r < SL_LT_COUNT; r++) {
-            if (m->streaming && sl_layer_role((sl_ltensor)r)->routed) continue;
+            if (streamed && sl_layer_role((sl_ltensor)r)->routed) continue;
             if ((rc = place(m, &L->t[r], &cur, err))) return rc;
         }
     }
@@ -438,7 +438,6 @@ int sl_model_read(sl_model **out, const char *path, const sl_model_params *param
         goto fail;
     }
     if ((rc = sl_hparams_read(&m->hp, m->gguf, m->arch, err))) goto fail;
-    m->n_threads = params && params->n_threads > 0 ? params->n_threads : 0;
 
     binder b = {.m = m, .experts = false, .err = err,
                 .llama_rev = params ? params->llama_rev : SL_LLAMA_REV_2026_08};
@@ -483,9 +482,10 @@ fail:
     return rc;
 }
 
-int sl_model_place_weights(sl_model *m, const sl_model_params *params, sl_err *err)
+int sl_model_place_weights(sl_model *m, const sl_model_params *params, bool experts_streamed,
+                           sl_err *err)
 {
-    int rc = place_weights(m, params, err);
+    int rc = place_weights(m, params, experts_streamed, err);
     if (!rc) rc = sl_check_small_tensors(m, err);
     return rc ? rc : interleave_x8(m, err);
 }

@@ -5,6 +5,11 @@
 #  - src/model (what a file says) includes nothing from the engine, the
 #    expert streamer or a family's engine files; a family's bind/describe
 #    file (src/families/*/family_*.c) is model code and follows that rule;
+#  - sl_model holds no runtime state: src/model names no streamer, pool,
+#    lock or routing knobs (they live in the engine's runtime,
+#    engine/model_runtime.h);
+#  - app/ reaches a model's runtime only through include/sluice.h: no
+#    streamer, runtime, usage-history or route-trace header or call;
 #  - the kernels (src/ops, src/quant) include nothing above them;
 #  - the layer loop (engine/forward.c, forward_multi.c) includes no
 #    family's header and calls no family's function;
@@ -28,6 +33,22 @@ model_files=(src/model/*.c src/model/*.h src/families/*/family_*.c)
 check "there are model files to check" [ "${#model_files[@]}" -gt 10 ]
 none_of "src/model and the family files include nothing from the engine or the streamer" \
     'engine/|experts/|io/io_internal|families/.*/(block|mix)' "${model_files[@]}"
+
+# none_said NAME PATTERN FILES...: passes when no line of FILES matches
+none_said() {
+    local name=$1 pattern=$2 hits
+    shift 2
+    hits=$(grep -nE "$pattern" "$@" 2>/dev/null || true)
+    if [ -z "$hits" ]; then ok "$name"; else bad "$name"; echo "$hits"; fi
+}
+runtime_words='pthread|sl_streamer|sl_pool|stream_mu|route_knobs'
+none_said "sl_model holds no runtime state (src/model names no streamer, pool, lock, knobs)" \
+    "$runtime_words" src/model/*.c src/model/*.h
+app_files=$(find app -name '*.[ch]')
+check "there are app files to check" [ -n "$app_files" ]
+none_said "app/ reaches the runtime only through sluice.h" \
+    'engine/model_runtime\.h|experts/(streamer|usage_history|route_trace)\.h|sl_streamer_|sl_usage_|sl_route_trace_|->rt->' \
+    $app_files
 
 kernel_files=(src/ops/*.c src/ops/*.h src/quant/*.c src/quant/*.h)
 none_of "the kernels include nothing above them" \
@@ -53,4 +74,6 @@ trap 'rm -rf "$tmp"' EXIT
 printf '#include "engine/session.h"\n' > "$tmp/family_x.c"
 hits=$(includes "$tmp/family_x.c" | grep -E ':(engine/)' || true)
 check "a planted engine include in a family file is caught" [ -n "$hits" ]
+printf '    struct sl_streamer *streamer;\n' > "$tmp/model_x.h"
+check "a planted streamer in a model header is caught" grep -qE "$runtime_words" "$tmp/model_x.h"
 finish

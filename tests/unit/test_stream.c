@@ -102,12 +102,12 @@ static void warm_start(sl_model *m)
 {
     sl_usage *u = NULL;
     sl_err err;
-    if (!m->streamer || sl_usage_create(&u, "test-stream", m->hp.n_layer, m->hp.n_expert, &err))
+    if (!m->rt->streamer || sl_usage_create(&u, "test-stream", m->hp.n_layer, m->hp.n_expert, &err))
         return;
     for (int l = 0; l < m->hp.n_layer; l++)
         for (int e = 0; e < m->hp.n_expert; e++) sl_usage_add(u, l, e, (e * 7 + l) % 16 + 1);
-    sl_streamer_set_usage(m->streamer, u);
-    sl_streamer_warm_start(m->streamer, 0);
+    sl_streamer_set_usage(m->rt->streamer, u);
+    sl_streamer_warm_start(m->rt->streamer, 0);
 }
 
 static bool warm_next_run;
@@ -382,9 +382,9 @@ TEST(session_memory_is_what_the_plan_reserves)
         sl_session *s;
         CHECK(sl_session_create(&s, m, &sp, &err) == 0);
         const uint64_t kv = s->layout.kv_bytes;
-        CHECK_MSG(m->reserved_bytes == kv + s->scratch_bytes + (64ull << 20),
+        CHECK_MSG(m->rt->reserved_bytes == kv + s->scratch_bytes + (64ull << 20),
                   "hint %d: reserved %llu, session %llu + KV %llu + 64 MiB", hints[h],
-                  (unsigned long long)m->reserved_bytes, (unsigned long long)s->scratch_bytes,
+                  (unsigned long long)m->rt->reserved_bytes, (unsigned long long)s->scratch_bytes,
                   (unsigned long long)kv);
         /* every token's logits are the largest scratch term of this model */
         if (hints[h]) CHECK(s->scratch_bytes >= 512ull * (uint64_t)m->hp.n_vocab * 4);
