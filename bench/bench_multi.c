@@ -121,7 +121,7 @@ int main(int argc, char **argv)
             fprintf(stderr, "bench_multi: --route-trace: %s\n", err.msg);
             return 1;
         }
-        sl_streamer_set_route_trace(m->rt->streamer, trace); /* the streamer owns it */
+        sl_runtime_replay(m->rt, trace); /* the routing owns it */
     }
     const int V = sl_model_n_vocab(m);
     const int n_ctx = prompt + 2 * rounds * steps + 8;

@@ -12,7 +12,9 @@
  *
  * Resident: the experts are views of the model's stacked tensors, all ready
  * at once. Streamed: the streamer's protocol (experts/streamer.h), pins and
- * all; the caller holds the model's stream mutex around a layer's use.
+ * all, each expert begun counted as a use in the routing's usage history;
+ * the caller holds the runtime's lock (model_runtime.h) around a layer's
+ * use.
  * Must not know: routing, the products, the session's scratch. */
 #ifndef SL_ENGINE_EXPERT_SRC_H
 #define SL_ENGINE_EXPERT_SRC_H
@@ -24,6 +26,8 @@ typedef struct sl_expert_src {
     const sl_layer *L;
     int il;            /* the layer's index */
     sl_streamer *st;   /* NULL: resident */
+    sl_usage *usage;   /* the routing's usage history, given every expert
+                          begun (streamed only); NULL: none kept */
     const int *ids;    /* resident: the set begun, and how far next() is */
     int n, next;
 } sl_expert_src;

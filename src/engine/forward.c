@@ -17,7 +17,7 @@
 #include "engine/fwd_mm.h"
 #include "engine/model_runtime.h"
 #include "engine/session.h"
-#include "experts/streamer.h"
+#include "experts/route_trace.h"
 
 int sl_check_hidden(const float *x, int n, int64_t w, int pos0, int layer, sl_err *err)
 {
@@ -58,9 +58,9 @@ int sl_forward_batch(sl_session *s, const int32_t *tokens, int n, sl_err *err)
         if (rc) return rc;
     }
     /* the next batch replays the trace's next steps */
-    if (m->rt->streamer && sl_streamer_route_trace(m->rt->streamer)) {
+    if (m->rt->routing.trace) {
         if (s->route_step >= 0) s->route_step += n;
-        else sl_route_trace_advance(sl_streamer_route_trace(m->rt->streamer), n);
+        else sl_route_trace_advance(m->rt->routing.trace, n);
     }
     /* logits: every token's, or the last n_logit_rows tokens' */
     const int first = n > s->n_logit_rows ? n - s->n_logit_rows : 0;

@@ -31,14 +31,13 @@
 #include "engine/model_runtime.h"
 #include "engine/route_knobs.h"
 #include "engine/session.h"
-#include "experts/streamer.h"
 #include "util/status.h"
 
 /* sl_model_multi_ok with or without a --route-trace replay. */
 static bool multi_ok(const sl_model *m, bool trace_ok)
 {
-    if (!m || m->rt->knobs) return false;
-    if (!trace_ok && m->rt->streamer && sl_streamer_route_trace(m->rt->streamer)) return false;
+    if (!m || m->rt->routing.knobs) return false;
+    if (!trace_ok && m->rt->routing.trace) return false;
     for (int il = 0; il < m->hp.n_layer; il++)
         if (!sl_block_of(m->layers[il].d.norm)->after_mixer) return false;
     return true;
@@ -48,9 +47,9 @@ bool sl_model_multi_ok(const sl_model *m) { return multi_ok(m, false); }
 
 int sl_session_set_route_step(sl_session *s, int64_t step, sl_err *err)
 {
-    if (!s || !s->m->rt->streamer || !sl_streamer_route_trace(s->m->rt->streamer))
+    if (!s || !s->m->rt->routing.trace)
         return sl_err_set(err, SL_EINVAL, "the session's model replays no --route-trace");
-    if (s->m->rt->knobs)
+    if (s->m->rt->routing.knobs)
         return sl_err_set(err, SL_EINVAL, "a lossy routing knob (--n-expert-used, "
                           "--cache-route) replays the --route-trace's shared cursor only");
     if (step < -1)
@@ -65,7 +64,7 @@ static int check_multi(sl_session *b, sl_session *const *ss, const int32_t *cons
                        const int *n, int count, int *total, sl_err *err)
 {
     if (count < 1) return sl_err_set(err, SL_EINVAL, "a multi-session batch of %d sessions", count);
-    const bool trace = b->m->rt->streamer && sl_streamer_route_trace(b->m->rt->streamer);
+    const bool trace = b->m->rt->routing.trace != NULL;
     if (!multi_ok(b->m, true))
         return sl_err_set(err, SL_EINVAL, "this model cannot batch sessions together (a "
                           "hyper-connection layer or a lossy routing knob): evaluate each "
@@ -271,7 +270,7 @@ int sl_session_eval_multi(sl_session *batch, sl_session *const *ss, const int32_
     if (rc) return rc;
     /* --route-trace: each row replays its member's own next steps */
     int64_t *route_rows = NULL;
-    if (batch->m->rt->streamer && sl_streamer_route_trace(batch->m->rt->streamer)) {
+    if (batch->m->rt->routing.trace) {
         route_rows = malloc(sizeof *route_rows * (size_t)total);
         if (!route_rows) return sl_err_set(err, SL_ENOMEM, "out of memory");
         for (int i = 0, row = 0; i < count; row += n[i], i++)

@@ -8,7 +8,9 @@
 
 #include "engine/model_runtime.h"
 #include "engine/route_knobs.h"
+#include "experts/route_trace.h"
 #include "experts/streamer.h"
+#include "experts/usage_history.h"
 #include "util/pool.h"
 
 int sl_model_load(sl_model **out, const char *path, const sl_model_params *params,
@@ -34,7 +36,7 @@ int sl_model_load_hooked(sl_model **out, const char *path, const sl_model_params
         return SL_OK;
     }
     /* --n-expert-used lowers the layers' top-k: before the plan counts it */
-    if ((rc = sl_route_knobs_create(&rt->knobs, m->layers, m->hp.n_layer, params, err)))
+    if ((rc = sl_route_knobs_create(&rt->routing.knobs, m->layers, m->hp.n_layer, params, err)))
         goto fail;
     if ((rc = sl_model_plan(m, params, err))) goto fail;
     if ((rc = sl_model_place_weights(m, params, rt->streaming, err))) goto fail;
@@ -60,7 +62,9 @@ void sl_model_free(sl_model *m)
         sl_pool_free(rt->pool);
         if (rt->streamer) pthread_mutex_destroy(&rt->mu);
         sl_streamer_free(rt->streamer);
-        sl_route_knobs_free(rt->knobs);
+        sl_route_knobs_free(rt->routing.knobs);
+        sl_route_trace_free(rt->routing.trace);
+        sl_usage_free(rt->routing.usage);
         if (rt->trace) fclose(rt->trace);
         free(rt);
     }

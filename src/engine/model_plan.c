@@ -357,7 +357,7 @@ void sl_model_stream_stats(const sl_model *m, sl_stream_stats *out)
     out->prefetch_dropped = st.prefetch_dropped;
     snprintf(out->cache_policy, sizeof out->cache_policy, "%s",
              sl_streamer_policy_name(m->rt->streamer));
-    const sl_route_trace *rt = sl_streamer_route_trace(m->rt->streamer);
+    const sl_route_trace *rt = m->rt->routing.trace;
     if (rt) {
         out->replaying = true;
         out->replay_steps = sl_route_trace_n_steps(rt);

@@ -3,17 +3,20 @@
  * memory plan and expert streamer in it (model_plan.c).
  *
  * Thread-safety, stated here once for the whole runtime: a model's
- * sessions, on any threads, share one runtime (m->rt, s->rt).
+ * sessions, on any threads, share one runtime (m->rt).
  *  - Fixed at load, read without a lock: the plan (budget .. warning),
- *    n_threads, knobs' settings, the streamer's existence, the pool.
+ *    n_threads, the knobs' settings, the streamer's existence, the pool.
  *  - The pool takes its jobs in turns itself (util/pool.h).
- *  - Everything the streamer holds (cache, reads, guesses, policy, route
- *    trace, usage history, drive rate) and the knobs' counters are touched
- *    only under `mu`: the engine holds it per routed layer (moe.c,
- *    route_knobs.c); the setters after load (runtime.c, public in
- *    include/sluice.h) take it themselves.
- *  - The trace file is written by the streamer under `mu`; a reader
- *    flushes it between evaluations. */
+ *  - Everything the streamer holds (cache, reads, guesses, policy, drive
+ *    rate) and the routing's usage history are touched only under `mu`:
+ *    the engine holds it per routed layer (moe.c, route_knobs.c); the
+ *    setters after load (runtime.c, public in include/sluice.h) take it
+ *    themselves.
+ *  - The knobs count their cost under their own lock; a replayed route
+ *    trace's cursor moves with one session at a time (route_trace.h), or
+ *    by each session's own step in a multi-session batch.
+ *  - The --io-trace file is written by the streamer under `mu`, and
+ *    flushed under it (sl_model_io_trace_flush). */
 #ifndef SL_ENGINE_MODEL_RUNTIME_H
 #define SL_ENGINE_MODEL_RUNTIME_H
 
@@ -21,6 +24,17 @@
 #include <stdio.h>
 
 #include "model/model.h"
+
+/* What decides a routed layer's experts beyond its router, apart from the
+ * streamer that reads them: the lossy knobs, the route trace replayed
+ * instead of the routers, and the usage history every set of experts adds
+ * to (the warm start's). The MoE block (moe.c, expert_src.c) reads and
+ * feeds it; the streamer never sees it. */
+typedef struct sl_routing {
+    struct sl_route_knobs *knobs; /* NULL: exact routing (engine/route_knobs.h) */
+    struct sl_route_trace *trace; /* NULL: the routers decide (experts/route_trace.h) */
+    struct sl_usage *usage;       /* NULL: none kept (experts/usage_history.h) */
+} sl_routing;
 
 typedef struct sl_runtime {
     /* the memory plan (sl_model_plan) */
@@ -43,8 +57,7 @@ typedef struct sl_runtime {
      * take turns per layer (held from a layer's begin to its last
      * release). Initialised with the streamer. */
     pthread_mutex_t mu;
-    struct sl_route_knobs *knobs; /* lossy routing knobs; NULL: exact routing
-                                     (engine/route_knobs.h) */
+    sl_routing routing;     /* owned; under mu once sessions run */
     FILE *trace;            /* --io-trace output */
 } sl_runtime;
 
@@ -55,6 +68,11 @@ typedef struct sl_runtime {
 int sl_model_plan(sl_model *m, const sl_model_params *p, sl_err *err);
 
 struct sl_io_fault; /* io/io.h */
+
+/* Replays t (owned from now; a previous trace is freed; NULL: the routers
+ * decide again) and tells the streamer's read-ahead. The caller holds
+ * rt->mu, or no session runs. */
+void sl_runtime_replay(sl_runtime *rt, struct sl_route_trace *t);
 
 /* Starts the expert streamer for a planned, streaming model; fault (NULL:
  * none) is injected into its reads (sl_model_load_hooked). */

@@ -23,6 +23,7 @@
 #include "engine/route_knobs.h"
 #include "engine/router.h"
 #include "engine/session.h"
+#include "experts/route_trace.h"
 
 /* Rows [first, first + cnt) of y (width w) times expert e's scale, when
  * the layer has per-expert scales (the tensor sc, [n_expert]). */
@@ -250,9 +251,9 @@ static void route_layer(sl_session *s, const sl_layer *L, int il, int n)
 {
     const int K = L->d.ffn.router.top_k;
     sl_route_batch(s, L, n);
-    sl_route_trace *rt = s->m->rt->streamer ? sl_streamer_route_trace(s->m->rt->streamer) : NULL;
-    if (s->m->rt->knobs) {
-        sl_route_knobs_apply(s->m->rt->knobs, s, L, il, n, rt);
+    sl_route_trace *rt = s->m->rt->routing.trace;
+    if (s->m->rt->routing.knobs) {
+        sl_route_knobs_apply(s->m->rt->routing.knobs, s, L, il, n, rt);
         return;
     }
     for (int t = 0; rt && t < n; t++) {

@@ -8,6 +8,7 @@
 
 #include "engine/model_runtime.h"
 #include "engine/router.h"
+#include "experts/route_trace.h"
 #include "experts/streamer.h"
 
 struct sl_route_knobs {
@@ -101,7 +102,8 @@ void sl_route_knobs_free(sl_route_knobs *k)
 
 int sl_model_file_top_k(const sl_model *m, int il)
 {
-    if (m->rt->knobs && m->rt->knobs->file_k[il] > 0) return m->rt->knobs->file_k[il];
+    const sl_route_knobs *k = m->rt ? m->rt->routing.knobs : NULL;
+    if (k && k->file_k[il] > 0) return k->file_k[il];
     return m->layers[il].d.ffn.router.top_k;
 }
 
@@ -183,7 +185,7 @@ void sl_model_knob_stats(const sl_model *m, sl_knob_stats *out)
 {
     memset(out, 0, sizeof *out);
     out->weight_kept = 1.0;
-    sl_route_knobs *k = m->rt->knobs;
+    sl_route_knobs *k = m->rt->routing.knobs;
     if (!k) return;
     out->active = true;
     out->file_top_k = k->first_k;

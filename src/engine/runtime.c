@@ -54,6 +54,13 @@ static int trace_fits(const sl_model *m, const sl_route_trace *t, const char *pa
     return SL_OK;
 }
 
+void sl_runtime_replay(sl_runtime *rt, sl_route_trace *t)
+{
+    sl_route_trace_free(rt->routing.trace);
+    rt->routing.trace = t;
+    if (rt->streamer) sl_streamer_replaying(rt->streamer, t != NULL);
+}
+
 int sl_model_set_route_trace(sl_model *m, const char *path, sl_err *err)
 {
     sl_streamer *st = streamer_of(m, "a route trace", err);
@@ -66,7 +73,7 @@ int sl_model_set_route_trace(sl_model *m, const char *path, sl_err *err)
         return rc;
     }
     pthread_mutex_lock(&m->rt->mu);
-    sl_streamer_set_route_trace(st, t);
+    sl_runtime_replay(m->rt, t);
     pthread_mutex_unlock(&m->rt->mu);
     return SL_OK;
 }
@@ -109,8 +116,9 @@ int sl_model_usage_start(sl_model *m, const char *path, const char *model_id, do
         if (sl_usage_create(&u, model_id, m->hp.n_layer, m->hp.n_expert, &fresh)) return rc;
     }
     pthread_mutex_lock(&m->rt->mu);
-    sl_streamer_set_usage(st, u);
-    if (preload && *found) sl_streamer_warm_start(st, 0);
+    sl_usage_free(m->rt->routing.usage);
+    m->rt->routing.usage = u;
+    if (preload && *found) sl_streamer_warm_start(st, u, 0);
     pthread_mutex_unlock(&m->rt->mu);
     return rc;
 }
@@ -120,7 +128,7 @@ int sl_model_usage_save(sl_model *m, const char *path, sl_err *err)
     sl_streamer *st = streamer_of(m, "an expert usage history", err);
     if (!st) return err->code;
     pthread_mutex_lock(&m->rt->mu);
-    const sl_usage *u = sl_streamer_usage(st);
+    const sl_usage *u = m->rt->routing.usage;
     const int rc = u ? sl_usage_save(u, path, 0, err) : SL_OK;
     pthread_mutex_unlock(&m->rt->mu);
     return rc;

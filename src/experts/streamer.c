@@ -111,7 +111,6 @@ void sl_streamer_free(sl_streamer *st)
     if (!st) return;
     sl_io_close(st->io); /* before the cache: lanes may still write into slots */
     sl_cache_free(st->cache);
-    sl_route_trace_free(st->route);
     free(st->layers);
     free(st->set);
     free(st->entry_of_slot);
@@ -124,7 +123,6 @@ void sl_streamer_free(sl_streamer *st)
     free(st->guess);
     sl_next_guess_free(st->ng);
     free(st->lg);
-    sl_usage_free(st->usage);
     free(st->warm_layer);
     free(st->warm_expert);
     free(st->want);
@@ -358,7 +356,6 @@ int sl_streamer_begin(sl_streamer *st, int layer, const int *ids, int n, int *ta
         st->entry_of_slot[slot] = st->set_n;
         st->entry_of_expert[e] = st->set_n;
         st->set_n++;
-        if (st->usage) sl_usage_add(st->usage, layer, e, 1.0);
         if (hit && st->pf[slot].reads_left > 0) {
             /* prefetched and still in flight: its reads now belong to the
              * set (file_done finds the set entry first), its pin goes; the
@@ -502,25 +499,17 @@ const char *sl_streamer_policy_name(const sl_streamer *st)
     return sl_cache_policy_name(st->cache);
 }
 
-void sl_streamer_set_route_trace(sl_streamer *st, sl_route_trace *t)
+void sl_streamer_replaying(sl_streamer *st, bool on)
 {
-    sl_route_trace_free(st->route);
-    st->route = t;
     /* the model's own router knows nothing of a replayed trace; learned
      * guesses only when asked to read guesses ahead always (--prefetch):
      * on the shared test machine they measured slower than none
      * (docs/perf-log.md, issue 14 session 7) */
-    if (t && st->guesses && st->guess_min < 0) {
+    if (on && st->guesses && st->guess_min < 0) {
         sl_err ignored;
         sl_streamer_set_learned_guess(st, true, &ignored); /* out of memory: no guesses */
     }
 }
-
-
-
-
-
-sl_route_trace *sl_streamer_route_trace(const sl_streamer *st) { return st->route; }
 
 bool sl_streamer_has(const sl_streamer *st, int layer, int expert)
 {

@@ -117,10 +117,8 @@ struct sl_streamer {
 
     sl_streamer_stats st;
     uint32_t lat_hist[LAT_BINS];
-    sl_route_trace *route; /* --route-trace, owned; NULL: the router decides */
 
     /* warm start */
-    sl_usage *usage;       /* owned; every expert a set asks for is a use */
     int *warm_layer, *warm_expert; /* the preload list, in reading order */
     int warm_n, warm_next, warm_inflight;
     bool *want;            /* (n_expert) scratch: the experts of a begin */

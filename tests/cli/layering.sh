@@ -8,6 +8,8 @@
 #  - sl_model holds no runtime state: src/model names no streamer, pool,
 #    lock or routing knobs (they live in the engine's runtime,
 #    engine/model_runtime.h);
+#  - the streamer reads experts and reads ahead; the route trace, usage
+#    history and knobs are the routing's (engine/model_runtime.h);
 #  - app/ reaches a model's runtime only through include/sluice.h: no
 #    streamer, runtime, usage-history or route-trace header or call;
 #  - the kernels (src/ops, src/quant) include nothing above them;
@@ -49,6 +51,9 @@ check "there are app files to check" [ -n "$app_files" ]
 none_said "app/ reaches the runtime only through sluice.h" \
     'engine/model_runtime\.h|experts/(streamer|usage_history|route_trace)\.h|sl_streamer_|sl_usage_|sl_route_trace_|->rt->' \
     $app_files
+
+none_said "the streamer holds no routing state (no route trace, no usage counting)" \
+    'sl_route_trace|sl_usage_add|route_knobs' src/experts/streamer*.c src/experts/streamer*.h
 
 kernel_files=(src/ops/*.c src/ops/*.h src/quant/*.c src/quant/*.h)
 none_of "the kernels include nothing above them" \

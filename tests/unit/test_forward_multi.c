@@ -259,7 +259,7 @@ TEST(route_trace_members_replay_their_own_steps)
         sl_model_free(m);
         return;
     }
-    sl_streamer_set_route_trace(m->rt->streamer, tr); /* owned by the streamer now */
+    sl_runtime_replay(m->rt, tr); /* owned by the routing now */
     CHECK(!sl_model_multi_ok(m)); /* not for shared-cursor callers (the server) */
     const size_t V = (size_t)sl_model_n_vocab(m);
     sl_session *solo[N_MEM], *mem[N_MEM], *batch = new_session(m, 16, true);

@@ -106,8 +106,9 @@ static void warm_start(sl_model *m)
         return;
     for (int l = 0; l < m->hp.n_layer; l++)
         for (int e = 0; e < m->hp.n_expert; e++) sl_usage_add(u, l, e, (e * 7 + l) % 16 + 1);
-    sl_streamer_set_usage(m->rt->streamer, u);
-    sl_streamer_warm_start(m->rt->streamer, 0);
+    sl_usage_free(m->rt->routing.usage);
+    m->rt->routing.usage = u;
+    sl_streamer_warm_start(m->rt->streamer, u, 0);
 }
 
 static bool warm_next_run;
@@ -393,6 +394,42 @@ TEST(session_memory_is_what_the_plan_reserves)
     }
 }
 
+/* Every expert a streamed layer begins is a use in the routing's usage
+ * history (the warm start's): a one-token step adds its top-k per routed
+ * layer, nothing elsewhere. */
+TEST(each_streamed_set_counts_in_the_usage_history)
+{
+    sl_model_params mp = sl_model_default_params();
+    mp.stream = SL_STREAM_ON;
+    mp.cache_experts = 8;
+    mp.n_threads = 1;
+    sl_model *m = NULL;
+    sl_err err;
+    CHECK_MSG(sl_model_load(&m, model_path, &mp, &err) == SL_OK, "%s", err.msg);
+    if (!m) return;
+    sl_usage *u = NULL;
+    CHECK(sl_usage_create(&u, "usage-count", m->hp.n_layer, m->hp.n_expert, &err) == SL_OK);
+    m->rt->routing.usage = u; /* freed with the model */
+    sl_session_params sp = sl_session_default_params();
+    sp.n_ctx = 8;
+    sl_session *s = NULL;
+    CHECK(sl_session_create(&s, m, &sp, &err) == SL_OK);
+    for (int step = 1; s && u && step <= 2; step++) {
+        const int32_t tok = (int32_t)(step * 5);
+        CHECK_MSG(sl_session_eval(s, &tok, 1, &err) == SL_OK, "%s", err.msg);
+        for (int il = 0; il < m->hp.n_layer; il++) {
+            double sum = 0.0;
+            for (int e = 0; e < m->hp.n_expert; e++) sum += sl_usage_get(u, il, e);
+            const sl_ffn_desc *f = &m->layers[il].d.ffn;
+            const double want = f->kind == SL_FFN_ROUTED ? (double)(step * f->router.top_k) : 0.0;
+            CHECK_MSG(sum == want, "layer %d after %d steps: %g uses, expected %g", il, step, sum,
+                      want);
+        }
+    }
+    sl_session_free(s);
+    sl_model_free(m);
+}
+
 int main(void)
 {
     if (make_model()) {
@@ -408,6 +445,7 @@ int main(void)
     RUN(cache_below_one_layer_is_refused);
     RUN(cache_below_token_cycle_warns);
     RUN(auto_mode_streams_only_when_over_budget);
+    RUN(each_streamed_set_counts_in_the_usage_history);
     free(resident);
     return TEST_REPORT();
 }
