@@ -47,6 +47,17 @@ int sl_expert_src_begin(sl_expert_src *src, const int *ids, int n, int *taken, s
     return SL_OK;
 }
 
+bool sl_expert_src_wants_guess(const sl_expert_src *src, bool is_union)
+{
+    if (!src->st) return false;
+    return is_union ? sl_streamer_wants_union_guess(src->st) : sl_streamer_wants_guess(src->st);
+}
+
+void sl_expert_src_observe(sl_expert_src *src, const int *ids, int n, int k)
+{
+    if (src->st) sl_streamer_observe_route(src->st, src->il, ids, n, k);
+}
+
 void sl_expert_src_read_ahead(sl_expert_src *src, const sl_expert_guess *g)
 {
     if (!src->st) return;

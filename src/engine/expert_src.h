@@ -50,6 +50,14 @@ void sl_expert_src_init(sl_expert_src *src, const sl_session *s, const sl_layer 
  * next(). Fails when a streamed read cannot be submitted. */
 int sl_expert_src_begin(sl_expert_src *src, const int *ids, int n, int *taken, sl_err *err);
 
+/* Whether read-ahead wants a guess for layer il + 1 computed (its gate for
+ * one token's guess, or for a batch's union); never for resident experts. */
+bool sl_expert_src_wants_guess(const sl_expert_src *src, bool is_union);
+
+/* The choice the n tokens made at this layer (ids[t * k + j]), for the
+ * learned guesses; call before the first begin. Resident: nothing. */
+void sl_expert_src_observe(sl_expert_src *src, const int *ids, int n, int k);
+
 /* Hands the guess for layer il + 1 to the streamer, to be read behind this
  * layer's own misses (call after the first begin). Resident: nothing. */
 void sl_expert_src_read_ahead(sl_expert_src *src, const sl_expert_guess *g);

@@ -271,18 +271,16 @@ static void route_layer(sl_session *s, const sl_layer *L, int il, int n)
  * layer is routed and the streamer asks for a guess: one token's guess
  * (predict_experts) or a prompt batch's union (predict_union). Must run
  * before the expert inputs are prepared: it uses the same scratch. */
-static sl_expert_guess guess_next_layer(sl_session *s, int il, int n)
+static sl_expert_guess guess_next_layer(sl_session *s, const sl_expert_src *src, int il, int n)
 {
     sl_expert_guess g = {s->pf_ids, 0, false};
     const sl_model *m = s->m;
-    if (!m->rt->streamer || il + 1 >= m->hp.n_layer ||
-        m->layers[il + 1].d.ffn.kind != SL_FFN_ROUTED)
+    if (!src->st || il + 1 >= m->hp.n_layer || m->layers[il + 1].d.ffn.kind != SL_FFN_ROUTED)
         return g;
     const int u_rows = n > 1 ? union_rows(s, n, m->layers[il + 1].d.ffn.router.n_expert) : 0;
     if (n > 1 && u_rows == 0) return g;
     pthread_mutex_lock(&s->m->rt->mu);
-    const bool wanted = n == 1 ? sl_streamer_wants_guess(m->rt->streamer)
-                               : sl_streamer_wants_union_guess(m->rt->streamer);
+    const bool wanted = sl_expert_src_wants_guess(src, n > 1);
     pthread_mutex_unlock(&s->m->rt->mu);
     if (!wanted) return g;
     if (n == 1) {
@@ -334,20 +332,20 @@ static void add_shared_expert(sl_session *s, const sl_layer *L, int n)
 int sl_moe_block(sl_session *s, const sl_layer *L, int il, int n, sl_err *err)
 {
     const int K = L->d.ffn.router.top_k, X = L->d.ffn.router.n_expert;
+    sl_expert_src src;
+    sl_expert_src_init(&src, s, L, il);
     route_layer(s, L, il, n);
     group_by_expert(s, &L->d.ffn.router, n);
-    const sl_expert_guess guess = guess_next_layer(s, il, n);
+    const sl_expert_guess guess = guess_next_layer(s, &src, il, n);
     prepare_expert_inputs(s, L, n);
 
     /* the experts in use, in id order */
     int *ids = s->moe_cursor, n_ids = 0; /* the cursor scratch is free again */
     for (int e = 0; e < X; e++)
         if (s->moe_count[e + 1] > s->moe_count[e]) ids[n_ids++] = e;
-    sl_expert_src src;
-    sl_expert_src_init(&src, s, L, il);
     if (src.st) {
         pthread_mutex_lock(&s->m->rt->mu);
-        sl_streamer_observe_route(src.st, il, s->topk_ids, n, K);
+        sl_expert_src_observe(&src, s->topk_ids, n, K);
     }
     int rc = run_expert_set(s, L, &src, ids, n_ids, &guess, err);
     if (src.st) pthread_mutex_unlock(&s->m->rt->mu);

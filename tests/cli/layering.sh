@@ -9,7 +9,8 @@
 #    lock or routing knobs (they live in the engine's runtime,
 #    engine/model_runtime.h);
 #  - the streamer reads experts and reads ahead; the route trace, usage
-#    history and knobs are the routing's (engine/model_runtime.h);
+#    history and knobs are the routing's (engine/model_runtime.h); the
+#    MoE block (engine/moe.c) reaches it only through engine/expert_src.h;
 #  - app/ reaches a model's runtime only through include/sluice.h: no
 #    streamer, runtime, usage-history or route-trace header or call;
 #  - the kernels (src/ops, src/quant) include nothing above them;
@@ -54,6 +55,9 @@ none_said "app/ reaches the runtime only through sluice.h" \
 
 none_said "the streamer holds no routing state (no route trace, no usage counting)" \
     'sl_route_trace|sl_usage_add|route_knobs' src/experts/streamer*.c src/experts/streamer*.h
+
+none_said "the MoE block reaches the streamer only through its expert source" \
+    'sl_streamer_' src/engine/moe.c
 
 kernel_files=(src/ops/*.c src/ops/*.h src/quant/*.c src/quant/*.h)
 none_of "the kernels include nothing above them" \
