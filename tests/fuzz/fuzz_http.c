@@ -21,7 +21,7 @@
 #include <unistd.h>
 
 #include "../../app/gen.h"
-#include "../../app/server.h"
+#include "../../app/server/server.h"
 #include "sluice.h"
 #include "synth/synth.h"
 

@@ -17,9 +17,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "args.h"
-#include "commands.h"
-#include "gen.h"
+#include "../args.h"
+#include "../commands.h"
+#include "../gen.h"
 #include "server.h"
 #include "server_ollama.h"
 

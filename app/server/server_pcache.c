@@ -8,7 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "gen.h"
+#include "../gen.h"
 #include "util/file.h"
 
 #define FNV_OFF 0xcbf29ce484222325ull

@@ -28,7 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gen.h"
+#include "../gen.h"
 #include "server_batch.h"
 #include "server_slots.h"
 #include "util/status.h"
