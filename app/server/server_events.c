@@ -16,11 +16,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "experts/streamer.h"
-#include "model/model.h"
 #include "server_web.h"
-#include "util/mem.h"
-#include "util/timer.h"
 
 #define MIB (1024.0 * 1024.0)
 #define DEFAULT_INTERVAL_MS 500
@@ -77,10 +73,9 @@ static json_t *num(bool ok, double v) { return ok ? json_real(sig5(v)) : json_nu
  * kept `sluice iobench --expert` result; 0 when unknown or not streamed. */
 static double drive_bps(const srv *s)
 {
-    if (!s->m->streamer) return 0;
-    sl_streamer_stats ss;
-    sl_streamer_get_stats(s->m->streamer, &ss);
-    return ss.drive_bps;
+    sl_stream_stats st;
+    sl_model_stream_stats(s->m, &st);
+    return st.drive_bps;
 }
 
 /* The "plan" event's object: where the memory goes. */
@@ -106,7 +101,7 @@ static json_t *plan_json(srv *s, unsigned interval_ms)
 /* The "tick" event's object: the rates between a and b. */
 static json_t *tick_json(srv *s, const ev_sample *a, const ev_sample *b, double t_s)
 {
-    const double dt = sl_ns_to_s(b->t_ns - a->t_ns);
+    const double dt = 1e-9 * (double)(b->t_ns - a->t_ns);
     const double one = (double)(b->tok_one - a->tok_one);
     const double many = (double)(b->tok_many - a->tok_many);
     const double lookups = (double)(b->hits - a->hits) + (double)(b->misses - a->misses);

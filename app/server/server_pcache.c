@@ -9,7 +9,6 @@
 #include <sys/stat.h>
 
 #include "../gen.h"
-#include "util/file.h"
 
 #define FNV_OFF 0xcbf29ce484222325ull
 #define FNV_PRIME 0x100000001b3ull

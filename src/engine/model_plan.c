@@ -337,6 +337,7 @@ void sl_model_stream_stats(const sl_model *m, sl_stream_stats *out)
     out->lat_p50_us = st.lat_p50_us;
     out->lat_p90_us = st.lat_p90_us;
     out->lat_p99_us = st.lat_p99_us;
+    out->drive_bps = st.drive_bps;
     const sl_io_info *io = sl_streamer_io_info(m->streamer);
     out->io_buffered_fallback = io->direct_fell_back;
     snprintf(out->io_mode, sizeof out->io_mode, "%s x%u%s, %s%s%s%s",
