@@ -1,5 +1,6 @@
 /* gen.c - see gen.h. */
 #include "gen.h"
+#include "gen_talk.h"
 #include "gguf/gguf.h"
 #include "model/model.h"
 #include "engine/session.h"

@@ -2,7 +2,9 @@
  * sampling flags, loading the model with a session and a sampler, evaluating
  * a token list in batches (with the prompt cache and its healing), and
  * printing one reply's events (the library's generation step, sl_gen_*).
- * The server shares the prompt's healing retry (gen_heal). */
+ * The server shares the prompt's healing retry (gen_heal). The chat template
+ * renderer and harmony's channel printer of run and chat are in gen_talk.h,
+ * so that this header needs nothing but sluice.h. */
 #ifndef SL_APP_GEN_H
 #define SL_APP_GEN_H
 
@@ -11,8 +13,6 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "chat/chat.h"
-#include "chat/harmony_stream.h"
 #include "model_flags.h"
 #include "sluice.h"
 
@@ -162,32 +162,7 @@ int gen_reply(gen_ctx *g, int max, const sl_chat *chat, bool ignore_eos,
  * error (with cmd) and returns NULL on failure. */
 char *gen_read_file(const char *cmd, const char *path, size_t *len);
 
-/* The model's chat template as src/chat's renderer (for turns with
- * reasoning and tool calls, and the harmony reasoning effort, which the
- * public sl_chat does not take yet): the same detection, BOS and EOS texts
- * as sl_chat_create. name: override or NULL; effort: NULL = medium. The one
- * place app code reads the model's metadata directly (model/model.h).
- * Free with sl_chat_template_free. */
-int gen_chat_template(const sl_model *m, const char *name, bool thinking, const char *effort,
-                      sl_chat_template *t, sl_err *err);
 
-/* A harmony answer printed by channel (gpt-oss): its text (decoded with
- * special tokens) is split into messages; the final channel and preambles
- * go to dst, the analysis channel and tool calls only with show_reasoning,
- * each such message on lines of its own after a "[analysis]" or
- * "[call NAME]" tag. */
-struct gen_harmony_out {
-    FILE *dst;
-    bool show_reasoning;
-    bool hidden_msg, tagged;
-    sl_harmony_stream hs;
-};
-
-void gen_harmony_init(gen_harmony_out *h, FILE *dst, bool show_reasoning);
-/* n bytes of answer text, split and printed by channel. */
-void gen_harmony_feed(gen_harmony_out *h, const char *buf, size_t n);
-/* The end of the answer: held text goes out. */
-void gen_harmony_finish(gen_harmony_out *h);
 
 /* Makes g's replies decode special tokens as their text (the harmony
  * markers must reach gen_harmony_out). */

@@ -845,6 +845,209 @@ int sl_session_set_route_step(sl_session *s, int64_t step, sl_err *err);
 int sl_session_eval_multi(sl_session *batch, sl_session *const *ss, const int32_t *const *toks,
                           const int *n, int count, sl_err *err);
 
+/* ---- chat turns, tools and answers (what the server renders and parses) ----
+ * A conversation with reasoning, tool calls and tool results rendered by the
+ * model's template family, and a generated answer split into reasoning,
+ * content and tool calls as it streams. */
+
+typedef enum sl_chat_family {
+    SL_CHAT_PLAIN = 0,
+    SL_CHAT_CHATML,
+    SL_CHAT_QWEN3,
+    SL_CHAT_LLAMA3,
+    SL_CHAT_MISTRAL,
+    SL_CHAT_MISTRAL_V3,
+    SL_CHAT_TULU,
+    SL_CHAT_HARMONY,
+    SL_CHAT_QWEN35,
+    SL_CHAT_DEEPSEEK_V3,
+    SL_CHAT_DEEPSEEK_V31,
+    SL_CHAT_DEEPSEEK_R1,
+    SL_CHAT_KIMI,
+    SL_CHAT_KIMI_THINKING,
+    SL_CHAT_GLM4,
+    SL_CHAT_GLM47,
+    SL_CHAT_GEMMA4,
+} sl_chat_family;
+
+/* The family c renders (see the names above). */
+sl_chat_family sl_chat_family_of(const sl_chat *c);
+
+/* Name of a family ("chatml", "qwen3", "llama3", "mistral", "mistral-v3",
+ * "tulu", "harmony", "qwen3.5", "deepseek-v3", "deepseek-v3.1",
+ * "deepseek-r1", "kimi-k2", "kimi-k2-thinking", "glm4", "glm4.7", "gemma4", "plain"). */
+const char *sl_chat_family_name(sl_chat_family f);
+
+/* Whether c's family can declare tools and render tool calls. */
+bool sl_chat_takes_tools(const sl_chat *c);
+
+/* Whether c's generation prompt opens a <think> block itself (a
+ * thinking-only Qwen3-style template). */
+bool sl_chat_think_prefix(const sl_chat *c);
+
+/* Sets the harmony reasoning effort c renders by default (low, medium or
+ * high; other families have none); SL_EINVAL naming the value otherwise.
+ * Not while another thread renders with c. */
+int sl_chat_set_effort(sl_chat *c, const char *effort, sl_err *err);
+
+/* One message with everything a template may render: the role ("system",
+ * "developer", "user", "assistant" or "tool"), its text, and optionally an
+ * assistant's reasoning and tool calls, or the name of the function whose
+ * result a tool message carries. Strings are borrowed for the call;
+ * absent ones are NULL (content "" for none). */
+typedef struct sl_chat_tool_call {
+    const char *id;        /* may be NULL */
+    const char *name;
+    const char *arguments; /* JSON text of the arguments object */
+} sl_chat_tool_call;
+
+typedef struct sl_chat_turn {
+    const char *role;
+    const char *content;
+    const char *reasoning;                /* assistant; NULL: none */
+    const sl_chat_tool_call *tool_calls;  /* assistant */
+    size_t n_tool_calls;
+    const char *name;                     /* tool: the function's name */
+} sl_chat_turn;
+
+/* Renders turns[0..n) with the function tools of tools_json (NULL: none;
+ * else the JSON text of an OpenAI "tools" array) in c's family, the
+ * generation prompt at the end when add_generation_prompt. thinking < 0
+ * keeps c's switch (sl_chat_create), 0 or 1 sets it for this render;
+ * effort NULL keeps c's (sl_chat_set_effort). *out is a NUL-terminated
+ * string the caller frees with free(). SL_EINVAL for tools or tool
+ * messages in a family that has no form for them, a tools text that is not
+ * such an array, an unknown effort or a message the family cannot place;
+ * SL_ENOMEM. */
+int sl_chat_format_turns(const sl_chat *c, const sl_chat_turn *turns, size_t n,
+                         const char *tools_json, int thinking, const char *effort,
+                         bool add_generation_prompt, char **out, sl_err *err);
+
+/* An answer split as it streams (sl_answer_create): reasoning and content
+ * go to the caller's function as they are known, tool calls are
+ * collected. harmony's channels (analysis: reasoning; final and preambles:
+ * content; commentary to functions.NAME: a call), or a thinking model's
+ * <think> block with Qwen3-style <tool_call> JSON (or Qwen3.5's XML form)
+ * in the content when the request declared tools. */
+typedef struct sl_answer sl_answer;
+
+/* Receives each run of an answer's text with whether it is reasoning. */
+typedef void (*sl_answer_out)(void *ud, bool reasoning, const char *text, size_t len);
+
+/* A tool call found in an answer: the function's name and the compact JSON
+ * text of its arguments (owned by the answer). */
+typedef struct sl_answer_call {
+    char *name;
+    char *arguments;
+} sl_answer_call;
+
+/* Whether an answer to prompt (len bytes: the template's own rendering,
+ * without a forced call's opening) keeps its reasoning in a <think> block
+ * to split off: the prompt leaves one open (*inside: the answer starts as
+ * reasoning), or the family opens one itself (Qwen3). */
+bool sl_answer_thinks(sl_chat_family family, const char *prompt, size_t len, bool *inside);
+
+/* A new parser in *a: harmony: the template is harmony; think_enabled: the
+ * template knows thinking; think_inside: the answer starts inside a <think>
+ * block; tools: the request declared tools (parse <tool_call>). out (with
+ * ud) receives reasoning and content. SL_ENOMEM. Free with sl_answer_free. */
+int sl_answer_create(sl_answer **a, bool harmony, bool think_enabled, bool think_inside,
+                     bool tools, sl_answer_out out, void *ud);
+/* The next len bytes of the answer (whole UTF-8 characters or not). */
+void sl_answer_feed(sl_answer *a, const char *text, size_t len);
+/* At the end: held text goes out; the calls are then complete. */
+void sl_answer_finish(sl_answer *a);
+/* The calls found so far, *n of them (owned by a). */
+const sl_answer_call *sl_answer_calls(const sl_answer *a, int *n);
+void sl_answer_free(sl_answer *a);
+
+/* A whole answer's text split: [0] content, [1] reasoning (each malloc'd,
+ * NUL-terminated, NULL when empty); oom when a part could not grow. */
+typedef struct sl_answer_text {
+    char *p[2];
+    size_t n[2];
+    bool oom;
+} sl_answer_text;
+
+/* Runs a whole answer (prime, may be NULL, then text[0..len)) through a
+ * new parser (the flags as sl_answer_create's) into *out, and returns the
+ * parser for its calls (sl_answer_calls), or NULL when out of memory
+ * (*out then empty, oom set). The caller frees both (sl_answer_free,
+ * sl_answer_text_free). */
+sl_answer *sl_answer_whole(sl_answer_text *out, bool harmony, bool think_enabled,
+                           bool think_inside, bool tools, const char *prime, const char *text,
+                           size_t len);
+void sl_answer_text_free(sl_answer_text *t);
+
+/* ---- the model file's metadata (what a front-end shows of the file) ------- */
+
+typedef enum sl_meta_kind {
+    SL_META_OTHER = 0,   /* an array: no value given */
+    SL_META_UINT,        /* u: any unsigned integer type, widened */
+    SL_META_INT,         /* i: any signed integer type, widened */
+    SL_META_FLOAT,       /* f: float32 or float64, widened */
+    SL_META_BOOL,        /* b */
+    SL_META_STRING,      /* str: len bytes as in the file, NUL-terminated (UTF-8
+                            unchecked) */
+} sl_meta_kind;
+
+typedef struct sl_meta_value {
+    sl_meta_kind kind;
+    uint64_t u;
+    int64_t i;
+    double f;
+    bool b;
+    const char *str;
+    size_t len;
+} sl_meta_value;
+
+/* The number of key/value pairs in m's file header. */
+uint64_t sl_model_meta_count(const sl_model *m);
+
+/* The i-th pair: its key (NUL-terminated) and value, both owned by m; false
+ * when i is out of range. */
+bool sl_model_meta_at(const sl_model *m, uint64_t i, const char **key, sl_meta_value *v);
+
+/* The value under key; false when the file has no such key. */
+bool sl_model_meta_get(const sl_model *m, const char *key, sl_meta_value *v);
+
+/* The file's totals: bytes (all its split parts), tensors, and parameters
+ * (the elements of every tensor). */
+void sl_model_file_totals(const sl_model *m, uint64_t *bytes, uint64_t *n_tensors,
+                          uint64_t *n_params);
+
+/* ---- for front-ends: the clock, errors and platform facts ------------------
+ * The few helpers of the library's own that the CLI and the server
+ * (app/server/, which includes no header under src/) use as well. */
+
+/* Nanoseconds from an arbitrary fixed point (a monotonic clock). */
+uint64_t sl_now_ns(void);
+
+/* Fills err (if non-NULL) with code and a printf-style message; returns code
+ * so callers can write `return sl_err_set(err, SL_EFORMAT, "...")`. The
+ * message is stored escaped: control bytes, C1 controls and invalid UTF-8 in
+ * it, e.g. from a file's strings, become "\xNN", so an error never carries a
+ * terminal escape sequence. Cut to SL_ERR_MSG_MAX - 1 bytes on a UTF-8
+ * boundary. */
+int sl_err_set(sl_err *err, int code, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+/* Removes path, ignoring errors (cleanup of a temporary file). */
+void sl_file_remove(const char *path);
+
+/* Resident set size of this process now and at its peak, bytes; false when
+ * the platform cannot say. */
+bool sl_mem_rss(uint64_t *rss, uint64_t *peak);
+
+/* Raises the soft open-file limit to want (never above the hard limit,
+ * never lowering it) and returns the soft limit now in force; UINT64_MAX
+ * when unlimited or the platform cannot say. Cannot fail: a refused raise
+ * leaves the old limit, which is returned. */
+uint64_t sl_fd_limit_raise(uint64_t want);
+
 #ifdef __cplusplus
 }
 #endif

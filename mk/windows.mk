@@ -37,7 +37,7 @@ WIN_FLAGS := $(WIN_TARGET) $(CSTD) $(WARN) -O2 -g -D__USE_MINGW_ANSI_STDIO=1 -DP
 WIN_LDFLAGS := $(WIN_TARGET) -fuse-ld=lld -static -L$(WIN_GCC_LIB) -L$(WIN_SYSROOT)/lib
 WIN_LIBS := -lpcre2-8 -ljansson -lpthread -lm -lpsapi -lshell32
 WIN_SRC_OUT := src/util/file.c src/util/fd_limit.c src/util/mem.c src/util/aligned.c src/util/console.c src/io/io_files.c src/io/io_pread.c \
-  app/cmd_serve.c $(filter app/server_%.c,$(APP_SRC))
+  $(filter app/server/%.c,$(APP_SRC))
 WIN_LIB_SRC := $(filter-out $(WIN_SRC_OUT),$(LIB_SRC)) $(sort $(wildcard src/*/*_win.c src/compat/win/*.c))
 WIN_APP_SRC := $(filter-out $(WIN_SRC_OUT),$(APP_SRC)) $(sort $(wildcard app/windows/*.c))
 WIN_LIB_OBJ := $(WIN_LIB_SRC:%.c=$(WIN)/%.o)

@@ -114,8 +114,7 @@ int sl_file_temp_beside(const char *final_path, char **tmp_path, char **dest, sl
 /* Renames from onto to (atomically replacing it); SL_EIO naming both. */
 int sl_file_rename(const char *from, const char *to, sl_err *err);
 
-/* Removes path, ignoring errors (cleanup of a temporary file). */
-void sl_file_remove(const char *path);
+/* sl_file_remove (remove, ignoring errors) is declared in sluice.h. */
 
 /* Flushes the directory holding path to its device (after a rename into
  * it, so that the new name survives a crash). Errors are ignored: some

@@ -17,7 +17,10 @@
 #  - the layer loop (engine/forward.c, forward_multi.c) includes no
 #    family's header and calls no family's function;
 #  - no platform conditionals (_WIN32, __ANDROID__, __linux__, __APPLE__)
-#    outside the platform layer (src/util, src/io, src/compat).
+#    outside the platform layer (src/util, src/io, src/compat);
+#  - the server (app/server/) reaches the library through include/sluice.h
+#    only: no header under src/, directly or through the app headers it
+#    shares (gen.h, args.h), but the JSON library (util/json.h).
 set -u
 . "$(dirname "$0")/lib/common.sh"
 
@@ -77,6 +80,23 @@ platform=$(grep -nE '^\s*#\s*(if|ifdef|ifndef|elif).*(_WIN32|__ANDROID__|__linux
 if [ -z "$platform" ]; then ok "no platform conditionals outside the platform layer"
 else bad "no platform conditionals outside the platform layer"; echo "$platform"; fi
 
+# src_deps FILES...: the headers under src/ that FILES include, directly or
+# not, as the compiler finds them (one a line), but util/json.h; a file the
+# compiler cannot read is named too (so that it cannot pass unseen)
+src_deps() {
+    local f
+    for f in "$@"; do
+        ${CC:-cc} -MM -MG -Isrc -Iinclude -Ibuild/gen \
+            $(pkg-config --cflags jansson libmicrohttpd 2>/dev/null) "$f" ||
+            echo "src/(the compiler failed on $f)"
+    done | tr ' \\' '\n\n' | grep '^src/' | grep -vx 'src/util/json.h' | sort -u
+}
+server_files=(app/server/*.c)
+check "there are server files to check" [ "${#server_files[@]}" -gt 15 ]
+server_src=$(src_deps "${server_files[@]}")
+if [ -z "$server_src" ]; then ok "app/server includes no header under src/ (but util/json.h)"
+else bad "app/server includes no header under src/ (but util/json.h)"; echo "$server_src"; fi
+
 # the checks can fail: a planted violation in a copy is found
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -85,4 +105,6 @@ hits=$(includes "$tmp/family_x.c" | grep -E ':(engine/)' || true)
 check "a planted engine include in a family file is caught" [ -n "$hits" ]
 printf '    struct sl_streamer *streamer;\n' > "$tmp/model_x.h"
 check "a planted streamer in a model header is caught" grep -qE "$runtime_words" "$tmp/model_x.h"
+printf '#include "chat/answer_stream.h"\n' > "$tmp/y.c"
+check "a planted src/ include in a server file is caught" [ -n "$(src_deps "$tmp/y.c")" ]
 finish

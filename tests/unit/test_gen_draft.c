@@ -21,26 +21,6 @@
 static sl_model *g_model, *g_gemma, *g_recurrent;
 static const char *PROMPT = "The cat sat on the mat. The cat sat on the mat. The cat sat on the mat. The cat";
 
-static sl_model *load(const char *arch, const char *file)
-{
-    char path[512];
-    sl_synth_config c;
-    sl_err err;
-    t_path(path, sizeof path, file);
-    if (sl_synth_config_init(&c, arch, "tiny", &err)) return NULL;
-    c.type = SL_SYNTH_Q8_0;
-    c.seed = 2;
-    if (sl_synth_config_validate(&c, &err) || sl_synth_write(&c, path, NULL, NULL, NULL, &err)) {
-        fprintf(stderr, "  mkmodel %s: %s\n", arch, err.msg);
-        return NULL;
-    }
-    sl_model_params mp = sl_model_default_params();
-    mp.n_threads = 1;
-    sl_model *m = NULL;
-    if (sl_model_load(&m, path, &mp, &err)) fprintf(stderr, "  load: %s\n", err.msg);
-    return m;
-}
-
 typedef struct reply {
     int32_t ids[N_GEN + 4];
     float lp[N_GEN + 4];
@@ -250,9 +230,9 @@ out:
 
 int main(void)
 {
-    g_model = load("qwen3moe", "gen-draft-qwen3moe.gguf");
-    g_gemma = load("gemma4", "gen-draft-gemma4.gguf");
-    g_recurrent = load("qwen35moe", "gen-draft-qwen35moe.gguf");
+    g_model = t_load_tiny("qwen3moe", "gen-draft-qwen3moe.gguf", true);
+    g_gemma = t_load_tiny("gemma4", "gen-draft-gemma4.gguf", true);
+    g_recurrent = t_load_tiny("qwen35moe", "gen-draft-qwen35moe.gguf", true);
     if (!g_model || !g_gemma || !g_recurrent) {
         printf("0 passed, 1 failed\n");
         return 1;

@@ -20,8 +20,8 @@
  *                 chunks and its reply's tokens (the library's generation
  *                 step, sl_gen_*) are submitted to it
  * server_logprobs.c log-probabilities of the generated tokens (JSON)
- * The answer's reasoning and tool calls are split by src/chat
- * (chat/answer_stream.h), which also says whether a template thinks.
+ * The chat turns are rendered, and the answer's reasoning and tool calls
+ * split, by the library (sluice.h: sl_chat_format_turns, sl_answer_*).
  * cmd_serve.c     flags, model, start-up line, signals */
 #ifndef SL_APP_SERVER_H
 #define SL_APP_SERVER_H
@@ -30,8 +30,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "chat/chat.h"
 #include "server_slots.h"
+#include "sluice.h"
 #include "util/json.h"
 
 struct MHD_Connection;
@@ -60,9 +60,8 @@ typedef struct srv {
     srv_pcache pcache;        /* --prompt-cache (dir NULL: off) */
     srv_ramcache ram;         /* --cache-ram (budget 0: off) */
     const char *slot_dir;     /* --slot-save-path, or NULL: slot actions refused */
-    sl_chat_template tmpl;    /* the same template, rendered with tools and turns
-                                 (src/chat: sl_chat_render_turns) */
-    bool harmony;             /* tmpl is harmony: answers split by channel */
+    bool thinking;            /* the template's thinking switch by default (--no-think: off) */
+    bool harmony;             /* the chat is harmony: answers split by channel */
     json_t *model_facts;      /* the model file's header facts for the Ollama API
                                  (srv_ollama_facts; owned, NULL: none) */
     int ready;                /* 0 while the model loads (every request: 503), then 1;
@@ -109,6 +108,27 @@ srv_reply srv_render_chat(srv *s, srv_api api, const json_t *system, const json_
  * sl_answer_thinks of the template's own end (*inside, may be NULL: the
  * answer starts inside the block) (server_prompt.c). */
 bool srv_prompt_thinks(const srv *s, const char *prompt, size_t prime_len, bool *inside);
+
+/* A chat answer as its formatter reads it: the parser that splits off
+ * reasoning and tool calls, and a forced call's opening that ended the
+ * prompt (owned; NULL: none). The first member of each chat formatter's job
+ * (OpenAI, Anthropic, Ollama), so that srv_split_job_free frees any of them. */
+typedef struct srv_split {
+    sl_answer *ans;
+    char *prime;
+} srv_split;
+
+/* Creates sp->ans (the flags as sl_answer_create's, harmony: s's template)
+ * and feeds it sp->prime; SL_ENOMEM (server_prompt.c). */
+int srv_split_start(srv_split *sp, const srv *s, bool think_enabled, bool think_inside,
+                    bool tools, sl_answer_out out, void *ud);
+
+/* The calls sp's parser found, *n of them (0 when it has none). */
+const sl_answer_call *srv_split_calls(const srv_split *sp, int *n);
+
+/* A job's api_free for a formatter job that begins with an srv_split: frees
+ * the parser, the prime and the job (NULL: nothing) (server_prompt.c). */
+void srv_split_job_free(void *job);
 
 /* Tokenizes prompt, checks it against a slot's context, reads sampling,
  * limits and the stop texts (under stop_key) from body into a new job

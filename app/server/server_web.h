@@ -1,6 +1,6 @@
 /* server_web.h - `sluice serve`'s own page and its telemetry stream.
  *
- * server_web.c    GET /: the page (app/web/ui.html, built into the binary)
+ * server_web.c    GET /: the page (app/server/web/ui.html, built into the binary)
  * server_events.c GET /api/events: server-sent events for the page's
  *                 telemetry panel (and for curl -N): first the memory plan,
  *                 then one tick per interval with the rates of that interval

@@ -23,7 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "gen.h"
+#include "../gen.h"
 #include "server_batch.h"
 #include "server_logprobs.h"
 #include "server_pcache.h"

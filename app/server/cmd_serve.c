@@ -17,9 +17,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "args.h"
-#include "commands.h"
-#include "gen.h"
+#include "../args.h"
+#include "../commands.h"
+#include "../gen.h"
 #include "server.h"
 #include "server_ollama.h"
 
@@ -232,12 +232,13 @@ int cmd_serve(int argc, char **argv)
         goto done;
     }
     if (sl_chat_warning(s.chat)) fprintf(stderr, "sluice serve: warning: %s\n", sl_chat_warning(s.chat));
-    if (gen_chat_template(s.m, tmpl, !no_think, reasoning, &s.tmpl, &err)) {
+    if (reasoning && sl_chat_set_effort(s.chat, reasoning, &err)) {
         fprintf(stderr, "sluice serve: %s\n", err.msg);
         goto done;
     }
-    s.harmony = s.tmpl.family == SL_CHAT_HARMONY;
-    s.model_facts = srv_ollama_facts(o.model); /* NULL: /api/show says less */
+    s.thinking = !no_think;
+    s.harmony = sl_chat_family_of(s.chat) == SL_CHAT_HARMONY;
+    s.model_facts = srv_ollama_facts(s.m, o.model); /* NULL: /api/show says less */
     int ctx = o.n_ctx > 0 ? o.n_ctx : sl_model_n_ctx_train(s.m);
     if (o.n_ctx <= 0 && ctx > 4096) ctx = 4096;
     if (ctx < 1) ctx = 1;
@@ -285,7 +286,6 @@ done:
     srv_pcache_close(&s.pcache);
     if (s.ram.budget) srv_ramcache_free(&s.ram);
     sl_chat_free(s.chat);
-    sl_chat_template_free(&s.tmpl);
     json_decref(s.model_facts);
     sl_model_free(s.m);
     free(base_copy);

@@ -9,7 +9,6 @@
 #include <unistd.h>
 
 #include "server.h"
-#include "util/timer.h"
 
 typedef struct text {
     char *p;

@@ -16,10 +16,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "model/model.h"
 #include "server_web.h"
-#include "util/mem.h"
-#include "util/timer.h"
 
 #define MIB (1024.0 * 1024.0)
 #define DEFAULT_INTERVAL_MS 500
@@ -104,7 +101,7 @@ static json_t *plan_json(srv *s, unsigned interval_ms)
 /* The "tick" event's object: the rates between a and b. */
 static json_t *tick_json(srv *s, const ev_sample *a, const ev_sample *b, double t_s)
 {
-    const double dt = sl_ns_to_s(b->t_ns - a->t_ns);
+    const double dt = 1e-9 * (double)(b->t_ns - a->t_ns);
     const double one = (double)(b->tok_one - a->tok_one);
     const double many = (double)(b->tok_many - a->tok_many);
     const double lookups = (double)(b->hits - a->hits) + (double)(b->misses - a->misses);

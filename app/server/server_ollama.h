@@ -13,16 +13,16 @@
 
 #include "server.h"
 
-/* The facts of the model file at path that /api/show and /api/tags give
- * (server_ollama_facts.c):
+/* The facts of the model m, loaded from path, that /api/show and /api/tags
+ * give (server_ollama_facts.c):
  * its header's scalar metadata (model_info), the parameter count (from the
  * tensor table when the header has none), the quantization named after
  * general.file_type, the size of its file(s), a stable digest (a hash of
  * the name, size and header counts, not the file's sha256) and the chat
  * template's text. A new JSON object for srv.model_facts (the caller owns
- * it), or NULL when the header cannot be read (the answers then leave those
+ * it), or NULL when m or path is NULL or memory runs out (the answers then leave those
  * fields empty). */
-json_t *srv_ollama_facts(const char *path);
+json_t *srv_ollama_facts(const sl_model *m, const char *path);
 
 srv_reply srv_ollama_version(srv *s);
 srv_reply srv_ollama_tags(srv *s);

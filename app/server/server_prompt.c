@@ -6,7 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "chat/answer_stream.h"
 #include "server.h"
 #include "server_req.h"
 
@@ -266,7 +265,9 @@ srv_reply srv_render_chat(srv *s, srv_api api, const json_t *system, const json_
     char **owned = NULL, *tools = NULL;
     size_t n_owned = 0;
     srv_reply r = {0, NULL, NULL};
-    sl_chat_template t = s->tmpl; /* a shallow copy: only the effort and thinking differ */
+    const char *effort = NULL; /* NULL, -1: the chat's own */
+    int thinking = -1;
+    const sl_chat_family fam = sl_chat_family_of(s->chat);
     if (!msgs || !texts) {
         r = srv_error(api, 500, "out of memory");
         goto out;
@@ -291,11 +292,11 @@ srv_reply srv_render_chat(srv *s, srv_api api, const json_t *system, const json_
                               "high or xhigh, got '%.20s'", eff);
                 goto out;
             }
-            snprintf(t.effort, sizeof t.effort, "%s", levels[k][1]);
+            effort = levels[k][1];
         }
         const json_t *kw = json_object_get(body, "chat_template_kwargs");
         if (kw && !json_is_null(kw)) {
-            bool think = t.enable_thinking;
+            bool think = s->thinking;
             if (!json_is_object(kw) ||
                 !req_bool(kw, "enable_thinking", &think, msg, sizeof msg)) {
                 r = srv_error(api, 400, "'chat_template_kwargs' must be an object (of which "
@@ -303,26 +304,25 @@ srv_reply srv_render_chat(srv *s, srv_api api, const json_t *system, const json_
                               msg[0] ? ": " : "", msg);
                 goto out;
             }
-            t.enable_thinking = think;
+            thinking = think;
         }
         if (!read_tools(body, &tools, msg)) {
             r = srv_error(api, 400, "%s", msg);
             goto out;
         }
-        if (tools && !sl_chat_has_tools(&t)) {
+        if (tools && !sl_chat_takes_tools(s->chat)) {
             r = srv_error(api, 400, "the chat template %s has no form for tools",
-                          sl_chat_family_name(t.family));
+                          sl_chat_family_name(fam));
             goto out;
         }
         if (tools && !forced_choice(body, &forced, &forced_name, msg)) {
             r = srv_error(api, 400, "%s", msg);
             goto out;
         }
-        if (forced && t.family != SL_CHAT_CHATML && t.family != SL_CHAT_QWEN3 &&
-            t.family != SL_CHAT_QWEN35) {
+        if (forced && fam != SL_CHAT_CHATML && fam != SL_CHAT_QWEN3 && fam != SL_CHAT_QWEN35) {
             r = srv_error(api, 400, "a forcing 'tool_choice' needs a chat template with "
                           "<tool_call> calls (chatml, qwen3, qwen35), not %s: use \"auto\"",
-                          sl_chat_family_name(t.family));
+                          sl_chat_family_name(fam));
             goto out;
         }
     }
@@ -382,11 +382,11 @@ srv_reply srv_render_chat(srv *s, srv_api api, const json_t *system, const json_
         }
     }
     sl_err err = {0};
-    if (sl_chat_render_turns(&t, msgs, n, tools, true, false, prompt, &err))
+    if (sl_chat_format_turns(s->chat, msgs, n, tools, thinking, effort, true, prompt, &err))
         r = srv_error(api, err.code == SL_ENOMEM ? 500 : 400,
                       "the messages do not fit the chat template %s: %s",
-                      sl_chat_family_name(t.family), err.msg);
-    else if (forced && !add_prime(prompt, t.family, forced, forced_name,
+                      sl_chat_family_name(fam), err.msg);
+    else if (forced && !add_prime(prompt, fam, forced, forced_name,
                                   prime_len ? prime_len : &(size_t){0}))
         r = srv_error(api, 500, "out of memory");
     if (!r.status && has_tools)
@@ -470,9 +470,34 @@ srv_reply srv_prepare_job(srv *s, srv_api api, const json_t *body, const char *p
 bool srv_prompt_thinks(const srv *s, const char *prompt, size_t prime_len, bool *inside)
 {
     bool in = false; /* the template's own end, before a forced call */
-    const bool thinks = sl_answer_thinks(s->tmpl.family, prompt, strlen(prompt) - prime_len, &in);
+    const bool thinks = sl_answer_thinks(sl_chat_family_of(s->chat), prompt, strlen(prompt) - prime_len, &in);
     if (inside) *inside = in;
     return thinks;
+}
+
+int srv_split_start(srv_split *sp, const srv *s, bool think_enabled, bool think_inside,
+                    bool tools, sl_answer_out out, void *ud)
+{
+    if (sl_answer_create(&sp->ans, s->harmony, think_enabled, think_inside, tools, out, ud))
+        return SL_ENOMEM;
+    if (sp->prime) sl_answer_feed(sp->ans, sp->prime, strlen(sp->prime));
+    return SL_OK;
+}
+
+const sl_answer_call *srv_split_calls(const srv_split *sp, int *n)
+{
+    *n = 0;
+    return sp->ans ? sl_answer_calls(sp->ans, n) : NULL;
+}
+
+void srv_split_job_free(void *job)
+{
+    srv_split *sp = job;
+    if (sp) {
+        sl_answer_free(sp->ans);
+        free(sp->prime);
+    }
+    free(job);
 }
 
 bool srv_answer_job(srv *s, srv_api api, srv_job *j, bool stream, srv_reply *r)

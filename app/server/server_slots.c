@@ -1,8 +1,6 @@
 /* server_slots.c - see server_slots.h: jobs, their output buffer, the
  * queue and the worker threads. */
 #include "server_slots.h"
-#include "util/file.h"
-#include "util/status.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -40,7 +40,6 @@
 #include "server_deadline.h"
 #include "server_web.h"
 #include "server_ollama.h"
-#include "util/fd_limit.h"
 
 typedef struct http_req {
     char *body;
@@ -157,6 +156,34 @@ static void sse_free(void *cls)
     free(st);
 }
 
+/* Queues r as a 200 whose body is of type ctype; no_cache adds
+ * "Cache-Control: no-cache" (the page and the streams). r NULL (out of
+ * memory): MHD_NO, and the connection closes. */
+static enum MHD_Result send_ok(srv *s, struct MHD_Connection *c, struct MHD_Response *r,
+                               const char *ctype, bool no_cache)
+{
+    if (!r) return MHD_NO;
+    MHD_add_response_header(r, "Content-Type", ctype);
+    if (no_cache) MHD_add_response_header(r, "Cache-Control", "no-cache");
+    return queue(s, c, 200, r);
+}
+
+/* A stream of unknown length read by rd from st (whose free_st runs when
+ * it ends), queued as a 200 of ctype; when the response cannot be made,
+ * free_st(st) runs at once and the connection closes. */
+static enum MHD_Result send_stream(srv *s, struct MHD_Connection *c, void *st,
+                                   MHD_ContentReaderCallback rd,
+                                   MHD_ContentReaderFreeCallback free_st, const char *ctype)
+{
+    struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, rd, st,
+                                                               free_st);
+    if (!r) {
+        free_st(st);
+        return MHD_NO;
+    }
+    return send_ok(s, c, r, ctype, true);
+}
+
 /* r as the response; a stream's bytes go out as ctype (the job's
  * formatter framed them). */
 static enum MHD_Result send_reply_as(srv *s, struct MHD_Connection *c, srv_reply r,
@@ -164,20 +191,14 @@ static enum MHD_Result send_reply_as(srv *s, struct MHD_Connection *c, srv_reply
 {
     if (!r.job) return send_json(s, c, r.status, r.body);
     sse_stream *st = malloc(sizeof *st);
-    struct MHD_Response *resp =
-        st ? MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, sse_read, st, sse_free)
-           : NULL;
-    if (!resp) {
-        free(st);
+    if (!st) {
         srv_job_cancel(r.job);
         srv_job_unref(r.job);
         return MHD_NO;
     }
     st->job = r.job;
     st->c = c;
-    MHD_add_response_header(resp, "Content-Type", ctype);
-    MHD_add_response_header(resp, "Cache-Control", "no-cache");
-    return queue(s, c, 200, resp);
+    return send_stream(s, c, st, sse_read, sse_free, ctype);
 }
 
 static enum MHD_Result send_reply(srv *s, struct MHD_Connection *c, srv_reply r)
@@ -191,8 +212,8 @@ static enum MHD_Result send_metrics(srv *s, struct MHD_Connection *c)
     char *t = srv_metrics_text(s, &len);
     if (!t) return send_reply(s, c, srv_error(SRV_API_OPENAI, 500, "out of memory"));
     struct MHD_Response *r = MHD_create_response_from_buffer(len, t, MHD_RESPMEM_MUST_FREE);
-    MHD_add_response_header(r, "Content-Type", "text/plain; version=0.0.4");
-    return queue(s, c, 200, r);
+    if (!r) free(t);
+    return send_ok(s, c, r, "text/plain; version=0.0.4", false);
 }
 
 /* GET /: the page (server_web.c). Its script is inline, and it loads
@@ -204,14 +225,13 @@ static enum MHD_Result send_page(srv *s, struct MHD_Connection *c)
     const char *page = srv_web_page(&len);
     struct MHD_Response *r = MHD_create_response_from_buffer(len, (void *)page,
                                                              MHD_RESPMEM_PERSISTENT);
-    MHD_add_response_header(r, "Content-Type", "text/html; charset=utf-8");
+    if (!r) return MHD_NO;
     MHD_add_response_header(r, "Content-Security-Policy",
                             "default-src 'none'; script-src 'unsafe-inline'; style-src "
                             "'unsafe-inline'; connect-src 'self'; "
                             "base-uri 'none'; form-action 'none'; frame-ancestors 'none'");
     MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
-    MHD_add_response_header(r, "Cache-Control", "no-cache");
-    return queue(s, c, 200, r);
+    return send_ok(s, c, r, "text/html; charset=utf-8", true);
 }
 
 /* A telemetry stream's reader (server_events.c) and its connection. */
@@ -244,20 +264,13 @@ static enum MHD_Result send_events(srv *s, struct MHD_Connection *c)
     srv_events *e = srv_events_open(s, iv, &refusal);
     if (!e) return send_reply(s, c, refusal);
     events_stream *st = malloc(sizeof *st);
-    struct MHD_Response *r =
-        st ? MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, events_read, st,
-                                               events_free)
-           : NULL;
-    if (!r) {
-        free(st);
+    if (!st) {
         srv_events_close(e);
         return MHD_NO;
     }
     st->e = e;
     st->c = c;
-    MHD_add_response_header(r, "Content-Type", "text/event-stream");
-    MHD_add_response_header(r, "Cache-Control", "no-cache");
-    return queue(s, c, 200, r);
+    return send_stream(s, c, st, events_read, events_free, "text/event-stream");
 }
 
 /* Writes all of buf to the socket fd (non-blocking: waits up to a second

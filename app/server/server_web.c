@@ -1,5 +1,5 @@
 /* server_web.c - the page `sluice serve` answers at GET / (server.h): the
- * chat and telemetry page of app/web/ui.html, built into the binary (the
+ * chat and telemetry page of app/server/web/ui.html, built into the binary (the
  * Makefile turns the file into build/gen/web_ui.inc with scripts/embed.sh),
  * so the page needs no file and no network at run time. */
 #include "server.h"

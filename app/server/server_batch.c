@@ -6,7 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "util/status.h"
 
 struct srv_batch_sub {
     sl_session *s;

@@ -23,12 +23,12 @@
 #include <string.h>
 
 #include "server.h"
-#include "chat/answer_stream.h"
 #include "server_req.h"
 
 #define MSG_CAP 512
 
 typedef struct ant_job {
+    srv_split sp; /* first: the answer's parser, a forced call's opening */
     srv *s;
     char id[64];
     bool stream;
@@ -37,22 +37,10 @@ typedef struct ant_job {
     bool think_enabled, think_inside; /* the template thinks (as the chat endpoint's) */
     bool show_thinking; /* "thinking": {"type": "enabled"}: reasoning as thinking blocks,
                            else it is left out */
-    sl_answer ans;    /* stream: text apart from reasoning and calls */
-    char *prime;       /* a forced call's opening, ended the prompt (owned) */
     bool calls;        /* the answer held tool calls */
     int open_kind;     /* stream: the open content block: 0 none, 1 thinking, 2 text */
     int n_blocks;      /* stream: content blocks started */
 } ant_job;
-
-static void ant_free(void *p)
-{
-    ant_job *a = p;
-    if (a) {
-        sl_answer_free(&a->ans);
-        free(a->prime);
-    }
-    free(p);
-}
 
 static const char *stop_reason(const srv_job *j)
 {
@@ -168,12 +156,12 @@ static void fmt_piece(srv_job *j, const char *text, size_t len)
 {
     ant_job *a = j->api;
     if (!a->stream) return;
-    if (a->split) sl_answer_feed(&a->ans, text, len);
+    if (a->split) sl_answer_feed(a->sp.ans, text, len);
     else if (len) text_delta(j, false, text, len);
 }
 
 /* A call's arguments as a JSON object (an unparsable text becomes {}). */
-static json_t *call_input(const sl_tc_call *c)
+static json_t *call_input(const sl_answer_call *c)
 {
     json_t *v = NULL;
     sl_err err = {0};
@@ -199,11 +187,13 @@ static void fmt_end(srv_job *j)
     }
     if (j->finish == SRV_FINISH_CANCELLED) return;
     ant_job *w = j->api;
-    if (w->split) sl_answer_finish(&w->ans);
-    if (!w->n_blocks && !w->ans.tc.n_calls) open_block(j, 2); /* an empty answer: one empty text */
+    if (w->split) sl_answer_finish(w->sp.ans);
+    int nc;
+    const sl_answer_call *cs = srv_split_calls(&w->sp, &nc);
+    if (!w->n_blocks && !nc) open_block(j, 2); /* an empty answer: one empty text */
     close_block(j);
-    for (int i = 0; i < w->ans.tc.n_calls; i++) {
-        const sl_tc_call *c = &w->ans.tc.calls[i];
+    for (int i = 0; i < nc; i++) {
+        const sl_answer_call *c = &cs[i];
         char id[96];
         call_id(w, i, id, sizeof id);
         w->calls = true;
@@ -410,45 +400,48 @@ srv_reply srv_messages(srv *s, json_t *body)
         return srv_error(SRV_API_ANTHROPIC, 500, "out of memory");
     }
     j->api = a;
-    j->api_free = ant_free;
+    j->api_free = srv_split_job_free;
     j->fmt = &ant_format;
     a->s = s;
     a->stream = stream;
     a->tools = tools;
-    a->prime = prime;
+    a->sp.prime = prime;
     a->think_enabled = think;
     a->think_inside = think && inside;
     a->show_thinking = tht && !strcmp(json_string_value(tht), "enabled");
     a->split = tools || s->harmony || think;
-    sl_answer_init(&a->ans, s->harmony, a->think_enabled, a->think_inside, tools, answer_out, j);
-    if (prime) sl_answer_feed(&a->ans, prime, prime_len);
+    if (srv_split_start(&a->sp, s, a->think_enabled, a->think_inside, tools, answer_out, j)) {
+        srv_job_unref(j);
+        return srv_error(SRV_API_ANTHROPIC, 500, "out of memory");
+    }
     snprintf(a->id, sizeof a->id, "msg_%lu", __atomic_add_fetch(&s->next_id, 1, __ATOMIC_RELAXED));
     if (srv_answer_job(s, SRV_API_ANTHROPIC, j, stream, &r)) return r;
     json_t *content = json_array();
     if (a->split) {
         sl_answer_text b;
-        sl_answer t;
-        sl_answer_whole(&t, &b, s->harmony, a->think_enabled, a->think_inside, a->tools,
-                        a->prime, j->text, j->text_len);
+        sl_answer *t = sl_answer_whole(&b, s->harmony, a->think_enabled, a->think_inside,
+                                       a->tools, a->sp.prime, j->text, j->text_len);
+        int nc = 0;
+        const sl_answer_call *cs = t ? sl_answer_calls(t, &nc) : NULL;
         if (a->show_thinking && b.n[1])
             json_array_append_new(content, json_pack("{s:s, s:s%, s:s}", "type", "thinking",
                                                      "thinking", b.p[1], b.n[1], "signature",
                                                      ""));
-        if (t.tc.n_calls) /* the text before calls: trailing blank space dropped */
+        if (nc) /* the text before calls: trailing blank space dropped */
             while (b.n[0] && strchr(" \t\r\n", b.p[0][b.n[0] - 1])) b.n[0]--;
-        if (b.n[0] || t.tc.n_calls == 0)
+        if (b.n[0] || nc == 0)
             json_array_append_new(content, json_pack("{s:s, s:s%}", "type", "text", "text",
                                                      b.p[0] ? b.p[0] : "", b.n[0]));
-        for (int i = 0; i < t.tc.n_calls; i++) {
+        for (int i = 0; i < nc; i++) {
             char id[96];
             call_id(a, i, id, sizeof id);
             json_array_append_new(content, json_pack("{s:s, s:s, s:s, s:o}", "type",
                                                      "tool_use", "id", id, "name",
-                                                     t.tc.calls[i].name, "input",
-                                                     call_input(&t.tc.calls[i])));
+                                                     cs[i].name, "input",
+                                                     call_input(&cs[i])));
         }
-        a->calls = t.tc.n_calls > 0;
-        sl_answer_free(&t);
+        a->calls = nc > 0;
+        sl_answer_free(t);
         sl_answer_text_free(&b);
     } else {
         json_array_append_new(content, json_pack("{s:s, s:s%}", "type", "text", "text",

@@ -1,11 +1,10 @@
 /* server_ollama_facts.c - what the Ollama API tells of the model file
- * (server_ollama.h: srv_ollama_facts): its header's metadata, read once at
- * start-up. */
+ * (server_ollama.h: srv_ollama_facts): its header's metadata
+ * (sl_model_meta_*), gathered once at start-up. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "gguf/gguf.h"
 #include "server_ollama.h"
 
 /* llama.cpp's llama_ftype names (general.file_type). */
@@ -24,29 +23,41 @@ static const char *ftype_name(uint32_t t)
 }
 
 /* A metadata value as JSON (scalars only; NULL for arrays). */
-static json_t *kv_json(const sl_gguf_value *v)
+static json_t *kv_json(const sl_meta_value *v)
 {
-    switch (v->type) {
-    case SL_GGUF_UINT8:
-    case SL_GGUF_UINT16:
-    case SL_GGUF_UINT32:
-    case SL_GGUF_UINT64:
-        return json_integer(v->v.u64 > (uint64_t)INT64_MAX ? INT64_MAX : (json_int_t)v->v.u64);
-    case SL_GGUF_INT8:
-    case SL_GGUF_INT16:
-    case SL_GGUF_INT32:
-    case SL_GGUF_INT64:
-        return json_integer((json_int_t)v->v.i64);
-    case SL_GGUF_FLOAT32:
-    case SL_GGUF_FLOAT64:
-        return json_real(v->v.f64);
-    case SL_GGUF_BOOL:
-        return json_boolean(v->v.b);
-    case SL_GGUF_STRING:
-        return json_stringn(v->v.str.ptr, (size_t)v->v.str.len); /* NULL: not UTF-8 */
+    switch (v->kind) {
+    case SL_META_UINT:
+        return json_integer(v->u > (uint64_t)INT64_MAX ? INT64_MAX : (json_int_t)v->u);
+    case SL_META_INT:
+        return json_integer((json_int_t)v->i);
+    case SL_META_FLOAT:
+        return json_real(v->f);
+    case SL_META_BOOL:
+        return json_boolean(v->b);
+    case SL_META_STRING:
+        return json_stringn(v->str, v->len); /* NULL: not UTF-8 */
     default:
         return NULL;
     }
+}
+
+/* The value of key when it is a string, else NULL. */
+/* The value of key when it is an integer in [0, max] (of any width). */
+static bool meta_uint(const sl_model *m, const char *key, uint64_t max, uint64_t *out)
+{
+    sl_meta_value v;
+    if (!sl_model_meta_get(m, key, &v)) return false;
+    if (v.kind == SL_META_INT && v.i >= 0) v.u = (uint64_t)v.i;
+    else if (v.kind != SL_META_UINT) return false;
+    if (v.u > max) return false;
+    *out = v.u;
+    return true;
+}
+
+static const char *meta_str(const sl_model *m, const char *key)
+{
+    sl_meta_value v;
+    return sl_model_meta_get(m, key, &v) && v.kind == SL_META_STRING ? v.str : NULL;
 }
 
 static uint64_t fnv(uint64_t h, const void *p, size_t n)
@@ -56,28 +67,26 @@ static uint64_t fnv(uint64_t h, const void *p, size_t n)
     return h;
 }
 
-json_t *srv_ollama_facts(const char *path)
+json_t *srv_ollama_facts(const sl_model *m, const char *path)
 {
-    sl_gguf *g = NULL;
-    sl_err err = {0};
-    if (!path || sl_gguf_open(&g, path, &err)) return NULL;
+    if (!m || !path) return NULL;
     json_t *info = json_object();
-    for (uint64_t i = 0; info && i < sl_gguf_kv_count(g); i++) {
-        const sl_gguf_kv *kv = sl_gguf_kv_at(g, i);
+    const uint64_t n_kv = sl_model_meta_count(m);
+    for (uint64_t i = 0; info && i < n_kv; i++) {
+        const char *key;
+        sl_meta_value mv;
+        sl_model_meta_at(m, i, &key, &mv);
         /* the template (and its named variants) go to "template", not here */
-        if (!strncmp(kv->key.ptr, "tokenizer.chat_template", 23)) continue;
-        json_t *v = kv_json(&kv->value);
-        if (v) json_object_set_new(info, kv->key.ptr, v);
+        if (!strncmp(key, "tokenizer.chat_template", 23)) continue;
+        json_t *v = kv_json(&mv);
+        if (v) json_object_set_new(info, key, v);
     }
-    uint64_t n_params = 0, size = 0;
-    for (uint64_t i = 0; i < sl_gguf_tensor_count(g); i++)
-        n_params += sl_gguf_tensor_at(g, i)->n_elements;
-    for (uint32_t i = 0; i < sl_gguf_file_count(g); i++) size += sl_gguf_file_size(g, i);
-    uint64_t given = 0;
-    if (sl_gguf_get_u64(g, "general.parameter_count", &given) && given) n_params = given;
+    uint64_t n_params, size, n_tensors;
+    sl_model_file_totals(m, &size, &n_tensors, &n_params);
+    uint64_t given = 0, ft = 0;
+    if (meta_uint(m, "general.parameter_count", UINT64_MAX, &given) && given) n_params = given;
     json_object_set_new(info, "general.parameter_count", json_integer((json_int_t)n_params));
-    uint32_t ft = 0;
-    const bool has_ft = sl_gguf_get_u32(g, "general.file_type", &ft);
+    const bool has_ft = meta_uint(m, "general.file_type", UINT32_MAX, &ft);
     char psize[32];
     const double np = (double)n_params;
     if (np >= 1e9) snprintf(psize, sizeof psize, "%.1fB", np / 1e9);
@@ -87,7 +96,7 @@ json_t *srv_ollama_facts(const char *path)
     /* a stable identity (not the file's sha256, which would mean reading
      * all of it): the name, size and header counts, four ways */
     const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
-    const uint64_t counts[3] = {size, sl_gguf_kv_count(g), sl_gguf_tensor_count(g)};
+    const uint64_t counts[3] = {size, n_kv, n_tensors};
     char digest[65];
     for (int k = 0; k < 4; k++) {
         uint64_t h = fnv(0xcbf29ce484222325ULL + (uint64_t)k * 0x9e3779b97f4a7c15ULL, base,
@@ -95,16 +104,15 @@ json_t *srv_ollama_facts(const char *path)
         h = fnv(h, counts, sizeof counts);
         snprintf(digest + 16 * k, 17, "%016llx", (unsigned long long)h);
     }
-    const char *arch = sl_gguf_get_str(g, "general.architecture");
-    const char *tmpl = sl_gguf_get_str(g, "tokenizer.chat_template");
+    const char *arch = meta_str(m, "general.architecture");
+    const char *tmpl = meta_str(m, "tokenizer.chat_template");
     json_t *f = json_pack("{s:o, s:s, s:s, s:s, s:s, s:I}", "model_info", info, "family",
                           arch ? arch : "", "parameter_size", psize, "quantization_level",
-                          has_ft ? ftype_name(ft) : "unknown", "digest", digest, "size",
+                          has_ft ? ftype_name((uint32_t)ft) : "unknown", "digest", digest, "size",
                           (json_int_t)size);
     if (f && tmpl) {
         json_t *t = json_string(tmpl);
         if (t) json_object_set_new(f, "template", t);
     }
-    sl_gguf_close(g);
     return f;
 }

@@ -16,29 +16,19 @@
 
 #include "server.h"
 #include "server_req.h"
-#include "chat/answer_stream.h"
-#include "util/escape.h"
 
 #define MSG_CAP 512
 
 typedef struct oai_job {
+    srv_split sp; /* first: the answer's parser, a forced call's opening */
     srv *s;
     char id[64];
     bool chat;
     bool stream;
     bool include_usage;
-    sl_answer ans;         /* chat: reasoning and tool calls apart from content (stream) */
     bool think_enabled, think_inside, tools;
-    char *prime;            /* a forced call's opening, ended the prompt (owned) */
     int lp_next;            /* the first token whose logprobs no chunk carried yet */
 } oai_job;
-
-/* An answer parser for a's job: the forced call's opening first. */
-static void answer_start(const oai_job *a, sl_answer *t, sl_think_out out, void *ud)
-{
-    sl_answer_init(t, a->s->harmony, a->think_enabled, a->think_inside, a->tools, out, ud);
-    if (a->prime) sl_answer_feed(t, a->prime, strlen(a->prime));
-}
 
 static const char *finish_name(srv_finish f)
 {
@@ -46,15 +36,15 @@ static const char *finish_name(srv_finish f)
 }
 
 /* OpenAI's tool_calls array of the calls found (stream: with indexes). */
-static json_t *tool_calls_json(const oai_job *a, const sl_tc_stream *tc, bool stream)
+static json_t *tool_calls_json(const oai_job *a, const sl_answer_call *calls, int n, bool stream)
 {
     json_t *arr = json_array();
-    for (int i = 0; arr && i < tc->n_calls; i++) {
+    for (int i = 0; arr && i < n; i++) {
         char id[96];
         snprintf(id, sizeof id, "call_%s_%d", a->id, i);
         json_t *c = json_pack("{s:s, s:s, s:{s:s, s:s}}", "id", id, "type", "function",
-                              "function", "name", tc->calls[i].name, "arguments",
-                              tc->calls[i].arguments);
+                              "function", "name", calls[i].name, "arguments",
+                              calls[i].arguments);
         if (c && stream) json_object_set_new(c, "index", json_integer(i));
         json_array_append_new(arr, c);
     }
@@ -144,7 +134,7 @@ static void fmt_piece(srv_job *j, const char *text, size_t len)
     oai_job *a = j->api;
     if (!a->stream) return;
     if (a->chat) {
-        sl_answer_feed(&a->ans, text, len);
+        sl_answer_feed(a->sp.ans, text, len);
         return;
     }
     json_t *lp = logprobs_of(j, a->lp_next, j->lps.n_sent, j->text_len - len);
@@ -162,10 +152,12 @@ static void fmt_end(srv_job *j)
         const char *f = finish_name(j->finish);
         if (a->chat) {
             oai_job *w = j->api;
-            sl_answer_finish(&w->ans);
-            if (w->ans.tc.n_calls) {
+            sl_answer_finish(w->sp.ans);
+            int nc;
+            const sl_answer_call *cs = srv_split_calls(&w->sp, &nc);
+            if (nc) {
                 srv_emit_data(j, chunk(j, json_pack("{s:o}", "tool_calls",
-                                                 tool_calls_json(w, &w->ans.tc, true)),
+                                                 tool_calls_json(w, cs, nc, true)),
                                     NULL, 0, NULL, NULL));
                 f = "tool_calls";
             }
@@ -190,10 +182,11 @@ static json_t *chat_message(const srv_job *j, bool *calls_out)
 {
     const oai_job *a = j->api;
     sl_answer_text b;
-    sl_answer t;
-    sl_answer_whole(&t, &b, a->s->harmony, a->think_enabled, a->think_inside, a->tools, a->prime,
-                    j->text, j->text_len);
-    bool calls = t.tc.n_calls > 0;
+    sl_answer *t = sl_answer_whole(&b, a->s->harmony, a->think_enabled, a->think_inside,
+                                   a->tools, a->sp.prime, j->text, j->text_len);
+    int nc = 0;
+    const sl_answer_call *cs = t ? sl_answer_calls(t, &nc) : NULL;
+    bool calls = nc > 0;
     *calls_out = calls;
     if (calls) /* the text around calls: trailing blank space dropped */
         while (b.n[0] && strchr(" \t\r\n", b.p[0][b.n[0] - 1])) b.n[0]--;
@@ -202,8 +195,8 @@ static json_t *chat_message(const srv_job *j, bool *calls_out)
                                   calls && !b.n[0] ? json_null()
                                                    : json_stringn(b.p[0] ? b.p[0] : "", b.n[0]));
     if (m && b.n[1]) json_object_set_new(m, "reasoning_content", json_stringn(b.p[1], b.n[1]));
-    if (m && calls) json_object_set_new(m, "tool_calls", tool_calls_json(a, &t.tc, false));
-    sl_answer_free(&t);
+    if (m && calls) json_object_set_new(m, "tool_calls", tool_calls_json(a, cs, nc, false));
+    sl_answer_free(t);
     sl_answer_text_free(&b);
     return m;
 }
@@ -251,16 +244,6 @@ srv_reply srv_model_one(srv *s, const char *id)
     return o ? (srv_reply){200, o, NULL} : srv_error(SRV_API_OPENAI, 500, "out of memory");
 }
 
-static void oai_free(void *p)
-{
-    oai_job *a = p;
-    if (a) {
-        sl_answer_free(&a->ans);
-        free(a->prime);
-    }
-    free(p);
-}
-
 /* Queues the job of an OpenAI request and answers (streaming, or
  * waiting for the whole answer). */
 static srv_reply generate(srv *s, const json_t *body, const char *prompt, bool chat,
@@ -304,7 +287,7 @@ static srv_reply generate(srv *s, const json_t *body, const char *prompt, bool c
         return srv_error(SRV_API_OPENAI, 500, "out of memory");
     }
     j->api = a;
-    j->api_free = oai_free;
+    j->api_free = srv_split_job_free;
     j->fmt = &oai_format;
     a->s = s;
     a->chat = chat;
@@ -313,11 +296,14 @@ static srv_reply generate(srv *s, const json_t *body, const char *prompt, bool c
     a->think_enabled = think_enabled;
     a->think_inside = think_inside;
     a->tools = tools;
-    if (prime_len && !(a->prime = strdup(prompt + strlen(prompt) - prime_len))) {
+    if (prime_len && !(a->sp.prime = strdup(prompt + strlen(prompt) - prime_len))) {
         srv_job_unref(j);
         return srv_error(SRV_API_OPENAI, 500, "out of memory");
     }
-    answer_start(a, &a->ans, chat_delta, j);
+    if (srv_split_start(&a->sp, s, think_enabled, think_inside, tools, chat_delta, j)) {
+        srv_job_unref(j);
+        return srv_error(SRV_API_OPENAI, 500, "out of memory");
+    }
     snprintf(a->id, sizeof a->id, "%s-%lu", chat ? "chatcmpl" : "cmpl",
              __atomic_add_fetch(&s->next_id, 1, __ATOMIC_RELAXED));
     if (srv_answer_job(s, SRV_API_OPENAI, j, stream, &r)) return r;

@@ -28,10 +28,8 @@
 #include <time.h>
 
 #include "server.h"
-#include "chat/answer_stream.h"
 #include "server_ollama.h"
 #include "server_req.h"
-#include "util/timer.h"
 
 #define MSG_CAP 512
 /* what /api/version says: clients check it against the Ollama release
@@ -39,25 +37,14 @@
 #define OLLAMA_VERSION "0.12.0"
 
 typedef struct oll_job {
+    srv_split sp; /* first: the answer's parser, a forced call's opening */
     srv *s;
     bool chat, stream;
     bool split;                        /* through sl_answer (tools, harmony, thinking) */
     bool think_enabled, think_inside, tools;
-    sl_answer ans;                    /* stream: reasoning and calls apart */
-    char *prime;                       /* a forced call's opening (owned) */
     char id[48];
     uint64_t t_start, t_begin, t_first, t_end; /* sl_now_ns: request, slot, first piece, end */
 } oll_job;
-
-static void oll_free(void *p)
-{
-    oll_job *a = p;
-    if (a) {
-        sl_answer_free(&a->ans);
-        free(a->prime);
-    }
-    free(p);
-}
 
 /* ---- the model ------------------------------------------------------------ */
 
@@ -155,7 +142,7 @@ srv_reply srv_ollama_ps(srv *s)
  * "think" field can turn on or off). */
 static bool template_thinks(const srv *s)
 {
-    switch (s->tmpl.family) {
+    switch (sl_chat_family_of(s->chat)) {
     case SL_CHAT_QWEN3:
     case SL_CHAT_QWEN35:
     case SL_CHAT_DEEPSEEK_V31:
@@ -167,7 +154,7 @@ static bool template_thinks(const srv *s)
     case SL_CHAT_HARMONY:
         return true;
     default:
-        return s->tmpl.think_prefix;
+        return sl_chat_think_prefix(s->chat);
     }
 }
 
@@ -193,7 +180,7 @@ srv_reply srv_ollama_show(srv *s, json_t *body)
         return srv_error(SRV_API_OLLAMA, 404, "model '%.200s' not found: this server has "
                          "'%.200s'", name, s->model_name);
     json_t *caps = json_pack("[s]", "completion");
-    if (sl_chat_has_tools(&s->tmpl)) json_array_append_new(caps, json_string("tools"));
+    if (sl_chat_takes_tools(s->chat)) json_array_append_new(caps, json_string("tools"));
     if (template_thinks(s)) json_array_append_new(caps, json_string("thinking"));
     const json_t *fi = json_object_get(s->model_facts, "model_info");
     json_t *info = fi ? json_deep_copy(fi) : json_object();
@@ -288,7 +275,7 @@ static void add_stats(json_t *o, const srv_job *j)
 }
 
 /* A call's arguments as a JSON object (text that is not one becomes {}). */
-static json_t *call_arguments(const sl_tc_call *c)
+static json_t *call_arguments(const sl_answer_call *c)
 {
     json_t *v = NULL;
     sl_err err = {0};
@@ -300,15 +287,15 @@ static json_t *call_arguments(const sl_tc_call *c)
     return v;
 }
 
-static json_t *tool_calls_json(const oll_job *a, const sl_tc_stream *tc)
+static json_t *tool_calls_json(const oll_job *a, const sl_answer_call *calls, int n)
 {
     json_t *arr = json_array();
-    for (int i = 0; arr && i < tc->n_calls; i++) {
+    for (int i = 0; arr && i < n; i++) {
         char id[96];
         snprintf(id, sizeof id, "call_%s_%d", a->id, i);
         json_array_append_new(arr, json_pack("{s:s, s:{s:i, s:s, s:o}}", "id", id, "function",
-                                             "index", i, "name", tc->calls[i].name,
-                                             "arguments", call_arguments(&tc->calls[i])));
+                                             "index", i, "name", calls[i].name,
+                                             "arguments", call_arguments(&calls[i])));
     }
     return arr;
 }
@@ -331,7 +318,7 @@ static void fmt_piece(srv_job *j, const char *text, size_t len)
     oll_job *a = j->api;
     if (!a->t_first) a->t_first = sl_now_ns();
     if (!a->stream) return;
-    if (a->split) sl_answer_feed(&a->ans, text, len);
+    if (a->split) sl_answer_feed(a->sp.ans, text, len);
     else if (len) emit_line(j, piece_obj(a, false, text, len));
 }
 
@@ -344,10 +331,12 @@ static void fmt_end(srv_job *j)
         emit_line(j, srv_error(SRV_API_OLLAMA, 500, "generation failed: %s", j->error).body);
         return;
     }
-    if (a->split) sl_answer_finish(&a->ans);
-    if (a->chat && a->ans.tc.n_calls) {
+    if (a->split) sl_answer_finish(a->sp.ans);
+    int nc;
+    const sl_answer_call *cs = srv_split_calls(&a->sp, &nc);
+    if (a->chat && nc) {
         json_t *m = text_part(a, "", 0, NULL, 0);
-        json_object_set_new(m, "tool_calls", tool_calls_json(a, &a->ans.tc));
+        json_object_set_new(m, "tool_calls", tool_calls_json(a, cs, nc));
         emit_line(j, answer_obj(a, m, false));
     }
     json_t *o = answer_obj(a, text_part(a, "", 0, NULL, 0), true);
@@ -366,11 +355,12 @@ static json_t *whole_answer(const srv_job *j)
         if (o) add_stats(o, j);
         return o;
     }
-    sl_answer t;
     sl_answer_text b;
-    sl_answer_whole(&t, &b, a->s->harmony, a->think_enabled, a->think_inside, a->tools,
-                     a->prime, j->text, j->text_len);
-    const bool calls = a->chat && t.tc.n_calls > 0;
+    sl_answer *t = sl_answer_whole(&b, a->s->harmony, a->think_enabled, a->think_inside, a->tools,
+                                   a->sp.prime, j->text, j->text_len);
+    int nc = 0;
+    const sl_answer_call *cs = t ? sl_answer_calls(t, &nc) : NULL;
+    const bool calls = a->chat && nc > 0;
     if (calls) /* the text before calls: trailing blank space dropped */
         while (b.n[0] && strchr(" \t\r\n", b.p[0][b.n[0] - 1])) b.n[0]--;
     json_t *o = b.oom ? NULL
@@ -379,9 +369,9 @@ static json_t *whole_answer(const srv_job *j)
         json_object_set_new(o, "thinking", json_stringn(b.p[1], b.n[1]));
     if (o && calls)
         json_object_set_new(json_object_get(o, "message"), "tool_calls",
-                            tool_calls_json(a, &t.tc));
+                            tool_calls_json(a, cs, nc));
     if (o) add_stats(o, j);
-    sl_answer_free(&t);
+    sl_answer_free(t);
     sl_answer_text_free(&b);
     return o;
 }
@@ -482,7 +472,7 @@ static srv_reply read_common(srv *s, const json_t *body, oll_req *r)
         if (on && !template_thinks(s))
             return srv_error(SRV_API_OLLAMA, 400, "\"%.200s\" does not support thinking (its "
                              "chat template, %s, has no thinking mode)", r->model,
-                             sl_chat_family_name(s->tmpl.family));
+                             sl_chat_family_name(sl_chat_family_of(s->chat)));
         json_object_set_new(r->obody, "chat_template_kwargs",
                             json_pack("{s:b}", "enable_thinking", on));
         /* harmony cannot stop reasoning: false asks for the least */
@@ -515,13 +505,13 @@ static srv_reply generate(srv *s, const oll_req *q, const char *prompt, size_t p
     srv_reply r = srv_prepare_job(s, SRV_API_OLLAMA, q->obody, prompt, templated, "stop", &j);
     if (r.status) return r;
     oll_job *a = calloc(1, sizeof *a);
-    if (!a || (prime_len && !(a->prime = strdup(prompt + strlen(prompt) - prime_len)))) {
+    if (!a || (prime_len && !(a->sp.prime = strdup(prompt + strlen(prompt) - prime_len)))) {
         free(a);
         srv_job_unref(j);
         return srv_error(SRV_API_OLLAMA, 500, "out of memory");
     }
     j->api = a;
-    j->api_free = oll_free;
+    j->api_free = srv_split_job_free;
     j->fmt = &oll_format;
     a->s = s;
     a->chat = chat;
@@ -531,10 +521,10 @@ static srv_reply generate(srv *s, const oll_req *q, const char *prompt, size_t p
     a->think_enabled = templated && srv_prompt_thinks(s, prompt, prime_len, &a->think_inside);
     a->split = templated && (tools || s->harmony || a->think_enabled);
     snprintf(a->id, sizeof a->id, "%lu", __atomic_add_fetch(&s->next_id, 1, __ATOMIC_RELAXED));
-    if (a->split) {
-        sl_answer_init(&a->ans, s->harmony, a->think_enabled, a->think_inside, tools,
-                        stream_out, j);
-        if (a->prime) sl_answer_feed(&a->ans, a->prime, strlen(a->prime));
+    if (a->split &&
+        srv_split_start(&a->sp, s, a->think_enabled, a->think_inside, tools, stream_out, j)) {
+        srv_job_unref(j);
+        return srv_error(SRV_API_OLLAMA, 500, "out of memory");
     }
     if (srv_answer_job(s, SRV_API_OLLAMA, j, q->stream, &r)) return r; /* a stream: NDJSON */
     r = ok_or_oom(whole_answer(j));

@@ -28,11 +28,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gen.h"
+#include "../gen.h"
 #include "server_batch.h"
 #include "server_slots.h"
-#include "util/status.h"
-#include "util/timer.h"
 
 typedef struct run_ctx {
     int32_t *gen;            /* tokens taken, in order */
