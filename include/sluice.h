@@ -110,9 +110,9 @@ typedef struct sl_model_params {
                                cache_route_from (M) already in the expert cache */
     int cache_route_from;   /* M; 0 = --cache-route off */
     /* Reading the resident weights at load (sl_model_load_stats). */
-    bool load_plain;        /* one buffered read per tensor (the path before
-                               issue 14, for comparisons) instead of direct,
-                               multi-lane reads laid out as the file is */
+    bool load_plain;        /* one buffered read per tensor (for comparisons)
+                               instead of direct, multi-lane reads laid out
+                               as the file is */
     void (*load_progress)(void *ud, uint64_t done, uint64_t total); /* bytes read
                                so far of total, after each read; NULL: none */
     void *load_progress_ud;
@@ -807,7 +807,7 @@ int sl_model_usage_start(sl_model *m, const char *path, const char *model_id, do
  * untouched. */
 int sl_model_usage_save(sl_model *m, const char *path, sl_err *err);
 
-/* ---- batches across sessions (issue 13: continuous batching) ----------- */
+/* ---- batches across sessions (continuous batching) ---------------------- */
 
 /* The most sessions one sl_session_eval_multi call takes. */
 #define SL_MULTI_MAX 64

@@ -118,6 +118,13 @@ typedef struct srv_split {
     char *prime;
 } srv_split;
 
+/* A chat formatter's job state: size zeroed bytes that begin with an
+ * srv_split whose prime is the last prime_len bytes of prompt (0: none),
+ * attached to j with fmt and srv_split_job_free. NULL when out of memory:
+ * j is released and *r is api's 500 (server_prompt.c). */
+void *srv_split_job_new(srv_job *j, size_t size, const srv_format *fmt, const char *prompt,
+                        size_t prime_len, srv_api api, srv_reply *r);
+
 /* Creates sp->ans (the flags as sl_answer_create's, harmony: s's template)
  * and feeds it sp->prime; SL_ENOMEM (server_prompt.c). */
 int srv_split_start(srv_split *sp, const srv *s, bool think_enabled, bool think_inside,
@@ -125,6 +132,10 @@ int srv_split_start(srv_split *sp, const srv *s, bool think_enabled, bool think_
 
 /* The calls sp's parser found, *n of them (0 when it has none). */
 const sl_answer_call *srv_split_calls(const srv_split *sp, int *n);
+
+/* A call's arguments as a new JSON object (text that is not one becomes {};
+ * NULL only when out of memory) (server_prompt.c). */
+json_t *srv_call_args_json(const sl_answer_call *c);
 
 /* A job's api_free for a formatter job that begins with an srv_split: frees
  * the parser, the prime and the job (NULL: nothing) (server_prompt.c). */

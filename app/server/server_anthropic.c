@@ -160,18 +160,6 @@ static void fmt_piece(srv_job *j, const char *text, size_t len)
     else if (len) text_delta(j, false, text, len);
 }
 
-/* A call's arguments as a JSON object (an unparsable text becomes {}). */
-static json_t *call_input(const sl_answer_call *c)
-{
-    json_t *v = NULL;
-    sl_err err = {0};
-    if (sl_json_parse(c->arguments, strlen(c->arguments), 64, &v, &err) || !json_is_object(v)) {
-        json_decref(v);
-        return json_object();
-    }
-    return v;
-}
-
 static void call_id(const ant_job *a, int i, char *id, size_t cap)
 {
     snprintf(id, cap, "toolu_%s_%d", a->id, i);
@@ -375,37 +363,24 @@ srv_reply srv_messages(srv *s, json_t *body)
     if (r.status) return r;
     srv_job *j;
     r = srv_prepare_job(s, SRV_API_ANTHROPIC, body, prompt, true, "stop_sequences", &j);
-    char *prime = r.status || !prime_len ? NULL : strdup(prompt + strlen(prompt) - prime_len);
     /* a thinking template (as the chat endpoint decides): reasoning apart */
     bool inside = false;
     const bool think = srv_prompt_thinks(s, prompt, prime_len, &inside);
+    ant_job *a = r.status ? NULL
+                          : srv_split_job_new(j, sizeof *a, &ant_format, prompt, prime_len,
+                                              SRV_API_ANTHROPIC, &r);
     free(prompt);
-    if (r.status) return r;
+    if (!a) return r;
     const json_t *th = json_object_get(body, "thinking");
     const json_t *tht = json_is_object(th) ? json_object_get(th, "type") : NULL;
     if (th && !json_is_null(th) && !json_is_string(tht)) {
-        free(prime);
         srv_job_unref(j);
         return srv_error(SRV_API_ANTHROPIC, 400, "'thinking' must be an object with a 'type' "
                          "(enabled or disabled)");
     }
-    if (prime_len && !prime) {
-        srv_job_unref(j);
-        return srv_error(SRV_API_ANTHROPIC, 500, "out of memory");
-    }
-    ant_job *a = calloc(1, sizeof *a);
-    if (!a) {
-        free(prime);
-        srv_job_unref(j);
-        return srv_error(SRV_API_ANTHROPIC, 500, "out of memory");
-    }
-    j->api = a;
-    j->api_free = srv_split_job_free;
-    j->fmt = &ant_format;
     a->s = s;
     a->stream = stream;
     a->tools = tools;
-    a->sp.prime = prime;
     a->think_enabled = think;
     a->think_inside = think && inside;
     a->show_thinking = tht && !strcmp(json_string_value(tht), "enabled");
@@ -438,7 +413,7 @@ srv_reply srv_messages(srv *s, json_t *body)
             json_array_append_new(content, json_pack("{s:s, s:s, s:s, s:o}", "type",
                                                      "tool_use", "id", id, "name",
                                                      cs[i].name, "input",
-                                                     call_input(&cs[i])));
+                                                     srv_call_args_json(&cs[i])));
         }
         a->calls = nc > 0;
         sl_answer_free(t);

@@ -274,19 +274,6 @@ static void add_stats(json_t *o, const srv_job *j)
     json_object_set_new(o, "eval_duration", json_integer((json_int_t)(a->t_end - first)));
 }
 
-/* A call's arguments as a JSON object (text that is not one becomes {}). */
-static json_t *call_arguments(const sl_answer_call *c)
-{
-    json_t *v = NULL;
-    sl_err err = {0};
-    if (sl_json_parse(c->arguments, strlen(c->arguments), SL_JSON_MAX_DEPTH, &v, &err) ||
-        !json_is_object(v)) {
-        json_decref(v);
-        return json_object();
-    }
-    return v;
-}
-
 static json_t *tool_calls_json(const oll_job *a, const sl_answer_call *calls, int n)
 {
     json_t *arr = json_array();
@@ -295,7 +282,7 @@ static json_t *tool_calls_json(const oll_job *a, const sl_answer_call *calls, in
         snprintf(id, sizeof id, "call_%s_%d", a->id, i);
         json_array_append_new(arr, json_pack("{s:s, s:{s:i, s:s, s:o}}", "id", id, "function",
                                              "index", i, "name", calls[i].name,
-                                             "arguments", call_arguments(&calls[i])));
+                                             "arguments", srv_call_args_json(&calls[i])));
     }
     return arr;
 }
@@ -504,15 +491,8 @@ static srv_reply generate(srv *s, const oll_req *q, const char *prompt, size_t p
     srv_job *j;
     srv_reply r = srv_prepare_job(s, SRV_API_OLLAMA, q->obody, prompt, templated, "stop", &j);
     if (r.status) return r;
-    oll_job *a = calloc(1, sizeof *a);
-    if (!a || (prime_len && !(a->sp.prime = strdup(prompt + strlen(prompt) - prime_len)))) {
-        free(a);
-        srv_job_unref(j);
-        return srv_error(SRV_API_OLLAMA, 500, "out of memory");
-    }
-    j->api = a;
-    j->api_free = srv_split_job_free;
-    j->fmt = &oll_format;
+    oll_job *a = srv_split_job_new(j, sizeof *a, &oll_format, prompt, prime_len, SRV_API_OLLAMA, &r);
+    if (!a) return r;
     a->s = s;
     a->chat = chat;
     a->stream = q->stream;

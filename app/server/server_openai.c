@@ -281,14 +281,8 @@ static srv_reply generate(srv *s, const json_t *body, const char *prompt, bool c
     srv_reply r = srv_prepare_job(s, SRV_API_OPENAI, body, prompt, chat, "stop", &j);
     if (r.status) return r;
     j->lps.n_top = (int)n_top;
-    oai_job *a = calloc(1, sizeof *a);
-    if (!a) {
-        srv_job_unref(j);
-        return srv_error(SRV_API_OPENAI, 500, "out of memory");
-    }
-    j->api = a;
-    j->api_free = srv_split_job_free;
-    j->fmt = &oai_format;
+    oai_job *a = srv_split_job_new(j, sizeof *a, &oai_format, prompt, prime_len, SRV_API_OPENAI, &r);
+    if (!a) return r;
     a->s = s;
     a->chat = chat;
     a->stream = stream;
@@ -296,10 +290,6 @@ static srv_reply generate(srv *s, const json_t *body, const char *prompt, bool c
     a->think_enabled = think_enabled;
     a->think_inside = think_inside;
     a->tools = tools;
-    if (prime_len && !(a->sp.prime = strdup(prompt + strlen(prompt) - prime_len))) {
-        srv_job_unref(j);
-        return srv_error(SRV_API_OPENAI, 500, "out of memory");
-    }
     if (srv_split_start(&a->sp, s, think_enabled, think_inside, tools, chat_delta, j)) {
         srv_job_unref(j);
         return srv_error(SRV_API_OPENAI, 500, "out of memory");

@@ -475,6 +475,25 @@ bool srv_prompt_thinks(const srv *s, const char *prompt, size_t prime_len, bool 
     return thinks;
 }
 
+void *srv_split_job_new(srv_job *j, size_t size, const srv_format *fmt, const char *prompt,
+                        size_t prime_len, srv_api api, srv_reply *r)
+{
+    srv_split *sp = calloc(1, size);
+    if (sp && prime_len && !(sp->prime = strdup(prompt + strlen(prompt) - prime_len))) {
+        free(sp);
+        sp = NULL;
+    }
+    if (!sp) {
+        srv_job_unref(j);
+        *r = srv_error(api, 500, "out of memory");
+        return NULL;
+    }
+    j->api = sp;
+    j->api_free = srv_split_job_free;
+    j->fmt = fmt;
+    return sp;
+}
+
 int srv_split_start(srv_split *sp, const srv *s, bool think_enabled, bool think_inside,
                     bool tools, sl_answer_out out, void *ud)
 {
@@ -488,6 +507,18 @@ const sl_answer_call *srv_split_calls(const srv_split *sp, int *n)
 {
     *n = 0;
     return sp->ans ? sl_answer_calls(sp->ans, n) : NULL;
+}
+
+json_t *srv_call_args_json(const sl_answer_call *c)
+{
+    json_t *v = NULL;
+    sl_err err = {0};
+    if (sl_json_parse(c->arguments, strlen(c->arguments), SL_JSON_MAX_DEPTH, &v, &err) ||
+        !json_is_object(v)) {
+        json_decref(v);
+        return json_object();
+    }
+    return v;
 }
 
 void srv_split_job_free(void *job)
