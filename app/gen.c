@@ -174,7 +174,7 @@ int gen_opts_parse(gen_opts *o, const char *cmd, int argc, char **argv, int *i)
             o->spec_type = SL_GEN_DRAFT_NONE;
         } else if (!strcmp(v, "ngram-simple") || !strcmp(v, "ngram")) {
             o->spec_type = SL_GEN_DRAFT_NGRAM;
-        } else if (!strcmp(v, "draft-mtp") || !strcmp(v, "mtp")) {
+        } else if (!strcmp(v, "draft-mtp")) {
             o->spec_type = SL_GEN_DRAFT_MTP;
         } else {
             fprintf(stderr, "sluice %s: --spec-type expects none, ngram-simple or draft-mtp, "

@@ -223,6 +223,10 @@ int sl_draft_mtp_create(sl_draft_src **out, sl_session *s, const sl_model_params
         return sl_err_set(err, SL_EUNSUPPORTED, "--spec-type draft-mtp: the %s family's "
                           "residual stream is not one row a token; its MTP block does not run "
                           "yet", tm->arch->name);
+    for (int il = 0; il < tm->hp.n_layer; il++)
+        if (!sl_mixer_of(tm->layers[il].d.mixer)->truncatable)
+            return sl_err_set(err, SL_EUNSUPPORTED, "--spec-type draft-mtp: the model's "
+                              "recurrent layers cannot go back to a drafted position");
     if (s->on_hidden)
         return sl_err_set(err, SL_EINVAL, "the session already feeds a drafter");
     mtp *d = calloc(1, sizeof *d);
