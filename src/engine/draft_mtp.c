@@ -60,7 +60,7 @@ static void mtp_input(mtp *d, const int32_t *tokens, const float *const *hid, in
     const sl_model *m = d->vm;
     const int E = d->E;
     const float eps = m->hp.rms_eps;
-    sl_mat emb = sl_fwd_mat(&m->tok_embd);
+    sl_mat emb = sl_fwd_mat(m->nextn_embd.info ? &m->nextn_embd : &m->tok_embd);
     for (int i = 0; i < n; i++) {
         float *c = d->cat + (size_t)i * 2 * E;
         sl_mat_row_to_float(&emb, tokens[i], c + E); /* scratch: the embedding row */

@@ -418,8 +418,9 @@ struct sl_model {
      * layer is the file's nextn block and these its own tensors (ARCHS.md
      * "MTP blocks"): eh_proj [2 n_embd, n_embd], enorm and hnorm [n_embd],
      * shared_head_norm [n_embd] (absent: output_norm), shared_head_head
-     * [n_embd, n_vocab] (absent: output). Absent (info NULL) otherwise. */
-    sl_tensor nextn_eh_proj, nextn_enorm, nextn_hnorm, nextn_head_norm, nextn_head;
+     * [n_embd, n_vocab] (absent: output), embed_tokens [n_embd, n_vocab]
+     * (absent: token_embd). Absent (info NULL) otherwise. */
+    sl_tensor nextn_eh_proj, nextn_enorm, nextn_hnorm, nextn_head_norm, nextn_head, nextn_embd;
     float embd_scale;
     float logit_softcap;
     struct sl_route_knobs *knobs; /* lossy routing knobs, owned; NULL: exact routing

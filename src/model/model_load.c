@@ -161,9 +161,9 @@ static size_t resident_tensors(sl_model *m, sl_tensor **ts)
                 m->layers[il].t[r].info && !m->layers[il].t[r].view_of)
                 ts[n++] = &m->layers[il].t[r];
     if (m->rope_freqs.info) ts[n++] = &m->rope_freqs;
-    sl_tensor *nx[5] = {&m->nextn_eh_proj, &m->nextn_enorm, &m->nextn_hnorm,
-                        &m->nextn_head_norm, &m->nextn_head};
-    for (int i = 0; i < 5; i++)
+    sl_tensor *nx[6] = {&m->nextn_eh_proj, &m->nextn_enorm, &m->nextn_hnorm,
+                        &m->nextn_head_norm, &m->nextn_head, &m->nextn_embd};
+    for (int i = 0; i < 6; i++)
         if (nx[i]->info) ts[n++] = nx[i];
     sl_tensor *head[3] = {&m->hc_head_fn, &m->hc_head_base, &m->hc_head_scale};
     for (int i = 0; i < 3; i++)
@@ -304,7 +304,8 @@ static int place_weights(sl_model *m, const sl_model_params *p, sl_err *err)
     if ((rc = place(m, &m->rope_freqs, &cur, err))) return rc;
     if ((rc = place(m, &m->nextn_eh_proj, &cur, err)) || (rc = place(m, &m->nextn_enorm, &cur, err)) ||
         (rc = place(m, &m->nextn_hnorm, &cur, err)) ||
-        (rc = place(m, &m->nextn_head_norm, &cur, err)) || (rc = place(m, &m->nextn_head, &cur, err)))
+        (rc = place(m, &m->nextn_head_norm, &cur, err)) || (rc = place(m, &m->nextn_head, &cur, err)) ||
+        (rc = place(m, &m->nextn_embd, &cur, err)))
         return rc;
     if ((rc = place(m, &m->hc_head_fn, &cur, err)) || (rc = place(m, &m->hc_head_base, &cur, err)) ||
         (rc = place(m, &m->hc_head_scale, &cur, err)))
@@ -433,7 +434,8 @@ static int nextn_only(binder *b, int k, sl_err *err)
 }
 
 /* The MTP block's own tensors (model.h, nextn_*): eh_proj, enorm and hnorm
- * required; the head's norm and matrix optional, as llama.cpp has them. */
+ * required; the head's norm and matrix and its own embedding optional, as llama.cpp
+ * has them. */
 static int bind_nextn(binder *b)
 {
     sl_model *m = b->m;
@@ -449,8 +451,11 @@ static int bind_nextn(binder *b)
         (rc = bind(b, &m->nextn_head_norm, sl_tensor_name(nm, sizeof nm, b->blk0,
                                                            "nextn.shared_head_norm.weight"), false, 1, E, 0, 0)))
         return rc;
-    return bind(b, &m->nextn_head, sl_tensor_name(nm, sizeof nm, b->blk0,
-                                                   "nextn.shared_head_head.weight"), false, 2, E, V, 0);
+    if ((rc = bind(b, &m->nextn_head, sl_tensor_name(nm, sizeof nm, b->blk0,
+                                                      "nextn.shared_head_head.weight"), false, 2, E, V, 0)))
+        return rc;
+    return bind(b, &m->nextn_embd, sl_tensor_name(nm, sizeof nm, b->blk0,
+                                                   "nextn.embed_tokens.weight"), false, 2, E, V, 0);
 }
 
 void sl_model_load_stats(const sl_model *m, sl_load_stats *out) { *out = m->load; }

@@ -56,17 +56,10 @@ int sl_family_glm_dsa_layer(sl_binder *b, int il)
     int rc;
     if ((rc = sl_bind_mla_layer(b, il, SL_SCORE_SIGMOID))) return rc;
     bool full = true;
-    if (b->blk0) {
-        /* an MTP block (model_load.c, nextn_block): the indexer.types array
-         * covers the main layers only; the block selects with its own
-         * indexer when the file carries one, else attends to every position */
-        char nm[160];
-        if (!sl_gguf_find_tensor(b->m->gguf, sl_tensor_name(nm, sizeof nm, il + b->blk0,
-                                                             "indexer.k_norm.weight")))
-            return SL_OK;
-    } else if ((rc = indexer_full(b, il, &full))) {
-        return rc;
-    }
+    /* an MTP block (model_load.c, nextn_block) attends by dense MLA, no
+     * indexer (ARCHS.md section 5) */
+    if (b->blk0) return SL_OK;
+    if ((rc = indexer_full(b, il, &full))) return rc;
     if (il == 0 && !full)
         return sl_err_set(b->err, SL_EFORMAT, "%s: layer 0 is a shared indexer layer, but no "
                           "full layer comes before it to share", a);
