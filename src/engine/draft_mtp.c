@@ -120,9 +120,14 @@ static int on_hidden(void *ud, sl_session *s, const int32_t *tokens, int n, sl_e
     if (d->kv_n > P - 1 && !(d->kv_n >= P && d->first_pos == P - 1 && d->first_tok == tokens[0]))
         d->kv_n = P - 1 > 0 ? P - 1 : 0;
     if (d->kv_n > P) d->kv_n = P;
+    /* rows before P come from the last batch's hidden rows, which end at
+     * P - 1 unless the session moved without a batch (a restored state):
+     * what they do not cover stays a gap, nothing can fill it */
     int p = d->kv_n;
-    if (p < P - 1) p = hidden_at(d, p) ? p : P - 1; /* a gap stays a gap: nothing to fill it */
-    if (p == P - 1 && !hidden_at(d, p)) p = P;
+    if (p < P) {
+        if (!hidden_at(d, P - 1)) p = P;
+        else if (p < d->h_base) p = d->h_base;
+    }
     const float *hid[64];
     int32_t tok[64];
     while (p <= P + n - 2) {
