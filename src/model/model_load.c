@@ -302,11 +302,10 @@ static int place_weights(sl_model *m, const sl_model_params *p, sl_err *err)
         }
     }
     if ((rc = place(m, &m->rope_freqs, &cur, err))) return rc;
-    if ((rc = place(m, &m->nextn_eh_proj, &cur, err)) || (rc = place(m, &m->nextn_enorm, &cur, err)) ||
-        (rc = place(m, &m->nextn_hnorm, &cur, err)) ||
-        (rc = place(m, &m->nextn_head_norm, &cur, err)) || (rc = place(m, &m->nextn_head, &cur, err)) ||
-        (rc = place(m, &m->nextn_embd, &cur, err)))
-        return rc;
+    sl_tensor *nx[6] = {&m->nextn_eh_proj, &m->nextn_enorm, &m->nextn_hnorm,
+                        &m->nextn_head_norm, &m->nextn_head, &m->nextn_embd};
+    for (int i = 0; i < 6; i++)
+        if ((rc = place(m, nx[i], &cur, err))) return rc;
     if ((rc = place(m, &m->hc_head_fn, &cur, err)) || (rc = place(m, &m->hc_head_base, &cur, err)) ||
         (rc = place(m, &m->hc_head_scale, &cur, err)))
         return rc;
@@ -440,22 +439,27 @@ static int bind_nextn(binder *b)
 {
     sl_model *m = b->m;
     const uint64_t E = (uint64_t)m->hp.n_embd, V = (uint64_t)m->hp.n_vocab;
+    const struct {
+        sl_tensor *t;
+        const char *suffix;
+        bool required;
+        int n;
+        uint64_t w0, w1;
+    } nx[] = {
+        {&m->nextn_eh_proj, "nextn.eh_proj.weight", true, 2, 2 * E, E},
+        {&m->nextn_enorm, "nextn.enorm.weight", true, 1, E, 0},
+        {&m->nextn_hnorm, "nextn.hnorm.weight", true, 1, E, 0},
+        {&m->nextn_head_norm, "nextn.shared_head_norm.weight", false, 1, E, 0},
+        {&m->nextn_head, "nextn.shared_head_head.weight", false, 2, E, V},
+        {&m->nextn_embd, "nextn.embed_tokens.weight", false, 2, E, V},
+    };
     char nm[160];
-    int rc;
-    if ((rc = bind(b, &m->nextn_eh_proj, sl_tensor_name(nm, sizeof nm, b->blk0,
-                                                         "nextn.eh_proj.weight"), true, 2, 2 * E, E, 0)) ||
-        (rc = bind(b, &m->nextn_enorm, sl_tensor_name(nm, sizeof nm, b->blk0,
-                                                       "nextn.enorm.weight"), true, 1, E, 0, 0)) ||
-        (rc = bind(b, &m->nextn_hnorm, sl_tensor_name(nm, sizeof nm, b->blk0,
-                                                       "nextn.hnorm.weight"), true, 1, E, 0, 0)) ||
-        (rc = bind(b, &m->nextn_head_norm, sl_tensor_name(nm, sizeof nm, b->blk0,
-                                                           "nextn.shared_head_norm.weight"), false, 1, E, 0, 0)))
-        return rc;
-    if ((rc = bind(b, &m->nextn_head, sl_tensor_name(nm, sizeof nm, b->blk0,
-                                                      "nextn.shared_head_head.weight"), false, 2, E, V, 0)))
-        return rc;
-    return bind(b, &m->nextn_embd, sl_tensor_name(nm, sizeof nm, b->blk0,
-                                                   "nextn.embed_tokens.weight"), false, 2, E, V, 0);
+    for (size_t i = 0; i < sizeof nx / sizeof nx[0]; i++) {
+        int rc = bind(b, nx[i].t, sl_tensor_name(nm, sizeof nm, b->blk0, nx[i].suffix),
+                      nx[i].required, nx[i].n, nx[i].w0, nx[i].w1, 0);
+        if (rc) return rc;
+    }
+    return SL_OK;
 }
 
 void sl_model_load_stats(const sl_model *m, sl_load_stats *out) { *out = m->load; }

@@ -332,8 +332,8 @@ TEST(mtp_guesses_match_the_twin)
                 md = fmax(md, fabs((double)last[i] - r.logits[i]));
                 mx = fmax(mx, fabs((double)last[i]));
             }
-            printf("  MTP guesses %d %d %d; last row's logits within %.2g of the twin's (max |%.2f|)\n",
-                   r.guess[0], r.guess[1], r.guess[2], md, mx);
+            printf("  MTP guesses %d %d %d; the last row's logits within %.2g of the twin's "
+                   "(max |%.2f|)\n", r.guess[0], r.guess[1], r.guess[2], md, mx);
             CHECK_MSG(md <= 1e-4 * (mx > 1 ? mx : 1), "logits differ from the twin by %g", md);
             free(lg);
         }
@@ -350,7 +350,8 @@ TEST(mtp_guesses_do_not_depend_on_the_prompt_split)
     run a, b, c;
     if (drive(m, NP, &a, NULL) && drive(m, 1, &b, NULL) && drive(m, 3, &c, NULL)) {
         CHECK(a.n_guess == NG && b.n_guess == NG && c.n_guess == NG);
-        CHECK(!memcmp(a.guess, b.guess, sizeof a.guess) && !memcmp(a.guess, c.guess, sizeof a.guess));
+        CHECK(!memcmp(a.guess, b.guess, sizeof a.guess) &&
+              !memcmp(a.guess, c.guess, sizeof a.guess));
         CHECK_MSG(!memcmp(a.logits, b.logits, sizeof a.logits) &&
                   !memcmp(a.logits, c.logits, sizeof a.logits),
                   "the last guess's logits differ between batch splits");
