@@ -63,7 +63,10 @@ void gen_opts_usage(FILE *f, int default_n_predict)
             "                          by finding the context's last tokens earlier in the\n"
             "                          prompt or reply, and verify the guesses in one batch\n"
             "                          (any sampler: each token is still the model's own\n"
-            "                          pick; models with recurrent layers draft nothing)\n"
+            "                          pick; models with recurrent layers draft nothing);\n"
+            "                          draft-mtp: guess with the model's own MTP (nextn)\n"
+            "                          block (glm4moe, deepseek2, glm-dsa files that carry one)\n"
+            "  -md, --model-draft FILE guess with a smaller model of the same vocabulary\n"
             "      --draft-max N       tokens guessed at most a step, 1..%d (default 8)\n"
             "      --draft-min N       guess nothing when fewer are found (default 1)\n"
             "      --spec-ngram-size-n N  longest suffix looked up, 1..16 (default 3)\n"
@@ -172,11 +175,16 @@ int gen_opts_parse(gen_opts *o, const char *cmd, int argc, char **argv, int *i)
             o->spec_type = SL_GEN_DRAFT_NONE;
         } else if (!strcmp(v, "ngram-simple") || !strcmp(v, "ngram")) {
             o->spec_type = SL_GEN_DRAFT_NGRAM;
+        } else if (!strcmp(v, "draft-mtp")) {
+            o->spec_type = SL_GEN_DRAFT_MTP;
         } else {
-            fprintf(stderr, "sluice %s: --spec-type expects none or ngram-simple, got '%s'\n",
-                    cmd, v);
+            fprintf(stderr, "sluice %s: --spec-type expects none, ngram-simple or draft-mtp, "
+                    "got '%s'\n", cmd, v);
             return -1;
         }
+    } else if (is(a, "-md", "--model-draft")) {
+        VAL();
+        o->draft_model = v;
     } else if (is(a, "--draft-max", "--draft")) {
         VAL();
         if (!arg_int(cmd, a, v, 1, SL_GEN_MAX_DRAFT, &l)) return -1;
@@ -229,10 +237,18 @@ int gen_open(gen_ctx *g, const gen_opts *o, const char *cmd)
     model_flags mf = o->mf;
     mf.params.n_ctx_hint = o->n_ctx;
     g->spec_type = o->spec_type;
+    if (o->draft_model) {
+        if (o->spec_type != SL_GEN_DRAFT_NONE) {
+            fprintf(stderr, "sluice %s: -md (a draft model) and --spec-type choose the drafter "
+                    "twice: give one\n", cmd);
+            return 1;
+        }
+        g->spec_type = SL_GEN_DRAFT_MODEL;
+    }
     g->draft_max = o->draft_max;
     g->draft_min = o->draft_min;
     g->spec_ngram = o->spec_ngram;
-    const int logit_rows = o->spec_type != SL_GEN_DRAFT_NONE ? o->draft_max + 1 : 1;
+    const int logit_rows = g->spec_type != SL_GEN_DRAFT_NONE ? o->draft_max + 1 : 1;
     if (logit_rows > mf.params.n_logits_hint) mf.params.n_logits_hint = logit_rows;
     g->m = model_flags_load(&mf, cmd, o->model);
     if (!g->m) return 1;
@@ -256,6 +272,16 @@ int gen_open(gen_ctx *g, const gen_opts *o, const char *cmd)
         fprintf(stderr, "sluice %s: %s\n", cmd, err.msg);
         goto fail;
     }
+    if (g->spec_type == SL_GEN_DRAFT_MTP || g->spec_type == SL_GEN_DRAFT_MODEL) {
+        sl_model_params dp = mf.params;
+        const int drc = g->spec_type == SL_GEN_DRAFT_MTP
+                            ? sl_draft_mtp_create(&g->draft_src, g->s, &dp, &err)
+                            : sl_draft_model_create(&g->draft_src, g->s, o->draft_model, &dp, &err);
+        if (drc) {
+            fprintf(stderr, "sluice %s: %s\n", cmd, err.msg);
+            goto fail;
+        }
+    }
     sl_sampling_params smp = o->sp;
     if (smp.penalty_last_n < 0) smp.penalty_last_n = sl_session_n_ctx(g->s);
     if (sl_sampling_create(&g->smp, &smp, sl_model_n_vocab(g->m), &err)) {
@@ -271,6 +297,7 @@ fail:
 void gen_close(gen_ctx *g)
 {
     sl_sampling_free(g->smp);
+    sl_draft_src_free(g->draft_src);
     sl_session_free(g->s);
     sl_model_free(g->m);
     memset(g, 0, sizeof *g);
@@ -440,6 +467,7 @@ int gen_reply(gen_ctx *g, int max, const sl_chat *chat, bool ignore_eos,
     gp.draft_max = g->draft_max;
     gp.draft_min = g->draft_min;
     gp.draft_ngram = g->spec_ngram;
+    gp.draft_src = g->draft_src;
     gp.context = g->context;
     gp.n_context = g->n_context;
     memset(&st->draft, 0, sizeof st->draft);

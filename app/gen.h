@@ -26,7 +26,8 @@ typedef struct gen_opts {
     bool ignore_eos;          /* --ignore-eos: end-of-generation tokens do not stop */
     bool verbose;             /* --verbose */
     sl_sampling_params sp;    /* --temp ... --seed */
-    sl_gen_draft spec_type;   /* --spec-type (none, ngram-simple) */
+    sl_gen_draft spec_type;   /* --spec-type (none, ngram-simple, draft-mtp); -md */
+    const char *draft_model;  /* -md, --model-draft: the draft model's file */
     int draft_max, draft_min; /* --draft-max, --draft-min */
     int spec_ngram;           /* --spec-ngram-size-n: the longest suffix looked up */
 } gen_opts;
@@ -75,6 +76,7 @@ typedef struct gen_ctx {
                                  NULL: the reply only) */
     int n_context;
     bool draft_off_said;      /* why drafting is off was printed */
+    sl_draft_src *draft_src;  /* draft-mtp, -md: the drafter of s */
 } gen_ctx;
 
 /* Loads the model, creates a session (n_ctx, n_batch, kv type) and a

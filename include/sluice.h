@@ -137,6 +137,11 @@ typedef struct sl_model_params {
      * was planned. */
     uint64_t host_cache_bytes;
     int host_cache_seqs;
+    /* > 0: load the file's MTP (nextn) block number nextn_block alone, as
+     * a model of one layer with the block's own input and head tensors
+     * (the MTP drafter's, engine/draft_mtp.c); fails with SL_EUNSUPPORTED
+     * when the file has fewer. 0: the main layers. */
+    int nextn_block;
 } sl_model_params;
 
 /* Defaults for sl_model_params. */
@@ -585,7 +590,36 @@ typedef enum sl_gen_draft {
     SL_GEN_DRAFT_NGRAM,  /* prompt lookup: the tokens that followed the latest earlier
                             occurrence of the context's last n tokens (llama.cpp's
                             --spec-type ngram-simple) */
+    SL_GEN_DRAFT_MTP,    /* the model's own MTP (nextn) block, greedy (llama.cpp's
+                            --spec-type draft-mtp): sl_gen_params.draft_src from
+                            sl_draft_mtp_create */
+    SL_GEN_DRAFT_MODEL,  /* a smaller model with the same vocabulary, greedy
+                            (llama.cpp's -md): draft_src from sl_draft_model_create */
 } sl_gen_draft;
+
+/* A drafter that keeps state across replies (an MTP block's model and
+ * cache, a draft model's session), bound to one target session. */
+typedef struct sl_draft_src sl_draft_src;
+
+/* The MTP drafter of session s: loads the first MTP block of s's model
+ * file (resident, as a model of one layer with its own cache, mp's load
+ * settings but never streamed) and from then on fills the block's cache
+ * from every batch s evaluates alone (sl_session_eval; not the server's
+ * shared steps). Fails with SL_EUNSUPPORTED when the file has no MTP block
+ * or the family's residual stream is not one row a token (deepseek4),
+ * else as sl_model_load and sl_session_create. s must outlive it. */
+int sl_draft_mtp_create(sl_draft_src **out, sl_session *s, const sl_model_params *mp,
+                        sl_err *err);
+
+/* The draft-model drafter of session s: loads the model at path (mp's
+ * settings) with a session of s's context. Fails with SL_EINVAL when its
+ * vocabulary (size or any token's text) differs from s's model's, else as
+ * sl_model_load and sl_session_create. s must outlive it. */
+int sl_draft_model_create(sl_draft_src **out, sl_session *s, const char *path,
+                          const sl_model_params *mp, sl_err *err);
+
+/* Frees a drafter (NULL: nothing). Its target session is left as it is. */
+void sl_draft_src_free(sl_draft_src *d);
 
 #define SL_GEN_MAX_DRAFT 32     /* tokens drafted at most a step */
 
@@ -615,6 +649,7 @@ typedef struct sl_gen_params {
                                       and n_logit_rows - 1) */
     int draft_min;                 /* fewer proposed: none drafted */
     int draft_ngram;               /* NGRAM: longest suffix looked up; <= 0: 3 */
+    sl_draft_src *draft_src;       /* MTP, MODEL: the drafter, made for this session */
     const int32_t *context;        /* the tokens already in the session (the prompt),
                                       copied: what prompt lookup searches besides the
                                       reply; NULL: the reply only */

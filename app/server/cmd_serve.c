@@ -172,6 +172,11 @@ int cmd_serve(int argc, char **argv)
         }
     }
     if (!gen_opts_have_model(&o, CMD)) return 2;
+    if (o.spec_type == SL_GEN_DRAFT_MTP || o.draft_model) {
+        fprintf(stderr, "sluice serve: %s drafts in sluice run and chat only; the server drafts "
+                "with --spec-type ngram-simple\n", o.draft_model ? "-md" : "draft-mtp");
+        return 2;
+    }
 
     /* SIGINT/SIGTERM are waited for by this thread only; every thread
      * started from here on inherits the mask */

@@ -57,6 +57,10 @@ int sl_forward_batch(sl_session *s, const int32_t *tokens, int n, sl_err *err)
         if (!rc) rc = sl_check_hidden(s->x, n, E, s->n_past, il, err);
         if (rc) return rc;
     }
+    if (s->on_hidden) {
+        int rc = s->on_hidden(s->on_hidden_ud, s, tokens, n, err);
+        if (rc) return rc;
+    }
     /* the next batch replays the trace's next steps */
     if (m->rt->routing.trace) {
         if (s->route_step >= 0) s->route_step += n;

@@ -107,8 +107,12 @@ static int hist_grow(sl_gen *g, int more, sl_err *err)
 static int draft_setup(sl_gen *g, const sl_gen_params *p, sl_err *err)
 {
     if (p->draft == SL_GEN_DRAFT_NONE) return SL_OK;
-    if (p->draft != SL_GEN_DRAFT_NGRAM)
+    const bool src = p->draft == SL_GEN_DRAFT_MTP || p->draft == SL_GEN_DRAFT_MODEL;
+    if (p->draft != SL_GEN_DRAFT_NGRAM && !src)
         return sl_err_set(err, SL_EINVAL, "generation: unknown drafter %d", (int)p->draft);
+    if (src && !p->draft_src)
+        return sl_err_set(err, SL_EINVAL, "generation: the drafter asked for was not made "
+                          "(sl_gen_params.draft_src)");
     if (p->draft_max < 0 || p->draft_max > SL_GEN_MAX_DRAFT || p->n_context < 0)
         return sl_err_set(err, SL_EINVAL, "generation: draft_max must be 0 to %d",
                           SL_GEN_MAX_DRAFT);
@@ -125,7 +129,8 @@ static int draft_setup(sl_gen *g, const sl_gen_params *p, sl_err *err)
         g->st.off = "the session keeps one row of logits a batch";
         return SL_OK;
     }
-    g->drafter.kind = SL_DRAFT_NGRAM;
+    g->drafter.kind = src ? SL_DRAFT_SRC : SL_DRAFT_NGRAM;
+    g->drafter.src = p->draft_src;
     g->drafter.ngram_max = p->draft_ngram > 0 ? p->draft_ngram : 3;
     g->drafter.ngram_min = 1;
     g->draft_max = max;

@@ -398,6 +398,13 @@ struct sl_model {
     /* deepseek4: the hyper-connection head, output_hc_fn [4E, 4], _base [4],
      * _scale [1] (absent: NULL data) */
     sl_tensor hc_head_fn, hc_head_base, hc_head_scale;
+    /* A model loaded as an MTP block (sl_model_params.nextn_block): its one
+     * layer is the file's nextn block and these its own tensors (ARCHS.md
+     * "MTP blocks"): eh_proj [2 n_embd, n_embd], enorm and hnorm [n_embd],
+     * shared_head_norm [n_embd] (absent: output_norm), shared_head_head
+     * [n_embd, n_vocab] (absent: output), embed_tokens [n_embd, n_vocab]
+     * (absent: token_embd). Absent (info NULL) otherwise. */
+    sl_tensor nextn_eh_proj, nextn_enorm, nextn_hnorm, nextn_head_norm, nextn_head, nextn_embd;
     float embd_scale;
     float logit_softcap;
     sl_load_stats load;     /* how the resident weights were read */
