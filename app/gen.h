@@ -29,6 +29,7 @@ typedef struct gen_opts {
     sl_gen_draft spec_type;   /* --spec-type (none, ngram-simple) */
     int draft_max, draft_min; /* --draft-max, --draft-min */
     int spec_ngram;           /* --spec-ngram-size-n: the longest suffix looked up */
+    bool draft_always;        /* --draft-always: verify every guess (no cost test) */
 } gen_opts;
 
 /* Defaults; n_predict is the caller's (run: 128, chat: -1). */
@@ -71,6 +72,7 @@ typedef struct gen_ctx {
     const model_flags *mf;    /* for --progress; set by gen_open */
     sl_gen_draft spec_type;   /* drafting of the replies (gen_opts) */
     int draft_max, draft_min, spec_ngram;
+    bool draft_always;
     const int32_t *context;   /* the prompt's tokens, for prompt lookup (the caller's;
                                  NULL: the reply only) */
     int n_context;

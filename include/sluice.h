@@ -592,6 +592,10 @@ typedef struct sl_gen_params {
                                       and n_logit_rows - 1) */
     int draft_min;                 /* fewer proposed: none drafted */
     int draft_ngram;               /* NGRAM: longest suffix looked up; <= 0: 3 */
+    bool draft_always;             /* verify every guess, with the length following
+                                      the last draft's outcome only; false: draft only
+                                      while this reply's measured step times and
+                                      acceptance say it beats plain decoding */
     const int32_t *context;        /* the tokens already in the session (the prompt),
                                       copied: what prompt lookup searches besides the
                                       reply; NULL: the reply only */
@@ -643,6 +647,16 @@ typedef struct sl_gen_draft_stats {
     long accepted;       /* of them, confirmed and taken */
     long verify_steps;   /* evaluations that carried drafts */
     long steps;          /* evaluations in all (taken tokens pending) */
+    long drafted_at[SL_GEN_MAX_DRAFT];  /* drafts at position i + 1 of their step */
+    long accepted_at[SL_GEN_MAX_DRAFT]; /* of them, held */
+    long switched_off;   /* times drafting stopped paying and was switched off */
+    /* Timed steps (from a step's tokens handed out to the next sl_gen_next:
+     * the caller's evaluation and whatever else it did in between). */
+    long plain_timed;    /* one-token steps */
+    double plain_s;
+    long verify_timed;   /* steps that verified drafts */
+    long verify_tokens_timed; /* tokens those steps took */
+    double verify_s;
     const char *off;     /* drafting asked for but off: why (a static string); else NULL */
 } sl_gen_draft_stats;
 void sl_gen_draft_stats_get(const sl_gen *g, sl_gen_draft_stats *st);

@@ -31,8 +31,10 @@
 #include "engine/draft.h"
 #include "engine/mixer.h"
 #include "engine/session.h"
+#include "engine/spec_policy.h"
 #include "util/escape.h"
 #include "util/status.h"
+#include "util/timer.h"
 
 #define PEND_CAP (2 * SL_GEN_MAX_STOP_LEN + 8)
 #define MAX_STEP_TOKENS (SL_GEN_MAX_DRAFT + 1) /* tokens one step takes */
@@ -62,7 +64,8 @@ struct sl_gen {
     /* drafting */
     sl_drafter drafter;                  /* kind NONE: off */
     int draft_max, draft_min;
-    int draft_len;            /* drafted at most next time (the last draft's outcome) */
+    sl_spec_policy pol;       /* the draft length of each step (when it pays) */
+    uint64_t t_mark;          /* when the pending tokens were handed out; 0: not timed */
     int n_draft;              /* of the pending tokens, the guesses after the first */
     int pos0;                 /* the session's position before the pending tokens */
     int last_eval;            /* tokens the caller's last sl_gen_evaluated covered */
@@ -129,7 +132,7 @@ static int draft_setup(sl_gen *g, const sl_gen_params *p, sl_err *err)
     g->drafter.ngram_max = p->draft_ngram > 0 ? p->draft_ngram : 3;
     g->drafter.ngram_min = 1;
     g->draft_max = max;
-    g->draft_len = max;
+    sl_spec_policy_init(&g->pol, max, p->draft_always);
     g->draft_min = p->draft_min > 1 ? p->draft_min : 1;
     const int n = p->context ? p->n_context : 0;
     int rc = hist_grow(g, n + 1, err);
@@ -368,7 +371,9 @@ static int set_pending(sl_gen *g, int32_t id, int n_past, sl_err *err)
     int rc = hist_grow(g, 1, err);
     if (rc) return rc;
     g->hist[g->n_hist++] = id;
-    int max = g->draft_len;
+    int max = sl_spec_policy_len(&g->pol);
+    if (max <= 0) return SL_OK;
+    if (max < g->draft_min) max = g->draft_min;
     const int room = sl_session_n_ctx(g->s) - n_past - 1;
     if (max > room) max = room;
     if (g->max_tokens >= 0 && max > g->max_tokens - g->n_taken) max = g->max_tokens - g->n_taken;
@@ -382,6 +387,27 @@ static int set_pending(sl_gen *g, int32_t id, int n_past, sl_err *err)
     return SL_OK;
 }
 
+/* A step's outcome for the policy and the statistics: nd drafts
+ * verified, c of them held, dt seconds (< 0: not timed). */
+static void draft_account(sl_gen *g, int nd, int c, double dt)
+{
+    sl_spec_policy_record(&g->pol, nd, c, dt);
+    for (int i = 0; i < nd; i++) {
+        g->st.drafted_at[i]++;
+        if (i < c) g->st.accepted_at[i]++;
+    }
+    g->st.switched_off = g->pol.switches_off;
+    if (dt < 0) return;
+    if (nd > 0) {
+        g->st.verify_timed++;
+        g->st.verify_tokens_timed += g->n_ids;
+        g->st.verify_s += dt;
+    } else {
+        g->st.plain_timed++;
+        g->st.plain_s += dt;
+    }
+}
+
 int sl_gen_next(sl_gen *g, sl_gen_event *ev, sl_err *err)
 {
     memset(ev, 0, sizeof *ev);
@@ -392,6 +418,10 @@ int sl_gen_next(sl_gen *g, sl_gen_event *ev, sl_err *err)
                           g->n_pending);
     /* the guesses evaluated after the last taken token, and where they start */
     const int nd = g->n_draft;
+    /* the step's cost: from handing out its tokens to now (the caller's
+     * evaluation and whatever else it did between) */
+    const double dt = g->t_mark && g->last_eval > 0 ? sl_ns_to_s(sl_now_ns() - g->t_mark) : -1;
+    g->t_mark = 0;
     int32_t guess[SL_GEN_MAX_DRAFT];
     memcpy(guess, g->pending + 1, (size_t)nd * sizeof *guess);
     g->n_draft = 0;
@@ -462,12 +492,7 @@ int sl_gen_next(sl_gen *g, sl_gen_event *ev, sl_err *err)
         return rc;
     }
     g->st.accepted += c;
-    if (nd > 0) {
-        /* a draft wholly confirmed: the next may be twice as long; else only
-         * as long as the part that held, plus one (wasted rows cost time) */
-        const int len = c == nd ? 2 * nd : c + 1;
-        g->draft_len = len < g->draft_max ? len : g->draft_max;
-    }
+    if (g->drafter.kind != SL_DRAFT_NONE) draft_account(g, nd, c, dt);
     /* the session keeps the taken tokens it evaluated: the last one taken
      * before the guesses, and the guesses confirmed */
     const int n_past = nd > 0 ? g->pos0 + 1 + c : sl_session_n_past(g->s);
@@ -477,6 +502,7 @@ int sl_gen_next(sl_gen *g, sl_gen_event *ev, sl_err *err)
         else if ((rc = set_pending(g, next, n_past, err))) return rc;
     }
     if (ev->stop != SL_GEN_GOING && (rc = finish(g, ev, err))) return rc;
+    if (g->n_pending > 0 && g->drafter.kind != SL_DRAFT_NONE) g->t_mark = sl_now_ns();
     ev->n_ids = g->n_ids;
     ev->text = g->out ? g->out : "";
     ev->len = g->n_out;

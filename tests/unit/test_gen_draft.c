@@ -86,6 +86,7 @@ static void generate(reply *r, sl_model *m, int rows, float temp, bool draft, in
     if (draft) {
         gp.draft = SL_GEN_DRAFT_NGRAM;
         gp.draft_max = draft_max;
+        gp.draft_always = true; /* every guess verified: the exactness under test */
         gp.context = ids;
         gp.n_context = n;
     }

@@ -1,0 +1,127 @@
+/* test_spec_policy.c - the draft-length policy (engine/spec_policy.h) fed
+ * made-up step times and outcomes: plain steps first to measure T(0); a
+ * cheap verify with drafts that hold keeps drafting and lengthens it; a
+ * dear one with drafts that fail switches off for 16 plain steps, probes
+ * with one draft, then stays off twice as long; a plain step every 32
+ * verify steps; the expected gain worked by hand; --draft-always's
+ * lengths follow the last outcome only. */
+#include "engine/spec_policy.h"
+#include "test.h"
+
+/* Feeds n plain steps of t seconds. */
+static void plain(sl_spec_policy *p, int n, double t)
+{
+    for (int i = 0; i < n; i++) {
+        CHECK_EQ_INT(sl_spec_policy_len(p), 0);
+        sl_spec_policy_record(p, 0, 0, t);
+    }
+}
+
+TEST(plain_steps_first)
+{
+    sl_spec_policy p;
+    sl_spec_policy_init(&p, 8, false);
+    CHECK_EQ_INT(sl_spec_policy_len(&p), 0);
+    sl_spec_policy_record(&p, 0, 0, -1); /* not timed: does not count */
+    CHECK_EQ_INT(sl_spec_policy_len(&p), 0);
+    sl_spec_policy_record(&p, 0, 0, 0.010);
+    CHECK_EQ_INT(sl_spec_policy_len(&p), 0);
+    sl_spec_policy_record(&p, 0, 0, 0.010);
+    CHECK_EQ_INT(sl_spec_policy_len(&p), 1); /* nothing known of a verify step: one draft */
+}
+
+TEST(gain_by_hand)
+{
+    sl_spec_policy p;
+    sl_spec_policy_init(&p, 8, false);
+    plain(&p, 2, 0.010);
+    CHECK_NEAR(sl_spec_policy_gain(&p, 1), 0.0, 0); /* no verify step measured */
+    sl_spec_policy_record(&p, 1, 1, 0.015);
+    /* a1 = 0.5 + 0.3 (1 - 0.5) = 0.65: E(1) = 1.65, T(1) = 15 ms */
+    CHECK_NEAR(sl_spec_policy_gain(&p, 1), 1.65 * 0.010 / 0.015, 1e-12);
+    /* T(2) extrapolated: 10 + 2 x 5 ms; a2 taken as a1: E(2) = 1 + 0.65 + 0.65^2 */
+    CHECK_NEAR(sl_spec_policy_gain(&p, 2), (1 + 0.65 + 0.65 * 0.65) * 0.010 / 0.020, 1e-12);
+    CHECK_NEAR(sl_spec_policy_gain(&p, 9), 0.0, 0); /* past max */
+}
+
+TEST(cheap_and_holding_drafts_grow)
+{
+    sl_spec_policy p;
+    sl_spec_policy_init(&p, 8, false);
+    plain(&p, 2, 0.010);
+    int k = sl_spec_policy_len(&p), longest = 0;
+    for (int step = 0; step < 20; step++) {
+        CHECK(k >= 1);
+        sl_spec_policy_record(&p, k, k, 0.010 + 0.001 * k); /* all hold; 10 % a draft */
+        longest = k > longest ? k : longest;
+        k = sl_spec_policy_len(&p);
+    }
+    CHECK_EQ_INT(longest, 8);
+    CHECK_EQ_INT((int)p.switches_off, 0);
+}
+
+TEST(dear_and_failing_drafts_switch_off_and_probe)
+{
+    sl_spec_policy p;
+    sl_spec_policy_init(&p, 8, false);
+    plain(&p, 2, 0.010);
+    CHECK_EQ_INT(sl_spec_policy_len(&p), 1);
+    sl_spec_policy_record(&p, 1, 0, 0.020); /* two positions cost 2x; the draft failed */
+    /* E(1) = 1.35, T(1)/T(0) = 2: off now, for 16 plain steps */
+    CHECK_EQ_INT(sl_spec_policy_len(&p), 0);
+    CHECK_EQ_INT((int)p.switches_off, 1);
+    for (int i = 1; i < 16; i++) {
+        CHECK_EQ_INT(sl_spec_policy_len(&p), 0);
+        sl_spec_policy_record(&p, 0, 0, 0.010);
+    }
+    CHECK_EQ_INT(sl_spec_policy_len(&p), 1); /* the probe */
+    CHECK_EQ_INT(sl_spec_policy_len(&p), 1); /* still: the drafter had no guess */
+    sl_spec_policy_record(&p, 1, 0, 0.020);
+    int zeros = 0;
+    while (sl_spec_policy_len(&p) == 0 && zeros < 100) zeros++;
+    CHECK_EQ_INT(zeros, 32); /* off twice as long */
+    CHECK_EQ_INT((int)p.switches_off, 2);
+}
+
+TEST(plain_step_every_32_verify_steps)
+{
+    sl_spec_policy p;
+    sl_spec_policy_init(&p, 4, false);
+    plain(&p, 2, 0.010);
+    int verify = 0;
+    while (verify < 40) {
+        const int k = sl_spec_policy_len(&p);
+        if (k == 0) break;
+        sl_spec_policy_record(&p, k, k, 0.011);
+        verify++;
+    }
+    CHECK_EQ_INT(verify, 32);
+    sl_spec_policy_record(&p, 0, 0, 0.010);
+    CHECK(sl_spec_policy_len(&p) > 0);
+}
+
+TEST(always_follows_the_last_outcome)
+{
+    sl_spec_policy p;
+    sl_spec_policy_init(&p, 8, true);
+    CHECK_EQ_INT(sl_spec_policy_len(&p), 8); /* no plain steps first */
+    sl_spec_policy_record(&p, 8, 2, 1.0); /* however dear */
+    CHECK_EQ_INT(sl_spec_policy_len(&p), 3); /* the part that held, plus one */
+    sl_spec_policy_record(&p, 3, 3, 1.0);
+    CHECK_EQ_INT(sl_spec_policy_len(&p), 6); /* twice, when all held */
+    sl_spec_policy_record(&p, 6, 6, 1.0);
+    CHECK_EQ_INT(sl_spec_policy_len(&p), 8); /* capped by max */
+    sl_spec_policy_init(&p, 99, true);
+    CHECK_EQ_INT(sl_spec_policy_len(&p), SL_SPEC_MAX);
+}
+
+int main(void)
+{
+    RUN(plain_steps_first);
+    RUN(gain_by_hand);
+    RUN(cheap_and_holding_drafts_grow);
+    RUN(dear_and_failing_drafts_switch_off_and_probe);
+    RUN(plain_step_every_32_verify_steps);
+    RUN(always_follows_the_last_outcome);
+    return TEST_REPORT();
+}
