@@ -67,6 +67,12 @@ void gen_opts_usage(FILE *f, int default_n_predict)
             "      --draft-min N       guess nothing when fewer are found (default 1)\n"
             "      --spec-ngram-size-n N  longest suffix looked up, 1..16 (default 3)\n"
             "      --draft-always      verify every guess, even while it does not pay\n"
+            "      --spec-sampling     speculative sampling: draw each token with the guess\n"
+            "                          for it first (kept with its probability, else a\n"
+            "                          draw from the rest): the same distribution, and a\n"
+            "                          seed repeats the text, but not the text without\n"
+            "                          drafting; prompt lookup's guesses hold as often\n"
+            "                          either way (greedy: no difference)\n"
             "  -v, --verbose           more statistics on stderr\n"
             "model, memory and streaming:\n",
             default_n_predict, (double)d.temp, (int)d.top_k, (double)d.top_p, (double)d.min_p,
@@ -191,6 +197,8 @@ int gen_opts_parse(gen_opts *o, const char *cmd, int argc, char **argv, int *i)
         o->spec_ngram = (int)l;
     } else if (is(a, "--draft-always", NULL)) {
         o->draft_always = true;
+    } else if (is(a, "--spec-sampling", NULL)) {
+        o->spec_sampling = true;
     } else if (is(a, "--ignore-eos", NULL)) {
         o->ignore_eos = true;
     } else if (is(a, "-v", "--verbose")) {
@@ -235,6 +243,11 @@ int gen_open(gen_ctx *g, const gen_opts *o, const char *cmd)
     g->draft_min = o->draft_min;
     g->spec_ngram = o->spec_ngram;
     g->draft_always = o->draft_always;
+    g->spec_sampling = o->spec_sampling;
+    if (o->spec_sampling && o->spec_type == SL_GEN_DRAFT_NONE) {
+        fprintf(stderr, "sluice %s: --spec-sampling needs --spec-type\n", cmd);
+        return 1;
+    }
     const int logit_rows = o->spec_type != SL_GEN_DRAFT_NONE ? o->draft_max + 1 : 1;
     if (logit_rows > mf.params.n_logits_hint) mf.params.n_logits_hint = logit_rows;
     g->m = model_flags_load(&mf, cmd, o->model);
@@ -444,6 +457,7 @@ int gen_reply(gen_ctx *g, int max, const sl_chat *chat, bool ignore_eos,
     gp.draft_min = g->draft_min;
     gp.draft_ngram = g->spec_ngram;
     gp.draft_always = g->draft_always;
+    gp.draft_sampling = g->spec_sampling;
     gp.context = g->context;
     gp.n_context = g->n_context;
     memset(&st->draft, 0, sizeof st->draft);

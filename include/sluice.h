@@ -505,6 +505,13 @@ void sl_sampling_free(sl_sampling *s);
  * logit, all -inf). Does not record the token: call sl_sampling_accept. */
 int sl_sampling_sample(sl_sampling *s, const float *logits, sl_err *err);
 
+/* Speculative sampling against a guessed token (draft; < 0: none, then the
+ * same as sl_sampling_sample bit for bit): the result is draft with the
+ * chain's probability p(draft), else drawn from the others renormalised,
+ * so it is distributed exactly as sl_sampling_sample's, with one draw of
+ * the RNG as ever, but the token drawn differs. Errors as sl_sampling_sample. */
+int sl_sampling_sample_draft(sl_sampling *s, const float *logits, int32_t draft, sl_err *err);
+
 /* Records id in the penalty history (prompt tokens may be recorded too).
  * SL_EINVAL for an id outside [0, n_vocab). */
 int sl_sampling_accept(sl_sampling *s, int32_t id, sl_err *err);
@@ -596,6 +603,12 @@ typedef struct sl_gen_params {
                                       the last draft's outcome only; false: draft only
                                       while this reply's measured step times and
                                       acceptance say it beats plain decoding */
+    bool draft_sampling;           /* speculative sampling: each token drawn with the
+                                      drafter's guess for it first (kept with its
+                                      probability, else a draw from the rest), drafted
+                                      or not: the same distribution and reproducible
+                                      with a seed, but not the text of a run without
+                                      drafting. Greedy: no difference */
     const int32_t *context;        /* the tokens already in the session (the prompt),
                                       copied: what prompt lookup searches besides the
                                       reply; NULL: the reply only */

@@ -3,8 +3,8 @@
 
 #include <string.h>
 
-#define FIRST_BACKOFF 16   /* plain steps after drafting stops paying */
-#define LAST_BACKOFF 256   /* the longest stretch between probes */
+#define REMEASURE 64       /* steps between re-measures when costs say no */
+#define PRIOR_SLOPE 0.5    /* T(k) = T(0) (1 + k PRIOR_SLOPE) before any verify step */
 #define PLAIN_EVERY 32     /* verify steps before a plain one refreshes T(0) */
 #define PLAIN_FIRST 2      /* plain steps measured before the first draft */
 #define A_PRIOR 0.5        /* a position's chance of holding before any outcome */
@@ -19,12 +19,11 @@ void sl_spec_policy_init(sl_spec_policy *p, int max, bool always)
     p->max = max < 1 ? 1 : max > SL_SPEC_MAX ? SL_SPEC_MAX : max;
     p->always = always;
     p->cap = p->max;
-    p->backoff = FIRST_BACKOFF;
     for (int i = 0; i <= SL_SPEC_MAX; i++) p->acc[i] = A_PRIOR;
 }
 
 /* T(k): measured, else T(0) plus k times the mean extra cost per draft of
- * the lengths measured (never below T(0)); 0 when nothing is measured. */
+ * the lengths measured (never below T(0)), else the first guess. */
 static double verify_cost(const sl_spec_policy *p, int k)
 {
     if (p->n_verify[k]) return p->t_verify[k];
@@ -34,56 +33,77 @@ static double verify_cost(const sl_spec_policy *p, int k)
             slope += p->n_verify[j] * (p->t_verify[j] - p->t_plain) / j;
             w += p->n_verify[j];
         }
-    if (w == 0) return 0;
+    if (w == 0) return p->t_plain * (1 + PRIOR_SLOPE * k);
     slope /= w;
     return p->t_plain + (slope > 0 ? slope : 0) * k;
 }
 
-double sl_spec_policy_gain(const sl_spec_policy *p, int k)
+/* E(k): an untried position is taken to hold as often as the one before. */
+static double expected_tokens(const sl_spec_policy *p, int k)
 {
-    if (k < 1 || k > p->max || p->n_plain == 0 || p->t_plain <= 0) return 0;
-    const double t = verify_cost(p, k);
-    if (t <= 0) return 0;
-    /* expected tokens: an untried position is taken to hold as often as
-     * the one before it */
     double e = 1, chain = 1, a = A_PRIOR;
     for (int i = 1; i <= k; i++) {
         if (p->n_acc[i]) a = p->acc[i];
         chain *= a;
         e += chain;
     }
-    return e * p->t_plain / t;
+    return e;
+}
+
+double sl_spec_policy_gain(const sl_spec_policy *p, int k)
+{
+    if (k < 1 || k > p->max || p->n_plain == 0 || p->t_plain <= 0) return 0;
+    return expected_tokens(p, k) * p->t_plain / verify_cost(p, k);
 }
 
 int sl_spec_policy_len(sl_spec_policy *p)
 {
     const int lim = p->cap < p->max ? p->cap : p->max;
     if (p->always) return lim;
-    if (p->n_plain < PLAIN_FIRST || p->since_plain >= PLAIN_EVERY) return 0;
-    if (p->off_left > 0) {
-        p->off_left--;
-        return 0;
-    }
-    if (p->probing) return 1;
+    p->since_remeasure++;
     int best = 0;
     double g_best = 0;
-    for (int k = 1; k <= lim; k++) {
-        const double g = sl_spec_policy_gain(p, k);
-        if (g > g_best) {
-            g_best = g;
-            best = k;
+    if (p->n_plain >= PLAIN_FIRST && p->since_plain < PLAIN_EVERY)
+        for (int k = 1; k <= lim; k++) {
+            const double g = sl_spec_policy_gain(p, k);
+            if (g > g_best) {
+                g_best = g;
+                best = k;
+            }
         }
+    if (best > 0 && g_best >= MARGIN) {
+        p->drafting = true;
+        return best;
     }
-    if (best == 0) return 1; /* no verify step measured yet: the cheapest probe */
-    if (g_best < MARGIN) {
-        p->switches_off++;
-        p->off_left = p->backoff - 1; /* this step is the first plain one */
-        p->backoff = 2 * p->backoff < LAST_BACKOFF ? 2 * p->backoff : LAST_BACKOFF;
-        p->probing = true;
-        return 0;
+    if (p->drafting) p->switches_off++;
+    p->drafting = false;
+    /* the measured costs say no: re-measure now and then if the guesses
+     * hold well enough that the first cost guess would have said yes */
+    if (best > 0 && p->since_remeasure >= REMEASURE &&
+        expected_tokens(p, 1) / (1 + PRIOR_SLOPE) >= MARGIN) {
+        p->since_remeasure = 0;
+        return 1;
     }
-    p->backoff = FIRST_BACKOFF;
-    return best;
+    return 0;
+}
+
+/* The moving averages of positions 1..min(c + 1, k): 1..c held, c + 1 not. */
+static void outcome(sl_spec_policy *p, int k, int c)
+{
+    if (k > p->max) k = p->max;
+    if (c > k) c = k;
+    for (int i = 1; i <= c + 1 && i <= k; i++) {
+        const double x = i <= c ? 1.0 : 0.0;
+        p->acc[i] += A_RATE * (x - p->acc[i]);
+        p->n_acc[i]++;
+    }
+    const int cap = c == k ? 2 * k : c + 1;
+    p->cap = cap < p->max ? cap : p->max;
+}
+
+void sl_spec_policy_observe(sl_spec_policy *p, int k, int c)
+{
+    if (k > 0) outcome(p, k, c);
 }
 
 void sl_spec_policy_record(sl_spec_policy *p, int k, int c, double seconds)
@@ -98,21 +118,13 @@ void sl_spec_policy_record(sl_spec_policy *p, int k, int c, double seconds)
         return;
     }
     if (k > p->max) k = p->max;
-    if (c > k) c = k;
     if (seconds >= 0) {
         p->t_verify[k] = p->n_verify[k]
                              ? p->t_verify[k] + T_RATE_VERIFY * (seconds - p->t_verify[k])
                              : seconds;
         p->n_verify[k]++;
+        p->since_remeasure = 0;
     }
     p->since_plain++;
-    /* positions 1..c held; c + 1 (if drafted) did not; later ones were not tried */
-    for (int i = 1; i <= c + 1 && i <= k; i++) {
-        const double x = i <= c ? 1.0 : 0.0;
-        p->acc[i] += A_RATE * (x - p->acc[i]);
-        p->n_acc[i]++;
-    }
-    const int cap = c == k ? 2 * k : c + 1;
-    p->cap = cap < p->max ? cap : p->max;
-    p->probing = false;
+    outcome(p, k, c);
 }

@@ -5,15 +5,20 @@
  * E(k) = 1 + a1 + a1 a2 + ... + a1..ak tokens, where ai is the chance that
  * the draft at position i holds once the ones before it did. Plain decoding
  * yields one token in T(0). The policy drafts the k that maximises
- * E(k) T(0) / T(k) when that beats 1, and else drafts nothing for a while
- * (16 steps, doubling while it stays unprofitable, at most 256) and then
- * probes with one draft. T(k) are the caller's measured step times (moving
- * averages; an unmeasured length is extrapolated linearly from the measured
- * ones), ai moving averages of the outcomes at each position. A plain step
- * is forced now and then (after 32 verify steps) so that T(0) stays
- * current, and the first two steps are plain to measure it. The length is
- * also capped by the last draft's outcome (twice its length when it all
- * held, else the part that held plus one): a drafter's hits come in runs.
+ * E(k) T(0) / T(k) when that beats 1 (by a 2 % margin), else nothing.
+ * T(k) are the caller's measured step times (moving averages; a length not
+ * measured is extrapolated linearly from those that were, and before any
+ * verify step is taken as T(0) (1 + k / 2)). ai are moving averages of the
+ * outcomes at each position, of real drafts and of shadow ones: while it
+ * does not draft, the caller still asks the drafter and reports whether
+ * the guesses would have held (free: nothing is evaluated), so drafting
+ * comes back when guesses start holding, with no blind probes. When the
+ * measured costs say no but the first guess holds often enough that the
+ * optimistic T(0) (1 + k / 2) would say yes, one draft is verified every
+ * 64 steps to measure T again. The first two steps are plain, and a plain
+ * step is forced after 32 verify steps, to keep T(0) current. The length
+ * is also capped by the last outcome (twice its length when all held, else
+ * the part that held plus one): a drafter's hits come in runs.
  *
  * Pure arithmetic on the figures passed in: no clock, no allocation. The
  * policy only picks lengths; the generator's output never depends on it. */
@@ -34,10 +39,9 @@ typedef struct sl_spec_policy {
     double acc[SL_SPEC_MAX + 1];    /* acc[i]: position i holds given 1..i-1 held */
     int n_acc[SL_SPEC_MAX + 1];     /* outcomes seen at position i */
     int cap;                        /* the last outcome's cap on the length */
-    int off_left;                   /* steps still plain before the next probe */
-    int backoff;                    /* the next stretch of plain steps */
     int since_plain;                /* verify steps since the last plain one measured */
-    bool probing;                   /* the next draft is a probe */
+    int since_remeasure;            /* steps since T was last measured or re-measured */
+    bool drafting;                  /* the last decision drafted */
     long switches_off;              /* times drafting was switched off */
 } sl_spec_policy;
 
@@ -48,6 +52,10 @@ void sl_spec_policy_init(sl_spec_policy *p, int max, bool always);
 
 /* The longest draft to verify this step: 0 for a plain step. */
 int sl_spec_policy_len(sl_spec_policy *p);
+
+/* Records guesses that were not verified: of k guessed for the positions
+ * after a plain step, the first c matched the tokens then taken. */
+void sl_spec_policy_observe(sl_spec_policy *p, int k, int c);
 
 /* Records a step: k drafts verified (0: a plain step), the first c of
  * them held, and the step cost seconds (< 0: not measured, e.g. the first

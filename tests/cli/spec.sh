@@ -97,7 +97,15 @@ check "trained glm4moe: drafting gives llama.cpp's greedy text" \
 run "$M" "$work/nodraft" --temp 0 --no-stream --stats
 check "no draft line without --spec-type" bash -c "! grep -q '^draft:' '$work/nodraft.err'"
 
-for f in "--spec-type mtp" "--draft-max 0" "--draft-max 33" "--draft-min -1"; do
+# speculative sampling: a seed repeats the text whatever is drafted; greedy is the plain text
+run "$M" "$work/ss1" --temp 0.8 --seed 7 --no-stream --spec-type ngram-simple --spec-sampling
+run "$M" "$work/ss2" --temp 0.8 --seed 7 --no-stream --spec-type ngram-simple --spec-sampling \
+    --draft-always --draft-max 2
+check "--spec-sampling: the seed's text whatever is drafted" same_text "$work/ss1" "$work/ss2"
+run "$M" "$work/ssg" --temp 0 --no-stream --spec-type ngram-simple --spec-sampling --draft-always
+check "--spec-sampling, greedy: the plain text" same_text "$work/qwen3moe.plain" "$work/ssg"
+
+for f in "--spec-sampling" "--spec-type mtp" "--draft-max 0" "--draft-max 33" "--draft-min -1"; do
     # shellcheck disable=SC2086
     run "$M" "$work/badflag" --temp 0 $f
     rc=$?
