@@ -795,7 +795,8 @@ int sl_session_set_route_step(sl_session *s, int64_t step, sl_err *err);
  * batch, without all_logits. The caller owns every session; none may be
  * used by another thread meanwhile. Afterwards each member is as after
  * sl_session_eval(ss[i], toks[i], n[i]): n_past advanced, the logits of
- * its last token, bit for bit the same. Fails (SL_EINVAL) on any check
+ * its last min(n[i], n_logit_rows) tokens (a token and its drafts to
+ * verify), bit for bit the same. Fails (SL_EINVAL) on any check
  * sl_session_eval makes for a member, a batch too large, or a model that
  * cannot (sl_model_multi_ok), changing nothing; on an engine error (a
  * streamed expert unreadable, non-finite values) no member's n_past moves. */
