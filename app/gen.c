@@ -56,9 +56,9 @@ void gen_opts_usage(FILE *f, int default_n_predict)
             "      --frequency-penalty P  subtract P per occurrence (default 0)\n"
             "  -s, --seed S            random seed: the same seed gives the same text (default %llu)\n"
             "      --ignore-eos        do not stop at end-of-generation tokens\n"
-            "speculative decoding (the same text, faster when guesses hold,\n"
-            "slower when they do not: nothing switches it off yet; --stats or -v prints the\n"
-            "figures):\n"
+            "speculative decoding (the same text; the step times and the share of guesses\n"
+            "that hold are measured as the reply goes, and guesses are verified only while\n"
+            "that beats plain decoding; --stats or -v prints the figures):\n"
             "      --spec-type T       none (default) or ngram-simple: guess the next tokens\n"
             "                          by finding the context's last tokens earlier in the\n"
             "                          prompt or reply, and verify the guesses in one batch\n"
@@ -70,6 +70,13 @@ void gen_opts_usage(FILE *f, int default_n_predict)
             "      --draft-max N       tokens guessed at most a step, 1..%d (default 8)\n"
             "      --draft-min N       guess nothing when fewer are found (default 1)\n"
             "      --spec-ngram-size-n N  longest suffix looked up, 1..16 (default 3)\n"
+            "      --draft-always      verify every guess, even while it does not pay\n"
+            "      --spec-sampling     speculative sampling: draw each token with the guess\n"
+            "                          for it first (kept with its probability, else a\n"
+            "                          draw from the rest): the same distribution, and a\n"
+            "                          seed repeats the text, but not the text without\n"
+            "                          drafting; prompt lookup's guesses hold as often\n"
+            "                          either way (greedy: no difference)\n"
             "  -v, --verbose           more statistics on stderr\n"
             "model, memory and streaming:\n",
             default_n_predict, (double)d.temp, (int)d.top_k, (double)d.top_p, (double)d.min_p,
@@ -197,6 +204,10 @@ int gen_opts_parse(gen_opts *o, const char *cmd, int argc, char **argv, int *i)
         VAL();
         if (!arg_int(cmd, a, v, 1, 16, &l)) return -1;
         o->spec_ngram = (int)l;
+    } else if (is(a, "--draft-always", NULL)) {
+        o->draft_always = true;
+    } else if (is(a, "--spec-sampling", NULL)) {
+        o->spec_sampling = true;
     } else if (is(a, "--ignore-eos", NULL)) {
         o->ignore_eos = true;
     } else if (is(a, "-v", "--verbose")) {
@@ -248,6 +259,12 @@ int gen_open(gen_ctx *g, const gen_opts *o, const char *cmd)
     g->draft_max = o->draft_max;
     g->draft_min = o->draft_min;
     g->spec_ngram = o->spec_ngram;
+    g->draft_always = o->draft_always;
+    g->spec_sampling = o->spec_sampling;
+    if (o->spec_sampling && o->spec_type == SL_GEN_DRAFT_NONE) {
+        fprintf(stderr, "sluice %s: --spec-sampling needs --spec-type\n", cmd);
+        return 1;
+    }
     const int logit_rows = g->spec_type != SL_GEN_DRAFT_NONE ? o->draft_max + 1 : 1;
     if (logit_rows > mf.params.n_logits_hint) mf.params.n_logits_hint = logit_rows;
     g->m = model_flags_load(&mf, cmd, o->model);
@@ -468,6 +485,8 @@ int gen_reply(gen_ctx *g, int max, const sl_chat *chat, bool ignore_eos,
     gp.draft_min = g->draft_min;
     gp.draft_ngram = g->spec_ngram;
     gp.draft_src = g->draft_src;
+    gp.draft_always = g->draft_always;
+    gp.draft_sampling = g->spec_sampling;
     gp.context = g->context;
     gp.n_context = g->n_context;
     memset(&st->draft, 0, sizeof st->draft);
@@ -531,6 +550,26 @@ void gen_draft_report(const gen_ctx *g, const gen_reply_stats *st)
             d->verify_steps ? (double)(d->verify_steps + d->accepted) / (double)d->verify_steps
                             : 0.0,
             d->steps, st->n_gen);
+    if (d->drafted) {
+        fprintf(stderr, "draft:     held by position:");
+        int last = SL_GEN_MAX_DRAFT;
+        while (last > 0 && d->drafted_at[last - 1] == 0) last--;
+        for (int i = 0; i < last; i++)
+            fprintf(stderr, " %d:%.0f%%", i + 1,
+                    100.0 * (double)d->accepted_at[i] / (double)d->drafted_at[i]);
+        fputc('\n', stderr);
+    }
+    /* the gain: the timed steps' tokens a second against the plain steps' */
+    const double t_plain = d->plain_timed ? d->plain_s / (double)d->plain_timed : 0;
+    const double secs = d->plain_s + d->verify_s;
+    const double toks = (double)d->plain_timed + (double)d->verify_tokens_timed;
+    fprintf(stderr, "draft:     plain step %.1f ms (%ld), verify step %.1f ms (%ld, %.2f tokens "
+            "each)", 1e3 * t_plain, d->plain_timed,
+            d->verify_timed ? 1e3 * d->verify_s / (double)d->verify_timed : 0.0, d->verify_timed,
+            d->verify_timed ? (double)d->verify_tokens_timed / (double)d->verify_timed : 0.0);
+    if (t_plain > 0 && secs > 0)
+        fprintf(stderr, ": %.2fx plain decoding", toks / secs * t_plain);
+    fprintf(stderr, ", switched off %ld times\n", d->switched_off);
 }
 
 char *gen_read_file(const char *cmd, const char *path, size_t *len)

@@ -30,6 +30,8 @@ typedef struct gen_opts {
     const char *draft_model;  /* -md, --model-draft: the draft model's file */
     int draft_max, draft_min; /* --draft-max, --draft-min */
     int spec_ngram;           /* --spec-ngram-size-n: the longest suffix looked up */
+    bool draft_always;        /* --draft-always: verify every guess (no cost test) */
+    bool spec_sampling;       /* --spec-sampling: speculative sampling */
 } gen_opts;
 
 /* Defaults; n_predict is the caller's (run: 128, chat: -1). */
@@ -72,6 +74,7 @@ typedef struct gen_ctx {
     const model_flags *mf;    /* for --progress; set by gen_open */
     sl_gen_draft spec_type;   /* drafting of the replies (gen_opts) */
     int draft_max, draft_min, spec_ngram;
+    bool draft_always, spec_sampling;
     const int32_t *context;   /* the prompt's tokens, for prompt lookup (the caller's;
                                  NULL: the reply only) */
     int n_context;

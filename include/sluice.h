@@ -533,6 +533,13 @@ void sl_sampling_free(sl_sampling *s);
  * logit, all -inf). Does not record the token: call sl_sampling_accept. */
 int sl_sampling_sample(sl_sampling *s, const float *logits, sl_err *err);
 
+/* Speculative sampling against a guessed token (draft; < 0: none, then the
+ * same as sl_sampling_sample bit for bit): the result is draft with the
+ * chain's probability p(draft), else drawn from the others renormalised,
+ * so it is distributed exactly as sl_sampling_sample's, with one draw of
+ * the RNG as ever, but the token drawn differs. Errors as sl_sampling_sample. */
+int sl_sampling_sample_draft(sl_sampling *s, const float *logits, int32_t draft, sl_err *err);
+
 /* Records id in the penalty history (prompt tokens may be recorded too).
  * SL_EINVAL for an id outside [0, n_vocab). */
 int sl_sampling_accept(sl_sampling *s, int32_t id, sl_err *err);
@@ -650,6 +657,16 @@ typedef struct sl_gen_params {
     int draft_min;                 /* fewer proposed: none drafted */
     int draft_ngram;               /* NGRAM: longest suffix looked up; <= 0: 3 */
     sl_draft_src *draft_src;       /* MTP, MODEL: the drafter, made for this session */
+    bool draft_always;             /* verify every guess, with the length following
+                                      the last draft's outcome only; false: draft only
+                                      while this reply's measured step times and
+                                      acceptance say it beats plain decoding */
+    bool draft_sampling;           /* speculative sampling: each token drawn with the
+                                      drafter's guess for it first (kept with its
+                                      probability, else a draw from the rest), drafted
+                                      or not: the same distribution and reproducible
+                                      with a seed, but not the text of a run without
+                                      drafting. Greedy: no difference */
     const int32_t *context;        /* the tokens already in the session (the prompt),
                                       copied: what prompt lookup searches besides the
                                       reply; NULL: the reply only */
@@ -701,6 +718,16 @@ typedef struct sl_gen_draft_stats {
     long accepted;       /* of them, confirmed and taken */
     long verify_steps;   /* evaluations that carried drafts */
     long steps;          /* evaluations in all (taken tokens pending) */
+    long drafted_at[SL_GEN_MAX_DRAFT];  /* drafts at position i + 1 of their step */
+    long accepted_at[SL_GEN_MAX_DRAFT]; /* of them, held */
+    long switched_off;   /* times drafting stopped paying and was switched off */
+    /* Timed steps (from a step's tokens handed out to the next sl_gen_next:
+     * the caller's evaluation and whatever else it did in between). */
+    long plain_timed;    /* one-token steps */
+    double plain_s;
+    long verify_timed;   /* steps that verified drafts */
+    long verify_tokens_timed; /* tokens those steps took */
+    double verify_s;
     const char *off;     /* drafting asked for but off: why (a static string); else NULL */
 } sl_gen_draft_stats;
 void sl_gen_draft_stats_get(const sl_gen *g, sl_gen_draft_stats *st);
@@ -873,7 +900,8 @@ int sl_session_set_route_step(sl_session *s, int64_t step, sl_err *err);
  * batch, without all_logits. The caller owns every session; none may be
  * used by another thread meanwhile. Afterwards each member is as after
  * sl_session_eval(ss[i], toks[i], n[i]): n_past advanced, the logits of
- * its last token, bit for bit the same. Fails (SL_EINVAL) on any check
+ * its last min(n[i], n_logit_rows) tokens (a token and its drafts to
+ * verify), bit for bit the same. Fails (SL_EINVAL) on any check
  * sl_session_eval makes for a member, a batch too large, or a model that
  * cannot (sl_model_multi_ok), changing nothing; on an engine error (a
  * streamed expert unreadable, non-finite values) no member's n_past moves. */

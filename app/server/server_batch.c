@@ -11,7 +11,7 @@ struct srv_batch_sub {
     sl_session *s;
     const int32_t *toks;
     int want;                  /* tokens offered */
-    bool whole;                /* all of them at once, on s alone (drafts to verify) */
+    bool whole;                /* all of them at once, keeping their logit rows (drafts) */
     int got;                   /* evaluated: > 0, or a negative SL_E* */
     bool done;
     sl_err err;
@@ -70,17 +70,18 @@ void srv_batch_leave(srv_batcher *b)
 }
 
 /* How many tokens each member takes: a decoding member (one token) its
- * one; prompt chunks share the rest of the budget, in submission order. */
+ * one, a whole one (a token and its drafts) all of its own; prompt chunks
+ * share the rest of the budget, in submission order. */
 static void share_budget(srv_batch_sub **m, int count, int budget, int *take)
 {
     int left = budget, n_long = 0;
     for (int i = 0; i < count; i++) {
-        take[i] = 1;
-        left--;
-        n_long += m[i]->want > 1;
+        take[i] = m[i]->whole ? m[i]->want : 1;
+        left -= take[i];
+        n_long += !m[i]->whole && m[i]->want > 1;
     }
     for (int i = 0; i < count && n_long > 0; i++) {
-        if (m[i]->want == 1) continue;
+        if (m[i]->whole || m[i]->want == 1) continue;
         int extra = left / n_long;
         if (extra > m[i]->want - 1) extra = m[i]->want - 1;
         take[i] += extra;
@@ -121,18 +122,21 @@ static void run_shared(srv_batcher *b, srv_batch_sub **m, int count)
     }
 }
 
-/* Runs the members (the lock not held): those whose tokens must be
- * evaluated whole on their own session (drafts, whose logit rows the
- * shared pass does not keep), the others in one pass. */
+/* Runs the members (the lock not held) in one pass; those whose tokens
+ * must be evaluated whole (a token and its drafts) join it while the
+ * budget has room for all of their tokens, the rest run beside it on
+ * their own sessions. */
 static void run_step(srv_batcher *b, srv_batch_sub **m, int count)
 {
     srv_batch_sub *shared[SL_MULTI_MAX];
-    int k = 0;
+    int k = 0, need = 0;
+    for (int i = 0; i < count; i++) need += m[i]->whole ? 0 : 1;
     for (int i = 0; i < count; i++) {
-        if (m[i]->whole && count > 1) {
+        if (m[i]->whole && count > 1 && need + m[i]->want > b->budget) {
             int rc = sl_session_eval(m[i]->s, m[i]->toks, m[i]->want, &m[i]->err);
             m[i]->got = rc ? rc : m[i]->want;
         } else {
+            if (m[i]->whole) need += m[i]->want;
             shared[k++] = m[i];
         }
     }

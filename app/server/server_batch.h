@@ -56,8 +56,9 @@ void srv_batch_leave(srv_batcher *b);
 /* Evaluates up to n of toks on session s in the next step (an engaged
  * slot's thread only). Returns how many were evaluated (1..n: fewer when
  * the step's budget was shared), or a negative SL_E* with err filled.
- * whole: all n in one evaluation of s alone, keeping its logit rows (a
- * token and its drafts to verify), beside the step's shared pass. */
+ * whole: all n in one evaluation, keeping its logit rows (a token and its
+ * drafts to verify): in the step's shared pass while its budget has room,
+ * else beside it on s alone. */
 int srv_batch_eval(srv_batcher *b, sl_session *s, const int32_t *toks, int n, bool whole,
                    sl_err *err);
 

@@ -223,6 +223,12 @@ int sl_sampling_sample(sl_sampling *s, const float *logits, sl_err *err)
     return sl_sampler_sample(&s->s, logits, err);
 }
 
+int sl_sampling_sample_draft(sl_sampling *s, const float *logits, int32_t draft, sl_err *err)
+{
+    if (!logits) return sl_err_set(err, SL_EINVAL, "sample: no logits (nothing evaluated yet)");
+    return sl_sampler_sample_pref(&s->s, logits, draft, err);
+}
+
 int sl_sampling_accept(sl_sampling *s, int32_t id, sl_err *err)
 {
     return sl_sampler_accept(&s->s, id, err);

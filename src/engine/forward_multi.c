@@ -233,28 +233,37 @@ static int forward_multi(sl_session *b, sl_session *const *ss, const int32_t *co
         if (!rc) rc = finite_rows(ss, n, count, b->x, E, il, err);
         if (rc) return rc;
     }
-    /* each member's last row, normalised, then the lm head on all of them */
-    for (int i = 0, row = 0; i < count; row += n[i], i++)
-        sl_rmsnorm(b->xb + (size_t)i * E, b->x + (size_t)(row + n[i] - 1) * E,
-                   m->output_norm.data, E, m->hp.rms_eps);
+    /* each member's last rows (as many as it keeps: a token and its drafts
+     * to verify), normalised, then the lm head on all of them */
+    int rows = 0;
+    for (int i = 0, row = 0; i < count; row += n[i], i++) {
+        const int r = n[i] < ss[i]->n_logit_rows ? n[i] : ss[i]->n_logit_rows;
+        for (int t = 0; t < r; t++)
+            sl_rmsnorm(b->xb + (size_t)(rows + t) * E, b->x + (size_t)(row + n[i] - r + t) * E,
+                       m->output_norm.data, E, m->hp.rms_eps);
+        rows += r;
+    }
     if (prof) prof_phase(prof, SL_PROF_HEAD, &t0);
-    sl_fwd_mm_tensor(b, &m->output, b->xb, count, b->logits);
+    sl_fwd_mm_tensor(b, &m->output, b->xb, rows, b->logits);
     if (prof) prof_phase(prof, SL_PROF_OTHER, &t0);
     const size_t V = (size_t)m->hp.n_vocab;
-    if (m->logit_softcap > 0.0f) sl_softcap(b->logits, (int64_t)count * (int64_t)V, m->logit_softcap);
-    for (int i = 0; i < count; i++) {
-        const int last = n[i] - 1; /* position of member i's logit row: its last token */
-        const int rc = sl_check_logits(b->logits + (size_t)i * V, 1, (int64_t)V,
-                                       ss[i]->n_past + last, err);
+    if (m->logit_softcap > 0.0f) sl_softcap(b->logits, (int64_t)rows * (int64_t)V, m->logit_softcap);
+    for (int i = 0, at = 0; i < count; i++) {
+        const int r = n[i] < ss[i]->n_logit_rows ? n[i] : ss[i]->n_logit_rows;
+        const int rc = sl_check_logits(b->logits + (size_t)at * V, r, (int64_t)V,
+                                       ss[i]->n_past + n[i] - r, err);
         if (rc) return rc;
+        at += r;
     }
     if (prof) {
         prof_phase(prof, SL_PROF_OTHER, &t0);
         prof->steps++;
     }
-    for (int i = 0; i < count; i++) {
-        memcpy(ss[i]->logits, b->logits + (size_t)i * V, sizeof(float) * V);
-        ss[i]->n_logits = 1;
+    for (int i = 0, at = 0; i < count; i++) {
+        const int r = n[i] < ss[i]->n_logit_rows ? n[i] : ss[i]->n_logit_rows;
+        memcpy(ss[i]->logits, b->logits + (size_t)at * V, sizeof(float) * V * (size_t)r);
+        ss[i]->n_logits = r;
+        at += r;
     }
     return SL_OK;
 }

@@ -18,7 +18,7 @@ for arch in qwen3moe gemma4; do
         bad "mkmodel $arch"
         continue
     fi
-    "$SLUICE" run -m "$M" -p "$P" -n 32 --temp 0 --ignore-eos --spec-type ngram-simple --stats \
+    "$SLUICE" run -m "$M" -p "$P" -n 32 --temp 0 --ignore-eos --spec-type ngram-simple --draft-always --stats \
         >/dev/null 2>"$work/run.err"
     n=$(sed -n 's/^draft: *[0-9]* drafted, \([0-9]*\) accepted.*/\1/p' "$work/run.err")
     check "$arch: run drafts and accepts on the repeating prompt (${n:-none})" [ "${n:-0}" -gt 0 ]

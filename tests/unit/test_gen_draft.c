@@ -5,7 +5,9 @@
  * by the session's logit rows, and when a stop text ends it anywhere; a
  * repeating prompt gets drafts accepted; the refusals (drafts evaluated in
  * two batches, draft_max out of range) and drafting off with its reason (a
- * session keeping one logit row, a model with recurrent layers). */
+ * session keeping one logit row, a model with recurrent layers); with
+ * speculative sampling (draft_sampling) the greedy reply is the plain one
+ * and a sampled reply is the same whatever was drafted. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +36,9 @@ typedef struct reply {
 
 /* One reply on a fresh session of m (rows of logits kept) holding the
  * prompt: temp 0 or 0.9 (seeded), drafting as asked, an optional stop text. */
+static bool g_spec_sampling; /* generate()'s draft_sampling */
+static bool g_by_cost;       /* generate() drafts only when it pays (not draft_always) */
+
 static void generate(reply *r, sl_model *m, int rows, float temp, bool draft, int draft_max,
                      const char *stop)
 {
@@ -66,6 +71,8 @@ static void generate(reply *r, sl_model *m, int rows, float temp, bool draft, in
     if (draft) {
         gp.draft = SL_GEN_DRAFT_NGRAM;
         gp.draft_max = draft_max;
+        gp.draft_always = !g_by_cost; /* every guess verified: the exactness under test */
+        gp.draft_sampling = g_spec_sampling;
         gp.context = ids;
         gp.n_context = n;
     }
@@ -228,6 +235,34 @@ out:
     }
 }
 
+TEST(spec_sampling_follows_the_tokens_not_the_drafts)
+{
+    static reply plain, a, b, c, d;
+    g_spec_sampling = true;
+    /* greedy: the plain reply */
+    generate(&plain, g_model, ROWS, 0.0f, false, 0, NULL);
+    generate(&a, g_model, ROWS, 0.0f, true, ROWS - 1, NULL);
+    CHECK(same_reply(&plain, &a));
+    /* sampled: the same reply whatever is drafted (long drafts, one at a
+     * time, only when it pays), and again with the same seed */
+    generate(&a, g_model, ROWS, 0.9f, true, ROWS - 1, NULL);
+    generate(&b, g_model, ROWS, 0.9f, true, 1, NULL);
+    g_by_cost = true;
+    generate(&c, g_model, ROWS, 0.9f, true, ROWS - 1, NULL);
+    g_by_cost = false;
+    generate(&d, g_model, ROWS, 0.9f, true, ROWS - 1, NULL);
+    CHECK(a.rc == SL_OK && a.n == N_GEN);
+    CHECK(a.st.drafted > 0 && b.st.drafted > 0);
+    /* the schedules differ */
+    CHECK_MSG(a.st.drafted != b.st.drafted || a.st.steps != b.st.steps,
+              "%ld/%ld drafted, %ld/%ld steps", a.st.drafted, b.st.drafted, a.st.steps,
+              b.st.steps);
+    CHECK(same_reply(&a, &b));
+    CHECK(same_reply(&a, &c));
+    CHECK(same_reply(&a, &d));
+    g_spec_sampling = false;
+}
+
 int main(void)
 {
     g_model = t_load_tiny("qwen3moe", "gen-draft-qwen3moe.gguf", true);
@@ -241,6 +276,7 @@ int main(void)
     RUN(draft_capped_by_the_rows);
     RUN(stop_text_anywhere);
     RUN(refusals_and_off);
+    RUN(spec_sampling_follows_the_tokens_not_the_drafts);
     sl_model_free(g_model);
     sl_model_free(g_gemma);
     sl_model_free(g_recurrent);
