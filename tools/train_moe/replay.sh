@@ -9,7 +9,8 @@
 # (--no-prefetch) and once with it (--prefetch: under replay, next_guess.c's
 # learned id-based guesses), per cache size in experts (default 20 and 40:
 # 25 and 50 % of 80). Prints hit rate, stall, the guesses and their use, and
-# decode tok/s; the runs hold /work/timing.lock.
+# decode tok/s; the runs hold /work/timing.lock (LOCK=none: no lock, and no
+# timings printed: hit rates and guesses do not depend on them much).
 set -u
 T=${1:?usage: replay.sh TRACE MODEL [SIZES]}
 M=${2:?MODEL}
@@ -31,23 +32,28 @@ done
 [ "$(ntok "$P")" -eq "$NPROMPT" ] || { echo "no prompt of $NPROMPT tokens" >&2; exit 1; }
 echo "trace: $T ($STEPS steps, $NPROMPT prompt); model: $M ($(du -h "$M" | cut -f1))"
 echo
-echo "| cache (experts) | read-ahead | hit rate | stall s | guessed right | prefetched: used / wasted | MiB/token | tok/s (decode) |"
+echo "| cache (experts) | read-ahead | hit rate | stall s | learned guesses right | prefetched: used / wasted | MiB/token | tok/s (decode) |"
 echo "|---:|---|---:|---:|---:|---:|---:|---:|"
 for size in $SIZES; do
     for pf in --no-prefetch --prefetch; do
-        flock "$LOCK" "$S" run -m "$M" -p "$P" -n $((STEPS - NPROMPT)) -c $((STEPS + 8)) \
+        lk=(flock "$LOCK")
+        [ "$LOCK" = none ] && lk=()
+        "${lk[@]}" "$S" run -m "$M" -p "$P" -n $((STEPS - NPROMPT)) -c $((STEPS + 8)) \
             --temp 0 --ignore-eos -t 2 --moe-stream --no-warm "$pf" --cache-experts "$size" \
-            --route-trace "$T" --stats-json "$w/s.json" >"$w/out" 2>"$w/err" ||
+            --route-trace "$T" --stats --stats-json "$w/s.json" >"$w/out" 2>"$w/err" ||
             { cat "$w/err" >&2; exit 1; }
-        python3 - "$size" "$pf" "$w/s.json" "$w/err" <<'PY'
+        python3 - "$size" "$pf" "$w/s.json" "$w/err" "$LOCK" <<'PY'
 import json, re, sys
-size, pf, js, err = sys.argv[1:]
+size, pf, js, err, lock = sys.argv[1:]
 d = json.load(open(js))
 m = re.search(r"generated: *([0-9]+) tokens in *([0-9.]+) s", open(err).read())
-tps = f"{int(m.group(1)) / float(m.group(2)):.2f}" if m else "-"
-g = d.get("guessed", 0)
-gr = f"{100 * d.get('guessed_right', 0) / g:.1f} % of {g}" if g else "-"
-print(f"| {size} | {pf[2:]} | {100 * d['hit_rate']:.1f} % | {d['stall_s']:.3f} | {gr} | "
+
+tps = f"{int(m.group(1)) / float(m.group(2)):.2f}" if m and lock != "none" else "-"
+stall = f"{d['stall_s']:.3f}" if lock != "none" else "-"
+t = open(err).read()
+m2 = re.search(r"learned guesses +([0-9]+) experts guessed.*?([0-9.]+)% right; ([0-9.]+)% of", t)
+gr = f"{m2.group(2)} % of {m2.group(1)} ({m2.group(3)} % of misses)" if m2 else "-"
+print(f"| {size} | {pf[2:]} | {100 * d['hit_rate']:.1f} % | {stall} | {gr} | "
       f"{d.get('prefetch_used', 0)} / {d.get('prefetch_wasted', 0)} | "
       f"{d['mib_per_token']:.2f} | {tps} |")
 PY
