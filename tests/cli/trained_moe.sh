@@ -3,8 +3,8 @@
 # greedy text equals llama.cpp's (node-llama-cpp 3.22.1, stored beside the
 # files) at f32 and Q8_0 (Q4_K_M up to a near-tie) and reads as a story;
 # its held-out perplexity stays where training left it; its route trace
-# replays; two of its four experts (--n-expert-used 2) cost perplexity. The KLD and byte-identity of the logits are
-# test_trained_glm4moe's.
+# replays; two of its four experts (--n-expert-used 2) cost perplexity. The
+# KLD and byte-identity of the logits are test_trained_glm4moe's.
 set -u
 . "$(dirname "$0")/lib/common.sh"
 D=tests/data/trained
