@@ -52,9 +52,13 @@ int sl_route_knobs_create(sl_route_knobs **out, sl_layer *layers, int n_layer,
         if (f->kind != SL_FFN_ROUTED) continue;
         if (first < 0) first = il;
         const int fk = f->router.top_k, X = f->router.n_expert, used = K > 0 ? K : fk;
-        if (f->router.score != SL_SCORE_SOFTMAX && f->router.score != SL_SCORE_TOPK_SOFTMAX)
+        const sl_router_score sc = f->router.score;
+        if (sc != SL_SCORE_SOFTMAX && sc != SL_SCORE_TOPK_SOFTMAX && sc != SL_SCORE_SIGMOID)
             return sl_err_set(err, SL_EUNSUPPORTED, "layer %d's router scores its experts in a "
                               "way the lossy routing knobs do not handle yet", il);
+        if (sc == SL_SCORE_SIGMOID && M != 0 && f->router.n_group > 1)
+            return sl_err_set(err, SL_EUNSUPPORTED, "cache-route does not choose within expert "
+                              "groups yet (layer %d routes by %d groups)", il, f->router.n_group);
         if (K < 0 || K > fk)
             return sl_err_set(err, SL_EINVAL, "n_expert_used %d is not in 1..%d, the experts per "
                               "token the file routes to (layer %d): it can only be lowered",
@@ -122,6 +126,12 @@ void sl_route_knobs_apply(sl_route_knobs *k, sl_session *s, const sl_layer *L, i
     const sl_router_desc *rd = &L->d.ffn.router;
     const int K = rd->top_k, X = rd->n_expert, fk = k->file_k[il];
     const bool topk_softmax = rd->score == SL_SCORE_TOPK_SOFTMAX;
+    /* sigmoid scores (glm4moe, deepseek2): the router's ranking is by score +
+     * exp_probs_b within its groups, its weights the unbiased scores of the
+     * chosen, renormalised and scaled (sl_router_select) */
+    const bool sigmoid = rd->score == SL_SCORE_SIGMOID;
+    const float *bias = sigmoid && rd->sel_bias ? L->exp_probs_b.data : NULL;
+    float sel[SL_KNOB_MAX_EXPERTS];
     /* the candidates: the trace's k, or the router's top max(k, M) */
     const int n_cand = rt ? fk : (k->from > fk ? k->from : fk);
     const int keep = k->from ? k->keep : K;
@@ -140,7 +150,14 @@ void sl_route_knobs_apply(sl_route_knobs *k, sl_session *s, const sl_layer *L, i
             sl_route_trace_choice(rt, sl_route_trace_cursor(rt) + t, il, cand, base);
         } else {
             const float *p = s->router + (size_t)t * X; /* probabilities, or logits */
-            sl_router_topk(p, X, n_cand, false, cand, base);
+            if (sigmoid) { /* ranked by score + bias, weighted by the score */
+                for (int e = 0; e < X; e++) sel[e] = bias ? p[e] + bias[e] : p[e];
+                if (rd->n_group > 1) sl_router_group_limit(sel, X, rd->n_group, rd->n_group_used);
+                sl_router_topk(sel, X, n_cand, false, cand, base);
+                for (int r = 0; r < n_cand; r++) base[r] = p[cand[r]];
+            } else {
+                sl_router_topk(p, X, n_cand, false, cand, base);
+            }
             if (topk_softmax) /* the weight of each is exp(l - l_max) before the softmax's sum */
                 for (int r = n_cand - 1; r >= 0; r--) base[r] = expf(base[r] - base[0]);
         }
@@ -169,7 +186,11 @@ void sl_route_knobs_apply(sl_route_knobs *k, sl_session *s, const sl_layer *L, i
             ids[i] = cand[pick[i]];
             w[i] = base[pick[i]];
         }
-        if (rt ? (K < fk || subst) && rd->renorm : (rd->renorm || topk_softmax)) renorm(w, K);
+        if (sigmoid) { /* a trace's weights are final: redone only when the set changed */
+            if (!rt || ((K < fk || subst) && rd->renorm)) sl_router_weights(rd, w);
+        } else if (rt ? (K < fk || subst) && rd->renorm : (rd->renorm || topk_softmax)) {
+            renorm(w, K);
+        }
     }
     if (st) pthread_mutex_unlock(&s->m->rt->mu);
     pthread_mutex_lock(&k->mu);
