@@ -10,8 +10,9 @@
 # (docs/ARCHITECTURE.md, "Windows"). The exe is static: PCRE2, jansson and
 # libmicrohttpd come from WIN_SYSROOT (scripts/windows-sysroot.sh builds them
 # from Debian's source packages), winpthreads and the CRT from mingw-w64;
-# its imports are Windows' own DLLs (ws2_32 for the server's sockets). printf and friends are mingw-w64's C99 ones
-# (__USE_MINGW_ANSI_STDIO), not msvcrt's, so numbers print as on Linux;
+# its imports are Windows' own DLLs (ws2_32 for the server's sockets).
+# printf and friends are mingw-w64's C99 ones (__USE_MINGW_ANSI_STDIO), not
+# msvcrt's, so numbers print as on Linux;
 # expf, logf, powf, sinf, cosf, tanhf are glibc 2.36's twins
 # (util/libm_glibc.c, mapped by posix_win.h), so results match it too.
 #

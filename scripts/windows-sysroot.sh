@@ -8,8 +8,8 @@
 # list if missing (a deb-src entry for the running suite). DIR/.complete
 # marks PCRE2 and jansson done, DIR/.complete-serve everything (the
 # Makefile's stamp), so CI builds it once per machine: some 2 minutes for
-# PCRE2 and jansson and 3 for libmicrohttpd (its configure is most of it) on
-# 2 cores. Needs dpkg-dev, cmake and gcc-mingw-w64-x86-64
+# PCRE2 and jansson on 2 cores, and 2 minutes of CPU for libmicrohttpd (most
+# of it its serial configure). Needs dpkg-dev, cmake and gcc-mingw-w64-x86-64
 # (scripts/install-deps.sh --windows).
 set -eu
 dir=${1:-build/windows/sysroot}
