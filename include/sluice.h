@@ -1111,6 +1111,41 @@ bool sl_mem_rss(uint64_t *rss, uint64_t *peak);
  * leaves the old limit, which is returned. */
 uint64_t sl_fd_limit_raise(uint64_t want);
 
+/* A connected socket, wide enough for a POSIX descriptor and a winsock
+ * SOCKET alike (what libmicrohttpd's MHD_socket is on either). The server
+ * writes an early 413 straight to a connection's socket and shuts sockets
+ * (never closes them: libmicrohttpd does) to end a connection that sends
+ * its request head too slowly (src/util/sock.c, sock_win.c). */
+typedef intptr_t sl_sock;
+
+/* Writes all len bytes of buf to the connected socket s, which may be
+ * non-blocking: waits up to a second at a time for room. Never raises
+ * SIGPIPE. False when the peer is gone, the socket fails or stalls. */
+bool sl_sock_send_all(sl_sock s, const void *buf, size_t len);
+
+/* Shuts the sending side of s (the peer reads the end of the stream). */
+void sl_sock_shut_send(sl_sock s);
+
+/* Shuts both directions of s: the thread that reads it sees the end of
+ * input (or an error) and its owner closes it. */
+void sl_sock_shut_both(sl_sock s);
+
+/* Holds the user's stop requests for sl_stop_signal_wait, so that a
+ * long-running command (`sluice serve`) shuts down cleanly instead of
+ * ending at once (POSIX: SIGINT, SIGTERM; Windows: the console's Ctrl-C,
+ * Ctrl-Break and close events; src/util/stop_signal.c, stop_signal_win.c).
+ * Call once, from the main thread, before starting any thread (POSIX
+ * threads inherit the signal mask set here). Also ignores SIGPIPE, so a
+ * client that goes away is an error on its socket, not the end. */
+void sl_stop_signal_hold(void);
+
+/* Blocks until a stop request arrives and returns its name ("SIGINT",
+ * "SIGTERM"; Windows: "Ctrl-C", "Ctrl-Break", "console closed", "logoff",
+ * "shutdown"), a static string. On Windows the console's close, logoff and
+ * shutdown events give the process a few seconds (the system's limit) to
+ * return from main. */
+const char *sl_stop_signal_wait(void);
+
 #ifdef __cplusplus
 }
 #endif

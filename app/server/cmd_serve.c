@@ -7,11 +7,11 @@
  * of requests that do not say). Loads the model, plans memory for every
  * slot's context, starts the slots and the HTTP daemon, prints one line
  * saying where it listens, the model and the memory plan, and serves until
- * SIGINT or SIGTERM. The daemon starts before the model loads and answers
- * 503 until everything is ready (srv.ready). */
+ * SIGINT or SIGTERM (Windows: Ctrl-C; util/stop_signal.h). The daemon
+ * starts before the model loads and answers 503 until everything is ready
+ * (srv.ready). */
 #include <libgen.h>
 #include <sys/stat.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -178,14 +178,9 @@ int cmd_serve(int argc, char **argv)
         return 2;
     }
 
-    /* SIGINT/SIGTERM are waited for by this thread only; every thread
-     * started from here on inherits the mask */
-    sigset_t stop_set;
-    sigemptyset(&stop_set);
-    sigaddset(&stop_set, SIGINT);
-    sigaddset(&stop_set, SIGTERM);
-    pthread_sigmask(SIG_BLOCK, &stop_set, NULL);
-    signal(SIGPIPE, SIG_IGN);
+    /* the stop requests (SIGINT, SIGTERM; Windows: Ctrl-C) are waited for
+     * by this thread only, before any other thread starts */
+    sl_stop_signal_hold();
 
     srv s;
     memset(&s, 0, sizeof s);
@@ -280,9 +275,7 @@ int cmd_serve(int argc, char **argv)
     fprintf(stderr, "\n");
     fflush(stderr);
 
-    int sig = 0;
-    sigwait(&stop_set, &sig);
-    fprintf(stderr, "sluice serve: %s: stopping\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
+    fprintf(stderr, "sluice serve: %s: stopping\n", sl_stop_signal_wait());
     rc = 0;
 done:
     srv_pool_stop(&s.pool);   /* running and queued jobs end; connections can finish */

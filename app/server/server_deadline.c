@@ -5,11 +5,11 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
-#include <sys/socket.h>
 #include <time.h>
 
+
 typedef struct watch {
-    int fd;
+    sl_sock fd;
     bool awaiting;          /* waiting for a request head */
     bool shut;              /* shut by the watcher already */
     uint64_t since_ms;      /* when the wait began */
@@ -40,7 +40,7 @@ static void *watcher(void *arg)
         uint64_t now = now_ms();
         for (watch *w = d->head; w; w = w->next)
             if (w->awaiting && !w->shut && now - w->since_ms > d->limit_ms) {
-                shutdown(w->fd, SHUT_RDWR);
+                sl_sock_shut_both(w->fd);
                 w->shut = true;
             }
         /* a quarter of a second: the deadline holds to within that */
@@ -73,7 +73,7 @@ srv_deadline *srv_deadline_start(unsigned seconds)
     return d;
 }
 
-void srv_deadline_opened(srv_deadline *d, int fd, void **ctx)
+void srv_deadline_opened(srv_deadline *d, sl_sock fd, void **ctx)
 {
     watch *w = calloc(1, sizeof *w);
     *ctx = w;

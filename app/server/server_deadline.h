@@ -14,6 +14,8 @@
 #ifndef SL_APP_SERVER_DEADLINE_H
 #define SL_APP_SERVER_DEADLINE_H
 
+#include "sluice.h" /* sl_sock */
+
 typedef struct srv_deadline srv_deadline;
 
 /* Starts the watcher for a limit of seconds (> 0). NULL when out of memory
@@ -23,7 +25,7 @@ srv_deadline *srv_deadline_start(unsigned seconds);
 /* A connection on socket fd opened: *ctx (the library's socket context)
  * receives its entry (NULL when out of memory: not watched). Its head is
  * awaited from now. */
-void srv_deadline_opened(srv_deadline *d, int fd, void **ctx);
+void srv_deadline_opened(srv_deadline *d, sl_sock fd, void **ctx);
 
 /* The connection of ctx (may be NULL) has its request head: not watched
  * until srv_deadline_rearm. */

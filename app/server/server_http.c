@@ -25,10 +25,8 @@
  * loaded (srv.ready) every request is a 503. A body that is not JSON is a
  * 400, or a 415 when its Content-Type says it was never meant to be. */
 #include <arpa/inet.h>
-#include <errno.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
-#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -273,27 +271,6 @@ static enum MHD_Result send_events(srv *s, struct MHD_Connection *c)
     return send_stream(s, c, st, events_read, events_free, "text/event-stream");
 }
 
-/* Writes all of buf to the socket fd (non-blocking: waits up to a second
- * at a time for room). False when the client is gone or stalls. */
-static bool write_all(int fd, const char *buf, size_t len)
-{
-    while (len) {
-        ssize_t w = send(fd, buf, len, MSG_NOSIGNAL);
-        if (w > 0) {
-            buf += w;
-            len -= (size_t)w;
-            continue;
-        }
-        if (w < 0 && errno == EINTR) continue;
-        if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-            struct pollfd p = {.fd = fd, .events = POLLOUT};
-            if (poll(&p, 1, 1000) == 1) continue;
-        }
-        return false;
-    }
-    return true;
-}
-
 /* Answers 413 in the middle of a request body (a chunked body past the
  * limit) and shuts the sending side. libmicrohttpd queues a reply only
  * before the body or after all of it, so this one is written to the socket
@@ -318,11 +295,11 @@ static bool send_413_now(srv *s, struct MHD_Connection *c, srv_api api)
                       s->cors_origin ? s->cors_origin : "",
                       s->cors_origin ? "\r\nVary: Origin\r\n" : "");
     bool sent = hn > 0 && (size_t)hn < sizeof head &&
-                write_all(ci->connect_fd, head, (size_t)hn) &&
-                write_all(ci->connect_fd, text, strlen(text));
+                sl_sock_send_all(ci->connect_fd, head, (size_t)hn) &&
+                sl_sock_send_all(ci->connect_fd, text, strlen(text));
     free(text);
     if (!sent) return false;
-    shutdown(ci->connect_fd, SHUT_WR);
+    sl_sock_shut_send(ci->connect_fd);
     __atomic_add_fetch(&s->n_requests, 1, __ATOMIC_RELAXED);
     __atomic_add_fetch(&s->n_4xx, 1, __ATOMIC_RELAXED);
     return true;

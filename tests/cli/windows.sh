@@ -13,7 +13,7 @@
 # no view of the model (SLUICE_WIN_MAP_REPORT); `tokenize` lists the
 # tokenizer fixtures as Linux does; `iobench` reports unbuffered
 # overlapped lanes; the model file is never mapped (--dense-weights mmap is
-# refused); `serve` says it is not in this build. Skipped (0 passed) when
+# refused); `serve` is tests/cli/windows_serve.sh. Skipped (0 passed) when
 # build/windows/sluice.exe or wine is missing; .ci/run builds it first.
 set -u
 . "$(dirname "$0")/lib/common.sh"
@@ -105,8 +105,4 @@ rc=$?
 check "the exe refuses to map the model file" \
     eval '[ $rc -ne 0 ] && grep -q "never maps model files" "$work/map.err"'
 
-win serve -m "$M" --port 0 >/dev/null 2>"$work/serve.err"
-rc=$?
-check "serve says it is not in this build" \
-    eval '[ $rc -ne 0 ] && grep -q "not in this build yet" "$work/serve.err"'
 finish

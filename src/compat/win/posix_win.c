@@ -26,6 +26,18 @@ long sl_win_sysconf(int name)
     return -1;
 }
 
+int sl_win_timespec_get(struct timespec *ts, int base)
+{
+    if (base != TIME_UTC) return 0;
+    FILETIME ft; /* 100 ns units since 1601-01-01 */
+    GetSystemTimePreciseAsFileTime(&ft);
+    const uint64_t t = ((uint64_t)ft.dwHighDateTime << 32 | ft.dwLowDateTime) -
+                       116444736000000000ull; /* 1601 to 1970 */
+    ts->tv_sec = (time_t)(t / 10000000u);
+    ts->tv_nsec = (long)(t % 10000000u) * 100;
+    return base;
+}
+
 int sl_win_fsync(int fd)
 {
     HANDLE h = (HANDLE)_get_osfhandle(fd);

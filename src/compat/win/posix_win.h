@@ -4,9 +4,10 @@
  *
  * Owns: small equivalents (open flags that mean nothing on Windows, fsync,
  * pread, memmem, sysconf for the CPU count, posix_fadvise as a no-op,
- * SIGINT's sigaction) and the UTF-8 path rule for the CRT calls that take a
- * path (fopen, open, unlink, mkdir go through UTF-16 in posix_win.c), so a
- * path given as UTF-8 names the same file here as on Linux. The files that
+ * SIGINT's sigaction, timespec_get) and the UTF-8 path rule for the CRT
+ * calls that take a path (fopen, open, unlink, mkdir go through UTF-16 in
+ * posix_win.c), so a path given as UTF-8 names the same file here as on
+ * Linux. The files that
  * own platform calls (util/file_win.c, io/io_win.c, util/mem_win.c) use the
  * Win32 API directly; this header only lets the rest compile unchanged. */
 #ifndef SL_COMPAT_POSIX_WIN_H
@@ -118,6 +119,14 @@ float sl_glibc_expm1f(float x);
 #define cosf(x) sl_glibc_cosf(x)
 #define tanhf(x) sl_glibc_tanhf(x)
 #define expm1f(x) sl_glibc_expm1f(x)
+
+/* timespec_get (C11) with TIME_UTC: msvcrt has none (the UCRT has) */
+#include <time.h>
+#ifndef TIME_UTC
+#define TIME_UTC 1
+#endif
+int sl_win_timespec_get(struct timespec *ts, int base);
+#define timespec_get sl_win_timespec_get
 
 /* setenv / unsetenv over the CRT's environment */
 static inline int setenv(const char *name, const char *value, int overwrite)
