@@ -698,10 +698,16 @@ SL_T512 INLINE __m512i q4k_pair_dot512(const q4k_pair_chunk *k, __m512i alo, __m
 /* One token's four chunk sums S of a pair of rows folded into the 256-bit
  * form's lanes: [row a: I_0..I_3 | row b: I_0..I_3]. The horizontal adds
  * are the 256-bit form's lane for lane, then each row's two halves (128-bit
- * lanes 0 + 1 and 2 + 3) are added. */
-SL_T512 INLINE __m256i q4k_pair_fold512(const __m512i S[4])
+ * lanes 0 + 1 and 2 + 3) are added. Without per_chunk the float steps use
+ * only each row's sum of its four lanes (an exact integer whatever the
+ * order), so the chunks are added lane by lane instead of the horizontal
+ * adds: four lanes per row that hold the same total. */
+SL_T512 INLINE __m256i q4k_pair_fold512(const __m512i S[4], const int per_chunk)
 {
-    const __m512i q = hadd512(hadd512(S[0], S[1]), hadd512(S[2], S[3]));
+    const __m512i q = per_chunk
+                          ? hadd512(hadd512(S[0], S[1]), hadd512(S[2], S[3]))
+                          : _mm512_add_epi32(_mm512_add_epi32(S[0], S[1]),
+                                             _mm512_add_epi32(S[2], S[3]));
     const __m512i qa = _mm512_shuffle_i32x4(q, q, _MM_SHUFFLE(2, 0, 2, 0));
     const __m512i qb = _mm512_shuffle_i32x4(q, q, _MM_SHUFFLE(3, 1, 3, 1));
     return _mm512_castsi512_si256(_mm512_add_epi32(qa, qb));
@@ -738,7 +744,7 @@ SL_T512 INLINE void q4k_rp_rows8_1_512(int64_t n, float *s, const uint8_t *x0, s
                 const q4k_pair_chunk k = q4k_pair_chunk512(xr[0], xr[1], sc512, c);
                 S[c] = q4k_pair_dot512(&k, act[2 * c], act[2 * c + 1]);
             }
-            u[pr] = q4k_pair_fold512(S);
+            u[pr] = q4k_pair_fold512(S, per_chunk);
             jv[pr] = _mm256_set_m128i(J[1], J[0]);
         }
         q4k_rp_rows8_float(u, jv, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)hd)),
@@ -800,7 +806,7 @@ SL_T512 INLINE void q4k_rp_rows8_512(int64_t n, float *s, const uint8_t *x0, siz
             }
             UNROLL
             for (int t = 0; t < nt; t++) {
-                u[t][pr] = q4k_pair_fold512(S[t]);
+                u[t][pr] = q4k_pair_fold512(S[t], per_chunk);
                 jv[t][pr] = _mm256_set_m128i(_mm_madd_epi16(mn16[1], bs[t]),
                                              _mm_madd_epi16(mn16[0], bs[t]));
             }
