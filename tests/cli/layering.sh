@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The house's layering rules (docs/ARCHITECTURE.md, "Layers"), checked on
+# The house's layering rules (docs/ARCHITECTURE.md, "Overview and data flow" and "Rules"), checked on
 # the sources so that a change breaking one fails here instead of being
 # found by the next reader:
 #  - src/model (what a file says) includes nothing from the engine, the
