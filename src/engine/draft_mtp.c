@@ -26,6 +26,7 @@
 #include "engine/draft.h"
 #include "engine/fwd_mm.h"
 #include "engine/mixer.h"
+#include "engine/model_runtime.h"
 #include "engine/session.h"
 #include "gguf/gguf.h"
 #include "util/pool.h"
@@ -204,7 +205,7 @@ static void mtp_destroy(sl_draft_src *src)
         d->t->on_hidden_ud = NULL;
     }
     sl_session_free(d->vs);
-    if (d->vm) d->vm->pool = NULL; /* the target's, not ours */
+    if (d->vm) d->vm->rt->pool = NULL; /* the target's, not ours */
     sl_model_free(d->vm);
     free(d->h);
     free(d->cat);
@@ -257,8 +258,8 @@ int sl_draft_mtp_create(sl_draft_src **out, sl_session *s, const sl_model_params
         free(d);
         return rc;
     }
-    sl_pool_free(d->vm->pool);
-    d->vm->pool = tm->pool;
+    sl_pool_free(d->vm->rt->pool);
+    d->vm->rt->pool = tm->rt->pool;
     d->E = tm->hp.n_embd;
     d->V = tm->hp.n_vocab;
     d->B = s->n_batch_max + 1;
