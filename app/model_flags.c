@@ -414,11 +414,18 @@ typedef struct decode_sums {
     long tokens;
     double wall_s, stall_s, manage_s;
     uint64_t bytes;
+    bool marked;            /* sl_model_stream_mark was called */
 } decode_sums;
 static decode_sums dec;
 
 static void decode_account(const sl_model *m, long done)
 {
+    /* the first prompt is in: the reads' queue and drive times from here
+     * on are the decode's */
+    if (done == 0 && !dec.marked) {
+        sl_model_stream_mark(m);
+        dec.marked = true;
+    }
     sl_stream_stats now;
     sl_model_stream_stats(m, &now);
     const uint64_t t = sl_now_ns();
@@ -653,6 +660,13 @@ bool model_flags_report(const model_flags *f, const char *cmd, const sl_model *m
                     "latency p50 %.0f us, p90 %.0f us, p99 %.0f us\n",
                     (double)st.window_bytes / MIB / toks, (double)st.window_bytes / MIB,
                     (unsigned long long)st.reads, st.lat_p50_us, st.lat_p90_us, st.lat_p99_us);
+            if (st.mark_reads)
+                fprintf(stderr, "decode reads    %llu after the prompt: queued for a lane p50 %.0f "
+                        "us, p90 %.0f us, p99 %.0f us; at the drive p50 %.0f us, p90 %.0f us, "
+                        "p99 %.0f us; lanes busy %.1f%%\n",
+                        (unsigned long long)st.mark_reads, st.mark_queue_p50_us,
+                        st.mark_queue_p90_us, st.mark_queue_p99_us, st.mark_drive_p50_us,
+                        st.mark_drive_p90_us, st.mark_drive_p99_us, 100.0 * st.mark_lanes_busy);
             print_bound(m, t, &st);
         } else if (dec.tokens > 0) {
             /* the decode phase alone, as the streamed bound's compute is taken: the
@@ -723,6 +737,19 @@ bool model_flags_report(const model_flags *f, const char *cmd, const sl_model *m
             json_object_set_new(proc, "warm_bytes", json_integer((json_int_t)st.warm_bytes));
             json_object_set_new(proc, "prefetch_dropped",
                                 json_integer((json_int_t)st.prefetch_dropped));
+            if (st.mark_reads) {
+                const struct { const char *k; double v; } dr[] = {
+                    {"dec_queue_p50_us", st.mark_queue_p50_us},
+                    {"dec_queue_p90_us", st.mark_queue_p90_us},
+                    {"dec_queue_p99_us", st.mark_queue_p99_us},
+                    {"dec_drive_p50_us", st.mark_drive_p50_us},
+                    {"dec_drive_p90_us", st.mark_drive_p90_us},
+                    {"dec_drive_p99_us", st.mark_drive_p99_us},
+                    {"dec_lanes_busy", st.mark_lanes_busy}};
+                json_object_set_new(proc, "dec_reads", json_integer((json_int_t)st.mark_reads));
+                for (size_t i = 0; i < sizeof dr / sizeof dr[0]; i++)
+                    json_object_set_new(proc, dr[i].k, json_real(dr[i].v));
+            }
         }
         if (ks.active && proc) {
             json_object_set_new(proc, "knob_experts_used", json_integer(ks.n_expert_used));

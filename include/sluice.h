@@ -206,9 +206,21 @@ typedef struct sl_stream_stats {
     uint64_t learned_guessed, learned_right, learned_sets, learned_set_misses;
                               /* guesses learned online, and the sets after them */
     uint64_t prefetch_dropped; /* read ahead cancelled: its layer came without it */
+    /* the reads that landed since sl_model_stream_mark (all 0 before one):
+     * how long they queued for a lane, how long the drive took, and the
+     * share of the lanes' time the drive was busy with them */
+    uint64_t mark_reads;
+    double mark_queue_p50_us, mark_queue_p90_us, mark_queue_p99_us;
+    double mark_drive_p50_us, mark_drive_p90_us, mark_drive_p99_us;
+    double mark_lanes_busy;
 } sl_stream_stats;
 
 void sl_model_stream_stats(const sl_model *m, sl_stream_stats *out);
+
+/* Starts the phase that sl_stream_stats' mark_* figures describe (e.g. the
+ * decode after a prompt): they count the expert reads that land from now
+ * on. Takes the runtime's lock; nothing to do for a resident model. */
+void sl_model_stream_mark(const sl_model *m);
 
 /* Flushes the --io-trace file (sl_model_params.io_trace_path) so the lines
  * written so far reach it; SL_EIO when they did not (a full disk). Call

@@ -355,6 +355,14 @@ void sl_model_stream_stats(const sl_model *m, sl_stream_stats *out)
     out->learned_sets = st.learned_sets;
     out->learned_set_misses = st.learned_set_misses;
     out->prefetch_dropped = st.prefetch_dropped;
+    out->mark_reads = st.mark_reads;
+    out->mark_queue_p50_us = st.mark_queue_p50_us;
+    out->mark_queue_p90_us = st.mark_queue_p90_us;
+    out->mark_queue_p99_us = st.mark_queue_p99_us;
+    out->mark_drive_p50_us = st.mark_drive_p50_us;
+    out->mark_drive_p90_us = st.mark_drive_p90_us;
+    out->mark_drive_p99_us = st.mark_drive_p99_us;
+    out->mark_lanes_busy = st.mark_lanes_busy;
     snprintf(out->cache_policy, sizeof out->cache_policy, "%s",
              sl_streamer_policy_name(m->rt->streamer));
     const sl_route_trace *rt = m->rt->routing.trace;

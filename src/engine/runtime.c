@@ -134,6 +134,14 @@ int sl_model_usage_save(sl_model *m, const char *path, sl_err *err)
     return rc;
 }
 
+void sl_model_stream_mark(const sl_model *m)
+{
+    if (!m || !m->rt || !m->rt->streamer) return;
+    pthread_mutex_lock(&m->rt->mu);
+    sl_streamer_mark(m->rt->streamer);
+    pthread_mutex_unlock(&m->rt->mu);
+}
+
 int sl_model_io_trace_flush(const sl_model *m, sl_err *err)
 {
     FILE *f = m && m->rt ? m->rt->trace : NULL;

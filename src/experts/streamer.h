@@ -101,6 +101,13 @@ typedef struct sl_streamer_stats {
     uint64_t learned_set_misses; /* those sets' misses read on demand: the
                                     share of misses guessed is right / (right
                                     + set_misses) */
+    /* the reads that landed since sl_streamer_mark (none before a mark):
+     * submit to start (queued for a lane) and start to end (at the
+     * drive), and the share of lane time they kept the drive busy */
+    uint64_t mark_reads;
+    double mark_queue_p50_us, mark_queue_p90_us, mark_queue_p99_us;
+    double mark_drive_p50_us, mark_drive_p90_us, mark_drive_p99_us;
+    double mark_lanes_busy;  /* summed drive time / (lanes x time since the mark) */
 } sl_streamer_stats;
 
 typedef struct sl_streamer sl_streamer;
@@ -162,6 +169,10 @@ void sl_streamer_release(sl_streamer *st, int expert);
 void sl_streamer_abort(sl_streamer *st);
 
 void sl_streamer_get_stats(const sl_streamer *st, sl_streamer_stats *out);
+
+/* Marks the start of a phase (a decode after its prompt): the mark_*
+ * statistics count the reads that land from now on, until the next mark. */
+void sl_streamer_mark(sl_streamer *st);
 
 /* Replaces the cache's eviction policy by the one called name
  * (sl_policy_create). Only before the first expert is read (SL_EINVAL);

@@ -430,6 +430,45 @@ TEST(each_streamed_set_counts_in_the_usage_history)
     sl_model_free(m);
 }
 
+/* The figures after sl_model_stream_mark count the reads that land after
+ * it, and only those: none before a mark, none right after it, then every
+ * read of the next step (a cache of one layer's top-k misses each time). */
+TEST(mark_counts_the_reads_after_it)
+{
+    sl_model_params mp = sl_model_default_params();
+    mp.stream = SL_STREAM_ON;
+    mp.cache_experts = 4;
+    mp.no_prefetch = true;
+    mp.n_threads = 1;
+    sl_model *m = NULL;
+    sl_err err;
+    CHECK_MSG(sl_model_load(&m, model_path, &mp, &err) == SL_OK, "%s", err.msg);
+    if (!m) return;
+    sl_session_params sp = sl_session_default_params();
+    sp.n_ctx = 8;
+    sl_session *s = NULL;
+    CHECK(sl_session_create(&s, m, &sp, &err) == SL_OK);
+    sl_stream_stats a, b, c;
+    const int32_t t1 = 5, t2 = 9;
+    CHECK_MSG(s && sl_session_eval(s, &t1, 1, &err) == SL_OK, "%s", err.msg);
+    sl_model_stream_stats(m, &a);
+    CHECK(a.reads > 0);
+    CHECK(a.mark_reads == 0 && a.mark_drive_p50_us == 0.0);
+    sl_model_stream_mark(m);
+    sl_model_stream_stats(m, &b);
+    CHECK(b.mark_reads == 0);
+    CHECK_MSG(s && sl_session_eval(s, &t2, 1, &err) == SL_OK, "%s", err.msg);
+    sl_model_stream_stats(m, &c);
+    CHECK(c.reads > b.reads);
+    CHECK_MSG(c.mark_reads == c.reads - b.reads, "%llu reads after the mark, counted %llu",
+              (unsigned long long)(c.reads - b.reads), (unsigned long long)c.mark_reads);
+    CHECK(c.mark_drive_p50_us > 0.0 && c.mark_drive_p99_us >= c.mark_drive_p50_us);
+    CHECK(c.mark_queue_p99_us >= c.mark_queue_p50_us);
+    CHECK(c.mark_lanes_busy > 0.0 && c.mark_lanes_busy <= 1.0);
+    sl_session_free(s);
+    sl_model_free(m);
+}
+
 int main(void)
 {
     if (make_model()) {
@@ -446,6 +485,7 @@ int main(void)
     RUN(cache_below_token_cycle_warns);
     RUN(auto_mode_streams_only_when_over_budget);
     RUN(each_streamed_set_counts_in_the_usage_history);
+    RUN(mark_counts_the_reads_after_it);
     free(resident);
     return TEST_REPORT();
 }
