@@ -66,6 +66,17 @@ sl_model *t_load_tiny(const char *arch, const char *file, bool q8)
     return m;
 }
 
+sl_model *t_load_resident(const char *path, int n_threads)
+{
+    sl_model_params mp = sl_model_default_params();
+    mp.n_threads = n_threads;
+    mp.stream = SL_STREAM_OFF;
+    sl_model *m = NULL;
+    sl_err err = {0};
+    if (sl_model_load(&m, path, &mp, &err)) fprintf(stderr, "  load %s: %s\n", path, err.msg);
+    return m;
+}
+
 char *t_fixture(char *buf, size_t cap, const char *name)
 {
     static const char *const dirs[] = {"../shared/fixtures/reference",

@@ -36,6 +36,10 @@ int t_write_synth_ds(const sl_synth_ds *c, const char *name, char *path, size_t 
  * caller frees the model. */
 sl_model *t_load_tiny(const char *arch, const char *file, bool q8);
 
+/* Loads the model file at path with its experts resident, on n_threads
+ * threads. NULL after printing why; the caller frees the model. */
+sl_model *t_load_resident(const char *path, int n_threads);
+
 /* sqrt(sum (x - y)^2 / sum x^2) over n values, in double: the relative RMS
  * error of y as a copy of x (0 when x is all zero and y equals it). */
 double t_rel_rms(const float *x, const float *y, int n);

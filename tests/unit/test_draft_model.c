@@ -24,17 +24,6 @@ static int32_t argmax(const float *x, int n)
     return b;
 }
 
-static sl_model *load(const char *path)
-{
-    sl_model_params mp = sl_model_default_params();
-    mp.n_threads = 2;
-    mp.stream = SL_STREAM_OFF;
-    sl_model *m = NULL;
-    sl_err err = {0};
-    if (sl_model_load(&m, path, &mp, &err)) fprintf(stderr, "  load: %s\n", err.msg);
-    return m;
-}
-
 static sl_session *session(sl_model *m)
 {
     sl_session_params sp = sl_session_default_params();
@@ -64,7 +53,7 @@ static void greedy(sl_model *dm, const int32_t *hist, int n, int32_t *out, int m
 
 TEST(proposals_are_the_draft_models_greedy_continuation)
 {
-    sl_model *tm = load(TARGET), *dm = load(DRAFT);
+    sl_model *tm = t_load_resident(TARGET, 2), *dm = t_load_resident(DRAFT, 2);
     sl_session *s = tm ? session(tm) : NULL;
     sl_draft_src *d = NULL;
     sl_err err = {0};
@@ -111,7 +100,7 @@ TEST(another_vocabulary_is_refused)
     ok = ok && sl_synth_config_validate(&c, &err) == 0 &&
          sl_synth_write(&c, path, NULL, NULL, NULL, &err) == 0;
     CHECK_MSG(ok, "mkmodel: %s", err.msg);
-    sl_model *tm = ok ? load(TARGET) : NULL;
+    sl_model *tm = ok ? t_load_resident(TARGET, 2) : NULL;
     sl_session *s = tm ? session(tm) : NULL;
     sl_draft_src *d = NULL;
     const int rc = s ? sl_draft_model_create(&d, s, path, NULL, &err) : -1;

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "common/ref_math.h"
+#include "common/testutil.h"
 #include "engine/draft.h"
 #include "engine/session.h"
 #include "gguf/gguf.h"
@@ -281,20 +282,9 @@ done:
     return ok;
 }
 
-static sl_model *load(const char *path)
-{
-    sl_model_params mp = sl_model_default_params();
-    mp.n_threads = 2;
-    mp.stream = SL_STREAM_OFF;
-    sl_model *m = NULL;
-    sl_err err = {0};
-    if (sl_model_load(&m, path, &mp, &err)) fprintf(stderr, "  load: %s\n", err.msg);
-    return m;
-}
-
 TEST(mtp_guesses_match_the_twin)
 {
-    sl_model *m = load(FILE_F32);
+    sl_model *m = t_load_resident(FILE_F32, 2);
     CHECK(m != NULL);
     if (!m) return;
     CHECK_EQ_INT(m->hp.n_nextn, 1);
@@ -344,7 +334,7 @@ TEST(mtp_guesses_match_the_twin)
 
 TEST(mtp_guesses_do_not_depend_on_the_prompt_split)
 {
-    sl_model *m = load(FILE_F32);
+    sl_model *m = t_load_resident(FILE_F32, 2);
     CHECK(m != NULL);
     if (!m) return;
     run a, b, c;
