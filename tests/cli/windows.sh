@@ -9,7 +9,8 @@
 # included, is the same: docs/ARCHITECTURE.md, "Windows"), so the Linux
 # reference is the plain Linux build. A copy of the model with a non-ASCII
 # name loads and gives the same text; so do sampled text and a model the
-# exe's mkmodel writes; a streamed run creates no file section and leaves
+# exe's mkmodel writes; a prompt cache in a non-ASCII directory is hit, and
+# the usage history lives under a non-ASCII %LOCALAPPDATA%; a streamed run creates no file section and leaves
 # no view of the model (SLUICE_WIN_MAP_REPORT); `tokenize` lists the
 # tokenizer fixtures as Linux does; `iobench` reports unbuffered
 # overlapped lanes; the model file is never mapped (--dense-weights mmap is
@@ -99,6 +100,36 @@ check "iobench reports unbuffered overlapped lanes" \
 SLUICE_WIN_MAP_REPORT=1 win iobench --model "$M" --mmap --lanes 1 --seconds 0.2 >"$work/iom.txt" 2>&1
 check "the map report counts the sections iobench --mmap creates" \
     grep -Eq 'map report: [1-9][0-9]* file sections created' "$work/iom.txt"
+
+# paths with non-ASCII directory names (stat, access, opendir and the
+# environment go through UTF-16, as file opens do): a prompt cache in such a
+# directory is written, then hit by a second run with the same prompt
+PC="$work/cache-é中"
+mkdir "$PC"
+for i in 1 2; do
+    win run -m "$M" -p "$P" -n 8 --temp 0 -t 2 --prompt-cache "$PC/p.cache" \
+        >"$work/pc$i.txt" 2>"$work/pc$i.err"
+done
+check "a prompt cache in a non-ASCII directory is written" [ -s "$PC/p.cache" ]
+check "a second run restores the prompt from it" \
+    grep -Eq "^prompt cache: [1-9][0-9]* of [0-9]+ prompt tokens restored" "$work/pc2.err"
+check "the restored run gives the same text" same_text "$work/pc1.txt" "$work/pc2.txt"
+# the expert-usage history under %LOCALAPPDATA%\sluice when that directory
+# (the user's profile) has a non-ASCII name, for a model with one too. Wine
+# sets LOCALAPPDATA from its prefix's profile, so cmd sets it for the exe.
+zpath() { printf 'Z:%s' "$(printf '%s' "$1" | tr / '\\')"; }
+LA="$work/appdata-é中"
+mkdir "$LA"
+EXE_W=$(zpath "$(cd "$(dirname "$EXE")" && pwd)/$(basename "$EXE")")
+for i in 1 2; do
+    env -u XDG_CACHE_HOME "$WINE" cmd /c "set LOCALAPPDATA=$(zpath "$LA")&& $EXE_W run -m \
+$(zpath "$U") -p river -n 8 --temp 0 -t 2 --moe-stream --cache-experts 96 --stats" \
+        >/dev/null 2>"$work/la$i.err"
+done
+check "the usage history is kept under a non-ASCII %LOCALAPPDATA%\\sluice" \
+    eval 'ls "$LA"/sluice/*.usage >/dev/null 2>&1 && grep -q "no history yet" "$work/la1.err"'
+check "a second run preloads from that history" \
+    grep -Eq "warm start +[1-9][0-9]* of [0-9]+ hottest experts preloaded" "$work/la2.err"
 
 win run -m "$M" -p "$P" -n 4 --dense-weights mmap >/dev/null 2>"$work/map.err"
 rc=$?
