@@ -6,8 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
+#include "util/file.h"
 #include "util/timer.h"
 
 #define DECAY 0.5            /* each earlier run weighs half the next one */
@@ -25,8 +25,9 @@ const char *warm_start_path(void) { return usage_path; }
  * rewritten file starts a new history. */
 static bool make_id(const char *path, char *out, size_t cap)
 {
-    struct stat sb;
-    if (stat(path, &sb) != 0) return false;
+    uint64_t size;
+    int64_t mt_s, mt_ns;
+    if (!sl_file_stamp(path, &size, &mt_s, &mt_ns)) return false;
     const char *base = strrchr(path, '/');
     base = base ? base + 1 : path;
     char name[120];
@@ -38,14 +39,7 @@ static bool make_id(const char *path, char *out, size_t cap)
     }
     name[n] = '\0';
     uint64_t h = 0xcbf29ce484222325ull;
-#if defined(__APPLE__) /* macOS names the modification time st_mtimespec */
-    const struct timespec mt = sb.st_mtimespec;
-#elif defined(_WIN32) /* the CRT's stat has whole seconds only */
-    const struct timespec mt = {sb.st_mtime, 0};
-#else
-    const struct timespec mt = sb.st_mtim;
-#endif
-    const uint64_t parts[3] = {(uint64_t)sb.st_size, (uint64_t)mt.tv_sec, (uint64_t)mt.tv_nsec};
+    const uint64_t parts[3] = {size, (uint64_t)mt_s, (uint64_t)mt_ns};
     for (int i = 0; i < 3; i++)
         for (int b = 0; b < 8; b++) {
             h ^= (parts[i] >> (8 * b)) & 0xff;

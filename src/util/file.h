@@ -121,6 +121,12 @@ int sl_file_rename(const char *from, const char *to, sl_err *err);
  * file systems cannot sync a directory. */
 void sl_file_sync_dir(const char *path);
 
+/* The size and last modification time of the file at path (seconds and
+ * nanoseconds since the epoch; the nanoseconds are 0 where the platform's
+ * stat keeps whole seconds, as Windows' CRT does), so that a caller can tell
+ * a rewritten file from the one it saw. False when path cannot be stat'ed. */
+bool sl_file_stamp(const char *path, uint64_t *size, int64_t *mtime_s, int64_t *mtime_ns);
+
 /* ---- the standard descriptors ---------------------------------------------- */
 
 /* Makes sure descriptors 0, 1 and 2 are open: each closed one is pointed at

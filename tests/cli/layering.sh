@@ -73,7 +73,7 @@ family_calls=$(grep -hoE '\bsl_(ds4|gdn|mla|gemma4|block_ds4|block_sandwich)[a-z
 if [ -z "$family_calls" ]; then ok "the layer loop calls no family's function"
 else bad "the layer loop calls no family's function"; echo "$family_calls"; fi
 
-engine_files=$(find src -name '*.[ch]' -not -path 'src/util/*' -not -path 'src/io/*' \
+engine_files=$(find src app -name '*.[ch]' -not -path 'src/util/*' -not -path 'src/io/*' \
     -not -path 'src/compat/*')
 platform=$(grep -nE '^\s*#\s*(if|ifdef|ifndef|elif).*(_WIN32|__ANDROID__|__linux__|__APPLE__)' \
     $engine_files || true)
