@@ -20,15 +20,7 @@
 set -u
 . "$(dirname "$0")/lib/common.sh"
 . "$(dirname "$0")/lib/serve.sh"
-EXE=${SLUICE_WIN:-build/windows/sluice.exe}
-X86=${SLUICE_REL:-build/rel/sluice}
-WINE=$(command -v wine || echo /usr/lib/wine/wine64)
-if [ ! -f "$EXE" ] || [ ! -x "$WINE" ] || [ ! -x "$X86" ]; then
-    echo "   (no $EXE, wine or $X86: skipped)"
-    finish
-    exit 0
-fi
-export WINEDEBUG=-all
+. "$(dirname "$0")/lib/wine.sh"
 work=$(mktemp -d "${TMPDIR:-/tmp}/sluice-win-XXXXXX")
 trap 'serve_stop_all; rm -rf "$work"' EXIT
 win() { "$WINE" "$EXE" "$@"; }

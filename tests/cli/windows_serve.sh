@@ -17,15 +17,7 @@
 set -u
 . "$(dirname "$0")/lib/common.sh"
 . "$(dirname "$0")/lib/serve.sh"
-EXE=${SLUICE_WIN:-build/windows/sluice.exe}
-X86=${SLUICE_REL:-build/rel/sluice}
-WINE=$(command -v wine || echo /usr/lib/wine/wine64)
-if [ ! -f "$EXE" ] || [ ! -x "$WINE" ] || [ ! -x "$X86" ]; then
-    echo "   (no $EXE, wine or $X86: skipped)"
-    finish
-    exit 0
-fi
-export WINEDEBUG=-all
+. "$(dirname "$0")/lib/wine.sh"
 serve_setup win-serve
 # serve_start runs "$SLUICE" serve: the exe under wine (exec: the pid is the exe's)
 printf '#!/bin/sh\nexec "%s" "%s" "$@"\n' "$WINE" "$(cd "$(dirname "$EXE")" && pwd)/$(basename "$EXE")" \
