@@ -9,7 +9,8 @@
 # included, is the same: docs/ARCHITECTURE.md, "Windows"), so the Linux
 # reference is the plain Linux build. A copy of the model with a non-ASCII
 # name loads and gives the same text; so do sampled text and a model the
-# exe's mkmodel writes; a prompt cache in a non-ASCII directory is hit, and
+# exe's mkmodel writes, a two-turn chat, perplexity's figures and inspect's
+# listing; bench times; a prompt cache in a non-ASCII directory is hit, and
 # the usage history lives under a non-ASCII %LOCALAPPDATA%, and serve's
 # --prompt-cache and --slot-save-path work in such directories; a streamed run creates no file section and leaves
 # no view of the model (SLUICE_WIN_MAP_REPORT); `tokenize` lists the
@@ -65,6 +66,23 @@ win run -m "$M" -p "$P" -n 32 --temp 0.9 --seed 7 -t 2 >"$work/res-t.txt" 2>/dev
 check "exe sampled text (temp 0.9, seed 7) equals Linux's" same_text "$work/lin-t.txt" "$work/res-t.txt"
 win mkmodel --arch qwen35moe --preset tiny --type q4_k_m --seed 1 -q -o "$work/q35-win.gguf" 2>/dev/null
 check "exe mkmodel writes Linux's bytes" same_text "$work/qwen35moe.gguf" "$work/q35-win.gguf"
+
+# the other commands: chat (stdin, greedy), perplexity, inspect and bench
+printf 'Hello there\nTell me more\n' | "$X86" chat -m "$M" -n 16 --temp 0 -t 2 >"$work/lin-chat.txt" 2>/dev/null
+printf 'Hello there\nTell me more\n' | win chat -m "$M" -n 16 --temp 0 -t 2 >"$work/res-chat.txt" 2>/dev/null
+check "exe chat (two turns from stdin) equals Linux's" same_text "$work/lin-chat.txt" "$work/res-chat.txt"
+for i in $(seq 1 24); do echo "The river carries the boat past the mill and under the old bridge."; done \
+    >"$work/ppl.txt"
+"$X86" perplexity -m "$M" -f "$work/ppl.txt" -c 64 -t 2 >"$work/lin-ppl.txt" 2>/dev/null
+win perplexity -m "$M" -f "$work/ppl.txt" -c 64 -t 2 >"$work/res-ppl.txt" 2>/dev/null
+check "exe perplexity's chunk figures equal Linux's" \
+    eval '[ -s "$work/lin-ppl.txt" ] && cmp -s "$work/lin-ppl.txt" "$work/res-ppl.txt"'
+"$X86" inspect -m "$M" 2>/dev/null | tail -n +2 >"$work/lin-insp.txt"
+win inspect -m "$M" 2>/dev/null | tr -d '\r' | tail -n +2 >"$work/res-insp.txt"
+check "exe inspect lists what Linux's lists" \
+    eval '[ -s "$work/lin-insp.txt" ] && cmp -s "$work/lin-insp.txt" "$work/res-insp.txt"'
+win bench -m "$M" -p 8 -n 4 -r 1 -t 2 >"$work/bench.txt" 2>/dev/null
+check "exe bench times pp8 and tg4" eval 'grep -q "| *pp8 |" "$work/bench.txt" && grep -q "| *tg4 |" "$work/bench.txt"'
 
 U="$work/módel-модель-模型.gguf"
 cp "$M" "$U"
