@@ -258,6 +258,7 @@ bool srv_pool_submit(srv_pool *p, srv_job *j)
 static void slot_free(srv_slot *s)
 {
     sl_sampling_free(s->g.smp);
+    sl_draft_src_free(s->g.draft_src); /* before the session it follows */
     sl_session_free(s->g.s);
     free(s->held);
     free(s->shown_ids);
@@ -299,11 +300,22 @@ int srv_pool_start(srv_pool *p, sl_model *m, const sl_chat *chat, int n_slots, i
         s->g.draft_max = draft->max;
         s->g.draft_min = draft->min;
         s->g.spec_ngram = draft->ngram;
+        s->g.draft_always = draft->always;
         /* harmony answers are split by their channel markers: keep them */
         if (chat && !strcmp(sl_chat_name(chat), "harmony")) gen_decode_specials(&s->g);
         if (sl_session_create(&s->g.s, m, &sp, &err)) {
             fprintf(stderr, "sluice serve: slot %d: %s\n", i, err.msg);
             return 1;
+        }
+        if (draft->type == SL_GEN_DRAFT_MTP || draft->type == SL_GEN_DRAFT_MODEL) {
+            const int drc = draft->type == SL_GEN_DRAFT_MTP
+                                ? sl_draft_mtp_create(&s->g.draft_src, s->g.s, draft->mp, &err)
+                                : sl_draft_model_create(&s->g.draft_src, s->g.s, draft->model,
+                                                        draft->mp, &err);
+            if (drc) {
+                fprintf(stderr, "sluice serve: slot %d: %s\n", i, err.msg);
+                return 1;
+            }
         }
         s->shown_ids = malloc((size_t)sl_session_n_ctx(s->g.s) * sizeof *s->shown_ids);
         if (!s->shown_ids) {

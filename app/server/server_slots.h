@@ -154,10 +154,16 @@ void srv_pool_view(srv_pool *p, srv_slot_view *views, int *queued);
 /* The number of busy slots and of queued jobs, under the pool's lock. */
 void srv_pool_counts(srv_pool *p, int *busy, int *queued);
 
-/* Drafting of every slot's replies (gen_opts' --spec-type and its numbers). */
+/* Drafting of every slot's replies (gen_opts' --spec-type or -md and its
+ * numbers). draft-mtp and -md: each slot gets a drafter of its own
+ * (sl_draft_mtp_create / sl_draft_model_create on its session, loading
+ * with mp), as the CLI's one session does. */
 typedef struct srv_draft {
     sl_gen_draft type;
     int max, min, ngram;
+    bool always;                 /* --draft-always */
+    const char *model;           /* -md's file (type SL_GEN_DRAFT_MODEL) */
+    const sl_model_params *mp;   /* the drafters' load parameters */
 } srv_draft;
 
 /* Creates n_slots sessions on m (n_ctx tokens each, micro-batch n_batch,
