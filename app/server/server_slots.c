@@ -308,10 +308,17 @@ int srv_pool_start(srv_pool *p, sl_model *m, const sl_chat *chat, int n_slots, i
             return 1;
         }
         if (draft->type == SL_GEN_DRAFT_MTP || draft->type == SL_GEN_DRAFT_MODEL) {
-            const int drc = draft->type == SL_GEN_DRAFT_MTP
-                                ? sl_draft_mtp_create(&s->g.draft_src, s->g.s, draft->mp, &err)
-                                : sl_draft_model_create(&s->g.draft_src, s->g.s, draft->model,
-                                                        draft->mp, &err);
+            const bool mtp = draft->type == SL_GEN_DRAFT_MTP;
+            p->drafter_mtp = mtp;
+            int drc = SL_OK;
+            if (!p->drafter_model)
+                drc = mtp ? sl_draft_mtp_block_load(&p->drafter_model, s->g.s, draft->mp, &err)
+                          : sl_draft_model_load(&p->drafter_model, s->g.s, draft->model,
+                                                draft->mp, &err);
+            if (!drc)
+                drc = mtp ? sl_draft_mtp_create_on(&s->g.draft_src, s->g.s, p->drafter_model, &err)
+                          : sl_draft_model_create_on(&s->g.draft_src, s->g.s, p->drafter_model,
+                                                     &err);
             if (drc) {
                 fprintf(stderr, "sluice serve: slot %d: %s\n", i, err.msg);
                 return 1;
@@ -358,6 +365,11 @@ void srv_pool_free(srv_pool *p)
     if (!p->queue && !p->slots) return; /* never started */
     srv_pool_stop(p);
     for (int i = 0; p->slots && i < p->n_slots; i++) slot_free(&p->slots[i]);
+    /* after the drafters sharing it */
+    if (p->drafter_mtp)
+        sl_draft_mtp_block_free(p->drafter_model);
+    else
+        sl_model_free(p->drafter_model);
     free(p->slots);
     free(p->queue);
     srv_batch_free(&p->batch);

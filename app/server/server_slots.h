@@ -133,6 +133,9 @@ typedef struct srv_pool {
     srv_slot *slots;
     int n_slots, n_started;
     sl_model *m;
+    sl_model *drafter_model;      /* draft-mtp: the MTP block, -md: the draft model, loaded
+                                     once and shared by the slots' drafters */
+    bool drafter_mtp;             /* drafter_model is an MTP block */
     srv_pcache *pcache;           /* --prompt-cache, or NULL; set before any job */
     srv_ramcache *ram;            /* --cache-ram, or NULL; set before any job */
     uint64_t clock;               /* jobs taken, under mu (slots' last_used) */
@@ -155,9 +158,9 @@ void srv_pool_view(srv_pool *p, srv_slot_view *views, int *queued);
 void srv_pool_counts(srv_pool *p, int *busy, int *queued);
 
 /* Drafting of every slot's replies (gen_opts' --spec-type or -md and its
- * numbers). draft-mtp and -md: each slot gets a drafter of its own
- * (sl_draft_mtp_create / sl_draft_model_create on its session, loading
- * with mp), as the CLI's one session does. */
+ * numbers). draft-mtp and -md: the MTP block or the draft model is loaded
+ * once (with mp) and each slot gets a drafter of its own on it (a block
+ * cache or a draft session of the slot's context). */
 typedef struct srv_draft {
     sl_gen_draft type;
     int max, min, ngram;
