@@ -623,12 +623,23 @@ typedef struct sl_draft_src sl_draft_src;
 /* The MTP drafter of session s: loads the first MTP block of s's model
  * file (resident, as a model of one layer with its own cache, mp's load
  * settings but never streamed) and from then on fills the block's cache
- * from every batch s evaluates alone (sl_session_eval; not the server's
- * shared steps). Fails with SL_EUNSUPPORTED when the file has no MTP block
- * or the family's residual stream is not one row a token (deepseek4),
- * else as sl_model_load and sl_session_create. s must outlive it. */
+ * from every batch s evaluates (sl_session_eval and sl_session_eval_multi).
+ * Fails with SL_EUNSUPPORTED when the file has no MTP block or the family's
+ * residual stream is not one row a token (deepseek4), else as
+ * sl_model_load and sl_session_create. s must outlive it. */
 int sl_draft_mtp_create(sl_draft_src **out, sl_session *s, const sl_model_params *mp,
                         sl_err *err);
+
+/* The MTP block loaded once for several drafters (the server's slots): as
+ * sl_draft_mtp_create loads it, for sessions on s's model (running on its
+ * compute pool). Each sl_draft_mtp_create_on then makes a drafter of one
+ * session with a cache of its own; the block is read only by them, so
+ * drafters on different threads may share it. Free it with
+ * sl_draft_mtp_block_free after its drafters; s's model must outlive it. */
+int sl_draft_mtp_block_load(sl_model **out, const sl_session *s, const sl_model_params *mp,
+                            sl_err *err);
+int sl_draft_mtp_create_on(sl_draft_src **out, sl_session *s, sl_model *block, sl_err *err);
+void sl_draft_mtp_block_free(sl_model *block);
 
 /* The draft-model drafter of session s: loads the model at path (mp's
  * settings) with a session of s's context. Fails with SL_EINVAL when its
@@ -636,6 +647,16 @@ int sl_draft_mtp_create(sl_draft_src **out, sl_session *s, const sl_model_params
  * sl_model_load and sl_session_create. s must outlive it. */
 int sl_draft_model_create(sl_draft_src **out, sl_session *s, const char *path,
                           const sl_model_params *mp, sl_err *err);
+
+/* The draft model loaded once for several drafters (the server's slots):
+ * loaded and checked as sl_draft_model_create does, against s's model.
+ * Each sl_draft_model_create_on then makes a drafter of one session with
+ * a session of its own on dm; drafters on different threads may share dm
+ * (as sessions share a model). Free dm with sl_model_free after its
+ * drafters. */
+int sl_draft_model_load(sl_model **out, const sl_session *s, const char *path,
+                        const sl_model_params *mp, sl_err *err);
+int sl_draft_model_create_on(sl_draft_src **out, sl_session *s, sl_model *dm, sl_err *err);
 
 /* Frees a drafter (NULL: nothing). Its target session is left as it is. */
 void sl_draft_src_free(sl_draft_src *d);

@@ -172,10 +172,13 @@ int cmd_serve(int argc, char **argv)
         }
     }
     if (!gen_opts_have_model(&o, CMD)) return 2;
-    if (o.spec_type == SL_GEN_DRAFT_MTP || o.draft_model) {
-        fprintf(stderr, "sluice serve: %s drafts in sluice run and chat only; the server drafts "
-                "with --spec-type ngram-simple\n", o.draft_model ? "-md" : "draft-mtp");
-        return 2;
+    if (o.draft_model) {
+        if (o.spec_type != SL_GEN_DRAFT_NONE) {
+            fprintf(stderr, "sluice serve: -md (a draft model) and --spec-type choose the "
+                    "drafter twice: give one\n");
+            return 2;
+        }
+        o.spec_type = SL_GEN_DRAFT_MODEL;
     }
 
     /* the stop requests (SIGINT, SIGTERM; Windows: Ctrl-C) are waited for
@@ -244,7 +247,11 @@ int cmd_serve(int argc, char **argv)
     if (ctx < 1) ctx = 1;
     int n_batch = o.n_batch < ctx ? o.n_batch : ctx;
     if (step < 0) step = 32 + np;
-    const srv_draft draft = {o.spec_type, o.draft_max, o.draft_min, o.spec_ngram};
+    sl_model_params dp = mf.params; /* the drafters': no prompt cache of their own */
+    dp.host_cache_bytes = 0;
+    dp.host_cache_seqs = 0;
+    const srv_draft draft = {o.spec_type, o.draft_max,   o.draft_min, o.spec_ngram,
+                             o.draft_always, o.draft_model, &dp};
     if (srv_pool_start(&s.pool, s.m, s.chat, (int)np, ctx, n_batch, o.kv_type, (int)max_queue,
                        (int)step, &draft))
         goto done;

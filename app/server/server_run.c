@@ -220,6 +220,8 @@ static int reply(srv_slot *s, srv_job *j, run_ctx *c, sl_gen_stop *stop, sl_err 
     gp.draft_max = g->draft_max;
     gp.draft_min = g->draft_min;
     gp.draft_ngram = g->spec_ngram;
+    gp.draft_src = g->draft_src;
+    gp.draft_always = g->draft_always;
     gp.context = j->ids; /* prompt lookup: the prompt and the reply */
     gp.n_context = j->n_ids;
     sl_gen *gen = NULL;

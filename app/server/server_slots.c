@@ -258,6 +258,7 @@ bool srv_pool_submit(srv_pool *p, srv_job *j)
 static void slot_free(srv_slot *s)
 {
     sl_sampling_free(s->g.smp);
+    sl_draft_src_free(s->g.draft_src); /* before the session it follows */
     sl_session_free(s->g.s);
     free(s->held);
     free(s->shown_ids);
@@ -299,11 +300,29 @@ int srv_pool_start(srv_pool *p, sl_model *m, const sl_chat *chat, int n_slots, i
         s->g.draft_max = draft->max;
         s->g.draft_min = draft->min;
         s->g.spec_ngram = draft->ngram;
+        s->g.draft_always = draft->always;
         /* harmony answers are split by their channel markers: keep them */
         if (chat && !strcmp(sl_chat_name(chat), "harmony")) gen_decode_specials(&s->g);
         if (sl_session_create(&s->g.s, m, &sp, &err)) {
             fprintf(stderr, "sluice serve: slot %d: %s\n", i, err.msg);
             return 1;
+        }
+        if (draft->type == SL_GEN_DRAFT_MTP || draft->type == SL_GEN_DRAFT_MODEL) {
+            const bool mtp = draft->type == SL_GEN_DRAFT_MTP;
+            p->drafter_mtp = mtp;
+            int drc = SL_OK;
+            if (!p->drafter_model)
+                drc = mtp ? sl_draft_mtp_block_load(&p->drafter_model, s->g.s, draft->mp, &err)
+                          : sl_draft_model_load(&p->drafter_model, s->g.s, draft->model,
+                                                draft->mp, &err);
+            if (!drc)
+                drc = mtp ? sl_draft_mtp_create_on(&s->g.draft_src, s->g.s, p->drafter_model, &err)
+                          : sl_draft_model_create_on(&s->g.draft_src, s->g.s, p->drafter_model,
+                                                     &err);
+            if (drc) {
+                fprintf(stderr, "sluice serve: slot %d: %s\n", i, err.msg);
+                return 1;
+            }
         }
         s->shown_ids = malloc((size_t)sl_session_n_ctx(s->g.s) * sizeof *s->shown_ids);
         if (!s->shown_ids) {
@@ -346,6 +365,11 @@ void srv_pool_free(srv_pool *p)
     if (!p->queue && !p->slots) return; /* never started */
     srv_pool_stop(p);
     for (int i = 0; p->slots && i < p->n_slots; i++) slot_free(&p->slots[i]);
+    /* after the drafters sharing it */
+    if (p->drafter_mtp)
+        sl_draft_mtp_block_free(p->drafter_model);
+    else
+        sl_model_free(p->drafter_model);
     free(p->slots);
     free(p->queue);
     srv_batch_free(&p->batch);

@@ -133,6 +133,9 @@ typedef struct srv_pool {
     srv_slot *slots;
     int n_slots, n_started;
     sl_model *m;
+    sl_model *drafter_model;      /* draft-mtp: the MTP block, -md: the draft model, loaded
+                                     once and shared by the slots' drafters */
+    bool drafter_mtp;             /* drafter_model is an MTP block */
     srv_pcache *pcache;           /* --prompt-cache, or NULL; set before any job */
     srv_ramcache *ram;            /* --cache-ram, or NULL; set before any job */
     uint64_t clock;               /* jobs taken, under mu (slots' last_used) */
@@ -154,10 +157,16 @@ void srv_pool_view(srv_pool *p, srv_slot_view *views, int *queued);
 /* The number of busy slots and of queued jobs, under the pool's lock. */
 void srv_pool_counts(srv_pool *p, int *busy, int *queued);
 
-/* Drafting of every slot's replies (gen_opts' --spec-type and its numbers). */
+/* Drafting of every slot's replies (gen_opts' --spec-type or -md and its
+ * numbers). draft-mtp and -md: the MTP block or the draft model is loaded
+ * once (with mp) and each slot gets a drafter of its own on it (a block
+ * cache or a draft session of the slot's context). */
 typedef struct srv_draft {
     sl_gen_draft type;
     int max, min, ngram;
+    bool always;                 /* --draft-always */
+    const char *model;           /* -md's file (type SL_GEN_DRAFT_MODEL) */
+    const sl_model_params *mp;   /* the drafters' load parameters */
 } srv_draft;
 
 /* Creates n_slots sessions on m (n_ctx tokens each, micro-batch n_batch,

@@ -14,7 +14,8 @@
 
 typedef struct dmodel {
     sl_draft_src base;
-    sl_model *m;
+    sl_model *m;          /* owned when own */
+    bool own;
     sl_session *s;
     int32_t *toks;        /* what s holds: toks[0 .. sl_session_n_past(s)) */
     int cap;
@@ -70,7 +71,7 @@ static void dm_destroy(sl_draft_src *src)
 {
     dmodel *d = (dmodel *)src;
     sl_session_free(d->s);
-    sl_model_free(d->m);
+    if (d->own) sl_model_free(d->m);
     free(d->toks);
     free(d);
 }
@@ -94,27 +95,37 @@ static int same_vocab(const sl_model *a, const sl_model *b, const char *path, sl
     return SL_OK;
 }
 
-int sl_draft_model_create(sl_draft_src **out, sl_session *s, const char *path,
-                          const sl_model_params *mp, sl_err *err)
+int sl_draft_model_load(sl_model **out, const sl_session *s, const char *path,
+                        const sl_model_params *mp, sl_err *err)
 {
     *out = NULL;
-    dmodel *d = calloc(1, sizeof *d);
-    if (!d) return sl_err_set(err, SL_ENOMEM, "out of memory for the draft model");
-    d->base = (sl_draft_src){"draft-model", dm_propose, dm_destroy};
     sl_model_params p = mp ? *mp : sl_model_default_params();
     p.nextn_block = 0;
     p.n_ctx_hint = s->n_ctx;
     p.n_logits_hint = 1;
-    int rc = sl_model_load(&d->m, path, &p, err);
+    sl_model *m = NULL;
+    int rc = sl_model_load(&m, path, &p, err);
     if (rc) {
         sl_err_prefix(err, "draft model");
-        free(d);
         return rc;
     }
-    if ((rc = same_vocab(s->m, d->m, path, err))) {
-        dm_destroy(&d->base);
+    if ((rc = same_vocab(s->m, m, path, err))) {
+        sl_model_free(m);
         return rc;
     }
+    *out = m;
+    return SL_OK;
+}
+
+int sl_draft_model_create_on(sl_draft_src **out, sl_session *s, sl_model *dm, sl_err *err)
+{
+    *out = NULL;
+    if (sl_model_n_vocab(dm) != sl_model_n_vocab(s->m))
+        return sl_err_set(err, SL_EINVAL, "the draft model's vocabulary is not the model's");
+    dmodel *d = calloc(1, sizeof *d);
+    if (!d) return sl_err_set(err, SL_ENOMEM, "out of memory for the draft model");
+    d->base = (sl_draft_src){"draft-model", dm_propose, dm_destroy};
+    d->m = dm;
     sl_session_params sp = sl_session_default_params();
     sp.n_ctx = s->n_ctx;
     sp.n_batch_max = s->n_batch_max;
@@ -125,10 +136,22 @@ int sl_draft_model_create(sl_draft_src **out, sl_session *s, const char *path,
         dm_destroy(&d->base);
         return sl_err_set(err, SL_ENOMEM, "out of memory for the draft model");
     }
-    if ((rc = sl_session_create(&d->s, d->m, &sp, err))) {
+    int rc = sl_session_create(&d->s, d->m, &sp, err);
+    if (rc) {
         dm_destroy(&d->base);
         return rc;
     }
     *out = &d->base;
     return SL_OK;
+}
+
+int sl_draft_model_create(sl_draft_src **out, sl_session *s, const char *path,
+                          const sl_model_params *mp, sl_err *err)
+{
+    *out = NULL;
+    sl_model *dm = NULL;
+    int rc = sl_draft_model_load(&dm, s, path, mp, err);
+    if (!rc && (rc = sl_draft_model_create_on(out, s, dm, err))) sl_model_free(dm);
+    if (!rc) ((dmodel *)*out)->own = true;
+    return rc;
 }

@@ -35,7 +35,8 @@
 typedef struct mtp {
     sl_draft_src base;
     sl_session *t;        /* the target session (borrowed) */
-    sl_model *vm;         /* the block as a one-layer model */
+    sl_model *vm;         /* the block as a one-layer model (owned when own) */
+    bool own;
     sl_session *vs;       /* its session: the block's cache */
     int E, V, B;          /* n_embd, n_vocab, rows a block batch holds */
     /* the target's last batch's hidden rows: positions [h_base, h_base + h_n) */
@@ -205,8 +206,7 @@ static void mtp_destroy(sl_draft_src *src)
         d->t->on_hidden_ud = NULL;
     }
     sl_session_free(d->vs);
-    if (d->vm) d->vm->rt->pool = NULL; /* the target's, not ours */
-    sl_model_free(d->vm);
+    if (d->own) sl_draft_mtp_block_free(d->vm);
     free(d->h);
     free(d->cat);
     free(d->act);
@@ -217,8 +217,15 @@ static void mtp_destroy(sl_draft_src *src)
     free(d);
 }
 
-int sl_draft_mtp_create(sl_draft_src **out, sl_session *s, const sl_model_params *mp,
-                        sl_err *err)
+void sl_draft_mtp_block_free(sl_model *block)
+{
+    if (!block) return;
+    block->rt->pool = NULL; /* the target's, not ours */
+    sl_model_free(block);
+}
+
+int sl_draft_mtp_block_load(sl_model **out, const sl_session *s, const sl_model_params *mp,
+                            sl_err *err)
 {
     *out = NULL;
     sl_model *tm = s->m;
@@ -233,12 +240,6 @@ int sl_draft_mtp_create(sl_draft_src **out, sl_session *s, const sl_model_params
         if (!sl_mixer_of(tm->layers[il].d.mixer)->truncatable)
             return sl_err_set(err, SL_EUNSUPPORTED, "--spec-type draft-mtp: the model's "
                               "recurrent layers cannot go back to a drafted position");
-    if (s->on_hidden)
-        return sl_err_set(err, SL_EINVAL, "the session already feeds a drafter");
-    mtp *d = calloc(1, sizeof *d);
-    if (!d) return sl_err_set(err, SL_ENOMEM, "out of memory for the MTP drafter");
-    d->base = (sl_draft_src){"draft-mtp", mtp_propose, mtp_destroy};
-    d->first_pos = -1;
     sl_model_params p = mp ? *mp : sl_model_default_params();
     p.nextn_block = 1;
     p.stream = SL_STREAM_OFF; /* the block's experts stay resident */
@@ -252,16 +253,34 @@ int sl_draft_mtp_create(sl_draft_src **out, sl_session *s, const sl_model_params
     p.host_cache_bytes = 0;
     p.host_cache_seqs = 0;
     p.n_threads = 1; /* its own pool is replaced by the target's */
-    int rc = sl_model_load(&d->vm, sl_gguf_file_path(tm->gguf, 0), &p, err);
+    sl_model *vm = NULL;
+    int rc = sl_model_load(&vm, sl_gguf_file_path(tm->gguf, 0), &p, err);
     if (rc) {
         sl_err_prefix(err, "loading the MTP block");
-        free(d);
         return rc;
     }
-    sl_pool_free(d->vm->rt->pool);
-    d->vm->rt->pool = tm->rt->pool;
-    d->E = tm->hp.n_embd;
-    d->V = tm->hp.n_vocab;
+    sl_pool_free(vm->rt->pool);
+    vm->rt->pool = tm->rt->pool;
+    *out = vm;
+    return SL_OK;
+}
+
+int sl_draft_mtp_create_on(sl_draft_src **out, sl_session *s, sl_model *block, sl_err *err)
+{
+    *out = NULL;
+    if (s->on_hidden)
+        return sl_err_set(err, SL_EINVAL, "the session already feeds a drafter");
+    if (block->rt->pool != s->m->rt->pool || block->hp.n_embd != s->m->hp.n_embd ||
+        block->hp.n_vocab != s->m->hp.n_vocab)
+        return sl_err_set(err, SL_EINVAL, "the MTP block was not loaded for this session's "
+                          "model (sl_draft_mtp_block_load)");
+    mtp *d = calloc(1, sizeof *d);
+    if (!d) return sl_err_set(err, SL_ENOMEM, "out of memory for the MTP drafter");
+    d->base = (sl_draft_src){"draft-mtp", mtp_propose, mtp_destroy};
+    d->first_pos = -1;
+    d->vm = block;
+    d->E = s->m->hp.n_embd;
+    d->V = s->m->hp.n_vocab;
     d->B = s->n_batch_max + 1;
     sl_session_params sp = sl_session_default_params();
     sp.n_ctx = s->n_ctx;
@@ -269,7 +288,8 @@ int sl_draft_mtp_create(sl_draft_src **out, sl_session *s, const sl_model_params
     sp.type_k = (int)s->type_k;
     sp.type_v = (int)s->type_v;
     sp.attn_by_batch = s->attn_by_batch;
-    if ((rc = sl_session_create(&d->vs, d->vm, &sp, err))) {
+    int rc = sl_session_create(&d->vs, d->vm, &sp, err);
+    if (rc) {
         mtp_destroy(&d->base);
         return rc;
     }
@@ -291,4 +311,17 @@ int sl_draft_mtp_create(sl_draft_src **out, sl_session *s, const sl_model_params
     s->on_hidden_ud = d;
     *out = &d->base;
     return SL_OK;
+}
+
+int sl_draft_mtp_create(sl_draft_src **out, sl_session *s, const sl_model_params *mp,
+                        sl_err *err)
+{
+    *out = NULL;
+    if (s->on_hidden)
+        return sl_err_set(err, SL_EINVAL, "the session already feeds a drafter");
+    sl_model *vm = NULL;
+    int rc = sl_draft_mtp_block_load(&vm, s, mp, err);
+    if (!rc && (rc = sl_draft_mtp_create_on(out, s, vm, err))) sl_draft_mtp_block_free(vm);
+    if (!rc) ((mtp *)*out)->own = true;
+    return rc;
 }

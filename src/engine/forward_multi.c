@@ -15,6 +15,8 @@
  *      block) on all rows at once in the batch session (the router per
  *      row; each routed expert read and computed once for every row that
  *      chose it); kinds without that part cannot join a step
+ *   -> each member's sl_session.on_hidden with its final rows (a drafter
+ *      following the session, as sl_forward_batch calls it)
  *   -> output norm and lm head of each session's last row, together.
  *
  * Every value is computed as sl_forward_batch computes it: matrix
@@ -231,6 +233,15 @@ static int forward_multi(sl_session *b, sl_session *const *ss, const int32_t *co
             if (L->d.ffn.kind == SL_FFN_ROUTED) prof_experts(prof, b, &L->d.ffn.router, total);
         }
         if (!rc) rc = finite_rows(ss, n, count, b->x, E, il, err);
+        if (rc) return rc;
+    }
+    /* each member's hook (a drafter following it) gets its own rows in its
+     * own s->x, as sl_forward_batch hands them over */
+    for (int i = 0, row = 0; i < count; row += n[i], i++) {
+        sl_session *s = ss[i];
+        if (!s->on_hidden) continue;
+        memcpy(s->x, b->x + (size_t)row * E, sizeof(float) * (size_t)n[i] * E);
+        const int rc = s->on_hidden(s->on_hidden_ud, s, toks[i], n[i], err);
         if (rc) return rc;
     }
     /* each member's last rows (as many as it keeps: a token and its drafts

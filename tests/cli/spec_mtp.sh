@@ -6,8 +6,8 @@
 # batch, in chat across turns; the trained block's guesses are accepted;
 # generated glm4moe, deepseek2 and glm-dsa files with an MTP block (mkmodel
 # --nextn) give the same text; what cannot draft is refused in one line
-# (no MTP block, deepseek4's stream, another vocabulary, two drafters, the
-# server).
+# (no MTP block, deepseek4's stream, another vocabulary, two drafters). The
+# server's drafting: tests/cli/serve_spec.sh.
 # --draft-always everywhere: by default drafting stops where it does not pay,
 # which depends on measured step times, so a check that guesses were verified
 # must not leave it to the policy.
@@ -104,13 +104,6 @@ check "draft-mtp on deepseek4: refused" one_line "deepseek4" -m "$work/ds4.gguf"
 check "-md of another vocabulary: refused" one_line "vocabulary" -m "$M" -md "$work/q3.gguf"
 check "-md and --spec-type: refused" one_line "-md" -m "$M" -md "$M" --spec-type ngram-simple
 check "-md of a missing file: refused" one_line "draft model" -m "$M" -md "$work/none.gguf"
-for f in "--spec-type draft-mtp" "-md $M"; do
-    # shellcheck disable=SC2086
-    "$SLUICE" serve -m "$M" $f --port 0 >/dev/null 2>"$work/serve.err"
-    rc=$?
-    check "serve $f: refused in one line" bash -c \
-        "[ $rc -ne 0 ] && [ \$(wc -l < '$work/serve.err') -eq 1 ] && grep -q 'run and chat only' '$work/serve.err'"
-done
 "$SLUICE" mkmodel --arch qwen3moe --preset tiny --nextn 1 -q -o "$work/x.gguf" 2>"$work/mk.err"
 check "mkmodel --nextn on qwen3moe: refused" grep -q -- "--nextn" "$work/mk.err"
 

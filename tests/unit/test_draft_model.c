@@ -1,8 +1,9 @@
 /* test_draft_model.c - the draft-model drafter (engine/draft_model.c):
  * whatever history it is handed (growing by accepted guesses, turning away
  * from its guesses, cut back), its proposal is the draft model's own greedy
- * continuation of that history, as a fresh session computes it; the same
- * vocabulary is required. On the trained glm4moe: the f32 file as the
+ * continuation of that history, as a fresh session computes it, also for
+ * two drafters sharing one loaded draft model; the same vocabulary is
+ * required. On the trained glm4moe: the f32 file as the
  * target, its Q8_0 quantisation as the draft. */
 #include <string.h>
 
@@ -51,18 +52,26 @@ static void greedy(sl_model *dm, const int32_t *hist, int n, int32_t *out, int m
     sl_session_free(s);
 }
 
-TEST(proposals_are_the_draft_models_greedy_continuation)
+/* The proposals of a drafter made by sl_draft_model_create, or (shared)
+ * of two drafters of two sessions made by sl_draft_model_create_on on one
+ * loaded draft model, proposing in turn. */
+static void check_proposals(bool shared)
 {
     sl_model *tm = t_load_resident(TARGET, 2), *dm = t_load_resident(DRAFT, 2);
-    sl_session *s = tm ? session(tm) : NULL;
-    sl_draft_src *d = NULL;
+    sl_session *s = tm ? session(tm) : NULL, *s2 = tm && shared ? session(tm) : NULL;
+    sl_draft_src *d = NULL, *d2 = NULL;
     sl_err err = {0};
-    CHECK(tm && dm && s);
-    if (!s || !dm) goto done;
-    CHECK_MSG(sl_draft_model_create(&d, s, DRAFT, NULL, &err) == 0, "%s", err.msg);
-    if (!d) goto done;
-    sl_drafter dr = {.kind = SL_DRAFT_SRC, .src = d};
-    int32_t hist[MAXH] = {1, 403, 297, 261}, out[6], ref[6];
+    CHECK(tm && dm && s && (s2 || !shared));
+    if (!s || !dm || (shared && !s2)) goto done;
+    if (shared) {
+        CHECK_MSG(sl_draft_model_create_on(&d, s, dm, &err) == 0 &&
+                  sl_draft_model_create_on(&d2, s2, dm, &err) == 0, "%s", err.msg);
+    } else {
+        CHECK_MSG(sl_draft_model_create(&d, s, DRAFT, NULL, &err) == 0, "%s", err.msg);
+    }
+    if (!d || (shared && !d2)) goto done;
+    sl_drafter dr = {.kind = SL_DRAFT_SRC, .src = d}, dr2 = {.kind = SL_DRAFT_SRC, .src = d2};
+    int32_t hist[MAXH] = {1, 403, 297, 261}, out[6], out2[6], ref[6];
     int n = 4;
     /* 1: a prompt; 2: two guesses taken and a third turned away; 3: cut back
      * before the prompt's end; 4: the same history again */
@@ -72,6 +81,11 @@ TEST(proposals_are_the_draft_models_greedy_continuation)
         greedy(dm, hist, n, ref, 6);
         CHECK_MSG(!memcmp(out, ref, sizeof out), "round %d: the proposal is not the draft "
                   "model's greedy continuation", round);
+        if (shared) {
+            CHECK_EQ_INT(sl_draft_propose(&dr2, hist, n, out2, 6), 6);
+            CHECK_MSG(!memcmp(out2, ref, sizeof out2), "round %d: the second drafter's "
+                      "proposal differs", round);
+        }
         if (round == 0) {
             hist[n++] = out[0];
             hist[n++] = out[1];
@@ -82,9 +96,21 @@ TEST(proposals_are_the_draft_models_greedy_continuation)
     }
 done:
     sl_draft_src_free(d);
+    sl_draft_src_free(d2);
     sl_session_free(s);
+    sl_session_free(s2);
     sl_model_free(dm);
     sl_model_free(tm);
+}
+
+TEST(proposals_are_the_draft_models_greedy_continuation)
+{
+    check_proposals(false);
+}
+
+TEST(drafters_sharing_a_draft_model_propose_the_same)
+{
+    check_proposals(true);
 }
 
 TEST(another_vocabulary_is_refused)
@@ -114,6 +140,7 @@ TEST(another_vocabulary_is_refused)
 int main(void)
 {
     RUN(proposals_are_the_draft_models_greedy_continuation);
+    RUN(drafters_sharing_a_draft_model_propose_the_same);
     RUN(another_vocabulary_is_refused);
     return TEST_REPORT();
 }

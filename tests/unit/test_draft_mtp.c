@@ -9,6 +9,7 @@
  *   (the main pass is checked against llama.cpp elsewhere);
  * - the same guesses, bit for bit, whether the prompt came in one batch or
  *   token by token (the block's cache rows do not depend on the split);
+ * - the same with one block loaded once for several drafters;
  * - a model without an MTP block is refused in one line. */
 #include <math.h>
 #include <stdlib.h>
@@ -236,7 +237,7 @@ typedef struct run {
 
 /* The prompt (BOS and the model's greedy text) evaluated in batches of
  * `batch`, the greedy token after it, then NG guesses. */
-static bool drive(sl_model *m, int batch, run *r, capture *cap)
+static bool drive_on(sl_model *m, sl_model *block, int batch, run *r, capture *cap)
 {
     sl_session_params sp = sl_session_default_params();
     sp.n_ctx = 64;
@@ -245,7 +246,8 @@ static bool drive(sl_model *m, int batch, run *r, capture *cap)
     sl_draft_src *d = NULL;
     sl_err err = {0};
     bool ok = sl_session_create(&s, m, &sp, &err) == 0 &&
-              sl_draft_mtp_create(&d, s, NULL, &err) == 0;
+              (block ? sl_draft_mtp_create_on(&d, s, block, &err)
+                     : sl_draft_mtp_create(&d, s, NULL, &err)) == 0;
     CHECK_MSG(ok, "%s", err.msg);
     if (!ok) goto done;
     if (cap) {
@@ -280,6 +282,12 @@ done:
     sl_draft_src_free(d);
     sl_session_free(s);
     return ok;
+}
+
+/* drive_on with a block of the drafter's own. */
+static bool drive(sl_model *m, int batch, run *r, capture *cap)
+{
+    return drive_on(m, NULL, batch, r, cap);
 }
 
 TEST(mtp_guesses_match_the_twin)
@@ -349,6 +357,35 @@ TEST(mtp_guesses_do_not_depend_on_the_prompt_split)
     sl_model_free(m);
 }
 
+/* One block loaded for several drafters (the server's slots): each,
+ * also after another was freed, guesses as a drafter with its own block. */
+TEST(a_shared_block_guesses_as_its_own)
+{
+    sl_model *m = t_load_resident(FILE_F32, 2);
+    CHECK(m != NULL);
+    if (!m) return;
+    sl_session_params sp = sl_session_default_params();
+    sp.n_ctx = 64;
+    sl_session *s = NULL;
+    sl_model *block = NULL;
+    sl_err err = {0};
+    const bool ok = sl_session_create(&s, m, &sp, &err) == 0 &&
+                    sl_draft_mtp_block_load(&block, s, NULL, &err) == 0;
+    CHECK_MSG(ok, "%s", err.msg);
+    sl_session_free(s);
+    run own, a, b;
+    if (ok && drive(m, NP, &own, NULL) && drive_on(m, block, NP, &a, NULL) &&
+        drive_on(m, block, 3, &b, NULL)) {
+        CHECK(own.n_guess == NG && a.n_guess == NG && b.n_guess == NG);
+        CHECK(!memcmp(own.guess, a.guess, sizeof a.guess) &&
+              !memcmp(own.guess, b.guess, sizeof a.guess));
+        CHECK(!memcmp(own.logits, a.logits, sizeof a.logits) &&
+              !memcmp(own.logits, b.logits, sizeof a.logits));
+    }
+    sl_draft_mtp_block_free(block);
+    sl_model_free(m);
+}
+
 TEST(no_mtp_block_is_refused)
 {
     sl_model_params mp = sl_model_default_params();
@@ -365,6 +402,7 @@ int main(void)
 {
     RUN(mtp_guesses_match_the_twin);
     RUN(mtp_guesses_do_not_depend_on_the_prompt_split);
+    RUN(a_shared_block_guesses_as_its_own);
     RUN(no_mtp_block_is_refused);
     return TEST_REPORT();
 }
