@@ -28,7 +28,7 @@ for arch in qwen3moe gemma4; do
         solo=$serve_port
         if serve_start "spec-$arch" -m "$M" -c 1024 -np 4 -t 2 --batch-step 24 \
             --spec-type ngram-simple; then
-            timeout 300 python3 tests/cli/lib/serve_batch.py "$solo" "$serve_port" >"$work/py.out" 2>&1
+            timeout 300 python3 tests/cli/lib/serve_batch.py "$solo" "$serve_port" --texts-only >"$work/py.out" 2>&1
             rc=$?
             serve_relay "$arch: " <"$work/py.out"
             [ $rc -eq 0 ] || bad "$arch: serve_batch.py exited $rc: $(tail -c 600 "$work/py.out")"
@@ -65,7 +65,7 @@ if serve_start solo-glm -m "$M" -c 1024 -np 1 -t 2 --no-stream; then
         # shellcheck disable=SC2086
         serve_start "glm-$n" -m "$M" -c 1024 -np 4 -t 2 --no-stream --batch-step 48 $d \
             --draft-always || continue
-        timeout 300 python3 tests/cli/lib/serve_batch.py "$solo" "$serve_port" >"$work/py.out" 2>&1
+        timeout 300 python3 tests/cli/lib/serve_batch.py "$solo" "$serve_port" --texts-only >"$work/py.out" 2>&1
         rc=$?
         serve_relay "glm4moe $d: " <"$work/py.out"
         [ $rc -eq 0 ] || bad "glm4moe $d: serve_batch.py exited $rc: $(tail -c 600 "$work/py.out")"
