@@ -480,13 +480,7 @@ int gen_reply(gen_ctx *g, int max, const sl_chat *chat, bool ignore_eos,
     gp.chat = chat;
     gp.ignore_eog = ignore_eos;
     gp.detok_flags = g->detok_flags;
-    gp.draft = g->spec_type;
-    gp.draft_max = g->draft_max;
-    gp.draft_min = g->draft_min;
-    gp.draft_ngram = g->spec_ngram;
-    gp.draft_src = g->draft_src;
-    gp.draft_always = g->draft_always;
-    gp.draft_sampling = g->spec_sampling;
+    gen_draft_params(g, &gp);
     gp.context = g->context;
     gp.n_context = g->n_context;
     memset(&st->draft, 0, sizeof st->draft);
@@ -533,6 +527,17 @@ int gen_reply(gen_ctx *g, int max, const sl_chat *chat, bool ignore_eos,
     sl_gen_free(gen);
     st->seconds = sl_now_s() - t0;
     return rc;
+}
+
+void gen_draft_params(const gen_ctx *g, sl_gen_params *gp)
+{
+    gp->draft = g->spec_type;
+    gp->draft_max = g->draft_max;
+    gp->draft_min = g->draft_min;
+    gp->draft_ngram = g->spec_ngram;
+    gp->draft_src = g->draft_src;
+    gp->draft_always = g->draft_always;
+    gp->draft_sampling = g->spec_sampling;
 }
 
 void gen_draft_report(const gen_ctx *g, const gen_reply_stats *st)

@@ -145,6 +145,11 @@ typedef struct gen_reply_stats {
     sl_gen_draft_stats draft; /* what drafting did */
 } gen_reply_stats;
 
+/* Sets gp's drafting fields (drafter, lengths, prompt lookup's n-gram, the
+ * drafter made at open, --draft-always, --spec-sampling) from g's options;
+ * the reply's context is the caller's. */
+void gen_draft_params(const gen_ctx *g, sl_gen_params *gp);
+
 /* The line of drafting figures (--stats, -v) when drafting was asked for. */
 void gen_draft_report(const gen_ctx *g, const gen_reply_stats *st);
 

@@ -216,12 +216,7 @@ static int reply(srv_slot *s, srv_job *j, run_ctx *c, sl_gen_stop *stop, sl_err 
     gp.ignore_eog = j->ignore_eos;
     gp.logprobs = j->lps.n_top;
     gp.detok_flags = g->detok_flags;
-    gp.draft = g->spec_type;
-    gp.draft_max = g->draft_max;
-    gp.draft_min = g->draft_min;
-    gp.draft_ngram = g->spec_ngram;
-    gp.draft_src = g->draft_src;
-    gp.draft_always = g->draft_always;
+    gen_draft_params(g, &gp);
     gp.context = j->ids; /* prompt lookup: the prompt and the reply */
     gp.n_context = j->n_ids;
     sl_gen *gen = NULL;
