@@ -54,7 +54,6 @@ static void usage(FILE *f)
             "  -c, --ctx-size N          tokens per chunk (default 512); the text needs 2N\n"
             "  -b, --batch-size N        tokens per evaluation batch (default 512, at most N)\n"
             "      --chunks N            score at most N chunks (default: all)\n"
-            "      --kv-type T           KV cache type: f16 (default) or f32\n"
             "      --kl-divergence-base FILE\n"
             "                            without --kl-divergence: also write FILE, the tokens\n"
             "                            and the log-probabilities of every scored position\n"
@@ -74,7 +73,6 @@ typedef struct opts {
     int n_ctx, n_batch, max_chunks;
     model_flags mf;
     bool ctx_given, kld;
-    sl_kv_type kv_type;
 } opts;
 
 /* The model side of the evaluation: one session with every token's logits
@@ -160,13 +158,6 @@ static int parse(opts *o, int argc, char **argv)
             if (!(v = arg_value(CMD, argc, argv, &i)) || !arg_int(CMD, a, v, 1, 1 << 30, &l))
                 return 2;
             o->max_chunks = (int)l;
-        } else if (!strcmp(a, "--kv-type")) {
-            if (!(v = arg_value(CMD, argc, argv, &i))) return 2;
-            if (strcmp(v, "f16") && strcmp(v, "f32")) {
-                fprintf(stderr, "sluice perplexity: --kv-type expects f16 or f32, got '%s'\n", v);
-                return 2;
-            }
-            o->kv_type = !strcmp(v, "f32") ? SL_KV_F32 : SL_KV_F16;
         } else {
             fprintf(stderr, "sluice perplexity: unknown option '%s' (see sluice perplexity "
                     "--help)\n", a);
@@ -191,7 +182,7 @@ static int parse(opts *o, int argc, char **argv)
 
 int cmd_perplexity(int argc, char **argv)
 {
-    opts o = {.n_ctx = 512, .n_batch = 512, .kv_type = SL_KV_F16};
+    opts o = {.n_ctx = 512, .n_batch = 512};
     model_flags_init(&o.mf);
     int prc = parse(&o, argc, argv);
     if (prc >= 0) return prc;
@@ -274,7 +265,6 @@ int cmd_perplexity(int argc, char **argv)
     e.n_chunk = n_chunk;
     sl_session_params sp = sl_session_default_params();
     sp.n_ctx = n_ctx;
-    sp.kv_type = o.kv_type;
     sp.all_logits = true;
     sp.n_batch_max = e.n_batch;
     sp.attn_by_batch = true; /* llama-perplexity's attention for batches under 64 tokens */

@@ -191,12 +191,11 @@ int cmd_run(int argc, char **argv)
                 " (the last ones)", n_ctx, n_ctx - n);
     }
     if (o.verbose) {
-        sl_kv_type tk, tv;
-        sl_session_kv_types(g.s, &tk, &tv);
-        fprintf(stderr, "sluice run: %s, vocab %d, context %d, batch %d, kv %s/%s, prompt %d "
+        char cache[160];
+        fprintf(stderr, "sluice run: %s, vocab %d, context %d, batch %d, cache %s, prompt %d "
                 "tokens, temp %.2f top-k %d top-p %.2f min-p %.2f seed %llu\n",
                 sl_model_arch_name(g.m), sl_model_n_vocab(g.m), n_ctx, g.n_batch,
-                sl_kv_type_name(tk), sl_kv_type_name(tv), n, (double)o.sp.temp, (int)o.sp.top_k,
+                sl_session_cache_text(g.s, cache, sizeof cache), n, (double)o.sp.temp, (int)o.sp.top_k,
                 (double)o.sp.top_p, (double)o.sp.min_p, (unsigned long long)o.sp.seed);
     }
 

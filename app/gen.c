@@ -25,7 +25,6 @@ void gen_opts_init(gen_opts *o, int n_predict)
     model_flags_init(&o->mf);
     o->n_batch = 512;
     o->n_predict = n_predict;
-    o->kv_type = SL_KV_F16;
     o->sp = sl_sampling_default_params();
     o->draft_max = 8;
     o->draft_min = 1;
@@ -43,7 +42,6 @@ void gen_opts_usage(FILE *f, int default_n_predict)
             "                          training context, at most 4096)\n"
             "  -b, --batch-size N      prompt micro-batch (also --ubatch): tokens evaluated\n"
             "                          together, each expert read once per batch (default 512)\n"
-            "      --kv-type T         KV cache type: f16 (default) or f32\n"
             "sampling (greedy when --temp is 0):\n"
             "      --temp T            temperature (default %.2f)\n"
             "      --top-k K           keep the K most likely tokens; 0: off (default %d)\n"
@@ -114,16 +112,6 @@ int gen_opts_parse(gen_opts *o, const char *cmd, int argc, char **argv, int *i)
         VAL();
         if (!arg_int(cmd, a, v, -1, 1 << 30, &l)) return -1;
         o->n_predict = (int)l;
-    } else if (is(a, "--kv-type", NULL)) {
-        VAL();
-        if (!strcmp(v, "f16")) {
-            o->kv_type = SL_KV_F16;
-        } else if (!strcmp(v, "f32")) {
-            o->kv_type = SL_KV_F32;
-        } else {
-            fprintf(stderr, "sluice %s: --kv-type expects f16 or f32, got '%s'\n", cmd, v);
-            return -1;
-        }
     } else if (is(a, "--temp", NULL)) {
         VAL();
         if (!arg_float(cmd, a, v, 0, 100, &d)) return -1;
@@ -278,7 +266,6 @@ int gen_open(gen_ctx *g, const gen_opts *o, const char *cmd)
     }
     sl_session_params sp = sl_session_default_params();
     sp.n_ctx = o->n_ctx;
-    sp.kv_type = o->kv_type;
     int ctx = o->n_ctx > 0 ? o->n_ctx : sl_model_n_ctx_train(g->m);
     if (o->n_ctx <= 0 && ctx > 4096) ctx = 4096;
     if (ctx < 1) ctx = 1;

@@ -22,7 +22,6 @@ typedef struct gen_opts {
     model_flags mf;           /* -t, memory budget, streaming, I/O, --stats */
     int n_batch;              /* -b; prompt batch (default 512) */
     int n_predict;            /* -n; -1: until end of generation or full context */
-    sl_kv_type kv_type;       /* --kv-type */
     bool ignore_eos;          /* --ignore-eos: end-of-generation tokens do not stop */
     bool verbose;             /* --verbose */
     sl_sampling_params sp;    /* --temp ... --seed */

@@ -68,9 +68,12 @@ void model_flags_help(FILE *out)
             "                         other slots with the best-ranked of its top M already\n"
             "                         in the expert cache (streamed experts only; on a\n"
             "                         resident model it changes nothing)\n"
-            "  -ctk, --cache-type-k T attention K cache: f16 (default), f32, q8_0 or q4_0\n"
+            "  -ctk, --cache-type-k T K cache: f16 (default), f32, q8_0 or q4_0; also what\n"
+            "                         layers without a V cache (MLA's latent, deepseek4's\n"
+            "                         rows: f16 or f32 only) keep, as llama.cpp does\n"
             "  -ctv, --cache-type-v T attention V cache: the same types (quantised types\n"
             "                         need head sizes that are multiples of 32)\n"
+            "      --kv-type T        the same as -ctk T -ctv T\n"
             "      --swa-full         sliding-window layers keep every position instead of\n"
             "                         a ring of their window and one batch (same output, more\n"
             "                         memory; any earlier position can be returned to)\n"
@@ -187,13 +190,18 @@ int model_flags_parse(model_flags *f, const char *cmd, int argc, char **argv, in
         p->cache_route_keep = j;
         p->cache_route_from = mm;
     } else if (!strcmp(a, "-ctk") || !strcmp(a, "--cache-type-k") || !strcmp(a, "-ctv") ||
-               !strcmp(a, "--cache-type-v")) {
+               !strcmp(a, "--cache-type-v") || !strcmp(a, "--kv-type")) {
         VALUE();
-        const bool is_k = !strcmp(a, "-ctk") || !strcmp(a, "--cache-type-k");
-        if (!sl_kv_type_parse(v, is_k ? &p->cache_type_k : &p->cache_type_v)) {
+        /* --kv-type T: -ctk T -ctv T, the one setting (sl_model_params) */
+        const bool k = strcmp(a, "-ctv") && strcmp(a, "--cache-type-v");
+        const bool both = !strcmp(a, "--kv-type");
+        sl_kv_type t;
+        if (!sl_kv_type_parse(v, &t)) {
             fprintf(stderr, "sluice %s: %s expects f16, f32, q8_0 or q4_0, got '%s'\n", cmd, a, v);
             return -1;
         }
+        if (k) p->cache_type_k = t;
+        if (!k || both) p->cache_type_v = t;
     } else if (!strcmp(a, "--swa-full")) {
         p->swa_full = true;
     } else if (!strcmp(a, "--stats")) {

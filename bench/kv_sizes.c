@@ -54,8 +54,8 @@ static void row(const char *name, const sl_model *m, int n_batch)
     static const int ctx[] = {4096, 32768, 131072};
     for (size_t i = 0; i < sizeof ctx / sizeof ctx[0]; i++) {
         uint64_t full = 0, ring = 0;
-        if (!sl_session_kv_bytes_at(m, 2, SL_KV_F16, SL_KV_F16, ctx[i], n_batch, false, &full) ||
-            !sl_session_kv_bytes_at(m, 2, SL_KV_F16, SL_KV_F16, ctx[i], n_batch, true, &ring)) {
+        if (!sl_session_kv_bytes_at(m, SL_KV_F16, SL_KV_F16, ctx[i], n_batch, false, &full) ||
+            !sl_session_kv_bytes_at(m, SL_KV_F16, SL_KV_F16, ctx[i], n_batch, true, &ring)) {
             printf("| %s | %d | overflow | |\n", name, ctx[i]);
             continue;
         }

@@ -116,9 +116,10 @@ typedef struct sl_model_params {
     void (*load_progress)(void *ud, uint64_t done, uint64_t total); /* bytes read
                                so far of total, after each read; NULL: none */
     void *load_progress_ud;
-    /* What attention layers' K and V caches hold in sessions that do not
-     * choose (-ctk / -ctv; default f16); the memory plan sizes the KV cache
-     * with them. Quantised types need head sizes that are multiples of 32. */
+    /* The cache types of sessions that do not choose (-ctk / -ctv; default
+     * f16), for every layer kind as sl_session_params.type_k / type_v
+     * say; the memory plan sizes the KV cache with them. A type a layer
+     * cannot cache fails the load with SL_EINVAL. */
     sl_kv_type cache_type_k;
     sl_kv_type cache_type_v;
     /* Sliding-window attention layers keep every position of the context
@@ -239,16 +240,17 @@ const char *sl_model_layer_mixer(const sl_model *m, int il);
  * snapshot). */
 void sl_model_state_bytes(const sl_model *m, uint64_t *per_token, uint64_t *per_seq);
 
-/* Bytes per token of context of every layer's row streams with attention
- * layers' K and V cached as type_k and type_v (-ctk / -ctv); 0 when a
- * quantised type does not fit the model's head sizes (multiples of 32). */
+/* Bytes per token of context of every layer's row streams with cache
+ * types type_k and type_v (-ctk / -ctv, sl_session_params); 0 when a layer
+ * cannot cache them (a quantised type on head sizes that are not multiples
+ * of 32, or on a kind without quantised kernels). */
 uint64_t sl_model_kv_bytes_per_token(const sl_model *m, sl_kv_type type_k, sl_kv_type type_v);
 
 /* Bytes of every layer's row streams in a session of n_ctx positions and
- * micro-batches of n_batch (both >= 1) with attention K and V of type_k
- * and type_v, sliding-window layers as the rings sessions keep (every
+ * micro-batches of n_batch (both >= 1) with cache types type_k and
+ * type_v, sliding-window layers as the rings sessions keep (every
  * position with swa_full): the sizing sessions and the memory plan use.
- * 0 when a quantised type does not fit the head sizes or a size overflows. */
+ * 0 when a layer cannot cache the types or a size overflows. */
 uint64_t sl_model_kv_bytes_at(const sl_model *m, sl_kv_type type_k, sl_kv_type type_v, int n_ctx,
                               int n_batch, bool swa_full);
 
@@ -264,13 +266,17 @@ const char *sl_model_arch_name(const sl_model *m);
 
 typedef struct sl_session_params {
     int n_ctx;          /* KV capacity in tokens; <= 0: min(train ctx, 4096) */
-    sl_kv_type kv_type;
     bool all_logits;    /* keep logits of every evaluated token (perplexity) */
     int n_batch_max;    /* largest batch passed to sl_session_eval; <= 0: 512 */
-    int type_k, type_v; /* sl_kv_type of attention layers' K and V; -1 (the default):
-                           kv_type when it is not f16, else the model's
-                           cache_type_k / cache_type_v. Other layer kinds keep
-                           f16 (f32 when kv_type is f32) */
+    /* The cache types (sl_kv_type; -1, the default: the model's
+     * cache_type_k / cache_type_v), the one setting for every layer kind,
+     * as llama.cpp's -ctk / -ctv: attention layers cache K as type_k and
+     * V as type_v; the kinds without a V keep everything they cache in
+     * the K cache, of type_k: multi-head latent attention's latent and
+     * glm-dsa's indexer keys, deepseek4's window and compressed rows
+     * (these take f16 or f32 only); gated DeltaNet keeps an f32 state.
+     * A type a layer cannot cache fails sl_session_create (SL_EINVAL). */
+    int type_k, type_v;
     bool swa_full;      /* keep every position on sliding-window layers (no
                            ring); also when the model was loaded with it */
     int n_logit_rows;   /* rows of logits kept of each batch: its last min(n,
@@ -322,11 +328,18 @@ const float *sl_session_logits_at(const sl_session *s, int i);
 int sl_session_n_past(const sl_session *s);
 int sl_session_n_ctx(const sl_session *s);
 
-/* What the session's attention layers' K and V caches hold (the resolved
- * type_k / type_v of its parameters), and a type's name ("f16", "q8_0", ...;
- * "?" for a value outside the enum). */
+/* The session's cache types (the resolved type_k / type_v of its
+ * parameters), and a type's name ("f16", "q8_0", ...; "?" for a value
+ * outside the enum). */
 void sl_session_kv_types(const sl_session *s, sl_kv_type *type_k, sl_kv_type *type_v);
 const char *sl_kv_type_name(sl_kv_type t);
+
+/* What each kind of the session's layers caches, for a log line: each
+ * kind with rows per position once, in layer order, as "attention K q8_0,
+ * V f16" or "mla K f32" (kind names as sl_model_layer_mixer's, deepseek4's
+ * "ds4"), joined by "; " into buf (cap bytes, NUL-terminated, cut to
+ * fit); "none" when no layer caches rows. Returns buf. */
+const char *sl_session_cache_text(const sl_session *s, char *buf, size_t cap);
 int sl_session_truncate(sl_session *s, int n);
 
 /* Sliding-window layers keep a ring of their window and one micro-batch

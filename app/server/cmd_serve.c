@@ -252,7 +252,7 @@ int cmd_serve(int argc, char **argv)
     dp.host_cache_seqs = 0;
     const srv_draft draft = {o.spec_type, o.draft_max,   o.draft_min, o.spec_ngram,
                              o.draft_always, o.draft_model, &dp};
-    if (srv_pool_start(&s.pool, s.m, s.chat, (int)np, ctx, n_batch, o.kv_type, (int)max_queue,
+    if (srv_pool_start(&s.pool, s.m, s.chat, (int)np, ctx, n_batch, (int)max_queue,
                        (int)step, &draft))
         goto done;
     s.n_ctx = sl_session_n_ctx(s.pool.slots[0].g.s);

@@ -17,7 +17,7 @@ struct srv_batch_sub {
     sl_err err;
 };
 
-int srv_batch_init(srv_batcher *b, sl_model *m, int n_slots, int budget, sl_kv_type kv)
+int srv_batch_init(srv_batcher *b, sl_model *m, int n_slots, int budget)
 {
     memset(b, 0, sizeof *b);
     pthread_mutex_init(&b->mu, NULL);
@@ -32,7 +32,6 @@ int srv_batch_init(srv_batcher *b, sl_model *m, int n_slots, int budget, sl_kv_t
     if (budget < n_slots) budget = n_slots;
     sl_session_params sp = sl_session_default_params();
     sp.n_ctx = 1; /* its own K/V is never used */
-    sp.kv_type = kv;
     sp.all_logits = true;
     sp.n_batch_max = budget;
     sl_err err = {0};

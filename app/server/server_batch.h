@@ -45,7 +45,7 @@ typedef struct srv_batcher {
  * the model takes it: sl_model_multi_ok), creates the batch session of
  * budget tokens (budget <= 0: no batching); without, every submission is evaluated on its own. Prints
  * (prefixed "sluice serve: ") and returns non-zero on failure. */
-int srv_batch_init(srv_batcher *b, sl_model *m, int n_slots, int budget, sl_kv_type kv);
+int srv_batch_init(srv_batcher *b, sl_model *m, int n_slots, int budget);
 void srv_batch_free(srv_batcher *b);
 
 /* A slot starts / stops taking part in steps. Between the two, the slot

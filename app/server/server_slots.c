@@ -265,7 +265,7 @@ static void slot_free(srv_slot *s)
 }
 
 int srv_pool_start(srv_pool *p, sl_model *m, const sl_chat *chat, int n_slots, int n_ctx,
-                   int n_batch, sl_kv_type kv, int max_queue, int step_tokens,
+                   int n_batch, int max_queue, int step_tokens,
                    const srv_draft *draft)
 {
     const int rows = draft->type != SL_GEN_DRAFT_NONE ? draft->max + 1 : 1;
@@ -292,7 +292,6 @@ int srv_pool_start(srv_pool *p, sl_model *m, const sl_chat *chat, int n_slots, i
         s->g.m = m;
         sl_session_params sp = sl_session_default_params();
         sp.n_ctx = n_ctx;
-        sp.kv_type = kv;
         sp.n_batch_max = n_batch > rows ? n_batch : rows;
         sp.n_logit_rows = rows;
         s->g.n_batch = n_batch;
@@ -330,7 +329,7 @@ int srv_pool_start(srv_pool *p, sl_model *m, const sl_chat *chat, int n_slots, i
             return 1;
         }
     }
-    if (srv_batch_init(&p->batch, m, n_slots, step_tokens, kv)) return 1;
+    if (srv_batch_init(&p->batch, m, n_slots, step_tokens)) return 1;
     for (int i = 0; i < n_slots; i++) {
         if (pthread_create(&p->slots[i].th, NULL, worker, &p->slots[i])) {
             fprintf(stderr, "sluice serve: cannot start the thread of slot %d\n", i);

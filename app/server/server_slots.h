@@ -170,12 +170,12 @@ typedef struct srv_draft {
 } srv_draft;
 
 /* Creates n_slots sessions on m (n_ctx tokens each, micro-batch n_batch,
- * kv type kv, logit rows for draft), the batcher (steps of at most step_tokens tokens when
+ * the model's cache types, logit rows for draft), the batcher (steps of at most step_tokens tokens when
  * several slots are busy) and starts their workers. chat is the template for chat
  * jobs. Returns 0, or prints why (prefixed "sluice serve: ") and returns
  * non-zero. m and chat must outlive the pool. */
 int srv_pool_start(srv_pool *p, sl_model *m, const sl_chat *chat, int n_slots, int n_ctx,
-                   int n_batch, sl_kv_type kv, int max_queue, int step_tokens,
+                   int n_batch, int max_queue, int step_tokens,
                    const srv_draft *draft);
 
 /* Queues a job (taking a reference of its own). Returns false when the

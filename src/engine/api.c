@@ -418,7 +418,8 @@ const char *sl_model_layer_mixer(const sl_model *m, int il)
 void sl_model_state_bytes(const sl_model *m, uint64_t *per_token, uint64_t *per_seq)
 {
     uint64_t rows[2];
-    sl_session_state_bytes(m, 2, rows, per_seq); /* f16 K/V; file dimensions cannot overflow */
+    /* the f16 cache; file dimensions cannot overflow */
+    sl_session_state_bytes(m, SL_KV_F16, SL_KV_F16, rows, per_seq);
     *per_token = rows[0] + rows[1];
 }
 
@@ -428,7 +429,7 @@ uint64_t sl_model_kv_bytes_at(const sl_model *m, sl_kv_type type_k, sl_kv_type t
     uint64_t b;
     if (n_ctx < 1 || n_batch < 1 || !sl_kv_type_ok((int)type_k) || !sl_kv_type_ok((int)type_v) ||
         sl_session_kv_misfit(m, type_k, type_v) >= 0 ||
-        !sl_session_kv_bytes_at(m, 2, type_k, type_v, n_ctx, n_batch, !swa_full, &b))
+        !sl_session_kv_bytes_at(m, type_k, type_v, n_ctx, n_batch, !swa_full, &b))
         return 0;
     return b;
 }

@@ -283,6 +283,7 @@ static bool attn_scratch_floats(const sl_model *m, const sl_layer_desc *d, uint6
 
 const sl_mixer_ops sl_mixer_attn = {
     .name = "attention",
+    .cache = SL_CACHE_KV,
     .state_rows = attn_state_rows,
     .state_seq = attn_state_seq,
     .state_heads = attn_state_heads,

@@ -48,10 +48,26 @@ typedef struct sl_layer_state {
 
 typedef struct sl_session sl_session;
 
+/* What a kind keeps in the session's cache, of the cache types the session
+ * was given (sl_session_params.type_k / type_v, -ctk / -ctv): llama.cpp
+ * keeps every kind without a V (MLA's latent, indexer keys, deepseek4's
+ * rows) in its K cache, of type_k. */
+typedef enum sl_cache_use {
+    SL_CACHE_NONE = 0, /* no rows per position (a recurrent state, f32) */
+    SL_CACHE_KV,       /* attention: K rows of type_k, V rows of type_v, any
+                          type whose blocks divide the head sizes */
+    SL_CACHE_K_PLAIN,  /* rows of type_k only, f16 or f32 (the kind's kernels
+                          read no quantised rows): a quantised type_k is refused */
+} sl_cache_use;
+
 typedef struct sl_mixer_ops {
     const char *name;
+    sl_cache_use cache;
+    /* What the rows are, for messages (SL_CACHE_K_PLAIN): "the latent ...". */
+    const char *cache_rows;
     /* Bytes per position of each of the layer's two row streams, for
-     * cached values of elem bytes (2: f16, 4: f32). */
+     * cached values of elem bytes (2: f16, 4: f32; an SL_CACHE_KV kind's
+     * rows are sized from elem 4 per value of its types). */
     void (*state_rows)(const sl_layer_desc *d, size_t elem, uint64_t row_bytes[2]);
     /* Bytes of state that summarise the whole sequence (a recurrent
      * state), whatever its length. */

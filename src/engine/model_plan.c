@@ -90,9 +90,8 @@ static uint64_t min_cache_bytes(const sl_model *m, const sl_model_params *p, int
 static uint64_t kv_at(const sl_model *m, const sl_session_dims *d, int ctx)
 {
     uint64_t b;
-    const size_t elem = d->kv_type == SL_KV_F32 ? 4 : 2;
-    return sl_session_kv_bytes_at(m, elem, d->type_k, d->type_v, ctx, d->n_batch,
-                                  !d->swa_full, &b) ? b : UINT64_MAX;
+    return sl_session_kv_bytes_at(m, d->type_k, d->type_v, ctx, d->n_batch, !d->swa_full, &b)
+               ? b : UINT64_MAX;
 }
 
 /* Refuses, up front, a context whose KV cache the budget cannot hold
@@ -143,7 +142,7 @@ static uint64_t host_cache(const sl_model *m, const sl_model_params *p, const sl
 {
     if (p->host_cache_bytes > 0 || p->host_cache_seqs <= 0) return p->host_cache_bytes;
     uint64_t rows[2] = {0, 0}, per_seq = 0, want = kv_at(m, d, ctx);
-    sl_session_state_bytes(m, 2, rows, &per_seq);
+    sl_session_state_bytes(m, d->type_k, d->type_v, rows, &per_seq);
     if (want == UINT64_MAX || !sl_add_u64(want, 2 * per_seq * (uint64_t)p->host_cache_seqs, &want))
         want = UINT64_MAX;
     if (budget == UINT64_MAX) return want == UINT64_MAX ? 0 : want;
@@ -173,10 +172,8 @@ int sl_model_plan(sl_model *m, const sl_model_params *pp, sl_err *err)
     m->rt->budget_bytes = budget;
     m->rt->swa_full = p.swa_full;
     /* sessions that do not choose their cache types take the load's */
-    for (int il = 0; il < hp->n_layer; il++) {
-        m->layers[il].d.attn.cache_k = p.cache_type_k;
-        m->layers[il].d.attn.cache_v = p.cache_type_v;
-    }
+    m->rt->cache_type_k = p.cache_type_k;
+    m->rt->cache_type_v = p.cache_type_v;
     const int ctx = p.n_ctx_hint > 0 ? p.n_ctx_hint : 4096;
     /* a session of the default micro-batch, keeping every token's logits
      * if the caller says so (perplexity): laid out exactly as
@@ -185,7 +182,7 @@ int sl_model_plan(sl_model *m, const sl_model_params *pp, sl_err *err)
     const int logit_rows = p.n_logits_hint > 1 ? p.n_logits_hint : 1;
     const sl_session_dims dims = {.n_batch = logit_rows > PLAN_BATCH ? logit_rows : PLAN_BATCH,
                                   .n_ctx = ctx, .n_threads = threads,
-                                  .n_logit_rows = logit_rows, .kv_type = SL_KV_F16,
+                                  .n_logit_rows = logit_rows,
                                   .type_k = p.cache_type_k, .type_v = p.cache_type_v,
                                   .swa_full = p.swa_full};
     sl_session_layout sess;

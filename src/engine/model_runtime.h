@@ -44,6 +44,8 @@ typedef struct sl_runtime {
     int kv_ctx;             /* that context */
     uint64_t host_cache_bytes; /* planned for the caller's cache (sl_model_params) */
     bool swa_full;          /* sliding-window layers keep every position (no ring) */
+    sl_kv_type cache_type_k, cache_type_v; /* sessions that do not choose cache in these
+                               (sl_model_params; f16 for a described model) */
     bool streaming;         /* routed experts come from the streamer */
     int n_slots;            /* expert cache slots when streaming */
     char warning[256];      /* set by planning, shown by front-ends */

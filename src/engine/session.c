@@ -1,5 +1,6 @@
 /* session.c - creating a session (KV cache, scratch; the model's pool) and evaluating
  * batches of tokens. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -10,29 +11,9 @@
 
 sl_session_params sl_session_default_params(void)
 {
-    sl_session_params p = {.n_ctx = 0, .kv_type = SL_KV_F16, .all_logits = false,
-                           .n_batch_max = 0, .type_k = -1, .type_v = -1};
+    sl_session_params p = {.n_ctx = 0, .all_logits = false, .n_batch_max = 0, .type_k = -1,
+                           .type_v = -1};
     return p;
-}
-
-/* The model's default cache type for K (v = 0) or V (v = 1): the first
- * attention layer's (every layer gets the same from the plan). */
-static sl_kv_type model_cache_type(const sl_model *m, int v)
-{
-    for (int il = 0; il < m->hp.n_layer; il++) {
-        const sl_layer_desc *d = &m->layers[il].d;
-        if (d->mixer == SL_MIXER_ATTN) return v ? d->attn.cache_v : d->attn.cache_k;
-    }
-    return SL_KV_F16;
-}
-
-/* A session's K or V type: asked for, else kv_type when it is not the
- * default, else the model's. */
-static sl_kv_type resolve_type(const sl_model *m, const sl_session_params *p, int asked, int v)
-{
-    if (asked >= 0) return (sl_kv_type)asked;
-    if (p->kv_type != SL_KV_F16) return p->kv_type;
-    return model_cache_type(m, v);
 }
 
 /* Rows of logits a session of params p keeps without all_logits. */
@@ -47,9 +28,9 @@ static sl_session_dims session_dims(const sl_model *m, const sl_session_params *
 {
     sl_session_dims d = {.n_batch = p->n_batch_max, .n_ctx = p->n_ctx, .n_threads = nth,
                          .n_logit_rows = p->all_logits ? p->n_batch_max : logit_rows(p),
-                         .kv_type = p->kv_type == SL_KV_F32 ? SL_KV_F32 : SL_KV_F16,
-                         .type_k = resolve_type(m, p, p->type_k, 0),
-                         .type_v = resolve_type(m, p, p->type_v, 1),
+                         /* not chosen: the load's (sl_model_params.cache_type_k/v) */
+                         .type_k = p->type_k >= 0 ? (sl_kv_type)p->type_k : m->rt->cache_type_k,
+                         .type_v = p->type_v >= 0 ? (sl_kv_type)p->type_v : m->rt->cache_type_v,
                          .swa_full = p->swa_full || m->rt->swa_full};
     return d;
 }
@@ -82,7 +63,6 @@ int sl_session_create(sl_session **out, sl_model *m, const sl_session_params *pp
     s->m = m;
     s->n_ctx = p.n_ctx;
     s->n_batch_max = p.n_batch_max;
-    s->kv_type = dims.kv_type;
     s->type_k = dims.type_k;
     s->type_v = dims.type_v;
     s->attn_rot = !p.attn_rot_off;
@@ -224,6 +204,30 @@ void sl_session_kv_types(const sl_session *s, sl_kv_type *type_k, sl_kv_type *ty
 {
     *type_k = s->type_k;
     *type_v = s->type_v;
+}
+
+const char *sl_session_cache_text(const sl_session *s, char *buf, size_t cap)
+{
+    if (cap == 0) return buf;
+    buf[0] = '\0';
+    bool seen[SL_MIXER_COUNT] = {false};
+    size_t len = 0;
+    for (int il = 0; il < s->m->hp.n_layer && len < cap; il++) {
+        const sl_mixer_kind k = s->m->layers[il].d.mixer;
+        const sl_mixer_ops *mx = sl_mixer_of(k);
+        if (seen[k] || mx->cache == SL_CACHE_NONE) continue;
+        seen[k] = true;
+        const char *sep = len ? "; " : "";
+        int w = mx->cache == SL_CACHE_KV
+                    ? snprintf(buf + len, cap - len, "%s%s K %s, V %s", sep, mx->name,
+                               sl_kv_type_name(s->type_k), sl_kv_type_name(s->type_v))
+                    : snprintf(buf + len, cap - len, "%s%s K %s", sep, mx->name,
+                               sl_kv_type_name(s->type_k));
+        if (w < 0) break;
+        len += (size_t)w;
+    }
+    if (len == 0) snprintf(buf, cap, "none");
+    return buf;
 }
 
 int sl_session_truncate_floor(const sl_session *s)

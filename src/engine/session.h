@@ -21,11 +21,13 @@ struct sl_session {
     int n_ctx;
     int n_past;
     int n_batch_max;
-    sl_kv_type kv_type;
     bool all_logits;
     int n_logit_rows;    /* rows of logits kept from a batch's end (all_logits: n_batch_max) */
-    size_t kv_elem;      /* bytes per cached value of non-attention mixers: 2 (f16) or 4 (f32) */
-    sl_kv_type type_k, type_v; /* what attention layers' K and V rows hold (kv_rows.h) */
+    /* The cache types (kv_rows.h): attention layers' K and V rows; the
+     * kinds without a V (mixer.h's SL_CACHE_K_PLAIN) keep type_k's values,
+     * kv_elem bytes each: 4 for f32, else 2 (f16) */
+    sl_kv_type type_k, type_v;
+    size_t kv_elem;
     bool attn_rot;             /* quantised K / V rows stored rotated (mix_attn.c) */
     bool attn_by_batch;        /* sl_session_params.attn_by_batch (mix_attn.c) */
     /* Every buffer below lives in one arena sized by session_layout.c,

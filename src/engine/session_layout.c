@@ -108,13 +108,15 @@ static act_needs model_act_needs(const sl_model *m, uint64_t K, sizer *z)
     return an;
 }
 
-void sl_session_layer_rows(const sl_model *m, int il, size_t elem, sl_kv_type tk,
-                           sl_kv_type tv, uint64_t rows[2])
+size_t sl_kv_plain_elem(sl_kv_type tk) { return tk == SL_KV_F32 ? 4 : 2; }
+
+void sl_session_layer_rows(const sl_model *m, int il, sl_kv_type tk, sl_kv_type tv,
+                           uint64_t rows[2])
 {
     const sl_layer_desc *d = &m->layers[il].d;
     const sl_mixer_ops *mx = sl_mixer_of(d->mixer);
-    if (d->mixer != SL_MIXER_ATTN) {
-        mx->state_rows(d, elem, rows);
+    if (mx->cache != SL_CACHE_KV) {
+        mx->state_rows(d, sl_kv_plain_elem(tk), rows);
         return;
     }
     uint64_t f32[2];
@@ -123,16 +125,45 @@ void sl_session_layer_rows(const sl_model *m, int il, size_t elem, sl_kv_type tk
     rows[1] = sl_kv_row_bytes(tv, f32[1] / 4);
 }
 
+/* Whether layer d can cache K of type tk and V of type tv. */
+static bool layer_fits(const sl_layer_desc *d, sl_kv_type tk, sl_kv_type tv)
+{
+    switch (sl_mixer_of(d->mixer)->cache) {
+    case SL_CACHE_KV:
+        return !(sl_kv_type_quantized(tk) && d->attn.head_dim % SL_KV_BLOCK) &&
+               !(sl_kv_type_quantized(tv) && d->attn.head_dim_v % SL_KV_BLOCK);
+    case SL_CACHE_K_PLAIN:
+        return !sl_kv_type_quantized(tk);
+    case SL_CACHE_NONE:
+        break;
+    }
+    return true;
+}
+
 int sl_session_kv_misfit(const sl_model *m, sl_kv_type tk, sl_kv_type tv)
 {
-    for (int il = 0; il < m->hp.n_layer; il++) {
-        const sl_layer_desc *d = &m->layers[il].d;
-        if (d->mixer != SL_MIXER_ATTN) continue;
-        if ((sl_kv_type_quantized(tk) && d->attn.head_dim % SL_KV_BLOCK) ||
-            (sl_kv_type_quantized(tv) && d->attn.head_dim_v % SL_KV_BLOCK))
-            return il;
-    }
+    for (int il = 0; il < m->hp.n_layer; il++)
+        if (!layer_fits(&m->layers[il].d, tk, tv)) return il;
     return -1;
+}
+
+int sl_session_kv_check(const sl_model *m, sl_kv_type tk, sl_kv_type tv, sl_err *err)
+{
+    if (!sl_kv_type_ok((int)tk) || !sl_kv_type_ok((int)tv))
+        return sl_err_set(err, SL_EINVAL, "unknown KV cache type (K %d, V %d)", (int)tk, (int)tv);
+    const int il = sl_session_kv_misfit(m, tk, tv);
+    if (il < 0) return SL_OK;
+    const sl_layer_desc *d = &m->layers[il].d;
+    const sl_mixer_ops *mx = sl_mixer_of(d->mixer);
+    if (mx->cache == SL_CACHE_K_PLAIN)
+        return sl_err_set(err, SL_EINVAL, "a %s K cache: layer %d (%s) keeps %s in the K cache, "
+                          "as f16 or f32 only (sluice has no quantised kernels for it): use "
+                          "f16 or f32 K for this model", sl_kv_type_name(tk), il, mx->name,
+                          mx->cache_rows ? mx->cache_rows : "its rows");
+    return sl_err_set(err, SL_EINVAL, "a %s K / %s V cache stores blocks of %d values per "
+                      "head, and layer %d's heads have %d (K) and %d (V) values: use f16 or "
+                      "f32 for this model", sl_kv_type_name(tk), sl_kv_type_name(tv),
+                      SL_KV_BLOCK, il, d->attn.head_dim, d->attn.head_dim_v);
 }
 
 uint64_t sl_kv_ring_cap(int n_swa, int n_ctx, int n_batch)
@@ -145,8 +176,7 @@ uint64_t sl_kv_ring_cap(int n_swa, int n_ctx, int n_batch)
 void sl_session_layer_kv(const sl_model *m, int il, const sl_session_dims *d, sl_layer_kv *out)
 {
     const sl_layer_desc *ld = &m->layers[il].d;
-    const size_t elem = d->kv_type == SL_KV_F32 ? 4 : 2;
-    sl_session_layer_rows(m, il, elem, d->type_k, d->type_v, out->row_bytes);
+    sl_session_layer_rows(m, il, d->type_k, d->type_v, out->row_bytes);
     const int n_swa = !d->swa_full && ld->mixer == SL_MIXER_ATTN ? ld->attn.n_swa : 0;
     out->ring_cap = sl_kv_ring_cap(n_swa, d->n_ctx, d->n_batch);
     out->n_rows = out->ring_cap ? 2 * out->ring_cap : (uint64_t)d->n_ctx;
@@ -170,34 +200,27 @@ static bool kv_stream_bytes(const sl_model *m, const sl_session_dims *d, uint64_
     return ok;
 }
 
-bool sl_session_kv_bytes_at(const sl_model *m, size_t elem, sl_kv_type tk, sl_kv_type tv,
-                            int n_ctx, int n_batch, bool ring, uint64_t *bytes)
+bool sl_session_kv_bytes_at(const sl_model *m, sl_kv_type tk, sl_kv_type tv, int n_ctx,
+                            int n_batch, bool ring, uint64_t *bytes)
 {
     const sl_session_dims d = {.n_batch = n_batch, .n_ctx = n_ctx, .n_threads = 1,
-                               .n_logit_rows = 1, .kv_type = elem == 4 ? SL_KV_F32 : SL_KV_F16,
-                               .type_k = tk, .type_v = tv, .swa_full = !ring};
+                               .n_logit_rows = 1, .type_k = tk, .type_v = tv,
+                               .swa_full = !ring};
     uint64_t kv[2];
     const bool ok = kv_stream_bytes(m, &d, kv) && sl_add_u64(kv[0], kv[1], bytes);
     if (!ok) *bytes = 0;
     return ok;
 }
 
-bool sl_session_state_bytes(const sl_model *m, size_t elem, uint64_t per_token[2],
-                            uint64_t *per_seq)
-{
-    const sl_kv_type t = elem == 4 ? SL_KV_F32 : SL_KV_F16;
-    return sl_session_state_bytes_typed(m, elem, t, t, per_token, per_seq);
-}
-
-bool sl_session_state_bytes_typed(const sl_model *m, size_t elem, sl_kv_type tk,
-                                  sl_kv_type tv, uint64_t per_token[2], uint64_t *per_seq)
+bool sl_session_state_bytes(const sl_model *m, sl_kv_type tk, sl_kv_type tv,
+                            uint64_t per_token[2], uint64_t *per_seq)
 {
     bool ok = true;
     per_token[0] = per_token[1] = *per_seq = 0;
     for (int il = 0; il < m->hp.n_layer; il++) {
         const sl_layer_desc *d = &m->layers[il].d;
         uint64_t rows[2];
-        sl_session_layer_rows(m, il, elem, tk, tv, rows);
+        sl_session_layer_rows(m, il, tk, tv, rows);
         for (int r = 0; r < 2; r++) ok &= sl_add_u64(per_token[r], rows[r], &per_token[r]);
         ok &= sl_add_u64(*per_seq, sl_mixer_of(d->mixer)->state_seq(d), per_seq);
     }
@@ -209,7 +232,7 @@ uint64_t sl_model_kv_bytes_per_token(const sl_model *m, sl_kv_type type_k, sl_kv
     uint64_t rows[2], seq;
     if (!sl_kv_type_ok((int)type_k) || !sl_kv_type_ok((int)type_v) ||
         sl_session_kv_misfit(m, type_k, type_v) >= 0 ||
-        !sl_session_state_bytes_typed(m, 2, type_k, type_v, rows, &seq))
+        !sl_session_state_bytes(m, type_k, type_v, rows, &seq))
         return 0;
     return rows[0] + rows[1];
 }
@@ -274,16 +297,8 @@ int sl_session_layout_make(sl_session_layout *lay, const sl_model *m, const sl_s
         return sl_err_set(err, SL_EINVAL, "session dimensions out of range (batch %d, context "
                           "%d, threads %d, logit rows %d)", d->n_batch, d->n_ctx, d->n_threads,
                           d->n_logit_rows);
-    if (!sl_kv_type_ok((int)d->type_k) || !sl_kv_type_ok((int)d->type_v))
-        return sl_err_set(err, SL_EINVAL, "unknown KV cache type (K %d, V %d)", (int)d->type_k,
-                          (int)d->type_v);
-    const int misfit = sl_session_kv_misfit(m, d->type_k, d->type_v);
-    if (misfit >= 0)
-        return sl_err_set(err, SL_EINVAL, "a %s K / %s V cache stores blocks of %d values per "
-                          "head, and layer %d's heads have %d (K) and %d (V) values: use f16 or "
-                          "f32 for this model", sl_kv_type_name(d->type_k),
-                          sl_kv_type_name(d->type_v), SL_KV_BLOCK, misfit,
-                          m->layers[misfit].d.attn.head_dim, m->layers[misfit].d.attn.head_dim_v);
+    const int rc = sl_session_kv_check(m, d->type_k, d->type_v, err);
+    if (rc) return rc;
     sizer z = {false};
     const uint64_t B = (uint64_t)d->n_batch;
     const uint64_t T = (uint64_t)d->n_threads, layers = (uint64_t)hp->n_layer;
@@ -295,10 +310,8 @@ int sl_session_layout_make(sl_session_layout *lay, const sl_model *m, const sl_s
     const uint64_t ff = umax(umax((uint64_t)hp->n_ff, (uint64_t)hp->n_ff_shexp),
                              mul(&z, K, (uint64_t)hp->n_ff_exp));
     const act_needs an = model_act_needs(m, K, &z);
-    const uint64_t kv_elem = d->kv_type == SL_KV_F32 ? 4 : 2;
     uint64_t state_tok[2], state_seq; /* every layer's state: per position, per sequence */
-    if (!sl_session_state_bytes_typed(m, (size_t)kv_elem, d->type_k, d->type_v, state_tok,
-                                      &state_seq))
+    if (!sl_session_state_bytes(m, d->type_k, d->type_v, state_tok, &state_seq))
         z.overflow = true;
     const uint64_t mm_cap = 2 * X + 4;
     const uint64_t f = sizeof(float), i = sizeof(int), p = sizeof(void *);
@@ -360,7 +373,7 @@ int sl_session_layout_make(sl_session_layout *lay, const sl_model *m, const sl_s
     lay->arena_bytes = off;
     lay->kv_bytes = n[SL_SB_k_cache] + n[SL_SB_v_cache];
     lay->scratch_bytes = off - lay->kv_bytes;
-    lay->kv_elem = (size_t)kv_elem;
+    lay->kv_elem = sl_kv_plain_elem(d->type_k);
     lay->act_stride = (size_t)an.in_row;
     lay->act_sets = an.sets;
     lay->mm_cap = (int)mm_cap;

@@ -50,8 +50,8 @@ typedef struct sl_session_dims {
     int n_ctx;         /* context length in tokens, >= 1 */
     int n_threads;     /* compute threads (per-thread scratch), >= 1 */
     int n_logit_rows;  /* rows of logits kept: 1, or n_batch for every token's */
-    sl_kv_type kv_type; /* f16 or f32: the value size of other mixers' row streams */
-    sl_kv_type type_k, type_v; /* what attention layers' K and V rows hold */
+    sl_kv_type type_k, type_v; /* the cache types: what every kind's rows hold
+                                  (sl_cache_use, mixer.h) */
     bool swa_full;     /* sliding-window layers keep every position (no ring) */
 } sl_session_dims;
 
@@ -68,7 +68,8 @@ typedef struct sl_session_layout {
     uint64_t arena_bytes;         /* every buffer and guard */
     uint64_t kv_bytes;            /* k_cache + v_cache */
     uint64_t scratch_bytes;       /* the rest: arena_bytes - kv_bytes */
-    size_t kv_elem;               /* bytes per cached value: 2 (f16) or 4 (f32) */
+    size_t kv_elem;               /* bytes per value of SL_CACHE_K_PLAIN kinds' rows:
+                                   * 4 when type_k is f32, else 2 (f16) */
     size_t act_stride;            /* bytes of one prepared input row of any matrix
                                    * reading the block input (the widest, cache-line
                                    * rounded) */
@@ -88,28 +89,34 @@ typedef struct sl_session_layout {
 int sl_session_layout_make(sl_session_layout *lay, const sl_model *m, const sl_session_dims *d,
                            sl_err *err);
 
-/* Bytes per position of layer il's two state row streams: an attention
- * layer's K and V rows in types tk and tv (its mixer's row of f32 values
- * converted, sl_kv_row_bytes), another mixer's state_rows for values of
- * elem bytes (2: f16, 4: f32). The session's k_cache and v_cache hold
- * every layer's streams back to back, in layer order. */
-void sl_session_layer_rows(const sl_model *m, int il, size_t elem, sl_kv_type tk,
-                           sl_kv_type tv, uint64_t rows[2]);
+/* Bytes per value of an SL_CACHE_K_PLAIN kind's rows with K type tk: 4
+ * for f32, else 2 (f16; a quantised tk is refused for such kinds). */
+size_t sl_kv_plain_elem(sl_kv_type tk);
 
-/* The first attention layer (or -1) whose head sizes a quantised K (tk)
- * or V (tv) cache cannot hold: block types need multiples of 32. */
+/* Bytes per position of layer il's two state row streams with cache types
+ * tk and tv: an SL_CACHE_KV layer's K and V rows in tk and tv (its
+ * mixer's row of f32 values converted, sl_kv_row_bytes), another kind's
+ * state_rows for values of sl_kv_plain_elem(tk) bytes. The session's
+ * k_cache and v_cache hold every layer's streams back to back, in layer
+ * order. */
+void sl_session_layer_rows(const sl_model *m, int il, sl_kv_type tk, sl_kv_type tv,
+                           uint64_t rows[2]);
+
+/* The first layer (or -1) that cannot cache K of type tk or V of type tv:
+ * an attention layer whose head sizes a quantised type's blocks of 32 do
+ * not divide, or a quantised tk on an SL_CACHE_K_PLAIN layer. */
 int sl_session_kv_misfit(const sl_model *m, sl_kv_type tk, sl_kv_type tv);
 
-/* Every layer's state summed as sl_session_state_bytes, with attention
- * layers' K and V in types tk and tv. */
-bool sl_session_state_bytes_typed(const sl_model *m, size_t elem, sl_kv_type tk,
-                                  sl_kv_type tv, uint64_t per_token[2], uint64_t *per_seq);
+/* SL_OK when every layer of m can cache K of type tk and V of type tv;
+ * else SL_EINVAL with a sentence in err naming the layer, what it caches
+ * and the types it can. */
+int sl_session_kv_check(const sl_model *m, sl_kv_type tk, sl_kv_type tv, sl_err *err);
 
-/* Every layer's state summed: bytes per position of each row stream
- * (per_token[0]: K, per_token[1]: V, for cached values of elem bytes) and
+/* Every layer's state summed with cache types tk and tv: bytes per
+ * position of each row stream (per_token[0]: K, per_token[1]: V) and
  * bytes of sequence state. False when a sum overflows 64 bits. */
-bool sl_session_state_bytes(const sl_model *m, size_t elem, uint64_t per_token[2],
-                            uint64_t *per_seq);
+bool sl_session_state_bytes(const sl_model *m, sl_kv_type tk, sl_kv_type tv,
+                            uint64_t per_token[2], uint64_t *per_seq);
 
 /* The capacity of the ring a layer with window n_swa keeps in a session of
  * n_ctx positions and micro-batches of n_batch: n_swa + n_batch - 1 (a
@@ -128,13 +135,13 @@ uint64_t sl_kv_ring_cap(int n_swa, int n_ctx, int n_batch);
 void sl_session_layer_kv(const sl_model *m, int il, const sl_session_dims *d, sl_layer_kv *out);
 
 /* Bytes of every layer's K and V row streams for a context of n_ctx
- * positions and micro-batches of n_batch (attention rows in types tk and
- * tv, other mixers' rows of elem bytes), as sl_session_layer_kv stores
+ * positions and micro-batches of n_batch with cache types tk and tv
+ * (sl_session_layer_rows), as sl_session_layer_kv stores
  * them: with ring, sliding-window layers keep their ring, else every layer
  * holds n_ctx. Sequence state is not counted. False when a product or sum
  * overflows 64 bits. */
-bool sl_session_kv_bytes_at(const sl_model *m, size_t elem, sl_kv_type tk, sl_kv_type tv,
-                            int n_ctx, int n_batch, bool ring, uint64_t *bytes);
+bool sl_session_kv_bytes_at(const sl_model *m, sl_kv_type tk, sl_kv_type tv, int n_ctx,
+                            int n_batch, bool ring, uint64_t *bytes);
 
 /* The name of buffer b, for messages. */
 const char *sl_session_buffer_name(sl_sbuf b);

@@ -22,6 +22,7 @@
 
 #include "engine/kv_ring.h"
 #include "engine/kv_rows.h"
+#include "engine/mixer.h"
 #include "engine/session.h"
 #include "util/checked.h"
 #include "util/file.h"
@@ -303,15 +304,55 @@ static uint32_t kv_field(const sl_session *s)
            (rotated ? KV_FIELD_ROTATED : 0u);
 }
 
-/* "K q8_0, V f16" for a header field, as kv_field writes it. */
-static void kv_field_text(uint32_t f, char *buf, size_t cap)
+/* The first layer of m whose kind keeps K-only rows of plain values
+ * (mixer.h's SL_CACHE_K_PLAIN: their size is the field's low byte), or -1. */
+static int first_plain_layer(const sl_model *m)
 {
-    const uint32_t elem = f & 0xFF, code = (f & ~KV_FIELD_ROTATED) >> 8;
-    const sl_kv_type plain = elem == 4 ? SL_KV_F32 : SL_KV_F16;
-    const int k = code ? (int)((code - 1) % 4) : (int)plain;
-    const int v = code ? (int)((code - 1) / 4) : (int)plain;
-    snprintf(buf, cap, "K %s, V %s", sl_kv_type_ok(k) ? sl_kv_type_name((sl_kv_type)k) : "?",
-             sl_kv_type_ok(v) ? sl_kv_type_name((sl_kv_type)v) : "?");
+    for (int il = 0; il < m->hp.n_layer; il++)
+        if (sl_mixer_of(m->layers[il].d.mixer)->cache == SL_CACHE_K_PLAIN) return il;
+    return -1;
+}
+
+/* A header field's plain value size and attention K and V types. */
+static void kv_field_decode(uint32_t f, uint32_t *elem, int *k, int *v)
+{
+    const uint32_t code = (f & ~KV_FIELD_ROTATED) >> 8;
+    *elem = f & 0xFF;
+    const sl_kv_type plain = *elem == 4 ? SL_KV_F32 : SL_KV_F16;
+    *k = code ? (int)((code - 1) % 4) : (int)plain;
+    *v = code ? (int)((code - 1) / 4) : (int)plain;
+}
+
+/* Whether a file's field describes the rows session s keeps (ours): the
+ * same field, or the same K and V types and rotation on a model whose
+ * layers keep no plain K-only rows, where the value size names no rows (a
+ * file saved with -ctk f32 -ctv f32 before that size followed type_k
+ * carries 2 there). */
+static bool kv_field_same(const sl_session *s, uint32_t file, uint32_t ours)
+{
+    if (file == ours) return true;
+    if (first_plain_layer(s->m) >= 0 || (file ^ ours) & KV_FIELD_ROTATED) return false;
+    uint32_t fe, oe;
+    int fk, fv, ok, ov;
+    kv_field_decode(file, &fe, &fk, &fv);
+    kv_field_decode(ours, &oe, &ok, &ov);
+    return (fe == 2 || fe == 4) && fk == ok && fv == ov;
+}
+
+/* "K q8_0, V f16" for a header field, as kv_field writes it, and the
+ * K-only rows' type on a model with such layers (m). */
+static void kv_field_text(const sl_model *m, uint32_t f, char *buf, size_t cap)
+{
+    uint32_t elem;
+    int k, v;
+    kv_field_decode(f, &elem, &k, &v);
+    const int il = first_plain_layer(m);
+    char plain[64] = "";
+    if (il >= 0)
+        snprintf(plain, sizeof plain, " (%s rows %s)", sl_mixer_of(m->layers[il].d.mixer)->name,
+                 elem == 4 ? "f32" : "f16");
+    snprintf(buf, cap, "K %s, V %s%s", sl_kv_type_ok(k) ? sl_kv_type_name((sl_kv_type)k) : "?",
+             sl_kv_type_ok(v) ? sl_kv_type_name((sl_kv_type)v) : "?", plain);
 }
 
 static void header_make(const sl_session *s, const save_plan *pl, uint64_t body_hash,
@@ -423,7 +464,7 @@ int sl_session_load(sl_session *s, const char *path, int32_t *tokens, int n_max,
     sl_file f;
     rc = sl_file_open_read(&f, path, err);
     if (rc) return rc;
-    char why[256];
+    char why[320];
     uint8_t h[SAVE_HEADER_BYTES];
     if (f.size < SAVE_HEADER_BYTES) {
         snprintf(why, sizeof why, "truncated: %llu bytes, shorter than its %u-byte header",
@@ -466,10 +507,10 @@ int sl_session_load(sl_session *s, const char *path, int32_t *tokens, int n_max,
                  our_kv & KV_FIELD_ROTATED ? "uses" : "does not use");
         goto refused;
     }
-    if (file_kv != our_kv) {
-        char theirs[64], ours[64];
-        kv_field_text(file_kv, theirs, sizeof theirs);
-        kv_field_text(our_kv, ours, sizeof ours);
+    if (!kv_field_same(s, file_kv, our_kv)) {
+        char theirs[96], ours[96];
+        kv_field_text(s->m, file_kv, theirs, sizeof theirs);
+        kv_field_text(s->m, our_kv, ours, sizeof ours);
         snprintf(why, sizeof why, "its cache holds %s values, this session %s (use the same "
                  "--cache-type-k / --cache-type-v)", theirs, ours);
         goto refused;

@@ -192,9 +192,6 @@ typedef struct sl_attn_desc {
     bool v_norm;             /* v RMS-normed per head without a weight (gemma4) */
     bool rope_ff;            /* rope frequencies divided by the model's
                                 rope_freqs (gemma4's proportional rope) */
-    sl_kv_type cache_k, cache_v; /* what sessions store K and V in when they do not
-                                choose: the load's sl_model_params.cache_type_k/v
-                                (set by sl_model_plan; f16 for a described model) */
 } sl_attn_desc;
 
 /* Multi-head latent attention (deepseek2, ARCHS.md section 3) in its

@@ -19,11 +19,12 @@ if ! "$SLUICE" mkmodel --arch qwen3moe --preset tiny-k --type q8_0 --seed 5 -q -
     exit 1
 fi
 P="The miller's daughter kept a notebook of the river and its moods."
+for i in 1 2 3 4 5 6; do echo "$P Every morning the keeper read the level of the water."; done >"$work/text"
 
 "$SLUICE" run --help >"$work/help" 2>&1
 check "--help lists -ctk and -ctv" grep -q -- "-ctk, --cache-type-k" "$work/help"
 "$SLUICE" run -m "$M" -p hi -n 1 -v -ctk q8_0 >/dev/null 2>"$work/v.err"
-check "-v names the cache types in effect (q8_0 K, f16 V)" grep -q "kv q8_0/f16," "$work/v.err"
+check "-v names the cache types in effect (q8_0 K, f16 V)" grep -q "cache attention K q8_0, V f16," "$work/v.err"
 
 for t in q8_0 q4_0; do
     "$SLUICE" run -m "$M" -p "$P" -n 12 --temp 0 -ctk $t -ctv $t -t 1 >"$work/$t.1" 2>/dev/null
@@ -78,4 +79,28 @@ check "... one row per depth, in order" [ "$(sed -n 's/.*"n_depth":\([0-9]*\).*/
 "$SLUICE" bench -m "$M" -p 4 -n 0 -r 1 -d 8,x -t 1 >"$work/bad" 2>&1
 check "bench -d with a bad entry is refused" [ $? -eq 2 ]
 check "... naming it" grep -q "got 'x'" "$work/bad"
+# One setting for every layer kind (as llama.cpp's -ctk / -ctv): MLA's latent
+# (deepseek2) lives in the K cache, so -ctk f32 caches it in f32 and gives
+# the scores --kv-type f32 (-ctk f32 -ctv f32) gives, other than f16's; a
+# quantised K it has no kernels for is refused, saying so.
+D=$work/ds2.gguf
+if "$SLUICE" mkmodel --arch deepseek2 --preset tiny --seed 3 -q -o "$D"; then
+    for k in "-ctk f32" "--kv-type f32" "-ctk f16"; do
+        "$SLUICE" perplexity -m "$D" -f "$work/text" -c 16 --chunks 2 -t 1 \
+            --kl-divergence-base "$work/ds2 $k.kld" $k >/dev/null 2>"$work/ds2.err"
+        check "deepseek2 perplexity with $k runs" [ $? -eq 0 ]
+    done
+    check "deepseek2: -ctk f32 scores as --kv-type f32" cmp -s "$work/ds2 -ctk f32.kld" "$work/ds2 --kv-type f32.kld"
+    if cmp -s "$work/ds2 -ctk f32.kld" "$work/ds2 -ctk f16.kld"; then bad "... other than f16"
+    else ok "... other than f16"; fi
+    "$SLUICE" run -m "$D" -p hi -n 1 -v -ctk f32 >/dev/null 2>"$work/dv.err"
+    check "-v names what MLA caches (K f32, no V)" grep -q "cache mla K f32," "$work/dv.err"
+    "$SLUICE" run -m "$D" -p hi -n 1 -ctk q8_0 >/dev/null 2>"$work/dq.err"
+    check "deepseek2 with a q8_0 K cache is refused" [ $? -ne 0 ]
+    check "... saying why" grep -q "a q8_0 K cache: layer 0 (mla) keeps the latent" "$work/dq.err"
+    "$SLUICE" run --help >"$work/help" 2>&1
+    check "--help gives --kv-type as -ctk T -ctv T" grep -q -- "--kv-type T        the same as -ctk T -ctv T" "$work/help"
+else
+    bad "mkmodel deepseek2"
+fi
 finish

@@ -123,7 +123,7 @@ expect_fail "--temp not a number" "--temp expects a number" -m "$M" -p hi --temp
 expect_fail "-n below -1" "-n expects a whole number" -m "$M" -p hi -n -2
 expect_fail "-c missing value" "-c needs a value" -m "$M" -p hi -c
 expect_fail "--top-p 0" "--top-p must be above 0" -m "$M" -p hi --top-p 0
-expect_fail "--kv-type q4" "--kv-type expects f16 or f32" -m "$M" -p hi --kv-type q4
+expect_fail "--kv-type q4" "--kv-type expects f16, f32, q8_0 or q4_0" -m "$M" -p hi --kv-type q4
 expect_fail "--seed negative" "--seed expects" -m "$M" -p hi --seed -1
 expect_fail "missing model file" "cannot load" -m "$work/nope.gguf" -p hi
 expect_fail "missing prompt file" "cannot open" -m "$M" -f "$work/nope.txt"

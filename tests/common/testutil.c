@@ -116,7 +116,7 @@ float *t_batched_logits(const t_logits_run *r)
     sp.n_ctx = r->n_ctx > 0 ? r->n_ctx : 64;
     sp.n_batch_max = r->batch;
     sp.all_logits = true;
-    sp.kv_type = r->kv;
+    sp.type_k = sp.type_v = (int)r->kv;
     sl_session *s;
     float *out = NULL;
     if (!sl_session_create(&s, m, &sp, &err)) {

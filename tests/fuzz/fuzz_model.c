@@ -659,7 +659,7 @@ static void plan_run(choices *c, const model_plan *mp, run_plan *r)
     sl_session_params sp = sl_session_default_params();
     sp.n_batch_max = 1 + (int)pick(c, 16);
     sp.n_ctx = pick(c, 4) == 0 ? 0 : 1 + (int)pick(c, 64);
-    sp.kv_type = pick_bool(c) ? SL_KV_F32 : SL_KV_F16;
+    sp.type_k = sp.type_v = pick_bool(c) ? SL_KV_F32 : SL_KV_F16;
     sp.all_logits = pick_bool(c);
     p.n_logits_hint = ps.n_logits_hint = sp.all_logits ? sp.n_batch_max : 1;
     r->p = p;

@@ -45,7 +45,7 @@ static float *logits(bool by_batch, int batch, int *V)
     sp.n_ctx = 2 * N_TOK;
     sp.n_batch_max = batch;
     sp.all_logits = true;
-    sp.kv_type = SL_KV_F16;
+    sp.type_k = sp.type_v = SL_KV_F16;
     sp.attn_by_batch = by_batch;
     if (sl_session_create(&s, m, &sp, &err)) {
         fprintf(stderr, "  session: %s\n", err.msg);

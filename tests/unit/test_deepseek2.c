@@ -40,7 +40,7 @@ static float *run_kv(const char *path, int batch, int threads, int cache_experts
 /* The same with the default (f16) cache. */
 static float *run(const char *path, int batch, int threads, int cache_experts)
 {
-    return run_kv(path, batch, threads, cache_experts, sl_session_default_params().kv_type);
+    return run_kv(path, batch, threads, cache_experts, SL_KV_F16);
 }
 
 /* The reference pass of tests/common/ref_mla.c (t_ref_pass). */

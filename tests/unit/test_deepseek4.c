@@ -93,7 +93,7 @@ TEST(batches_threads_and_streaming_do_not_change_bits)
 {
     char path[512];
     CHECK(make("ds4-q8", SL_SYNTH_Q8_0, path, sizeof path) == 0);
-    const sl_kv_type kv = sl_session_default_params().kv_type;
+    const sl_kv_type kv = SL_KV_F16;
     float *a = run(path, 1, 1, 0, kv), *b = run(path, 5, 2, 0, kv);
     float *c = run(path, N_TOK, 2, 0, kv), *d = run(path, 7, 2, 3, kv);
     CHECK(a && b && c && d);
@@ -197,7 +197,7 @@ TEST(mtp_block_loaded_not_run)
         CHECK_EQ_INT(sl_model_n_layer(m), 4);
         sl_model_free(m);
     }
-    const sl_kv_type kv = sl_session_default_params().kv_type;
+    const sl_kv_type kv = SL_KV_F16;
     float *a = run(path, 16, 2, 0, kv), *b = run(plain, 16, 2, 0, kv);
     CHECK(a && b);
     if (a && b) CHECK(memcmp(a, b, 512 * (size_t)N_TOK * sizeof(float)) == 0);

@@ -100,7 +100,7 @@ static float *engine_logits(const char *path, int threads, sl_kv_type kv, int ba
     }
     sl_session_params sp = sl_session_default_params();
     sp.n_ctx = 64;
-    sp.kv_type = kv;
+    sp.type_k = sp.type_v = (int)kv;
     sp.all_logits = true;
     sp.n_batch_max = N_TOK;
     sl_session *s;

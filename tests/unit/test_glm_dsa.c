@@ -121,7 +121,7 @@ static float *run(int batch, int threads)
     int32_t ids[N_TOK];
     for (int i = 0; i < N_TOK; i++) ids[i] = (int32_t)(3 + (i * 37) % 500);
     const t_logits_run r = {.path = fixture(), .ids = ids, .n_tok = N_TOK, .batch = batch,
-                            .threads = threads, .kv = sl_session_default_params().kv_type,
+                            .threads = threads, .kv = SL_KV_F16,
                             .n_ctx = 128};
     return t_batched_logits(&r);
 }

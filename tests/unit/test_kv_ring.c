@@ -51,16 +51,16 @@ TEST(kv_bytes_at_a_context_with_and_without_the_ring)
     /* gpt-oss-120b's attention: 36 layers, 8 KV heads of 64, window 128 on half */
     sl_model *m = swa_model(36, 8, 64, 128);
     uint64_t full = 0, ring = 0;
-    CHECK(sl_session_kv_bytes_at(m, 2, SL_KV_F16, SL_KV_F16, 4096, 512, false, &full));
-    CHECK(sl_session_kv_bytes_at(m, 2, SL_KV_F16, SL_KV_F16, 4096, 512, true, &ring));
+    CHECK(sl_session_kv_bytes_at(m, SL_KV_F16, SL_KV_F16, 4096, 512, false, &full));
+    CHECK(sl_session_kv_bytes_at(m, SL_KV_F16, SL_KV_F16, 4096, 512, true, &ring));
     const long long row = 8 * 64 * 2; /* one f16 K (or V) row of a layer */
     CHECK_EQ_INT((long long)full, 36LL * 2 * row * 4096);
     CHECK_EQ_INT((long long)ring, 18LL * 2 * row * 4096 + 18LL * 2 * row * 2 * 639);
     /* q8_0 K, f16 V, decode batches: a ring of 128, stored twice */
-    CHECK(sl_session_kv_bytes_at(m, 2, SL_KV_Q8_0, SL_KV_F16, 32768, 1, true, &ring));
+    CHECK(sl_session_kv_bytes_at(m, SL_KV_Q8_0, SL_KV_F16, 32768, 1, true, &ring));
     CHECK_EQ_INT((long long)ring, 18LL * (8 * 2 * 34 + row) * 32768 + 18LL * (8 * 2 * 34 + row) * 256);
     /* a short context: no ring, every position */
-    CHECK(sl_session_kv_bytes_at(m, 2, SL_KV_F16, SL_KV_F16, 1024, 512, true, &ring));
+    CHECK(sl_session_kv_bytes_at(m, SL_KV_F16, SL_KV_F16, 1024, 512, true, &ring));
     CHECK_EQ_INT((long long)ring, 36LL * 2 * row * 1024);
     swa_free(m);
 }
@@ -70,10 +70,10 @@ TEST(kv_bytes_overflow_is_reported)
     sl_model *m = swa_model(2, 1 << 20, 1 << 10, 0);
     uint64_t b = 0;
     /* 2 layers x 2 streams x 2^32 bytes a row x 2^24 rows = 2^58: fits */
-    CHECK(sl_session_kv_bytes_at(m, 4, SL_KV_F32, SL_KV_F32, 1 << 24, 1, false, &b));
+    CHECK(sl_session_kv_bytes_at(m, SL_KV_F32, SL_KV_F32, 1 << 24, 1, false, &b));
     swa_free(m);
     m = swa_model(2, 1 << 30, 1 << 10, 0); /* 2^42 bytes a row x 2^24 rows: past 2^64 */
-    CHECK(!sl_session_kv_bytes_at(m, 4, SL_KV_F32, SL_KV_F32, 1 << 24, 1, false, &b));
+    CHECK(!sl_session_kv_bytes_at(m, SL_KV_F32, SL_KV_F32, 1 << 24, 1, false, &b));
     swa_free(m);
 }
 

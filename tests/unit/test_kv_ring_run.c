@@ -86,7 +86,7 @@ static float *run(sl_model *m, int batch, bool swa_full, sl_kv_type tk, sl_kv_ty
     }
     CHECK(swa_full ? rings == 0 : rings > 0);
     uint64_t planned = 0;
-    CHECK(sl_session_kv_bytes_at(m, 2, tk, tv, N_CTX, batch, !swa_full, &planned));
+    CHECK(sl_session_kv_bytes_at(m, tk, tv, N_CTX, batch, !swa_full, &planned));
     CHECK_EQ_INT((long long)s->layout.kv_bytes, (long long)planned);
 
     float *out = malloc(sizeof(float) * (size_t)V * N_TOK);

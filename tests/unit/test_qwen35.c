@@ -35,7 +35,7 @@ static float *run(int batch, int threads, int cache_experts)
     for (int i = 0; i < N_TOK; i++) ids[i] = tok(i);
     const t_logits_run r = {.path = fixture, .ids = ids, .n_tok = N_TOK, .batch = batch,
                             .threads = threads, .cache_experts = cache_experts,
-                            .kv = sl_session_default_params().kv_type};
+                            .kv = SL_KV_F16};
     return t_batched_logits(&r);
 }
 

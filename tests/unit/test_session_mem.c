@@ -55,7 +55,7 @@ static sl_session *session(sl_model *m, sl_kv_type kv)
     sl_session_params sp = sl_session_default_params();
     sp.n_ctx = 64;
     sp.n_batch_max = BATCH;
-    sp.kv_type = kv;
+    sp.type_k = sp.type_v = (int)kv;
     sl_session *s = NULL;
     sl_err err;
     if (sl_session_create(&s, m, &sp, &err)) fprintf(stderr, "  session: %s\n", err.msg);

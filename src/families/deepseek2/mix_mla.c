@@ -224,6 +224,8 @@ static void mla_forward(sl_session *s, const sl_layer *L, int il, int n, float *
 
 const sl_mixer_ops sl_mixer_mla = {
     .name = "mla",
+    .cache = SL_CACHE_K_PLAIN,
+    .cache_rows = "the latent and its roped key (and glm-dsa's indexer keys)",
     .state_rows = mla_state_rows,
     .state_seq = mla_state_seq,
     .forward = mla_forward,

@@ -651,6 +651,8 @@ static void ds4_forward(sl_session *s, const sl_layer *L, int il, int n, float *
 
 const sl_mixer_ops sl_mixer_ds4 = {
     .name = "ds4",
+    .cache = SL_CACHE_K_PLAIN,
+    .cache_rows = "the raw window's keys and the compressed blocks",
     .state_rows = ds4_state_rows,
     .state_seq = ds4_state_seq,
     .forward = ds4_forward,

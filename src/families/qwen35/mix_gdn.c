@@ -260,6 +260,7 @@ static void gdn_forward(sl_session *s, const sl_layer *L, int il, int n, float *
 
 const sl_mixer_ops sl_mixer_gdn = {
     .name = "gated DeltaNet",
+    .cache = SL_CACHE_NONE,
     .state_rows = gdn_state_rows,
     .state_seq = gdn_state_seq,
     .forward = gdn_forward,
