@@ -214,6 +214,10 @@ typedef struct sl_stream_stats {
     double mark_queue_p50_us, mark_queue_p90_us, mark_queue_p99_us;
     double mark_drive_p50_us, mark_drive_p90_us, mark_drive_p99_us;
     double mark_lanes_busy;
+    /* times the streamer's lock was taken: once per streamed routed layer a
+     * batch runs through, once per setter call (sl_model_set_*, usage,
+     * mark, flush); this read's own is not counted */
+    uint64_t lock_takes;
 } sl_stream_stats;
 
 void sl_model_stream_stats(const sl_model *m, sl_stream_stats *out);

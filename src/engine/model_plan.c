@@ -313,6 +313,9 @@ void sl_model_stream_stats(const sl_model *m, sl_stream_stats *out)
     out->host_cache_bytes = m->rt->host_cache_bytes;
     snprintf(out->warning, sizeof out->warning, "%s", m->rt->warning);
     if (!m->rt->streamer) return;
+    pthread_mutex_lock(&m->rt->mu); /* not counted: the figure is the others' */
+    out->lock_takes = m->rt->lock_takes;
+    pthread_mutex_unlock(&m->rt->mu);
     sl_streamer_stats st;
     sl_streamer_get_stats(m->rt->streamer, &st);
     out->cache_bytes = sl_streamer_cache_bytes(m->rt->streamer);

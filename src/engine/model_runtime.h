@@ -9,7 +9,8 @@
  *  - The pool takes its jobs in turns itself (util/pool.h).
  *  - Everything the streamer holds (cache, reads, guesses, policy, drive
  *    rate) and the routing's usage history are touched only under `mu`:
- *    the engine holds it per routed layer (moe.c, route_knobs.c); the
+ *    the engine takes it once per routed layer (moe.c's sl_moe_block,
+ *    around the routing's knobs, the guess and the set); the
  *    setters after load (runtime.c, public in include/sluice.h) take it
  *    themselves.
  *  - The knobs count their cost under their own lock; a replayed route
@@ -56,12 +57,23 @@ typedef struct sl_runtime {
     struct sl_pool *pool;
     struct sl_streamer *streamer; /* NULL: every expert resident */
     /* The streamer serves one caller at a time: sessions on other threads
-     * take turns per layer (held from a layer's begin to its last
-     * release). Initialised with the streamer. */
+     * take turns per routed layer (sl_moe_block takes it once, from the
+     * routing to the last release). Initialised with the streamer. */
     pthread_mutex_t mu;
+    uint64_t lock_takes;    /* under mu: times sl_runtime_lock took it */
     sl_routing routing;     /* owned; under mu once sessions run */
     FILE *trace;            /* --io-trace output */
 } sl_runtime;
+
+/* Takes the runtime's lock (mu), counted in lock_takes (sl_stream_stats'
+ * figure: a routed layer takes it once), and gives it back. */
+static inline void sl_runtime_lock(sl_runtime *rt)
+{
+    pthread_mutex_lock(&rt->mu);
+    rt->lock_takes++;
+}
+
+static inline void sl_runtime_unlock(sl_runtime *rt) { pthread_mutex_unlock(&rt->mu); }
 
 /* Decides residency from params and the measured sizes (dense_bytes,
  * expert_bytes): fills streaming, n_slots, budget_bytes and warning. Fails

@@ -270,7 +270,8 @@ static void route_layer(sl_session *s, const sl_layer *L, int il, int n)
 /* The next layer's experts to read ahead, when the model streams, the next
  * layer is routed and the streamer asks for a guess: one token's guess
  * (predict_experts) or a prompt batch's union (predict_union). Must run
- * before the expert inputs are prepared: it uses the same scratch. */
+ * before the expert inputs are prepared: it uses the same scratch. The
+ * caller holds the stream lock (sl_moe_block). */
 static sl_expert_guess guess_next_layer(sl_session *s, const sl_expert_src *src, int il, int n)
 {
     sl_expert_guess g = {s->pf_ids, 0, false};
@@ -279,10 +280,7 @@ static sl_expert_guess guess_next_layer(sl_session *s, const sl_expert_src *src,
         return g;
     const int u_rows = n > 1 ? union_rows(s, n, m->layers[il + 1].d.ffn.router.n_expert) : 0;
     if (n > 1 && u_rows == 0) return g;
-    pthread_mutex_lock(&s->m->rt->mu);
-    const bool wanted = sl_expert_src_wants_guess(src, n > 1);
-    pthread_mutex_unlock(&s->m->rt->mu);
-    if (!wanted) return g;
+    if (!sl_expert_src_wants_guess(src, n > 1)) return g; /* under the layer's lock */
     if (n == 1) {
         g.n = predict_experts(s, il + 1);
     } else {
@@ -334,6 +332,12 @@ int sl_moe_block(sl_session *s, const sl_layer *L, int il, int n, sl_err *err)
     const int K = L->d.ffn.router.top_k, X = L->d.ffn.router.n_expert;
     sl_expert_src src;
     sl_expert_src_init(&src, s, L, il);
+    /* The streamer serves one session at a time: a streamed layer takes its
+     * lock once, from the routing (--cache-route asks what the cache
+     * holds) through the read-ahead's question and the set's begin to the
+     * last release, so every streamer call of the layer sees one state of
+     * the cache and other sessions wait at one place per layer. */
+    if (src.st) sl_runtime_lock(s->m->rt);
     route_layer(s, L, il, n);
     group_by_expert(s, &L->d.ffn.router, n);
     const sl_expert_guess guess = guess_next_layer(s, &src, il, n);
@@ -343,12 +347,9 @@ int sl_moe_block(sl_session *s, const sl_layer *L, int il, int n, sl_err *err)
     int *ids = s->moe_cursor, n_ids = 0; /* the cursor scratch is free again */
     for (int e = 0; e < X; e++)
         if (s->moe_count[e + 1] > s->moe_count[e]) ids[n_ids++] = e;
-    if (src.st) {
-        pthread_mutex_lock(&s->m->rt->mu);
-        sl_expert_src_observe(&src, s->topk_ids, n, K);
-    }
+    sl_expert_src_observe(&src, s->topk_ids, n, K); /* resident: nothing */
     int rc = run_expert_set(s, L, &src, ids, n_ids, &guess, err);
-    if (src.st) pthread_mutex_unlock(&s->m->rt->mu);
+    if (src.st) sl_runtime_unlock(s->m->rt);
     if (rc) return rc;
     weighted_sum(s, K, n);
     if (L->d.ffn.n_ff_shexp > 0) add_shared_expert(s, L, n);

@@ -142,7 +142,6 @@ void sl_route_knobs_apply(sl_route_knobs *k, sl_session *s, const sl_layer *L, i
     uint64_t wanted[(SL_KNOB_MAX_EXPERTS + 63) / 64] = {0}; /* experts the batch chose so far */
     uint64_t changed = 0, subst_total = 0;
     double kept_sum = 0.0;
-    if (st) pthread_mutex_lock(&s->m->rt->mu);
     for (int t = 0; t < n; t++) {
         int *ids = s->topk_ids + (size_t)t * K;
         float *w = s->topk_w + (size_t)t * K;
@@ -192,7 +191,6 @@ void sl_route_knobs_apply(sl_route_knobs *k, sl_session *s, const sl_layer *L, i
             renorm(w, K);
         }
     }
-    if (st) pthread_mutex_unlock(&s->m->rt->mu);
     pthread_mutex_lock(&k->mu);
     k->routings += (uint64_t)n;
     k->choices += (uint64_t)n * (uint64_t)fk;

@@ -66,8 +66,9 @@ int sl_model_file_top_k(const sl_model *m, int il);
 /* Rewrites layer il's choice for the n tokens of the batch in s->topk_ids /
  * s->topk_w (K = L's top_k entries per token), from the router's output in
  * s->router, or from the trace rt (not NULL: replay, whose k is the file's;
- * with --cache-route its M must be <= that k). Counts the cost. Takes the
- * model's stream lock around the cache lookups. Cannot fail. */
+ * with --cache-route its M must be <= that k). Counts the cost under the
+ * knobs' own lock. A streamed model's caller holds the stream lock (rt->mu:
+ * the cache lookups), as sl_moe_block does for the layer. Cannot fail. */
 void sl_route_knobs_apply(sl_route_knobs *k, sl_session *s, const sl_layer *L, int il, int n,
                           const sl_route_trace *rt);
 

@@ -26,9 +26,9 @@ int sl_model_set_cache_policy(sl_model *m, const char *name, sl_err *err)
 {
     sl_streamer *st = streamer_of(m, "a cache policy", err);
     if (!st) return err->code;
-    pthread_mutex_lock(&m->rt->mu);
+    sl_runtime_lock(m->rt);
     const int rc = sl_streamer_set_policy(st, name, err);
-    pthread_mutex_unlock(&m->rt->mu);
+    sl_runtime_unlock(m->rt);
     return rc;
 }
 
@@ -72,9 +72,9 @@ int sl_model_set_route_trace(sl_model *m, const char *path, sl_err *err)
         sl_route_trace_free(t);
         return rc;
     }
-    pthread_mutex_lock(&m->rt->mu);
+    sl_runtime_lock(m->rt);
     sl_runtime_replay(m->rt, t);
-    pthread_mutex_unlock(&m->rt->mu);
+    sl_runtime_unlock(m->rt);
     return SL_OK;
 }
 
@@ -84,9 +84,9 @@ int sl_model_set_drive_rate(sl_model *m, double bytes_per_s, sl_err *err)
     if (!st) return err->code;
     if (!(bytes_per_s > 0))
         return sl_err_set(err, SL_EINVAL, "a drive rate must be above 0 bytes a second");
-    pthread_mutex_lock(&m->rt->mu);
+    sl_runtime_lock(m->rt);
     sl_streamer_set_drive_rate(st, bytes_per_s);
-    pthread_mutex_unlock(&m->rt->mu);
+    sl_runtime_unlock(m->rt);
     return SL_OK;
 }
 
@@ -95,9 +95,9 @@ int sl_model_calibrate_drive(sl_model *m, uint64_t min_bytes, double max_s, doub
 {
     sl_streamer *st = streamer_of(m, "a drive calibration", err);
     if (!st) return err->code;
-    pthread_mutex_lock(&m->rt->mu);
+    sl_runtime_lock(m->rt);
     const int rc = sl_streamer_calibrate(st, min_bytes, max_s, bytes_per_s, err);
-    pthread_mutex_unlock(&m->rt->mu);
+    sl_runtime_unlock(m->rt);
     return rc;
 }
 
@@ -115,11 +115,11 @@ int sl_model_usage_start(sl_model *m, const char *path, const char *model_id, do
         *found = false;
         if (sl_usage_create(&u, model_id, m->hp.n_layer, m->hp.n_expert, &fresh)) return rc;
     }
-    pthread_mutex_lock(&m->rt->mu);
+    sl_runtime_lock(m->rt);
     sl_usage_free(m->rt->routing.usage);
     m->rt->routing.usage = u;
     if (preload && *found) sl_streamer_warm_start(st, u, 0);
-    pthread_mutex_unlock(&m->rt->mu);
+    sl_runtime_unlock(m->rt);
     return rc;
 }
 
@@ -127,29 +127,29 @@ int sl_model_usage_save(sl_model *m, const char *path, sl_err *err)
 {
     sl_streamer *st = streamer_of(m, "an expert usage history", err);
     if (!st) return err->code;
-    pthread_mutex_lock(&m->rt->mu);
+    sl_runtime_lock(m->rt);
     const sl_usage *u = m->rt->routing.usage;
     const int rc = u ? sl_usage_save(u, path, 0, err) : SL_OK;
-    pthread_mutex_unlock(&m->rt->mu);
+    sl_runtime_unlock(m->rt);
     return rc;
 }
 
 void sl_model_stream_mark(const sl_model *m)
 {
     if (!m || !m->rt || !m->rt->streamer) return;
-    pthread_mutex_lock(&m->rt->mu);
+    sl_runtime_lock(m->rt);
     sl_streamer_mark(m->rt->streamer);
-    pthread_mutex_unlock(&m->rt->mu);
+    sl_runtime_unlock(m->rt);
 }
 
 int sl_model_io_trace_flush(const sl_model *m, sl_err *err)
 {
     FILE *f = m && m->rt ? m->rt->trace : NULL;
     if (!f) return SL_OK;
-    pthread_mutex_lock(&m->rt->mu);
+    sl_runtime_lock(m->rt);
     errno = 0;
     const bool ok = fflush(f) == 0 && !ferror(f);
     const int e = errno;
-    pthread_mutex_unlock(&m->rt->mu);
+    sl_runtime_unlock(m->rt);
     return ok ? SL_OK : sl_err_set(err, SL_EIO, "%s", e ? strerror(e) : "an earlier write failed");
 }

@@ -7,7 +7,8 @@
  * Each run prefills a long prompt in micro-batches and decodes greedily;
  * every logit of every step must be bit-identical to the resident run.
  * Then: a read error surfaces as a clean failure, and a budget too small
- * for one layer's top-k is refused at load. */
+ * for one layer's top-k is refused at load; a routed layer takes the
+ * streamer's lock once. */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -469,6 +470,53 @@ TEST(mark_counts_the_reads_after_it)
     sl_model_free(m);
 }
 
+/* A streamed routed layer takes the streamer's lock once (sl_moe_block):
+ * the --cache-route lookups, the read-ahead's question and the set all
+ * under one taking, with read-ahead and learned guesses on, for a token
+ * and for a prompt batch; a resident model never takes it. */
+TEST(a_routed_layer_takes_the_stream_lock_once)
+{
+    sl_model_params mp = sl_model_default_params();
+    mp.stream = SL_STREAM_ON;
+    mp.cache_experts = 8;
+    mp.n_threads = 1;
+    mp.prefetch_always = true;   /* a guess asked for every layer */
+    mp.cache_route_keep = 2;     /* --cache-route 2,6: the knobs look in the cache */
+    mp.cache_route_from = 6;
+    sl_model *m = NULL;
+    sl_err err;
+    CHECK_MSG(sl_model_load(&m, model_path, &mp, &err) == SL_OK, "%s", err.msg);
+    if (!m) return;
+    int routed = 0;
+    for (int il = 0; il < m->hp.n_layer; il++) routed += m->layers[il].d.ffn.kind == SL_FFN_ROUTED;
+    CHECK(routed == 3);
+    sl_session_params sp = sl_session_default_params();
+    sp.n_ctx = 32;
+    sp.n_batch_max = 8;
+    sl_session *s = NULL;
+    CHECK(sl_session_create(&s, m, &sp, &err) == SL_OK);
+    int32_t toks[8] = {5, 9, 14, 3, 27, 8, 40, 11};
+    sl_stream_stats a, b, c;
+    sl_model_stream_stats(m, &a);
+    CHECK_MSG(s && sl_session_eval(s, toks, 8, &err) == SL_OK, "%s", err.msg);
+    sl_model_stream_stats(m, &b);
+    CHECK_MSG(b.lock_takes - a.lock_takes == (uint64_t)routed, "a prompt batch took it %llu times "
+              "over %d routed layers", (unsigned long long)(b.lock_takes - a.lock_takes), routed);
+    CHECK_MSG(s && sl_session_eval(s, toks, 1, &err) == SL_OK, "%s", err.msg);
+    sl_model_stream_stats(m, &c);
+    CHECK_MSG(c.lock_takes - b.lock_takes == (uint64_t)routed, "a token took it %llu times over "
+              "%d routed layers", (unsigned long long)(c.lock_takes - b.lock_takes), routed);
+    CHECK(c.guessed > 0); /* the read-ahead's question was asked and answered */
+    sl_knob_stats ks;
+    sl_model_knob_stats(m, &ks);
+    CHECK(ks.routings > 0);
+    sl_model_stream_mark(m); /* a setter: one taking of its own */
+    sl_model_stream_stats(m, &a);
+    CHECK_EQ_INT(a.lock_takes - c.lock_takes, 1);
+    sl_session_free(s);
+    sl_model_free(m);
+}
+
 int main(void)
 {
     if (make_model()) {
@@ -486,6 +534,7 @@ int main(void)
     RUN(auto_mode_streams_only_when_over_budget);
     RUN(each_streamed_set_counts_in_the_usage_history);
     RUN(mark_counts_the_reads_after_it);
+    RUN(a_routed_layer_takes_the_stream_lock_once);
     free(resident);
     return TEST_REPORT();
 }
