@@ -95,7 +95,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     g_srv.max_body = 1 << 20;
     g_srv.sp = sl_sampling_default_params();
     g_srv.n_predict = 8;
-    const srv_draft no_draft = {SL_GEN_DRAFT_NONE, 0, 0, 0};
+    const srv_draft no_draft = {.type = SL_GEN_DRAFT_NONE};
     FUZZ_CHECK(!srv_pool_start(&g_srv.pool, g_srv.m, g_srv.chat, 1, 96, 96, 4, 33,
                                &no_draft));
     g_srv.n_ctx = sl_session_n_ctx(g_srv.pool.slots[0].g.s);
