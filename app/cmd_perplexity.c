@@ -277,7 +277,6 @@ int cmd_perplexity(int argc, char **argv)
     sp.kv_type = o.kv_type;
     sp.all_logits = true;
     sp.n_batch_max = e.n_batch;
-    sp.attn_by_batch = true; /* llama-perplexity's attention for batches under 64 tokens */
     if (sl_session_create(&e.s, m, &sp, &err)) {
         fprintf(stderr, "sluice perplexity: %s\n", err.msg);
         goto done;

@@ -241,11 +241,6 @@ typedef struct sl_session_params {
                            Walsh-Hadamard attention rotation (its
                            LLAMA_ATTN_ROT_DISABLE=1); false: rotated, as
                            llama.cpp computes by default */
-    bool attn_by_batch; /* f16 / f32 caches attend as llama.cpp's CPU flash
-                           attention chooses by the batch's size: a batch of
-                           fewer than 64 tokens (SL_ATTN_QTILE) by its one-chunk
-                           form (sl_attn_attend_seq), larger ones tiled;
-                           false: tiled at every size (perplexity sets it) */
 } sl_session_params;
 
 sl_session_params sl_session_default_params(void);

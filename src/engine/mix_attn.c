@@ -76,9 +76,9 @@ typedef struct attn_job {
  * is read and converted once for all of them (sl_attn_attend_tokens). An
  * f16 or f32 cache of one type takes the tiled kernels; a quantised or
  * mixed one the position-by-position form, token by token (llama.cpp's
- * paths for the same caches), and so does any cache under attn_by_batch
- * when the batch has fewer than SL_ATTN_QTILE tokens (llama.cpp's choice
- * by the micro-batch's size). */
+ * paths for the same caches), and so does any cache when the batch has
+ * fewer than SL_ATTN_QTILE tokens (llama.cpp's choice by the micro-batch's
+ * size: a decode's token, a short prompt's batch). */
 static void attn_worker(void *ctx, int chunk, int n_chunks, int tid)
 {
     attn_job *j = ctx;
@@ -88,7 +88,7 @@ static void attn_worker(void *ctx, int chunk, int n_chunks, int tid)
     const int group = H / HKV;
     const sl_attn_kernels *kr = s->attn_k;
     const bool tiled = s->type_k == s->type_v && !sl_kv_type_quantized(s->type_k) &&
-                       !(s->attn_by_batch && j->n < SL_ATTN_QTILE);
+                       j->n >= SL_ATTN_QTILE;
     const int f16 = s->type_k != SL_KV_F32;
     /* one K/V head's rows, each head's together (kv_ring.h) */
     sl_attn_block b = {

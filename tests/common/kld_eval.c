@@ -115,7 +115,6 @@ int t_kld_eval_rows(const char *gguf, const char *kld, int chunks, int type_k, i
     sp.n_ctx = n_ctx;
     sp.all_logits = true;
     sp.n_batch_max = N_BATCH;
-    sp.attn_by_batch = true; /* llama-perplexity's attention path by batch size */
     sp.type_k = type_k;
     sp.type_v = type_v;
     if (sl_session_create(&s, m, &sp, &err) != 0) {

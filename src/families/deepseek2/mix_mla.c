@@ -110,7 +110,7 @@ static void mla_worker(void *ctx, int chunk, int n_chunks, int tid)
     const sl_attn_kernels *kr = s->attn_k;
     void (*attend)(const sl_attn_block *) = s->kv_elem == 2 ? kr->attend_f16 : kr->attend_f32;
     /* llama.cpp tiles only batches of SL_ATTN_QTILE tokens or more (mix_attn.c) */
-    const bool by_pos = s->attn_by_batch && j->n < SL_ATTN_QTILE;
+    const bool by_pos = j->n < SL_ATTN_QTILE;
     const int row_type = s->kv_elem == 2 ? SL_TYPE_F16 : SL_TYPE_F32;
     sl_attn_block b = {
         .q_stride = (size_t)dk, .k = j->st->rows[0], .v = j->st->rows[0],

@@ -509,7 +509,7 @@ static void attn_worker(void *ctx, int chunk, int n_chunks, int tid)
     const sl_ds4_desc *a = &j->L->d.ds4;
     const int H = a->n_head, D = a->head_dim;
     float *scratch = s->att + (size_t)tid * s->layout.att_floats;
-    const bool by_pos = s->attn_by_batch && j->n < SL_ATTN_QTILE; /* as mix_attn.c */
+    const bool by_pos = j->n < SL_ATTN_QTILE; /* as mix_attn.c */
     long long w0, w1;
     sl_split_range((long long)j->n * j->groups, chunk, n_chunks, &w0, &w1);
     for (long long w = w0; w < w1; w++) {
