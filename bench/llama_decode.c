@@ -10,7 +10,8 @@
  * llama.cpp computes the last layer for the rows whose logits are asked
  * only, so a prompt's last row alone takes its one-row products
  * (ggml_vec_dot_*, not tinyBLAS); ALL_ROWS=1 in the environment asks for
- * every row, as llama-perplexity does.
+ * every row, as llama-perplexity does. sluice follows llama.cpp's split of
+ * a decode's attention for THREADS threads (DECODE_SPLIT=N: for N).
  * Built by bench/llama_decode.sh against node-llama-cpp's libraries and
  * libsluice.a. A developer tool: not part of the library or the suite. */
 #include <math.h>
@@ -111,6 +112,7 @@ int main(int argc, char **argv)
     sp.n_ctx = n_ctx;
     sp.n_batch_max = np;
     sp.all_logits = true;
+    sp.decode_split = getenv("DECODE_SPLIT") ? atoi(getenv("DECODE_SPLIT")) : nt;
     sp.kv_type = SL_KV_F16;
     sp.type_k = sp.type_v = SL_KV_F16;
     sl_session *ss;

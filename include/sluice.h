@@ -241,6 +241,12 @@ typedef struct sl_session_params {
                            Walsh-Hadamard attention rotation (its
                            LLAMA_ATTN_ROT_DISABLE=1); false: rotated, as
                            llama.cpp computes by default */
+    int decode_split;   /* llama.cpp's thread count whose one-token decode
+                           attention to reproduce: over a cache view of 512+
+                           positions (n_ctx and positions padded to 256) it
+                           splits the positions in that many chunks and
+                           combines them; <= 0: 4 (ggml's default). Any
+                           value keeps results independent of n_threads */
 } sl_session_params;
 
 sl_session_params sl_session_default_params(void);

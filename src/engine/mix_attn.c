@@ -71,6 +71,18 @@ typedef struct attn_job {
     int first;              /* the first position the batch attends to */
 } attn_job;
 
+/* The length of llama.cpp's view of a cache of n_ctx positions when n_pos
+ * are used: both rounded up to 256, the used ones to at least 256, at
+ * most the cache (llama_kv_cache::get_n_kv). A one-token decode whose view
+ * reaches 512 is split into one chunk per thread there
+ * (sl_session_params.decode_split). */
+static int llama_view(int n_ctx, int n_pos)
+{
+    const int cap = (n_ctx + 255) / 256 * 256, used = (n_pos + 255) / 256 * 256;
+    const int v = used > 256 ? used : 256;
+    return v < cap ? v : cap;
+}
+
 /* Work item w = (block of blk tokens, K/V head): the query heads of that
  * group, for every token of the block, attend together, so each K/V tile
  * is read and converted once for all of them (sl_attn_attend_tokens). An
@@ -90,6 +102,9 @@ static void attn_worker(void *ctx, int chunk, int n_chunks, int tid)
     const bool tiled = s->type_k == s->type_v && !sl_kv_type_quantized(s->type_k) &&
                        j->n >= SL_ATTN_QTILE;
     const int f16 = s->type_k != SL_KV_F32;
+    /* a one-token decode over an f16 / f32 cache of one type, not a ring */
+    const bool split_decode = s->type_k == s->type_v && !sl_kv_type_quantized(s->type_k) &&
+                              a->n_swa == 0 && j->st->ring_cap == 0 && j->first == 0;
     /* one K/V head's rows, each head's together (kv_ring.h) */
     sl_attn_block b = {
         .q_stride = (size_t)hd, .k_stride = sl_kv_head_bytes(j->st, 0),
@@ -120,6 +135,13 @@ static void attn_worker(void *ctx, int chunk, int n_chunks, int tid)
         }
         for (int i = 0; i < nt; i++) { /* by position: token by token */
             sl_attn_block one = b;
+            if (j->n == 1 && split_decode) { /* llama.cpp's view of the cache */
+                const int view = llama_view(s->n_ctx, b.n_pos);
+                if (view >= 512) {
+                    one.split_n = s->decode_split;
+                    one.split_len = (view + s->decode_split - 1) / s->decode_split;
+                }
+            }
             one.n_tok = 1;
             one.n_pos = b.n_pos + i;
             one.pos_lo = sl_attn_tok_lo(&b, i);

@@ -27,6 +27,7 @@ struct sl_session {
     size_t kv_elem;      /* bytes per cached value of non-attention mixers: 2 (f16) or 4 (f32) */
     sl_kv_type type_k, type_v; /* what attention layers' K and V rows hold (kv_rows.h) */
     bool attn_rot;             /* quantised K / V rows stored rotated (mix_attn.c) */
+    int decode_split;          /* sl_session_params.decode_split, resolved (mix_attn.c) */
     /* Every buffer below lives in one arena sized by session_layout.c,
      * each followed by a guard zone checked after every batch. */
     sl_session_layout layout;
