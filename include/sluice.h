@@ -245,8 +245,12 @@ typedef struct sl_session_params {
                            attention to reproduce: over a cache view of 512+
                            positions (n_ctx and positions padded to 256) it
                            splits the positions in that many chunks and
-                           combines them; <= 0: 4 (ggml's default). Any
-                           value keeps results independent of n_threads */
+                           combines them; <= 1 (the default): one chunk, as
+                           llama.cpp on one thread. Any value keeps results
+                           independent of n_threads; above 1 a drafted
+                           verify (several tokens, never split, as in
+                           llama.cpp) no longer gives a plain decode's bits
+                           past 256 positions */
 } sl_session_params;
 
 sl_session_params sl_session_default_params(void);

@@ -103,7 +103,8 @@ static void attn_worker(void *ctx, int chunk, int n_chunks, int tid)
                        j->n >= SL_ATTN_QTILE;
     const int f16 = s->type_k != SL_KV_F32;
     /* a one-token decode over an f16 / f32 cache of one type, not a ring */
-    const bool split_decode = s->type_k == s->type_v && !sl_kv_type_quantized(s->type_k) &&
+    const bool split_decode = s->decode_split > 1 && s->type_k == s->type_v &&
+                              !sl_kv_type_quantized(s->type_k) &&
                               a->n_swa == 0 && j->st->ring_cap == 0 && j->first == 0;
     /* one K/V head's rows, each head's together (kv_ring.h) */
     sl_attn_block b = {

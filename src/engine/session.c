@@ -85,7 +85,7 @@ int sl_session_create(sl_session **out, sl_model *m, const sl_session_params *pp
     s->type_k = dims.type_k;
     s->type_v = dims.type_v;
     s->attn_rot = !p.attn_rot_off;
-    s->decode_split = p.decode_split > 0 ? p.decode_split : 4;
+    s->decode_split = p.decode_split > 1 ? p.decode_split : 1;
     s->all_logits = p.all_logits;
     s->n_logit_rows = dims.n_logit_rows;
     s->route_step = -1;

@@ -12,9 +12,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/testutil.h"
 #include "ops/attn_kernels.h"
 #include "ops/ops.h"
 #include "quant/quant.h"
+#include "sluice.h"
+#include "synth/synth.h"
 #include "test.h"
 
 enum { DK = 64, DV = 64, NQ = 4, NPOS = 700 };
@@ -157,9 +160,66 @@ TEST(one_full_chunk_is_the_unsplit_form)
     free(scratch);
 }
 
+/* The last decode step's logits of a generated qwen3moe after a 256-token
+ * prompt (batches of 64) and 8 single tokens, n_ctx 512, with decode_split
+ * split on threads threads; NULL on failure. */
+static float *engine_decode(const char *path, int split, int threads, int *V)
+{
+    sl_model_params mp = sl_model_default_params();
+    mp.n_threads = threads;
+    sl_model *m = NULL;
+    sl_session *s = NULL;
+    sl_err err;
+    float *out = NULL;
+    if (sl_model_load(&m, path, &mp, &err)) return NULL;
+    sl_session_params sp = sl_session_default_params();
+    sp.n_ctx = 512;
+    sp.n_batch_max = 64;
+    sp.decode_split = split;
+    if (!sl_session_create(&s, m, &sp, &err)) {
+        int32_t t[264];
+        for (int i = 0; i < 264; i++) t[i] = (int32_t)((i * 37 + 11) % 200);
+        int rc = 0;
+        for (int i = 0; i < 256 && !rc; i += 64) rc = sl_session_eval(s, t + i, 64, &err);
+        for (int i = 256; i < 264 && !rc; i++) rc = sl_session_eval(s, t + i, 1, &err);
+        *V = sl_model_n_vocab(m);
+        if (!rc && (out = malloc(sizeof(float) * (size_t)*V)))
+            memcpy(out, sl_session_logits(s), sizeof(float) * (size_t)*V);
+    }
+    sl_session_free(s);
+    sl_model_free(m);
+    return out;
+}
+
+/* In the engine: past 256 positions (llama.cpp's view 512) a decode_split
+ * of 2 changes the bits against one chunk, and sluice's thread count does
+ * not. */
+TEST(engine_split_follows_the_setting_not_the_threads)
+{
+    char path[512];
+    sl_synth_config c;
+    sl_err err;
+    CHECK(sl_synth_config_init(&c, "qwen3moe", "tiny-k", &err) == 0);
+    c.type = SL_SYNTH_Q8_0;
+    c.seed = 5;
+    t_path(path, sizeof path, "attn_split.gguf");
+    CHECK(sl_synth_config_validate(&c, &err) == 0 && sl_synth_write(&c, path, NULL, NULL, NULL, &err) == 0);
+    int V = 0;
+    float *one = engine_decode(path, 1, 2, &V), *two1 = engine_decode(path, 2, 1, &V),
+          *two2 = engine_decode(path, 2, 2, &V);
+    CHECK(one && two1 && two2 && V > 0);
+    if (one && two1 && two2 && V > 0) {
+        CHECK_MSG(memcmp(two1, two2, sizeof(float) * (size_t)V) == 0, "the thread count changed the split decode");
+        CHECK_MSG(memcmp(one, two1, sizeof(float) * (size_t)V) != 0, "decode_split 2 gave one chunk's bits");
+    }
+    free(one), free(two1), free(two2);
+    remove(path);
+}
+
 int main(void)
 {
     RUN(split_decode_matches_its_twin);
     RUN(one_full_chunk_is_the_unsplit_form);
+    RUN(engine_split_follows_the_setting_not_the_threads);
     return TEST_REPORT();
 }
