@@ -57,7 +57,7 @@ endif
 
 # *_win.c: the Windows platform files (mk/windows.mk)
 LIB_SRC  := $(sort $(filter-out %_win.c,$(wildcard src/*/*.c src/families/*/*.c)))
-APP_SRC  := $(sort $(wildcard app/*.c))
+APP_SRC  := $(sort $(wildcard app/*.c app/server/*.c))
 TEST_SRC := $(sort $(wildcard tests/unit/test_*.c))
 TEST_COMMON := $(sort $(wildcard tests/common/*.c))
 
@@ -255,13 +255,13 @@ tsan: $(TSAN_TESTS)
 include mk/aarch64.mk
 include mk/windows.mk
 
-# ---- the server's page, built in: app/web/ui.html as a C array that
-# app/server_web.c includes (every build that compiles that file) ----------------
-$(GEN)/web_ui.inc: app/web/ui.html scripts/embed.sh
+# ---- the server's page, built in: app/server/web/ui.html as a C array that
+# app/server/server_web.c includes (every build that compiles that file) ----------------
+$(GEN)/web_ui.inc: app/server/web/ui.html scripts/embed.sh
 	@mkdir -p $(dir $@)
 	./scripts/embed.sh $< >$@.tmp && mv $@.tmp $@
 
-$(foreach d,$(REL) $(SAN) $(TSAN) $(FUZZ) $(A64) $(WIN),$(d)/app/server_web.o): $(GEN)/web_ui.inc
+$(foreach d,$(REL) $(SAN) $(TSAN) $(FUZZ) $(A64) $(WIN),$(d)/app/server/server_web.o): $(GEN)/web_ui.inc
 
 # ---- bench (micro-benchmarks; not part of the suite) ---------------------------
 # bench/<name>.c -> build/rel/bench/<name>, linked against the release library

@@ -23,6 +23,7 @@
 #include "args.h"
 #include "commands.h"
 #include "gen.h"
+#include "gen_talk.h"
 #include "util/timer.h"
 
 #define CMD "chat"

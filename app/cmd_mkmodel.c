@@ -50,6 +50,9 @@ static void usage(FILE *out)
             "                  q8_0 or f32 (reported).\n"
             "  --layers N      override the layer count (qwen35moe: every 4th layer is full\n"
             "                  attention, every 2nd in tiny/tiny-k; the others gated DeltaNet)\n"
+            "  --nextn N       MTP (nextn) blocks written after the layers, 0..4 (deepseek2,\n"
+            "                  glm4moe, glm-dsa; deepseek4 0..1): --spec-type draft-mtp runs\n"
+            "                  the first\n"
             "  --experts E     override the expert count (MoE architectures, llama)\n"
             "  --top-k K       override the experts used per token\n"
             "  --vocab V       override the vocabulary size (>= 260)\n"
@@ -111,8 +114,8 @@ static void print_holes(const char *path)
 /* deepseek2 / glm4moe / glm-dsa / deepseek4 (synth_ds.h): their own
  * presets and writer. */
 static int mkmodel_ds(const char *arch, const char *preset, const char *type, long layers,
-                      long experts, long top_k, long vocab, long ctx, uint64_t seed, bool quiet,
-                      bool holes, const char *out)
+                      long nextn, long experts, long top_k, long vocab, long ctx, uint64_t seed,
+                      bool quiet, bool holes, const char *out)
 {
     sl_err err = {0};
     sl_synth_ds c;
@@ -129,6 +132,7 @@ static int mkmodel_ds(const char *arch, const char *preset, const char *type, lo
         if (c.n_dense_lead > c.n_layer) c.n_dense_lead = c.n_layer;
         if (c.n_hash > c.n_layer) c.n_hash = c.n_layer; /* deepseek4 */
     }
+    if (nextn >= 0) c.n_nextn = (uint32_t)nextn;
     if (experts > 0) c.n_expert = (uint32_t)experts;
     if (top_k > 0) c.n_expert_used = (uint32_t)top_k;
     if (vocab > 0) c.n_vocab = (uint32_t)vocab;
@@ -155,7 +159,7 @@ static int mkmodel_ds(const char *arch, const char *preset, const char *type, lo
 int cmd_mkmodel(int argc, char **argv)
 {
     const char *arch = NULL, *preset = "tiny", *type = NULL, *out = NULL;
-    long layers = -1, experts = -1, top_k = -1, vocab = -1, ctx = -1, threads = -1;
+    long layers = -1, nextn = -1, experts = -1, top_k = -1, vocab = -1, ctx = -1, threads = -1;
     uint64_t seed = 1;
     bool tied = false, quiet = false, holes = false, progress = isatty(2);
 
@@ -175,6 +179,8 @@ int cmd_mkmodel(int argc, char **argv)
             VALUE(); out = v;
         } else if (!strcmp(a, "--layers")) {
             VALUE(); if (!arg_int(CMD, a, v, 1, 1024, &layers)) return 2;
+        } else if (!strcmp(a, "--nextn")) {
+            VALUE(); if (!arg_int(CMD, a, v, 0, 4, &nextn)) return 2;
         } else if (!strcmp(a, "--experts")) {
             VALUE(); if (!arg_int(CMD, a, v, 1, 4096, &experts)) return 2;
         } else if (!strcmp(a, "--top-k")) {
@@ -224,8 +230,13 @@ int cmd_mkmodel(int argc, char **argv)
         return 1;
     }
     if (sl_synth_ds_arch(arch))
-        return mkmodel_ds(arch, preset, type, layers, experts, top_k, vocab, ctx, seed, quiet,
-                          holes, out);
+        return mkmodel_ds(arch, preset, type, layers, nextn, experts, top_k, vocab, ctx, seed,
+                          quiet, holes, out);
+    if (nextn >= 0) {
+        fprintf(stderr, "sluice %s: --nextn: only deepseek2, glm4moe, glm-dsa and deepseek4 "
+                "write MTP blocks\n", CMD);
+        return 2;
+    }
     sl_synth_config c;
     if (sl_synth_config_init(&c, arch, preset, &err)) {
         fprintf(stderr, "sluice %s: %s\n", CMD, err.msg);

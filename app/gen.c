@@ -1,5 +1,6 @@
 /* gen.c - see gen.h. */
 #include "gen.h"
+#include "gen_talk.h"
 #include "gguf/gguf.h"
 #include "model/model.h"
 #include "engine/session.h"
@@ -55,17 +56,27 @@ void gen_opts_usage(FILE *f, int default_n_predict)
             "      --frequency-penalty P  subtract P per occurrence (default 0)\n"
             "  -s, --seed S            random seed: the same seed gives the same text (default %llu)\n"
             "      --ignore-eos        do not stop at end-of-generation tokens\n"
-            "speculative decoding (the same text, faster when guesses hold,\n"
-            "slower when they do not: nothing switches it off yet; --stats or -v prints the\n"
-            "figures):\n"
+            "speculative decoding (the same text; the step times and the share of guesses\n"
+            "that hold are measured as the reply goes, and guesses are verified only while\n"
+            "that beats plain decoding; --stats or -v prints the figures):\n"
             "      --spec-type T       none (default) or ngram-simple: guess the next tokens\n"
             "                          by finding the context's last tokens earlier in the\n"
             "                          prompt or reply, and verify the guesses in one batch\n"
             "                          (any sampler: each token is still the model's own\n"
-            "                          pick; models with recurrent layers draft nothing)\n"
+            "                          pick; models with recurrent layers draft nothing);\n"
+            "                          draft-mtp: guess with the model's own MTP (nextn)\n"
+            "                          block (glm4moe, deepseek2, glm-dsa files that carry one)\n"
+            "  -md, --model-draft FILE guess with a smaller model of the same vocabulary\n"
             "      --draft-max N       tokens guessed at most a step, 1..%d (default 8)\n"
             "      --draft-min N       guess nothing when fewer are found (default 1)\n"
             "      --spec-ngram-size-n N  longest suffix looked up, 1..16 (default 3)\n"
+            "      --draft-always      verify every guess, even while it does not pay\n"
+            "      --spec-sampling     speculative sampling: draw each token with the guess\n"
+            "                          for it first (kept with its probability, else a\n"
+            "                          draw from the rest): the same distribution, and a\n"
+            "                          seed repeats the text, but not the text without\n"
+            "                          drafting; prompt lookup's guesses hold as often\n"
+            "                          either way (greedy: no difference)\n"
             "  -v, --verbose           more statistics on stderr\n"
             "model, memory and streaming:\n",
             default_n_predict, (double)d.temp, (int)d.top_k, (double)d.top_p, (double)d.min_p,
@@ -171,11 +182,16 @@ int gen_opts_parse(gen_opts *o, const char *cmd, int argc, char **argv, int *i)
             o->spec_type = SL_GEN_DRAFT_NONE;
         } else if (!strcmp(v, "ngram-simple") || !strcmp(v, "ngram")) {
             o->spec_type = SL_GEN_DRAFT_NGRAM;
+        } else if (!strcmp(v, "draft-mtp")) {
+            o->spec_type = SL_GEN_DRAFT_MTP;
         } else {
-            fprintf(stderr, "sluice %s: --spec-type expects none or ngram-simple, got '%s'\n",
-                    cmd, v);
+            fprintf(stderr, "sluice %s: --spec-type expects none, ngram-simple or draft-mtp, "
+                    "got '%s'\n", cmd, v);
             return -1;
         }
+    } else if (is(a, "-md", "--model-draft")) {
+        VAL();
+        o->draft_model = v;
     } else if (is(a, "--draft-max", "--draft")) {
         VAL();
         if (!arg_int(cmd, a, v, 1, SL_GEN_MAX_DRAFT, &l)) return -1;
@@ -188,6 +204,10 @@ int gen_opts_parse(gen_opts *o, const char *cmd, int argc, char **argv, int *i)
         VAL();
         if (!arg_int(cmd, a, v, 1, 16, &l)) return -1;
         o->spec_ngram = (int)l;
+    } else if (is(a, "--draft-always", NULL)) {
+        o->draft_always = true;
+    } else if (is(a, "--spec-sampling", NULL)) {
+        o->spec_sampling = true;
     } else if (is(a, "--ignore-eos", NULL)) {
         o->ignore_eos = true;
     } else if (is(a, "-v", "--verbose")) {
@@ -228,10 +248,24 @@ int gen_open(gen_ctx *g, const gen_opts *o, const char *cmd)
     model_flags mf = o->mf;
     mf.params.n_ctx_hint = o->n_ctx;
     g->spec_type = o->spec_type;
+    if (o->draft_model) {
+        if (o->spec_type != SL_GEN_DRAFT_NONE) {
+            fprintf(stderr, "sluice %s: -md (a draft model) and --spec-type choose the drafter "
+                    "twice: give one\n", cmd);
+            return 1;
+        }
+        g->spec_type = SL_GEN_DRAFT_MODEL;
+    }
     g->draft_max = o->draft_max;
     g->draft_min = o->draft_min;
     g->spec_ngram = o->spec_ngram;
-    const int logit_rows = o->spec_type != SL_GEN_DRAFT_NONE ? o->draft_max + 1 : 1;
+    g->draft_always = o->draft_always;
+    g->spec_sampling = o->spec_sampling;
+    if (o->spec_sampling && o->spec_type == SL_GEN_DRAFT_NONE) {
+        fprintf(stderr, "sluice %s: --spec-sampling needs --spec-type\n", cmd);
+        return 1;
+    }
+    const int logit_rows = g->spec_type != SL_GEN_DRAFT_NONE ? o->draft_max + 1 : 1;
     if (logit_rows > mf.params.n_logits_hint) mf.params.n_logits_hint = logit_rows;
     g->m = model_flags_load(&mf, cmd, o->model);
     if (!g->m) return 1;
@@ -255,6 +289,16 @@ int gen_open(gen_ctx *g, const gen_opts *o, const char *cmd)
         fprintf(stderr, "sluice %s: %s\n", cmd, err.msg);
         goto fail;
     }
+    if (g->spec_type == SL_GEN_DRAFT_MTP || g->spec_type == SL_GEN_DRAFT_MODEL) {
+        sl_model_params dp = mf.params;
+        const int drc = g->spec_type == SL_GEN_DRAFT_MTP
+                            ? sl_draft_mtp_create(&g->draft_src, g->s, &dp, &err)
+                            : sl_draft_model_create(&g->draft_src, g->s, o->draft_model, &dp, &err);
+        if (drc) {
+            fprintf(stderr, "sluice %s: %s\n", cmd, err.msg);
+            goto fail;
+        }
+    }
     sl_sampling_params smp = o->sp;
     if (smp.penalty_last_n < 0) smp.penalty_last_n = sl_session_n_ctx(g->s);
     if (sl_sampling_create(&g->smp, &smp, sl_model_n_vocab(g->m), &err)) {
@@ -270,6 +314,7 @@ fail:
 void gen_close(gen_ctx *g)
 {
     sl_sampling_free(g->smp);
+    sl_draft_src_free(g->draft_src);
     sl_session_free(g->s);
     sl_model_free(g->m);
     memset(g, 0, sizeof *g);
@@ -435,10 +480,7 @@ int gen_reply(gen_ctx *g, int max, const sl_chat *chat, bool ignore_eos,
     gp.chat = chat;
     gp.ignore_eog = ignore_eos;
     gp.detok_flags = g->detok_flags;
-    gp.draft = g->spec_type;
-    gp.draft_max = g->draft_max;
-    gp.draft_min = g->draft_min;
-    gp.draft_ngram = g->spec_ngram;
+    gen_draft_params(g, &gp);
     gp.context = g->context;
     gp.n_context = g->n_context;
     memset(&st->draft, 0, sizeof st->draft);
@@ -487,6 +529,17 @@ int gen_reply(gen_ctx *g, int max, const sl_chat *chat, bool ignore_eos,
     return rc;
 }
 
+void gen_draft_params(const gen_ctx *g, sl_gen_params *gp)
+{
+    gp->draft = g->spec_type;
+    gp->draft_max = g->draft_max;
+    gp->draft_min = g->draft_min;
+    gp->draft_ngram = g->spec_ngram;
+    gp->draft_src = g->draft_src;
+    gp->draft_always = g->draft_always;
+    gp->draft_sampling = g->spec_sampling;
+}
+
 void gen_draft_report(const gen_ctx *g, const gen_reply_stats *st)
 {
     if (g->spec_type == SL_GEN_DRAFT_NONE) return;
@@ -502,6 +555,26 @@ void gen_draft_report(const gen_ctx *g, const gen_reply_stats *st)
             d->verify_steps ? (double)(d->verify_steps + d->accepted) / (double)d->verify_steps
                             : 0.0,
             d->steps, st->n_gen);
+    if (d->drafted) {
+        fprintf(stderr, "draft:     held by position:");
+        int last = SL_GEN_MAX_DRAFT;
+        while (last > 0 && d->drafted_at[last - 1] == 0) last--;
+        for (int i = 0; i < last; i++)
+            fprintf(stderr, " %d:%.0f%%", i + 1,
+                    100.0 * (double)d->accepted_at[i] / (double)d->drafted_at[i]);
+        fputc('\n', stderr);
+    }
+    /* the gain: the timed steps' tokens a second against the plain steps' */
+    const double t_plain = d->plain_timed ? d->plain_s / (double)d->plain_timed : 0;
+    const double secs = d->plain_s + d->verify_s;
+    const double toks = (double)d->plain_timed + (double)d->verify_tokens_timed;
+    fprintf(stderr, "draft:     plain step %.1f ms (%ld), verify step %.1f ms (%ld, %.2f tokens "
+            "each)", 1e3 * t_plain, d->plain_timed,
+            d->verify_timed ? 1e3 * d->verify_s / (double)d->verify_timed : 0.0, d->verify_timed,
+            d->verify_timed ? (double)d->verify_tokens_timed / (double)d->verify_timed : 0.0);
+    if (t_plain > 0 && secs > 0)
+        fprintf(stderr, ": %.2fx plain decoding", toks / secs * t_plain);
+    fprintf(stderr, ", switched off %ld times\n", d->switched_off);
 }
 
 char *gen_read_file(const char *cmd, const char *path, size_t *len)

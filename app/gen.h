@@ -2,7 +2,9 @@
  * sampling flags, loading the model with a session and a sampler, evaluating
  * a token list in batches (with the prompt cache and its healing), and
  * printing one reply's events (the library's generation step, sl_gen_*).
- * The server shares the prompt's healing retry (gen_heal). */
+ * The server shares the prompt's healing retry (gen_heal). The chat template
+ * renderer and harmony's channel printer of run and chat are in gen_talk.h,
+ * so that this header needs nothing but sluice.h. */
 #ifndef SL_APP_GEN_H
 #define SL_APP_GEN_H
 
@@ -11,8 +13,6 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "chat/chat.h"
-#include "chat/harmony_stream.h"
 #include "model_flags.h"
 #include "sluice.h"
 
@@ -26,9 +26,12 @@ typedef struct gen_opts {
     bool ignore_eos;          /* --ignore-eos: end-of-generation tokens do not stop */
     bool verbose;             /* --verbose */
     sl_sampling_params sp;    /* --temp ... --seed */
-    sl_gen_draft spec_type;   /* --spec-type (none, ngram-simple) */
+    sl_gen_draft spec_type;   /* --spec-type (none, ngram-simple, draft-mtp); -md */
+    const char *draft_model;  /* -md, --model-draft: the draft model's file */
     int draft_max, draft_min; /* --draft-max, --draft-min */
     int spec_ngram;           /* --spec-ngram-size-n: the longest suffix looked up */
+    bool draft_always;        /* --draft-always: verify every guess (no cost test) */
+    bool spec_sampling;       /* --spec-sampling: speculative sampling */
 } gen_opts;
 
 /* Defaults; n_predict is the caller's (run: 128, chat: -1). */
@@ -71,10 +74,12 @@ typedef struct gen_ctx {
     const model_flags *mf;    /* for --progress; set by gen_open */
     sl_gen_draft spec_type;   /* drafting of the replies (gen_opts) */
     int draft_max, draft_min, spec_ngram;
+    bool draft_always, spec_sampling;
     const int32_t *context;   /* the prompt's tokens, for prompt lookup (the caller's;
                                  NULL: the reply only) */
     int n_context;
     bool draft_off_said;      /* why drafting is off was printed */
+    sl_draft_src *draft_src;  /* draft-mtp, -md: the drafter of s */
 } gen_ctx;
 
 /* Loads the model, creates a session (n_ctx, n_batch, kv type) and a
@@ -140,6 +145,11 @@ typedef struct gen_reply_stats {
     sl_gen_draft_stats draft; /* what drafting did */
 } gen_reply_stats;
 
+/* Sets gp's drafting fields (drafter, lengths, prompt lookup's n-gram, the
+ * drafter made at open, --draft-always, --spec-sampling) from g's options;
+ * the reply's context is the caller's. */
+void gen_draft_params(const gen_ctx *g, sl_gen_params *gp);
+
 /* The line of drafting figures (--stats, -v) when drafting was asked for. */
 void gen_draft_report(const gen_ctx *g, const gen_reply_stats *st);
 
@@ -162,32 +172,7 @@ int gen_reply(gen_ctx *g, int max, const sl_chat *chat, bool ignore_eos,
  * error (with cmd) and returns NULL on failure. */
 char *gen_read_file(const char *cmd, const char *path, size_t *len);
 
-/* The model's chat template as src/chat's renderer (for turns with
- * reasoning and tool calls, and the harmony reasoning effort, which the
- * public sl_chat does not take yet): the same detection, BOS and EOS texts
- * as sl_chat_create. name: override or NULL; effort: NULL = medium. The one
- * place app code reads the model's metadata directly (model/model.h).
- * Free with sl_chat_template_free. */
-int gen_chat_template(const sl_model *m, const char *name, bool thinking, const char *effort,
-                      sl_chat_template *t, sl_err *err);
 
-/* A harmony answer printed by channel (gpt-oss): its text (decoded with
- * special tokens) is split into messages; the final channel and preambles
- * go to dst, the analysis channel and tool calls only with show_reasoning,
- * each such message on lines of its own after a "[analysis]" or
- * "[call NAME]" tag. */
-struct gen_harmony_out {
-    FILE *dst;
-    bool show_reasoning;
-    bool hidden_msg, tagged;
-    sl_harmony_stream hs;
-};
-
-void gen_harmony_init(gen_harmony_out *h, FILE *dst, bool show_reasoning);
-/* n bytes of answer text, split and printed by channel. */
-void gen_harmony_feed(gen_harmony_out *h, const char *buf, size_t n);
-/* The end of the answer: held text goes out. */
-void gen_harmony_finish(gen_harmony_out *h);
 
 /* Makes g's replies decode special tokens as their text (the harmony
  * markers must reach gen_harmony_out). */

@@ -7,9 +7,7 @@
 
 #include "args.h"
 #include "drive_rate.h"
-#include "engine/route_knobs.h"
 #include "engine/kv_rows.h"
-#include "experts/streamer.h"
 #include "gguf/gguf.h"
 #include "model/llama_rev.h"
 #include "model/model.h"
@@ -281,62 +279,36 @@ static char kept_why[4400];
  * calibration at start long enough to agree with iobench (docs/perf.md). */
 static void drive_rate_for_bound(const char *cmd, sl_model *m)
 {
-    if (kept_ok) {
-        sl_streamer_set_drive_rate(m->streamer, kept_curve.bps);
-        return;
-    }
+    sl_err err;
+    if (kept_ok && !sl_model_set_drive_rate(m, kept_curve.bps, &err)) return;
     if (!strncmp(kept_why, "ignoring", 8))
         fprintf(stderr, "sluice %s: warning: %s\n", cmd, kept_why);
     double bps;
-    sl_err err;
-    if (sl_streamer_calibrate(m->streamer, (uint64_t)CAL_MIB << 20, CAL_MAX_S, &bps, &err))
+    if (sl_model_calibrate_drive(m, (uint64_t)CAL_MIB << 20, CAL_MAX_S, &bps, &err))
         fprintf(stderr, "sluice %s: note: the drive calibration failed (%s); --stats "
                 "prints no bound\n", cmd, err.msg);
 }
 
-/* --cache-policy and --route-trace, on the loaded model's streamer: the
+/* --cache-policy and --route-trace, on the loaded model's runtime: the
  * trace must fit the model (layers, experts, every routed layer's top-k). */
-static bool replay_setup(const model_flags *f, const char *cmd, sl_model *m)
+static bool replay_setup(const model_flags *f, const char *cmd, sl_model *m, bool streaming)
 {
     sl_err err;
     const char *flag = f->route_trace ? "--route-trace" : "--cache-policy";
-    if (!m->streamer) {
+    if (!streaming) {
         fprintf(stderr, "sluice %s: %s works on streamed experts, and this model is fully "
                 "resident: add --moe-stream (and --cache-experts N or --cache-mb N for the "
                 "cache size)\n", cmd, flag);
         return false;
     }
-    if (f->cache_policy && sl_streamer_set_policy(m->streamer, f->cache_policy, &err)) {
+    if (f->cache_policy && sl_model_set_cache_policy(m, f->cache_policy, &err)) {
         fprintf(stderr, "sluice %s: --cache-policy: %s\n", cmd, err.msg);
         return false;
     }
-    if (!f->route_trace) return true;
-    sl_route_trace *t;
-    if (sl_route_trace_load(&t, f->route_trace, &err)) {
+    if (f->route_trace && sl_model_set_route_trace(m, f->route_trace, &err)) {
         fprintf(stderr, "sluice %s: --route-trace: %s\n", cmd, err.msg);
         return false;
     }
-    for (int il = 0; il < m->hp.n_layer; il++) {
-        const sl_layer_desc *d = &m->layers[il].d;
-        if (d->ffn.kind != SL_FFN_ROUTED) continue;
-        if (sl_route_trace_check(t, m->hp.n_layer, d->ffn.router.n_expert,
-                                 sl_model_file_top_k(m, il), &err)) {
-            fprintf(stderr, "sluice %s: --route-trace '%s' does not fit the model: %s\n", cmd,
-                    f->route_trace, err.msg);
-            sl_route_trace_free(t);
-            return false;
-        }
-    }
-    if (f->params.cache_route_from > sl_route_trace_top_k(t)) {
-        fprintf(stderr, "sluice %s: --cache-route %d,%d: the trace records only %d experts per "
-                "token and layer, so M can be at most %d under --route-trace (lower the experts "
-                "used with --n-expert-used to leave room to choose)\n", cmd,
-                f->params.cache_route_keep, f->params.cache_route_from, sl_route_trace_top_k(t),
-                sl_route_trace_top_k(t));
-        sl_route_trace_free(t);
-        return false;
-    }
-    sl_streamer_set_route_trace(m->streamer, t);
     return true;
 }
 
@@ -406,7 +378,7 @@ sl_model *model_flags_load(const model_flags *f, const char *cmd, const char *pa
         sl_model_free(m);
         return NULL;
     }
-    if ((f->route_trace || f->cache_policy) && !replay_setup(f, cmd, m)) {
+    if ((f->route_trace || f->cache_policy) && !replay_setup(f, cmd, m, st.streaming)) {
         sl_model_free(m);
         return NULL;
     }
@@ -423,11 +395,9 @@ sl_model *model_flags_load(const model_flags *f, const char *cmd, const char *pa
     if (st.warning[0]) fprintf(stderr, "sluice %s: warning: %s\n", cmd, st.warning);
     for (int i = 0; sl_model_warning(m, i); i++)
         fprintf(stderr, "sluice %s: warning: %s\n", cmd, sl_model_warning(m, i));
-    const sl_io_info *ioi = st.streaming ? sl_streamer_io_info(m->streamer) : NULL;
-    if (ioi && ioi->direct_fell_back)
-        fprintf(stderr, "sluice %s: note: %s\n", cmd, ioi->direct_reason);
-    if (ioi && ioi->uring_fell_back)
-        fprintf(stderr, "sluice %s: note: io_uring unavailable: %s\n", cmd, ioi->uring_reason);
+    if (st.io_direct_note[0]) fprintf(stderr, "sluice %s: note: %s\n", cmd, st.io_direct_note);
+    if (st.io_uring_note[0])
+        fprintf(stderr, "sluice %s: note: io_uring unavailable: %s\n", cmd, st.io_uring_note);
     return m;
 }
 
@@ -444,11 +414,18 @@ typedef struct decode_sums {
     long tokens;
     double wall_s, stall_s, manage_s;
     uint64_t bytes;
+    bool marked;            /* sl_model_stream_mark was called */
 } decode_sums;
 static decode_sums dec;
 
 static void decode_account(const sl_model *m, long done)
 {
+    /* the first prompt is in: the reads' queue and drive times from here
+     * on are the decode's */
+    if (done == 0 && !dec.marked) {
+        sl_model_stream_mark(m);
+        dec.marked = true;
+    }
     sl_stream_stats now;
     sl_model_stream_stats(m, &now);
     const uint64_t t = sl_now_ns();
@@ -467,7 +444,7 @@ void model_flags_progress(const model_flags *f, const sl_model *m, long done, do
 {
     if (f->stats_csv) stats_csv_row(m, done);
     if (f->stats || f->stats_json) decode_account(m, done);
-    if (m->streamer && !f->no_warm) warm_start_save(NULL, (sl_model *)m, false);
+    if (!f->no_warm) warm_start_save(NULL, (sl_model *)m, false);
     if (done == 0) return; /* the prompt is done: a mark for --stats-csv */
     if (!f->progress || (last_progress >= 0 && seconds - last_progress < 0.5)) return;
     last_progress = seconds;
@@ -494,12 +471,10 @@ void model_flags_progress_end(const model_flags *f)
 /* The trace lines the streamer wrote so far must have reached the file. */
 static bool trace_ok(const model_flags *f, const char *cmd, const sl_model *m)
 {
-    if (!m->trace) return true;
-    errno = 0;
-    if (fflush(m->trace) == 0 && !ferror(m->trace)) return true;
+    sl_err err;
+    if (!sl_model_io_trace_flush(m, &err)) return true;
     fprintf(stderr, "sluice %s: writing the I/O trace '%s' failed: %s\n", cmd,
-            f->params.io_trace_path,
-            errno ? strerror(errno) : "an earlier write failed");
+            f->params.io_trace_path, err.msg);
     return false;
 }
 
@@ -528,17 +503,15 @@ typedef struct bound_figures {
 static bool bound_of(const sl_model *m, const run_totals *t, const sl_stream_stats *st,
                      bound_figures *b)
 {
-    sl_streamer_stats ss;
-    sl_streamer_get_stats(m->streamer, &ss);
-    if (ss.drive_bps <= 0) return false;
+    if (st->drive_bps <= 0) return false;
     b->decode = dec.tokens > 0;
     const double n = b->decode ? (double)dec.tokens : (t->tokens > 0 ? (double)t->tokens : 1.0);
     const double wall = b->decode ? dec.wall_s : t->seconds;
     b->compute_s = (b->decode ? dec.wall_s - dec.stall_s - dec.manage_s
                               : t->seconds - st->stall_s - st->manage_s) / n;
     b->bytes = (b->decode ? (double)dec.bytes : (double)st->window_bytes) / n;
-    b->drive_bps = ss.drive_bps;
-    b->io_s = b->bytes / ss.drive_bps;
+    b->drive_bps = st->drive_bps;
+    b->io_s = b->bytes / st->drive_bps;
     const double worst = b->compute_s > b->io_s ? b->compute_s : b->io_s;
     b->bound = worst > 0 ? 1.0 / worst : 0.0;
     b->achieved = wall > 0 ? n / wall : 0.0;
@@ -551,50 +524,44 @@ static bool bound_of(const sl_model *m, const run_totals *t, const sl_stream_sta
  * start's preload. */
 static void print_bound(const sl_model *m, const run_totals *t, const sl_stream_stats *st)
 {
-    sl_streamer_stats ss;
-    sl_streamer_get_stats(m->streamer, &ss);
-    if (ss.warm_planned)
+    if (st->warm_planned)
         fprintf(stderr, "warm start      %llu of %llu hottest experts preloaded (%.0f MiB in "
                 "%.2f s: %.0f MiB/s), %llu of them used; history %s\n",
-                (unsigned long long)ss.warm_loaded, (unsigned long long)ss.warm_planned,
-                (double)ss.warm_bytes / MIB,
-                ss.warm_last_ns > ss.warm_first_ns ? sl_ns_to_s(ss.warm_last_ns - ss.warm_first_ns)
-                                                   : 0.0,
-                ss.warm_last_ns > ss.warm_first_ns
-                    ? (double)ss.warm_bytes / MIB / sl_ns_to_s(ss.warm_last_ns - ss.warm_first_ns)
-                    : 0.0,
-                (unsigned long long)ss.warm_used, warm_start_path());
+                (unsigned long long)st->warm_loaded, (unsigned long long)st->warm_planned,
+                (double)st->warm_bytes / MIB,
+                st->warm_s, st->warm_s > 0 ? (double)st->warm_bytes / MIB / st->warm_s : 0.0,
+                (unsigned long long)st->warm_used, warm_start_path());
     else if (warm_start_path()[0])
         fprintf(stderr, "warm start      no history yet (cold start); it is kept in %s\n",
                 warm_start_path());
-    if (ss.union_guessed)
+    if (st->union_guessed)
         fprintf(stderr, "prefill ahead   each micro-batch's union for the next layer guessed "
                 "%.1f%% right (%llu experts guessed)\n",
-                100.0 * (double)ss.union_right / (double)ss.union_guessed,
-                (unsigned long long)ss.union_guessed);
-    if (ss.learned_sets)
+                100.0 * (double)st->union_right / (double)st->union_guessed,
+                (unsigned long long)st->union_guessed);
+    if (st->learned_sets)
         fprintf(stderr, "learned guesses %llu experts guessed for the next layer (%.2f per "
                 "layer), %.1f%% right; %.1f%% of those layers' misses guessed (%llu of %llu)\n",
-                (unsigned long long)ss.learned_guessed,
-                (double)ss.learned_guessed / (double)ss.learned_sets,
-                ss.learned_guessed ? 100.0 * (double)ss.learned_right / (double)ss.learned_guessed
+                (unsigned long long)st->learned_guessed,
+                (double)st->learned_guessed / (double)st->learned_sets,
+                st->learned_guessed ? 100.0 * (double)st->learned_right / (double)st->learned_guessed
                                    : 0.0,
-                ss.learned_right + ss.learned_set_misses
-                    ? 100.0 * (double)ss.learned_right /
-                          (double)(ss.learned_right + ss.learned_set_misses)
+                st->learned_right + st->learned_set_misses
+                    ? 100.0 * (double)st->learned_right /
+                          (double)(st->learned_right + st->learned_set_misses)
                     : 0.0,
-                (unsigned long long)ss.learned_right,
-                (unsigned long long)(ss.learned_right + ss.learned_set_misses));
-    if (ss.prefetch_dropped)
+                (unsigned long long)st->learned_right,
+                (unsigned long long)(st->learned_right + st->learned_set_misses));
+    if (st->prefetch_dropped)
         fprintf(stderr, "read ahead      %llu guesses dropped as too late (still queued when "
-                "their layer came without them)\n", (unsigned long long)ss.prefetch_dropped);
+                "their layer came without them)\n", (unsigned long long)st->prefetch_dropped);
     bound_figures b;
     if (!bound_of(m, t, st, &b)) return;
     const bool decode = b.decode;
     const double got = b.achieved, bound = b.bound, compute = b.compute_s, io = b.io_s,
                  bytes = b.bytes;
     char src[4700];
-    if (ss.drive_cached)
+    if (st->drive_cached)
         snprintf(src, sizeof src, "drive rate kept by `sluice iobench --expert` for this "
                  "device: the best point of its lane curve (%u lanes), measured %.1f h ago "
                  "(%s)", kept_curve.best_lanes, kept_curve.age_s / 3600.0, kept_curve.path);
@@ -602,20 +569,20 @@ static void print_bound(const sl_model *m, const run_totals *t, const sl_stream_
         snprintf(src, sizeof src, "drive calibrated on %.0f MiB of whole experts on %u lanes "
                  "at start (%s; `sluice iobench --model FILE --expert --lanes 1,2,4,8,16` "
                  "keeps a lane curve for this device)",
-                 (double)ss.drive_cal_bytes / MIB, ss.drive_cal_lanes,
+                 (double)st->drive_cal_bytes / MIB, st->drive_cal_lanes,
                  kept_why[0] ? kept_why : "no lane curve kept");
     fprintf(stderr, "bound           %s: %.2f tok/s achieved, bound %.2f tok/s = 1 / max(compute "
             "%.2f ms, %.2f MiB / %.0f MiB/s = %.2f ms) per token: %.0f%% of the bound (%s); "
             "%s\n",
             decode ? "decode" : "whole run", got, bound, 1e3 * compute, bytes / MIB,
-            ss.drive_bps / MIB, 1e3 * io, bound > 0 ? 100.0 * got / bound : 0.0,
+            st->drive_bps / MIB, 1e3 * io, bound > 0 ? 100.0 * got / bound : 0.0,
             compute > io ? "compute-bound" : "I/O-bound", src);
 }
 
 bool model_flags_report(const model_flags *f, const char *cmd, const sl_model *m,
                         const run_totals *t)
 {
-    if (m->streamer && !f->no_warm) warm_start_save(cmd, (sl_model *)m, true);
+    if (!f->no_warm) warm_start_save(cmd, (sl_model *)m, true);
     const bool csv_ok = stats_csv_close(cmd);
     const bool trace = trace_ok(f, cmd, m) && csv_ok;
     sl_knob_stats ks;
@@ -675,19 +642,17 @@ bool model_flags_report(const model_flags *f, const char *cmd, const sl_model *m
                         100.0 * (double)st.guessed_right / (double)st.guessed,
                         (unsigned long long)st.prefetched, (unsigned long long)st.prefetch_used,
                         (unsigned long long)st.prefetch_wasted);
-            const sl_route_trace *rt = sl_streamer_route_trace(m->streamer);
-            fprintf(stderr, "cache policy    %s\n", sl_streamer_policy_name(m->streamer));
-            if (rt) {
-                const int64_t done = sl_route_trace_cursor(rt), wraps = sl_route_trace_wraps(rt);
+            fprintf(stderr, "cache policy    %s\n", st.cache_policy);
+            if (st.replaying) {
+                const int64_t wraps = st.replay_wraps;
                 fprintf(stderr, "route replay    %s: %d steps (%d prompt, %d generated); "
-                        "%lld replayed, ", f->route_trace, sl_route_trace_n_steps(rt),
-                        sl_route_trace_n_prompt(rt),
-                        sl_route_trace_n_steps(rt) - sl_route_trace_n_prompt(rt),
-                        (long long)done);
+                        "%lld replayed, ", f->route_trace, (int)st.replay_steps,
+                        (int)st.replay_prompt, (int)(st.replay_steps - st.replay_prompt),
+                        (long long)st.replay_done);
                 if (wraps)
                     fprintf(stderr, "wrapped %lld time%s: past step %d the trace repeats, "
                             "which flatters the cache\n", (long long)wraps, wraps > 1 ? "s" : "",
-                            sl_route_trace_n_steps(rt));
+                            (int)st.replay_steps);
                 else
                     fprintf(stderr, "within the first pass\n");
             }
@@ -695,6 +660,13 @@ bool model_flags_report(const model_flags *f, const char *cmd, const sl_model *m
                     "latency p50 %.0f us, p90 %.0f us, p99 %.0f us\n",
                     (double)st.window_bytes / MIB / toks, (double)st.window_bytes / MIB,
                     (unsigned long long)st.reads, st.lat_p50_us, st.lat_p90_us, st.lat_p99_us);
+            if (st.mark_reads)
+                fprintf(stderr, "decode reads    %llu after the prompt: queued for a lane p50 %.0f "
+                        "us, p90 %.0f us, p99 %.0f us; at the drive p50 %.0f us, p90 %.0f us, "
+                        "p99 %.0f us; lanes busy %.1f%%\n",
+                        (unsigned long long)st.mark_reads, st.mark_queue_p50_us,
+                        st.mark_queue_p90_us, st.mark_queue_p99_us, st.mark_drive_p50_us,
+                        st.mark_drive_p90_us, st.mark_drive_p99_us, 100.0 * st.mark_lanes_busy);
             print_bound(m, t, &st);
         } else if (dec.tokens > 0) {
             /* the decode phase alone, as the streamed bound's compute is taken: the
@@ -747,28 +719,37 @@ bool model_flags_report(const model_flags *f, const char *cmd, const sl_model *m
             json_object_set_new(proc, "load_s", json_real(lj.seconds));
         }
         bound_figures bf;
-        if (proc && m->streamer && bound_of(m, t, &st, &bf)) {
+        if (proc && st.streaming && bound_of(m, t, &st, &bf)) {
             json_object_set_new(proc, "drive_bytes_per_s", json_real(bf.drive_bps));
-            sl_streamer_stats ds;
-            sl_streamer_get_stats(m->streamer, &ds);
             json_object_set_new(proc, "drive_source",
-                                json_string(ds.drive_cached ? "iobench" : "calibration"));
+                                json_string(st.drive_cached ? "iobench" : "calibration"));
             json_object_set_new(proc, "drive_lanes",
-                                json_integer(ds.drive_cached ? kept_curve.best_lanes
-                                                             : ds.drive_cal_lanes));
+                                json_integer(st.drive_cached ? kept_curve.best_lanes
+                                                             : st.drive_cal_lanes));
             json_object_set_new(proc, "bound_phase", json_string(bf.decode ? "decode" : "run"));
             json_object_set_new(proc, "bound_tok_s", json_real(bf.bound));
             json_object_set_new(proc, "achieved_tok_s", json_real(bf.achieved));
         }
-        if (proc && m->streamer) {
-            sl_streamer_stats ws;
-            sl_streamer_get_stats(m->streamer, &ws);
-            json_object_set_new(proc, "warm_planned", json_integer((json_int_t)ws.warm_planned));
-            json_object_set_new(proc, "warm_loaded", json_integer((json_int_t)ws.warm_loaded));
-            json_object_set_new(proc, "warm_used", json_integer((json_int_t)ws.warm_used));
-            json_object_set_new(proc, "warm_bytes", json_integer((json_int_t)ws.warm_bytes));
+        if (proc && st.streaming) {
+            json_object_set_new(proc, "warm_planned", json_integer((json_int_t)st.warm_planned));
+            json_object_set_new(proc, "warm_loaded", json_integer((json_int_t)st.warm_loaded));
+            json_object_set_new(proc, "warm_used", json_integer((json_int_t)st.warm_used));
+            json_object_set_new(proc, "warm_bytes", json_integer((json_int_t)st.warm_bytes));
             json_object_set_new(proc, "prefetch_dropped",
-                                json_integer((json_int_t)ws.prefetch_dropped));
+                                json_integer((json_int_t)st.prefetch_dropped));
+            if (st.mark_reads) {
+                const struct { const char *k; double v; } dr[] = {
+                    {"dec_queue_p50_us", st.mark_queue_p50_us},
+                    {"dec_queue_p90_us", st.mark_queue_p90_us},
+                    {"dec_queue_p99_us", st.mark_queue_p99_us},
+                    {"dec_drive_p50_us", st.mark_drive_p50_us},
+                    {"dec_drive_p90_us", st.mark_drive_p90_us},
+                    {"dec_drive_p99_us", st.mark_drive_p99_us},
+                    {"dec_lanes_busy", st.mark_lanes_busy}};
+                json_object_set_new(proc, "dec_reads", json_integer((json_int_t)st.mark_reads));
+                for (size_t i = 0; i < sizeof dr / sizeof dr[0]; i++)
+                    json_object_set_new(proc, dr[i].k, json_real(dr[i].v));
+            }
         }
         if (ks.active && proc) {
             json_object_set_new(proc, "knob_experts_used", json_integer(ks.n_expert_used));

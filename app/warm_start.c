@@ -6,9 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
-#include "experts/streamer.h"
+#include "util/file.h"
 #include "util/timer.h"
 
 #define DECAY 0.5            /* each earlier run weighs half the next one */
@@ -26,8 +25,9 @@ const char *warm_start_path(void) { return usage_path; }
  * rewritten file starts a new history. */
 static bool make_id(const char *path, char *out, size_t cap)
 {
-    struct stat sb;
-    if (stat(path, &sb) != 0) return false;
+    uint64_t size;
+    int64_t mt_s, mt_ns;
+    if (!sl_file_stamp(path, &size, &mt_s, &mt_ns)) return false;
     const char *base = strrchr(path, '/');
     base = base ? base + 1 : path;
     char name[120];
@@ -39,14 +39,7 @@ static bool make_id(const char *path, char *out, size_t cap)
     }
     name[n] = '\0';
     uint64_t h = 0xcbf29ce484222325ull;
-#if defined(__APPLE__) /* macOS names the modification time st_mtimespec */
-    const struct timespec mt = sb.st_mtimespec;
-#elif defined(_WIN32) /* the CRT's stat has whole seconds only */
-    const struct timespec mt = {sb.st_mtime, 0};
-#else
-    const struct timespec mt = sb.st_mtim;
-#endif
-    const uint64_t parts[3] = {(uint64_t)sb.st_size, (uint64_t)mt.tv_sec, (uint64_t)mt.tv_nsec};
+    const uint64_t parts[3] = {size, (uint64_t)mt_s, (uint64_t)mt_ns};
     for (int i = 0; i < 3; i++)
         for (int b = 0; b < 8; b++) {
             h ^= (parts[i] >> (8 * b)) & 0xff;
@@ -60,44 +53,30 @@ void warm_start_begin(const char *cmd, sl_model *m, const char *path, bool prelo
 {
     usage_path[0] = '\0';
     run_cmd = cmd;
-    if (!m->streamer) return;
+    sl_stream_stats st;
+    sl_model_stream_stats(m, &st);
+    if (!st.streaming) return;
     char dir[3800];
     if (!make_id(path, model_id, sizeof model_id) || !user_cache_dir(dir, sizeof dir)) return;
     snprintf(usage_path, sizeof usage_path, "%s/%s.usage", dir, model_id);
-    sl_usage *u = NULL;
-    bool found = false;
+    bool found;
     sl_err err;
-    if (sl_usage_load(&u, &found, usage_path, model_id, m->hp.n_layer, m->hp.n_expert, DECAY,
-                      &err)) {
+    if (sl_model_usage_start(m, usage_path, model_id, DECAY, preload, &found, &err))
         fprintf(stderr, "sluice %s: warning: ignoring the expert usage history: %s (it is "
                 "rewritten at the end of this run)\n", cmd, err.msg);
-        if (sl_usage_create(&u, model_id, m->hp.n_layer, m->hp.n_expert, &err)) {
-            usage_path[0] = '\0';
-            return;
-        }
-    }
-    pthread_mutex_lock(&m->stream_mu);
-    sl_streamer_set_usage(m->streamer, u);
-    if (preload && found) sl_streamer_warm_start(m->streamer, 0);
-    pthread_mutex_unlock(&m->stream_mu);
     last_save_ns = sl_now_ns();
 }
 
 void warm_start_save(const char *cmd, sl_model *m, bool force)
 {
-    if (!usage_path[0] || !m->streamer) return;
+    if (!usage_path[0]) return;
     if (!cmd) cmd = run_cmd;
     const uint64_t now = sl_now_ns();
     if (!force && now - last_save_ns < SAVE_EVERY_NS) return;
     last_save_ns = now;
     char dir[3800];
     sl_err err;
-    pthread_mutex_lock(&m->stream_mu);
-    const sl_usage *u = sl_streamer_usage(m->streamer);
-    const int rc = u && user_cache_dir(dir, sizeof dir) ? sl_usage_save(u, usage_path, 0, &err)
-                                                  : SL_OK;
-    pthread_mutex_unlock(&m->stream_mu);
-    if (rc)
+    if (user_cache_dir(dir, sizeof dir) && sl_model_usage_save(m, usage_path, &err))
         fprintf(stderr, "sluice %s: warning: could not save the expert usage history: %s\n",
                 cmd, err.msg);
 }

@@ -8,7 +8,7 @@
 
 #include <stdbool.h>
 
-#include "model/model.h"
+#include "sluice.h"
 
 /* For a streamed model: loads the history of the model file at path
  * (decayed by half per run; a damaged one is ignored with a warning and

@@ -30,6 +30,7 @@
 #include <string.h>
 
 #include "engine/fwd_mm.h"
+#include "engine/model_runtime.h"
 #include "experts/route_trace.h"
 #include "experts/streamer.h"
 #include "model/model.h"
@@ -120,7 +121,7 @@ int main(int argc, char **argv)
             fprintf(stderr, "bench_multi: --route-trace: %s\n", err.msg);
             return 1;
         }
-        sl_streamer_set_route_trace(m->streamer, trace); /* the streamer owns it */
+        sl_runtime_replay(m->rt, trace); /* the routing owns it */
     }
     const int V = sl_model_n_vocab(m);
     const int n_ctx = prompt + 2 * rounds * steps + 8;
@@ -199,7 +200,7 @@ int main(int argc, char **argv)
     print_prof(name, &prof[1], K, secs[1]);
     printf("aggregate ratio %d / 1: %.2fx\n", K,
            ((double)K * (double)prof[1].steps / secs[1]) / ((double)prof[0].steps / secs[0]));
-    for (int c = 0; c < 2 && m->streamer; c++) {
+    for (int c = 0; c < 2 && m->rt->streamer; c++) {
         const double st = (double)prof[c].steps, look = io[c][0] + io[c][1];
         printf("streamed, %s: %.1f %% hits, %.1f experts read and %.1f MiB per step, "
                "stall %.1f ms per step (cache of %llu experts)\n",

@@ -8,7 +8,8 @@
 # followed by the NEW binary's resident decode (the pair's bound: the
 # machine's speed moves between pairs). Each decode: `run -p "Once upon a time" -n 160 --temp
 # 1.5 --top-k 0 --seed 7 -t 2 --no-warm --stats`. One line a run: tok/s,
-# MiB read a token, the bound and the share of it. EXTRA_OLD / EXTRA_NEW add
+# MiB read a token, the bound and the share of it (and the decode's reads'
+# queue and drive times from a binary whose --stats-json has them). EXTRA_OLD / EXTRA_NEW add
 # flags. Needs root (cgroup); timed: run it under `flock /work/timing.lock`.
 set -eu
 MODEL=${1:?usage: bench/decode_pair.sh MODEL OLD NEW [PAIRS] [LIMIT_MB]}
@@ -36,6 +37,7 @@ one() { # one LABEL BINARY EXTRA...
     shift 2
     "$here/cgroup_run.sh" "$LIMIT" "$bin" run -m "$MODEL" "${GEN[@]}" --stats \
         --stats-json "$work/s.json" "$@" >/dev/null 2>"$work/s.err"
+    cp "$work/s.json" "$work/$label.json"
     echo "$(tok_s "$work/s.err") $(python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); print(j["mib_per_token"], j["lat_p50_us"], j["lat_p90_us"], j["lat_p99_us"])' "$work/s.json") $(sed -n 's/.*I\/O pread x\([0-9]*\).*/\1/p' "$work/s.err")" >"$work/$label"
 }
 show() { # show LABEL: its line against this pair's resident rate
@@ -63,4 +65,15 @@ for pair in $(seq 1 "$PAIRS"); do
     echo "pair $pair: resident decode $res tok/s"
     show old
     show new
+    for b in old new; do # the decode's reads split, from a binary that prints it
+        python3 - "$b" "$work/$b.json" <<'PY'
+import json, sys
+j = json.load(open(sys.argv[2]))
+if "dec_reads" in j:
+    print("      %-4s decode reads %d: queued p50/p90/p99 %.0f/%.0f/%.0f us, drive %.0f/%.0f/%.0f us, "
+          "lanes busy %.1f %%" % (sys.argv[1], j["dec_reads"], j["dec_queue_p50_us"],
+          j["dec_queue_p90_us"], j["dec_queue_p99_us"], j["dec_drive_p50_us"],
+          j["dec_drive_p90_us"], j["dec_drive_p99_us"], 100 * j["dec_lanes_busy"]))
+PY
+    done
 done

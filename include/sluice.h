@@ -110,9 +110,9 @@ typedef struct sl_model_params {
                                cache_route_from (M) already in the expert cache */
     int cache_route_from;   /* M; 0 = --cache-route off */
     /* Reading the resident weights at load (sl_model_load_stats). */
-    bool load_plain;        /* one buffered read per tensor (the path before
-                               issue 14, for comparisons) instead of direct,
-                               multi-lane reads laid out as the file is */
+    bool load_plain;        /* one buffered read per tensor (for comparisons)
+                               instead of direct, multi-lane reads laid out
+                               as the file is */
     void (*load_progress)(void *ud, uint64_t done, uint64_t total); /* bytes read
                                so far of total, after each read; NULL: none */
     void *load_progress_ud;
@@ -137,6 +137,11 @@ typedef struct sl_model_params {
      * was planned. */
     uint64_t host_cache_bytes;
     int host_cache_seqs;
+    /* > 0: load the file's MTP (nextn) block number nextn_block alone, as
+     * a model of one layer with the block's own input and head tensors
+     * (the MTP drafter's, engine/draft_mtp.c); fails with SL_EUNSUPPORTED
+     * when the file has fewer. 0: the main layers. */
+    int nextn_block;
 } sl_model_params;
 
 /* Defaults for sl_model_params. */
@@ -183,9 +188,44 @@ typedef struct sl_stream_stats {
     int kv_ctx;               /* that context (-c) */
     uint64_t host_cache_bytes; /* memory planned for the caller's own cache
                                   (sl_model_params.host_cache_bytes) */
+    /* what the runtime's setters (below) started, and read-ahead's detail */
+    char cache_policy[16];    /* the expert cache's eviction policy ("" resident) */
+    char io_direct_note[256]; /* why O_DIRECT fell back, or "" */
+    char io_uring_note[256];  /* why io_uring fell back, or "" */
+    double drive_bps;         /* the drive's rate (0: unknown) ... */
+    bool drive_cached;        /* ... set (sl_model_set_drive_rate), else measured */
+    uint64_t drive_cal_bytes; /* the measurement's bytes and lanes */
+    unsigned drive_cal_lanes;
+    bool replaying;           /* a route trace is replayed: its steps, prompt
+                                 steps, steps replayed and wraps past its end */
+    int64_t replay_steps, replay_prompt, replay_done, replay_wraps;
+    uint64_t warm_planned, warm_loaded, warm_used, warm_bytes; /* the warm start's
+                                 preload: experts listed, read, then asked for; bytes */
+    double warm_s;            /* the preload's first submit to last byte */
+    uint64_t union_guessed, union_right; /* guessed / guessed_right for batches */
+    uint64_t learned_guessed, learned_right, learned_sets, learned_set_misses;
+                              /* guesses learned online, and the sets after them */
+    uint64_t prefetch_dropped; /* read ahead cancelled: its layer came without it */
+    /* the reads that landed since sl_model_stream_mark (all 0 before one):
+     * how long they queued for a lane, how long the drive took, and the
+     * share of the lanes' time the drive was busy with them */
+    uint64_t mark_reads;
+    double mark_queue_p50_us, mark_queue_p90_us, mark_queue_p99_us;
+    double mark_drive_p50_us, mark_drive_p90_us, mark_drive_p99_us;
+    double mark_lanes_busy;
 } sl_stream_stats;
 
 void sl_model_stream_stats(const sl_model *m, sl_stream_stats *out);
+
+/* Starts the phase that sl_stream_stats' mark_* figures describe (e.g. the
+ * decode after a prompt): they count the expert reads that land from now
+ * on. Takes the runtime's lock; nothing to do for a resident model. */
+void sl_model_stream_mark(const sl_model *m);
+
+/* Flushes the --io-trace file (sl_model_params.io_trace_path) so the lines
+ * written so far reach it; SL_EIO when they did not (a full disk). Call
+ * between evaluations. SL_OK when no trace is written. */
+int sl_model_io_trace_flush(const sl_model *m, sl_err *err);
 
 /* Basic facts, for front-ends. */
 /* Layers the forward pass runs, and what mixes layer il's tokens:
@@ -510,6 +550,13 @@ void sl_sampling_free(sl_sampling *s);
  * logit, all -inf). Does not record the token: call sl_sampling_accept. */
 int sl_sampling_sample(sl_sampling *s, const float *logits, sl_err *err);
 
+/* Speculative sampling against a guessed token (draft; < 0: none, then the
+ * same as sl_sampling_sample bit for bit): the result is draft with the
+ * chain's probability p(draft), else drawn from the others renormalised,
+ * so it is distributed exactly as sl_sampling_sample's, with one draw of
+ * the RNG as ever, but the token drawn differs. Errors as sl_sampling_sample. */
+int sl_sampling_sample_draft(sl_sampling *s, const float *logits, int32_t draft, sl_err *err);
+
 /* Records id in the penalty history (prompt tokens may be recorded too).
  * SL_EINVAL for an id outside [0, n_vocab). */
 int sl_sampling_accept(sl_sampling *s, int32_t id, sl_err *err);
@@ -567,7 +614,57 @@ typedef enum sl_gen_draft {
     SL_GEN_DRAFT_NGRAM,  /* prompt lookup: the tokens that followed the latest earlier
                             occurrence of the context's last n tokens (llama.cpp's
                             --spec-type ngram-simple) */
+    SL_GEN_DRAFT_MTP,    /* the model's own MTP (nextn) block, greedy (llama.cpp's
+                            --spec-type draft-mtp): sl_gen_params.draft_src from
+                            sl_draft_mtp_create */
+    SL_GEN_DRAFT_MODEL,  /* a smaller model with the same vocabulary, greedy
+                            (llama.cpp's -md): draft_src from sl_draft_model_create */
 } sl_gen_draft;
+
+/* A drafter that keeps state across replies (an MTP block's model and
+ * cache, a draft model's session), bound to one target session. */
+typedef struct sl_draft_src sl_draft_src;
+
+/* The MTP drafter of session s: loads the first MTP block of s's model
+ * file (resident, as a model of one layer with its own cache, mp's load
+ * settings but never streamed) and from then on fills the block's cache
+ * from every batch s evaluates (sl_session_eval and sl_session_eval_multi).
+ * Fails with SL_EUNSUPPORTED when the file has no MTP block or the family's
+ * residual stream is not one row a token (deepseek4), else as
+ * sl_model_load and sl_session_create. s must outlive it. */
+int sl_draft_mtp_create(sl_draft_src **out, sl_session *s, const sl_model_params *mp,
+                        sl_err *err);
+
+/* The MTP block loaded once for several drafters (the server's slots): as
+ * sl_draft_mtp_create loads it, for sessions on s's model (running on its
+ * compute pool). Each sl_draft_mtp_create_on then makes a drafter of one
+ * session with a cache of its own; the block is read only by them, so
+ * drafters on different threads may share it. Free it with
+ * sl_draft_mtp_block_free after its drafters; s's model must outlive it. */
+int sl_draft_mtp_block_load(sl_model **out, const sl_session *s, const sl_model_params *mp,
+                            sl_err *err);
+int sl_draft_mtp_create_on(sl_draft_src **out, sl_session *s, sl_model *block, sl_err *err);
+void sl_draft_mtp_block_free(sl_model *block);
+
+/* The draft-model drafter of session s: loads the model at path (mp's
+ * settings) with a session of s's context. Fails with SL_EINVAL when its
+ * vocabulary (size or any token's text) differs from s's model's, else as
+ * sl_model_load and sl_session_create. s must outlive it. */
+int sl_draft_model_create(sl_draft_src **out, sl_session *s, const char *path,
+                          const sl_model_params *mp, sl_err *err);
+
+/* The draft model loaded once for several drafters (the server's slots):
+ * loaded and checked as sl_draft_model_create does, against s's model.
+ * Each sl_draft_model_create_on then makes a drafter of one session with
+ * a session of its own on dm; drafters on different threads may share dm
+ * (as sessions share a model). Free dm with sl_model_free after its
+ * drafters. */
+int sl_draft_model_load(sl_model **out, const sl_session *s, const char *path,
+                        const sl_model_params *mp, sl_err *err);
+int sl_draft_model_create_on(sl_draft_src **out, sl_session *s, sl_model *dm, sl_err *err);
+
+/* Frees a drafter (NULL: nothing). Its target session is left as it is. */
+void sl_draft_src_free(sl_draft_src *d);
 
 #define SL_GEN_MAX_DRAFT 32     /* tokens drafted at most a step */
 
@@ -597,6 +694,17 @@ typedef struct sl_gen_params {
                                       and n_logit_rows - 1) */
     int draft_min;                 /* fewer proposed: none drafted */
     int draft_ngram;               /* NGRAM: longest suffix looked up; <= 0: 3 */
+    sl_draft_src *draft_src;       /* MTP, MODEL: the drafter, made for this session */
+    bool draft_always;             /* verify every guess, with the length following
+                                      the last draft's outcome only; false: draft only
+                                      while this reply's measured step times and
+                                      acceptance say it beats plain decoding */
+    bool draft_sampling;           /* speculative sampling: each token drawn with the
+                                      drafter's guess for it first (kept with its
+                                      probability, else a draw from the rest), drafted
+                                      or not: the same distribution and reproducible
+                                      with a seed, but not the text of a run without
+                                      drafting. Greedy: no difference */
     const int32_t *context;        /* the tokens already in the session (the prompt),
                                       copied: what prompt lookup searches besides the
                                       reply; NULL: the reply only */
@@ -648,6 +756,16 @@ typedef struct sl_gen_draft_stats {
     long accepted;       /* of them, confirmed and taken */
     long verify_steps;   /* evaluations that carried drafts */
     long steps;          /* evaluations in all (taken tokens pending) */
+    long drafted_at[SL_GEN_MAX_DRAFT];  /* drafts at position i + 1 of their step */
+    long accepted_at[SL_GEN_MAX_DRAFT]; /* of them, held */
+    long switched_off;   /* times drafting stopped paying and was switched off */
+    /* Timed steps (from a step's tokens handed out to the next sl_gen_next:
+     * the caller's evaluation and whatever else it did in between). */
+    long plain_timed;    /* one-token steps */
+    double plain_s;
+    long verify_timed;   /* steps that verified drafts */
+    long verify_tokens_timed; /* tokens those steps took */
+    double verify_s;
     const char *off;     /* drafting asked for but off: why (a static string); else NULL */
 } sl_gen_draft_stats;
 void sl_gen_draft_stats_get(const sl_gen *g, sl_gen_draft_stats *st);
@@ -742,7 +860,54 @@ typedef struct sl_load_stats {
 
 void sl_model_load_stats(const sl_model *m, sl_load_stats *out);
 
-/* ---- batches across sessions (issue 13: continuous batching) ----------- */
+/* ---- the runtime: what a caller sets after load ---------------------------
+ * A loaded model is immutable; what changes while it runs (the expert
+ * streamer's cache, replay and read-ahead, the drive rate, the usage
+ * history) lives in a runtime its sessions share. Each setter takes the
+ * runtime's lock, so it is safe beside sessions evaluating on other
+ * threads, and each fails with SL_EUNSUPPORTED when the model's experts
+ * are all resident (sl_stream_stats.streaming false). */
+
+/* The expert cache's eviction policy by name ("lru", "lfu", "slru",
+ * "layer"). Only before the first expert is read (SL_EINVAL), and
+ * SL_EINVAL for an unknown name. */
+int sl_model_set_cache_policy(sl_model *m, const char *name, sl_err *err);
+
+/* Replays the expert choices recorded in the route trace file at path
+ * (format `# route_trace v1`) instead of the routers', from its first step,
+ * wrapping past its end. Fails on a malformed file (SL_EFORMAT) or one that
+ * does not fit the model: its layers, experts, top-k, and room for the
+ * cache-route candidates when sl_model_params.cache_route_from is set
+ * (SL_EINVAL; the message names what). */
+int sl_model_set_route_trace(sl_model *m, const char *path, sl_err *err);
+
+/* The drive's rate for the stats' bound, taken from elsewhere (a kept
+ * `sluice iobench --expert` result): bytes_per_s > 0 (else SL_EINVAL). */
+int sl_model_set_drive_rate(sl_model *m, double bytes_per_s, sl_err *err);
+
+/* Measures the drive's rate as the streamer reads it (whole experts on
+ * every lane, into free slots that stay free) until min_bytes have landed
+ * or max_s have passed; *bytes_per_s gets it. Only before the first expert
+ * is read (SL_EINVAL); SL_EIO when a read fails. */
+int sl_model_calibrate_drive(sl_model *m, uint64_t min_bytes, double max_s, double *bytes_per_s,
+                             sl_err *err);
+
+/* Keeps an expert usage history (every expert a layer asks for adds a
+ * use) for the warm start: loaded from path for model_id (each score times
+ * decay, 0 < decay <= 1; a missing file is an empty history, *found false),
+ * and with preload and a history found, its hottest experts are read ahead
+ * into free cache slots in the background. A damaged or foreign file fails
+ * (SL_EFORMAT, the message names it) and an empty history is kept instead;
+ * the next save replaces a damaged history (never a file of another kind). */
+int sl_model_usage_start(sl_model *m, const char *path, const char *model_id, double decay,
+                         bool preload, bool *found, sl_err *err);
+
+/* Saves the usage history to path crash-safe (the directory must exist);
+ * nothing when none is kept. SL_EIO naming the file; the old file is then
+ * untouched. */
+int sl_model_usage_save(sl_model *m, const char *path, sl_err *err);
+
+/* ---- batches across sessions (continuous batching) ---------------------- */
 
 /* The most sessions one sl_session_eval_multi call takes. */
 #define SL_MULTI_MAX 64
@@ -773,12 +938,251 @@ int sl_session_set_route_step(sl_session *s, int64_t step, sl_err *err);
  * batch, without all_logits. The caller owns every session; none may be
  * used by another thread meanwhile. Afterwards each member is as after
  * sl_session_eval(ss[i], toks[i], n[i]): n_past advanced, the logits of
- * its last token, bit for bit the same. Fails (SL_EINVAL) on any check
+ * its last min(n[i], n_logit_rows) tokens (a token and its drafts to
+ * verify), bit for bit the same. Fails (SL_EINVAL) on any check
  * sl_session_eval makes for a member, a batch too large, or a model that
  * cannot (sl_model_multi_ok), changing nothing; on an engine error (a
  * streamed expert unreadable, non-finite values) no member's n_past moves. */
 int sl_session_eval_multi(sl_session *batch, sl_session *const *ss, const int32_t *const *toks,
                           const int *n, int count, sl_err *err);
+
+/* ---- chat turns, tools and answers (what the server renders and parses) ----
+ * A conversation with reasoning, tool calls and tool results rendered by the
+ * model's template family, and a generated answer split into reasoning,
+ * content and tool calls as it streams. */
+
+typedef enum sl_chat_family {
+    SL_CHAT_PLAIN = 0,
+    SL_CHAT_CHATML,
+    SL_CHAT_QWEN3,
+    SL_CHAT_LLAMA3,
+    SL_CHAT_MISTRAL,
+    SL_CHAT_MISTRAL_V3,
+    SL_CHAT_TULU,
+    SL_CHAT_HARMONY,
+    SL_CHAT_QWEN35,
+    SL_CHAT_DEEPSEEK_V3,
+    SL_CHAT_DEEPSEEK_V31,
+    SL_CHAT_DEEPSEEK_R1,
+    SL_CHAT_KIMI,
+    SL_CHAT_KIMI_THINKING,
+    SL_CHAT_GLM4,
+    SL_CHAT_GLM47,
+    SL_CHAT_GEMMA4,
+} sl_chat_family;
+
+/* The family c renders (see the names above). */
+sl_chat_family sl_chat_family_of(const sl_chat *c);
+
+/* Name of a family ("chatml", "qwen3", "llama3", "mistral", "mistral-v3",
+ * "tulu", "harmony", "qwen3.5", "deepseek-v3", "deepseek-v3.1",
+ * "deepseek-r1", "kimi-k2", "kimi-k2-thinking", "glm4", "glm4.7", "gemma4", "plain"). */
+const char *sl_chat_family_name(sl_chat_family f);
+
+/* Whether c's family can declare tools and render tool calls. */
+bool sl_chat_takes_tools(const sl_chat *c);
+
+/* Whether c's generation prompt opens a <think> block itself (a
+ * thinking-only Qwen3-style template). */
+bool sl_chat_think_prefix(const sl_chat *c);
+
+/* Sets the harmony reasoning effort c renders by default (low, medium or
+ * high; other families have none); SL_EINVAL naming the value otherwise.
+ * Not while another thread renders with c. */
+int sl_chat_set_effort(sl_chat *c, const char *effort, sl_err *err);
+
+/* One message with everything a template may render: the role ("system",
+ * "developer", "user", "assistant" or "tool"), its text, and optionally an
+ * assistant's reasoning and tool calls, or the name of the function whose
+ * result a tool message carries. Strings are borrowed for the call;
+ * absent ones are NULL (content "" for none). */
+typedef struct sl_chat_tool_call {
+    const char *id;        /* may be NULL */
+    const char *name;
+    const char *arguments; /* JSON text of the arguments object */
+} sl_chat_tool_call;
+
+typedef struct sl_chat_turn {
+    const char *role;
+    const char *content;
+    const char *reasoning;                /* assistant; NULL: none */
+    const sl_chat_tool_call *tool_calls;  /* assistant */
+    size_t n_tool_calls;
+    const char *name;                     /* tool: the function's name */
+} sl_chat_turn;
+
+/* Renders turns[0..n) with the function tools of tools_json (NULL: none;
+ * else the JSON text of an OpenAI "tools" array) in c's family, the
+ * generation prompt at the end when add_generation_prompt. thinking < 0
+ * keeps c's switch (sl_chat_create), 0 or 1 sets it for this render;
+ * effort NULL keeps c's (sl_chat_set_effort). *out is a NUL-terminated
+ * string the caller frees with free(). SL_EINVAL for tools or tool
+ * messages in a family that has no form for them, a tools text that is not
+ * such an array, an unknown effort or a message the family cannot place;
+ * SL_ENOMEM. */
+int sl_chat_format_turns(const sl_chat *c, const sl_chat_turn *turns, size_t n,
+                         const char *tools_json, int thinking, const char *effort,
+                         bool add_generation_prompt, char **out, sl_err *err);
+
+/* An answer split as it streams (sl_answer_create): reasoning and content
+ * go to the caller's function as they are known, tool calls are
+ * collected. harmony's channels (analysis: reasoning; final and preambles:
+ * content; commentary to functions.NAME: a call), or a thinking model's
+ * <think> block with Qwen3-style <tool_call> JSON (or Qwen3.5's XML form)
+ * in the content when the request declared tools. */
+typedef struct sl_answer sl_answer;
+
+/* Receives each run of an answer's text with whether it is reasoning. */
+typedef void (*sl_answer_out)(void *ud, bool reasoning, const char *text, size_t len);
+
+/* A tool call found in an answer: the function's name and the compact JSON
+ * text of its arguments (owned by the answer). */
+typedef struct sl_answer_call {
+    char *name;
+    char *arguments;
+} sl_answer_call;
+
+/* Whether an answer to prompt (len bytes: the template's own rendering,
+ * without a forced call's opening) keeps its reasoning in a <think> block
+ * to split off: the prompt leaves one open (*inside: the answer starts as
+ * reasoning), or the family opens one itself (Qwen3). */
+bool sl_answer_thinks(sl_chat_family family, const char *prompt, size_t len, bool *inside);
+
+/* A new parser in *a: harmony: the template is harmony; think_enabled: the
+ * template knows thinking; think_inside: the answer starts inside a <think>
+ * block; tools: the request declared tools (parse <tool_call>). out (with
+ * ud) receives reasoning and content. SL_ENOMEM. Free with sl_answer_free. */
+int sl_answer_create(sl_answer **a, bool harmony, bool think_enabled, bool think_inside,
+                     bool tools, sl_answer_out out, void *ud);
+/* The next len bytes of the answer (whole UTF-8 characters or not). */
+void sl_answer_feed(sl_answer *a, const char *text, size_t len);
+/* At the end: held text goes out; the calls are then complete. */
+void sl_answer_finish(sl_answer *a);
+/* The calls found so far, *n of them (owned by a). */
+const sl_answer_call *sl_answer_calls(const sl_answer *a, int *n);
+void sl_answer_free(sl_answer *a);
+
+/* A whole answer's text split: [0] content, [1] reasoning (each malloc'd,
+ * NUL-terminated, NULL when empty); oom when a part could not grow. */
+typedef struct sl_answer_text {
+    char *p[2];
+    size_t n[2];
+    bool oom;
+} sl_answer_text;
+
+/* Runs a whole answer (prime, may be NULL, then text[0..len)) through a
+ * new parser (the flags as sl_answer_create's) into *out, and returns the
+ * parser for its calls (sl_answer_calls), or NULL when out of memory
+ * (*out then empty, oom set). The caller frees both (sl_answer_free,
+ * sl_answer_text_free). */
+sl_answer *sl_answer_whole(sl_answer_text *out, bool harmony, bool think_enabled,
+                           bool think_inside, bool tools, const char *prime, const char *text,
+                           size_t len);
+void sl_answer_text_free(sl_answer_text *t);
+
+/* ---- the model file's metadata (what a front-end shows of the file) ------- */
+
+typedef enum sl_meta_kind {
+    SL_META_OTHER = 0,   /* an array: no value given */
+    SL_META_UINT,        /* u: any unsigned integer type, widened */
+    SL_META_INT,         /* i: any signed integer type, widened */
+    SL_META_FLOAT,       /* f: float32 or float64, widened */
+    SL_META_BOOL,        /* b */
+    SL_META_STRING,      /* str: len bytes as in the file, NUL-terminated (UTF-8
+                            unchecked) */
+} sl_meta_kind;
+
+typedef struct sl_meta_value {
+    sl_meta_kind kind;
+    uint64_t u;
+    int64_t i;
+    double f;
+    bool b;
+    const char *str;
+    size_t len;
+} sl_meta_value;
+
+/* The number of key/value pairs in m's file header. */
+uint64_t sl_model_meta_count(const sl_model *m);
+
+/* The i-th pair: its key (NUL-terminated) and value, both owned by m; false
+ * when i is out of range. */
+bool sl_model_meta_at(const sl_model *m, uint64_t i, const char **key, sl_meta_value *v);
+
+/* The value under key; false when the file has no such key. */
+bool sl_model_meta_get(const sl_model *m, const char *key, sl_meta_value *v);
+
+/* The file's totals: bytes (all its split parts), tensors, and parameters
+ * (the elements of every tensor). */
+void sl_model_file_totals(const sl_model *m, uint64_t *bytes, uint64_t *n_tensors,
+                          uint64_t *n_params);
+
+/* ---- for front-ends: the clock, errors and platform facts ------------------
+ * The few helpers of the library's own that the CLI and the server
+ * (app/server/, which includes no header under src/) use as well. */
+
+/* Nanoseconds from an arbitrary fixed point (a monotonic clock). */
+uint64_t sl_now_ns(void);
+
+/* Fills err (if non-NULL) with code and a printf-style message; returns code
+ * so callers can write `return sl_err_set(err, SL_EFORMAT, "...")`. The
+ * message is stored escaped: control bytes, C1 controls and invalid UTF-8 in
+ * it, e.g. from a file's strings, become "\xNN", so an error never carries a
+ * terminal escape sequence. Cut to SL_ERR_MSG_MAX - 1 bytes on a UTF-8
+ * boundary. */
+int sl_err_set(sl_err *err, int code, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+/* Removes path, ignoring errors (cleanup of a temporary file). */
+void sl_file_remove(const char *path);
+
+/* Resident set size of this process now and at its peak, bytes; false when
+ * the platform cannot say. */
+bool sl_mem_rss(uint64_t *rss, uint64_t *peak);
+
+/* Raises the soft open-file limit to want (never above the hard limit,
+ * never lowering it) and returns the soft limit now in force; UINT64_MAX
+ * when unlimited or the platform cannot say. Cannot fail: a refused raise
+ * leaves the old limit, which is returned. */
+uint64_t sl_fd_limit_raise(uint64_t want);
+
+/* A connected socket, wide enough for a POSIX descriptor and a winsock
+ * SOCKET alike (what libmicrohttpd's MHD_socket is on either). The server
+ * writes an early 413 straight to a connection's socket and shuts sockets
+ * (never closes them: libmicrohttpd does) to end a connection that sends
+ * its request head too slowly (src/util/sock.c, sock_win.c). */
+typedef intptr_t sl_sock;
+
+/* Writes all len bytes of buf to the connected socket s, which may be
+ * non-blocking: waits up to a second at a time for room. Never raises
+ * SIGPIPE. False when the peer is gone, the socket fails or stalls. */
+bool sl_sock_send_all(sl_sock s, const void *buf, size_t len);
+
+/* Shuts the sending side of s (the peer reads the end of the stream). */
+void sl_sock_shut_send(sl_sock s);
+
+/* Shuts both directions of s: the thread that reads it sees the end of
+ * input (or an error) and its owner closes it. */
+void sl_sock_shut_both(sl_sock s);
+
+/* Holds the user's stop requests for sl_stop_signal_wait, so that a
+ * long-running command (`sluice serve`) shuts down cleanly instead of
+ * ending at once (POSIX: SIGINT, SIGTERM; Windows: the console's Ctrl-C,
+ * Ctrl-Break and close events; src/util/stop_signal.c, stop_signal_win.c).
+ * Call once, from the main thread, before starting any thread (POSIX
+ * threads inherit the signal mask set here). Also ignores SIGPIPE, so a
+ * client that goes away is an error on its socket, not the end. */
+void sl_stop_signal_hold(void);
+
+/* Blocks until a stop request arrives and returns its name ("SIGINT",
+ * "SIGTERM"; Windows: "Ctrl-C", "Ctrl-Break", "console closed", "logoff",
+ * "shutdown"), a static string. On Windows the console's close, logoff and
+ * shutdown events give the process a few seconds (the system's limit) to
+ * return from main. */
+const char *sl_stop_signal_wait(void);
 
 #ifdef __cplusplus
 }

@@ -1,25 +1,23 @@
 # mk/windows.mk - the Windows build (included by the Makefile).
 #
 #   make windows        build/windows/sluice.exe and the unit tests of WIN_TESTS
-#   make test-windows   those tests and tests/cli/windows.sh under wine
+#   make test-windows   those tests, tests/cli/windows.sh and windows_serve.sh under wine
 #
 # Compiler: Debian's clang targeting x86_64-w64-mingw32, with the mingw-w64
 # CRT, headers and winpthreads (gcc-mingw-w64-x86-64) and lld. Not mingw-w64
 # GCC: it does not realign the stack for 32-byte AVX spills on Win64 (GCC bug
 # 54412) and wine does not fault on the misaligned vmovaps that follow
-# (docs/ARCHITECTURE.md, "Windows"). The exe is static: PCRE2 and jansson
-# come from WIN_SYSROOT (scripts/windows-sysroot.sh builds them from Debian's
-# source packages), winpthreads and the CRT from mingw-w64; its imports are
-# Windows' own DLLs. printf and friends are mingw-w64's C99 ones
-# (__USE_MINGW_ANSI_STDIO), not msvcrt's, so numbers print as on Linux;
+# (docs/ARCHITECTURE.md, "Windows"). The exe is static: PCRE2, jansson and
+# libmicrohttpd come from WIN_SYSROOT (scripts/windows-sysroot.sh builds them
+# from Debian's source packages), winpthreads and the CRT from mingw-w64;
+# its imports are Windows' own DLLs (ws2_32 for the server's sockets).
+# printf and friends are mingw-w64's C99 ones (__USE_MINGW_ANSI_STDIO), not
+# msvcrt's, so numbers print as on Linux;
 # expf, logf, powf, sinf, cosf, tanhf are glibc 2.36's twins
 # (util/libm_glibc.c, mapped by posix_win.h), so results match it too.
 #
-# Platform files: *_posix.c are left out and *_win.c put in (WIN_SRC_OUT,
-# WIN_SRC_IN); on Linux the *_win.c files are not compiled. Left out for now:
-# `serve` (libmicrohttpd, and POSIX sockets and signals in server_deadline.c
-# and cmd_serve.c; app/windows/serve_none.c answers that this build has no
-# server).
+# Platform files: the POSIX ones named in WIN_SRC_OUT are left out and
+# *_win.c put in; on Linux the *_win.c files are not compiled.
 
 WIN := build/windows
 WIN_CC ?= clang
@@ -27,7 +25,7 @@ WIN_TARGET := --target=x86_64-w64-mingw32
 WIN_GCC_LIB := $(lastword $(sort $(wildcard /usr/lib/gcc/x86_64-w64-mingw32/*-posix)))
 WIN_SYSROOT ?= $(WIN)/sysroot
 WIN_INC := -Isrc -Iinclude -Isrc/compat/win -I$(GEN)
-WIN_STAMP := $(WIN_SYSROOT)/.complete
+WIN_STAMP := $(WIN_SYSROOT)/.complete-serve
 # force-included into every file (-include leaves it out of the .d files)
 WIN_COMPAT := src/compat/win/posix_win.h
 WIN_RUN ?= $(if $(wildcard /usr/lib/wine/wine64),/usr/lib/wine/wine64,wine)
@@ -35,11 +33,11 @@ WIN_FLAGS := $(WIN_TARGET) $(CSTD) $(WARN) -O2 -g -D__USE_MINGW_ANSI_STDIO=1 -DP
   -D_WIN32_WINNT=0x0A00 -DUNICODE -D_UNICODE -isystem $(WIN_SYSROOT)/include \
   -include src/compat/win/posix_win.h
 WIN_LDFLAGS := $(WIN_TARGET) -fuse-ld=lld -static -L$(WIN_GCC_LIB) -L$(WIN_SYSROOT)/lib
-WIN_LIBS := -lpcre2-8 -ljansson -lpthread -lm -lpsapi -lshell32
+WIN_LIBS := -lpcre2-8 -ljansson -lmicrohttpd -lpthread -lm -lpsapi -lshell32 -lws2_32
 WIN_SRC_OUT := src/util/file.c src/util/fd_limit.c src/util/mem.c src/util/aligned.c src/util/console.c src/io/io_files.c src/io/io_pread.c \
-  app/cmd_serve.c $(filter app/server_%.c,$(APP_SRC))
+  src/util/sock.c src/util/stop_signal.c
 WIN_LIB_SRC := $(filter-out $(WIN_SRC_OUT),$(LIB_SRC)) $(sort $(wildcard src/*/*_win.c src/compat/win/*.c))
-WIN_APP_SRC := $(filter-out $(WIN_SRC_OUT),$(APP_SRC)) $(sort $(wildcard app/windows/*.c))
+WIN_APP_SRC := $(filter-out $(WIN_SRC_OUT),$(APP_SRC))
 WIN_LIB_OBJ := $(WIN_LIB_SRC:%.c=$(WIN)/%.o)
 WIN_APP_OBJ := $(WIN_APP_SRC:%.c=$(WIN)/%.o)
 WIN_COMMON_OBJ := $(TEST_COMMON:%.c=$(WIN)/%.o)

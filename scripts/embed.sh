@@ -3,7 +3,7 @@
 # sixteen a line), for `#include` inside `static const unsigned char x[] =
 # { ... };`. POSIX od and sed only, so every build (release, sanitizer,
 # aarch64, windows) generates it the same way on the build host. The
-# Makefile embeds app/web/ui.html, `sluice serve`'s page, with it.
+# Makefile embeds app/server/web/ui.html, `sluice serve`'s page, with it.
 set -eu
 [ $# -eq 1 ] && [ -r "$1" ] || {
     echo "usage: scripts/embed.sh FILE" >&2

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs Windows test binaries under wine through tests/run.sh, then
-# tests/cli/windows.sh (the exe against the Linux build).
+# tests/cli/windows.sh and windows_serve.sh (the exe against the Linux
+# build).
 #   usage: scripts/run-windows.sh WINE "NO_SIMD_BINS" BIN...
 # Each binary gets a small wrapper named like it (run.sh's summary lines stay
 # as they are; wine's CRLF line ends are dropped). The binaries named in
@@ -29,4 +30,4 @@ for bin in "$@"; do
     wrap "$name" "" "$abs"
     case " $nosimd " in *" $name "*) wrap "$name-no-simd" "SLUICE_NO_SIMD=1" "$abs" ;; esac
 done
-cd "$here" && ./tests/run.sh "${wrapped[@]}" tests/cli/windows.sh
+cd "$here" && ./tests/run.sh "${wrapped[@]}" tests/cli/windows.sh tests/cli/windows_serve.sh

@@ -12,10 +12,11 @@ bool sl_answer_thinks(sl_chat_family family, const char *prompt, size_t len, boo
     return *inside || family == SL_CHAT_QWEN3;
 }
 
-void sl_answer_init(sl_answer *a, bool harmony, bool think_enabled, bool think_inside,
-                     bool tools, sl_think_out out, void *ud)
+int sl_answer_create(sl_answer **ap, bool harmony, bool think_enabled, bool think_inside,
+                     bool tools, sl_answer_out out, void *ud)
 {
-    memset(a, 0, sizeof *a);
+    sl_answer *a = *ap = calloc(1, sizeof *a);
+    if (!a) return SL_ENOMEM;
     a->harmony = harmony;
     a->tools = tools;
     a->out = out;
@@ -23,13 +24,21 @@ void sl_answer_init(sl_answer *a, bool harmony, bool think_enabled, bool think_i
     sl_think_init(&a->think, think_enabled, think_inside);
     sl_harmony_stream_init(&a->hs);
     sl_tc_init(&a->tc);
+    return SL_OK;
 }
 
 void sl_answer_free(sl_answer *a)
 {
+    if (!a) return;
     sl_tc_free(&a->tc);
     free(a->call_args);
-    a->call_args = NULL;
+    free(a);
+}
+
+const sl_answer_call *sl_answer_calls(const sl_answer *a, int *n)
+{
+    *n = a->tc.n_calls;
+    return a->tc.calls;
 }
 
 static void content_out(void *ud, const char *text, size_t len)
@@ -112,15 +121,20 @@ static void collect(void *ud, bool reasoning, const char *text, size_t len)
     b->p[k] = np;
 }
 
-void sl_answer_whole(sl_answer *a, sl_answer_text *out, bool harmony, bool think_enabled,
-                      bool think_inside, bool tools, const char *prime, const char *text,
-                      size_t len)
+sl_answer *sl_answer_whole(sl_answer_text *out, bool harmony, bool think_enabled,
+                           bool think_inside, bool tools, const char *prime, const char *text,
+                           size_t len)
 {
     memset(out, 0, sizeof *out);
-    sl_answer_init(a, harmony, think_enabled, think_inside, tools, collect, out);
+    sl_answer *a;
+    if (sl_answer_create(&a, harmony, think_enabled, think_inside, tools, collect, out)) {
+        out->oom = true;
+        return NULL;
+    }
     if (prime) sl_answer_feed(a, prime, strlen(prime));
     sl_answer_feed(a, text ? text : "", len);
     sl_answer_finish(a);
+    return a;
 }
 
 void sl_answer_text_free(sl_answer_text *t)

@@ -123,27 +123,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "util/status.h"
+#include "util/status.h" /* and sluice.h: sl_chat_family, sl_chat_turn, sl_chat_tool_call */
 
-typedef enum sl_chat_family {
-    SL_CHAT_PLAIN = 0,
-    SL_CHAT_CHATML,
-    SL_CHAT_QWEN3,
-    SL_CHAT_LLAMA3,
-    SL_CHAT_MISTRAL,
-    SL_CHAT_MISTRAL_V3,
-    SL_CHAT_TULU,
-    SL_CHAT_HARMONY,
-    SL_CHAT_QWEN35,
-    SL_CHAT_DEEPSEEK_V3,
-    SL_CHAT_DEEPSEEK_V31,
-    SL_CHAT_DEEPSEEK_R1,
-    SL_CHAT_KIMI,
-    SL_CHAT_KIMI_THINKING,
-    SL_CHAT_GLM4,
-    SL_CHAT_GLM47,
-    SL_CHAT_GEMMA4,
-} sl_chat_family;
 
 /* One message; role is "system", "user" or "assistant". Both strings are
  * borrowed for the duration of the call. */
@@ -179,25 +160,6 @@ typedef struct sl_chat_template {
     char effort[8];       /* harmony reasoning effort */
 } sl_chat_template;
 
-/* One message with everything a template may render: the role ("system",
- * "developer", "user", "assistant" or "tool"), its text, and optionally an
- * assistant's reasoning and tool calls, or the name of the function whose
- * result a tool message carries. Strings are borrowed for the call;
- * absent ones are NULL (content "" for none). */
-typedef struct sl_chat_tool_call {
-    const char *id;        /* may be NULL */
-    const char *name;
-    const char *arguments; /* JSON text of the arguments object */
-} sl_chat_tool_call;
-
-typedef struct sl_chat_turn {
-    const char *role;
-    const char *content;
-    const char *reasoning;                /* assistant; NULL: none */
-    const sl_chat_tool_call *tool_calls;  /* assistant */
-    size_t n_tool_calls;
-    const char *name;                     /* tool: the function's name */
-} sl_chat_turn;
 
 /* The defaults: detect, no BOS text, family EOS, thinking on. */
 sl_chat_opts sl_chat_opts_default(void);
@@ -215,10 +177,6 @@ sl_chat_opts sl_chat_opts_default(void);
  * "<|assistant|>" -> tulu; anything else -> plain. */
 sl_chat_family sl_chat_detect(const char *jinja);
 
-/* Name of a family ("chatml", "qwen3", "llama3", "mistral", "mistral-v3",
- * "tulu", "harmony", "qwen3.5", "deepseek-v3", "deepseek-v3.1",
- * "deepseek-r1", "kimi-k2", "kimi-k2-thinking", "glm4", "glm4.7", "gemma4", "plain"). */
-const char *sl_chat_family_name(sl_chat_family f);
 
 /* Family for a name; SL_EINVAL listing the valid names if unknown. */
 int sl_chat_family_from_name(const char *name, sl_chat_family *out, sl_err *err);

@@ -12,12 +12,14 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "sluice.h" /* sl_answer_call */
+
 #define SL_TC_MAX 16
 
-typedef struct sl_tc_call {
-    char *name;      /* owned */
-    char *arguments; /* owned: compact JSON text of the arguments */
-} sl_tc_call;
+/* A call found: its name and the compact JSON text of its arguments (both
+ * owned by the stream). */
+typedef sl_answer_call sl_tc_call;
+
 
 /* content: text that is not part of a call. */
 typedef void (*sl_tc_out)(void *ud, const char *text, size_t len);

@@ -6,6 +6,7 @@
  * know: how tokens are encoded, how a sampler draws, how a template is
  * rendered (those are src/tok, src/sample, src/chat), nor the forward pass. */
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -222,6 +223,12 @@ int sl_sampling_sample(sl_sampling *s, const float *logits, sl_err *err)
     return sl_sampler_sample(&s->s, logits, err);
 }
 
+int sl_sampling_sample_draft(sl_sampling *s, const float *logits, int32_t draft, sl_err *err)
+{
+    if (!logits) return sl_err_set(err, SL_EINVAL, "sample: no logits (nothing evaluated yet)");
+    return sl_sampler_sample_pref(&s->s, logits, draft, err);
+}
+
 int sl_sampling_accept(sl_sampling *s, int32_t id, sl_err *err)
 {
     return sl_sampler_accept(&s->s, id, err);
@@ -298,6 +305,104 @@ fail:
 }
 
 const char *sl_chat_warning(const sl_chat *c) { return sl_chat_template_warning(&c->t); }
+
+/* A header value as the public sl_meta_value. */
+static void meta_value(const sl_gguf_value *g, sl_meta_value *v)
+{
+    memset(v, 0, sizeof *v);
+    switch (g->type) {
+    case SL_GGUF_UINT8:
+    case SL_GGUF_UINT16:
+    case SL_GGUF_UINT32:
+    case SL_GGUF_UINT64:
+        v->kind = SL_META_UINT;
+        v->u = g->v.u64;
+        break;
+    case SL_GGUF_INT8:
+    case SL_GGUF_INT16:
+    case SL_GGUF_INT32:
+    case SL_GGUF_INT64:
+        v->kind = SL_META_INT;
+        v->i = g->v.i64;
+        break;
+    case SL_GGUF_FLOAT32:
+    case SL_GGUF_FLOAT64:
+        v->kind = SL_META_FLOAT;
+        v->f = g->v.f64;
+        break;
+    case SL_GGUF_BOOL:
+        v->kind = SL_META_BOOL;
+        v->b = g->v.b;
+        break;
+    case SL_GGUF_STRING:
+        v->kind = SL_META_STRING;
+        v->str = g->v.str.ptr;
+        v->len = (size_t)g->v.str.len;
+        break;
+    default:
+        v->kind = SL_META_OTHER;
+    }
+}
+
+uint64_t sl_model_meta_count(const sl_model *m) { return sl_gguf_kv_count(m->gguf); }
+
+bool sl_model_meta_at(const sl_model *m, uint64_t i, const char **key, sl_meta_value *v)
+{
+    if (i >= sl_gguf_kv_count(m->gguf)) return false;
+    const sl_gguf_kv *kv = sl_gguf_kv_at(m->gguf, i);
+    *key = kv->key.ptr;
+    meta_value(&kv->value, v);
+    return true;
+}
+
+bool sl_model_meta_get(const sl_model *m, const char *key, sl_meta_value *v)
+{
+    const sl_gguf_kv *kv = sl_gguf_find(m->gguf, key);
+    if (!kv) return false;
+    meta_value(&kv->value, v);
+    return true;
+}
+
+void sl_model_file_totals(const sl_model *m, uint64_t *bytes, uint64_t *n_tensors,
+                          uint64_t *n_params)
+{
+    const sl_gguf *g = m->gguf;
+    *bytes = *n_params = 0;
+    *n_tensors = sl_gguf_tensor_count(g);
+    for (uint64_t i = 0; i < *n_tensors; i++) *n_params += sl_gguf_tensor_at(g, i)->n_elements;
+    for (uint32_t i = 0; i < sl_gguf_file_count(g); i++) *bytes += sl_gguf_file_size(g, i);
+}
+
+sl_chat_family sl_chat_family_of(const sl_chat *c) { return c->t.family; }
+bool sl_chat_takes_tools(const sl_chat *c) { return sl_chat_has_tools(&c->t); }
+bool sl_chat_think_prefix(const sl_chat *c) { return c->t.think_prefix; }
+
+/* Copies a known reasoning effort into dst (8 bytes); SL_EINVAL otherwise. */
+static int set_effort(char *dst, size_t cap, const char *effort, sl_err *err)
+{
+    if (strcmp(effort, "low") && strcmp(effort, "medium") && strcmp(effort, "high"))
+        return sl_err_set(err, SL_EINVAL, "reasoning effort '%.20s' is not low, medium or high",
+                          effort);
+    snprintf(dst, cap, "%s", effort);
+    return SL_OK;
+}
+
+int sl_chat_set_effort(sl_chat *c, const char *effort, sl_err *err)
+{
+    return set_effort(c->t.effort, sizeof c->t.effort, effort, err);
+}
+
+int sl_chat_format_turns(const sl_chat *c, const sl_chat_turn *turns, size_t n,
+                         const char *tools_json, int thinking, const char *effort,
+                         bool add_generation_prompt, char **out, sl_err *err)
+{
+    sl_chat_template t = c->t; /* a shallow copy: only thinking and the effort differ */
+    *out = NULL;
+    if (thinking >= 0) t.enable_thinking = thinking != 0;
+    int rc = effort ? set_effort(t.effort, sizeof t.effort, effort, err) : SL_OK;
+    if (rc) return rc;
+    return sl_chat_render_turns(&t, turns, n, tools_json, add_generation_prompt, false, out, err);
+}
 
 int sl_model_n_layer(const sl_model *m) { return m->hp.n_layer; }
 

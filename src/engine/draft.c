@@ -27,11 +27,18 @@ int sl_draft_ngram(const int32_t *hist, int n, int ngram_min, int ngram_max, int
     return 0;
 }
 
+void sl_draft_src_free(sl_draft_src *d)
+{
+    if (d) d->destroy(d);
+}
+
 int sl_draft_propose(const sl_drafter *d, const int32_t *hist, int n, int32_t *out, int max)
 {
     switch (d->kind) {
     case SL_DRAFT_NGRAM:
         return sl_draft_ngram(hist, n, d->ngram_min, d->ngram_max, out, max);
+    case SL_DRAFT_SRC:
+        return d->src->propose(d->src, hist, n, out, max);
     case SL_DRAFT_NONE:
         break;
     }

@@ -8,10 +8,23 @@
 
 #include <stdint.h>
 
+#include "sluice.h"
+
 typedef enum sl_draft_kind {
     SL_DRAFT_NONE = 0,
     SL_DRAFT_NGRAM,      /* prompt lookup (llama.cpp's --spec-type ngram-simple) */
+    SL_DRAFT_SRC,        /* a drafter with state of its own (sl_draft_src below) */
 } sl_draft_kind;
+
+/* A drafter that keeps state across replies (sluice.h's sl_draft_src):
+ * the MTP block (draft_mtp.c) and the draft model (draft_model.c). propose
+ * is sl_draft_propose's contract for it, with the target session holding
+ * hist[0 .. n - 1) evaluated and hist[n - 1] the token taken after them. */
+struct sl_draft_src {
+    const char *name;
+    int (*propose)(sl_draft_src *d, const int32_t *hist, int n, int32_t *out, int max);
+    void (*destroy)(sl_draft_src *d);
+};
 
 /* One drafter behind a function: writes up to max proposed tokens after
  * hist[0..n) to out and returns how many (0: no guess). Reads hist only;
@@ -20,7 +33,12 @@ typedef struct sl_drafter {
     sl_draft_kind kind;
     int ngram_max;       /* NGRAM: the longest suffix looked up (>= 1) */
     int ngram_min;       /* NGRAM: the shortest (1 <= ngram_min <= ngram_max) */
+    sl_draft_src *src;   /* SRC: the drafter (borrowed) */
 } sl_drafter;
+
+/* The MTP drafter's logits (n_vocab) of its last guess, for tests that
+ * check its forward pass against an independent one (draft_mtp.c). */
+const float *sl_draft_mtp_logits(const sl_draft_src *d);
 
 int sl_draft_propose(const sl_drafter *d, const int32_t *hist, int n, int32_t *out, int max);
 

@@ -1,7 +1,9 @@
 /* expert_src.c - resident and streamed experts behind one protocol
  * (expert_src.h). */
 #include "engine/expert_src.h"
+#include "engine/model_runtime.h"
 #include "engine/session.h"
+#include "experts/usage_history.h"
 
 /* Expert e of a stacked [cols, rows, n_expert] tensor. */
 static sl_mat expert_mat(const sl_tensor *t, int e)
@@ -25,17 +27,35 @@ static sl_mat slice_mat(const sl_tensor *t, const void *data)
 
 void sl_expert_src_init(sl_expert_src *src, const sl_session *s, const sl_layer *L, int il)
 {
-    *src = (sl_expert_src){.L = L, .il = il, .st = s->m->streamer};
+    const sl_runtime *rt = s->m->rt;
+    *src = (sl_expert_src){.L = L, .il = il, .st = rt->streamer,
+                           .usage = rt->streamer ? rt->routing.usage : NULL};
 }
 
 int sl_expert_src_begin(sl_expert_src *src, const int *ids, int n, int *taken, sl_err *err)
 {
-    if (src->st) return sl_streamer_begin(src->st, src->il, ids, n, taken, err);
+    if (src->st) {
+        const int rc = sl_streamer_begin(src->st, src->il, ids, n, taken, err);
+        if (!rc && src->usage)
+            for (int i = 0; i < *taken; i++) sl_usage_add(src->usage, src->il, ids[i], 1.0);
+        return rc;
+    }
     src->ids = ids;
     src->n = n;
     src->next = 0;
     *taken = n;
     return SL_OK;
+}
+
+bool sl_expert_src_wants_guess(const sl_expert_src *src, bool is_union)
+{
+    if (!src->st) return false;
+    return is_union ? sl_streamer_wants_union_guess(src->st) : sl_streamer_wants_guess(src->st);
+}
+
+void sl_expert_src_observe(sl_expert_src *src, const int *ids, int n, int k)
+{
+    if (src->st) sl_streamer_observe_route(src->st, src->il, ids, n, k);
 }
 
 void sl_expert_src_read_ahead(sl_expert_src *src, const sl_expert_guess *g)

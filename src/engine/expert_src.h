@@ -12,7 +12,9 @@
  *
  * Resident: the experts are views of the model's stacked tensors, all ready
  * at once. Streamed: the streamer's protocol (experts/streamer.h), pins and
- * all; the caller holds the model's stream mutex around a layer's use.
+ * all, each expert begun counted as a use in the routing's usage history;
+ * the caller holds the runtime's lock (model_runtime.h) around a layer's
+ * use.
  * Must not know: routing, the products, the session's scratch. */
 #ifndef SL_ENGINE_EXPERT_SRC_H
 #define SL_ENGINE_EXPERT_SRC_H
@@ -24,6 +26,8 @@ typedef struct sl_expert_src {
     const sl_layer *L;
     int il;            /* the layer's index */
     sl_streamer *st;   /* NULL: resident */
+    sl_usage *usage;   /* the routing's usage history, given every expert
+                          begun (streamed only); NULL: none kept */
     const int *ids;    /* resident: the set begun, and how far next() is */
     int n, next;
 } sl_expert_src;
@@ -45,6 +49,14 @@ void sl_expert_src_init(sl_expert_src *src, const sl_session *s, const sl_layer 
 /* Starts the set ids[0..n) (distinct): *taken of them will come from
  * next(). Fails when a streamed read cannot be submitted. */
 int sl_expert_src_begin(sl_expert_src *src, const int *ids, int n, int *taken, sl_err *err);
+
+/* Whether read-ahead wants a guess for layer il + 1 computed (its gate for
+ * one token's guess, or for a batch's union); never for resident experts. */
+bool sl_expert_src_wants_guess(const sl_expert_src *src, bool is_union);
+
+/* The choice the n tokens made at this layer (ids[t * k + j]), for the
+ * learned guesses; call before the first begin. Resident: nothing. */
+void sl_expert_src_observe(sl_expert_src *src, const int *ids, int n, int k);
 
 /* Hands the guess for layer il + 1 to the streamer, to be read behind this
  * layer's own misses (call after the first begin). Resident: nothing. */

@@ -15,8 +15,9 @@
 
 #include "engine/block.h"
 #include "engine/fwd_mm.h"
+#include "engine/model_runtime.h"
 #include "engine/session.h"
-#include "experts/streamer.h"
+#include "experts/route_trace.h"
 
 int sl_check_hidden(const float *x, int n, int64_t w, int pos0, int layer, sl_err *err)
 {
@@ -56,10 +57,14 @@ int sl_forward_batch(sl_session *s, const int32_t *tokens, int n, sl_err *err)
         if (!rc) rc = sl_check_hidden(s->x, n, E, s->n_past, il, err);
         if (rc) return rc;
     }
+    if (s->on_hidden) {
+        int rc = s->on_hidden(s->on_hidden_ud, s, tokens, n, err);
+        if (rc) return rc;
+    }
     /* the next batch replays the trace's next steps */
-    if (m->streamer && sl_streamer_route_trace(m->streamer)) {
+    if (m->rt->routing.trace) {
         if (s->route_step >= 0) s->route_step += n;
-        else sl_route_trace_advance(sl_streamer_route_trace(m->streamer), n);
+        else sl_route_trace_advance(m->rt->routing.trace, n);
     }
     /* logits: every token's, or the last n_logit_rows tokens' */
     const int first = n > s->n_logit_rows ? n - s->n_logit_rows : 0;

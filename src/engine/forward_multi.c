@@ -15,6 +15,8 @@
  *      block) on all rows at once in the batch session (the router per
  *      row; each routed expert read and computed once for every row that
  *      chose it); kinds without that part cannot join a step
+ *   -> each member's sl_session.on_hidden with its final rows (a drafter
+ *      following the session, as sl_forward_batch calls it)
  *   -> output norm and lm head of each session's last row, together.
  *
  * Every value is computed as sl_forward_batch computes it: matrix
@@ -28,16 +30,16 @@
 #include "engine/block.h"
 #include "engine/fwd_mm.h"
 #include "engine/mixer.h"
+#include "engine/model_runtime.h"
 #include "engine/route_knobs.h"
 #include "engine/session.h"
-#include "experts/streamer.h"
 #include "util/status.h"
 
 /* sl_model_multi_ok with or without a --route-trace replay. */
 static bool multi_ok(const sl_model *m, bool trace_ok)
 {
-    if (!m || m->knobs) return false;
-    if (!trace_ok && m->streamer && sl_streamer_route_trace(m->streamer)) return false;
+    if (!m || m->rt->routing.knobs) return false;
+    if (!trace_ok && m->rt->routing.trace) return false;
     for (int il = 0; il < m->hp.n_layer; il++)
         if (!sl_block_of(m->layers[il].d.norm)->after_mixer) return false;
     return true;
@@ -47,9 +49,9 @@ bool sl_model_multi_ok(const sl_model *m) { return multi_ok(m, false); }
 
 int sl_session_set_route_step(sl_session *s, int64_t step, sl_err *err)
 {
-    if (!s || !s->m->streamer || !sl_streamer_route_trace(s->m->streamer))
+    if (!s || !s->m->rt->routing.trace)
         return sl_err_set(err, SL_EINVAL, "the session's model replays no --route-trace");
-    if (s->m->knobs)
+    if (s->m->rt->routing.knobs)
         return sl_err_set(err, SL_EINVAL, "a lossy routing knob (--n-expert-used, "
                           "--cache-route) replays the --route-trace's shared cursor only");
     if (step < -1)
@@ -64,7 +66,7 @@ static int check_multi(sl_session *b, sl_session *const *ss, const int32_t *cons
                        const int *n, int count, int *total, sl_err *err)
 {
     if (count < 1) return sl_err_set(err, SL_EINVAL, "a multi-session batch of %d sessions", count);
-    const bool trace = b->m->streamer && sl_streamer_route_trace(b->m->streamer);
+    const bool trace = b->m->rt->routing.trace != NULL;
     if (!multi_ok(b->m, true))
         return sl_err_set(err, SL_EINVAL, "this model cannot batch sessions together (a "
                           "hyper-connection layer or a lossy routing knob): evaluate each "
@@ -233,28 +235,46 @@ static int forward_multi(sl_session *b, sl_session *const *ss, const int32_t *co
         if (!rc) rc = finite_rows(ss, n, count, b->x, E, il, err);
         if (rc) return rc;
     }
-    /* each member's last row, normalised, then the lm head on all of them */
-    for (int i = 0, row = 0; i < count; row += n[i], i++)
-        sl_rmsnorm(b->xb + (size_t)i * E, b->x + (size_t)(row + n[i] - 1) * E,
-                   m->output_norm.data, E, m->hp.rms_eps);
+    /* each member's hook (a drafter following it) gets its own rows in its
+     * own s->x, as sl_forward_batch hands them over */
+    for (int i = 0, row = 0; i < count; row += n[i], i++) {
+        sl_session *s = ss[i];
+        if (!s->on_hidden) continue;
+        memcpy(s->x, b->x + (size_t)row * E, sizeof(float) * (size_t)n[i] * E);
+        const int rc = s->on_hidden(s->on_hidden_ud, s, toks[i], n[i], err);
+        if (rc) return rc;
+    }
+    /* each member's last rows (as many as it keeps: a token and its drafts
+     * to verify), normalised, then the lm head on all of them */
+    int rows = 0;
+    for (int i = 0, row = 0; i < count; row += n[i], i++) {
+        const int r = n[i] < ss[i]->n_logit_rows ? n[i] : ss[i]->n_logit_rows;
+        for (int t = 0; t < r; t++)
+            sl_rmsnorm(b->xb + (size_t)(rows + t) * E, b->x + (size_t)(row + n[i] - r + t) * E,
+                       m->output_norm.data, E, m->hp.rms_eps);
+        rows += r;
+    }
     if (prof) prof_phase(prof, SL_PROF_HEAD, &t0);
-    sl_fwd_mm_tensor(b, &m->output, b->xb, count, b->logits);
+    sl_fwd_mm_tensor(b, &m->output, b->xb, rows, b->logits);
     if (prof) prof_phase(prof, SL_PROF_OTHER, &t0);
     const size_t V = (size_t)m->hp.n_vocab;
-    if (m->logit_softcap > 0.0f) sl_softcap(b->logits, (int64_t)count * (int64_t)V, m->logit_softcap);
-    for (int i = 0; i < count; i++) {
-        const int last = n[i] - 1; /* position of member i's logit row: its last token */
-        const int rc = sl_check_logits(b->logits + (size_t)i * V, 1, (int64_t)V,
-                                       ss[i]->n_past + last, err);
+    if (m->logit_softcap > 0.0f) sl_softcap(b->logits, (int64_t)rows * (int64_t)V, m->logit_softcap);
+    for (int i = 0, at = 0; i < count; i++) {
+        const int r = n[i] < ss[i]->n_logit_rows ? n[i] : ss[i]->n_logit_rows;
+        const int rc = sl_check_logits(b->logits + (size_t)at * V, r, (int64_t)V,
+                                       ss[i]->n_past + n[i] - r, err);
         if (rc) return rc;
+        at += r;
     }
     if (prof) {
         prof_phase(prof, SL_PROF_OTHER, &t0);
         prof->steps++;
     }
-    for (int i = 0; i < count; i++) {
-        memcpy(ss[i]->logits, b->logits + (size_t)i * V, sizeof(float) * V);
-        ss[i]->n_logits = 1;
+    for (int i = 0, at = 0; i < count; i++) {
+        const int r = n[i] < ss[i]->n_logit_rows ? n[i] : ss[i]->n_logit_rows;
+        memcpy(ss[i]->logits, b->logits + (size_t)at * V, sizeof(float) * V * (size_t)r);
+        ss[i]->n_logits = r;
+        at += r;
     }
     return SL_OK;
 }
@@ -270,7 +290,7 @@ int sl_session_eval_multi(sl_session *batch, sl_session *const *ss, const int32_
     if (rc) return rc;
     /* --route-trace: each row replays its member's own next steps */
     int64_t *route_rows = NULL;
-    if (batch->m->streamer && sl_streamer_route_trace(batch->m->streamer)) {
+    if (batch->m->rt->routing.trace) {
         route_rows = malloc(sizeof *route_rows * (size_t)total);
         if (!route_rows) return sl_err_set(err, SL_ENOMEM, "out of memory");
         for (int i = 0, row = 0; i < count; row += n[i], i++)

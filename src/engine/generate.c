@@ -21,6 +21,16 @@
  * Every row is the same bits as the single-token evaluation it stands for
  * (batch-split invariance), so the reply is too.
  *
+ * Speculative sampling (draft_sampling, opt-in): every token is drawn with
+ * the drafter's one-token guess at its position walked first
+ * (sl_sampling_sample_draft: the guess taken with its probability, else
+ * the rest renormalised), drafted or not; drafts are chained one-token
+ * guesses, so a drafted token is that same guess. The reply follows the
+ * sampler's distribution exactly and depends on the seed and the tokens
+ * only, not on what the policy drafted, but it is not the reply without
+ * drafting. With a deterministic drafter its acceptance is p(guess), as
+ * in the default mode.
+ *
  * Public API only: the server's batcher and the CLI drive the same steps. */
 #include "sluice.h"
 
@@ -31,8 +41,10 @@
 #include "engine/draft.h"
 #include "engine/mixer.h"
 #include "engine/session.h"
+#include "engine/spec_policy.h"
 #include "util/escape.h"
 #include "util/status.h"
+#include "util/timer.h"
 
 #define PEND_CAP (2 * SL_GEN_MAX_STOP_LEN + 8)
 #define MAX_STEP_TOKENS (SL_GEN_MAX_DRAFT + 1) /* tokens one step takes */
@@ -62,7 +74,11 @@ struct sl_gen {
     /* drafting */
     sl_drafter drafter;                  /* kind NONE: off */
     int draft_max, draft_min;
-    int draft_len;            /* drafted at most next time (the last draft's outcome) */
+    sl_spec_policy pol;       /* the draft length of each step (when it pays) */
+    bool spec_sampling;       /* tokens drawn with the drafter's guess first */
+    int32_t shadow[SL_GEN_MAX_DRAFT]; /* guesses not verified, checked as tokens come */
+    int n_shadow, shadow_at;
+    uint64_t t_mark;          /* when the pending tokens were handed out; 0: not timed */
     int n_draft;              /* of the pending tokens, the guesses after the first */
     int pos0;                 /* the session's position before the pending tokens */
     int last_eval;            /* tokens the caller's last sl_gen_evaluated covered */
@@ -107,8 +123,12 @@ static int hist_grow(sl_gen *g, int more, sl_err *err)
 static int draft_setup(sl_gen *g, const sl_gen_params *p, sl_err *err)
 {
     if (p->draft == SL_GEN_DRAFT_NONE) return SL_OK;
-    if (p->draft != SL_GEN_DRAFT_NGRAM)
+    const bool src = p->draft == SL_GEN_DRAFT_MTP || p->draft == SL_GEN_DRAFT_MODEL;
+    if (p->draft != SL_GEN_DRAFT_NGRAM && !src)
         return sl_err_set(err, SL_EINVAL, "generation: unknown drafter %d", (int)p->draft);
+    if (src && !p->draft_src)
+        return sl_err_set(err, SL_EINVAL, "generation: the drafter asked for was not made "
+                          "(sl_gen_params.draft_src)");
     if (p->draft_max < 0 || p->draft_max > SL_GEN_MAX_DRAFT || p->n_context < 0)
         return sl_err_set(err, SL_EINVAL, "generation: draft_max must be 0 to %d",
                           SL_GEN_MAX_DRAFT);
@@ -125,11 +145,13 @@ static int draft_setup(sl_gen *g, const sl_gen_params *p, sl_err *err)
         g->st.off = "the session keeps one row of logits a batch";
         return SL_OK;
     }
-    g->drafter.kind = SL_DRAFT_NGRAM;
+    g->drafter.kind = src ? SL_DRAFT_SRC : SL_DRAFT_NGRAM;
+    g->drafter.src = p->draft_src;
     g->drafter.ngram_max = p->draft_ngram > 0 ? p->draft_ngram : 3;
     g->drafter.ngram_min = 1;
     g->draft_max = max;
-    g->draft_len = max;
+    g->spec_sampling = p->draft_sampling;
+    sl_spec_policy_init(&g->pol, max, p->draft_always);
     g->draft_min = p->draft_min > 1 ? p->draft_min : 1;
     const int n = p->context ? p->n_context : 0;
     int rc = hist_grow(g, n + 1, err);
@@ -355,6 +377,30 @@ static bool is_stop_token(const sl_gen *g, int32_t id)
     return g->chat ? sl_chat_is_stop_token(g->chat, id) : sl_model_token_is_eog(g->m, id);
 }
 
+/* Up to max guesses after the history to out: the count, or SL_ENOMEM. */
+static int propose(sl_gen *g, int32_t *out, int max, sl_err *err)
+{
+    if (!g->spec_sampling) return sl_draft_propose(&g->drafter, g->hist, g->n_hist, out, max);
+    /* one token at a time, each from the history and the guesses before
+     * it: a guess is then the preference the sampler would get at its
+     * position had it not been drafted (draft_pref) */
+    const int rc = hist_grow(g, max, err);
+    if (rc) return rc;
+    int32_t *ext = g->hist + g->n_hist;
+    int k = 0;
+    while (k < max && sl_draft_propose(&g->drafter, g->hist, g->n_hist + k, ext + k, 1) == 1) k++;
+    memcpy(out, ext, (size_t)k * sizeof *ext);
+    return k;
+}
+
+/* A token taken on a plain step against the unverified guess for it. */
+static void shadow_check(sl_gen *g, int32_t id)
+{
+    if (id == g->shadow[g->shadow_at] && ++g->shadow_at < g->n_shadow) return;
+    sl_spec_policy_observe(&g->pol, g->n_shadow, g->shadow_at);
+    g->n_shadow = 0;
+}
+
 /* Pending: id, then the drafter's guesses after it (none when off, when
  * fewer than draft_min, and never past the context, the batch or the
  * token limit). The session holds n_past taken tokens. */
@@ -368,18 +414,61 @@ static int set_pending(sl_gen *g, int32_t id, int n_past, sl_err *err)
     int rc = hist_grow(g, 1, err);
     if (rc) return rc;
     g->hist[g->n_hist++] = id;
-    int max = g->draft_len;
+    int max = sl_spec_policy_len(&g->pol);
+    if (max <= 0) { /* not drafting: guess anyway, to see whether guesses would hold */
+        if (g->n_shadow == 0) {
+            const int n = propose(g, g->shadow, g->pol.cap < g->draft_max ? g->pol.cap
+                                                                         : g->draft_max, err);
+            if (n < 0) return n;
+            g->n_shadow = n;
+            g->shadow_at = 0;
+        }
+        return SL_OK;
+    }
+    g->n_shadow = 0;
+    if (max < g->draft_min) max = g->draft_min;
     const int room = sl_session_n_ctx(g->s) - n_past - 1;
     if (max > room) max = room;
     if (g->max_tokens >= 0 && max > g->max_tokens - g->n_taken) max = g->max_tokens - g->n_taken;
     if (max < g->draft_min) return SL_OK;
-    const int k = sl_draft_propose(&g->drafter, g->hist, g->n_hist, g->pending + 1, max);
+    const int k = propose(g, g->pending + 1, max, err);
+    if (k < 0) return k;
     if (k < g->draft_min) return SL_OK;
     g->n_draft = k;
     g->n_pending = 1 + k;
     g->st.drafted += k;
     g->st.verify_steps++;
     return SL_OK;
+}
+
+/* Speculative sampling's preference at the next position: the drafter's
+ * one-token guess after the history (-1: none). A function of the tokens
+ * so far only, so the reply does not depend on what was drafted. */
+static int32_t draft_pref(const sl_gen *g)
+{
+    int32_t t;
+    return sl_draft_propose(&g->drafter, g->hist, g->n_hist, &t, 1) == 1 ? t : -1;
+}
+
+/* A step's outcome for the policy and the statistics: nd drafts
+ * verified, c of them held, dt seconds (< 0: not timed). */
+static void draft_account(sl_gen *g, int nd, int c, double dt)
+{
+    sl_spec_policy_record(&g->pol, nd, c, dt);
+    for (int i = 0; i < nd; i++) {
+        g->st.drafted_at[i]++;
+        if (i < c) g->st.accepted_at[i]++;
+    }
+    g->st.switched_off = g->pol.switches_off;
+    if (dt < 0) return;
+    if (nd > 0) {
+        g->st.verify_timed++;
+        g->st.verify_tokens_timed += g->n_ids;
+        g->st.verify_s += dt;
+    } else {
+        g->st.plain_timed++;
+        g->st.plain_s += dt;
+    }
 }
 
 int sl_gen_next(sl_gen *g, sl_gen_event *ev, sl_err *err)
@@ -392,6 +481,10 @@ int sl_gen_next(sl_gen *g, sl_gen_event *ev, sl_err *err)
                           g->n_pending);
     /* the guesses evaluated after the last taken token, and where they start */
     const int nd = g->n_draft;
+    /* the step's cost: from handing out its tokens to now (the caller's
+     * evaluation and whatever else it did between) */
+    const double dt = g->t_mark && g->last_eval > 0 ? sl_ns_to_s(sl_now_ns() - g->t_mark) : -1;
+    g->t_mark = 0;
     int32_t guess[SL_GEN_MAX_DRAFT];
     memcpy(guess, g->pending + 1, (size_t)nd * sizeof *guess);
     g->n_draft = 0;
@@ -422,7 +515,11 @@ int sl_gen_next(sl_gen *g, sl_gen_event *ev, sl_err *err)
         }
         const float *logits = nd > 0 ? sl_session_logits_at(g->s, row0 + c)
                                      : sl_session_logits(g->s);
-        const int id = sl_sampling_sample(g->smp, logits, err);
+        int id;
+        if (g->spec_sampling && g->drafter.kind != SL_DRAFT_NONE)
+            id = sl_sampling_sample_draft(g->smp, logits, c < nd ? guess[c] : draft_pref(g), err);
+        else
+            id = sl_sampling_sample(g->smp, logits, err);
         if (id < 0) {
             rc = id;
             break;
@@ -439,6 +536,7 @@ int sl_gen_next(sl_gen *g, sl_gen_event *ev, sl_err *err)
         if ((rc = sl_detok_push(g->dt, id, &text, &len, err))) break;
         g->ids[g->n_ids++] = id;
         g->n_taken++;
+        if (g->n_shadow) shadow_check(g, id);
         const int k = filter_feed(g, text, len, &rc, err);
         if (rc) break;
         if (k >= 0) {
@@ -462,12 +560,7 @@ int sl_gen_next(sl_gen *g, sl_gen_event *ev, sl_err *err)
         return rc;
     }
     g->st.accepted += c;
-    if (nd > 0) {
-        /* a draft wholly confirmed: the next may be twice as long; else only
-         * as long as the part that held, plus one (wasted rows cost time) */
-        const int len = c == nd ? 2 * nd : c + 1;
-        g->draft_len = len < g->draft_max ? len : g->draft_max;
-    }
+    if (g->drafter.kind != SL_DRAFT_NONE) draft_account(g, nd, c, dt);
     /* the session keeps the taken tokens it evaluated: the last one taken
      * before the guesses, and the guesses confirmed */
     const int n_past = nd > 0 ? g->pos0 + 1 + c : sl_session_n_past(g->s);
@@ -477,6 +570,7 @@ int sl_gen_next(sl_gen *g, sl_gen_event *ev, sl_err *err)
         else if ((rc = set_pending(g, next, n_past, err))) return rc;
     }
     if (ev->stop != SL_GEN_GOING && (rc = finish(g, ev, err))) return rc;
+    if (g->n_pending > 0 && g->drafter.kind != SL_DRAFT_NONE) g->t_mark = sl_now_ns();
     ev->n_ids = g->n_ids;
     ev->text = g->out ? g->out : "";
     ev->len = g->n_out;

@@ -13,6 +13,7 @@
 #include "engine/kv_rows.h"
 #include "engine/model_runtime.h"
 #include "engine/session_layout.h"
+#include "experts/route_trace.h"
 #include "experts/streamer.h"
 #include "util/checked.h"
 #include "util/file.h"
@@ -103,7 +104,7 @@ static uint64_t kv_at(const sl_model *m, const sl_session_dims *d, int ctx)
 static int check_context(const sl_model *m, const sl_model_params *p, const sl_session_dims *d,
                          const sl_session_layout *sess, int ctx, int moe_layers, sl_err *err)
 {
-    const uint64_t budget = m->budget_bytes;
+    const uint64_t budget = m->rt->budget_bytes;
     if (budget == UINT64_MAX || ctx <= 0) return SL_OK;
     /* what one more position costs at this context (every layer's row when
      * nothing is a ring) */
@@ -169,8 +170,8 @@ int sl_model_plan(sl_model *m, const sl_model_params *pp, sl_err *err)
             budget = UINT64_MAX; /* unknown: plan as if everything fits */
         }
     }
-    m->budget_bytes = budget;
-    m->swa_full = p.swa_full;
+    m->rt->budget_bytes = budget;
+    m->rt->swa_full = p.swa_full;
     /* sessions that do not choose their cache types take the load's */
     for (int il = 0; il < hp->n_layer; il++) {
         m->layers[il].d.attn.cache_k = p.cache_type_k;
@@ -180,7 +181,7 @@ int sl_model_plan(sl_model *m, const sl_model_params *pp, sl_err *err)
     /* a session of the default micro-batch, keeping every token's logits
      * if the caller says so (perplexity): laid out exactly as
      * sl_session_create will lay it out */
-    const int threads = m->n_threads > 0 ? m->n_threads : sl_cpu_core_count();
+    const int threads = m->rt->n_threads > 0 ? m->rt->n_threads : sl_cpu_core_count();
     const int logit_rows = p.n_logits_hint > 1 ? p.n_logits_hint : 1;
     const sl_session_dims dims = {.n_batch = logit_rows > PLAN_BATCH ? logit_rows : PLAN_BATCH,
                                   .n_ctx = ctx, .n_threads = threads,
@@ -193,18 +194,18 @@ int sl_model_plan(sl_model *m, const sl_model_params *pp, sl_err *err)
     const uint64_t kv = sess.kv_bytes, scratch = sess.scratch_bytes + OTHER_BYTES;
     const uint64_t host = host_cache(m, &p, &dims, ctx, m->dense_bytes + kv + scratch, budget);
     const uint64_t fixed = m->dense_bytes + kv + scratch + host;
-    m->reserved_bytes = kv + scratch;
-    m->kv_bytes = kv;
-    m->kv_ctx = ctx;
-    m->host_cache_bytes = host;
+    m->rt->reserved_bytes = kv + scratch;
+    m->rt->kv_bytes = kv;
+    m->rt->kv_ctx = ctx;
+    m->rt->host_cache_bytes = host;
     const uint64_t whole = fixed + m->expert_bytes;
 
-    m->streaming = false;
-    m->warning[0] = 0;
+    m->rt->streaming = false;
+    m->rt->warning[0] = 0;
     if ((rc = check_context(m, &p, &dims, &sess, ctx, moe_layers, err))) return rc;
     if (moe_layers == 0 || p.stream == SL_STREAM_OFF) return SL_OK;
     if (p.stream == SL_STREAM_AUTO && whole <= budget) return SL_OK;
-    m->streaming = true;
+    m->rt->streaming = true;
 
     sl_expert_layout *lay = malloc(sizeof *lay * (size_t)hp->n_layer);
     if (!lay) return sl_err_set(err, SL_ENOMEM, "out of memory");
@@ -234,10 +235,10 @@ int sl_model_plan(sl_model *m, const sl_model_params *pp, sl_err *err)
                           "(%d x %.2f MiB); raise --mem-budget or --cache-mb",
                           (double)cache / MIB, hp->n_expert_used, hp->n_expert_used,
                           (double)slot / MIB);
-    m->n_slots = (int)slots;
+    m->rt->n_slots = (int)slots;
     const uint64_t cycle = (uint64_t)moe_layers * (uint64_t)hp->n_expert_used;
     if (slots < cycle)
-        snprintf(m->warning, sizeof m->warning,
+        snprintf(m->rt->warning, sizeof m->rt->warning,
                  "the expert cache holds %llu experts, fewer than one token's cycle (%d layers "
                  "x top-%d = %llu, %.0f MiB): expect a low hit rate",
                  (unsigned long long)slots, moe_layers, hp->n_expert_used,
@@ -273,7 +274,7 @@ int sl_model_start_streamer(sl_model *m, const sl_model_params *pp,
                 goto done;
             }
         }
-        if (!(m->trace = sl_out_fopen_live(p.io_trace_path, &sl_out_text, err))) {
+        if (!(m->rt->trace = sl_out_fopen_live(p.io_trace_path, &sl_out_text, err))) {
             rc = sl_err_prefix(err, "cannot write the I/O trace");
             goto done;
         }
@@ -284,9 +285,9 @@ int sl_model_start_streamer(sl_model *m, const sl_model_params *pp,
         .layers = lay,
         .paths = paths,
         .n_paths = nf,
-        .n_slots = m->n_slots,
+        .n_slots = m->rt->n_slots,
         .overlap = !p.no_overlap,
-        .trace = m->trace,
+        .trace = m->rt->trace,
         .guesses = !p.no_prefetch && !p.no_overlap,
         .prefetch_min_right = p.prefetch_always ? -1.0 : 0.0,
     };
@@ -294,7 +295,7 @@ int sl_model_start_streamer(sl_model *m, const sl_model_params *pp,
     cfg.io.lanes = (unsigned)(p.io_threads > 0 ? p.io_threads : STREAM_LANES);
     cfg.io.queue_depth = (unsigned)(p.io_queue_depth > 0 ? p.io_queue_depth : 4);
     cfg.io.fault = fault;
-    rc = sl_streamer_create(&m->streamer, &cfg, err);
+    rc = sl_streamer_create(&m->rt->streamer, &cfg, err);
 done:
     free(lay);
     free(paths);
@@ -304,21 +305,21 @@ done:
 void sl_model_stream_stats(const sl_model *m, sl_stream_stats *out)
 {
     memset(out, 0, sizeof *out);
-    out->streaming = m->streaming;
-    out->budget_bytes = m->budget_bytes;
-    out->reserved_bytes = m->reserved_bytes;
+    out->streaming = m->rt->streaming;
+    out->budget_bytes = m->rt->budget_bytes;
+    out->reserved_bytes = m->rt->reserved_bytes;
     out->dense_bytes = m->dense_bytes;
     out->expert_bytes = m->expert_bytes;
     out->expert_cycle_bytes = cycle_bytes(m);
-    out->kv_bytes = m->kv_bytes;
-    out->kv_ctx = m->kv_ctx;
-    out->host_cache_bytes = m->host_cache_bytes;
-    snprintf(out->warning, sizeof out->warning, "%s", m->warning);
-    if (!m->streamer) return;
+    out->kv_bytes = m->rt->kv_bytes;
+    out->kv_ctx = m->rt->kv_ctx;
+    out->host_cache_bytes = m->rt->host_cache_bytes;
+    snprintf(out->warning, sizeof out->warning, "%s", m->rt->warning);
+    if (!m->rt->streamer) return;
     sl_streamer_stats st;
-    sl_streamer_get_stats(m->streamer, &st);
-    out->cache_bytes = sl_streamer_cache_bytes(m->streamer);
-    out->n_slots = (uint64_t)sl_streamer_n_slots(m->streamer);
+    sl_streamer_get_stats(m->rt->streamer, &st);
+    out->cache_bytes = sl_streamer_cache_bytes(m->rt->streamer);
+    out->n_slots = (uint64_t)sl_streamer_n_slots(m->rt->streamer);
     /* a prefetch's claim is a cache miss but no layer's lookup */
     out->hits = st.cache.hits;
     out->misses = st.cache.misses - st.prefetched;
@@ -337,7 +338,46 @@ void sl_model_stream_stats(const sl_model *m, sl_stream_stats *out)
     out->lat_p50_us = st.lat_p50_us;
     out->lat_p90_us = st.lat_p90_us;
     out->lat_p99_us = st.lat_p99_us;
-    const sl_io_info *io = sl_streamer_io_info(m->streamer);
+    out->drive_bps = st.drive_bps;
+    out->drive_cached = st.drive_cached;
+    out->drive_cal_bytes = st.drive_cal_bytes;
+    out->drive_cal_lanes = st.drive_cal_lanes;
+    out->warm_planned = st.warm_planned;
+    out->warm_loaded = st.warm_loaded;
+    out->warm_used = st.warm_used;
+    out->warm_bytes = st.warm_bytes;
+    out->warm_s = st.warm_last_ns > st.warm_first_ns
+                      ? (double)(st.warm_last_ns - st.warm_first_ns) * 1e-9 : 0.0;
+    out->union_guessed = st.union_guessed;
+    out->union_right = st.union_right;
+    out->learned_guessed = st.learned_guessed;
+    out->learned_right = st.learned_right;
+    out->learned_sets = st.learned_sets;
+    out->learned_set_misses = st.learned_set_misses;
+    out->prefetch_dropped = st.prefetch_dropped;
+    out->mark_reads = st.mark_reads;
+    out->mark_queue_p50_us = st.mark_queue_p50_us;
+    out->mark_queue_p90_us = st.mark_queue_p90_us;
+    out->mark_queue_p99_us = st.mark_queue_p99_us;
+    out->mark_drive_p50_us = st.mark_drive_p50_us;
+    out->mark_drive_p90_us = st.mark_drive_p90_us;
+    out->mark_drive_p99_us = st.mark_drive_p99_us;
+    out->mark_lanes_busy = st.mark_lanes_busy;
+    snprintf(out->cache_policy, sizeof out->cache_policy, "%s",
+             sl_streamer_policy_name(m->rt->streamer));
+    const sl_route_trace *rt = m->rt->routing.trace;
+    if (rt) {
+        out->replaying = true;
+        out->replay_steps = sl_route_trace_n_steps(rt);
+        out->replay_prompt = sl_route_trace_n_prompt(rt);
+        out->replay_done = sl_route_trace_cursor(rt);
+        out->replay_wraps = sl_route_trace_wraps(rt);
+    }
+    const sl_io_info *io = sl_streamer_io_info(m->rt->streamer);
+    snprintf(out->io_direct_note, sizeof out->io_direct_note, "%s",
+             io->direct_fell_back ? io->direct_reason : "");
+    snprintf(out->io_uring_note, sizeof out->io_uring_note, "%s",
+             io->uring_fell_back ? io->uring_reason : "");
     out->io_buffered_fallback = io->direct_fell_back;
     snprintf(out->io_mode, sizeof out->io_mode, "%s x%u%s, %s%s%s%s",
              sl_io_backend_name(io->backend), io->lanes,

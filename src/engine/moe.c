@@ -19,9 +19,11 @@
 #include "engine/expert_src.h"
 #include "engine/ffn.h"
 #include "engine/fwd_mm.h"
+#include "engine/model_runtime.h"
 #include "engine/route_knobs.h"
 #include "engine/router.h"
 #include "engine/session.h"
+#include "experts/route_trace.h"
 
 /* Rows [first, first + cnt) of y (width w) times expert e's scale, when
  * the layer has per-expert scales (the tensor sc, [n_expert]). */
@@ -249,9 +251,9 @@ static void route_layer(sl_session *s, const sl_layer *L, int il, int n)
 {
     const int K = L->d.ffn.router.top_k;
     sl_route_batch(s, L, n);
-    sl_route_trace *rt = s->m->streamer ? sl_streamer_route_trace(s->m->streamer) : NULL;
-    if (s->m->knobs) {
-        sl_route_knobs_apply(s->m->knobs, s, L, il, n, rt);
+    sl_route_trace *rt = s->m->rt->routing.trace;
+    if (s->m->rt->routing.knobs) {
+        sl_route_knobs_apply(s->m->rt->routing.knobs, s, L, il, n, rt);
         return;
     }
     for (int t = 0; rt && t < n; t++) {
@@ -269,19 +271,17 @@ static void route_layer(sl_session *s, const sl_layer *L, int il, int n)
  * layer is routed and the streamer asks for a guess: one token's guess
  * (predict_experts) or a prompt batch's union (predict_union). Must run
  * before the expert inputs are prepared: it uses the same scratch. */
-static sl_expert_guess guess_next_layer(sl_session *s, int il, int n)
+static sl_expert_guess guess_next_layer(sl_session *s, const sl_expert_src *src, int il, int n)
 {
     sl_expert_guess g = {s->pf_ids, 0, false};
     const sl_model *m = s->m;
-    if (!m->streamer || il + 1 >= m->hp.n_layer ||
-        m->layers[il + 1].d.ffn.kind != SL_FFN_ROUTED)
+    if (!src->st || il + 1 >= m->hp.n_layer || m->layers[il + 1].d.ffn.kind != SL_FFN_ROUTED)
         return g;
     const int u_rows = n > 1 ? union_rows(s, n, m->layers[il + 1].d.ffn.router.n_expert) : 0;
     if (n > 1 && u_rows == 0) return g;
-    pthread_mutex_lock(&s->m->stream_mu);
-    const bool wanted = n == 1 ? sl_streamer_wants_guess(m->streamer)
-                               : sl_streamer_wants_union_guess(m->streamer);
-    pthread_mutex_unlock(&s->m->stream_mu);
+    pthread_mutex_lock(&s->m->rt->mu);
+    const bool wanted = sl_expert_src_wants_guess(src, n > 1);
+    pthread_mutex_unlock(&s->m->rt->mu);
     if (!wanted) return g;
     if (n == 1) {
         g.n = predict_experts(s, il + 1);
@@ -332,23 +332,23 @@ static void add_shared_expert(sl_session *s, const sl_layer *L, int n)
 int sl_moe_block(sl_session *s, const sl_layer *L, int il, int n, sl_err *err)
 {
     const int K = L->d.ffn.router.top_k, X = L->d.ffn.router.n_expert;
+    sl_expert_src src;
+    sl_expert_src_init(&src, s, L, il);
     route_layer(s, L, il, n);
     group_by_expert(s, &L->d.ffn.router, n);
-    const sl_expert_guess guess = guess_next_layer(s, il, n);
+    const sl_expert_guess guess = guess_next_layer(s, &src, il, n);
     prepare_expert_inputs(s, L, n);
 
     /* the experts in use, in id order */
     int *ids = s->moe_cursor, n_ids = 0; /* the cursor scratch is free again */
     for (int e = 0; e < X; e++)
         if (s->moe_count[e + 1] > s->moe_count[e]) ids[n_ids++] = e;
-    sl_expert_src src;
-    sl_expert_src_init(&src, s, L, il);
     if (src.st) {
-        pthread_mutex_lock(&s->m->stream_mu);
-        sl_streamer_observe_route(src.st, il, s->topk_ids, n, K);
+        pthread_mutex_lock(&s->m->rt->mu);
+        sl_expert_src_observe(&src, s->topk_ids, n, K);
     }
     int rc = run_expert_set(s, L, &src, ids, n_ids, &guess, err);
-    if (src.st) pthread_mutex_unlock(&s->m->stream_mu);
+    if (src.st) pthread_mutex_unlock(&s->m->rt->mu);
     if (rc) return rc;
     weighted_sum(s, K, n);
     if (L->d.ffn.n_ff_shexp > 0) add_shared_expert(s, L, n);

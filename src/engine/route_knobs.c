@@ -6,7 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/model_runtime.h"
 #include "engine/router.h"
+#include "experts/route_trace.h"
 #include "experts/streamer.h"
 
 struct sl_route_knobs {
@@ -50,9 +52,13 @@ int sl_route_knobs_create(sl_route_knobs **out, sl_layer *layers, int n_layer,
         if (f->kind != SL_FFN_ROUTED) continue;
         if (first < 0) first = il;
         const int fk = f->router.top_k, X = f->router.n_expert, used = K > 0 ? K : fk;
-        if (f->router.score != SL_SCORE_SOFTMAX && f->router.score != SL_SCORE_TOPK_SOFTMAX)
+        const sl_router_score sc = f->router.score;
+        if (sc != SL_SCORE_SOFTMAX && sc != SL_SCORE_TOPK_SOFTMAX && sc != SL_SCORE_SIGMOID)
             return sl_err_set(err, SL_EUNSUPPORTED, "layer %d's router scores its experts in a "
                               "way the lossy routing knobs do not handle yet", il);
+        if (sc == SL_SCORE_SIGMOID && M != 0 && f->router.n_group > 1)
+            return sl_err_set(err, SL_EUNSUPPORTED, "cache-route does not choose within expert "
+                              "groups yet (layer %d routes by %d groups)", il, f->router.n_group);
         if (K < 0 || K > fk)
             return sl_err_set(err, SL_EINVAL, "n_expert_used %d is not in 1..%d, the experts per "
                               "token the file routes to (layer %d): it can only be lowered",
@@ -100,7 +106,8 @@ void sl_route_knobs_free(sl_route_knobs *k)
 
 int sl_model_file_top_k(const sl_model *m, int il)
 {
-    if (m->knobs && m->knobs->file_k[il] > 0) return m->knobs->file_k[il];
+    const sl_route_knobs *k = m->rt ? m->rt->routing.knobs : NULL;
+    if (k && k->file_k[il] > 0) return k->file_k[il];
     return m->layers[il].d.ffn.router.top_k;
 }
 
@@ -119,17 +126,23 @@ void sl_route_knobs_apply(sl_route_knobs *k, sl_session *s, const sl_layer *L, i
     const sl_router_desc *rd = &L->d.ffn.router;
     const int K = rd->top_k, X = rd->n_expert, fk = k->file_k[il];
     const bool topk_softmax = rd->score == SL_SCORE_TOPK_SOFTMAX;
+    /* sigmoid scores (glm4moe, deepseek2): the router's ranking is by score +
+     * exp_probs_b within its groups, its weights the unbiased scores of the
+     * chosen, renormalised and scaled (sl_router_select) */
+    const bool sigmoid = rd->score == SL_SCORE_SIGMOID;
+    const float *bias = sigmoid && rd->sel_bias ? L->exp_probs_b.data : NULL;
+    float sel[SL_KNOB_MAX_EXPERTS];
     /* the candidates: the trace's k, or the router's top max(k, M) */
     const int n_cand = rt ? fk : (k->from > fk ? k->from : fk);
     const int keep = k->from ? k->keep : K;
-    sl_streamer *st = k->from ? s->m->streamer : NULL;
+    sl_streamer *st = k->from ? s->m->rt->streamer : NULL;
     int cand[SL_KNOB_MAX_CAND], pick[SL_KNOB_MAX_CAND];
     float base[SL_KNOB_MAX_CAND];
     bool cached[SL_KNOB_MAX_CAND];
     uint64_t wanted[(SL_KNOB_MAX_EXPERTS + 63) / 64] = {0}; /* experts the batch chose so far */
     uint64_t changed = 0, subst_total = 0;
     double kept_sum = 0.0;
-    if (st) pthread_mutex_lock(&s->m->stream_mu);
+    if (st) pthread_mutex_lock(&s->m->rt->mu);
     for (int t = 0; t < n; t++) {
         int *ids = s->topk_ids + (size_t)t * K;
         float *w = s->topk_w + (size_t)t * K;
@@ -137,7 +150,14 @@ void sl_route_knobs_apply(sl_route_knobs *k, sl_session *s, const sl_layer *L, i
             sl_route_trace_choice(rt, sl_route_trace_cursor(rt) + t, il, cand, base);
         } else {
             const float *p = s->router + (size_t)t * X; /* probabilities, or logits */
-            sl_router_topk(p, X, n_cand, false, cand, base);
+            if (sigmoid) { /* ranked by score + bias, weighted by the score */
+                for (int e = 0; e < X; e++) sel[e] = bias ? p[e] + bias[e] : p[e];
+                if (rd->n_group > 1) sl_router_group_limit(sel, X, rd->n_group, rd->n_group_used);
+                sl_router_topk(sel, X, n_cand, false, cand, base);
+                for (int r = 0; r < n_cand; r++) base[r] = p[cand[r]];
+            } else {
+                sl_router_topk(p, X, n_cand, false, cand, base);
+            }
             if (topk_softmax) /* the weight of each is exp(l - l_max) before the softmax's sum */
                 for (int r = n_cand - 1; r >= 0; r--) base[r] = expf(base[r] - base[0]);
         }
@@ -166,9 +186,13 @@ void sl_route_knobs_apply(sl_route_knobs *k, sl_session *s, const sl_layer *L, i
             ids[i] = cand[pick[i]];
             w[i] = base[pick[i]];
         }
-        if (rt ? (K < fk || subst) && rd->renorm : (rd->renorm || topk_softmax)) renorm(w, K);
+        if (sigmoid) { /* a trace's weights are final: redone only when the set changed */
+            if (!rt || ((K < fk || subst) && rd->renorm)) sl_router_weights(rd, w);
+        } else if (rt ? (K < fk || subst) && rd->renorm : (rd->renorm || topk_softmax)) {
+            renorm(w, K);
+        }
     }
-    if (st) pthread_mutex_unlock(&s->m->stream_mu);
+    if (st) pthread_mutex_unlock(&s->m->rt->mu);
     pthread_mutex_lock(&k->mu);
     k->routings += (uint64_t)n;
     k->choices += (uint64_t)n * (uint64_t)fk;
@@ -182,7 +206,7 @@ void sl_model_knob_stats(const sl_model *m, sl_knob_stats *out)
 {
     memset(out, 0, sizeof *out);
     out->weight_kept = 1.0;
-    sl_route_knobs *k = m->knobs;
+    sl_route_knobs *k = m->rt->routing.knobs;
     if (!k) return;
     out->active = true;
     out->file_top_k = k->first_k;

@@ -14,6 +14,13 @@
  *                       every expert is "cached", so the choice is the exact
  *                       one (no effect).
  *
+ * On a sigmoid router with a selection bias (glm4moe, deepseek2) they mean
+ * what llama.cpp's n_expert_used means there: the ranking is by score +
+ * exp_probs_b (within the router's groups), the weights the unbiased scores
+ * of the chosen, renormalised over them and scaled (expert_weights_scale);
+ * --cache-route ranks its M candidates the same way (not on grouped
+ * routers yet).
+ *
  * The cost is measured against the exact run's choice (the file's top-k of
  * the same router output, or of the trace): the share of its routing weight
  * the chosen experts carry, and the share of its (token, layer, rank)

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "engine/session.h"
+#include "engine/model_runtime.h"
 #include "util/mem.h"
 #include "engine/fwd_mm.h"
 
@@ -49,7 +50,7 @@ static sl_session_dims session_dims(const sl_model *m, const sl_session_params *
                          .kv_type = p->kv_type == SL_KV_F32 ? SL_KV_F32 : SL_KV_F16,
                          .type_k = resolve_type(m, p, p->type_k, 0),
                          .type_v = resolve_type(m, p, p->type_v, 1),
-                         .swa_full = p->swa_full || m->swa_full};
+                         .swa_full = p->swa_full || m->rt->swa_full};
     return d;
 }
 
@@ -70,7 +71,7 @@ int sl_session_create(sl_session **out, sl_model *m, const sl_session_params *pp
         return sl_err_set(err, SL_EINVAL, "batch size %d is too large (at most %d)",
                           p.n_batch_max, SL_SESSION_MAX_BATCH);
 
-    const int nth = sl_pool_size(m->pool); /* per-thread scratch for the model's pool */
+    const int nth = sl_pool_size(m->rt->pool); /* per-thread scratch for the model's pool */
     const sl_session_dims dims = session_dims(m, &p, nth);
     sl_session_layout lay;
     int rc = sl_session_layout_make(&lay, m, &dims, err);
@@ -142,7 +143,7 @@ int sl_session_create(sl_session **out, sl_model *m, const sl_session_params *pp
     s->scratch_bytes = lay.scratch_bytes;
 
     s->snap_pos = -1;
-    s->pool = m->pool;
+    s->pool = m->rt->pool;
     *out = s;
     return SL_OK;
 }

@@ -16,7 +16,7 @@
 
 struct sl_session {
     sl_model *m;
-    sl_pool *pool;  /* the model's (m->pool), not owned */
+    sl_pool *pool;  /* the model's (m->rt->pool), not owned */
     const sl_attn_kernels *attn_k; /* attention inner loops for this CPU */
     int n_ctx;
     int n_past;
@@ -91,6 +91,13 @@ struct sl_session {
      * (the default): the shared cursor. route_rows: set only during a
      * multi-session step, on the batch session, the trace step of each row. */
     int64_t route_step;
+    /* Called by sl_forward_batch after the layers, before the head, with
+     * the batch's tokens and n rows of the final residual stream in s->x
+     * (read only) at positions n_past ..: the MTP drafter's (draft_mtp.c),
+     * which fills its block's cache. NULL: none. Fails as the drafter's
+     * own forward pass does; the batch then fails. */
+    int (*on_hidden)(void *ud, sl_session *s, const int32_t *tokens, int n, sl_err *err);
+    void *on_hidden_ud;
     const int64_t *route_rows;
     uint64_t scratch_bytes; /* the arena but the KV cache (what the memory
                                plan reserves for a session) */

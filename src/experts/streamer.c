@@ -111,7 +111,6 @@ void sl_streamer_free(sl_streamer *st)
     if (!st) return;
     sl_io_close(st->io); /* before the cache: lanes may still write into slots */
     sl_cache_free(st->cache);
-    sl_route_trace_free(st->route);
     free(st->layers);
     free(st->set);
     free(st->entry_of_slot);
@@ -124,7 +123,6 @@ void sl_streamer_free(sl_streamer *st)
     free(st->guess);
     sl_next_guess_free(st->ng);
     free(st->lg);
-    sl_usage_free(st->usage);
     free(st->warm_layer);
     free(st->warm_expert);
     free(st->want);
@@ -177,12 +175,23 @@ int sl_stream_submit_reads(sl_streamer *st, int layer, int slot, int expert, boo
     return sl_io_submit_many(st->io, st->reqs, SL_N_PROJ, err);
 }
 
+/* The histogram bin of a latency of ns nanoseconds. */
+static int lat_bin(uint64_t ns)
+{
+    const double us = (double)ns / 1e3;
+    const int b = us < 1.0 ? 0 : (int)(log(us) / log(LAT_STEP));
+    return b >= LAT_BINS ? LAT_BINS - 1 : b;
+}
+
 static void record_latency(sl_streamer *st, const sl_io_done *d, int layer, int expert)
 {
-    const double us = (double)(d->t_end_ns - d->t_submit_ns) / 1e3;
-    int b = us < 1.0 ? 0 : (int)(log(us) / log(LAT_STEP));
-    if (b >= LAT_BINS) b = LAT_BINS - 1;
-    st->lat_hist[b]++;
+    st->lat_hist[lat_bin(d->t_end_ns - d->t_submit_ns)]++;
+    /* a read that failed before its lane started it has no start time */
+    const uint64_t start = d->t_start_ns >= d->t_submit_ns && d->t_start_ns <= d->t_end_ns
+                               ? d->t_start_ns : d->t_end_ns;
+    st->queue_hist[lat_bin(start - d->t_submit_ns)]++;
+    st->drive_hist[lat_bin(d->t_end_ns - start)]++;
+    st->drive_ns += d->t_end_ns - start;
     if (st->trace) {
         const int proj = (int)(d->tag % SL_N_PROJ);
         fprintf(st->trace,
@@ -279,12 +288,15 @@ static int file_done(sl_streamer *st, const sl_io_done *d, sl_err *err)
     return rc;
 }
 
-/* Waits for one completion (the wait is stall time) and files it. */
+/* Waits for one completion (the wait is stall time) and files it. While
+ * demand reads are queued and none has landed, the compute thread reads
+ * one itself instead of waiting for a lane thread to be scheduled (on a
+ * busy CPU, reads queued over 10 ms found half the lanes idle). */
 static int wait_one(sl_streamer *st, sl_err *err)
 {
     sl_io_done d;
     const uint64_t t0 = sl_now_ns();
-    int rc = sl_io_wait(st->io, &d, err);
+    int rc = sl_io_wait_reading(st->io, &d, err);
     st->st.stall_ns += sl_now_ns() - t0;
     return rc ? rc : file_done(st, &d, err);
 }
@@ -358,7 +370,6 @@ int sl_streamer_begin(sl_streamer *st, int layer, const int *ids, int n, int *ta
         st->entry_of_slot[slot] = st->set_n;
         st->entry_of_expert[e] = st->set_n;
         st->set_n++;
-        if (st->usage) sl_usage_add(st->usage, layer, e, 1.0);
         if (hit && st->pf[slot].reads_left > 0) {
             /* prefetched and still in flight: its reads now belong to the
              * set (file_done finds the set entry first), its pin goes; the
@@ -465,27 +476,49 @@ void sl_streamer_abort(sl_streamer *st)
     reset_set(st);
 }
 
-static double quantile(const uint32_t *hist, uint64_t total, double q)
+/* The q-quantile of hist less base (NULL: nothing), in microseconds. */
+static double quantile(const uint32_t *hist, const uint32_t *base, double q)
 {
+    uint64_t total = 0;
+    for (int b = 0; b < LAT_BINS; b++) total += hist[b] - (base ? base[b] : 0);
     if (total == 0) return 0.0;
     const uint64_t want = (uint64_t)ceil(q * (double)total);
     uint64_t acc = 0;
     for (int b = 0; b < LAT_BINS; b++) {
-        acc += hist[b];
+        acc += hist[b] - (base ? base[b] : 0);
         if (acc >= want) return pow(LAT_STEP, b + 0.5); /* bin centre (log scale) */
     }
     return pow(LAT_STEP, LAT_BINS);
+}
+
+void sl_streamer_mark(sl_streamer *st)
+{
+    memcpy(st->queue_mark, st->queue_hist, sizeof st->queue_mark);
+    memcpy(st->drive_mark, st->drive_hist, sizeof st->drive_mark);
+    st->drive_ns_mark = st->drive_ns;
+    st->t_mark = sl_now_ns();
 }
 
 void sl_streamer_get_stats(const sl_streamer *st, sl_streamer_stats *out)
 {
     *out = st->st;
     sl_cache_get_stats(st->cache, &out->cache);
-    uint64_t total = 0;
-    for (int b = 0; b < LAT_BINS; b++) total += st->lat_hist[b];
-    out->lat_p50_us = quantile(st->lat_hist, total, 0.50);
-    out->lat_p90_us = quantile(st->lat_hist, total, 0.90);
-    out->lat_p99_us = quantile(st->lat_hist, total, 0.99);
+    out->lat_p50_us = quantile(st->lat_hist, NULL, 0.50);
+    out->lat_p90_us = quantile(st->lat_hist, NULL, 0.90);
+    out->lat_p99_us = quantile(st->lat_hist, NULL, 0.99);
+    if (!st->t_mark) return;
+    for (int b = 0; b < LAT_BINS; b++) out->mark_reads += st->drive_hist[b] - st->drive_mark[b];
+    out->mark_queue_p50_us = quantile(st->queue_hist, st->queue_mark, 0.50);
+    out->mark_queue_p90_us = quantile(st->queue_hist, st->queue_mark, 0.90);
+    out->mark_queue_p99_us = quantile(st->queue_hist, st->queue_mark, 0.99);
+    out->mark_drive_p50_us = quantile(st->drive_hist, st->drive_mark, 0.50);
+    out->mark_drive_p90_us = quantile(st->drive_hist, st->drive_mark, 0.90);
+    out->mark_drive_p99_us = quantile(st->drive_hist, st->drive_mark, 0.99);
+    const uint64_t span = sl_now_ns() - st->t_mark;
+    const unsigned lanes = sl_io_get_info(st->io)->lanes;
+    if (span > 0 && lanes > 0)
+        out->mark_lanes_busy = (double)(st->drive_ns - st->drive_ns_mark) /
+                               ((double)span * (double)lanes);
 }
 
 int sl_streamer_set_policy(sl_streamer *st, const char *name, sl_err *err)
@@ -502,25 +535,17 @@ const char *sl_streamer_policy_name(const sl_streamer *st)
     return sl_cache_policy_name(st->cache);
 }
 
-void sl_streamer_set_route_trace(sl_streamer *st, sl_route_trace *t)
+void sl_streamer_replaying(sl_streamer *st, bool on)
 {
-    sl_route_trace_free(st->route);
-    st->route = t;
     /* the model's own router knows nothing of a replayed trace; learned
      * guesses only when asked to read guesses ahead always (--prefetch):
      * on the shared test machine they measured slower than none
      * (docs/perf-log.md, issue 14 session 7) */
-    if (t && st->guesses && st->guess_min < 0) {
+    if (on && st->guesses && st->guess_min < 0) {
         sl_err ignored;
         sl_streamer_set_learned_guess(st, true, &ignored); /* out of memory: no guesses */
     }
 }
-
-
-
-
-
-sl_route_trace *sl_streamer_route_trace(const sl_streamer *st) { return st->route; }
 
 bool sl_streamer_has(const sl_streamer *st, int layer, int expert)
 {

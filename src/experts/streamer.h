@@ -28,7 +28,6 @@
 #include <stdio.h>
 
 #include "experts/expert_cache.h"
-#include "experts/route_trace.h"
 #include "experts/usage_history.h"
 #include "io/io.h"
 #include "util/status.h"
@@ -102,6 +101,13 @@ typedef struct sl_streamer_stats {
     uint64_t learned_set_misses; /* those sets' misses read on demand: the
                                     share of misses guessed is right / (right
                                     + set_misses) */
+    /* the reads that landed since sl_streamer_mark (none before a mark):
+     * submit to start (queued for a lane) and start to end (at the
+     * drive), and the share of lane time they kept the drive busy */
+    uint64_t mark_reads;
+    double mark_queue_p50_us, mark_queue_p90_us, mark_queue_p99_us;
+    double mark_drive_p50_us, mark_drive_p90_us, mark_drive_p99_us;
+    double mark_lanes_busy;  /* summed drive time / (lanes x time since the mark) */
 } sl_streamer_stats;
 
 typedef struct sl_streamer sl_streamer;
@@ -164,23 +170,27 @@ void sl_streamer_abort(sl_streamer *st);
 
 void sl_streamer_get_stats(const sl_streamer *st, sl_streamer_stats *out);
 
+/* Marks the start of a phase (a decode after its prompt): the mark_*
+ * statistics count the reads that land from now on, until the next mark. */
+void sl_streamer_mark(sl_streamer *st);
+
 /* Replaces the cache's eviction policy by the one called name
  * (sl_policy_create). Only before the first expert is read (SL_EINVAL);
  * SL_EINVAL for an unknown name. */
 int sl_streamer_set_policy(sl_streamer *st, const char *name, sl_err *err);
 const char *sl_streamer_policy_name(const sl_streamer *st);
 
-/* Route replay: the forward pass takes each layer's expert choice from t
- * instead of the router. The streamer adopts t (freed with it; a previous
- * one is freed) and only holds it for the forward pass to find. */
-void sl_streamer_set_route_trace(sl_streamer *st, sl_route_trace *t);
-/* The trace being replayed, or NULL. */
-sl_route_trace *sl_streamer_route_trace(const sl_streamer *st);
+/* Route replay (the trace itself is the routing's, engine/model_runtime.h):
+ * on says the choices now come from a recorded trace, which the model's
+ * routers cannot guess; learned guesses then turn on when guesses are on
+ * and read ahead always (config prefetch_min_right < 0, the app's
+ * --prefetch). */
+void sl_streamer_replaying(sl_streamer *st, bool on);
 
 /* Next-layer guesses learned online from the routing seen in this run
  * (next_guess.h) instead of the router's: on turns them on (a fresh table;
  * SL_ENOMEM if it cannot be had, then they stay off), off turns them off.
- * A route trace (sl_streamer_set_route_trace) turns them on when guesses
+ * Replay (sl_streamer_replaying) turns them on when guesses
  * are on and read ahead always (config prefetch_min_right < 0, the app's
  * --prefetch): the model's router cannot guess a replayed choice. While
  * on, sl_streamer_wants_guess says no. */
@@ -208,20 +218,15 @@ int sl_streamer_prefetch_learned(sl_streamer *st, int layer);
  * streamer's users. */
 bool sl_streamer_has(const sl_streamer *st, int layer, int expert);
 
-/* Warm start. The streamer adopts u (freed with it; a previous one is
- * freed): from then on every expert a set asks for adds a use. The caller
- * saves it (sl_usage_save) under the lock that serialises the streamer. */
-void sl_streamer_set_usage(sl_streamer *st, sl_usage *u);
-sl_usage *sl_streamer_usage(const sl_streamer *st);
-
-/* Starts preloading the hottest experts of the usage history (at most
+/* Warm start: starts preloading the hottest experts of the usage history u
+ * (read now; not kept) (at most
  * max_experts, 0: as many as the cache holds) in the background: reads
  * ahead, served only by lanes with no demand read to do, into free slots
  * only (nothing is evicted). A set that asks for a preload in flight takes
  * it over (its queued reads become demand reads). Kept going from each
  * begin() until the list is read or the cache is full. Returns how many
  * experts are on the list (0 without a history of this shape). */
-int sl_streamer_warm_start(sl_streamer *st, int max_experts);
+int sl_streamer_warm_start(sl_streamer *st, const sl_usage *u, int max_experts);
 
 /* Measures the drive as the streamer reads it: whole experts (gate, up,
  * down at their offsets, spread over the layers), several per lane in

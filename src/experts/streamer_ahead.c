@@ -209,18 +209,9 @@ int sl_streamer_prefetch_learned(sl_streamer *st, int layer)
     return started;
 }
 
-void sl_streamer_set_usage(sl_streamer *st, sl_usage *u)
+int sl_streamer_warm_start(sl_streamer *st, const sl_usage *u, int max_experts)
 {
-    sl_usage_free(st->usage);
-    st->usage = u;
-}
-
-sl_usage *sl_streamer_usage(const sl_streamer *st) { return st->usage; }
-
-int sl_streamer_warm_start(sl_streamer *st, int max_experts)
-{
-    if (!st->usage || sl_usage_n_layer(st->usage) != st->n_layer ||
-        sl_usage_n_expert(st->usage) != st->n_expert)
+    if (!u || sl_usage_n_layer(u) != st->n_layer || sl_usage_n_expert(u) != st->n_expert)
         return 0;
     int cap = sl_cache_n_slots(st->cache);
     if (max_experts > 0 && max_experts < cap) cap = max_experts;
@@ -230,7 +221,7 @@ int sl_streamer_warm_start(sl_streamer *st, int max_experts)
     st->warm_expert = malloc(sizeof(int) * (size_t)cap);
     st->warm_n = st->warm_next = 0;
     if (!st->warm_layer || !st->warm_expert) return 0;
-    const int k = sl_usage_top(st->usage, cap, st->warm_layer, st->warm_expert);
+    const int k = sl_usage_top(u, cap, st->warm_layer, st->warm_expert);
     /* only layers with streamed experts */
     int n = 0;
     for (int i = 0; i < k; i++)

@@ -116,11 +116,15 @@ struct sl_streamer {
     int lg_n, lg_layer;
 
     sl_streamer_stats st;
-    uint32_t lat_hist[LAT_BINS];
-    sl_route_trace *route; /* --route-trace, owned; NULL: the router decides */
+    uint32_t lat_hist[LAT_BINS];   /* submit to end, every read */
+    /* split at the lane's start: queued (submit to start) and at the drive
+     * (start to end), cumulative; *_mark: the counts at sl_streamer_mark */
+    uint32_t queue_hist[LAT_BINS], drive_hist[LAT_BINS];
+    uint32_t queue_mark[LAT_BINS], drive_mark[LAT_BINS];
+    uint64_t drive_ns, drive_ns_mark; /* summed start-to-end time of the reads */
+    uint64_t t_mark;                  /* sl_now_ns() at the mark, 0: none */
 
     /* warm start */
-    sl_usage *usage;       /* owned; every expert a set asks for is a use */
     int *warm_layer, *warm_expert; /* the preload list, in reading order */
     int warm_n, warm_next, warm_inflight;
     bool *want;            /* (n_expert) scratch: the experts of a begin */

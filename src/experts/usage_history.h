@@ -5,8 +5,10 @@
  * Owns: one score per (layer, expert) and the history file. A score is a
  * use count with decay: loading a file multiplies every score by the decay
  * factor, so a run's uses weigh 1 and those of the run before decay, of the
- * one before that decay^2 ... Knows nothing of caches or I/O: the streamer
- * adds uses, the app loads and saves.
+ * one before that decay^2 ... Knows nothing of caches or I/O: the MoE
+ * block's expert source adds uses (engine/expert_src.c), the runtime's
+ * setters load and save it (engine/runtime.c) and the streamer reads it
+ * once for the warm start's preload.
  *
  * The file (text; $XDG_CACHE_HOME/sluice/<model-id>.usage by the app's
  * choice):
@@ -23,7 +25,8 @@
  * Saving writes a temporary file beside the target, syncs it and renames
  * it over the target, so a crash or a failed write leaves the old file
  * whole (and no temporary behind after a failure it saw).
- * Not thread-safe: its user serialises (the model's stream lock). */
+ * Not thread-safe: its user serialises (the runtime's lock,
+ * engine/model_runtime.h). */
 #ifndef SL_EXPERTS_USAGE_HISTORY_H
 #define SL_EXPERTS_USAGE_HISTORY_H
 

@@ -177,6 +177,10 @@ int sl_io_open(sl_io **out, const sl_io_config *cfg, const char *const *paths,
         rc = sl_io_lane_open_fds(io, &io->lanes[i], err);
         if (rc) goto err;
     }
+    io->caller.io = io;
+    io->caller.id = cfg->lanes;
+    rc = sl_io_lane_open_fds(io, &io->caller, err);
+    if (rc) goto err;
     choose_backend(io);
     for (unsigned i = 0; i < cfg->lanes; i++) {
         io_lane *ln = &io->lanes[i];
@@ -210,6 +214,7 @@ void sl_io_close(sl_io *io)
         if (io->ops) stop_lanes(io);
         fini_lanes(io);
     }
+    if (io->caller.io) sl_io_lane_close_fds(io, &io->caller);
     sl_io_files_close(io);
     free(io->lanes);
     free(io->sq);
@@ -237,7 +242,8 @@ int sl_io_reopen(sl_io *io, sl_err *err)
         int rc = sl_io_lane_open_fds(io, &io->lanes[i], err);
         if (rc) return rc;
     }
-    return SL_OK;
+    sl_io_lane_close_fds(io, &io->caller);
+    return sl_io_lane_open_fds(io, &io->caller, err);
 }
 
 /* ---- submission ------------------------------------------------------------ */
@@ -381,6 +387,8 @@ int sl_io_cancel(sl_io *io, uint64_t tag)
 
 /* ---- completions ------------------------------------------------------------ */
 
+static size_t take_locked(sl_io *io, io_item *out, size_t max, bool ahead_ok);
+
 static void pop_done(sl_io *io, sl_io_done *done)
 {
     *done = io->cq[io->cq_head];
@@ -396,6 +404,32 @@ int sl_io_wait(sl_io *io, sl_io_done *done, sl_err *err)
         if (io->outstanding == 0) {
             pthread_mutex_unlock(&io->mu);
             return sl_err_set(err, SL_EINVAL, "waiting for a read but none is outstanding");
+        }
+        pthread_cond_wait(&io->cq_cond, &io->mu);
+    }
+    pop_done(io, done);
+    pthread_mutex_unlock(&io->mu);
+    return SL_OK;
+}
+
+int sl_io_wait_reading(sl_io *io, sl_io_done *done, sl_err *err)
+{
+    pthread_mutex_lock(&io->mu);
+    while (io->cq_count == 0) {
+        if (io->outstanding == 0) {
+            pthread_mutex_unlock(&io->mu);
+            return sl_err_set(err, SL_EINVAL, "waiting for a read but none is outstanding");
+        }
+        if (io->sq_count > 0 && !io->caller_busy && !io->stop) {
+            io_item it;
+            io_op op;
+            take_locked(io, &it, 1, false);
+            io->caller_busy = true;
+            pthread_mutex_unlock(&io->mu);
+            sl_io_read_now(&io->caller, &op, &it); /* posts under the lock */
+            pthread_mutex_lock(&io->mu);
+            io->caller_busy = false;
+            continue;
         }
         pthread_cond_wait(&io->cq_cond, &io->mu);
     }

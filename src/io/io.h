@@ -229,6 +229,13 @@ int sl_io_cancel(sl_io *io, uint64_t tag);
  * nothing is outstanding (waiting would never end). */
 int sl_io_wait(sl_io *io, sl_io_done *done, sl_err *err);
 
+/* sl_io_wait that, while no completion is there and a demand read is
+ * queued (no lane has taken it yet), reads it on the calling thread with
+ * descriptors of its own (one caller at a time; the others wait), so a
+ * waiting caller never waits for a lane thread to be scheduled. Its
+ * completion names lane info.lanes. */
+int sl_io_wait_reading(sl_io *io, sl_io_done *done, sl_err *err);
+
 /* Non-blocking: 1 and *done filled if a completion was ready, else 0. */
 int sl_io_poll(sl_io *io, sl_io_done *done);
 

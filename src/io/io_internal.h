@@ -84,6 +84,9 @@ struct sl_io {
     size_t aq_head, aq_count;
     sl_io_done *cq;          /* ring of completions */
     size_t cq_head, cq_count;
+    io_lane caller;          /* the descriptors a waiting caller reads with
+                                (sl_io_wait_reading); its id is info.lanes */
+    bool caller_busy;        /* a caller is reading with them */
     uint64_t outstanding;    /* submitted, completion not yet taken */
     uint64_t next_seq;
     bool stop;
@@ -121,6 +124,10 @@ size_t sl_io_lane_take_or_mark(io_lane *ln, io_item *out, size_t max, bool *stop
 void sl_io_lane_post(io_lane *ln, const sl_io_done *d);
 
 bool sl_io_stopping(sl_io *io);
+
+/* Reads item it on lane ln from the calling thread, start to end, and posts
+ * its completion (io_pread.c / io_win.c: the platform's blocking read). */
+void sl_io_read_now(io_lane *ln, io_op *op, const io_item *it);
 
 /* --- one read (io_op.c) --- */
 

@@ -16,7 +16,7 @@ static void sleep_ns(uint64_t ns)
     while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {}
 }
 
-static void run_one(io_lane *ln, io_op *op, const io_item *it)
+void sl_io_read_now(io_lane *ln, io_op *op, const io_item *it)
 {
     uint64_t delay = 0;
     if (sl_io_op_begin(ln, op, it, &delay) == SL_OK) {
@@ -39,7 +39,7 @@ static void *pread_lane_main(void *arg)
     io_lane *ln = arg;
     io_op op;
     io_item it;
-    while (sl_io_lane_take(ln, &it, 1, true) == 1) run_one(ln, &op, &it);
+    while (sl_io_lane_take(ln, &it, 1, true) == 1) sl_io_read_now(ln, &op, &it);
     return NULL;
 }
 

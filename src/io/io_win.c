@@ -258,6 +258,13 @@ static void run_one(io_lane *ln, HANDLE ev, io_op *op, const io_item *it)
     sl_io_lane_post(ln, &op->d);
 }
 
+void sl_io_read_now(io_lane *ln, io_op *op, const io_item *it)
+{
+    HANDLE ev = CreateEventW(NULL, TRUE, FALSE, NULL);
+    run_one(ln, ev, op, it);
+    if (ev) CloseHandle(ev);
+}
+
 static void *overlapped_lane_main(void *arg)
 {
     io_lane *ln = arg;

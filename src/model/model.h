@@ -1,12 +1,13 @@
 /* model.h - a loaded model: hyperparameters and bound weight tensors.
  *
  * Owns: the GGUF handle, the resident weight memory, the per-layer tensor
- * table. Immutable after sl_model_load, so sessions may share it.
+ * table: what the file says and where its resident weights lie, nothing
+ * that changes after load, so sessions share it without a lock. What
+ * changes while it runs lives in its runtime (engine/model_runtime.h).
  * Must not know: sessions, sampling, tokenizer algorithms, the CLI. */
 #ifndef SL_MODEL_MODEL_H
 #define SL_MODEL_MODEL_H
 
-#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -378,7 +379,6 @@ struct sl_model {
     const sl_arch *arch;
     sl_hparams hp;
     sl_gguf *gguf;
-    int n_threads;
     sl_tensor tok_embd;
     sl_tensor output_norm;
     sl_tensor output;       /* a copy of tok_embd when tied */
@@ -390,23 +390,7 @@ struct sl_model {
     uint64_t *map_sizes;
     uint64_t dense_bytes;   /* bytes of tensors that are always resident */
     uint64_t expert_bytes;  /* bytes of routed-expert tensors */
-    uint64_t budget_bytes;  /* memory budget the plan used */
-    uint64_t reserved_bytes; /* of it, set aside for a session: KV cache and scratch */
-    bool streaming;         /* routed experts come from the streamer */
     bool described_only;    /* loaded with describe_only: no weights, cannot run */
-    int n_slots;            /* expert cache slots when streaming */
-    struct sl_streamer *streamer;
-    /* The streamer serves one caller at a time: sessions on other threads
-     * take turns per layer (held from a layer's begin to its last
-     * release). Initialised with the streamer. */
-    pthread_mutex_t stream_mu;
-    /* The compute threads every session of the model runs on (n_threads, or
-     * one per core), so that N sessions do not start N pools on the same
-     * cores; their jobs take turns (pool.h). Started at load; NULL for a
-     * described-only model. */
-    struct sl_pool *pool;
-    FILE *trace;            /* --io-trace output, owned */
-    char warning[256];      /* set by planning, shown by front-ends */
     struct sl_tokenizer *tok; /* from tokenizer.ggml.*; NULL if the file has none */
     /* gemma4: rope_freqs [head_dim_full / 2] (absent: NULL data), the
      * embedding rows' scale (0: none) and the final logit softcap (0: none) */
@@ -414,15 +398,21 @@ struct sl_model {
     /* deepseek4: the hyper-connection head, output_hc_fn [4E, 4], _base [4],
      * _scale [1] (absent: NULL data) */
     sl_tensor hc_head_fn, hc_head_base, hc_head_scale;
+    /* A model loaded as an MTP block (sl_model_params.nextn_block): its one
+     * layer is the file's nextn block and these its own tensors (ARCHS.md
+     * "MTP blocks"): eh_proj [2 n_embd, n_embd], enorm and hnorm [n_embd],
+     * shared_head_norm [n_embd] (absent: output_norm), shared_head_head
+     * [n_embd, n_vocab] (absent: output), embed_tokens [n_embd, n_vocab]
+     * (absent: token_embd). Absent (info NULL) otherwise. */
+    sl_tensor nextn_eh_proj, nextn_enorm, nextn_hnorm, nextn_head_norm, nextn_head, nextn_embd;
     float embd_scale;
     float logit_softcap;
-    struct sl_route_knobs *knobs; /* lossy routing knobs, owned; NULL: exact routing
-                                     (engine/route_knobs.h) */
     sl_load_stats load;     /* how the resident weights were read */
-    bool swa_full;          /* sliding-window layers keep every position (no ring) */
-    uint64_t kv_bytes;      /* of reserved_bytes, the planned context's KV cache */
-    int kv_ctx;             /* that context */
-    uint64_t host_cache_bytes; /* planned for the caller's cache (sl_model_params) */
+    /* What the engine made at load to run the model (the memory plan,
+     * pool, streamer, lock, knobs: engine/model_runtime.h), shared by its
+     * sessions; set once at load, never read by model code. NULL until
+     * then and for a model only read (sl_model_read). */
+    struct sl_runtime *rt;
 };
 
 /* Opens the GGUF at path, checks its architecture and hyperparameters,
@@ -433,11 +423,13 @@ struct sl_model {
 int sl_model_read(sl_model **out, const char *path, const sl_model_params *params,
                   sl_err *err);
 
-/* Reads the resident weights into memory (or maps them) as the plan says,
+/* Reads the resident weights into memory (or maps them) as the plan says
+ * (experts_streamed: the routed experts stay on disk),
  * refuses a file whose small f32 tensors (norms, biases, scales) hold
  * absurd values (model/value_ranges.h), and interleaves the matrices the
  * kernels take in the x8 layout. */
-int sl_model_place_weights(sl_model *m, const sl_model_params *params, sl_err *err);
+int sl_model_place_weights(sl_model *m, const sl_model_params *params, bool experts_streamed,
+                           sl_err *err);
 
 /* Frees what sl_model_read and sl_model_place_weights made, and m. */
 void sl_model_release(sl_model *m);

@@ -13,6 +13,8 @@ struct sl_binder {
     bool experts;     /* the tensors being bound are routed experts */
     sl_err *err;
     sl_llama_rev llama_rev; /* sl_model_params.llama_rev (model/llama_rev.h) */
+    int blk0;         /* the GGUF block of layer 0 (an MTP block's model: the
+                         main layer count; else 0) */
     bool allow_i32;   /* the tensor being bound may be an I32 table (deepseek4's
                          tid2eid), read as it is, never as weights */
 };

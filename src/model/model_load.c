@@ -100,7 +100,7 @@ int sl_bind_named(sl_binder *b, int il, sl_ltensor r, const char *suffix, bool r
 {
     char nm[160];
     b->experts = sl_layer_role(r)->routed;
-    int rc = bind(b, &b->m->layers[il].t[r], sl_tensor_name(nm, sizeof nm, il, suffix),
+    int rc = bind(b, &b->m->layers[il].t[r], sl_tensor_name(nm, sizeof nm, il + b->blk0, suffix),
                   required, n, w0, w1, w2);
     b->experts = false;
     return rc;
@@ -147,9 +147,9 @@ static int map_files(sl_model *m, sl_err *err)
 }
 
 /* The tensors that are resident (routed experts only when not streaming),
- * in placing order, into ts (room for 8 + n_layer * SL_LT_COUNT); returns
+ * in placing order, into ts (room for 16 + n_layer * SL_LT_COUNT); returns
  * how many. */
-static size_t resident_tensors(sl_model *m, sl_tensor **ts)
+static size_t resident_tensors(sl_model *m, bool streamed, sl_tensor **ts)
 {
     size_t n = 0;
     ts[n++] = &m->tok_embd;
@@ -157,10 +157,14 @@ static size_t resident_tensors(sl_model *m, sl_tensor **ts)
     if (!m->output_tied) ts[n++] = &m->output;
     for (int il = 0; il < m->hp.n_layer; il++)
         for (int r = 0; r < SL_LT_COUNT; r++)
-            if (!(m->streaming && sl_layer_role((sl_ltensor)r)->routed) &&
+            if (!(streamed && sl_layer_role((sl_ltensor)r)->routed) &&
                 m->layers[il].t[r].info && !m->layers[il].t[r].view_of)
                 ts[n++] = &m->layers[il].t[r];
     if (m->rope_freqs.info) ts[n++] = &m->rope_freqs;
+    sl_tensor *nx[6] = {&m->nextn_eh_proj, &m->nextn_enorm, &m->nextn_hnorm,
+                        &m->nextn_head_norm, &m->nextn_head, &m->nextn_embd};
+    for (int i = 0; i < 6; i++)
+        if (nx[i]->info) ts[n++] = nx[i];
     sl_tensor *head[3] = {&m->hc_head_fn, &m->hc_head_base, &m->hc_head_scale};
     for (int i = 0; i < 3; i++)
         if (head[i]->info) ts[n++] = head[i];
@@ -186,11 +190,11 @@ static void set_views(sl_model *m)
  * run of neighbouring tensors one aligned stretch, io_bulk.c), so the reads
  * land in place and nothing is copied. Returns 1 when this path does not
  * apply (a model in memory), so the caller reads tensor by tensor. */
-static int read_direct(sl_model *m, const sl_model_params *p, sl_err *err)
+static int read_direct(sl_model *m, const sl_model_params *p, bool streamed, sl_err *err)
 {
     const uint32_t nf = sl_gguf_file_count(m->gguf);
     const char **paths = calloc(nf ? nf : 1, sizeof *paths);
-    const size_t cap = 8 + (size_t)m->hp.n_layer * SL_LT_COUNT;
+    const size_t cap = 16 + (size_t)m->hp.n_layer * SL_LT_COUNT;
     sl_tensor **ts = malloc(sizeof *ts * cap);
     sl_io_range *rg = malloc(sizeof *rg * cap);
     sl_io *io = NULL;
@@ -205,7 +209,7 @@ static int read_direct(sl_model *m, const sl_model_params *p, sl_err *err)
         rc = 1;
         goto done;
     }
-    const size_t n = resident_tensors(m, ts);
+    const size_t n = resident_tensors(m, streamed, ts);
     for (size_t i = 0; i < n; i++)
         rg[i] = (sl_io_range){ts[i]->info->file_index, ts[i]->info->offset, ts[i]->nbytes, 0};
     sl_io_config cfg = {0};
@@ -258,16 +262,16 @@ done:
  * in memory or with load_plain, tensor by tensor), or into the file
  * mappings. Routed experts are skipped when streaming (the streamer fetches
  * them). */
-static int place_weights(sl_model *m, const sl_model_params *p, sl_err *err)
+static int place_weights(sl_model *m, const sl_model_params *p, bool streamed, sl_err *err)
 {
     int rc;
     uint64_t total = m->dense_bytes;
-    if (!m->streaming && !sl_add_u64(total, m->expert_bytes, &total))
+    if (!streamed && !sl_add_u64(total, m->expert_bytes, &total))
         return sl_err_set(err, SL_ENOMEM, "model size overflows");
     if (p && p->dense == SL_DENSE_MMAP) {
         if ((rc = map_files(m, err))) return rc;
         snprintf(m->load.mode, sizeof m->load.mode, "mapped (read on first use)");
-    } else if (!(p && p->load_plain) && (rc = read_direct(m, p, err)) != 1) {
+    } else if (!(p && p->load_plain) && (rc = read_direct(m, p, streamed, err)) != 1) {
         if (rc == SL_OK) set_views(m);
         return rc;
     } else {
@@ -293,11 +297,15 @@ static int place_weights(sl_model *m, const sl_model_params *p, sl_err *err)
     for (int il = 0; il < m->hp.n_layer; il++) {
         sl_layer *L = &m->layers[il];
         for (int r = 0; r < SL_LT_COUNT; r++) {
-            if (m->streaming && sl_layer_role((sl_ltensor)r)->routed) continue;
+            if (streamed && sl_layer_role((sl_ltensor)r)->routed) continue;
             if ((rc = place(m, &L->t[r], &cur, err))) return rc;
         }
     }
     if ((rc = place(m, &m->rope_freqs, &cur, err))) return rc;
+    sl_tensor *nx[6] = {&m->nextn_eh_proj, &m->nextn_enorm, &m->nextn_hnorm,
+                        &m->nextn_head_norm, &m->nextn_head, &m->nextn_embd};
+    for (int i = 0; i < 6; i++)
+        if ((rc = place(m, nx[i], &cur, err))) return rc;
     if ((rc = place(m, &m->hc_head_fn, &cur, err)) || (rc = place(m, &m->hc_head_base, &cur, err)) ||
         (rc = place(m, &m->hc_head_scale, &cur, err)))
         return rc;
@@ -409,6 +417,51 @@ static int bind_expert_scales(binder *b, int il)
     return SL_OK;
 }
 
+/* The model becomes the file's MTP block number k (1-based) alone: its one
+ * layer is GGUF block n_layer + k - 1. */
+static int nextn_only(binder *b, int k, sl_err *err)
+{
+    sl_hparams *hp = &b->m->hp;
+    if (hp->n_nextn < k)
+        return sl_err_set(err, SL_EUNSUPPORTED, "the model has %s MTP block%s "
+                          "(nextn_predict_layers %d): it cannot draft with --spec-type draft-mtp",
+                          hp->n_nextn ? "only" : "no", hp->n_nextn == 1 ? "" : "s", hp->n_nextn);
+    b->blk0 = hp->n_layer + k - 1;
+    hp->n_layer = 1;
+    hp->n_nextn = 0;
+    return SL_OK;
+}
+
+/* The MTP block's own tensors (model.h, nextn_*): eh_proj, enorm and hnorm
+ * required; the head's norm and matrix and its own embedding optional, as llama.cpp
+ * has them. */
+static int bind_nextn(binder *b)
+{
+    sl_model *m = b->m;
+    const uint64_t E = (uint64_t)m->hp.n_embd, V = (uint64_t)m->hp.n_vocab;
+    const struct {
+        sl_tensor *t;
+        const char *suffix;
+        bool required;
+        int n;
+        uint64_t w0, w1;
+    } nx[] = {
+        {&m->nextn_eh_proj, "nextn.eh_proj.weight", true, 2, 2 * E, E},
+        {&m->nextn_enorm, "nextn.enorm.weight", true, 1, E, 0},
+        {&m->nextn_hnorm, "nextn.hnorm.weight", true, 1, E, 0},
+        {&m->nextn_head_norm, "nextn.shared_head_norm.weight", false, 1, E, 0},
+        {&m->nextn_head, "nextn.shared_head_head.weight", false, 2, E, V},
+        {&m->nextn_embd, "nextn.embed_tokens.weight", false, 2, E, V},
+    };
+    char nm[160];
+    for (size_t i = 0; i < sizeof nx / sizeof nx[0]; i++) {
+        int rc = bind(b, nx[i].t, sl_tensor_name(nm, sizeof nm, b->blk0, nx[i].suffix),
+                      nx[i].required, nx[i].n, nx[i].w0, nx[i].w1, 0);
+        if (rc) return rc;
+    }
+    return SL_OK;
+}
+
 void sl_model_load_stats(const sl_model *m, sl_load_stats *out) { *out = m->load; }
 
 sl_model_params sl_model_default_params(void)
@@ -438,7 +491,6 @@ int sl_model_read(sl_model **out, const char *path, const sl_model_params *param
         goto fail;
     }
     if ((rc = sl_hparams_read(&m->hp, m->gguf, m->arch, err))) goto fail;
-    m->n_threads = params && params->n_threads > 0 ? params->n_threads : 0;
 
     binder b = {.m = m, .experts = false, .err = err,
                 .llama_rev = params ? params->llama_rev : SL_LLAMA_REV_2026_08};
@@ -468,6 +520,8 @@ int sl_model_read(sl_model **out, const char *path, const sl_model_params *param
     if ((rc = bind(&b, &m->output, SL_T_OUTPUT, false, 2, E, V, 0))) goto fail;
     m->output_tied = m->output.info == NULL; /* no output.weight: tied head */
 
+    if (params && params->nextn_block > 0 && (rc = nextn_only(&b, params->nextn_block, err)))
+        goto fail;
     m->layers = calloc((size_t)m->hp.n_layer, sizeof *m->layers);
     if (!m->layers) {
         rc = sl_err_set(err, SL_ENOMEM, "out of memory");
@@ -475,6 +529,7 @@ int sl_model_read(sl_model **out, const char *path, const sl_model_params *param
     }
     for (int il = 0; il < m->hp.n_layer; il++)
         if ((rc = m->arch->layer(&b, il)) || (rc = bind_expert_scales(&b, il))) goto fail;
+    if (b.blk0 && (rc = bind_nextn(&b))) goto fail;
     m->described_only = params && params->describe_only;
     *out = m;
     return SL_OK;
@@ -483,9 +538,10 @@ fail:
     return rc;
 }
 
-int sl_model_place_weights(sl_model *m, const sl_model_params *params, sl_err *err)
+int sl_model_place_weights(sl_model *m, const sl_model_params *params, bool experts_streamed,
+                           sl_err *err)
 {
-    int rc = place_weights(m, params, err);
+    int rc = place_weights(m, params, experts_streamed, err);
     if (!rc) rc = sl_check_small_tensors(m, err);
     return rc ? rc : interleave_x8(m, err);
 }

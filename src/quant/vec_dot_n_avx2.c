@@ -473,6 +473,21 @@ INLINE void q4k_rp_rows8_float(const __m256i u[4], const __m256i jv[4], __m256 x
     }
 }
 
+/* Row r's scalar part of a super-block in the eight-row kernels: its d
+ * and dmin into the f16 lanes hd / hm (rows 0, 2, 4, 6 then 1, 3, 5, 7:
+ * q4k_rp_rows8_float's order), its eight sub-block mins as i16 into *mn16
+ * and its eight sub-block scales as i16 (returned). */
+INLINE __m128i q4k_row_unpack(const sl_block_q4_K *x, int r, uint16_t hd[8], uint16_t hm[8],
+                              __m128i *mn16)
+{
+    hd[r / 2 + 4 * (r % 2)] = x->d;
+    hm[r / 2 + 4 * (r % 2)] = x->dmin;
+    uint32_t sc[2], mn[2];
+    k4_unpack(x->scales, sc, mn);
+    *mn16 = _mm_cvtepu8_epi16(_mm_set_epi32(0, 0, (int)mn[1], (int)mn[0]));
+    return _mm_cvtepu8_epi16(_mm_set_epi32(0, 0, (int)sc[1], (int)sc[0]));
+}
+
 /* Eight consecutive rows against nt tokens, the same bits per (row,
  * token) as q4k_rp_n: each row's chunk lanes reduced to [I_0..I_3]
  * (hadd), the eight rows' values transposed to one vector per chunk with a
@@ -503,13 +518,7 @@ INLINE void q4k_rp_rows8(int64_t n, float *s, const uint8_t *x0, size_t rbytes,
         uint16_t hd[8], hm[8];
         for (int r = 0; r < 8; r++) {
             const sl_block_q4_K *x = (const sl_block_q4_K *)(x0 + (size_t)r * rbytes) + i;
-            hd[r / 2 + 4 * (r % 2)] = x->d; /* row r at lane r / 2 + 4 (r % 2) */
-            hm[r / 2 + 4 * (r % 2)] = x->dmin;
-            uint32_t sc[2], mn[2];
-            k4_unpack(x->scales, sc, mn);
-            m16[r] = _mm_cvtepu8_epi16(_mm_set_epi32(0, 0, (int)mn[1], (int)mn[0]));
-            const __m256i sc256 = _mm256_broadcastsi128_si256(
-                _mm_cvtepu8_epi16(_mm_set_epi32(0, 0, (int)sc[1], (int)sc[0])));
+            const __m256i sc256 = _mm256_broadcastsi128_si256(q4k_row_unpack(x, r, hd, hm, &m16[r]));
             __m256i h01[SL_VEC_DOT_ROWS8_MAX], cur[SL_VEC_DOT_ROWS8_MAX];
             UNROLL
             for (int c = 0; c < 4; c++) {
@@ -560,19 +569,15 @@ INLINE void q4k_rp_rows8(int64_t n, float *s, const uint8_t *x0, size_t rbytes,
         _mm256_storeu_ps(s + 8 * t, _mm256_permutevar8x32_ps(_mm256_sub_ps(A[t], M[t]), order));
 }
 
-/* Row r's scalar part of a super-block in the one-token eight-row kernels:
- * its d and dmin into the f16 lanes hd / hm (rows 0, 2, 4, 6 then 1, 3, 5,
- * 7: q4k_rp_rows8_float's order), its min products with the token's paired
- * bsums bs into *J, and its eight sub-block scales as i16 (returned). */
+/* q4k_row_unpack for the one-token kernels: the mins' products with the token's paired
+ * bsums bs into *J. */
 INLINE __m128i q4k_row_scales(const sl_block_q4_K *x, int r, __m128i bs, uint16_t hd[8],
                               uint16_t hm[8], __m128i *J)
 {
-    hd[r / 2 + 4 * (r % 2)] = x->d;
-    hm[r / 2 + 4 * (r % 2)] = x->dmin;
-    uint32_t sc[2], mn[2];
-    k4_unpack(x->scales, sc, mn);
-    *J = _mm_madd_epi16(_mm_cvtepu8_epi16(_mm_set_epi32(0, 0, (int)mn[1], (int)mn[0])), bs);
-    return _mm_cvtepu8_epi16(_mm_set_epi32(0, 0, (int)sc[1], (int)sc[0]));
+    __m128i mn16;
+    const __m128i sc16 = q4k_row_unpack(x, r, hd, hm, &mn16);
+    *J = _mm_madd_epi16(mn16, bs);
+    return sc16;
 }
 
 /* The one-token case, scales decoded where they are used (fewer live
@@ -650,11 +655,68 @@ SL_T512 INLINE __m512i hadd512(__m512i a, __m512i b)
     return _mm512_add_epi32(even, odd);
 }
 
+/* A pair of rows' i16 sub-block scales in a zmm: [row a's x2 | row b's x2],
+ * one copy per 128-bit lane. */
+SL_T512 INLINE __m512i q4k_pair_scales512(__m128i sc_a, __m128i sc_b)
+{
+    return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_broadcastsi128_si256(sc_a)),
+                              _mm256_broadcastsi128_si256(sc_b), 1);
+}
+
+/* Chunk c (64 levels) of a pair of rows, row a in the low 256 bits and b
+ * in the high: the low and high nibbles, and the sub-block scales that go
+ * with each (2c and 2c + 1), from q4k_pair_scales512's sc512. */
+typedef struct q4k_pair_chunk {
+    __m512i lo, hi, slo, shi;
+} q4k_pair_chunk;
+
+SL_T512 INLINE q4k_pair_chunk q4k_pair_chunk512(const sl_block_q4_K *xa, const sl_block_q4_K *xb,
+                                                __m512i sc512, int c)
+{
+    const __m512i m4 = _mm512_set1_epi8(0x0F);
+    const __m512i q4 = _mm512_inserti64x4(_mm512_castsi256_si512(sl_avx2_load256(xa->qs + 32 * c)),
+                                          sl_avx2_load256(xb->qs + 32 * c), 1);
+    q4k_pair_chunk k;
+    k.lo = _mm512_and_si512(q4, m4);
+    k.hi = _mm512_and_si512(_mm512_srli_epi16(q4, 4), m4);
+    k.slo = _mm512_shuffle_epi8(sc512,
+                                _mm512_broadcast_i64x4(sl_avx2_load256(sl_avx2_i16_bcast[2 * c])));
+    k.shi = _mm512_shuffle_epi8(
+        sc512, _mm512_broadcast_i64x4(sl_avx2_load256(sl_avx2_i16_bcast[2 * c + 1])));
+    return k;
+}
+
+/* One token's products with chunk k: the low nibbles against activations
+ * alo (32, in both halves), the high against ahi, each scaled, i32 sums. */
+SL_T512 INLINE __m512i q4k_pair_dot512(const q4k_pair_chunk *k, __m512i alo, __m512i ahi)
+{
+    const __m512i plo = _mm512_madd_epi16(_mm512_maddubs_epi16(k->lo, alo), k->slo);
+    const __m512i phi = _mm512_madd_epi16(_mm512_maddubs_epi16(k->hi, ahi), k->shi);
+    return _mm512_add_epi32(plo, phi);
+}
+
+/* One token's four chunk sums S of a pair of rows folded into the 256-bit
+ * form's lanes: [row a: I_0..I_3 | row b: I_0..I_3]. The horizontal adds
+ * are the 256-bit form's lane for lane, then each row's two halves (128-bit
+ * lanes 0 + 1 and 2 + 3) are added. Without per_chunk the float steps use
+ * only each row's sum of its four lanes (an exact integer whatever the
+ * order), so the chunks are added lane by lane instead of the horizontal
+ * adds: four lanes per row that hold the same total. */
+SL_T512 INLINE __m256i q4k_pair_fold512(const __m512i S[4], const int per_chunk)
+{
+    const __m512i q = per_chunk
+                          ? hadd512(hadd512(S[0], S[1]), hadd512(S[2], S[3]))
+                          : _mm512_add_epi32(_mm512_add_epi32(S[0], S[1]),
+                                             _mm512_add_epi32(S[2], S[3]));
+    const __m512i qa = _mm512_shuffle_i32x4(q, q, _MM_SHUFFLE(2, 0, 2, 0));
+    const __m512i qb = _mm512_shuffle_i32x4(q, q, _MM_SHUFFLE(3, 1, 3, 1));
+    return _mm512_castsi512_si256(_mm512_add_epi32(qa, qb));
+}
+
 SL_T512 INLINE void q4k_rp_rows8_1_512(int64_t n, float *s, const uint8_t *x0, size_t rbytes,
                                          const sl_block_q8_K *y, const int per_chunk)
 {
     __m256 A = _mm256_setzero_ps(), M = _mm256_setzero_ps();
-    const __m512i m4 = _mm512_set1_epi8(0x0F);
     for (int64_t i = 0; i < n / SL_QK_K; i++) {
         const sl_block_q8_K *b = y + i;
         const __m128i bs = _mm_hadd_epi16(_mm_loadu_si128((const __m128i *)b->bsums),
@@ -675,31 +737,14 @@ SL_T512 INLINE void q4k_rp_rows8_1_512(int64_t n, float *s, const uint8_t *x0, s
                 xr[k] = (const sl_block_q4_K *)(x0 + (size_t)r * rbytes) + i;
                 scv[k] = q4k_row_scales(xr[k], r, bs, hd, hm, &J[k]);
             }
-            /* [row a's scales x2 | row b's scales x2], one per 128-bit lane */
-            const __m512i sc512 = _mm512_inserti64x4(
-                _mm512_castsi256_si512(_mm256_broadcastsi128_si256(scv[0])),
-                _mm256_broadcastsi128_si256(scv[1]), 1);
+            const __m512i sc512 = q4k_pair_scales512(scv[0], scv[1]);
             __m512i S[4];
             UNROLL
             for (int c = 0; c < 4; c++) {
-                const __m512i q4 = _mm512_inserti64x4(
-                    _mm512_castsi256_si512(sl_avx2_load256(xr[0]->qs + 32 * c)),
-                    sl_avx2_load256(xr[1]->qs + 32 * c), 1);
-                const __m512i lo = _mm512_and_si512(q4, m4);
-                const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(q4, 4), m4);
-                const __m512i slo = _mm512_shuffle_epi8(
-                    sc512, _mm512_broadcast_i64x4(sl_avx2_load256(sl_avx2_i16_bcast[2 * c])));
-                const __m512i shi = _mm512_shuffle_epi8(
-                    sc512, _mm512_broadcast_i64x4(sl_avx2_load256(sl_avx2_i16_bcast[2 * c + 1])));
-                const __m512i plo = _mm512_madd_epi16(_mm512_maddubs_epi16(lo, act[2 * c]), slo);
-                const __m512i phi = _mm512_madd_epi16(_mm512_maddubs_epi16(hi, act[2 * c + 1]), shi);
-                S[c] = _mm512_add_epi32(plo, phi);
+                const q4k_pair_chunk k = q4k_pair_chunk512(xr[0], xr[1], sc512, c);
+                S[c] = q4k_pair_dot512(&k, act[2 * c], act[2 * c + 1]);
             }
-            const __m512i q = hadd512(hadd512(S[0], S[1]), hadd512(S[2], S[3]));
-            /* 128-bit lanes (0, 2) + (1, 3): each row's two halves added */
-            const __m512i qa = _mm512_shuffle_i32x4(q, q, _MM_SHUFFLE(2, 0, 2, 0));
-            const __m512i qb = _mm512_shuffle_i32x4(q, q, _MM_SHUFFLE(3, 1, 3, 1));
-            u[pr] = _mm512_castsi512_si256(_mm512_add_epi32(qa, qb));
+            u[pr] = q4k_pair_fold512(S, per_chunk);
             jv[pr] = _mm256_set_m128i(J[1], J[0]);
         }
         q4k_rp_rows8_float(u, jv, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)hd)),
@@ -726,7 +771,6 @@ SL_T512 INLINE void q4k_rp_rows8_512(int64_t n, float *s, const uint8_t *x0, siz
         A[t] = _mm256_setzero_ps();
         M[t] = _mm256_setzero_ps();
     }
-    const __m512i m4 = _mm512_set1_epi8(0x0F);
     for (int64_t i = 0; i < n / SL_QK_K; i++) {
         const sl_block_q8_K *b[SL_VEC_DOT_ROWS8_MAX];
         __m128i bs[SL_VEC_DOT_ROWS8_MAX];
@@ -746,46 +790,23 @@ SL_T512 INLINE void q4k_rp_rows8_512(int64_t n, float *s, const uint8_t *x0, siz
             for (int k = 0; k < 2; k++) {
                 const int r = 2 * pr + k;
                 xr[k] = (const sl_block_q4_K *)(x0 + (size_t)r * rbytes) + i;
-                hd[r / 2 + 4 * (r % 2)] = xr[k]->d;
-                hm[r / 2 + 4 * (r % 2)] = xr[k]->dmin;
-                uint32_t sc[2], mn[2];
-                k4_unpack(xr[k]->scales, sc, mn);
-                mn16[k] = _mm_cvtepu8_epi16(_mm_set_epi32(0, 0, (int)mn[1], (int)mn[0]));
-                scv[k] = _mm_cvtepu8_epi16(_mm_set_epi32(0, 0, (int)sc[1], (int)sc[0]));
+                scv[k] = q4k_row_unpack(xr[k], r, hd, hm, &mn16[k]);
             }
-            const __m512i sc512 = _mm512_inserti64x4(
-                _mm512_castsi256_si512(_mm256_broadcastsi128_si256(scv[0])),
-                _mm256_broadcastsi128_si256(scv[1]), 1);
+            const __m512i sc512 = q4k_pair_scales512(scv[0], scv[1]);
             __m512i S[SL_VEC_DOT_ROWS8_MAX][4];
             UNROLL
             for (int c = 0; c < 4; c++) {
-                const __m512i q4 = _mm512_inserti64x4(
-                    _mm512_castsi256_si512(sl_avx2_load256(xr[0]->qs + 32 * c)),
-                    sl_avx2_load256(xr[1]->qs + 32 * c), 1);
-                const __m512i lo = _mm512_and_si512(q4, m4);
-                const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(q4, 4), m4);
-                const __m512i slo = _mm512_shuffle_epi8(
-                    sc512, _mm512_broadcast_i64x4(sl_avx2_load256(sl_avx2_i16_bcast[2 * c])));
-                const __m512i shi = _mm512_shuffle_epi8(
-                    sc512, _mm512_broadcast_i64x4(sl_avx2_load256(sl_avx2_i16_bcast[2 * c + 1])));
+                const q4k_pair_chunk k = q4k_pair_chunk512(xr[0], xr[1], sc512, c);
                 UNROLL
                 for (int t = 0; t < nt; t++) {
                     const int8_t *a = b[t]->qs + 64 * c;
-                    const __m512i plo = _mm512_madd_epi16(
-                        _mm512_maddubs_epi16(lo, _mm512_broadcast_i64x4(sl_avx2_load256(a))), slo);
-                    const __m512i phi = _mm512_madd_epi16(
-                        _mm512_maddubs_epi16(hi, _mm512_broadcast_i64x4(sl_avx2_load256(a + 32))),
-                        shi);
-                    S[t][c] = _mm512_add_epi32(plo, phi);
+                    S[t][c] = q4k_pair_dot512(&k, _mm512_broadcast_i64x4(sl_avx2_load256(a)),
+                                              _mm512_broadcast_i64x4(sl_avx2_load256(a + 32)));
                 }
             }
             UNROLL
             for (int t = 0; t < nt; t++) {
-                const __m512i q =
-                    hadd512(hadd512(S[t][0], S[t][1]), hadd512(S[t][2], S[t][3]));
-                const __m512i qa = _mm512_shuffle_i32x4(q, q, _MM_SHUFFLE(2, 0, 2, 0));
-                const __m512i qb = _mm512_shuffle_i32x4(q, q, _MM_SHUFFLE(3, 1, 3, 1));
-                u[t][pr] = _mm512_castsi512_si256(_mm512_add_epi32(qa, qb));
+                u[t][pr] = q4k_pair_fold512(S[t], per_chunk);
                 jv[t][pr] = _mm256_set_m128i(_mm_madd_epi16(mn16[1], bs[t]),
                                              _mm_madd_epi16(mn16[0], bs[t]));
             }

@@ -252,6 +252,11 @@ static size_t nucleus_unsorted(sl_sampler_cand *c, size_t n, float lmax, double 
 
 int sl_sampler_sample(sl_sampler *s, const float *logits, sl_err *err)
 {
+    return sl_sampler_sample_pref(s, logits, -1, err);
+}
+
+int sl_sampler_sample_pref(sl_sampler *s, const float *logits, int32_t pref, sl_err *err)
+{
     const size_t nv = (size_t)s->n_vocab;
     sl_sampler_cand *c = s->cand;
     for (size_t i = 0; i < nv; i++) {
@@ -312,6 +317,17 @@ int sl_sampler_sample(sl_sampler *s, const float *logits, sl_err *err)
     const double target = sl_rng_uniform(&s->rng) * total;
     double acc = 0.0;
     size_t last = 0;
+    if (pref >= 0) {
+        /* the preferred token first: taken when u < p(pref); else the walk
+         * below, past pref's share, draws from the rest renormalised */
+        for (size_t i = 0; i < n; i++) {
+            if (s->cand[i].id != pref || s->weight[i] <= 0.0) continue;
+            acc = s->weight[i];
+            if (acc > target) return pref;
+            s->weight[i] = 0.0; /* walked already */
+            break;
+        }
+    }
     for (size_t i = 0; i < n; i++) {
         if (s->weight[i] <= 0.0) continue;
         acc += s->weight[i];

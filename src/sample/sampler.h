@@ -102,6 +102,17 @@ void sl_sampler_free(sl_sampler *s);
  * record the token: call sl_sampler_accept with the id actually used. */
 int sl_sampler_sample(sl_sampler *s, const float *logits, sl_err *err);
 
+/* sl_sampler_sample with the draw walking pref first (pref < 0: the same
+ * as sl_sampler_sample, bit for bit): one uniform u as ever, pref taken
+ * when u falls in its share p(pref) of the final distribution, else the
+ * survivors after it in their usual order. This is speculative sampling
+ * against a draft that proposes pref with certainty (q a point mass):
+ * accept with min(1, p/q) = p(pref), else draw from the residual max(0, p
+ * - q), i.e. p without pref renormalised; the token is distributed as p
+ * exactly, whatever pref is. A pref outside the truncated survivors (p =
+ * 0) changes nothing. */
+int sl_sampler_sample_pref(sl_sampler *s, const float *logits, int32_t pref, sl_err *err);
+
 /* Records id in the penalty history (evicting the oldest once
  * repeat_last_n are held). Prompt tokens may be accepted too, as llama.cpp
  * does. Returns SL_EINVAL if id is outside [0, n_vocab). */

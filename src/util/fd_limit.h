@@ -9,10 +9,6 @@
 
 #include <stdint.h>
 
-/* Raises the soft open-file limit to want (never above the hard limit,
- * never lowering it) and returns the soft limit now in force; UINT64_MAX
- * when unlimited or the platform cannot say. Cannot fail: a refused raise
- * leaves the old limit, which is returned. */
-uint64_t sl_fd_limit_raise(uint64_t want);
+#include "sluice.h" /* sl_fd_limit_raise */
 
 #endif

@@ -372,6 +372,21 @@ void sl_file_remove(const char *path)
     if (path) unlink(path);
 }
 
+bool sl_file_stamp(const char *path, uint64_t *size, int64_t *mtime_s, int64_t *mtime_ns)
+{
+    struct stat sb;
+    if (stat(path, &sb) != 0) return false;
+#if defined(__APPLE__) /* macOS names the modification time st_mtimespec */
+    const struct timespec mt = sb.st_mtimespec;
+#else
+    const struct timespec mt = sb.st_mtim;
+#endif
+    *size = (uint64_t)sb.st_size;
+    *mtime_s = (int64_t)mt.tv_sec;
+    *mtime_ns = (int64_t)mt.tv_nsec;
+    return true;
+}
+
 void sl_file_sync_dir(const char *path)
 {
     char dir[4096];

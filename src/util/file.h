@@ -114,13 +114,18 @@ int sl_file_temp_beside(const char *final_path, char **tmp_path, char **dest, sl
 /* Renames from onto to (atomically replacing it); SL_EIO naming both. */
 int sl_file_rename(const char *from, const char *to, sl_err *err);
 
-/* Removes path, ignoring errors (cleanup of a temporary file). */
-void sl_file_remove(const char *path);
+/* sl_file_remove (remove, ignoring errors) is declared in sluice.h. */
 
 /* Flushes the directory holding path to its device (after a rename into
  * it, so that the new name survives a crash). Errors are ignored: some
  * file systems cannot sync a directory. */
 void sl_file_sync_dir(const char *path);
+
+/* The size and last modification time of the file at path (seconds and
+ * nanoseconds since the epoch; the nanoseconds are 0 where the platform's
+ * stat keeps whole seconds, as Windows' CRT does), so that a caller can tell
+ * a rewritten file from the one it saw. False when path cannot be stat'ed. */
+bool sl_file_stamp(const char *path, uint64_t *size, int64_t *mtime_s, int64_t *mtime_ns);
 
 /* ---- the standard descriptors ---------------------------------------------- */
 

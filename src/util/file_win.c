@@ -479,6 +479,16 @@ void sl_file_unmap(void *addr, uint64_t size)
     (void)size;
 }
 
+bool sl_file_stamp(const char *path, uint64_t *size, int64_t *mtime_s, int64_t *mtime_ns)
+{
+    struct stat sb; /* stat is posix_win.h's sl_win_stat (_wstat64 of the UTF-16 path) */
+    if (stat(path, &sb) != 0) return false;
+    *size = (uint64_t)sb.st_size;
+    *mtime_s = (int64_t)sb.st_mtime; /* the CRT's stat has whole seconds only */
+    *mtime_ns = 0;
+    return true;
+}
+
 void sl_file_sync_dir(const char *path)
 {
     (void)path; /* MoveFileExW's MOVEFILE_WRITE_THROUGH already flushed the rename */

@@ -9,6 +9,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "sluice.h" /* sl_mem_rss */
+
 /* Bytes this process can still take without swapping or hitting its cgroup
  * limit: min(MemAvailable, cgroup limit - cgroup usage) over the cgroup v2
  * hierarchy or the v1 memory controller. Also reports the cgroup limit
@@ -56,8 +58,8 @@ bool sl_mem_large_pages(void);
  * SeLockMemoryPrivilege)" on Windows. A static string. */
 const char *sl_mem_pages_name(void);
 
-/* Resident set size now and at its peak (VmRSS / VmHWM), bytes. */
-bool sl_mem_rss(uint64_t *rss, uint64_t *peak);
+/* sl_mem_rss (resident set size now and at its peak: VmRSS / VmHWM) is
+ * declared in sluice.h. */
 
 /* Major page faults and CPU seconds (user + system) of this process. */
 void sl_proc_usage(uint64_t *major_faults, double *cpu_seconds);

@@ -9,19 +9,9 @@
 
 #include <stdarg.h>
 
-#include "sluice.h" /* sl_err, SL_OK and the SL_E* codes */
+#include "sluice.h" /* sl_err, SL_OK, the SL_E* codes and sl_err_set */
 
-/* Fills err (if non-NULL) with code and a printf-style message; returns code
- * so callers can write `return sl_err_set(err, SL_EFORMAT, "...")`. The
- * message is stored escaped (util/escape.h): control bytes, C1 controls and
- * invalid UTF-8 in it, e.g. from a file's strings, become "\xNN", so an
- * error never carries a terminal escape sequence. Cut to SL_ERR_MSG_MAX - 1
- * bytes on a UTF-8 boundary. */
-int sl_err_set(sl_err *err, int code, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 3, 4)))
-#endif
-    ;
+/* sl_err_set (fill an sl_err) is declared in sluice.h. */
 
 /* Prepends "prefix: " to an existing message (adds context on the way up);
  * the result is escaped like sl_err_set's. */

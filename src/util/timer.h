@@ -4,8 +4,7 @@
 
 #include <stdint.h>
 
-/* Nanoseconds from an arbitrary fixed point (CLOCK_MONOTONIC). */
-uint64_t sl_now_ns(void);
+#include "sluice.h" /* sl_now_ns: nanoseconds from a fixed point (CLOCK_MONOTONIC) */
 
 static inline double sl_ns_to_s(uint64_t ns) { return (double)ns * 1e-9; }
 

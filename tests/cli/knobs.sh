@@ -6,7 +6,8 @@
 # refused naming the values; --cache-route on a resident model says it
 # changes nothing (and the text is the exact one); streamed through a small
 # cache it takes cached experts (substitutions counted) and reads less;
-# under route replay the knobs take the trace's choice; perplexity with a
+# under route replay the knobs take the trace's choice; the same on a
+# sigmoid router with a selection bias (glm4moe); perplexity with a
 # knob against the exact run's KL-divergence base reports a KLD above 0.
 set -u
 . "$(dirname "$0")/lib/common.sh"
@@ -62,6 +63,26 @@ check "streamed --cache-route runs" [ $? -eq 0 ]
 check "streamed --cache-route takes cached experts" [ "$(js "$work/sc.json" knob_substituted)" -gt 0 ]
 check "streamed --cache-route misses less" \
     [ "$(js "$work/sc.json" misses)" -lt "$(js "$work/se.json" misses)" ]
+
+# sigmoid scores with a selection bias (glm4moe): K experts ranked by score +
+# exp_probs_b, their scores renormalised and scaled, as the top-K file's router
+mkg() { "$SLUICE" mkmodel --arch glm4moe --preset tiny --layers 3 --experts 16 --top-k "$1" \
+    --seed 9 -q -o "$2"; }
+mkg 4 "$work/g4.gguf" && mkg 2 "$work/g2.gguf"
+check "mkmodel glm4moe" [ $? -eq 0 ]
+run "$work/ge" "$work/g4.gguf"
+run "$work/g2" "$work/g2.gguf"
+run "$work/gl" "$work/g4.gguf" --n-expert-used 2
+check "glm4moe: --n-expert-used 2 gives the text of the top-2 file" same_text "$work/gl" "$work/g2"
+check "... which is not the exact text" bash -c "! cmp -s '$work/gl' '$work/ge'"
+check "... and says what it cost" \
+    grep -q "experts used 2 of the file's 4: .*% of the routing weight kept, 50.00% of the router's choices changed" "$work/gl.err"
+run "$work/gse" "$work/g4.gguf" --moe-stream --cache-experts 12 --stats-json "$work/gse.json"
+run "$work/gsc" "$work/g4.gguf" --moe-stream --cache-experts 12 --cache-route 2,12 \
+    --stats-json "$work/gsc.json"
+check "glm4moe: streamed --cache-route takes cached experts" \
+    [ "$(js "$work/gsc.json" knob_substituted)" -gt 0 ]
+check "... and misses less" [ "$(js "$work/gsc.json" misses)" -lt "$(js "$work/gse.json" misses)" ]
 
 T=/work/shared/traces/qwen3-30b-a3b.route.csv
 [ -r "$T" ] || T=../shared/traces/qwen3-30b-a3b.route.csv

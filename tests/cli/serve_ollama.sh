@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `sluice serve`'s Ollama API (issue 32 part 3; app/server_ollama.c) on a
+# `sluice serve`'s Ollama API (issue 32 part 3; app/server/server_ollama.c) on a
 # generated qwen3moe model: the official `ollama` npm client
 # (tests/cli/lib/serve_ollama.cjs, installed into build/npm as serve.sh's
 # clients are) lists, shows and chats, streamed and not, with options,

@@ -4,7 +4,8 @@
 # a small expert cache, greedy and sampled, on the attention families
 # (qwen3moe, gpt-oss, gemma4 with its sliding-window rings, deepseek2's
 # MLA; the text alone on seven more); a prompt that repeats itself gets drafts accepted (--stats' draft
-# line); the recurrent families (qwen35moe, deepseek4) turn drafting off
+# line, with --draft-always: by default drafting stops where it does not pay,
+# and --stats says so); the recurrent families (qwen35moe, deepseek4) turn drafting off
 # with one line and give the same text; bad flag values are refused
 # (the server: tests/cli/serve_spec.sh).
 set -u
@@ -32,7 +33,7 @@ for a in qwen3moe gpt-oss gemma4 deepseek2 qwen35moe deepseek4; do
     check "$a: plain greedy run succeeds" [ $? -eq 0 ]
     for v in "--no-stream" "--moe-stream --cache-experts 3" "--moe-stream --cache-experts 2 -b 1"; do
         # shellcheck disable=SC2086
-        run "$M" "$work/$a.spec" --temp 0 $v --spec-type ngram-simple --stats
+        run "$M" "$work/$a.spec" --temp 0 $v --spec-type ngram-simple --draft-always --stats
         check "$a ($v): drafting run succeeds" [ $? -eq 0 ]
         check "$a ($v): drafting gives the same text" same_text "$work/$a.plain" "$work/$a.spec"
         case $a in
@@ -49,7 +50,7 @@ for a in qwen3moe gpt-oss gemma4 deepseek2 qwen35moe deepseek4; do
     done
     run "$M" "$work/$a.splain" --temp 0.8 --seed 7 --no-stream
     run "$M" "$work/$a.sspec" --temp 0.8 --seed 7 --no-stream --spec-type ngram-simple \
-        --draft-max 4 --draft-min 2
+        --draft-always --draft-max 4 --draft-min 2
     check "$a: sampled text with drafting is the same" same_text "$work/$a.splain" "$work/$a.sspec"
 done
 
@@ -64,7 +65,7 @@ for a in qwen2moe mixtral olmoe llama qwen3 glm4moe glm-dsa; do
     for v in "--no-stream" "--moe-stream --cache-experts 3"; do
         case $a in llama | qwen3) [ "$v" = "--no-stream" ] || continue ;; esac # dense
         # shellcheck disable=SC2086
-        run "$M" "$work/$a.spec" --temp 0 $v --spec-type ngram-simple --stats
+        run "$M" "$work/$a.spec" --temp 0 $v --spec-type ngram-simple --draft-always --stats
         check "$a ($v): drafting gives the same text ($(grep -o '[0-9]* accepted' "$work/$a.spec.err"))" \
             same_text "$work/$a.plain" "$work/$a.spec"
     done
@@ -72,11 +73,19 @@ done
 
 # a small draft cap still gives the text; drafting off by default prints no draft line
 M=$work/qwen3moe.gguf
-run "$M" "$work/cap" --temp 0 --no-stream --spec-type ngram-simple --draft-max 1 -v
+run "$M" "$work/cap" --temp 0 --no-stream --spec-type ngram-simple --draft-always --draft-max 1 -v
 check "--draft-max 1 gives the same text" same_text "$work/qwen3moe.plain" "$work/cap"
 check "--draft-max 1: tokens per verify step at most 2" \
     grep -Eq '^draft: .*\((1\.[0-9]+|2\.00) tokens each\)' "$work/cap.err"
-run "$M" "$work/t1" --temp 0 --no-stream --spec-type ngram-simple -t 1
+check "--draft-max 1 -v: drafts held by position" grep -Eq '^draft: +held by position: 1:[0-9]+%$' \
+    "$work/cap.err"
+run "$M" "$work/auto" --temp 0 --no-stream --spec-type ngram-simple --stats
+check "drafting when it pays (the default): the same text" same_text "$work/qwen3moe.plain" \
+    "$work/auto"
+check "--stats: the step times and the measured gain" grep -Eq \
+    '^draft: +plain step [0-9.]+ ms \([0-9]+\), verify step [0-9.]+ ms \([0-9]+, [0-9.]+ tokens each\)(: [0-9.]+x plain decoding)?, switched off [0-9]+ times$' \
+    "$work/auto.err"
+run "$M" "$work/t1" --temp 0 --no-stream --spec-type ngram-simple --draft-always -t 1
 check "one thread, drafting: the same text" same_text "$work/qwen3moe.plain" "$work/t1"
 
 # the trained glm4moe: with drafting, still llama.cpp's 64 greedy tokens
@@ -88,7 +97,15 @@ check "trained glm4moe: drafting gives llama.cpp's greedy text" \
 run "$M" "$work/nodraft" --temp 0 --no-stream --stats
 check "no draft line without --spec-type" bash -c "! grep -q '^draft:' '$work/nodraft.err'"
 
-for f in "--spec-type mtp" "--draft-max 0" "--draft-max 33" "--draft-min -1"; do
+# speculative sampling: a seed repeats the text whatever is drafted; greedy is the plain text
+run "$M" "$work/ss1" --temp 0.8 --seed 7 --no-stream --spec-type ngram-simple --spec-sampling
+run "$M" "$work/ss2" --temp 0.8 --seed 7 --no-stream --spec-type ngram-simple --spec-sampling \
+    --draft-always --draft-max 2
+check "--spec-sampling: the seed's text whatever is drafted" same_text "$work/ss1" "$work/ss2"
+run "$M" "$work/ssg" --temp 0 --no-stream --spec-type ngram-simple --spec-sampling --draft-always
+check "--spec-sampling, greedy: the plain text" same_text "$work/qwen3moe.plain" "$work/ssg"
+
+for f in "--spec-sampling" "--spec-type mtp" "--draft-max 0" "--draft-max 33" "--draft-min -1"; do
     # shellcheck disable=SC2086
     run "$M" "$work/badflag" --temp 0 $f
     rc=$?

@@ -51,6 +51,11 @@ check "the trace has a line per read" [ "$(wc -l < "$work/trace.txt")" -eq "${re
 check "trace lines name layer, expert and lane" grep -q "^layer=[0-9]* expert=[0-9]* proj=gate .* lane=" "$work/trace.txt"
 check "a warning when the cache is below one token's cycle" \
     grep -q "fewer than one token's cycle" "$work/stats.err"
+dec_reads=$(sed -n 's/.*"dec_reads":\([0-9]*\).*/\1/p' "$work/stats.json")
+check "--stats splits the decode's reads into queued and drive time" \
+    grep -q "^decode reads .*queued for a lane p50 .*at the drive p50 .*lanes busy" "$work/stats.err"
+check "the decode's reads are some of the run's, not the prompt's" \
+    [ "${dec_reads:-0}" -gt 0 ] && [ "${dec_reads:-0}" -lt "${reads:-0}" ]
 
 run "$work/ahead" --moe-stream --cache-experts 4 --prefetch --stats --stats-json "$work/ahead.json"
 check "read-ahead run succeeds" [ $? -eq 0 ]

@@ -33,8 +33,8 @@ check "GET / is 200 text/html" grep -qi '^content-type: text/html' "$work/page.h
 check "with a Content-Security-Policy that allows no other origin" \
     grep -qi "^content-security-policy: default-src 'none';.*connect-src 'self'" "$work/page.h"
 check "the page is the built-in one" grep -q '<title>sluice</title>' "$work/page.html"
-cmp -s "$work/page.html" app/web/ui.html && ok "byte for byte app/web/ui.html" ||
-    bad "GET / differs from app/web/ui.html"
+cmp -s "$work/page.html" app/server/web/ui.html && ok "byte for byte app/server/web/ui.html" ||
+    bad "GET / differs from app/server/web/ui.html"
 # nothing loaded from elsewhere: no URL with a scheme or a protocol-relative one
 if grep -Eqi '(https?:)?//[a-z0-9.-]+\.[a-z]{2,}/' "$work/page.html" ||
     grep -Eqi '(src|href)=["'"'"']?(https?:|//)' "$work/page.html"; then

@@ -1,5 +1,6 @@
 /* testutil.c - see testutil.h. */
 #include "common/testutil.h"
+#include "synth/synth.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -38,6 +39,42 @@ int t_write_synth_ds(const sl_synth_ds *c, const char *name, char *path, size_t 
         return -1;
     }
     return 0;
+}
+
+sl_model *t_load_tiny(const char *arch, const char *file, bool q8)
+{
+    char path[512];
+    sl_synth_config c;
+    sl_err err;
+    t_path(path, sizeof path, file);
+    if (sl_synth_config_init(&c, arch, "tiny", &err)) {
+        fprintf(stderr, "  mkmodel %s: %s\n", arch, err.msg);
+        return NULL;
+    }
+    if (q8) {
+        c.type = SL_SYNTH_Q8_0;
+        c.seed = 2;
+    }
+    if (sl_synth_config_validate(&c, &err) || sl_synth_write(&c, path, NULL, NULL, NULL, &err)) {
+        fprintf(stderr, "  mkmodel %s: %s\n", arch, err.msg);
+        return NULL;
+    }
+    sl_model_params mp = sl_model_default_params();
+    mp.n_threads = 1;
+    sl_model *m = NULL;
+    if (sl_model_load(&m, path, &mp, &err)) fprintf(stderr, "  load: %s\n", err.msg);
+    return m;
+}
+
+sl_model *t_load_resident(const char *path, int n_threads)
+{
+    sl_model_params mp = sl_model_default_params();
+    mp.n_threads = n_threads;
+    mp.stream = SL_STREAM_OFF;
+    sl_model *m = NULL;
+    sl_err err = {0};
+    if (sl_model_load(&m, path, &mp, &err)) fprintf(stderr, "  load %s: %s\n", path, err.msg);
+    return m;
 }
 
 char *t_fixture(char *buf, size_t cap, const char *name)

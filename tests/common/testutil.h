@@ -2,6 +2,7 @@
 #ifndef SL_TESTS_TESTUTIL_H
 #define SL_TESTS_TESTUTIL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -28,6 +29,16 @@ char *t_read_all(const char *path, size_t *len);
 /* Validates c and writes it as "<t_tmpdir()>/<name>.gguf"; path (cap
  * bytes) receives the file's path. 0, or -1 after printing why. */
 int t_write_synth_ds(const sl_synth_ds *c, const char *name, char *path, size_t cap);
+
+/* Writes arch's "tiny" generated model as "<t_tmpdir()>/<file>" and loads
+ * it on one thread. q8: weights in q8_0 with seed 2 (else the preset's type
+ * and seed). NULL after printing why the file or the load failed; the
+ * caller frees the model. */
+sl_model *t_load_tiny(const char *arch, const char *file, bool q8);
+
+/* Loads the model file at path with its experts resident, on n_threads
+ * threads. NULL after printing why; the caller frees the model. */
+sl_model *t_load_resident(const char *path, int n_threads);
 
 /* sqrt(sum (x - y)^2 / sum x^2) over n values, in double: the relative RMS
  * error of y as a copy of x (0 when x is all zero and y equals it). */

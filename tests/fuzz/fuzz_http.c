@@ -21,7 +21,7 @@
 #include <unistd.h>
 
 #include "../../app/gen.h"
-#include "../../app/server.h"
+#include "../../app/server/server.h"
 #include "sluice.h"
 #include "synth/synth.h"
 
@@ -89,8 +89,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     }
     unlink(path);
     FUZZ_CHECK(!sl_chat_create(&g_srv.chat, g_srv.m, NULL, true, &err));
-    FUZZ_CHECK(!gen_chat_template(g_srv.m, NULL, true, NULL, &g_srv.tmpl, &err));
-    g_srv.harmony = g_srv.tmpl.family == SL_CHAT_HARMONY;
+    g_srv.thinking = true;
+    g_srv.harmony = sl_chat_family_of(g_srv.chat) == SL_CHAT_HARMONY;
     g_srv.model_name = "m.gguf";
     g_srv.max_body = 1 << 20;
     g_srv.sp = sl_sampling_default_params();

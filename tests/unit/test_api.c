@@ -17,24 +17,6 @@
 
 static sl_model *g_model;
 
-static sl_model *load_tiny(void)
-{
-    char path[512];
-    sl_synth_config c;
-    sl_err err;
-    t_path(path, sizeof path, "api-qwen3moe.gguf");
-    if (sl_synth_config_init(&c, "qwen3moe", "tiny", &err) || sl_synth_config_validate(&c, &err) ||
-        sl_synth_write(&c, path, NULL, NULL, NULL, &err)) {
-        fprintf(stderr, "  mkmodel: %s\n", err.msg);
-        return NULL;
-    }
-    sl_model_params mp = sl_model_default_params();
-    mp.n_threads = 1;
-    sl_model *m = NULL;
-    if (sl_model_load(&m, path, &mp, &err)) fprintf(stderr, "  load: %s\n", err.msg);
-    return m;
-}
-
 TEST(special_ids)
 {
     sl_model *m = g_model;
@@ -374,9 +356,102 @@ TEST(chat_templates)
     CHECK_STR_CONTAINS(err.msg, "chatml");
 }
 
+/* What an sl_answer hands out: reasoning and content apart. */
+typedef struct answer_parts {
+    char text[2][256];
+} answer_parts;
+
+static void collect_part(void *ud, bool reasoning, const char *text, size_t len)
+{
+    char *dst = ((answer_parts *)ud)->text[reasoning];
+    strncat(dst, text, len < 255 - strlen(dst) ? len : 255 - strlen(dst));
+}
+
+/* The server's surface: turns with tools, thinking and effort per render,
+ * an answer split into reasoning, content and calls, the file's metadata. */
+TEST(chat_turns_answers_meta)
+{
+    const sl_model *m = g_model;
+    sl_err err = {0};
+    sl_chat *c = NULL;
+    CHECK_EQ_INT(sl_chat_create(&c, m, "qwen3", true, &err), SL_OK);
+    if (!c) return;
+    CHECK(sl_chat_family_of(c) == SL_CHAT_QWEN3);
+    CHECK(!strcmp(sl_chat_family_name(SL_CHAT_QWEN3), "qwen3"));
+    CHECK(sl_chat_takes_tools(c));
+    CHECK_EQ_INT(sl_chat_set_effort(c, "huge", &err), SL_EINVAL);
+    CHECK_STR_CONTAINS(err.msg, "huge");
+    const sl_chat_turn turns[] = {{.role = "user", .content = "hi"}};
+    char *on = NULL, *off = NULL, *tools = NULL;
+    CHECK_EQ_INT(sl_chat_format_turns(c, turns, 1, NULL, -1, NULL, true, &on, &err), SL_OK);
+    CHECK_EQ_INT(sl_chat_format_turns(c, turns, 1, NULL, 0, NULL, true, &off, &err), SL_OK);
+    const char *fn = "[{\"type\": \"function\", \"function\": {\"name\": \"get_time\", "
+                     "\"parameters\": {\"type\": \"object\"}}}]";
+    CHECK_EQ_INT(sl_chat_format_turns(c, turns, 1, fn, -1, NULL, true, &tools, &err), SL_OK);
+    /* qwen3 with thinking off closes an empty think block in the prompt */
+    CHECK(on && !strstr(on, "</think>"));
+    CHECK(off && strstr(off, "<think>\n\n</think>"));
+    CHECK(tools && strstr(tools, "get_time") && strstr(tools, "<tools>"));
+    free(on);
+    free(off);
+    free(tools);
+    sl_chat_free(c);
+
+    CHECK_EQ_INT(sl_chat_create(&c, m, "harmony", true, &err), SL_OK);
+    if (!c) return;
+    char *hi = NULL, *lo = NULL;
+    CHECK_EQ_INT(sl_chat_set_effort(c, "high", &err), SL_OK);
+    CHECK_EQ_INT(sl_chat_format_turns(c, turns, 1, NULL, -1, NULL, true, &hi, &err), SL_OK);
+    CHECK_EQ_INT(sl_chat_format_turns(c, turns, 1, NULL, -1, "low", true, &lo, &err), SL_OK);
+    CHECK(hi && strstr(hi, "Reasoning: high"));
+    CHECK(lo && strstr(lo, "Reasoning: low"));
+    CHECK_EQ_INT(sl_chat_format_turns(c, turns, 1, NULL, -1, "max", true, &on, &err), SL_EINVAL);
+    free(hi);
+    free(lo);
+    sl_chat_free(c);
+
+    /* a thinking answer with a call, streamed in small pieces */
+    const char *ans = "<think>why</think>ok<tool_call>\n{\"name\": \"f\", \"arguments\": "
+                      "{\"a\": 1}}\n</tool_call>";
+    answer_parts parts = {0};
+    sl_answer *a = NULL;
+    CHECK_EQ_INT(sl_answer_create(&a, false, true, false, true, collect_part, &parts), SL_OK);
+    if (!a) return;
+    for (size_t i = 0; i < strlen(ans); i += 5)
+        sl_answer_feed(a, ans + i, strlen(ans) - i < 5 ? strlen(ans) - i : 5);
+    sl_answer_finish(a);
+    int n = 0;
+    const sl_answer_call *calls = sl_answer_calls(a, &n);
+    CHECK_EQ_INT(n, 1);
+    CHECK(n == 1 && !strcmp(calls[0].name, "f") && strstr(calls[0].arguments, "\"a\""));
+    CHECK(!strcmp(parts.text[1], "why"));
+    CHECK(!strcmp(parts.text[0], "ok"));
+    sl_answer_free(a);
+    sl_answer_text whole;
+    a = sl_answer_whole(&whole, false, true, false, true, NULL, ans, strlen(ans));
+    CHECK(a && !whole.oom);
+    CHECK(whole.p[1] && !strcmp(whole.p[1], "why"));
+    if (a) CHECK(sl_answer_calls(a, &n) && n == 1);
+    sl_answer_free(a);
+    sl_answer_text_free(&whole);
+
+    /* the file's header, as mkmodel wrote it */
+    sl_meta_value v;
+    CHECK(sl_model_meta_get(m, "general.architecture", &v) && v.kind == SL_META_STRING &&
+          !strcmp(v.str, "qwen3moe") && v.len == 8);
+    CHECK(!sl_model_meta_get(m, "no.such.key", &v));
+    const uint64_t n_kv = sl_model_meta_count(m);
+    const char *key = NULL;
+    CHECK(n_kv > 10 && sl_model_meta_at(m, 0, &key, &v) && key && key[0]);
+    CHECK(!sl_model_meta_at(m, n_kv, &key, &v));
+    uint64_t bytes = 0, n_tensors = 0, n_params = 0;
+    sl_model_file_totals(m, &bytes, &n_tensors, &n_params);
+    CHECK(n_tensors > 10 && n_params > n_tensors && bytes > n_params);
+}
+
 int main(void)
 {
-    g_model = load_tiny();
+    g_model = t_load_tiny("qwen3moe", "api-qwen3moe.gguf", false);
     if (!g_model) {
         printf("0 passed, 1 failed\n");
         return 1;
@@ -391,6 +466,7 @@ int main(void)
     RUN(session_errors);
     RUN(greedy_batch_independent);
     RUN(chat_templates);
+    RUN(chat_turns_answers_meta);
     sl_model_free(g_model);
     return TEST_REPORT();
 }

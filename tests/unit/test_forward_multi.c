@@ -4,12 +4,17 @@
  * attention MoE models (q8_0 and q4_k_m, resident and streamed), a dense
  * model and qwen35moe's recurrent layers; members of
  * different lengths (a prompt chunk beside decode tokens) share one step;
- * gemma4's sandwich-norm layers too; bad calls are refused and leave the
+ * gemma4's sandwich-norm layers too; members keeping several logit rows
+ * (a token and its drafts) get each of them the same; each member's
+ * on_hidden hook (a drafter following it) sees the same positions, tokens
+ * and hidden rows as on its own; bad calls are refused and leave the
  * sessions unchanged. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/testutil.h"
+#include "engine/model_runtime.h"
+#include "engine/session.h"
 #include "experts/route_trace.h"
 #include "experts/streamer.h"
 #include "model/model.h"
@@ -50,10 +55,39 @@ static int step_len(int i, int k)
 }
 static int32_t tok_at(int i, int pos) { return (int32_t)(5 + (i * 101 + pos * 37) % 400); }
 
+static int g_rows = 1; /* logit rows a member session keeps */
+static bool g_hook;     /* sessions get a hidden-rows hook (hook_seen) */
+
+/* What a session's on_hidden hook saw: its calls, and an FNV-1a hash over
+ * each call's position, tokens and hidden rows. */
+typedef struct hook_seen {
+    int calls;
+    uint64_t hash;
+} hook_seen;
+
+static void fnv(uint64_t *h, const void *p, size_t n)
+{
+    const unsigned char *c = p;
+    for (size_t i = 0; i < n; i++) *h = (*h ^ c[i]) * 1099511628211ull;
+}
+
+static int hook_record(void *ud, sl_session *s, const int32_t *tokens, int n, sl_err *err)
+{
+    (void)err;
+    hook_seen *h = ud;
+    h->calls++;
+    fnv(&h->hash, &s->n_past, sizeof s->n_past);
+    fnv(&h->hash, &n, sizeof n);
+    fnv(&h->hash, tokens, sizeof *tokens * (size_t)n);
+    fnv(&h->hash, s->x, sizeof *s->x * (size_t)n * (size_t)s->m->hp.n_embd);
+    return SL_OK;
+}
+
 static sl_session *new_session(sl_model *m, int batch, bool all)
 {
     sl_session_params sp = sl_session_default_params();
     sp.n_ctx = all ? 1 : 32;
+    sp.n_logit_rows = all ? 1 : g_rows;
     sp.n_batch_max = batch;
     sp.all_logits = all;
     sl_session *s = NULL;
@@ -86,6 +120,13 @@ static int compare_steps(const char *path, int cache_experts, int threads, int n
         solo[i] = new_session(m, 8, false);
         mem[i] = new_session(m, 8, false);
     }
+    hook_seen seen[2][N_MEM];
+    memset(seen, 0, sizeof seen);
+    for (int i = 0; i < N_MEM && g_hook; i++) {
+        solo[i]->on_hidden = mem[i]->on_hidden = hook_record;
+        solo[i]->on_hidden_ud = &seen[0][i];
+        mem[i]->on_hidden_ud = &seen[1][i];
+    }
     int bad = 0, pos[N_MEM] = {0};
     for (int k = 0; k < n_steps && bad >= 0; k++) {
         int32_t toks[N_MEM][8];
@@ -110,10 +151,15 @@ static int compare_steps(const char *path, int cache_experts, int threads, int n
         for (int i = 0; i < N_MEM; i++) {
             bad += sl_session_n_past(mem[i]) != pos[i];
             bad += sl_session_truncate_floor(mem[i]) != sl_session_truncate_floor(solo[i]);
-            bad += memcmp(sl_session_logits(solo[i]), sl_session_logits(mem[i]),
-                          V * sizeof(float)) != 0;
+            const int rows = n[i] < g_rows ? n[i] : g_rows; /* each row it keeps */
+            for (int t = 0; t < rows; t++)
+                bad += memcmp(sl_session_logits_at(solo[i], t), sl_session_logits_at(mem[i], t),
+                              V * sizeof(float)) != 0;
         }
     }
+    for (int i = 0; i < N_MEM && g_hook && bad >= 0; i++)
+        bad += seen[0][i].calls != n_steps || seen[1][i].calls != n_steps ||
+               seen[0][i].hash != seen[1][i].hash;
     for (int i = 0; i < N_MEM; i++) {
         sl_session_free(solo[i]);
         sl_session_free(mem[i]);
@@ -129,6 +175,22 @@ static int compare(const char *path, int cache_experts, int threads)
 }
 
 static char p_moe8[512], p_moe4k[512], p_dense[512], p_q35[512], p_g4[512], p_go[512];
+
+TEST(members_keep_their_logit_rows)
+{
+    /* a token and its drafts to verify: steps of 5, 3 and 4 tokens keep 4, 3, 4 rows */
+    g_rows = 4;
+    CHECK(compare(p_moe8, 0, 2) == 0);
+    CHECK(compare(p_moe4k, 3, 2) == 0);
+    g_rows = 1;
+}
+
+TEST(members_hand_their_hidden_rows_over)
+{
+    g_hook = true;
+    CHECK(compare(p_moe8, 0, 2) == 0);
+    g_hook = false;
+}
 
 TEST(attention_moe_q8_0_bit_identical)
 {
@@ -258,7 +320,7 @@ TEST(route_trace_members_replay_their_own_steps)
         sl_model_free(m);
         return;
     }
-    sl_streamer_set_route_trace(m->streamer, tr); /* owned by the streamer now */
+    sl_runtime_replay(m->rt, tr); /* owned by the routing now */
     CHECK(!sl_model_multi_ok(m)); /* not for shared-cursor callers (the server) */
     const size_t V = (size_t)sl_model_n_vocab(m);
     sl_session *solo[N_MEM], *mem[N_MEM], *batch = new_session(m, 16, true);
@@ -337,5 +399,7 @@ int main(void)
     RUN(bad_calls_are_refused_and_change_nothing);
     RUN(sandwich_norm_models_bit_identical);
     RUN(route_trace_members_replay_their_own_steps);
+    RUN(members_keep_their_logit_rows);
+    RUN(members_hand_their_hidden_rows_over);
     return TEST_REPORT();
 }

@@ -19,24 +19,6 @@
 static sl_model *g_model;
 static const char *PROMPT = "The river comes down from the hills";
 
-static sl_model *load_tiny(void)
-{
-    char path[512];
-    sl_synth_config c;
-    sl_err err;
-    t_path(path, sizeof path, "gen-qwen3moe.gguf");
-    if (sl_synth_config_init(&c, "qwen3moe", "tiny", &err) || sl_synth_config_validate(&c, &err) ||
-        sl_synth_write(&c, path, NULL, NULL, NULL, &err)) {
-        fprintf(stderr, "  mkmodel: %s\n", err.msg);
-        return NULL;
-    }
-    sl_model_params mp = sl_model_default_params();
-    mp.n_threads = 1;
-    sl_model *m = NULL;
-    if (sl_model_load(&m, path, &mp, &err)) fprintf(stderr, "  load: %s\n", err.msg);
-    return m;
-}
-
 /* A session holding the prompt, and a sampler (temp 0.9, seeded) that has
  * seen it. */
 static void start(sl_session **s, sl_sampling **smp, bool all_logits)
@@ -313,7 +295,7 @@ TEST(logprobs_cancel_and_misuse)
 
 int main(void)
 {
-    g_model = load_tiny();
+    g_model = t_load_tiny("qwen3moe", "gen-qwen3moe.gguf", false);
     if (!g_model) {
         printf("0 passed, 1 failed\n");
         return 1;

@@ -5,7 +5,9 @@
  * by the session's logit rows, and when a stop text ends it anywhere; a
  * repeating prompt gets drafts accepted; the refusals (drafts evaluated in
  * two batches, draft_max out of range) and drafting off with its reason (a
- * session keeping one logit row, a model with recurrent layers). */
+ * session keeping one logit row, a model with recurrent layers); with
+ * speculative sampling (draft_sampling) the greedy reply is the plain one
+ * and a sampled reply is the same whatever was drafted. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,26 +23,6 @@
 static sl_model *g_model, *g_gemma, *g_recurrent;
 static const char *PROMPT = "The cat sat on the mat. The cat sat on the mat. The cat sat on the mat. The cat";
 
-static sl_model *load(const char *arch, const char *file)
-{
-    char path[512];
-    sl_synth_config c;
-    sl_err err;
-    t_path(path, sizeof path, file);
-    if (sl_synth_config_init(&c, arch, "tiny", &err)) return NULL;
-    c.type = SL_SYNTH_Q8_0;
-    c.seed = 2;
-    if (sl_synth_config_validate(&c, &err) || sl_synth_write(&c, path, NULL, NULL, NULL, &err)) {
-        fprintf(stderr, "  mkmodel %s: %s\n", arch, err.msg);
-        return NULL;
-    }
-    sl_model_params mp = sl_model_default_params();
-    mp.n_threads = 1;
-    sl_model *m = NULL;
-    if (sl_model_load(&m, path, &mp, &err)) fprintf(stderr, "  load: %s\n", err.msg);
-    return m;
-}
-
 typedef struct reply {
     int32_t ids[N_GEN + 4];
     float lp[N_GEN + 4];
@@ -54,6 +36,9 @@ typedef struct reply {
 
 /* One reply on a fresh session of m (rows of logits kept) holding the
  * prompt: temp 0 or 0.9 (seeded), drafting as asked, an optional stop text. */
+static bool g_spec_sampling; /* generate()'s draft_sampling */
+static bool g_by_cost;       /* generate() drafts only when it pays (not draft_always) */
+
 static void generate(reply *r, sl_model *m, int rows, float temp, bool draft, int draft_max,
                      const char *stop)
 {
@@ -86,6 +71,8 @@ static void generate(reply *r, sl_model *m, int rows, float temp, bool draft, in
     if (draft) {
         gp.draft = SL_GEN_DRAFT_NGRAM;
         gp.draft_max = draft_max;
+        gp.draft_always = !g_by_cost; /* every guess verified: the exactness under test */
+        gp.draft_sampling = g_spec_sampling;
         gp.context = ids;
         gp.n_context = n;
     }
@@ -252,11 +239,39 @@ out:
     }
 }
 
+TEST(spec_sampling_follows_the_tokens_not_the_drafts)
+{
+    static reply plain, a, b, c, d;
+    g_spec_sampling = true;
+    /* greedy: the plain reply */
+    generate(&plain, g_model, ROWS, 0.0f, false, 0, NULL);
+    generate(&a, g_model, ROWS, 0.0f, true, ROWS - 1, NULL);
+    CHECK(same_reply(&plain, &a));
+    /* sampled: the same reply whatever is drafted (long drafts, one at a
+     * time, only when it pays), and again with the same seed */
+    generate(&a, g_model, ROWS, 0.9f, true, ROWS - 1, NULL);
+    generate(&b, g_model, ROWS, 0.9f, true, 1, NULL);
+    g_by_cost = true;
+    generate(&c, g_model, ROWS, 0.9f, true, ROWS - 1, NULL);
+    g_by_cost = false;
+    generate(&d, g_model, ROWS, 0.9f, true, ROWS - 1, NULL);
+    CHECK(a.rc == SL_OK && a.n == N_GEN);
+    CHECK(a.st.drafted > 0 && b.st.drafted > 0);
+    /* the schedules differ */
+    CHECK_MSG(a.st.drafted != b.st.drafted || a.st.steps != b.st.steps,
+              "%ld/%ld drafted, %ld/%ld steps", a.st.drafted, b.st.drafted, a.st.steps,
+              b.st.steps);
+    CHECK(same_reply(&a, &b));
+    CHECK(same_reply(&a, &c));
+    CHECK(same_reply(&a, &d));
+    g_spec_sampling = false;
+}
+
 int main(void)
 {
-    g_model = load("qwen3moe", "gen-draft-qwen3moe.gguf");
-    g_gemma = load("gemma4", "gen-draft-gemma4.gguf");
-    g_recurrent = load("qwen35moe", "gen-draft-qwen35moe.gguf");
+    g_model = t_load_tiny("qwen3moe", "gen-draft-qwen3moe.gguf", true);
+    g_gemma = t_load_tiny("gemma4", "gen-draft-gemma4.gguf", true);
+    g_recurrent = t_load_tiny("qwen35moe", "gen-draft-qwen35moe.gguf", true);
     if (!g_model || !g_gemma || !g_recurrent) {
         printf("0 passed, 1 failed\n");
         return 1;
@@ -265,6 +280,7 @@ int main(void)
     RUN(draft_capped_by_the_rows);
     RUN(stop_text_anywhere);
     RUN(refusals_and_off);
+    RUN(spec_sampling_follows_the_tokens_not_the_drafts);
     sl_model_free(g_model);
     sl_model_free(g_gemma);
     sl_model_free(g_recurrent);

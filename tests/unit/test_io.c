@@ -376,6 +376,53 @@ TEST(poll_eventually_delivers)
     sl_io_close(io);
 }
 
+/* A caller waiting in sl_io_wait_reading reads queued demand reads itself:
+ * with one slow lane (every read delayed up to 40 ms) and eight reads
+ * queued, some complete on the caller's lane (id = info.lanes), and every
+ * byte, whoever read it, is the file's. Reads ahead are left to the lane. */
+TEST(a_waiting_caller_reads_queued_demand_reads_itself)
+{
+    sl_io_backend bs[] = {SL_IO_PREAD, SL_IO_URING};
+    for (int k = 0; k < 2; k++) {
+        const sl_io_fault f = {.seed = 3, .delay_p = 1.0, .delay_us_max = 40000};
+        sl_io_config cfg = {.backend = bs[k], .lanes = 1, .queue_depth = 1, .fault = &f};
+        sl_io *io = NULL;
+        sl_err err = {0};
+        CHECK_MSG(sl_io_open(&io, &cfg, (const char *const *)&g_path, 1, &err) == SL_OK, "%s",
+                  err.msg);
+        if (!io) return;
+        enum { N = 8 };
+        void *buf[N + 1];
+        sl_io_req q[N + 1];
+        for (int i = 0; i <= N; i++) {
+            CHECK((buf[i] = sl_aligned_alloc(4096, 16384)) != NULL);
+            q[i] = (sl_io_req){.file = 0, .offset = 1000u * (uint64_t)i + 17u, .len = 5000,
+                               .dst = buf[i], .dst_cap = 16384, .tag = (uint64_t)i,
+                               .ahead = i == N};
+        }
+        CHECK_EQ_INT(sl_io_submit_many(io, q, N + 1, &err), SL_OK);
+        int by_caller = 0, ahead_by_caller = 0;
+        for (int i = 0; i <= N; i++) {
+            sl_io_done d;
+            CHECK_EQ_INT(sl_io_wait_reading(io, &d, &err), SL_OK);
+            CHECK_EQ_INT(d.status, SL_OK);
+            CHECK(d.tag <= N && pattern_matches(d.data, q[d.tag].offset, 5000, SALT));
+            if (d.lane == 1) {
+                by_caller++;
+                if (d.tag == N) ahead_by_caller++;
+            } else {
+                CHECK_EQ_INT(d.lane, 0);
+            }
+        }
+        CHECK_MSG(by_caller > 0, "backend %d: no read done by the waiting caller", k);
+        CHECK_EQ_INT(ahead_by_caller, 0);
+        CHECK_EQ_INT(sl_io_outstanding(io), 0);
+        CHECK_EQ_INT(sl_io_wait_reading(io, &(sl_io_done){0}, &err), SL_EINVAL);
+        for (int i = 0; i <= N; i++) sl_aligned_free(buf[i]);
+        sl_io_close(io);
+    }
+}
+
 TEST(reopen_keeps_reading)
 {
     sl_io_backend bs[] = {SL_IO_PREAD, SL_IO_URING};
@@ -519,6 +566,7 @@ int main(void)
     RUN(bad_requests_are_refused_at_submit);
     RUN(outstanding_cap_is_enforced);
     RUN(poll_eventually_delivers);
+    RUN(a_waiting_caller_reads_queued_demand_reads_itself);
     RUN(reopen_keeps_reading);
     RUN(two_files_each_read_from_its_own);
     RUN(file_shrunk_after_open_fails_the_read_not_the_data);

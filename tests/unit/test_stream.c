@@ -102,12 +102,13 @@ static void warm_start(sl_model *m)
 {
     sl_usage *u = NULL;
     sl_err err;
-    if (!m->streamer || sl_usage_create(&u, "test-stream", m->hp.n_layer, m->hp.n_expert, &err))
+    if (!m->rt->streamer || sl_usage_create(&u, "test-stream", m->hp.n_layer, m->hp.n_expert, &err))
         return;
     for (int l = 0; l < m->hp.n_layer; l++)
         for (int e = 0; e < m->hp.n_expert; e++) sl_usage_add(u, l, e, (e * 7 + l) % 16 + 1);
-    sl_streamer_set_usage(m->streamer, u);
-    sl_streamer_warm_start(m->streamer, 0);
+    sl_usage_free(m->rt->routing.usage);
+    m->rt->routing.usage = u;
+    sl_streamer_warm_start(m->rt->streamer, u, 0);
 }
 
 static bool warm_next_run;
@@ -382,15 +383,90 @@ TEST(session_memory_is_what_the_plan_reserves)
         sl_session *s;
         CHECK(sl_session_create(&s, m, &sp, &err) == 0);
         const uint64_t kv = s->layout.kv_bytes;
-        CHECK_MSG(m->reserved_bytes == kv + s->scratch_bytes + (64ull << 20),
+        CHECK_MSG(m->rt->reserved_bytes == kv + s->scratch_bytes + (64ull << 20),
                   "hint %d: reserved %llu, session %llu + KV %llu + 64 MiB", hints[h],
-                  (unsigned long long)m->reserved_bytes, (unsigned long long)s->scratch_bytes,
+                  (unsigned long long)m->rt->reserved_bytes, (unsigned long long)s->scratch_bytes,
                   (unsigned long long)kv);
         /* every token's logits are the largest scratch term of this model */
         if (hints[h]) CHECK(s->scratch_bytes >= 512ull * (uint64_t)m->hp.n_vocab * 4);
         sl_session_free(s);
         sl_model_free(m);
     }
+}
+
+/* Every expert a streamed layer begins is a use in the routing's usage
+ * history (the warm start's): a one-token step adds its top-k per routed
+ * layer, nothing elsewhere. */
+TEST(each_streamed_set_counts_in_the_usage_history)
+{
+    sl_model_params mp = sl_model_default_params();
+    mp.stream = SL_STREAM_ON;
+    mp.cache_experts = 8;
+    mp.n_threads = 1;
+    sl_model *m = NULL;
+    sl_err err;
+    CHECK_MSG(sl_model_load(&m, model_path, &mp, &err) == SL_OK, "%s", err.msg);
+    if (!m) return;
+    sl_usage *u = NULL;
+    CHECK(sl_usage_create(&u, "usage-count", m->hp.n_layer, m->hp.n_expert, &err) == SL_OK);
+    m->rt->routing.usage = u; /* freed with the model */
+    sl_session_params sp = sl_session_default_params();
+    sp.n_ctx = 8;
+    sl_session *s = NULL;
+    CHECK(sl_session_create(&s, m, &sp, &err) == SL_OK);
+    for (int step = 1; s && u && step <= 2; step++) {
+        const int32_t tok = (int32_t)(step * 5);
+        CHECK_MSG(sl_session_eval(s, &tok, 1, &err) == SL_OK, "%s", err.msg);
+        for (int il = 0; il < m->hp.n_layer; il++) {
+            double sum = 0.0;
+            for (int e = 0; e < m->hp.n_expert; e++) sum += sl_usage_get(u, il, e);
+            const sl_ffn_desc *f = &m->layers[il].d.ffn;
+            const double want = f->kind == SL_FFN_ROUTED ? (double)(step * f->router.top_k) : 0.0;
+            CHECK_MSG(sum == want, "layer %d after %d steps: %g uses, expected %g", il, step, sum,
+                      want);
+        }
+    }
+    sl_session_free(s);
+    sl_model_free(m);
+}
+
+/* The figures after sl_model_stream_mark count the reads that land after
+ * it, and only those: none before a mark, none right after it, then every
+ * read of the next step (a cache of one layer's top-k misses each time). */
+TEST(mark_counts_the_reads_after_it)
+{
+    sl_model_params mp = sl_model_default_params();
+    mp.stream = SL_STREAM_ON;
+    mp.cache_experts = 4;
+    mp.no_prefetch = true;
+    mp.n_threads = 1;
+    sl_model *m = NULL;
+    sl_err err;
+    CHECK_MSG(sl_model_load(&m, model_path, &mp, &err) == SL_OK, "%s", err.msg);
+    if (!m) return;
+    sl_session_params sp = sl_session_default_params();
+    sp.n_ctx = 8;
+    sl_session *s = NULL;
+    CHECK(sl_session_create(&s, m, &sp, &err) == SL_OK);
+    sl_stream_stats a, b, c;
+    const int32_t t1 = 5, t2 = 9;
+    CHECK_MSG(s && sl_session_eval(s, &t1, 1, &err) == SL_OK, "%s", err.msg);
+    sl_model_stream_stats(m, &a);
+    CHECK(a.reads > 0);
+    CHECK(a.mark_reads == 0 && a.mark_drive_p50_us == 0.0);
+    sl_model_stream_mark(m);
+    sl_model_stream_stats(m, &b);
+    CHECK(b.mark_reads == 0);
+    CHECK_MSG(s && sl_session_eval(s, &t2, 1, &err) == SL_OK, "%s", err.msg);
+    sl_model_stream_stats(m, &c);
+    CHECK(c.reads > b.reads);
+    CHECK_MSG(c.mark_reads == c.reads - b.reads, "%llu reads after the mark, counted %llu",
+              (unsigned long long)(c.reads - b.reads), (unsigned long long)c.mark_reads);
+    CHECK(c.mark_drive_p50_us > 0.0 && c.mark_drive_p99_us >= c.mark_drive_p50_us);
+    CHECK(c.mark_queue_p99_us >= c.mark_queue_p50_us);
+    CHECK(c.mark_lanes_busy > 0.0 && c.mark_lanes_busy <= 1.0);
+    sl_session_free(s);
+    sl_model_free(m);
 }
 
 int main(void)
@@ -408,6 +484,8 @@ int main(void)
     RUN(cache_below_one_layer_is_refused);
     RUN(cache_below_token_cycle_warns);
     RUN(auto_mode_streams_only_when_over_budget);
+    RUN(each_streamed_set_counts_in_the_usage_history);
+    RUN(mark_counts_the_reads_after_it);
     free(resident);
     return TEST_REPORT();
 }

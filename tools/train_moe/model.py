@@ -127,6 +127,7 @@ class MoE(nn.Module):
         y = torch.einsum("nxf,xef->ne", h, self.down)
         self.last_sel = sel.detach()  # [N, k] for the routing measurements
         with torch.no_grad():
+            self.last_topk_share = (scores.gather(1, sel).sum(-1) / scores.sum(-1)).mean().item()
             self.last_load = torch.zeros(c.n_expert).scatter_add_(
                 0, sel.reshape(-1), torch.ones(sel.numel()))
         # sequence-free balance loss (DeepSeek-V3's, over the batch): X * sum f_i P_i

@@ -17,6 +17,7 @@
 #undef open
 #undef unlink
 #undef mkdir
+#undef getenv
 #undef fmaf
 
 long sl_win_sysconf(int name)
@@ -24,6 +25,18 @@ long sl_win_sysconf(int name)
     if (name == _SC_NPROCESSORS_ONLN) return (long)GetActiveProcessorCount(ALL_PROCESSOR_GROUPS);
     errno = EINVAL;
     return -1;
+}
+
+int sl_win_timespec_get(struct timespec *ts, int base)
+{
+    if (base != TIME_UTC) return 0;
+    FILETIME ft; /* 100 ns units since 1601-01-01 */
+    GetSystemTimePreciseAsFileTime(&ft);
+    const uint64_t t = ((uint64_t)ft.dwHighDateTime << 32 | ft.dwLowDateTime) -
+                       116444736000000000ull; /* 1601 to 1970 */
+    ts->tv_sec = (time_t)(t / 10000000u);
+    ts->tv_nsec = (long)(t % 10000000u) * 100;
+    return base;
 }
 
 int sl_win_fsync(int fd)
@@ -116,6 +129,168 @@ int sl_win_mkdir(const char *path)
     wchar_t *wp = sl_utf8_to_utf16(path);
     int rc = wp ? _wmkdir(wp) : -1;
     free(wp);
+    return rc;
+}
+
+int sl_win_stat(const char *path, struct stat *st)
+{
+    wchar_t *wp = sl_utf8_to_utf16(path);
+    struct _stat64 w;
+    int rc = -1;
+    if (!wp) errno = ENOENT;
+    else if ((rc = _wstat64(wp, &w)) == 0) {
+        memset(st, 0, sizeof *st);
+        st->st_dev = w.st_dev;
+        st->st_ino = w.st_ino;
+        st->st_mode = w.st_mode;
+        st->st_nlink = w.st_nlink;
+        st->st_uid = w.st_uid;
+        st->st_gid = w.st_gid;
+        st->st_rdev = w.st_rdev;
+        st->st_size = (_off_t)w.st_size;
+        st->st_atime = w.st_atime;
+        st->st_mtime = w.st_mtime;
+        st->st_ctime = w.st_ctime;
+    }
+    free(wp);
+    return rc;
+}
+
+int sl_win_access(const char *path, int mode)
+{
+    wchar_t *wp = sl_utf8_to_utf16(path);
+    int rc = wp ? _waccess(wp, mode) : -1;
+    if (!wp) errno = ENOENT;
+    free(wp);
+    return rc;
+}
+
+/* errno for the Win32 error of a failed MoveFileExW / DeleteFileW */
+static int errno_of(DWORD e)
+{
+    switch (e) {
+    case ERROR_FILE_NOT_FOUND:
+    case ERROR_PATH_NOT_FOUND: return ENOENT;
+    case ERROR_ACCESS_DENIED:
+    case ERROR_SHARING_VIOLATION: return EACCES;
+    case ERROR_NOT_SAME_DEVICE: return EXDEV;
+    case ERROR_DIR_NOT_EMPTY: return ENOTEMPTY;
+    default: return EIO;
+    }
+}
+
+int sl_win_rename(const char *from, const char *to)
+{
+    wchar_t *wf = sl_utf8_to_utf16(from), *wt = sl_utf8_to_utf16(to);
+    int rc = -1;
+    if (!wf || !wt) errno = ENOENT;
+    else if (MoveFileExW(wf, wt, MOVEFILE_REPLACE_EXISTING)) rc = 0;
+    else errno = errno_of(GetLastError());
+    free(wf);
+    free(wt);
+    return rc;
+}
+
+int sl_win_remove(const char *path)
+{
+    wchar_t *wp = sl_utf8_to_utf16(path);
+    int rc = -1;
+    if (!wp) errno = ENOENT;
+    else if (DeleteFileW(wp) || RemoveDirectoryW(wp)) rc = 0;
+    else errno = errno_of(GetLastError());
+    free(wp);
+    return rc;
+}
+
+struct sl_win_dir {
+    _WDIR *w;
+    struct sl_win_dirent e;
+};
+
+sl_win_dir *sl_win_opendir(const char *path)
+{
+    wchar_t *wp = sl_utf8_to_utf16(path);
+    sl_win_dir *d = wp ? calloc(1, sizeof *d) : NULL;
+    if (d && !(d->w = _wopendir(wp))) {
+        free(d);
+        d = NULL;
+    } else if (!d) errno = wp ? ENOMEM : ENOENT;
+    free(wp);
+    return d;
+}
+
+struct sl_win_dirent *sl_win_readdir(sl_win_dir *d)
+{
+    for (struct _wdirent *w; (w = _wreaddir(d->w));) {
+        char *name = sl_utf16_to_utf8(w->d_name);
+        const size_t n = name ? strlen(name) : 0;
+        if (name && n < sizeof d->e.d_name) {
+            memcpy(d->e.d_name, name, n + 1);
+            free(name);
+            return &d->e;
+        }
+        free(name); /* unrepresentable: skipped, as no caller could open it */
+    }
+    return NULL;
+}
+
+int sl_win_closedir(sl_win_dir *d)
+{
+    const int rc = _wclosedir(d->w);
+    free(d);
+    return rc;
+}
+
+/* The values getenv has returned: each kept for the life of the process
+ * (callers hold the pointers), a name's latest reused while it is equal. */
+struct env_value {
+    struct env_value *next;
+    char *name, *value;
+};
+static struct env_value *env_values;
+static SRWLOCK env_lock = SRWLOCK_INIT;
+
+char *sl_win_getenv(const char *name)
+{
+    wchar_t *wn = sl_utf8_to_utf16(name);
+    const wchar_t *wv = wn ? _wgetenv(wn) : NULL;
+    char *v = wv ? sl_utf16_to_utf8(wv) : NULL;
+    free(wn);
+    if (!v) return NULL;
+    char *out = NULL;
+    AcquireSRWLockExclusive(&env_lock);
+    for (struct env_value *e = env_values; e && !out; e = e->next)
+        if (!strcmp(e->name, name) && !strcmp(e->value, v)) out = e->value;
+    struct env_value *e = out ? NULL : malloc(sizeof *e);
+    if (e && (e->name = strdup(name))) {
+        e->value = v;
+        e->next = env_values;
+        env_values = e;
+        out = v;
+        v = NULL;
+    } else free(e);
+    ReleaseSRWLockExclusive(&env_lock);
+    free(v);
+    return out;
+}
+
+int sl_win_setenv(const char *name, const char *value, int overwrite)
+{
+    wchar_t *wn = sl_utf8_to_utf16(name), *wv = sl_utf8_to_utf16(value);
+    int rc = -1;
+    if (!wn || !wv) errno = EINVAL;
+    else if (!overwrite && _wgetenv(wn)) rc = 0;
+    else rc = _wputenv_s(wn, wv) == 0 ? 0 : -1;
+    free(wn);
+    free(wv);
+    return rc;
+}
+
+int sl_win_unsetenv(const char *name)
+{
+    wchar_t *wn = sl_utf8_to_utf16(name);
+    const int rc = wn && _wputenv_s(wn, L"") == 0 ? 0 : -1;
+    free(wn);
     return rc;
 }
 

@@ -4,9 +4,11 @@
  *
  * Owns: small equivalents (open flags that mean nothing on Windows, fsync,
  * pread, memmem, sysconf for the CPU count, posix_fadvise as a no-op,
- * SIGINT's sigaction) and the UTF-8 path rule for the CRT calls that take a
- * path (fopen, open, unlink, mkdir go through UTF-16 in posix_win.c), so a
- * path given as UTF-8 names the same file here as on Linux. The files that
+ * SIGINT's sigaction, timespec_get) and the UTF-8 path rule for the CRT
+ * calls that take a path (fopen, open, unlink, mkdir, stat, access,
+ * rename, remove, opendir/readdir go through UTF-16 in posix_win.c), and
+ * getenv/setenv read and write the wide environment, so a path given as
+ * UTF-8 names the same file here as on Linux. The files that
  * own platform calls (util/file_win.c, io/io_win.c, util/mem_win.c) use the
  * Win32 API directly; this header only lets the rest compile unchanged. */
 #ifndef SL_COMPAT_POSIX_WIN_H
@@ -17,6 +19,7 @@
 #endif
 
 #include <direct.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <io.h>
@@ -78,6 +81,47 @@ int sl_win_unlink(const char *path);
 int sl_win_mkdir(const char *path);
 #define mkdir(path, mode) sl_win_mkdir(path)
 
+/* stat of a UTF-8 path (_wstat64, its fields copied into struct stat);
+ * 0, or -1 and errno */
+int sl_win_stat(const char *path, struct stat *st);
+#define stat(path, st) sl_win_stat(path, st)
+/* access of a UTF-8 path (_waccess); 0, or -1 and errno */
+int sl_win_access(const char *path, int mode);
+#define access(path, mode) sl_win_access(path, mode)
+/* rename that replaces an existing target, as POSIX's does (MoveFileExW);
+ * remove of a file or an empty directory; 0, or -1 and errno */
+int sl_win_rename(const char *from, const char *to);
+#define rename sl_win_rename
+int sl_win_remove(const char *path);
+#define remove sl_win_remove
+
+/* opendir / readdir / closedir over _wopendir: each entry's name as UTF-8
+ * (the CRT's char form gives the ANSI code page's, losing what it cannot
+ * spell). The entry stays valid until the next readdir or closedir. */
+struct sl_win_dirent {
+    char d_name[1024]; /* 260 UTF-16 units take at most 780 bytes */
+};
+typedef struct sl_win_dir sl_win_dir;
+sl_win_dir *sl_win_opendir(const char *path);
+struct sl_win_dirent *sl_win_readdir(sl_win_dir *d);
+int sl_win_closedir(sl_win_dir *d);
+#define DIR sl_win_dir
+#define dirent sl_win_dirent
+#define opendir sl_win_opendir
+#define readdir sl_win_readdir
+#define closedir sl_win_closedir
+
+/* getenv as UTF-8 from the wide environment (the CRT's char environment
+ * holds the ANSI code page's spelling, so %LOCALAPPDATA% with a user name
+ * outside it would name no directory). The string lives as long as the
+ * process. setenv / unsetenv write the wide environment. */
+char *sl_win_getenv(const char *name);
+#define getenv sl_win_getenv
+int sl_win_setenv(const char *name, const char *value, int overwrite);
+#define setenv sl_win_setenv
+int sl_win_unsetenv(const char *name);
+#define unsetenv sl_win_unsetenv
+
 /* mkdtemp / mkstemp: the trailing XXXXXX replaced until a new name is made */
 char *sl_win_mkdtemp(char *tmpl);
 #define mkdtemp sl_win_mkdtemp
@@ -119,16 +163,13 @@ float sl_glibc_expm1f(float x);
 #define tanhf(x) sl_glibc_tanhf(x)
 #define expm1f(x) sl_glibc_expm1f(x)
 
-/* setenv / unsetenv over the CRT's environment */
-static inline int setenv(const char *name, const char *value, int overwrite)
-{
-    if (!overwrite && getenv(name)) return 0;
-    return _putenv_s(name, value) == 0 ? 0 : -1;
-}
-static inline int unsetenv(const char *name)
-{
-    return _putenv_s(name, "") == 0 ? 0 : -1;
-}
+/* timespec_get (C11) with TIME_UTC: msvcrt has none (the UCRT has) */
+#include <time.h>
+#ifndef TIME_UTC
+#define TIME_UTC 1
+#endif
+int sl_win_timespec_get(struct timespec *ts, int base);
+#define timespec_get sl_win_timespec_get
 
 /* symbolic links need a privilege (or developer mode) on Windows: callers
  * that can do without one (tests) treat the failure as "not here" */

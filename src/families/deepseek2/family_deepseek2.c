@@ -60,7 +60,7 @@ int sl_bind_ds_ffn(sl_binder *b, int il, const char *norm_name, bool bias_requir
     int rc;
     if ((rc = sl_bind_named(b, il, SL_LT_FFN_NORM, norm_name, true, 1, E, 0, 0))) return rc;
     f->act = SL_ACT_SWIGLU;
-    if (il < hp->n_dense_lead) {
+    if (il + b->blk0 < hp->n_dense_lead) {
         if (hp->n_ff == 0)
             return sl_err_set(b->err, SL_EFORMAT, "%s: layer %d is dense "
                               "(leading_dense_block_count %d) but feed_forward_length is "

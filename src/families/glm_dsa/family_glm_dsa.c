@@ -56,6 +56,9 @@ int sl_family_glm_dsa_layer(sl_binder *b, int il)
     int rc;
     if ((rc = sl_bind_mla_layer(b, il, SL_SCORE_SIGMOID))) return rc;
     bool full = true;
+    /* an MTP block (model_load.c, nextn_block) attends by dense MLA, no
+     * indexer (ARCHS.md section 5) */
+    if (b->blk0) return SL_OK;
     if ((rc = indexer_full(b, il, &full))) return rc;
     if (il == 0 && !full)
         return sl_err_set(b->err, SL_EFORMAT, "%s: layer 0 is a shared indexer layer, but no "

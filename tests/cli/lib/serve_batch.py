@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """serve_batch.py - continuous batching for tests/cli/serve_batch.sh.
 
-Usage: serve_batch.py SOLO_PORT BATCH_PORT
+Usage: serve_batch.py SOLO_PORT BATCH_PORT [--texts-only]
 
 SOLO_PORT is a server with one slot, BATCH_PORT one with four. Requests of
 different prompt lengths, greedy and sampled (temperature 0.8 with a seed),
@@ -17,6 +17,9 @@ import threading
 import time
 
 solo_port, batch_port = int(sys.argv[1]), int(sys.argv[2])
+# --texts-only: the drafting tests compare texts only; how many slots a step
+# batches then depends on how fast each slot's guesses hold (timing)
+check_members = "--texts-only" not in sys.argv[3:]
 failed = 0
 
 
@@ -89,9 +92,10 @@ together = run_all([0, 0, 0, 0])
 for i in range(len(reqs)):
     check("4 slots at once: request %d's text equals its solo text" % i, together[i] == solo[i],
           (together[i], solo[i]))
-steps, members = metric(batch_port, "batch_steps_total"), metric(batch_port, "batch_step_members_total")
-check("the steps batched several slots (mean members > 1.5)",
-      steps and members and members / steps > 1.5, (steps, members))
+if check_members:
+    steps, members = metric(batch_port, "batch_steps_total"), metric(batch_port, "batch_step_members_total")
+    check("the steps batched several slots (mean members > 1.5)",
+          steps and members and members / steps > 1.5, (steps, members))
 late = run_all([0, 0, 0.6, 0.3])  # the long prompt arrives while the others generate
 for i in range(len(reqs)):
     check("a late joiner: request %d's text equals its solo text" % i, late[i] == solo[i], (late[i], solo[i]))
