@@ -96,6 +96,8 @@ static int eval_chunk(void *model, const int32_t *tokens, int32_t n, int32_t fir
 {
     evalctx *e = model;
     sl_session_truncate(e->s, 0);
+    /* each chunk is a prompt of its own, as llama-perplexity evaluates it */
+    sl_session_set_prompt(e->s, n);
     for (int p0 = 0; p0 < n; p0 += e->n_batch) {
         int nb = n - p0 < e->n_batch ? n - p0 : e->n_batch;
         int rc = sl_session_eval(e->s, tokens + p0, nb, err);

@@ -121,6 +121,7 @@ int main(int argc, char **argv)
         return 1;
     }
     /* (1) teacher-forced */
+    sl_session_set_prompt(ss, np);
     const float *a = ll_eval(ctx, &bt, tok, np, 0), *b = sl_eval(ss, tok, np);
     if (!a || !b) {
         fprintf(stderr, "llama_decode: the prompt failed (%s)\n", a ? "sluice" : "llama.cpp");

@@ -86,11 +86,13 @@ static int llama_view(int n_ctx, int n_pos)
 /* Work item w = (block of blk tokens, K/V head): the query heads of that
  * group, for every token of the block, attend together, so each K/V tile
  * is read and converted once for all of them (sl_attn_attend_tokens). An
- * f16 or f32 cache of one type takes the tiled kernels; a quantised or
- * mixed one the position-by-position form, token by token (llama.cpp's
- * paths for the same caches), and so does any cache when the batch has
- * fewer than SL_ATTN_QTILE tokens (llama.cpp's choice by the micro-batch's
- * size: a decode's token, a short prompt's batch). */
+ * f16 or f32 cache of one type takes the tiled kernels for the rows whose
+ * kind is SL_ROW_TILED (session.h: llama.cpp's choice by the size of the
+ * micro-batch it would evaluate the row in, sl_session_set_prompt); the
+ * other rows, and every row of a quantised or mixed cache, take the
+ * position-by-position form token by token (llama.cpp's paths for the
+ * same caches), a SL_ROW_LONE row over a cache view of 512+ split as
+ * llama.cpp splits a one-token micro-batch over decode_split threads. */
 static void attn_worker(void *ctx, int chunk, int n_chunks, int tid)
 {
     attn_job *j = ctx;
@@ -99,13 +101,11 @@ static void attn_worker(void *ctx, int chunk, int n_chunks, int tid)
     const int hd = a->head_dim, hdv = a->head_dim_v, H = a->n_head, HKV = a->n_head_kv;
     const int group = H / HKV;
     const sl_attn_kernels *kr = s->attn_k;
-    const bool tiled = s->type_k == s->type_v && !sl_kv_type_quantized(s->type_k) &&
-                       j->n >= SL_ATTN_QTILE;
+    const bool plain = s->type_k == s->type_v && !sl_kv_type_quantized(s->type_k);
     const int f16 = s->type_k != SL_KV_F32;
-    /* a one-token decode over an f16 / f32 cache of one type, not a ring */
-    const bool split_decode = s->decode_split > 1 && s->type_k == s->type_v &&
-                              !sl_kv_type_quantized(s->type_k) &&
-                              a->n_swa == 0 && j->st->ring_cap == 0 && j->first == 0;
+    /* a one-token micro-batch over an f16 / f32 cache of one type, not a ring */
+    const bool split_ok = s->decode_split > 1 && plain && a->n_swa == 0 &&
+                          j->st->ring_cap == 0 && j->first == 0;
     /* one K/V head's rows, each head's together (kv_ring.h) */
     sl_attn_block b = {
         .q_stride = (size_t)hd, .k_stride = sl_kv_head_bytes(j->st, 0),
@@ -116,6 +116,7 @@ static void attn_worker(void *ctx, int chunk, int n_chunks, int tid)
     };
     const int k_type = (int)sl_kv_quant_type(s->type_k), v_type = (int)sl_kv_quant_type(s->type_v);
     const float *sinks = a->sinks ? j->sinks : NULL;
+    const uint8_t *kind = s->row_kind + j->pos0;
     long long w0, w1;
     const long long n_blk = (j->n + j->blk - 1) / j->blk;
     sl_split_range(n_blk * HKV, chunk, n_chunks, &w0, &w1);
@@ -130,25 +131,30 @@ static void attn_worker(void *ctx, int chunk, int n_chunks, int tid)
         b.v = sl_kv_head_base(j->st, 1, kvh, j->first);
         b.out = s->attn_out + (size_t)t0 * H * hdv + (size_t)kvh * group * hdv;
         b.n_tok = nt;
-        if (tiled) {
-            sl_attn_attend_tokens(kr, &b, f16);
-            continue;
-        }
-        for (int i = 0; i < nt; i++) { /* by position: token by token */
+        for (int i = 0; i < nt;) {
             sl_attn_block one = b;
-            if (j->n == 1 && split_decode) { /* llama.cpp's view of the cache */
-                const int view = llama_view(s->n_ctx, b.n_pos);
+            one.n_pos = b.n_pos + i;
+            one.pos_lo = sl_attn_tok_lo(&b, i);
+            one.q = b.q + (size_t)i * b.q_tok;
+            one.out = b.out + (size_t)i * b.out_tok;
+            if (plain && kind[t0 + i] == SL_ROW_TILED) { /* the run of tiled rows */
+                int e = i + 1;
+                while (e < nt && kind[t0 + e] == SL_ROW_TILED) e++;
+                one.n_tok = e - i;
+                sl_attn_attend_tokens(kr, &one, f16);
+                i = e;
+                continue;
+            }
+            if (split_ok && kind[t0 + i] == SL_ROW_LONE) { /* llama.cpp's view of the cache */
+                const int view = llama_view(s->n_ctx, one.n_pos);
                 if (view >= 512) {
                     one.split_n = s->decode_split;
                     one.split_len = (view + s->decode_split - 1) / s->decode_split;
                 }
             }
             one.n_tok = 1;
-            one.n_pos = b.n_pos + i;
-            one.pos_lo = sl_attn_tok_lo(&b, i);
-            one.q = b.q + (size_t)i * b.q_tok;
-            one.out = b.out + (size_t)i * b.out_tok;
             sl_attn_attend_seq(kr, &one, k_type, v_type);
+            i++;
         }
     }
 }

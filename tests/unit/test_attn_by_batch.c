@@ -1,15 +1,15 @@
 /* test_attn_by_batch.c - llama.cpp's choice of CPU flash-attention path by
- * the micro-batch's size, which sluice's attention follows (what
- * llama-perplexity and llama.cpp's decode compute): a batch of fewer than
- * 64 tokens over an f16 cache attends position by position (the one-chunk
- * form, token by token, so any split under 64, one token at a time
- * included, gives the same bits), a batch of 64 tiled, which gives other
- * bits (so the tiled path was taken there and not below). The same for
- * multi-head latent attention (deepseek2), its sparse form (glm-dsa's
- * indexer-chosen positions) and deepseek4's attention, on their reference
- * fixtures. The trained
- * model's 32-token llama.cpp base (test_trained_glm4moe) checks the bits
- * themselves against llama.cpp's. */
+ * the size of the micro-batch it evaluates a row in, which sluice's
+ * attention follows once the prompt is given (sl_session_set_prompt): a
+ * prompt of 32 tokens and its generated rows over an f16 cache attend
+ * position by position (the one-chunk form, token by token: batches of 32,
+ * 7 and 1 give the same bits), a prompt of 64 tiled, which gives other bits,
+ * the same as no prompt given (every row tiled) in batches of 64 or 7. The
+ * same for multi-head latent attention (deepseek2), its sparse form
+ * (glm-dsa's indexer-chosen positions) and deepseek4's attention, on their
+ * reference fixtures. The trained model's 32-token llama.cpp base
+ * (test_trained_glm4moe) checks the bits themselves against llama.cpp's;
+ * test_attn_ubatch the rule at 512-token micro-batches. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -27,9 +27,10 @@ static char model_path[512];
 static const char *const k_fixtures[] = {"deepseek2-Q8_0.gguf", "glm-dsa-Q8_0.gguf",
                                          "deepseek4-Q8_0.gguf"};
 
-/* Every token's logits of the prompt in batches of `batch` tokens; NULL on
- * failure. *V receives the vocabulary size. */
-static float *logits(int batch, int *V)
+/* Every token's logits of the 64 tokens in batches of `batch`, the first
+ * n_prompt of them given as the prompt (< 0: none); NULL on failure. *V
+ * receives the vocabulary size. */
+static float *logits(int n_prompt, int batch, int *V)
 {
     sl_model_params mp = sl_model_default_params();
     mp.n_threads = 2;
@@ -51,6 +52,7 @@ static float *logits(int batch, int *V)
         goto done;
     }
     *V = sl_model_n_vocab(m);
+    sl_session_set_prompt(s, n_prompt);
     out = malloc(sizeof(float) * (size_t)*V * N_TOK);
     for (int i = 0; out && i < N_TOK; i += batch) {
         const int n = N_TOK - i < batch ? N_TOK - i : batch;
@@ -72,19 +74,23 @@ done:
 static void check_model(const char *arch)
 {
     int V = 0;
-    float *seq32 = logits(32, &V), *seq1 = logits(1, &V), *seq7 = logits(7, &V),
-          *tiled64 = logits(64, &V);
-    CHECK(seq32 && seq1 && seq7 && tiled64 && V > 0);
-    if (seq32 && seq1 && seq7 && tiled64 && V > 0) {
+    float *seq32 = logits(32, 32, &V), *seq1 = logits(32, 1, &V), *seq7 = logits(32, 7, &V),
+          *tiled64 = logits(64, 64, &V), *tiled7 = logits(64, 7, &V), *none = logits(-1, 7, &V);
+    CHECK(seq32 && seq1 && seq7 && tiled64 && tiled7 && none && V > 0);
+    if (seq32 && seq1 && seq7 && tiled64 && tiled7 && none && V > 0) {
         const size_t bytes = sizeof(float) * (size_t)V * N_TOK;
         CHECK_MSG(!memcmp(seq32, seq1, bytes), "%s: batches of 32 differ from one token at a time", arch);
         CHECK_MSG(!memcmp(seq32, seq7, bytes), "%s: batches of 32 differ from batches of 7", arch);
-        CHECK_MSG(memcmp(seq32, tiled64, bytes) != 0, "%s: a batch of 64 gives the one-chunk bits: it was not tiled", arch);
+        CHECK_MSG(memcmp(seq32, tiled64, bytes) != 0, "%s: a prompt of 64 gives the one-chunk bits: it was not tiled", arch);
+        CHECK_MSG(!memcmp(tiled64, tiled7, bytes), "%s: a prompt of 64 in batches of 7 is not tiled", arch);
+        CHECK_MSG(!memcmp(tiled64, none, bytes), "%s: no prompt given is not tiled", arch);
     }
     free(seq32);
     free(seq1);
     free(seq7);
     free(tiled64);
+    free(tiled7);
+    free(none);
 }
 
 /* A generated qwen3moe tiny-k (head size 64) at model_path. */

@@ -161,9 +161,10 @@ TEST(one_full_chunk_is_the_unsplit_form)
 }
 
 /* The last decode step's logits of a generated qwen3moe after a 256-token
- * prompt (batches of 64) and 8 single tokens, n_ctx 512, with decode_split
+ * prompt (batches of 64, sl_session_set_prompt 256) and 8 generated tokens
+ * (single, or one batch as a drafted verify), n_ctx 512, with decode_split
  * split on threads threads; NULL on failure. */
-static float *engine_decode(const char *path, int split, int threads, int *V)
+static float *engine_decode(const char *path, int split, int threads, bool verify, int *V)
 {
     sl_model_params mp = sl_model_default_params();
     mp.n_threads = threads;
@@ -180,8 +181,10 @@ static float *engine_decode(const char *path, int split, int threads, int *V)
         int32_t t[264];
         for (int i = 0; i < 264; i++) t[i] = (int32_t)((i * 37 + 11) % 200);
         int rc = 0;
+        sl_session_set_prompt(s, 256);
         for (int i = 0; i < 256 && !rc; i += 64) rc = sl_session_eval(s, t + i, 64, &err);
-        for (int i = 256; i < 264 && !rc; i++) rc = sl_session_eval(s, t + i, 1, &err);
+        if (verify && !rc) rc = sl_session_eval(s, t + 256, 8, &err);
+        for (int i = 256; i < 264 && !rc && !verify; i++) rc = sl_session_eval(s, t + i, 1, &err);
         *V = sl_model_n_vocab(m);
         if (!rc && (out = malloc(sizeof(float) * (size_t)*V)))
             memcpy(out, sl_session_logits(s), sizeof(float) * (size_t)*V);
@@ -192,8 +195,9 @@ static float *engine_decode(const char *path, int split, int threads, int *V)
 }
 
 /* In the engine: past 256 positions (llama.cpp's view 512) a decode_split
- * of 2 changes the bits against one chunk, and sluice's thread count does
- * not. */
+ * of 2 changes the bits against one chunk, and neither sluice's thread
+ * count nor a drafted verify's batch (generated rows split as llama.cpp's
+ * one-token decode) does. */
 TEST(engine_split_follows_the_setting_not_the_threads)
 {
     char path[512];
@@ -205,14 +209,15 @@ TEST(engine_split_follows_the_setting_not_the_threads)
     t_path(path, sizeof path, "attn_split.gguf");
     CHECK(sl_synth_config_validate(&c, &err) == 0 && sl_synth_write(&c, path, NULL, NULL, NULL, &err) == 0);
     int V = 0;
-    float *one = engine_decode(path, 1, 2, &V), *two1 = engine_decode(path, 2, 1, &V),
-          *two2 = engine_decode(path, 2, 2, &V);
-    CHECK(one && two1 && two2 && V > 0);
-    if (one && two1 && two2 && V > 0) {
+    float *one = engine_decode(path, 1, 2, false, &V), *two1 = engine_decode(path, 2, 1, false, &V),
+          *two2 = engine_decode(path, 2, 2, false, &V), *twov = engine_decode(path, 2, 2, true, &V);
+    CHECK(one && two1 && two2 && twov && V > 0);
+    if (one && two1 && two2 && twov && V > 0) {
         CHECK_MSG(memcmp(two1, two2, sizeof(float) * (size_t)V) == 0, "the thread count changed the split decode");
         CHECK_MSG(memcmp(one, two1, sizeof(float) * (size_t)V) != 0, "decode_split 2 gave one chunk's bits");
+        CHECK_MSG(memcmp(two2, twov, sizeof(float) * (size_t)V) == 0, "a drafted verify differs from the split decode");
     }
-    free(one), free(two1), free(two2);
+    free(one), free(two1), free(two2), free(twov);
     remove(path);
 }
 

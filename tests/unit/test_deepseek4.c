@@ -88,10 +88,7 @@ TEST(engine_matches_the_reference)
 }
 
 /* Batch splits (including across the ratio-128 block's last token),
- * thread counts and streamed experts never change a bit, within the
- * attention form the batch's size chooses (llama.cpp's: one-chunk under 64
- * tokens, tiled from 64; mix_attn.c): batches of 1, 5 and 7 agree, and so
- * do one batch of 140 and two of 70. */
+ * thread counts and streamed experts never change a bit. */
 TEST(batches_threads_and_streaming_do_not_change_bits)
 {
     char path[512];
@@ -99,15 +96,14 @@ TEST(batches_threads_and_streaming_do_not_change_bits)
     const sl_kv_type kv = sl_session_default_params().kv_type;
     float *a = run(path, 1, 1, 0, kv), *b = run(path, 5, 2, 0, kv);
     float *c = run(path, N_TOK, 2, 0, kv), *d = run(path, 7, 2, 3, kv);
-    float *e = run(path, N_TOK / 2, 1, 0, kv);
-    CHECK(a && b && c && d && e);
-    if (a && b && c && d && e) {
+    CHECK(a && b && c && d);
+    if (a && b && c && d) {
         const size_t sz = 512 * (size_t)N_TOK * sizeof(float); /* tiny: vocab 512 */
         CHECK_MSG(memcmp(a, b, sz) == 0, "batch 5 / 2 threads differ from batch 1");
-        CHECK_MSG(memcmp(c, e, sz) == 0, "one batch differs from two");
+        CHECK_MSG(memcmp(a, c, sz) == 0, "one batch differs from batch 1");
         CHECK_MSG(memcmp(a, d, sz) == 0, "streamed experts differ");
     }
-    free(a), free(b), free(c), free(d), free(e);
+    free(a), free(b), free(c), free(d);
 }
 
 /* Per token: the compressed rows, (D + di) / 2 bytes on ratio-4 layers,

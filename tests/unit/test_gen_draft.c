@@ -110,7 +110,7 @@ TEST(greedy_and_sampled_replies_unchanged)
 {
     static reply plain, drafted;
     sl_model *ms[2] = {g_model, g_gemma};
-    long sampled_drafted = 0, greedy_accepted = 0;
+    long sampled_drafted = 0;
     for (int k = 0; k < 2; k++) {
         for (int t = 0; t < 2; t++) {
             const float temp = t ? 0.9f : 0.0f;
@@ -124,15 +124,11 @@ TEST(greedy_and_sampled_replies_unchanged)
             CHECK(drafted.st.accepted <= drafted.st.drafted);
             /* each verify step evaluates the taken token and its drafts at once */
             CHECK(drafted.st.steps <= N_GEN - drafted.st.accepted);
-            greedy_accepted += temp == 0.0f ? drafted.st.accepted : 0;
+            if (temp == 0.0f) CHECK_MSG(drafted.st.accepted > 0, "model %d: none accepted", k);
         }
     }
-    /* sampled text rarely repeats, but some drafts were checked against it;
-     * a random model's greedy text repeats by chance (gemma4's here not since
-     * attention follows llama.cpp's kernel by batch size), so some greedy
-     * drafts were taken on one model or the other */
+    /* sampled text rarely repeats, but some drafts were checked against it */
     CHECK(sampled_drafted > 0);
-    CHECK_MSG(greedy_accepted > 0, "no greedy draft accepted");
 }
 
 TEST(draft_capped_by_the_rows)
