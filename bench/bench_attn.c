@@ -20,6 +20,8 @@
  * times a prompt's query block of N tokens (the last one attending n_pos positions;
  * the figure is then per position per token); BENCH_ATTN_ONE set with it
  * makes the block token by token (the one-token kernel), for comparison.
+ * BENCH_ATTN_SEQ set times the one-chunk form instead (sl_attn_attend_seq,
+ * llama.cpp's kernel for micro-batches under 64 queries: a decode's).
  * Not a test. */
 #include <math.h>
 #include <stdint.h>
@@ -64,7 +66,8 @@ static double run(const sl_attn_kernels *k, sl_attn_block *b, const uint16_t *kh
             b->k = kh + head_base(h, H, b->n_pos, b->dk);
             b->v = vh + head_base(h, H, b->n_pos, b->dk);
             b->out = out + (size_t)h * (size_t)nt * (size_t)b->n_q * (size_t)b->dv;
-            sl_attn_attend_tokens(k, b, 1);
+            if (getenv("BENCH_ATTN_SEQ")) sl_attn_attend_seq(k, b, SL_TYPE_F16, SL_TYPE_F16);
+            else sl_attn_attend_tokens(k, b, 1);
         }
         const double dt = cpu_now() - t0;
         if (dt < best) best = dt;

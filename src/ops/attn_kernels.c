@@ -242,7 +242,7 @@ static float dot_f16f16_ref(const uint16_t *x, const uint16_t *y, int n)
 
 static const sl_attn_kernels ref = {
     dot_f16_ref,  axpy_f16_ref,  dot_f32_ref, axpy_f32_ref,  attend_f16_ref, attend_f32_ref,
-    mad_f32_ref,  scale_f32_ref, mad_f16_ref, scale_f16_ref, dot_f16f16_ref, NULL, NULL,
+    mad_f32_ref,  scale_f32_ref, mad_f16_ref, scale_f16_ref, dot_f16f16_ref, NULL, NULL, NULL, NULL,
 };
 
 /* x a + y b as llama.cpp's build computes its partials' combination
@@ -279,7 +279,9 @@ static void seq_range(const sl_attn_kernels *kr, const sl_attn_block *b, int k_t
         memset(acc + (size_t)r * dv, 0, (size_t)dv * sizeof(float)); /* f16 zeros too */
     }
     const int n_ic = b->sel ? b->n_sel : hi - lo;
-    for (int i = 0; i < n_ic; i++) {
+    if (v16 && k_type == SL_TYPE_F16 && kr->seq_range_f16) {
+        kr->seq_range_f16(b, qc, acc, mx, sum, lo, hi);
+    } else for (int i = 0; i < n_ic; i++) {
         const int ic = b->sel ? b->sel[i] : lo + i;
         const uint8_t *kp = (const uint8_t *)b->k + (size_t)ic * b->k_stride;
         const uint8_t *vp = (const uint8_t *)b->v + (size_t)ic * b->v_stride;
@@ -325,6 +327,7 @@ void sl_attn_attend_seq(const sl_attn_kernels *kr, const sl_attn_block *b, int k
         const float *q = b->q + (size_t)r * b->q_stride;
         float *c = qc + (size_t)r * dk;
         if (k_type == SL_TYPE_F32) memcpy(c, q, (size_t)dk * sizeof(float));
+        else if (k_type == SL_TYPE_F16 && kr->to_f16) kr->to_f16(q, (uint16_t *)c, dk);
         else if (k_type == SL_TYPE_F16)
             for (int d = 0; d < dk; d++) ((uint16_t *)c)[d] = sl_f32_to_fp16(q[d]);
         else sl_type_get(kt->vec_dot_type)->from_float(q, c, dk);

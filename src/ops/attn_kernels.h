@@ -108,6 +108,18 @@ typedef struct sl_attn_kernels {
      * sl_attn_attend_tokens makes the one-token calls). */
     void (*attend_tok_f16)(const sl_attn_block *b);
     void (*attend_tok_f32)(const sl_attn_block *b);
+    /* sl_attn_attend_seq's loop over positions [lo, hi) (or b->sel) for f16
+     * K and V: row r's query in f16 at (uint16_t *)(qc + r dk), its f16
+     * accumulator at (uint16_t *)(acc + r dv), mx[r] and sum[r] its state,
+     * all zeroed (mx -inf) by the caller; each score, weight and
+     * accumulation in the order and roundings of the element loops above,
+     * so the bits are theirs (a position's rows' scores computed together,
+     * its K and V rows read once for them). NULL: the element loops. */
+    void (*seq_range_f16)(const sl_attn_block *b, const float *qc, float *acc, float *mx,
+                          float *sum, int lo, int hi);
+    /* n floats to f16, rounded to nearest even (as sl_f32_to_fp16 for
+     * finite values); NULL: sl_f32_to_fp16 element by element. */
+    void (*to_f16)(const float *x, uint16_t *y, int n);
 } sl_attn_kernels;
 
 /* The block's tokens (n_tok, or one) attended with kr's kernels: the
