@@ -1,7 +1,8 @@
 /* llama_decode.c - `llama_decode MODEL TEXT N_PROMPT N_GEN [THREADS]`:
  * llama.cpp's decode against sluice's on the same tokens. The text's first
  * N_PROMPT tokens (llama.cpp's tokenizer, BOS first) go in as one batch to
- * both; then (1) the next N_GEN tokens of the text one at a time, and each
+ * both (llama.cpp splits it in micro-batches of its default 512; sluice is
+ * told the prompt, sl_session_set_prompt); then (1) the next N_GEN tokens of the text one at a time, and each
  * step's logits compared (bit-identical steps, the largest difference), and
  * (2) from fresh memories, N_GEN greedy tokens each, and the first step at
  * which the two choose differently. Both with THREADS threads (default 2),
@@ -98,7 +99,8 @@ int main(int argc, char **argv)
     const int n_ctx = (np + ng + 1 + 255) / 256 * 256, V = llama_vocab_n_tokens(vocab);
     struct llama_context_params cp = llama_context_default_params();
     cp.n_ctx = (uint32_t)n_ctx;
-    cp.n_batch = cp.n_ubatch = (uint32_t)(np > 512 ? np : 512);
+    cp.n_batch = (uint32_t)(np > 512 ? np : 512);
+    cp.n_ubatch = 512; /* its default: a longer prompt goes in micro-batches of 512 */
     cp.n_threads = cp.n_threads_batch = nt;
     struct llama_context *ctx = llama_init_from_model(model, cp);
     struct llama_batch bt = llama_batch_init(np > 512 ? np : 512, 0, 1);
