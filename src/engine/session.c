@@ -205,7 +205,7 @@ int sl_session_set_prompt(sl_session *s, int n_prompt)
 
 void sl_session_batch_begin(sl_session *s, int n)
 {
-    for (int i = 0; i < n; i++)
+    for (int i = 0; i < n && s->n_past + i < s->n_ctx; i++)
         s->row_kind[s->n_past + i] = (uint8_t)sl_session_row_kind(s, s->prompt_n, s->n_past + i);
     s->n_logits = 0;
     if (s->n_past == 0) { /* a new sequence: recurrent states start from zero */
