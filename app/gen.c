@@ -340,8 +340,9 @@ bool gen_logits_finite(sl_session *s)
 }
 
 /* Restores path into g's session and keeps the longest prefix shared with
- * ids[0..n) that the session can return to and that leaves logits to
- * sample from. Returns the tokens kept (0: a cold start, the session
+ * ids[0..n) whose rows took the attention kernels this prompt gives them
+ * (sl_session_set_prompt), that the session can return to and that leaves
+ * logits to sample from. Returns the tokens kept (0: a cold start, the session
  * empty; *same: the file holds exactly ids). A file whose saved logits
  * are not finite is deleted. */
 static int restore_prefix(gen_ctx *g, const char *cmd, const char *path, const int32_t *ids,

@@ -3,8 +3,11 @@
  * Prompt reuse: the slot remembers the tokens its session holds; a job
  * whose prompt starts with some of them keeps that prefix (the session is
  * cut back to it) and evaluates only the rest; at least the last prompt
- * token is evaluated again so that its logits are fresh. A model whose
- * state cannot be cut back there (a recurrent layer) starts from 0. The
+ * token is evaluated again so that its logits are fresh. Whatever is kept
+ * or restored is cut back further to the rows whose attention took the
+ * kernels this prompt gives them (keep_agreeing), so a reply's bits never
+ * depend on what the slot held. A model whose state cannot be cut back
+ * there (a recurrent layer) starts from 0. The
  * sampler is the job's own, created here, so nothing of one request's
  * sampling reaches the next; it sees every prompt token, reused or not.
  *
