@@ -130,6 +130,7 @@ static int to_depth(sl_session *s, const int32_t *toks, int depth, int batch, sl
         sl_session_truncate_err(s, depth, &refused) == 0)
         return 0;
     sl_session_truncate(s, 0);
+    sl_session_set_prompt(s, depth);
     return depth > 0 ? eval_all(s, toks, depth, batch, err) : 0;
 }
 
@@ -196,6 +197,9 @@ static int run_tests(sl_model *m, const model_flags *mf, depth_set *d, int n_pro
         for (int k = 0; k < d->n && !rc; k++) {
             sl_session *s = d->s[k];
             if ((rc = to_depth(s, d->ctx, d->depth[k], batch, err))) break;
+            /* attention as llama.cpp's for a prompt of the context and the
+             * pp test, or for tokens generated after the context */
+            sl_session_set_prompt(s, d->depth[k] + n_prompt);
             const double c0 = process_cpu_s();
             uint64_t t0 = sl_now_ns();
             const bool timed = r >= 0; /* the warm-up run reports nothing */

@@ -94,6 +94,8 @@ static int eval_chunk(void *model, const int32_t *tokens, int32_t n, int32_t fir
 {
     evalctx *e = model;
     sl_session_truncate(e->s, 0);
+    /* each chunk is a prompt of its own, as llama-perplexity evaluates it */
+    sl_session_set_prompt(e->s, n);
     for (int p0 = 0; p0 < n; p0 += e->n_batch) {
         int nb = n - p0 < e->n_batch ? n - p0 : e->n_batch;
         int rc = sl_session_eval(e->s, tokens + p0, nb, err);
@@ -267,7 +269,6 @@ int cmd_perplexity(int argc, char **argv)
     sp.n_ctx = n_ctx;
     sp.all_logits = true;
     sp.n_batch_max = e.n_batch;
-    sp.attn_by_batch = true; /* llama-perplexity's attention for batches under 64 tokens */
     if (sl_session_create(&e.s, m, &sp, &err)) {
         fprintf(stderr, "sluice perplexity: %s\n", err.msg);
         goto done;

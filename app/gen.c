@@ -327,8 +327,9 @@ bool gen_logits_finite(sl_session *s)
 }
 
 /* Restores path into g's session and keeps the longest prefix shared with
- * ids[0..n) that the session can return to and that leaves logits to
- * sample from. Returns the tokens kept (0: a cold start, the session
+ * ids[0..n) whose rows took the attention kernels this prompt gives them
+ * (sl_session_set_prompt), that the session can return to and that leaves
+ * logits to sample from. Returns the tokens kept (0: a cold start, the session
  * empty; *same: the file holds exactly ids). A file whose saved logits
  * are not finite is deleted. */
 static int restore_prefix(gen_ctx *g, const char *cmd, const char *path, const int32_t *ids,
@@ -358,8 +359,12 @@ static int restore_prefix(gen_ctx *g, const char *cmd, const char *path, const i
     int common = 0;
     while (common < k && common < n && saved[common] == ids[common]) common++;
     free(saved);
-    int keep = common;
-    *same = k == n && common == n;
+    /* rows whose attention took another kernel than this prompt's rule
+     * gives them (another prompt's last micro-batch, a reply's tokens, a
+     * file that does not say) are evaluated again */
+    const int agree = sl_session_set_prompt(g->s, n);
+    int keep = common < agree ? common : agree;
+    *same = k == n && keep == n;
     if (keep == n) {
         /* the whole prompt: its last token is evaluated again (the same
          * logits: batch splits are exact), so that poisoned K/V rows show
@@ -399,7 +404,11 @@ int gen_eval_cached(gen_ctx *g, const char *cmd, const char *path, const int32_t
                     int *n_reused, sl_err *err)
 {
     *n_reused = 0;
-    if (!path || sl_session_n_past(g->s) != 0) return gen_eval(g, ids, n, err);
+    /* the reply's prompt: everything from position 0 (a chat's later turn
+     * continues what the session holds, as llama.cpp's chat does) */
+    const int before = sl_session_n_past(g->s);
+    sl_session_set_prompt(g->s, before + n);
+    if (!path || before != 0) return gen_eval(g, ids, n, err);
     sl_err e = {0};
     if (sl_session_save_check(path, &e)) { /* not a file the cache may use: one line */
         fprintf(stderr, "sluice %s: warning: prompt cache: %s; going on without the prompt "

@@ -91,9 +91,13 @@ void gen_close(gen_ctx *g);
  * the sampler's penalty history. */
 int gen_eval(gen_ctx *g, const int32_t *ids, int n, sl_err *err);
 
-/* --prompt-cache FILE (run, chat): evaluates ids[0..n) like gen_eval, but
- * first restores the state saved in path when its tokens begin like ids,
- * and evaluates only the rest: at least the last token, so that poisoned
+/* The prompt of a reply (run, chat): tells the session that ids[0..n)
+ * follow what it holds and end the prompt (sl_session_set_prompt: the
+ * attention kernel of each row, so the bits do not depend on -b or on the
+ * cache), then evaluates them like gen_eval.
+ * --prompt-cache FILE: first restores the state saved in path when its
+ * tokens begin like ids and its rows took this prompt's kernels, and
+ * evaluates only the rest: at least the last token, so that poisoned
  * rows show (a recurrent model, which cannot go back to it, samples from
  * the logits the file kept); then saves the state of all n tokens to path
  * (crash-safe) unless the file held just these. A missing file is a cold start;

@@ -20,6 +20,8 @@
  * times a prompt's query block of N tokens (the last one attending n_pos positions;
  * the figure is then per position per token); BENCH_ATTN_ONE set with it
  * makes the block token by token (the one-token kernel), for comparison.
+ * BENCH_ATTN_SEQ set times the one-chunk form instead (sl_attn_attend_seq,
+ * llama.cpp's kernel for micro-batches under 64 queries: a decode's).
  * Not a test. */
 #include <math.h>
 #include <stdint.h>
@@ -64,7 +66,8 @@ static double run(const sl_attn_kernels *k, sl_attn_block *b, const uint16_t *kh
             b->k = kh + head_base(h, H, b->n_pos, b->dk);
             b->v = vh + head_base(h, H, b->n_pos, b->dk);
             b->out = out + (size_t)h * (size_t)nt * (size_t)b->n_q * (size_t)b->dv;
-            sl_attn_attend_tokens(k, b, 1);
+            if (getenv("BENCH_ATTN_SEQ")) sl_attn_attend_seq(k, b, SL_TYPE_F16, SL_TYPE_F16);
+            else sl_attn_attend_tokens(k, b, 1);
         }
         const double dt = cpu_now() - t0;
         if (dt < best) best = dt;
@@ -104,7 +107,7 @@ int main(int argc, char **argv)
     for (int i = 0; i < nt * nq * dk; i++) q[i] = frand(&seed) * 2.0f;
     sl_attn_block b = {q, (size_t)dk, kh, vh, 2 * (size_t)dk * H, 2 * (size_t)dk * H, dk, dk, nq, n_pos,
                        1.0f / sqrtf((float)dk), out[0], (size_t)dk, scratch, 0, NULL,
-                       nt, (size_t)nq * dk, (size_t)nq * dk, 0, NULL, 0};
+                       nt, (size_t)nq * dk, (size_t)nq * dk, 0, NULL, 0, 0, 0};
     b.n_pos = n_pos - nt + 1 > 0 ? n_pos - nt + 1 : 1; /* the block's last token sees n_pos */
     const size_t n_out = (size_t)N_HEADS * nt * nq * dk;
     const int ref_reps = getenv("BENCH_ATTN_FAST") ? 1 : reps > 3 ? 3 : reps;

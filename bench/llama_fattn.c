@@ -6,6 +6,8 @@
  * tokens at the end of N_KV positions; the shape is small's (head 64, 8
  * query heads sharing 2 K/V heads). Prints the outputs that differ (first
  * few and a count) for each of a few seeds. Types: f32, f16, q8_0, q4_0.
+ * FATTN_SEQ=1 compares sluice's one-chunk form for f16 / f32 caches too,
+ * FATTN_THREADS=N runs llama.cpp's op on N threads (its default 4).
  * Built by bench/llama_ref.sh's recipe against node-llama-cpp's libraries
  * (LLAMA_CPU_BACKEND names the CPU backend to load). A developer tool: not
  * part of the library or the suite. */
@@ -58,6 +60,12 @@ int main(int argc, char **argv)
     }
     ggml_backend_t be = ggml_backend_init_by_type(GGML_BACKEND_DEVICE_TYPE_CPU, NULL);
     if (!be) return 1;
+    if (getenv("FATTN_THREADS")) { /* a one-token decode over 512+ positions splits by threads */
+        ggml_backend_reg_t reg = ggml_backend_dev_backend_reg(ggml_backend_get_device(be));
+        ggml_backend_set_n_threads_t set_n =
+            (ggml_backend_set_n_threads_t)ggml_backend_reg_get_proc_address(reg, "ggml_backend_set_n_threads");
+        if (set_n) set_n(be, atoi(getenv("FATTN_THREADS")));
+    }
     const size_t krb = sl_kv_row_bytes(kk, DK), vrb = sl_kv_row_bytes(vk, DK);
     const float scale = 1.0f / sqrtf((float)DK);
     long total_diff = 0;
@@ -110,6 +118,10 @@ int main(int argc, char **argv)
                     .dk = DK, .dv = DK, .n_q = group, .n_pos = n_kv - n_tok + t + 1,
                     .scale = scale, .out = o + g * group * DK, .out_stride = DK,
                     .scratch = scratch, .n_tok = 1};
+                /* llama.cpp splits a one-token decode over a view of 512+ by threads */
+                const int nth = getenv("FATTN_THREADS") ? atoi(getenv("FATTN_THREADS")) : 4;
+                if (n_tok == 1 && n_kv >= 512 && ks == vs && (ks == SL_TYPE_F16 || ks == SL_TYPE_F32))
+                    b.split_n = nth, b.split_len = (n_kv + nth - 1) / nth;
                 /* the engine's choice: the tiled kernels for an f16 or f32 cache of
                  * one type (llama.cpp's tiled path, which it takes from 64 tokens on;
                  * below that it takes the one-chunk loop, and the bits part), else

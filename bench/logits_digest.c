@@ -3,14 +3,22 @@
  * logits and prints one 64-bit FNV-1a digest of their bits per position, and
  * one of all; with CACHE_EXPERTS > 0 the routed experts are streamed
  * through a cache of that many. Built against two versions of libsluice (bench/bitcompare.sh),
- * it proves a change leaves the output bit-identical. Uses the public API
- * only. */
+ * it proves a change leaves the output bit-identical. DIGEST_PROMPT=N in
+ * the environment gives the first N tokens as the prompt
+ * (sl_session_set_prompt: llama.cpp's attention kernels, the rest as
+ * generated rows); without it no prompt is given (every row tiled). Uses
+ * the public API only. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "sluice.h"
+
+/* Weak: a library from before sl_session_set_prompt links too
+ * (bitcompare builds this file against an old tree); called only under
+ * DIGEST_PROMPT. */
+extern int sl_session_set_prompt(sl_session *s, int n_prompt) __attribute__((weak));
 
 static uint64_t fnv(uint64_t h, const void *p, size_t n)
 {
@@ -46,6 +54,14 @@ int main(int argc, char **argv)
     if (sl_session_create(&s, m, &sp, &err)) {
         fprintf(stderr, "session: %s\n", err.msg);
         return 1;
+    }
+    const char *dp = getenv("DIGEST_PROMPT");
+    if (dp) {
+        if (!sl_session_set_prompt) {
+            fprintf(stderr, "DIGEST_PROMPT: this library has no sl_session_set_prompt\n");
+            return 2;
+        }
+        sl_session_set_prompt(s, atoi(dp));
     }
     const int V = sl_model_n_vocab(m), N = 40;
     int32_t toks[40];

@@ -291,11 +291,16 @@ typedef struct sl_session_params {
                            Walsh-Hadamard attention rotation (its
                            LLAMA_ATTN_ROT_DISABLE=1); false: rotated, as
                            llama.cpp computes by default */
-    bool attn_by_batch; /* f16 / f32 caches attend as llama.cpp's CPU flash
-                           attention chooses by the batch's size: a batch of
-                           fewer than 64 tokens (SL_ATTN_QTILE) by its one-chunk
-                           form (sl_attn_attend_seq), larger ones tiled;
-                           false: tiled at every size (perplexity sets it) */
+    int decode_split;   /* llama.cpp's thread count whose one-token
+                           micro-batch attention to reproduce (a generated
+                           row, or a prompt's last row alone in its
+                           micro-batch: sl_session_set_prompt): over a cache
+                           view of 512+ positions (n_ctx and positions padded
+                           to 256) it splits the positions in that many
+                           chunks and combines them; <= 1 (the default): one
+                           chunk, as llama.cpp on one thread. Any value keeps
+                           results independent of n_threads and of batch
+                           splits */
 } sl_session_params;
 
 sl_session_params sl_session_default_params(void);
@@ -317,6 +322,23 @@ int sl_session_eval(sl_session *s, const int32_t *tokens, int n, sl_err *err);
  * Valid until the next eval. */
 const float *sl_session_logits(const sl_session *s);
 const float *sl_session_logits_at(const sl_session *s, int i);
+
+/* The prompt of the reply about to be evaluated: n_prompt tokens from
+ * position 0 of the sequence (the whole prompt, what the session already
+ * holds included). From now on each row's attention takes the kernel
+ * llama.cpp's CPU flash attention takes for it when it evaluates that
+ * prompt cold in micro-batches of 512 and then decodes one token at a
+ * time: a prompt row at position p lies in micro-batch p / 512, of
+ * min(512, n_prompt - 512 (p / 512)) tokens, and takes the one-chunk form
+ * when that is under 64 tokens, else the tiled one; a row at or past
+ * n_prompt (generated, a drafted verify's) takes the one-chunk form. So
+ * the bits depend on the request only, never on how it is split into
+ * batches (-b, chunked prefill, a reused prefix, a token evaluated again).
+ * Returns how many of the positions the session holds were evaluated as
+ * that rule gives them (<= n_past): a caller keeping a prefix keeps at
+ * most that many, and evaluates the rest. n_prompt < 0: no prompt given
+ * (as a new session): every row tiled. Never fails. */
+int sl_session_set_prompt(sl_session *s, int n_prompt);
 
 /* Number of tokens in the session's state, and forgetting all from
  * position n on (n <= sl_session_n_past), e.g. to restart or to rewind a

@@ -3,8 +3,11 @@
  * Prompt reuse: the slot remembers the tokens its session holds; a job
  * whose prompt starts with some of them keeps that prefix (the session is
  * cut back to it) and evaluates only the rest; at least the last prompt
- * token is evaluated again so that its logits are fresh. A model whose
- * state cannot be cut back there (a recurrent layer) starts from 0. The
+ * token is evaluated again so that its logits are fresh. Whatever is kept
+ * or restored is cut back further to the rows whose attention took the
+ * kernels this prompt gives them (keep_agreeing), so a reply's bits never
+ * depend on what the slot held. A model whose state cannot be cut back
+ * there (a recurrent layer) starts from 0. The
  * sampler is the job's own, created here, so nothing of one request's
  * sampling reaches the next; it sees every prompt token, reused or not.
  *
@@ -99,6 +102,22 @@ static int reuse_prefix(srv_slot *s, const int32_t *ids, int n)
     }
     s->n_held = p;
     return p;
+}
+
+/* Sets the job's prompt (n tokens from position 0) on the slot's session
+ * and keeps at most the prefix of its p positions whose rows took the
+ * attention kernels that prompt's rule gives them (sl_session_set_prompt),
+ * so a reused or restored prefix gives the bits of a cold evaluation;
+ * returns the positions kept. */
+static int keep_agreeing(srv_slot *s, int n, int p)
+{
+    const int agree = sl_session_set_prompt(s->g.s, n);
+    if (p <= agree) return p;
+    if (sl_session_truncate(s->g.s, agree) != SL_OK || sl_session_n_past(s->g.s) != agree) {
+        sl_session_truncate(s->g.s, 0);
+        return 0;
+    }
+    return agree;
 }
 
 /* Where the prompt's first chat turn ends: just after its first end-of-turn
@@ -264,11 +283,13 @@ void srv_run_job(srv_slot *s, srv_job *j)
     if (pool->ram && held_prefix(s, j->ids, j->n_ids) < s->n_held &&
         s->n_held == sl_session_n_past(g->s))
         srv_ramcache_store(pool->ram, g->s, s->held, s->n_held);
-    int p = reuse_prefix(s, j->ids, j->n_ids);
+    int p = keep_agreeing(s, j->n_ids, reuse_prefix(s, j->ids, j->n_ids));
+    s->n_held = p;
     int entry_n = 0; /* the prompt-cache file restored, if any */
     const int have = p;
     p = srv_ramcache_restore(pool->ram, g->s, j->ids, j->n_ids, p);
     if (pool->pcache) p = srv_pcache_restore(pool->pcache, g->s, j->ids, j->n_ids, p, &entry_n);
+    if (p != have) p = keep_agreeing(s, j->n_ids, p);
     if (p != have) s->n_held = 0; /* remember() records the tokens held after the job */
     j->n_cached = p;
     j->fmt->begin(j); /* after the lookup: an answer's first event may count n_cached */

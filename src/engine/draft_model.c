@@ -129,7 +129,6 @@ int sl_draft_model_create_on(sl_draft_src **out, sl_session *s, sl_model *dm, sl
     sl_session_params sp = sl_session_default_params();
     sp.n_ctx = s->n_ctx;
     sp.n_batch_max = s->n_batch_max;
-    sp.attn_by_batch = s->attn_by_batch;
     d->cap = s->n_ctx;
     d->toks = malloc((size_t)d->cap * sizeof *d->toks);
     if (!d->toks) {

@@ -85,7 +85,7 @@ static int mtp_rows(mtp *d, const int32_t *tokens, const float *const *hid, int 
     sl_session *s = d->vs;
     const sl_layer *L = &d->vm->layers[0];
     s->n_past = pos;
-    sl_session_batch_begin(s);
+    sl_session_batch_begin(s, n);
     mtp_input(d, tokens, hid, n);
     int rc = SL_OK;
     if (full) {
@@ -287,7 +287,6 @@ int sl_draft_mtp_create_on(sl_draft_src **out, sl_session *s, sl_model *block, s
     sp.n_batch_max = d->B;
     sp.type_k = (int)s->type_k;
     sp.type_v = (int)s->type_v;
-    sp.attn_by_batch = s->attn_by_batch;
     int rc = sl_session_create(&d->vs, d->vm, &sp, err);
     if (rc) {
         mtp_destroy(&d->base);

@@ -296,7 +296,7 @@ int sl_session_eval_multi(sl_session *batch, sl_session *const *ss, const int32_
         for (int i = 0, row = 0; i < count; row += n[i], i++)
             for (int t = 0; t < n[i]; t++) route_rows[row + t] = ss[i]->route_step + t;
     }
-    for (int i = 0; i < count; i++) sl_session_batch_begin(ss[i]);
+    for (int i = 0; i < count; i++) sl_session_batch_begin(ss[i], n[i]);
     batch->n_logits = 0;
     batch->route_rows = route_rows;
     rc = forward_multi(batch, ss, toks, n, count, total, err);

@@ -71,14 +71,28 @@ typedef struct attn_job {
     int first;              /* the first position the batch attends to */
 } attn_job;
 
+/* The length of llama.cpp's view of a cache of n_ctx positions when n_pos
+ * are used: both rounded up to 256, the used ones to at least 256, at
+ * most the cache (llama_kv_cache::get_n_kv). A one-token decode whose view
+ * reaches 512 is split into one chunk per thread there
+ * (sl_session_params.decode_split). */
+static int llama_view(int n_ctx, int n_pos)
+{
+    const int cap = (n_ctx + 255) / 256 * 256, used = (n_pos + 255) / 256 * 256;
+    const int v = used > 256 ? used : 256;
+    return v < cap ? v : cap;
+}
+
 /* Work item w = (block of blk tokens, K/V head): the query heads of that
  * group, for every token of the block, attend together, so each K/V tile
  * is read and converted once for all of them (sl_attn_attend_tokens). An
- * f16 or f32 cache of one type takes the tiled kernels; a quantised or
- * mixed one the position-by-position form, token by token (llama.cpp's
- * paths for the same caches), and so does any cache under attn_by_batch
- * when the batch has fewer than SL_ATTN_QTILE tokens (llama.cpp's choice
- * by the micro-batch's size). */
+ * f16 or f32 cache of one type takes the tiled kernels for the rows whose
+ * kind is SL_ROW_TILED (session.h: llama.cpp's choice by the size of the
+ * micro-batch it would evaluate the row in, sl_session_set_prompt); the
+ * other rows, and every row of a quantised or mixed cache, take the
+ * position-by-position form token by token (llama.cpp's paths for the
+ * same caches), a SL_ROW_LONE row over a cache view of 512+ split as
+ * llama.cpp splits a one-token micro-batch over decode_split threads. */
 static void attn_worker(void *ctx, int chunk, int n_chunks, int tid)
 {
     attn_job *j = ctx;
@@ -87,9 +101,11 @@ static void attn_worker(void *ctx, int chunk, int n_chunks, int tid)
     const int hd = a->head_dim, hdv = a->head_dim_v, H = a->n_head, HKV = a->n_head_kv;
     const int group = H / HKV;
     const sl_attn_kernels *kr = s->attn_k;
-    const bool tiled = s->type_k == s->type_v && !sl_kv_type_quantized(s->type_k) &&
-                       !(s->attn_by_batch && j->n < SL_ATTN_QTILE);
+    const bool plain = s->type_k == s->type_v && !sl_kv_type_quantized(s->type_k);
     const int f16 = s->type_k != SL_KV_F32;
+    /* a one-token micro-batch over an f16 / f32 cache of one type, not a ring */
+    const bool split_ok = s->decode_split > 1 && plain && a->n_swa == 0 &&
+                          j->st->ring_cap == 0 && j->first == 0;
     /* one K/V head's rows, each head's together (kv_ring.h) */
     sl_attn_block b = {
         .q_stride = (size_t)hd, .k_stride = sl_kv_head_bytes(j->st, 0),
@@ -100,6 +116,7 @@ static void attn_worker(void *ctx, int chunk, int n_chunks, int tid)
     };
     const int k_type = (int)sl_kv_quant_type(s->type_k), v_type = (int)sl_kv_quant_type(s->type_v);
     const float *sinks = a->sinks ? j->sinks : NULL;
+    const uint8_t *kind = s->row_kind + j->pos0;
     long long w0, w1;
     const long long n_blk = (j->n + j->blk - 1) / j->blk;
     sl_split_range(n_blk * HKV, chunk, n_chunks, &w0, &w1);
@@ -114,18 +131,30 @@ static void attn_worker(void *ctx, int chunk, int n_chunks, int tid)
         b.v = sl_kv_head_base(j->st, 1, kvh, j->first);
         b.out = s->attn_out + (size_t)t0 * H * hdv + (size_t)kvh * group * hdv;
         b.n_tok = nt;
-        if (tiled) {
-            sl_attn_attend_tokens(kr, &b, f16);
-            continue;
-        }
-        for (int i = 0; i < nt; i++) { /* by position: token by token */
+        for (int i = 0; i < nt;) {
             sl_attn_block one = b;
-            one.n_tok = 1;
             one.n_pos = b.n_pos + i;
             one.pos_lo = sl_attn_tok_lo(&b, i);
             one.q = b.q + (size_t)i * b.q_tok;
             one.out = b.out + (size_t)i * b.out_tok;
+            if (plain && kind[t0 + i] == SL_ROW_TILED) { /* the run of tiled rows */
+                int e = i + 1;
+                while (e < nt && kind[t0 + e] == SL_ROW_TILED) e++;
+                one.n_tok = e - i;
+                sl_attn_attend_tokens(kr, &one, f16);
+                i = e;
+                continue;
+            }
+            if (split_ok && kind[t0 + i] == SL_ROW_LONE) { /* llama.cpp's view of the cache */
+                const int view = llama_view(s->n_ctx, one.n_pos);
+                if (view >= 512) {
+                    one.split_n = s->decode_split;
+                    one.split_len = (view + s->decode_split - 1) / s->decode_split;
+                }
+            }
+            one.n_tok = 1;
             sl_attn_attend_seq(kr, &one, k_type, v_type);
+            i++;
         }
     }
 }

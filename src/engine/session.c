@@ -66,7 +66,7 @@ int sl_session_create(sl_session **out, sl_model *m, const sl_session_params *pp
     s->type_k = dims.type_k;
     s->type_v = dims.type_v;
     s->attn_rot = !p.attn_rot_off;
-    s->attn_by_batch = p.attn_by_batch;
+    s->decode_split = p.decode_split > 1 ? p.decode_split : 1;
     s->all_logits = p.all_logits;
     s->n_logit_rows = dims.n_logit_rows;
     s->route_step = -1;
@@ -123,6 +123,12 @@ int sl_session_create(sl_session **out, sl_model *m, const sl_session_params *pp
     s->scratch_bytes = lay.scratch_bytes;
 
     s->snap_pos = -1;
+    s->prompt_n = -1;
+    s->row_kind = calloc((size_t)p.n_ctx, 1);
+    if (!s->row_kind) {
+        sl_session_free(s);
+        return sl_err_set(err, SL_ENOMEM, "out of memory");
+    }
     s->pool = m->rt->pool;
     *out = s;
     return SL_OK;
@@ -133,6 +139,7 @@ void sl_session_free(sl_session *s)
     if (!s) return;
     if (s->arena) sl_session_guards_disarm(&s->layout, s->arena);
     free(s->arena_mem);
+    free(s->row_kind);
     free(s);
 }
 
@@ -149,15 +156,37 @@ int sl_session_eval(sl_session *s, const int32_t *tokens, int n, sl_err *err)
         if (tokens[i] < 0 || tokens[i] >= s->m->hp.n_vocab)
             return sl_err_set(err, SL_EINVAL, "token id %d at batch position %d is outside "
                               "the vocabulary [0, %d)", tokens[i], i, s->m->hp.n_vocab);
-    sl_session_batch_begin(s);
+    sl_session_batch_begin(s, n);
     const int rc = sl_forward_batch(s, tokens, n, err);
     sl_session_guards_verify(&s->layout, s->arena);
     sl_session_batch_end(s, n, rc);
     return rc;
 }
 
-void sl_session_batch_begin(sl_session *s)
+int sl_session_row_kind(const sl_session *s, int n_prompt, int pos)
 {
+    if (n_prompt < 0) return SL_ROW_TILED;
+    int size = 1; /* generated: decoded one token at a time */
+    if (pos < n_prompt) {
+        const int from = pos / SL_LLAMA_UBATCH * SL_LLAMA_UBATCH;
+        size = n_prompt - from < SL_LLAMA_UBATCH ? n_prompt - from : SL_LLAMA_UBATCH;
+    }
+    if (size >= SL_ATTN_QTILE) return SL_ROW_TILED;
+    return size == 1 && s->decode_split > 1 ? SL_ROW_LONE : SL_ROW_SEQ;
+}
+
+int sl_session_set_prompt(sl_session *s, int n_prompt)
+{
+    s->prompt_n = n_prompt < 0 ? -1 : n_prompt;
+    int k = 0;
+    while (k < s->n_past && s->row_kind[k] == sl_session_row_kind(s, s->prompt_n, k)) k++;
+    return k;
+}
+
+void sl_session_batch_begin(sl_session *s, int n)
+{
+    for (int i = 0; i < n && s->n_past + i < s->n_ctx; i++)
+        s->row_kind[s->n_past + i] = (uint8_t)sl_session_row_kind(s, s->prompt_n, s->n_past + i);
     s->n_logits = 0;
     if (s->n_past == 0) { /* a new sequence: recurrent states start from zero */
         memset(s->seq_state, 0, (size_t)s->layout.bytes[SL_SB_seq_state]);

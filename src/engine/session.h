@@ -29,7 +29,14 @@ struct sl_session {
     sl_kv_type type_k, type_v;
     size_t kv_elem;
     bool attn_rot;             /* quantised K / V rows stored rotated (mix_attn.c) */
-    bool attn_by_batch;        /* sl_session_params.attn_by_batch (mix_attn.c) */
+    int decode_split;          /* sl_session_params.decode_split, resolved (mix_attn.c) */
+    /* The attention kernel of each row, by the rule of sl_session_set_prompt
+     * (sl_session_row_kind): prompt_n is the current reply's prompt extent
+     * (-1: none given, every row tiled); row_kind[p] (n_ctx bytes, its own
+     * allocation) the SL_ROW_* the row at position p took when it was
+     * evaluated, so a kept prefix can be checked against another prompt. */
+    int prompt_n;
+    uint8_t *row_kind;
     /* Every buffer below lives in one arena sized by session_layout.c,
      * each followed by a guard zone checked after every batch. */
     sl_session_layout layout;
@@ -127,14 +134,33 @@ int sl_check_hidden(const float *x, int n, int64_t w, int pos0, int layer, sl_er
 int sl_check_logits(const float *x, int n, int64_t w, int pos0, sl_err *err);
 
 /* The bookkeeping around one batch of n tokens of s, shared by
- * sl_session_eval and sl_session_eval_multi. begin: no logits yet, and at
+ * sl_session_eval and sl_session_eval_multi. begin: no logits yet, the
+ * batch's rows' kernels chosen (row_kind, by the prompt extent), and at
  * position 0 (a new sequence) recurrent states from zero and rings empty.
  * end (rc: the forward pass's result): rings forget the positions the
  * batch's rows replaced (also after a failure, since rows may have been
  * written); on success n_past advances by n and a multi-token batch leaves
  * the recurrent-state snapshot at its end. Cannot fail. */
-void sl_session_batch_begin(sl_session *s);
+void sl_session_batch_begin(sl_session *s, int n);
 void sl_session_batch_end(sl_session *s, int n, int rc);
+
+/* The attention kernel of a row (llama.cpp's CPU flash attention as it
+ * runs a prompt in micro-batches of SL_LLAMA_UBATCH, then decodes one
+ * token at a time): SL_ROW_TILED, the tiled kernels; SL_ROW_SEQ, the
+ * one-chunk form (a micro-batch of fewer than SL_ATTN_QTILE queries);
+ * SL_ROW_LONE, the one-chunk form of a micro-batch of one token, which
+ * llama.cpp splits over its threads (only when decode_split > 1, else
+ * SEQ). Quantised or mixed caches take the one-chunk form whatever the
+ * kind. SL_ROW_UNKNOWN: restored from a file that did not say. */
+enum { SL_ROW_TILED = 0, SL_ROW_SEQ = 1, SL_ROW_LONE = 2, SL_ROW_UNKNOWN = 255 };
+#define SL_LLAMA_UBATCH 512 /* llama.cpp's default n_ubatch */
+
+/* The kind of the row at position pos of s when the reply's prompt has
+ * n_prompt tokens from position 0 (< 0: none given, SL_ROW_TILED): a
+ * prompt row takes the kind of its micro-batch in llama.cpp's cold
+ * evaluation, pos / 512 of size min(512, n_prompt - 512 (pos / 512));
+ * a row at or past n_prompt is generated, a micro-batch of one. */
+int sl_session_row_kind(const sl_session *s, int n_prompt, int pos);
 
 /* The checksum of saved session files (session_save.c): the hash of len
  * bytes at p, chained onto h (a file's chunks are hashed in order, each

@@ -33,6 +33,7 @@ struct sl_state {
     uint64_t seq_total;
     float *logits;     /* n_vocab, or NULL */
     int n_vocab;
+    uint8_t *kinds;    /* (n) each row's attention kernel (session.h SL_ROW_*) */
     uint64_t bytes;    /* everything above, for the cache's budget */
 };
 
@@ -70,6 +71,7 @@ void sl_state_free(sl_state *st)
     free(st->seq);
     free(st->seq_snap);
     free(st->logits);
+    free(st->kinds);
     free(st);
 }
 
@@ -115,8 +117,11 @@ int sl_state_capture(sl_session *s, int n, sl_state **out, sl_err *err)
     st->ring_cap = calloc((size_t)nl, sizeof *st->ring_cap);
     st->n_swa = calloc((size_t)nl, sizeof *st->n_swa);
     st->rows = calloc((size_t)nl * 2, sizeof *st->rows);
-    bool ok = st->lo && st->row_bytes && st->seq_bytes && st->ring_cap && st->n_swa && st->rows;
-    uint64_t bytes = sizeof *st + (uint64_t)nl * 48;
+    st->kinds = malloc((size_t)n);
+    bool ok = st->lo && st->row_bytes && st->seq_bytes && st->ring_cap && st->n_swa && st->rows &&
+              st->kinds;
+    if (ok) memcpy(st->kinds, s->row_kind, (size_t)n);
+    uint64_t bytes = sizeof *st + (uint64_t)nl * 48 + (uint64_t)n;
     for (int il = 0; ok && il < nl; il++) {
         const sl_layer_state *ls = &s->layer_state[il];
         st->lo[il] = ls->ring_lo > 0 ? (uint32_t)ls->ring_lo : 0;
@@ -230,6 +235,7 @@ int sl_state_restore(sl_session *s, const sl_state *st, int k, sl_err *err)
         memcpy(s->logits, st->logits, (size_t)st->n_vocab * sizeof(float));
         s->n_logits = 1;
     }
+    memcpy(s->row_kind, st->kinds, (size_t)k);
     s->n_past = k;
     return SL_OK;
 }

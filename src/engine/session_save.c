@@ -6,8 +6,9 @@
  *     model's identity (hash, total file bytes, n_layer, n_vocab), the
  *     cache value size (2 or 4; with the attention K and V types in the
  *     bits above 8 when they are not that size's plain type), token count, snapshot position, whether logits
- *     follow, the body's size and checksum, the total sequence state, and
- *     last a checksum of the header's preceding bytes;
+ *     follow, the body's size and checksum, the total sequence state, the
+ *     saved rows' attention kernels (row_kinds_put), and last a checksum of
+ *     the header's preceding bytes;
  *   body: the tokens (int32), a table of every layer's state (mixer kind,
  *     the first position saved, bytes per position of each row stream,
  *     bytes of sequence state), each layer's row streams for the saved
@@ -355,6 +356,32 @@ static void kv_field_text(const sl_model *m, uint32_t f, char *buf, size_t cap)
              sl_kv_type_ok(v) ? sl_kv_type_name((sl_kv_type)v) : "?", plain);
 }
 
+/* The attention kernels of the n saved rows (session.h SL_ROW_*) as two
+ * header words: where the leading run of tiled rows ends, and where the
+ * run after it ends with that run's kind in the top two bits. A prompt
+ * (tiled, then its last micro-batch one-chunk) and its reply fit; rows
+ * past the second run read back as SL_ROW_UNKNOWN, which no prompt
+ * reuses (sl_session_set_prompt), as do all rows of a file written before
+ * the words were (both 0). */
+static void row_kinds_put(const sl_session *s, uint32_t n, uint8_t *h)
+{
+    uint32_t a = 0, b;
+    while (a < n && s->row_kind[a] == SL_ROW_TILED) a++;
+    const uint8_t k = a < n ? s->row_kind[a] : SL_ROW_TILED;
+    for (b = a; b < n && s->row_kind[b] == k; b++) {}
+    put32(h, a);
+    put32(h + 4, b | (uint32_t)k << 30);
+}
+
+static void row_kinds_get(sl_session *s, uint32_t n, const uint8_t *h)
+{
+    const uint32_t a = get32(h), b = get32(h + 4) & ~(3u << 30), k = get32(h + 4) >> 30;
+    for (uint32_t p = 0; p < n; p++)
+        s->row_kind[p] = p < a && a <= n ? SL_ROW_TILED
+                         : p < b && b <= n && k <= SL_ROW_LONE ? (uint8_t)k
+                                                                : SL_ROW_UNKNOWN;
+}
+
 static void header_make(const sl_session *s, const save_plan *pl, uint64_t body_hash,
                         uint8_t h[SAVE_HEADER_BYTES])
 {
@@ -373,6 +400,7 @@ static void header_make(const sl_session *s, const save_plan *pl, uint64_t body_
     put64(h + 56, pl->body_bytes);
     put64(h + 64, body_hash);
     put64(h + 72, pl->seq_total);
+    row_kinds_put(s, pl->n_tokens, h + 80);
     put64(h + 88, hash_chunk(0, h, 88));
 }
 
@@ -671,6 +699,7 @@ int sl_session_load(sl_session *s, const char *path, int32_t *tokens, int n_max,
         memcpy(s->logits, p, (size_t)s->m->hp.n_vocab * sizeof(float));
         s->n_logits = 1;
     }
+    row_kinds_get(s, n, h + 80);
     s->n_past = (int)n;
     free(body);
     free(lo);

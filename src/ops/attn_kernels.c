@@ -71,7 +71,8 @@ size_t sl_attn_scratch_floats(int dk, int dv, int n_q)
      * dequantised value row [dv] */
     const size_t tiled = (size_t)SL_ATTN_TILE * ((size_t)dk + (size_t)dv + 1) +
                          (size_t)n_q * ((size_t)dv + 2);
-    const size_t seq = (size_t)n_q * ((size_t)dk + (size_t)dv + 2) + (size_t)dv;
+    /* ... and, for a split decode, each row's combined state [dv + 2] */
+    const size_t seq = (size_t)n_q * ((size_t)dk + 2 * (size_t)dv + 4) + (size_t)dv;
     const size_t m = tiled > seq ? tiled : seq;
     /* a query block: the K tile [TILE][dk] and each token's state */
     const int cap = tok_cap(dk, dv, n_q);
@@ -241,8 +242,14 @@ static float dot_f16f16_ref(const uint16_t *x, const uint16_t *y, int n)
 
 static const sl_attn_kernels ref = {
     dot_f16_ref,  axpy_f16_ref,  dot_f32_ref, axpy_f32_ref,  attend_f16_ref, attend_f32_ref,
-    mad_f32_ref,  scale_f32_ref, mad_f16_ref, scale_f16_ref, dot_f16f16_ref, NULL, NULL,
+    mad_f32_ref,  scale_f32_ref, mad_f16_ref, scale_f16_ref, dot_f16f16_ref, NULL, NULL, NULL, NULL,
 };
+
+/* x a + y b as llama.cpp's build computes its partials' combination
+ * (contracted: the first product fused, the second rounded; the other
+ * fusion and none differ in a quarter to a half of the outputs,
+ * bench/llama_fattn.c with FATTN_THREADS). */
+static float split_combine(float x, float a, float y, float b) { return fmaf(x, a, y * b); }
 
 /* The score of one query row (converted as K's dot product takes it)
  * against one cached key row. */
@@ -256,29 +263,26 @@ static float seq_score(const sl_attn_kernels *kr, const sl_type_traits *kt, int 
     return s;
 }
 
-void sl_attn_attend_seq(const sl_attn_kernels *kr, const sl_attn_block *b, int k_type,
-                        int v_type)
+/* Attends the block's rows over positions [lo, hi) (or sel) from a fresh
+ * state: acc[n_q][dv] in f32 at the end, mx and sum per row. */
+static void seq_range(const sl_attn_kernels *kr, const sl_attn_block *b, int k_type, int v_type,
+                      const float *qc, float *acc, float *mx, float *sum, float *vrow, int lo,
+                      int hi)
 {
     const int dk = b->dk, dv = b->dv, nq = b->n_q;
     const bool v16 = v_type == SL_TYPE_F16, v32 = v_type == SL_TYPE_F32;
     const sl_type_traits *kt = sl_type_get((uint32_t)k_type);
     const sl_type_traits *vt = sl_type_get((uint32_t)v_type);
-    float *qc = b->scratch, *acc = qc + (size_t)nq * dk, *mx = acc + (size_t)nq * dv;
-    float *sum = mx + nq, *vrow = sum + nq;
     for (int r = 0; r < nq; r++) {
-        const float *q = b->q + (size_t)r * b->q_stride;
-        float *c = qc + (size_t)r * dk;
-        if (k_type == SL_TYPE_F32) memcpy(c, q, (size_t)dk * sizeof(float));
-        else if (k_type == SL_TYPE_F16)
-            for (int d = 0; d < dk; d++) ((uint16_t *)c)[d] = sl_f32_to_fp16(q[d]);
-        else sl_type_get(kt->vec_dot_type)->from_float(q, c, dk);
         mx[r] = -INFINITY;
         sum[r] = 0.0f;
         memset(acc + (size_t)r * dv, 0, (size_t)dv * sizeof(float)); /* f16 zeros too */
     }
-    const int n_ic = b->sel ? b->n_sel : b->n_pos - b->pos_lo;
-    for (int i = 0; i < n_ic; i++) {
-        const int ic = b->sel ? b->sel[i] : b->pos_lo + i;
+    const int n_ic = b->sel ? b->n_sel : hi - lo;
+    if (v16 && k_type == SL_TYPE_F16 && kr->seq_range_f16) {
+        kr->seq_range_f16(b, qc, acc, mx, sum, lo, hi);
+    } else for (int i = 0; i < n_ic; i++) {
+        const int ic = b->sel ? b->sel[i] : lo + i;
         const uint8_t *kp = (const uint8_t *)b->k + (size_t)ic * b->k_stride;
         const uint8_t *vp = (const uint8_t *)b->v + (size_t)ic * b->v_stride;
         const float *vf = v32 ? (const float *)vp : vrow;
@@ -309,7 +313,65 @@ void sl_attn_attend_seq(const sl_attn_kernels *kr, const sl_attn_block *b, int k
             for (int d = 0; d < dv; d++) vrow[d] = sl_fp16_to_f32(((const uint16_t *)a)[d]);
             memcpy(a, vrow, (size_t)dv * sizeof(float));
         }
-    if (b->sinks) sl_attn_sinks_ref(b, acc, mx, sum);
+}
+
+void sl_attn_attend_seq(const sl_attn_kernels *kr, const sl_attn_block *b, int k_type,
+                        int v_type)
+{
+    const int dk = b->dk, dv = b->dv, nq = b->n_q;
+    const sl_type_traits *kt = sl_type_get((uint32_t)k_type);
+    float *qc = b->scratch, *acc = qc + (size_t)nq * dk, *mx = acc + (size_t)nq * dv;
+    float *sum = mx + nq, *vrow = sum + nq, *fin = vrow + dv, *fmx = fin + (size_t)nq * dv;
+    float *fsum = fmx + nq;
+    for (int r = 0; r < nq; r++) {
+        const float *q = b->q + (size_t)r * b->q_stride;
+        float *c = qc + (size_t)r * dk;
+        if (k_type == SL_TYPE_F32) memcpy(c, q, (size_t)dk * sizeof(float));
+        else if (k_type == SL_TYPE_F16 && kr->to_f16) kr->to_f16(q, (uint16_t *)c, dk);
+        else if (k_type == SL_TYPE_F16)
+            for (int d = 0; d < dk; d++) ((uint16_t *)c)[d] = sl_f32_to_fp16(q[d]);
+        else sl_type_get(kt->vec_dot_type)->from_float(q, c, dk);
+    }
+    if (b->split_n <= 1 || b->sel) {
+        seq_range(kr, b, k_type, v_type, qc, acc, mx, sum, vrow, b->pos_lo, b->n_pos);
+        if (b->sinks) sl_attn_sinks_ref(b, acc, mx, sum);
+    } else {
+        for (int r = 0; r < nq; r++) {
+            fmx[r] = -INFINITY;
+            fsum[r] = 0.0f;
+            memset(fin + (size_t)r * dv, 0, (size_t)dv * sizeof(float));
+        }
+        for (int c = 0; c < b->split_n; c++) {
+            int lo = c * b->split_len, hi = lo + b->split_len;
+            if (lo < b->pos_lo) lo = b->pos_lo;
+            if (hi > b->n_pos) hi = b->n_pos;
+            seq_range(kr, b, k_type, v_type, qc, acc, mx, sum, vrow, lo, hi > lo ? hi : lo);
+            for (int r = 0; c == 0 && b->sinks && r < nq; r++) { /* the first chunk's */
+                const float sk = b->sinks[r];
+                float ms = 1.0f, vs = 1.0f;
+                if (sk > mx[r]) {
+                    ms = expf(mx[r] - sk);
+                    mx[r] = sk;
+                    for (int d = 0; d < dv; d++) acc[(size_t)r * dv + d] *= ms;
+                } else {
+                    vs = expf(sk - mx[r]);
+                }
+                sum[r] = sum[r] * ms + vs;
+            }
+            for (int r = 0; r < nq; r++) {
+                if (sum[r] == 0.0f) continue;
+                const float m = fmaxf(fmx[r], mx[r]);
+                const float so = expf(fmx[r] - m), sn = expf(mx[r] - m);
+                float *f = fin + (size_t)r * dv;
+                const float *a = acc + (size_t)r * dv;
+                for (int d = 0; d < dv; d++) f[d] = split_combine(f[d], so, a[d], sn);
+                fsum[r] = split_combine(fsum[r], so, sum[r], sn);
+                fmx[r] = m;
+            }
+        }
+        memcpy(acc, fin, sizeof(float) * (size_t)nq * dv);
+        memcpy(sum, fsum, sizeof(float) * (size_t)nq);
+    }
     for (int r = 0; r < nq; r++) {
         const float inv = sum[r] == 0.0f ? 0.0f : 1.0f / sum[r];
         float *o = b->out + (size_t)r * b->out_stride;

@@ -40,6 +40,11 @@ typedef struct sl_attn_block {
     const int *sel;       /* sl_attn_attend_seq only: the positions attended, n_sel
                              of them ascending, instead of [pos_lo, n_pos); or NULL */
     int n_sel;
+    int split_n, split_len; /* sl_attn_attend_seq only, without sel: when split_n > 1,
+                             positions [c split_len, (c + 1) split_len) attended
+                             apart for each c < split_n, then combined (llama.cpp's
+                             one-token decode over a cache view of 512+ on
+                             split_n threads); else 0 */
 } sl_attn_block;
 
 /* Adds the block's sinks to its rows' accumulators acc[n_q][dv], running
@@ -103,6 +108,18 @@ typedef struct sl_attn_kernels {
      * sl_attn_attend_tokens makes the one-token calls). */
     void (*attend_tok_f16)(const sl_attn_block *b);
     void (*attend_tok_f32)(const sl_attn_block *b);
+    /* sl_attn_attend_seq's loop over positions [lo, hi) (or b->sel) for f16
+     * K and V: row r's query in f16 at (uint16_t *)(qc + r dk), its f16
+     * accumulator at (uint16_t *)(acc + r dv), mx[r] and sum[r] its state,
+     * all zeroed (mx -inf) by the caller; each score, weight and
+     * accumulation in the order and roundings of the element loops above,
+     * so the bits are theirs (a position's rows' scores computed together,
+     * its K and V rows read once for them). NULL: the element loops. */
+    void (*seq_range_f16)(const sl_attn_block *b, const float *qc, float *acc, float *mx,
+                          float *sum, int lo, int hi);
+    /* n floats to f16, rounded to nearest even (as sl_f32_to_fp16 for
+     * finite values); NULL: sl_f32_to_fp16 element by element. */
+    void (*to_f16)(const float *x, uint16_t *y, int n);
 } sl_attn_kernels;
 
 /* The block's tokens (n_tok, or one) attended with kr's kernels: the
@@ -123,7 +140,12 @@ void sl_attn_attend_tokens(const sl_attn_kernels *kr, const sl_attn_block *b, in
  * division. Each row's result depends on its own inputs only, so the
  * rows of a group may be computed together (each K row and dequantised V
  * row read once for the group). Head sizes of quantised types are
- * multiples of 32. kr gives the element loops. */
+ * multiples of 32. kr gives the element loops. With split_n > 1 each
+ * chunk of split_len positions is attended so from a fresh state (the
+ * sinks in the first), and the chunks' maxima, sums and f32 accumulators
+ * combined in order (ggml_flash_attn_ext_reduce_partials: new maximum,
+ * both sides rescaled by expf, the sums as s_old e_old + s_c e_c), then
+ * divided. */
 void sl_attn_attend_seq(const sl_attn_kernels *kr, const sl_attn_block *b, int k_type,
                         int v_type);
 

@@ -755,7 +755,7 @@ static void store_h8(uint16_t *p, __m256 x)
     _mm_storeu_si128((__m128i *)p, _mm256_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT));
 }
 
-static void mad_f16(uint16_t *y, const uint16_t *x, float v, int n)
+__attribute__((always_inline)) static inline void mad_f16(uint16_t *y, const uint16_t *x, float v, int n)
 {
     const __m256 vv = _mm256_set1_ps(v);
     int i = 0;
@@ -763,7 +763,7 @@ static void mad_f16(uint16_t *y, const uint16_t *x, float v, int n)
     for (; i < n; i++) y[i] = _cvtss_sh(fmaf(_cvtsh_ss(x[i]), v, _cvtsh_ss(y[i])), 0);
 }
 
-static void scale_f16(uint16_t *y, float v, int n)
+__attribute__((always_inline)) static inline void scale_f16(uint16_t *y, float v, int n)
 {
     const __m256 vv = _mm256_set1_ps(v);
     int i = 0;
@@ -771,7 +771,7 @@ static void scale_f16(uint16_t *y, float v, int n)
     for (; i < n; i++) y[i] = _cvtss_sh(_cvtsh_ss(y[i]) * v, 0);
 }
 
-static float dot_f16f16(const uint16_t *x, const uint16_t *y, int n)
+__attribute__((always_inline)) static inline float dot_f16f16(const uint16_t *x, const uint16_t *y, int n)
 {
     __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(),
                      _mm256_setzero_ps()};
@@ -789,16 +789,61 @@ static float dot_f16f16(const uint16_t *x, const uint16_t *y, int n)
     return (float)sum;
 }
 
+/* Rows of a group whose scores one position computes together. */
+#define SEQ_ROWS 8
+
+/* seq_range_f16 (attn_kernels.h): the element loops above called
+ * directly (inlined), a position's scores first for up to SEQ_ROWS rows so
+ * their dot products overlap; each value computed as the loops compute it. */
+static void seq_range_f16(const sl_attn_block *b, const float *qc, float *acc, float *mx,
+                          float *sum, int lo, int hi)
+{
+    const int dk = b->dk, dv = b->dv, nq = b->n_q;
+    const int n_ic = b->sel ? b->n_sel : hi - lo;
+    float s[SEQ_ROWS];
+    for (int i = 0; i < n_ic; i++) {
+        const int ic = b->sel ? b->sel[i] : lo + i;
+        const uint16_t *kp = (const uint16_t *)((const uint8_t *)b->k + (size_t)ic * b->k_stride);
+        const uint16_t *vp = (const uint16_t *)((const uint8_t *)b->v + (size_t)ic * b->v_stride);
+        for (int r0 = 0; r0 < nq; r0 += SEQ_ROWS) {
+            const int nr = nq - r0 < SEQ_ROWS ? nq - r0 : SEQ_ROWS;
+            for (int r = 0; r < nr; r++)
+                s[r] = dot_f16f16(kp, (const uint16_t *)(qc + (size_t)(r0 + r) * dk), dk) * b->scale;
+            for (int r = 0; r < nr; r++) {
+                const int q = r0 + r;
+                uint16_t *a = (uint16_t *)(acc + (size_t)q * dv);
+                float ms = 1.0f, vs = 1.0f;
+                if (s[r] > mx[q]) {
+                    ms = expf(mx[q] - s[r]);
+                    mx[q] = s[r];
+                    scale_f16(a, ms, dv);
+                } else {
+                    vs = expf(s[r] - mx[q]);
+                }
+                mad_f16(a, vp, vs, dv);
+                sum[q] = sum[q] * ms + vs; /* two roundings, as the loops */
+            }
+        }
+    }
+}
+
+static void to_f16(const float *x, uint16_t *y, int n)
+{
+    int i = 0;
+    for (; i + 8 <= n; i += 8) store_h8(y + i, _mm256_loadu_ps(x + i));
+    for (; i < n; i++) y[i] = _cvtss_sh(x[i], _MM_FROUND_TO_NEAREST_INT);
+}
+
 static const sl_attn_kernels avx2 = {dot_f16,        axpy_f16,      dot_f32,   axpy_f32,
                                      attend_f16,     attend_f32,    mad_f32,   scale_f32,
                                      mad_f16,        scale_f16,     dot_f16f16, attend_tok_f16,
-                                     attend_tok_f32};
+                                     attend_tok_f32, seq_range_f16, to_f16};
 
 /* The AVX2 set with the grouped-query steps in 512-bit vectors. */
 static const sl_attn_kernels avx512 = {dot_f16,        axpy_f16,       dot_f32,   axpy_f32,
                                        attend_f16_512, attend_f32_512, mad_f32,   scale_f32,
                                        mad_f16,        scale_f16,      dot_f16f16, attend_tok_f16_512,
-                                       attend_tok_f32_512};
+                                       attend_tok_f32_512, seq_range_f16, to_f16};
 
 const sl_attn_kernels *sl_attn_kernels_avx2(void) { return &avx2; }
 

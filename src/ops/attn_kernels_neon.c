@@ -141,7 +141,7 @@ static float dot_f16f16(const uint16_t *x, const uint16_t *y, int n)
 static const sl_attn_kernels neon_set = {dot_f16,  axpy_f16,        dot_f32,   axpy_f32,
                                          attend_f16_neon, attend_f32_neon, mad_f32, scale_f32,
                                          mad_f16,  scale_f16,       dot_f16f16,
-                                         NULL,     NULL};
+                                         NULL,     NULL,            NULL,      NULL};
 
 const sl_attn_kernels *sl_attn_kernels_neon(void) { return &neon_set; }
 #else

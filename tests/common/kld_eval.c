@@ -42,6 +42,8 @@ static int eval_chunk(void *model, const int32_t *tokens, int32_t n, int32_t fir
 {
     evalctx *e = model;
     sl_session_truncate(e->s, 0);
+    /* each chunk is a prompt of its own, as llama-perplexity evaluates it */
+    sl_session_set_prompt(e->s, n);
     for (int p0 = 0; p0 < n; p0 += N_BATCH) {
         const int nb = n - p0 < N_BATCH ? n - p0 : N_BATCH;
         int rc = sl_session_eval(e->s, tokens + p0, nb, err);
@@ -115,7 +117,6 @@ int t_kld_eval_rows(const char *gguf, const char *kld, int chunks, int type_k, i
     sp.n_ctx = n_ctx;
     sp.all_logits = true;
     sp.n_batch_max = N_BATCH;
-    sp.attn_by_batch = true; /* llama-perplexity's attention path by batch size */
     sp.type_k = type_k;
     sp.type_v = type_v;
     if (sl_session_create(&s, m, &sp, &err) != 0) {

@@ -1,15 +1,15 @@
-/* test_attn_by_batch.c - sl_session_params.attn_by_batch, llama.cpp's
- * choice of CPU flash-attention path by the micro-batch's size (what
- * llama-perplexity computes, and so what sluice perplexity reproduces): a
- * batch of fewer than 64 tokens over an f16 cache attends position by
- * position (the one-chunk form, token by token, so any split under 64
- * gives the same bits), a batch of 64 or more tiled, exactly as without
- * the setting; under 64 the bits differ from the tiled ones. The same for
- * multi-head latent attention (deepseek2), its sparse form (glm-dsa's
- * indexer-chosen positions) and deepseek4's attention, on their reference
- * fixtures. The trained
- * model's 32-token llama.cpp base (test_trained_glm4moe) checks the bits
- * themselves against llama.cpp's. */
+/* test_attn_by_batch.c - llama.cpp's choice of CPU flash-attention path by
+ * the size of the micro-batch it evaluates a row in, which sluice's
+ * attention follows once the prompt is given (sl_session_set_prompt): a
+ * prompt of 32 tokens and its generated rows over an f16 cache attend
+ * position by position (the one-chunk form, token by token: batches of 32,
+ * 7 and 1 give the same bits), a prompt of 64 tiled, which gives other bits,
+ * the same as no prompt given (every row tiled) in batches of 64 or 7. The
+ * same for multi-head latent attention (deepseek2), its sparse form
+ * (glm-dsa's indexer-chosen positions) and deepseek4's attention, on their
+ * reference fixtures. The trained model's 32-token llama.cpp base
+ * (test_trained_glm4moe) checks the bits themselves against llama.cpp's;
+ * test_attn_ubatch the rule at 512-token micro-batches. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -27,9 +27,10 @@ static char model_path[512];
 static const char *const k_fixtures[] = {"deepseek2-Q8_0.gguf", "glm-dsa-Q8_0.gguf",
                                          "deepseek4-Q8_0.gguf"};
 
-/* Every token's logits of the prompt in batches of `batch` tokens, with or
- * without attn_by_batch; NULL on failure. *V receives the vocabulary size. */
-static float *logits(bool by_batch, int batch, int *V)
+/* Every token's logits of the 64 tokens in batches of `batch`, the first
+ * n_prompt of them given as the prompt (< 0: none); NULL on failure. *V
+ * receives the vocabulary size. */
+static float *logits(int n_prompt, int batch, int *V)
 {
     sl_model_params mp = sl_model_default_params();
     mp.n_threads = 2;
@@ -46,12 +47,12 @@ static float *logits(bool by_batch, int batch, int *V)
     sp.n_batch_max = batch;
     sp.all_logits = true;
     sp.type_k = sp.type_v = SL_KV_F16;
-    sp.attn_by_batch = by_batch;
     if (sl_session_create(&s, m, &sp, &err)) {
         fprintf(stderr, "  session: %s\n", err.msg);
         goto done;
     }
     *V = sl_model_n_vocab(m);
+    sl_session_set_prompt(s, n_prompt);
     out = malloc(sizeof(float) * (size_t)*V * N_TOK);
     for (int i = 0; out && i < N_TOK; i += batch) {
         const int n = N_TOK - i < batch ? N_TOK - i : batch;
@@ -73,23 +74,23 @@ done:
 static void check_model(const char *arch)
 {
     int V = 0;
-    float *seq32 = logits(true, 32, &V), *seq1 = logits(true, 1, &V),
-          *seq7 = logits(true, 7, &V), *tiled32 = logits(false, 32, &V),
-          *by64 = logits(true, 64, &V), *tiled64 = logits(false, 64, &V);
-    CHECK(seq32 && seq1 && seq7 && tiled32 && by64 && tiled64 && V > 0);
-    if (seq32 && seq1 && seq7 && tiled32 && by64 && tiled64 && V > 0) {
+    float *seq32 = logits(32, 32, &V), *seq1 = logits(32, 1, &V), *seq7 = logits(32, 7, &V),
+          *tiled64 = logits(64, 64, &V), *tiled7 = logits(64, 7, &V), *none = logits(-1, 7, &V);
+    CHECK(seq32 && seq1 && seq7 && tiled64 && tiled7 && none && V > 0);
+    if (seq32 && seq1 && seq7 && tiled64 && tiled7 && none && V > 0) {
         const size_t bytes = sizeof(float) * (size_t)V * N_TOK;
         CHECK_MSG(!memcmp(seq32, seq1, bytes), "%s: batches of 32 differ from one token at a time", arch);
         CHECK_MSG(!memcmp(seq32, seq7, bytes), "%s: batches of 32 differ from batches of 7", arch);
-        CHECK_MSG(memcmp(seq32, tiled32, bytes) != 0, "%s: batches of 32 give the tiled bits: the one-chunk path was not taken", arch);
-        CHECK_MSG(!memcmp(by64, tiled64, bytes), "%s: a batch of 64 is not tiled", arch);
+        CHECK_MSG(memcmp(seq32, tiled64, bytes) != 0, "%s: a prompt of 64 gives the one-chunk bits: it was not tiled", arch);
+        CHECK_MSG(!memcmp(tiled64, tiled7, bytes), "%s: a prompt of 64 in batches of 7 is not tiled", arch);
+        CHECK_MSG(!memcmp(tiled64, none, bytes), "%s: no prompt given is not tiled", arch);
     }
     free(seq32);
     free(seq1);
     free(seq7);
-    free(tiled32);
-    free(by64);
     free(tiled64);
+    free(tiled7);
+    free(none);
 }
 
 /* A generated qwen3moe tiny-k (head size 64) at model_path. */

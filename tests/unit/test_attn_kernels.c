@@ -3,7 +3,8 @@
  * blocked attention of the AVX2 set and of the AVX2 set with 512-bit steps
  * (where the CPU has AVX-512F) against the scalar kernels bit for bit. The
  * expected values come from plain double-precision loops over the same
- * f16-rounded inputs. */
+ * f16-rounded inputs; the one-chunk form over an f16 cache against the
+ * scalar element loops bit for bit. */
 #include <math.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -139,7 +140,7 @@ TEST(attend_blocks_match_double_and_each_other)
         float *scratch = malloc(sizeof(float) * sl_attn_scratch_floats(dk, dv, nq));
         sl_attn_block b = {q, (size_t)dk, kh, vh, 2 * (size_t)dk, 2 * (size_t)dv, dk, dv, nq, np,
                            1.0f / sqrtf((float)dk), o[0], (size_t)dv, scratch, 0, NULL,
-                           1, 0, 0, 0, NULL, 0};
+                           1, 0, 0, 0, NULL, 0, 0, 0};
         attend_double(&b, kf, vf, want);
         ref->attend_f16(&b);
         sl_attn_block b32 = b;
@@ -257,11 +258,61 @@ TEST(query_blocks_equal_one_token_calls)
     }
 }
 
+/* The one-chunk form (sl_attn_attend_seq) over an f16 cache: the SIMD sets'
+ * whole-range loop and query conversion (seq_range_f16, to_f16) give the
+ * bits of the scalar element loops, at head sizes with and without tails,
+ * groups of 1 to 12 rows (past the 8 scored together), over a window, a
+ * selection of positions and with sinks. */
+TEST(seq_f16_equals_the_element_loops)
+{
+    static const int shapes[][3] = {/* dk, dv, n_q */
+        {64, 64, 4}, {128, 128, 8}, {72, 40, 12}, {40, 24, 1}, {576, 512, 9}};
+    enum { MAXP = 300 };
+    const sl_attn_kernels *ref = sl_attn_kernels_ref(), *sets[2];
+    const char *names[2];
+    const int n_sets = simd_sets(sets, names);
+    unsigned seed = 41;
+    static int sel[MAXP];
+    int n_sel = 0;
+    for (int i = 0; i < MAXP; i += 3) sel[n_sel++] = i;
+    for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
+        const int dk = shapes[si][0], dv = shapes[si][1], nq = shapes[si][2];
+        const size_t sf = sl_attn_scratch_floats(dk, dv, nq);
+        float *q = malloc(sizeof(float) * (size_t)nq * dk), sinks[16];
+        uint16_t *kh = malloc(2 * (size_t)MAXP * dk), *vh = malloc(2 * (size_t)MAXP * dv);
+        float *want = malloc(sizeof(float) * (size_t)nq * dv), *got = malloc(sizeof(float) * (size_t)nq * dv);
+        float *scratch = malloc(sizeof(float) * sf);
+        for (int i = 0; i < nq * dk; i++) q[i] = frand(&seed) * 3.0f;
+        for (int i = 0; i < MAXP * dk; i++) kh[i] = sl_f32_to_fp16(frand(&seed) * 2.0f);
+        for (int i = 0; i < MAXP * dv; i++) vh[i] = sl_f32_to_fp16(frand(&seed));
+        for (int i = 0; i < nq; i++) sinks[i] = frand(&seed) * 3.0f;
+        for (int c = 0; c < 4; c++) {
+            sl_attn_block b = {.q = q, .q_stride = (size_t)dk, .k = kh, .v = vh,
+                               .k_stride = 2 * (size_t)dk, .v_stride = 2 * (size_t)dv, .dk = dk,
+                               .dv = dv, .n_q = nq, .n_pos = c == 1 ? 37 : MAXP,
+                               .scale = 1.0f / sqrtf((float)dk), .out = want,
+                               .out_stride = (size_t)dv, .scratch = scratch, .n_tok = 1,
+                               .pos_lo = c == 2 ? 100 : 0, .sinks = c == 3 ? sinks : NULL,
+                               .sel = c == 2 ? sel : NULL, .n_sel = n_sel};
+            sl_attn_attend_seq(ref, &b, SL_TYPE_F16, SL_TYPE_F16);
+            for (int k = 0; k < n_sets; k++) {
+                b.out = got;
+                memset(got, 0xff, sizeof(float) * (size_t)nq * dv);
+                sl_attn_attend_seq(sets[k], &b, SL_TYPE_F16, SL_TYPE_F16);
+                CHECK_MSG(!memcmp(got, want, sizeof(float) * (size_t)nq * dv),
+                          "%s seq, shape %zu case %d", names[k], si, c);
+            }
+        }
+        free(q), free(kh), free(vh), free(want), free(got), free(scratch);
+    }
+}
+
 int main(void)
 {
     RUN(reference_kernels_match_double_loops);
     RUN(avx2_kernels_match_double_loops);
     RUN(attend_blocks_match_double_and_each_other);
     RUN(query_blocks_equal_one_token_calls);
+    RUN(seq_f16_equals_the_element_loops);
     return TEST_REPORT();
 }

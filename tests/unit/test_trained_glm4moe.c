@@ -37,7 +37,7 @@ TEST(trained_glm4moe_matches_llama_cpp)
 }
 
 /* 32-token chunks: llama.cpp attends a micro-batch under 64 tokens by its
- * one-chunk flash attention, not tiled (sl_session_params.attn_by_batch) */
+ * one-chunk flash attention, not tiled (mix_attn.c) */
 TEST(trained_glm4moe_matches_llama_cpp_in_32_token_chunks)
 {
     const char *gguf = "tests/data/trained/glm4moe-stories-f32.gguf",

@@ -109,8 +109,8 @@ static void mla_worker(void *ctx, int chunk, int n_chunks, int tid)
     const int dk = a->kv_lora + a->n_rot, dv = a->kv_lora, H = a->n_head;
     const sl_attn_kernels *kr = s->attn_k;
     void (*attend)(const sl_attn_block *) = s->kv_elem == 2 ? kr->attend_f16 : kr->attend_f32;
-    /* llama.cpp tiles only batches of SL_ATTN_QTILE tokens or more (mix_attn.c) */
-    const bool by_pos = s->attn_by_batch && j->n < SL_ATTN_QTILE;
+    /* each row as llama.cpp's micro-batch of it would (session.h, mix_attn.c) */
+    const uint8_t *kind = s->row_kind + j->pos0;
     const int row_type = s->kv_elem == 2 ? SL_TYPE_F16 : SL_TYPE_F32;
     sl_attn_block b = {
         .q_stride = (size_t)dk, .k = j->st->rows[0], .v = j->st->rows[0],
@@ -122,6 +122,7 @@ static void mla_worker(void *ctx, int chunk, int n_chunks, int tid)
     sl_split_range((long long)j->n * j->groups, chunk, n_chunks, &w0, &w1);
     for (long long w = w0; w < w1; w++) {
         const int t = (int)(w / j->groups), h0 = (int)(w % j->groups) * j->per;
+        const bool by_pos = kind[t] != SL_ROW_TILED;
         b.n_q = h0 + j->per <= H ? j->per : H - h0;
         b.n_pos = j->pos0 + t + 1;
         b.q = s->q + ((size_t)t * H + (size_t)h0) * (size_t)dk;

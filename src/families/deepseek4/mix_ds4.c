@@ -509,7 +509,7 @@ static void attn_worker(void *ctx, int chunk, int n_chunks, int tid)
     const sl_ds4_desc *a = &j->L->d.ds4;
     const int H = a->n_head, D = a->head_dim;
     float *scratch = s->att + (size_t)tid * s->layout.att_floats;
-    const bool by_pos = s->attn_by_batch && j->n < SL_ATTN_QTILE; /* as mix_attn.c */
+    const uint8_t *kind = s->row_kind + s->n_past; /* each row's kernel, as mix_attn.c */
     long long w0, w1;
     sl_split_range((long long)j->n * j->groups, chunk, n_chunks, &w0, &w1);
     for (long long w = w0; w < w1; w++) {
@@ -519,7 +519,7 @@ static void attn_worker(void *ctx, int chunk, int n_chunks, int tid)
         const float *sinks = (const float *)j->L->sinks.data + h0;
         const float *q = s->q + ((size_t)t * H + (size_t)h0) * (size_t)D;
         float *o = s->attn_out + ((size_t)t * H + (size_t)h0) * (size_t)D;
-        if (by_pos) attend_seq(s->attn_k, a, &ks, q, nq, sinks, o, scratch, s->kv_elem);
+        if (kind[t] != SL_ROW_TILED) attend_seq(s->attn_k, a, &ks, q, nq, sinks, o, scratch, s->kv_elem);
         else attend(a, &ks, q, nq, sinks, o, scratch, s->kv_elem);
     }
 }
