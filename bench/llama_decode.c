@@ -115,7 +115,6 @@ int main(int argc, char **argv)
     sp.n_batch_max = np;
     sp.all_logits = true;
     sp.decode_split = getenv("DECODE_SPLIT") ? atoi(getenv("DECODE_SPLIT")) : nt;
-    sp.kv_type = SL_KV_F16;
     sp.type_k = sp.type_v = SL_KV_F16;
     sl_session *ss;
     if (sl_session_create(&ss, sm, &sp, &err)) {

@@ -36,7 +36,6 @@ static sl_session *session(int batch)
     sp.n_ctx = N_ALL + 8;
     sp.n_batch_max = batch;
     sp.all_logits = true;
-    sp.kv_type = SL_KV_F16;
     sp.type_k = sp.type_v = SL_KV_F16;
     sl_session *s = NULL;
     sl_err err;
