@@ -689,11 +689,13 @@ typedef struct sl_gen_params {
                                       and n_logit_rows - 1) */
     int draft_min;                 /* fewer proposed: none drafted */
     int draft_ngram;               /* NGRAM: longest suffix looked up; <= 0: 3 */
-    sl_draft_src *draft_src;       /* MTP, MODEL: the drafter, made for this session */
+    sl_draft_src *draft_src;       /* MTP, MODEL: the drafter, made for this session;
+                                      it must outlive the generator */
     bool draft_always;             /* verify every guess, with the length following
                                       the last draft's outcome only; false: draft only
-                                      while this reply's measured step times and
-                                      acceptance say it beats plain decoding */
+                                      while the measured step times and acceptance say
+                                      it beats plain decoding (measured on this session
+                                      across its replies with this drafter) */
     bool draft_sampling;           /* speculative sampling: each token drawn with the
                                       drafter's guess for it first (kept with its
                                       probability, else a draw from the rest), drafted
@@ -754,6 +756,8 @@ typedef struct sl_gen_draft_stats {
     long drafted_at[SL_GEN_MAX_DRAFT];  /* drafts at position i + 1 of their step */
     long accepted_at[SL_GEN_MAX_DRAFT]; /* of them, held */
     long switched_off;   /* times drafting stopped paying and was switched off */
+    long probes;         /* times the drafter guessed without a verify (to learn
+                            whether guesses hold while drafting is off) */
     /* Timed steps (from a step's tokens handed out to the next sl_gen_next:
      * the caller's evaluation and whatever else it did in between). */
     long plain_timed;    /* one-token steps */

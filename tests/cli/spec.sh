@@ -83,7 +83,7 @@ run "$M" "$work/auto" --temp 0 --no-stream --spec-type ngram-simple --stats
 check "drafting when it pays (the default): the same text" same_text "$work/qwen3moe.plain" \
     "$work/auto"
 check "--stats: the step times and the measured gain" grep -Eq \
-    '^draft: +plain step [0-9.]+ ms \([0-9]+\), verify step [0-9.]+ ms \([0-9]+, [0-9.]+ tokens each\)(: [0-9.]+x plain decoding)?, switched off [0-9]+ times$' \
+    '^draft: +plain step [0-9.]+ ms \([0-9]+\), verify step [0-9.]+ ms \([0-9]+, [0-9.]+ tokens each\)(: [0-9.]+x plain decoding)?, switched off [0-9]+ times, [0-9]+ probes$' \
     "$work/auto.err"
 run "$M" "$work/t1" --temp 0 --no-stream --spec-type ngram-simple --draft-always -t 1
 check "one thread, drafting: the same text" same_text "$work/qwen3moe.plain" "$work/t1"
