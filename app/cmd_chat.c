@@ -180,7 +180,7 @@ int cmd_chat(int argc, char **argv)
                 "answer; Ctrl-C again or Ctrl-D quits.\n", sl_model_arch_name(g.m),
                 sl_chat_name(chat), n_ctx);
     if (sl_chat_warning(chat)) fprintf(stderr, "sluice chat: warning: %s\n", sl_chat_warning(chat));
-    run_totals totals = {0, 0, 0};
+    run_totals totals = {0, 0, 0, NULL};
     for (int turn = 1;; turn++) {
         if (tty) fputs("> ", stderr);
         int r = read_line(&line, &line_cap);

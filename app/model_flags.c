@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "args.h"
+#include "draft_figures.h"
 #include "drive_rate.h"
 #include "engine/kv_rows.h"
 #include "gguf/gguf.h"
@@ -579,6 +580,43 @@ static void print_bound(const sl_model *m, const run_totals *t, const sl_stream_
             compute > io ? "compute-bound" : "I/O-bound", src);
 }
 
+/* --stats-json's drafting keys: the figures --stats prints on its draft
+ * lines (draft_figures.h), and the counts behind them. */
+static void draft_json(json_t *o, const sl_gen_draft_stats *d)
+{
+    if (d->off) {
+        json_object_set_new(o, "draft_off", json_string(d->off));
+        return;
+    }
+    draft_figures f;
+    draft_figures_of(d, &f);
+    const struct { const char *k; long v; } n[] = {
+        {"draft_drafted", d->drafted},           {"draft_accepted", d->accepted},
+        {"draft_verify_steps", d->verify_steps}, {"draft_evaluations", d->steps},
+        {"draft_plain_timed", d->plain_timed},   {"draft_verify_timed", d->verify_timed},
+        {"draft_switched_off", d->switched_off}, {"draft_probes", d->probes}};
+    for (size_t i = 0; i < sizeof n / sizeof n[0]; i++)
+        json_object_set_new(o, n[i].k, json_integer((json_int_t)n[i].v));
+    const struct { const char *k; double v; } r[] = {
+        {"draft_acceptance", f.acceptance},
+        {"draft_tokens_per_verify", f.tokens_per_verify},
+        {"draft_plain_step_ms", 1e3 * f.plain_step_s},
+        {"draft_verify_step_ms", 1e3 * f.verify_step_s},
+        {"draft_verify_tokens", f.verify_tokens},
+        {"draft_gain", f.gain}};
+    for (size_t i = 0; i < sizeof r / sizeof r[0]; i++)
+        json_object_set_new(o, r[i].k, json_real(r[i].v));
+    json_t *held = json_array(), *at = json_array(), *acc = json_array();
+    for (int i = 0; i < f.n_positions; i++) {
+        json_array_append_new(held, json_real(f.held_at[i]));
+        json_array_append_new(at, json_integer((json_int_t)d->drafted_at[i]));
+        json_array_append_new(acc, json_integer((json_int_t)d->accepted_at[i]));
+    }
+    json_object_set_new(o, "draft_held_by_position", held);
+    json_object_set_new(o, "draft_drafted_at", at);
+    json_object_set_new(o, "draft_accepted_at", acc);
+}
+
 bool model_flags_report(const model_flags *f, const char *cmd, const sl_model *m,
                         const run_totals *t)
 {
@@ -760,6 +798,7 @@ bool model_flags_report(const model_flags *f, const char *cmd, const sl_model *m
             json_object_set_new(proc, "knob_changed", json_integer((json_int_t)ks.changed));
             json_object_set_new(proc, "knob_substituted", json_integer((json_int_t)ks.substituted));
         }
+        if (proc && t->draft) draft_json(proc, t->draft);
         if (o && more && io && proc && !json_object_update(o, more) &&
             !json_object_update(o, io) && !json_object_update(o, proc))
             json = sl_json_dump_text(o, false);

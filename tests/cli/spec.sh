@@ -5,7 +5,7 @@
 # (qwen3moe, gpt-oss, gemma4 with its sliding-window rings, deepseek2's
 # MLA; the text alone on seven more); a prompt that repeats itself gets drafts accepted (--stats' draft
 # line, with --draft-always: by default drafting stops where it does not pay,
-# and --stats says so); the recurrent families (qwen35moe, deepseek4) turn drafting off
+# and --stats says so, --stats-json the same figures); the recurrent families (qwen35moe, deepseek4) turn drafting off
 # with one line and give the same text; bad flag values are refused
 # (the server: tests/cli/serve_spec.sh).
 set -u
@@ -85,6 +85,10 @@ check "drafting when it pays (the default): the same text" same_text "$work/qwen
 check "--stats: the step times and the measured gain" grep -Eq \
     '^draft: +plain step [0-9.]+ ms \([0-9]+\), verify step [0-9.]+ ms \([0-9]+, [0-9.]+ tokens each\)(: [0-9.]+x plain decoding)?, switched off [0-9]+ times, [0-9]+ probes$' \
     "$work/auto.err"
+run "$M" "$work/js" --temp 0 --no-stream --spec-type ngram-simple --draft-always --draft-max 3 \
+    --stats --stats-json "$work/js.json"
+check "--stats-json: the draft figures --stats prints" \
+    python3 tests/cli/lib/draft_stats_json.py "$work/js.err" "$work/js.json"
 run "$M" "$work/t1" --temp 0 --no-stream --spec-type ngram-simple --draft-always -t 1
 check "one thread, drafting: the same text" same_text "$work/qwen3moe.plain" "$work/t1"
 
