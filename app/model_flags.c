@@ -645,11 +645,13 @@ bool model_flags_report(const model_flags *f, const char *cmd, const sl_model *m
         fprintf(stderr, "\n--- sluice stats ---\n");
         fprintf(stderr, "mode            %s\n",
                 st.streaming ? "streaming routed experts" : "fully resident");
-        fprintf(stderr, "memory          budget %.0f MiB, dense %.0f MiB, KV and scratch %.0f MiB, "
-                "experts %.0f MiB (one token's cycle %.0f MiB)\n",
+        fprintf(stderr, "memory          budget %.0f MiB, dense %.0f MiB, KV and scratch %.0f MiB, ",
                 (double)st.budget_bytes / MIB, (double)st.dense_bytes / MIB,
-                (double)st.reserved_bytes / MIB, (double)st.expert_bytes / MIB,
-                (double)st.expert_cycle_bytes / MIB);
+                (double)st.reserved_bytes / MIB);
+        if (st.drafter_bytes)
+            fprintf(stderr, "drafter %.1f MiB, ", (double)st.drafter_bytes / MIB);
+        fprintf(stderr, "experts %.0f MiB (one token's cycle %.0f MiB)\n",
+                (double)st.expert_bytes / MIB, (double)st.expert_cycle_bytes / MIB);
         if (st.kv_ctx > 0)
             fprintf(stderr, "kv cache        %.1f MiB for a context of %d (sliding-window "
                     "layers: %s)\n", (double)st.kv_bytes / MIB, st.kv_ctx,
@@ -728,9 +730,9 @@ bool model_flags_report(const model_flags *f, const char *cmd, const sl_model *m
 #define U(x) (json_int_t)(x)
         json_t *o = json_object();
         json_t *more = json_pack(
-            "{s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:f, s:f, s:f, s:f}",
+            "{s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:f, s:f, s:f, s:f}",
             "streaming", (int)st.streaming, "budget_bytes", U(st.budget_bytes), "dense_bytes",
-            U(st.dense_bytes), "expert_bytes", U(st.expert_bytes), "expert_cycle_bytes",
+            U(st.dense_bytes), "drafter_bytes", U(st.drafter_bytes), "expert_bytes", U(st.expert_bytes), "expert_cycle_bytes",
             U(st.expert_cycle_bytes), "cache_bytes", U(st.cache_bytes), "cache_experts",
             U(st.n_slots), "tokens", U(t->tokens), "generated", U(t->generated), "seconds",
             t->seconds, "compute_s", compute, "manage_s", st.manage_s, "stall_s", st.stall_s);

@@ -132,6 +132,7 @@ int sl_draft_model_load(sl_model **out, const sl_session *s, const char *path,
     *out = NULL;
     sl_model_params p = mp ? *mp : sl_model_default_params();
     p.nextn_block = 0;
+    p.drafter_bytes = 0; /* this is the drafter */
     p.n_ctx_hint = s->n_ctx;
     p.n_logits_hint = 1;
     sl_model *m = NULL;

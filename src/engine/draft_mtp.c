@@ -313,6 +313,7 @@ int sl_draft_mtp_block_load(sl_model **out, const sl_session *s, const sl_model_
     p.io_trace_path = NULL;
     p.host_cache_bytes = 0;
     p.host_cache_seqs = 0;
+    p.drafter_bytes = 0; /* this is the drafter */
     p.n_threads = 1; /* its own pool is replaced by the target's */
     sl_model *vm = NULL;
     int rc = sl_model_load(&vm, sl_gguf_file_path(tm->gguf, 0), &p, err);

@@ -43,6 +43,7 @@ typedef struct sl_runtime {
     uint64_t kv_bytes;      /* of reserved_bytes, the planned context's KV cache */
     int kv_ctx;             /* that context */
     uint64_t host_cache_bytes; /* planned for the caller's cache (sl_model_params) */
+    uint64_t drafter_bytes;    /* planned for a drafter (sl_model_params) */
     bool swa_full;          /* sliding-window layers keep every position (no ring) */
     bool streaming;         /* routed experts come from the streamer */
     int n_slots;            /* expert cache slots when streaming */
