@@ -26,3 +26,23 @@ void draft_figures_of(const sl_gen_draft_stats *d, draft_figures *f)
     const double toks = (double)d->plain_timed + (double)d->verify_tokens_timed;
     if (f->plain_step_s > 0 && secs > 0) f->gain = toks / secs * f->plain_step_s;
 }
+
+void draft_stats_add(sl_gen_draft_stats *sum, const sl_gen_draft_stats *r)
+{
+    sum->drafted += r->drafted;
+    sum->accepted += r->accepted;
+    sum->verify_steps += r->verify_steps;
+    sum->steps += r->steps;
+    for (int i = 0; i < SL_GEN_MAX_DRAFT; i++) {
+        sum->drafted_at[i] += r->drafted_at[i];
+        sum->accepted_at[i] += r->accepted_at[i];
+    }
+    sum->switched_off += r->switched_off;
+    sum->probes += r->probes;
+    sum->plain_timed += r->plain_timed;
+    sum->plain_s += r->plain_s;
+    sum->verify_timed += r->verify_timed;
+    sum->verify_tokens_timed += r->verify_tokens_timed;
+    sum->verify_s += r->verify_s;
+    if (r->off) sum->off = r->off;
+}

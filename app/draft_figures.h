@@ -21,4 +21,8 @@ typedef struct draft_figures {
 /* The figures of d. Pure arithmetic. */
 void draft_figures_of(const sl_gen_draft_stats *d, draft_figures *f);
 
+/* Adds reply r's counts and times to sum (a chat's turns): counts and
+ * times add up, the reason drafting was off is kept. */
+void draft_stats_add(sl_gen_draft_stats *sum, const sl_gen_draft_stats *r);
+
 #endif

@@ -123,8 +123,12 @@ turns="$P
 $P $P"
 printf '%s\n' "$turns" | "$SLUICE" chat -m "$M" -n 24 --temp 0 >"$work/chat.plain" 2>/dev/null
 printf '%s\n' "$turns" | "$SLUICE" chat -m "$M" -n 24 --temp 0 --spec-type ngram-simple -v \
-    >"$work/chat.spec" 2>"$work/chat.err"
+    --draft-always --stats-json "$work/chat.json" >"$work/chat.spec" 2>"$work/chat.err"
 check "chat: the same answers with drafting" same_text "$work/chat.plain" "$work/chat.spec"
 check "chat -v: a draft line per turn" [ "$(grep -c '^draft: .* drafted' "$work/chat.err")" -eq 2 ]
+turns_sum=$(sed -n 's/^draft: *\([0-9]*\) drafted, \([0-9]*\) accepted.*/\1 \2/p' "$work/chat.err" |
+    awk '{d += $1; a += $2} END {print d, a}')
+check "chat --stats-json: the turns' drafted and accepted summed ($turns_sum)" [ \
+    "$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d["draft_drafted"], d["draft_accepted"])' "$work/chat.json")" = "$turns_sum" ]
 
 finish
