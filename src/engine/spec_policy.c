@@ -17,6 +17,7 @@
 #define MARGIN 1.02        /* the expected gain that switches drafting on */
 #define PROBE_SHARE 0.01   /* probes cost about this share of plain decoding */
 #define PROBE_GAP_MAX 4096 /* steps between probes at most */
+#define CLIP 2.0           /* a time counts at most this many times its average */
 
 void sl_spec_policy_init(sl_spec_policy *p, int max, bool always)
 {
@@ -27,6 +28,19 @@ void sl_spec_policy_init(sl_spec_policy *p, int max, bool always)
     p->remeasure_gap = REMEASURE;
     p->since_probe = PROBE_GAP_MAX; /* the first probe comes at once */
     for (int i = 0; i <= SL_SPEC_MAX; i++) p->acc[i] = A_PRIOR;
+}
+
+/* A moving average avg of n samples moved by x at rate r; x clipped to
+ * [avg / CLIP, CLIP avg] once there is a nonzero average: a step the scheduler
+ * preempted (milliseconds on a loaded machine, against steps of a tenth of
+ * one) must not make plain decoding look dear or drafting cheap. */
+static double average(double avg, int n, double x, double r)
+{
+    if (n == 0) return x;
+    if (avg <= 0) return avg + r * x; /* a drafter that cost nothing so far */
+    if (x > CLIP * avg) x = CLIP * avg;
+    if (x < avg / CLIP) x = avg / CLIP;
+    return avg + r * (x - avg);
 }
 
 /* The drafter's time a guess, from the probes (0: none measured). */
@@ -142,13 +156,9 @@ int sl_spec_policy_probe(sl_spec_policy *p)
 void sl_spec_policy_probe_cost(sl_spec_policy *p, int guesses, double seconds)
 {
     if (seconds < 0 || guesses < 0) return;
-    if (p->n_probe == 0) {
-        p->t_probe = seconds;
-        p->probe_guesses = guesses;
-    } else {
-        p->t_probe += T_RATE_PROBE * (seconds - p->t_probe);
-        p->probe_guesses += T_RATE_PROBE * (guesses - p->probe_guesses);
-    }
+    p->t_probe = average(p->t_probe, p->n_probe, seconds, T_RATE_PROBE);
+    p->probe_guesses = p->n_probe ? p->probe_guesses + T_RATE_PROBE * (guesses - p->probe_guesses)
+                                  : guesses;
     p->n_probe++;
 }
 
@@ -175,8 +185,7 @@ void sl_spec_policy_record(sl_spec_policy *p, int k, int c, double seconds)
 {
     if (k <= 0) {
         if (seconds >= 0) {
-            p->t_plain = p->n_plain ? p->t_plain + T_RATE_PLAIN * (seconds - p->t_plain)
-                                    : seconds;
+            p->t_plain = average(p->t_plain, p->n_plain, seconds, T_RATE_PLAIN);
             p->n_plain++;
             p->since_plain = 0;
         }
@@ -184,9 +193,7 @@ void sl_spec_policy_record(sl_spec_policy *p, int k, int c, double seconds)
     }
     if (k > p->max) k = p->max;
     if (seconds >= 0) {
-        p->t_verify[k] = p->n_verify[k]
-                             ? p->t_verify[k] + T_RATE_VERIFY * (seconds - p->t_verify[k])
-                             : seconds;
+        p->t_verify[k] = average(p->t_verify[k], p->n_verify[k], seconds, T_RATE_VERIFY);
         p->n_verify[k]++;
         p->since_remeasure = 0;
     }

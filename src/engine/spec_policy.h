@@ -8,7 +8,9 @@
  * holds once the ones before it did. Plain decoding yields one token in
  * T(0). The policy drafts the k that maximises E(k) T(0) / T(k) when that
  * beats 1 by a 2 % margin, else nothing. T(k) are the caller's measured
- * step times (moving averages); a length not measured is extrapolated
+ * step times (moving averages, each time clipped to within twice the
+ * average: a preempted step must not swing them); a length not measured
+ * is extrapolated
  * linearly from those that were, and before any verify step is taken as
  * T(0) (1 + k / 2) + k d, d the drafter's measured time a guess.
  *

@@ -187,6 +187,7 @@ TEST(refusals_and_off)
     sl_gen_params gp = sl_gen_default_params();
     gp.sampler = smp;
     gp.draft = SL_GEN_DRAFT_NGRAM;
+    gp.draft_always = true; /* drafts whatever the step times (a loaded machine's) */
     gp.context = ids;
     gp.n_context = n;
     sl_gen *g = NULL;

@@ -7,7 +7,8 @@
  * every 32 verify steps; the expected gain worked by hand; --draft-always's
  * lengths follow the last outcome only; the drafter's own time in the first
  * guess of T; probes spaced by what they cost (every step when free), none
- * that cost while no guess could pay; re-measures ever further apart. */
+ * that cost while no guess could pay; re-measures ever further apart; a
+ * preempted step's time clipped to twice the average. */
 #include "engine/spec_policy.h"
 #include "test.h"
 
@@ -248,6 +249,19 @@ TEST(remeasures_further_apart)
     CHECK_EQ_INT(at[3], 512);
 }
 
+TEST(a_preempted_step_moves_the_average_little)
+{
+    sl_spec_policy p;
+    sl_spec_policy_init(&p, 4, false);
+    plain(&p, 2, 0.0002);
+    sl_spec_policy_record(&p, 0, 0, 0.012); /* the scheduler took 12 ms */
+    /* counted as 0.4 ms: 0.2 + 0.15 (0.4 - 0.2) */
+    CHECK_NEAR(p.t_plain, 0.0002 + 0.15 * 0.0002, 1e-15);
+    sl_spec_policy_record(&p, 1, 1, 0.0004);
+    sl_spec_policy_record(&p, 1, 1, 0.00001); /* clipped to half the average */
+    CHECK_NEAR(p.t_verify[1], 0.0004 + 0.25 * (0.0002 - 0.0004), 1e-15);
+}
+
 int main(void)
 {
     RUN(plain_steps_first);
@@ -261,5 +275,6 @@ int main(void)
     RUN(probes_spaced_by_their_cost);
     RUN(no_dear_probes_while_nothing_could_pay);
     RUN(remeasures_further_apart);
+    RUN(a_preempted_step_moves_the_average_little);
     return TEST_REPORT();
 }
