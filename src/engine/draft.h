@@ -30,10 +30,12 @@ struct sl_draft_src {
     void (*follow)(sl_draft_src *d, bool on, const int32_t *hist, int n);
 };
 
-/* How far back a drafter that stopped following catches up when asked
- * again: the positions before stay as they were (its guesses may then be
- * worse, never wrong). */
+/* How far back a drafter that stopped following catches up when it
+ * follows again (SL_DRAFT_CATCHUP) and for a proposal while it does not
+ * (SL_DRAFT_PROBE_BACK: a probe should cost about a step): the positions
+ * before stay as they were (its guesses may then be worse, never wrong). */
 #define SL_DRAFT_CATCHUP 32
+#define SL_DRAFT_PROBE_BACK 8
 
 /* One drafter behind a function: writes up to max proposed tokens after
  * hist[0..n) to out and returns how many (0: no guess). Reads hist only;
@@ -53,8 +55,8 @@ int sl_draft_propose(const sl_drafter *d, const int32_t *hist, int n, int32_t *o
 
 /* on false: the drafter need not keep up with the target's batches while
  * nothing is drafted (the MTP block then computes no cache rows); a
- * proposal still works, catching up at most SL_DRAFT_CATCHUP positions
- * back. on true: catch up now (as far) and keep up again; the target
+ * proposal still works, catching up at most SL_DRAFT_PROBE_BACK positions
+ * back. on true: catch up now (SL_DRAFT_CATCHUP back) and keep up again; the target
  * session holds hist[0 .. n - 1) evaluated, hist[n - 1] taken after them.
  * Drafters with nothing to keep up with ignore it. Cannot fail: a
  * catch-up that fails leaves the guesses worse. */

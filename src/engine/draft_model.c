@@ -5,9 +5,10 @@
  * common prefix (less the last token, whose logits the first guess needs)
  * and evaluates the rest, then one guess at a time. While the generator
  * does not draft (sl_draft_follow off) a proposal that would evaluate more
- * than SL_DRAFT_CATCHUP tokens starts the session afresh on the last
- * SL_DRAFT_CATCHUP of the history instead (its positions then count from
- * there: guesses may be worse). Drafts never change the reply: the target
+ * than SL_DRAFT_PROBE_BACK tokens starts the session afresh on the last
+ * SL_DRAFT_PROBE_BACK of the history instead (SL_DRAFT_CATCHUP when it
+ * follows again; its positions then count from there: guesses may be
+ * worse). Drafts never change the reply: the target
  * verifies each one (generate.c). */
 #include <stdlib.h>
 #include <string.h>
@@ -49,15 +50,17 @@ static int feed(dmodel *d, const int32_t *tokens, int n, sl_err *err)
     return SL_OK;
 }
 
-/* The session brought to the history hist[0..n) (its part from off on):
- * false when it failed (the session then emptied). */
-static bool sync(dmodel *d, const int32_t *hist, int n)
+/* The session brought to the history hist[0..n) (its part from off on;
+ * while not following, started afresh on its last back tokens when more
+ * than that are missing): false when it failed (the session then
+ * emptied). */
+static bool sync(dmodel *d, const int32_t *hist, int n, int back)
 {
     if (n <= d->off) d->off = 0; /* the history went back before the window */
     int held = sl_session_n_past(d->s), lcp = 0;
     while (lcp < held && lcp < n - d->off && d->toks[lcp] == hist[d->off + lcp]) lcp++;
-    if (!d->follow && n - d->off - lcp > SL_DRAFT_CATCHUP) {
-        d->off = n - SL_DRAFT_CATCHUP;
+    if (!d->follow && n - d->off - lcp > back) {
+        d->off = n - back;
         lcp = 0;
     }
     if (lcp == n - d->off) lcp--; /* the last token again: its logits are the first guess's */
@@ -76,7 +79,7 @@ static int dm_propose(sl_draft_src *src, const int32_t *hist, int n, int32_t *ou
     const int n_ctx = sl_session_n_ctx(d->s);
     if (n < 1 || max < 1) return 0;
     if (n - d->off + max > n_ctx) return 0;
-    if (!sync(d, hist, n)) return 0;
+    if (!sync(d, hist, n, SL_DRAFT_PROBE_BACK)) return 0;
     sl_err err = {0};
     int k = 0;
     for (; k < max; k++) {
@@ -93,7 +96,7 @@ static void dm_follow(sl_draft_src *src, bool on, const int32_t *hist, int n)
 {
     dmodel *d = (dmodel *)src;
     if (on && !d->follow && n >= 1 && n - d->off <= sl_session_n_ctx(d->s)) {
-        sync(d, hist, n); /* still not following: back a window at most */
+        sync(d, hist, n, SL_DRAFT_CATCHUP); /* still not following: a window back */
     }
     d->follow = on;
 }

@@ -20,9 +20,9 @@
  * nothing after it). The last B hidden rows and their tokens are kept in a
  * ring by position. While the generator does not draft it stops the block
  * following (sl_draft_follow): batches then only fill the ring, and a
- * proposal or a resumed follow computes the missing rows of the last
- * SL_DRAFT_CATCHUP positions from it (older ones stay as they were, so
- * guesses after a pause may be worse). Drafts never change the reply: the
+ * proposal computes the missing rows of the last SL_DRAFT_PROBE_BACK
+ * positions from it, a resumed follow those of the last SL_DRAFT_CATCHUP
+ * (older ones stay as they were, so guesses after a pause may be worse). Drafts never change the reply: the
  * target verifies each one (generate.c). */
 #include <stdlib.h>
 #include <string.h>
@@ -229,7 +229,7 @@ static int mtp_propose(sl_draft_src *src, const int32_t *hist, int n, int32_t *o
     const float *h = hidden_at(d, P - 1);
     if (n < 1 || max < 1 || !h) return 0;
     sl_err err = {0};
-    if (catch_up(d, P - 1, d->follow ? d->B : SL_DRAFT_CATCHUP, &err)) return 0;
+    if (catch_up(d, P - 1, d->follow ? d->B : SL_DRAFT_PROBE_BACK, &err)) return 0;
     int32_t tok = hist[n - 1];
     const float *hid = h;
     int k = 0;
