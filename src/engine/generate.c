@@ -471,7 +471,9 @@ static int set_pending(sl_gen *g, int32_t id, int n_past, sl_err *err)
         return SL_OK;
     }
     g->n_shadow = 0;
-    if (!g->following) { /* its catch-up is the switch's cost, not the step's */
+    /* drafting resumes: its catch-up is the switch's cost, not the step's;
+     * a single re-measure proposes as a probe does (a short catch-up) */
+    if (!g->following && g->pol->drafting) {
         sl_draft_follow(&g->drafter, true, g->hist, g->n_hist);
         g->following = true;
     }
