@@ -57,7 +57,8 @@ int sl_draft_propose(const sl_drafter *d, const int32_t *hist, int n, int32_t *o
  * nothing is drafted (the MTP block then computes no cache rows); a
  * proposal still works, catching up at most SL_DRAFT_PROBE_BACK positions
  * back. on true: catch up now (SL_DRAFT_CATCHUP back) and keep up again; the target
- * session holds hist[0 .. n - 1) evaluated, hist[n - 1] taken after them.
+ * session holds hist[0 .. n - 1) evaluated, hist[n - 1] taken after them;
+ * hist NULL: keep up from the next batch on, catching up nothing now.
  * Drafters with nothing to keep up with ignore it. Cannot fail: a
  * catch-up that fails leaves the guesses worse. */
 void sl_draft_follow(const sl_drafter *d, bool on, const int32_t *hist, int n);

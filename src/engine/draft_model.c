@@ -95,7 +95,7 @@ static int dm_propose(sl_draft_src *src, const int32_t *hist, int n, int32_t *ou
 static void dm_follow(sl_draft_src *src, bool on, const int32_t *hist, int n)
 {
     dmodel *d = (dmodel *)src;
-    if (on && !d->follow && n >= 1 && n - d->off <= sl_session_n_ctx(d->s)) {
+    if (on && !d->follow && hist && n >= 1 && n - d->off <= sl_session_n_ctx(d->s)) {
         sync(d, hist, n, SL_DRAFT_CATCHUP); /* still not following: a window back */
     }
     d->follow = on;

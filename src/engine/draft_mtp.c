@@ -251,7 +251,7 @@ const float *sl_draft_mtp_logits(const sl_draft_src *d) { return ((const mtp *)d
 static void mtp_follow(sl_draft_src *src, bool on, const int32_t *hist, int n)
 {
     mtp *d = (mtp *)src;
-    if (on && !d->follow) {
+    if (on && !d->follow && hist) {
         sl_err err = {0};
         catch_up(d, sl_session_n_past(d->t) - 1, SL_DRAFT_CATCHUP, &err);
     }

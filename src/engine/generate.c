@@ -233,7 +233,9 @@ int sl_gen_create(sl_gen **out, sl_session *s, const sl_gen_params *p, sl_err *e
 void sl_gen_free(sl_gen *g)
 {
     if (!g) return;
-    if (!g->following) sl_draft_follow(&g->drafter, true, g->hist, g->n_hist);
+    /* the session's next batches (the next prompt) followed again; what
+     * was skipped is caught up only if drafting resumes */
+    if (!g->following) sl_draft_follow(&g->drafter, true, NULL, 0);
     sl_detok_free(g->dt);
     free(g->hist);
     free(g->out);
