@@ -257,7 +257,7 @@ static int bench_model(const char *path, const int *depths, int nd, int n_prompt
     sl_err err;
     const int threads = mf->params.n_threads;
     const int nth = threads > 0 ? threads : sl_cpu_core_count();
-    run_totals totals = {0, 0, 0};
+    run_totals totals = {0, 0, 0, NULL};
     long depth_sum = 0;
     for (int k = 0; k < nd; k++) depth_sum += depths[k];
     const bool deep = deepest(depths, nd) > 0;

@@ -22,6 +22,7 @@
 
 #include "args.h"
 #include "commands.h"
+#include "draft_figures.h"
 #include "gen.h"
 #include "gen_talk.h"
 #include "util/timer.h"
@@ -180,7 +181,9 @@ int cmd_chat(int argc, char **argv)
                 "answer; Ctrl-C again or Ctrl-D quits.\n", sl_model_arch_name(g.m),
                 sl_chat_name(chat), n_ctx);
     if (sl_chat_warning(chat)) fprintf(stderr, "sluice chat: warning: %s\n", sl_chat_warning(chat));
-    run_totals totals = {0, 0, 0};
+    run_totals totals = {0, 0, 0, NULL};
+    sl_gen_draft_stats drafted = {0}; /* every turn's, for --stats-json */
+    if (g.spec_type != SL_GEN_DRAFT_NONE) totals.draft = &drafted;
     for (int turn = 1;; turn++) {
         if (tty) fputs("> ", stderr);
         int r = read_line(&line, &line_cap);
@@ -265,6 +268,7 @@ int cmd_chat(int argc, char **argv)
         totals.seconds += st.seconds;
         totals.tokens += st.n_gen;
         totals.generated += st.n_gen;
+        draft_stats_add(&drafted, &st.draft);
         fputc('\n', stdout);
         fflush(stdout);
         if (st.stop == GEN_STOP_INTERRUPT) {

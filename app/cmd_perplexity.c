@@ -310,7 +310,7 @@ int cmd_perplexity(int argc, char **argv)
                 "tokens)\n", o.base, (int)n_chunk, (int)n_ctx);
     fprintf(stderr, "perplexity: %d chunks in %.3f s (%.2f tok/s)\n", (int)n_chunk, t_total,
             t_total > 0 ? (double)n_chunk * n_ctx / t_total : 0.0);
-    run_totals totals = {t_total, (long)n_chunk * n_ctx, 0};
+    run_totals totals = {t_total, (long)n_chunk * n_ctx, 0, NULL};
     rc = model_flags_report(&o.mf, CMD, m, &totals) ? 0 : 1;
 done:
     free(tokens);

@@ -236,7 +236,8 @@ int cmd_run(int argc, char **argv)
     if (o.verbose)
         fprintf(stderr, "stop:      %s; %d tokens in the context\n", stop_name(st.stop),
                 sl_session_n_past(g.s));
-    run_totals totals = {t_prompt + st.seconds, (long)n_eval + st.n_gen, st.n_gen};
+    run_totals totals = {t_prompt + st.seconds, (long)n_eval + st.n_gen, st.n_gen,
+                         g.spec_type != SL_GEN_DRAFT_NONE ? &st.draft : NULL};
     rc = model_flags_report(&o.mf, CMD, g.m, &totals) ? 0 : 1;
 done:
     free(ids);

@@ -1,5 +1,7 @@
 /* gen.c - see gen.h. */
 #include "gen.h"
+
+#include "draft_figures.h"
 #include "gen_talk.h"
 #include "gguf/gguf.h"
 #include "model/model.h"
@@ -255,6 +257,12 @@ int gen_open(gen_ctx *g, const gen_opts *o, const char *cmd)
     }
     const int logit_rows = g->spec_type != SL_GEN_DRAFT_NONE ? o->draft_max + 1 : 1;
     if (logit_rows > mf.params.n_logits_hint) mf.params.n_logits_hint = logit_rows;
+    /* the MTP block or the draft model and its session, in the plan (a
+     * file that cannot draft is refused when the drafter is made) */
+    if ((g->spec_type == SL_GEN_DRAFT_MTP || g->spec_type == SL_GEN_DRAFT_MODEL) &&
+        sl_draft_plan_bytes(o->model, o->draft_model, o->n_ctx > 0 ? o->n_ctx : 4096,
+                            o->n_batch, 1, &mf.params.drafter_bytes, &err))
+        mf.params.drafter_bytes = 0;
     g->m = model_flags_load(&mf, cmd, o->model);
     if (!g->m) return 1;
     g->mf = &o->mf;
@@ -544,33 +552,22 @@ void gen_draft_report(const gen_ctx *g, const gen_reply_stats *st)
         fprintf(stderr, "draft:     off (%s)\n", d->off);
         return;
     }
+    draft_figures f;
+    draft_figures_of(d, &f);
     fprintf(stderr, "draft:     %ld drafted, %ld accepted (%.1f %%), %ld verify steps "
             "(%.2f tokens each), %ld evaluations for %d tokens\n", d->drafted, d->accepted,
-            d->drafted ? 100.0 * (double)d->accepted / (double)d->drafted : 0.0,
-            d->verify_steps,
-            d->verify_steps ? (double)(d->verify_steps + d->accepted) / (double)d->verify_steps
-                            : 0.0,
-            d->steps, st->n_gen);
-    if (d->drafted) {
+            100.0 * f.acceptance, d->verify_steps, f.tokens_per_verify, d->steps, st->n_gen);
+    if (f.n_positions) {
         fprintf(stderr, "draft:     held by position:");
-        int last = SL_GEN_MAX_DRAFT;
-        while (last > 0 && d->drafted_at[last - 1] == 0) last--;
-        for (int i = 0; i < last; i++)
-            fprintf(stderr, " %d:%.0f%%", i + 1,
-                    100.0 * (double)d->accepted_at[i] / (double)d->drafted_at[i]);
+        for (int i = 0; i < f.n_positions; i++)
+            fprintf(stderr, " %d:%.0f%%", i + 1, 100.0 * f.held_at[i]);
         fputc('\n', stderr);
     }
-    /* the gain: the timed steps' tokens a second against the plain steps' */
-    const double t_plain = d->plain_timed ? d->plain_s / (double)d->plain_timed : 0;
-    const double secs = d->plain_s + d->verify_s;
-    const double toks = (double)d->plain_timed + (double)d->verify_tokens_timed;
-    fprintf(stderr, "draft:     plain step %.1f ms (%ld), verify step %.1f ms (%ld, %.2f tokens "
-            "each)", 1e3 * t_plain, d->plain_timed,
-            d->verify_timed ? 1e3 * d->verify_s / (double)d->verify_timed : 0.0, d->verify_timed,
-            d->verify_timed ? (double)d->verify_tokens_timed / (double)d->verify_timed : 0.0);
-    if (t_plain > 0 && secs > 0)
-        fprintf(stderr, ": %.2fx plain decoding", toks / secs * t_plain);
-    fprintf(stderr, ", switched off %ld times\n", d->switched_off);
+    fprintf(stderr, "draft:     plain step %.3f ms (%ld), verify step %.3f ms (%ld, %.2f tokens "
+            "each)", 1e3 * f.plain_step_s, d->plain_timed, 1e3 * f.verify_step_s,
+            d->verify_timed, f.verify_tokens);
+    if (f.gain > 0) fprintf(stderr, ": %.2fx plain decoding", f.gain);
+    fprintf(stderr, ", switched off %ld times, %ld probes\n", d->switched_off, d->probes);
 }
 
 char *gen_read_file(const char *cmd, const char *path, size_t *len)

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "args.h"
+#include "draft_figures.h"
 #include "drive_rate.h"
 #include "engine/kv_rows.h"
 #include "gguf/gguf.h"
@@ -587,6 +588,43 @@ static void print_bound(const sl_model *m, const run_totals *t, const sl_stream_
             compute > io ? "compute-bound" : "I/O-bound", src);
 }
 
+/* --stats-json's drafting keys: the figures --stats prints on its draft
+ * lines (draft_figures.h), and the counts behind them. */
+static void draft_json(json_t *o, const sl_gen_draft_stats *d)
+{
+    if (d->off) {
+        json_object_set_new(o, "draft_off", json_string(d->off));
+        return;
+    }
+    draft_figures f;
+    draft_figures_of(d, &f);
+    const struct { const char *k; long v; } n[] = {
+        {"draft_drafted", d->drafted},           {"draft_accepted", d->accepted},
+        {"draft_verify_steps", d->verify_steps}, {"draft_evaluations", d->steps},
+        {"draft_plain_timed", d->plain_timed},   {"draft_verify_timed", d->verify_timed},
+        {"draft_switched_off", d->switched_off}, {"draft_probes", d->probes}};
+    for (size_t i = 0; i < sizeof n / sizeof n[0]; i++)
+        json_object_set_new(o, n[i].k, json_integer((json_int_t)n[i].v));
+    const struct { const char *k; double v; } r[] = {
+        {"draft_acceptance", f.acceptance},
+        {"draft_tokens_per_verify", f.tokens_per_verify},
+        {"draft_plain_step_ms", 1e3 * f.plain_step_s},
+        {"draft_verify_step_ms", 1e3 * f.verify_step_s},
+        {"draft_verify_tokens", f.verify_tokens},
+        {"draft_gain", f.gain}};
+    for (size_t i = 0; i < sizeof r / sizeof r[0]; i++)
+        json_object_set_new(o, r[i].k, json_real(r[i].v));
+    json_t *held = json_array(), *at = json_array(), *acc = json_array();
+    for (int i = 0; i < f.n_positions; i++) {
+        json_array_append_new(held, json_real(f.held_at[i]));
+        json_array_append_new(at, json_integer((json_int_t)d->drafted_at[i]));
+        json_array_append_new(acc, json_integer((json_int_t)d->accepted_at[i]));
+    }
+    json_object_set_new(o, "draft_held_by_position", held);
+    json_object_set_new(o, "draft_drafted_at", at);
+    json_object_set_new(o, "draft_accepted_at", acc);
+}
+
 bool model_flags_report(const model_flags *f, const char *cmd, const sl_model *m,
                         const run_totals *t)
 {
@@ -615,11 +653,13 @@ bool model_flags_report(const model_flags *f, const char *cmd, const sl_model *m
         fprintf(stderr, "\n--- sluice stats ---\n");
         fprintf(stderr, "mode            %s\n",
                 st.streaming ? "streaming routed experts" : "fully resident");
-        fprintf(stderr, "memory          budget %.0f MiB, dense %.0f MiB, KV and scratch %.0f MiB, "
-                "experts %.0f MiB (one token's cycle %.0f MiB)\n",
+        fprintf(stderr, "memory          budget %.0f MiB, dense %.0f MiB, KV and scratch %.0f MiB, ",
                 (double)st.budget_bytes / MIB, (double)st.dense_bytes / MIB,
-                (double)st.reserved_bytes / MIB, (double)st.expert_bytes / MIB,
-                (double)st.expert_cycle_bytes / MIB);
+                (double)st.reserved_bytes / MIB);
+        if (st.drafter_bytes)
+            fprintf(stderr, "drafter %.1f MiB, ", (double)st.drafter_bytes / MIB);
+        fprintf(stderr, "experts %.0f MiB (one token's cycle %.0f MiB)\n",
+                (double)st.expert_bytes / MIB, (double)st.expert_cycle_bytes / MIB);
         if (st.kv_ctx > 0)
             fprintf(stderr, "kv cache        %.1f MiB for a context of %d (sliding-window "
                     "layers: %s)\n", (double)st.kv_bytes / MIB, st.kv_ctx,
@@ -698,9 +738,9 @@ bool model_flags_report(const model_flags *f, const char *cmd, const sl_model *m
 #define U(x) (json_int_t)(x)
         json_t *o = json_object();
         json_t *more = json_pack(
-            "{s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:f, s:f, s:f, s:f}",
+            "{s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:f, s:f, s:f, s:f}",
             "streaming", (int)st.streaming, "budget_bytes", U(st.budget_bytes), "dense_bytes",
-            U(st.dense_bytes), "expert_bytes", U(st.expert_bytes), "expert_cycle_bytes",
+            U(st.dense_bytes), "drafter_bytes", U(st.drafter_bytes), "expert_bytes", U(st.expert_bytes), "expert_cycle_bytes",
             U(st.expert_cycle_bytes), "cache_bytes", U(st.cache_bytes), "cache_experts",
             U(st.n_slots), "tokens", U(t->tokens), "generated", U(t->generated), "seconds",
             t->seconds, "compute_s", compute, "manage_s", st.manage_s, "stall_s", st.stall_s);
@@ -768,6 +808,7 @@ bool model_flags_report(const model_flags *f, const char *cmd, const sl_model *m
             json_object_set_new(proc, "knob_changed", json_integer((json_int_t)ks.changed));
             json_object_set_new(proc, "knob_substituted", json_integer((json_int_t)ks.substituted));
         }
+        if (proc && t->draft) draft_json(proc, t->draft);
         if (o && more && io && proc && !json_object_update(o, more) &&
             !json_object_update(o, io) && !json_object_update(o, proc))
             json = sl_json_dump_text(o, false);

@@ -58,6 +58,7 @@ typedef struct run_totals {
     double seconds;
     long tokens;       /* tokens evaluated (prompt + generated) */
     long generated;
+    const sl_gen_draft_stats *draft; /* the reply's drafting (NULL: not asked for) */
 } run_totals;
 
 /* --progress: at most twice a second, rewrites one status line on stderr

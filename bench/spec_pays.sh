@@ -9,7 +9,8 @@
 # no top-k from "Once upon a time" (bench/decode_pair.sh's run). One line a
 # configuration: tok/s off and on per pair, the ratio of the sums, and the
 # drafting run's --stats draft figures. SLUICE picks the binary (default
-# build/rel/sluice). Needs root (cgroup); timed: run it under
+# build/rel/sluice); WHERE (resident streamed) and CFGS (greedy sampled
+# hot) pick a subset. Needs root (cgroup); timed: run it under
 # `flock /work/timing.lock`.
 set -eu
 MODEL=${1:?usage: bench/spec_pays.sh MODEL [PAIRS] [LIMIT_MB]}
@@ -30,8 +31,10 @@ one() { # one WHERE OUT ARGS...: one run, its stderr in OUT
         "$here/cgroup_run.sh" "$LIMIT" "$SLUICE" run -m "$MODEL" "$@" >/dev/null 2>"$out"
     fi
 }
-for where in resident streamed; do
-    for cfg in greedy sampled hot; do
+read -ra wheres <<<"${WHERE:-resident streamed}"
+read -ra cfgs <<<"${CFGS:-greedy sampled hot}"
+for where in "${wheres[@]}"; do
+    for cfg in "${cfgs[@]}"; do
         case $cfg in
         greedy) args=(-p "$REP" -n 64 --temp 0 --ignore-eos) ;;
         sampled) args=(-p "$REP" -n 64 --seed 7 --ignore-eos) ;;

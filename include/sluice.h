@@ -138,6 +138,10 @@ typedef struct sl_model_params {
      * was planned. */
     uint64_t host_cache_bytes;
     int host_cache_seqs;
+    /* Memory a drafter keeps besides the model (sl_draft_plan_bytes: the
+     * MTP block's or a draft model's weights and the sessions it runs),
+     * planned with the dense weights, before the expert cache. */
+    uint64_t drafter_bytes;
     /* > 0: load the file's MTP (nextn) block number nextn_block alone, as
      * a model of one layer with the block's own input and head tensors
      * (the MTP drafter's, engine/draft_mtp.c); fails with SL_EUNSUPPORTED
@@ -189,6 +193,8 @@ typedef struct sl_stream_stats {
     int kv_ctx;               /* that context (-c) */
     uint64_t host_cache_bytes; /* memory planned for the caller's own cache
                                   (sl_model_params.host_cache_bytes) */
+    uint64_t drafter_bytes;    /* memory planned for a drafter
+                                  (sl_model_params.drafter_bytes) */
     /* what the runtime's setters (below) started, and read-ahead's detail */
     char cache_policy[16];    /* the expert cache's eviction policy ("" resident) */
     char io_direct_note[256]; /* why O_DIRECT fell back, or "" */
@@ -697,6 +703,15 @@ int sl_draft_model_load(sl_model **out, const sl_session *s, const char *path,
                         const sl_model_params *mp, sl_err *err);
 int sl_draft_model_create_on(sl_draft_src **out, sl_session *s, sl_model *dm, sl_err *err);
 
+/* The memory a drafter will keep, for sl_model_params.drafter_bytes:
+ * draft_path NULL: the first MTP block of the model at model_path, else
+ * the draft model at draft_path; its weights, and n_seqs sessions of
+ * n_ctx positions taking batches of n_batch (each target session its
+ * own). Reads the file's description only (no weights). Fails as loading
+ * the block or the model would (SL_EUNSUPPORTED: no MTP block). */
+int sl_draft_plan_bytes(const char *model_path, const char *draft_path, int n_ctx, int n_batch,
+                        int n_seqs, uint64_t *out, sl_err *err);
+
 /* Frees a drafter (NULL: nothing). Its target session is left as it is. */
 void sl_draft_src_free(sl_draft_src *d);
 
@@ -728,11 +743,13 @@ typedef struct sl_gen_params {
                                       and n_logit_rows - 1) */
     int draft_min;                 /* fewer proposed: none drafted */
     int draft_ngram;               /* NGRAM: longest suffix looked up; <= 0: 3 */
-    sl_draft_src *draft_src;       /* MTP, MODEL: the drafter, made for this session */
+    sl_draft_src *draft_src;       /* MTP, MODEL: the drafter, made for this session;
+                                      it must outlive the generator */
     bool draft_always;             /* verify every guess, with the length following
                                       the last draft's outcome only; false: draft only
-                                      while this reply's measured step times and
-                                      acceptance say it beats plain decoding */
+                                      while the measured step times and acceptance say
+                                      it beats plain decoding (measured on this session
+                                      across its replies with this drafter) */
     bool draft_sampling;           /* speculative sampling: each token drawn with the
                                       drafter's guess for it first (kept with its
                                       probability, else a draw from the rest), drafted
@@ -793,6 +810,8 @@ typedef struct sl_gen_draft_stats {
     long drafted_at[SL_GEN_MAX_DRAFT];  /* drafts at position i + 1 of their step */
     long accepted_at[SL_GEN_MAX_DRAFT]; /* of them, held */
     long switched_off;   /* times drafting stopped paying and was switched off */
+    long probes;         /* times the drafter guessed without a verify (to learn
+                            whether guesses hold while drafting is off) */
     /* Timed steps (from a step's tokens handed out to the next sl_gen_next:
      * the caller's evaluation and whatever else it did in between). */
     long plain_timed;    /* one-token steps */

@@ -223,6 +223,12 @@ int cmd_serve(int argc, char **argv)
     else if (cache_ram < 0) mf.params.host_cache_seqs = (int)np;
     if (o.spec_type != SL_GEN_DRAFT_NONE && mf.params.n_logits_hint < o.draft_max + 1)
         mf.params.n_logits_hint = o.draft_max + 1; /* the rows a verify step keeps */
+    /* the MTP block or the draft model, and a session of it for each slot
+     * (a file that cannot draft is refused when the drafters are made) */
+    if ((o.spec_type == SL_GEN_DRAFT_MTP || o.draft_model) &&
+        sl_draft_plan_bytes(o.model, o.draft_model, o.n_ctx > 0 ? o.n_ctx : 4096, o.n_batch,
+                            (int)np, &mf.params.drafter_bytes, &err))
+        mf.params.drafter_bytes = 0;
     s.m = model_flags_load(&mf, CMD, o.model);
     if (!s.m) goto done;
     if (sl_model_n_tokens(s.m) == 0) {
@@ -271,11 +277,11 @@ int cmd_serve(int argc, char **argv)
 
     fprintf(stderr, "sluice serve: listening on http://%s%s%s:%d (model %s: %s, chat template "
             "%s, %ld slot%s x %d tokens); memory: budget %.0f MiB, dense %.0f MiB, KV and scratch "
-            "%.0f MiB, prompt cache %.0f MiB, experts %.0f MiB %s",
+            "%.0f MiB, prompt cache %.0f MiB, drafter %.0f MiB, experts %.0f MiB %s",
             v6 ? "[" : "", host, v6 ? "]" : "", bound, s.model_name, sl_model_arch_name(s.m),
             sl_chat_name(s.chat), np, np == 1 ? "" : "s", s.n_ctx, st.budget_bytes / MIB,
             st.dense_bytes / MIB, st.reserved_bytes / MIB, st.host_cache_bytes / MIB,
-            st.expert_bytes / MIB, st.streaming ? "streamed" : "resident");
+            st.drafter_bytes / MIB, st.expert_bytes / MIB, st.streaming ? "streamed" : "resident");
     if (st.streaming)
         fprintf(stderr, " (cache %.0f MiB, %llu experts; I/O %s)", st.cache_bytes / MIB,
                 (unsigned long long)st.n_slots, st.io_mode);

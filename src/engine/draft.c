@@ -44,3 +44,8 @@ int sl_draft_propose(const sl_drafter *d, const int32_t *hist, int n, int32_t *o
     }
     return 0;
 }
+
+void sl_draft_follow(const sl_drafter *d, bool on, const int32_t *hist, int n)
+{
+    if (d->kind == SL_DRAFT_SRC && d->src->follow) d->src->follow(d->src, on, hist, n);
+}

@@ -6,6 +6,7 @@
 #ifndef SL_ENGINE_DRAFT_H
 #define SL_ENGINE_DRAFT_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "sluice.h"
@@ -24,7 +25,17 @@ struct sl_draft_src {
     const char *name;
     int (*propose)(sl_draft_src *d, const int32_t *hist, int n, int32_t *out, int max);
     void (*destroy)(sl_draft_src *d);
+    /* Optional (NULL: the drafter always keeps up). sl_draft_follow's
+     * contract for it. */
+    void (*follow)(sl_draft_src *d, bool on, const int32_t *hist, int n);
 };
+
+/* How far back a drafter that stopped following catches up when it
+ * follows again (SL_DRAFT_CATCHUP) and for a proposal while it does not
+ * (SL_DRAFT_PROBE_BACK: a probe should cost about a step): the positions
+ * before stay as they were (its guesses may then be worse, never wrong). */
+#define SL_DRAFT_CATCHUP 32
+#define SL_DRAFT_PROBE_BACK 8
 
 /* One drafter behind a function: writes up to max proposed tokens after
  * hist[0..n) to out and returns how many (0: no guess). Reads hist only;
@@ -41,6 +52,16 @@ typedef struct sl_drafter {
 const float *sl_draft_mtp_logits(const sl_draft_src *d);
 
 int sl_draft_propose(const sl_drafter *d, const int32_t *hist, int n, int32_t *out, int max);
+
+/* on false: the drafter need not keep up with the target's batches while
+ * nothing is drafted (the MTP block then computes no cache rows); a
+ * proposal still works, catching up at most SL_DRAFT_PROBE_BACK positions
+ * back. on true: catch up now (SL_DRAFT_CATCHUP back) and keep up again; the target
+ * session holds hist[0 .. n - 1) evaluated, hist[n - 1] taken after them;
+ * hist NULL: keep up from the next batch on, catching up nothing now.
+ * Drafters with nothing to keep up with ignore it. Cannot fail: a
+ * catch-up that fails leaves the guesses worse. */
+void sl_draft_follow(const sl_drafter *d, bool on, const int32_t *hist, int n);
 
 /* Prompt lookup: for g from ngram_max down to ngram_min, the last g tokens
  * of hist are searched for earlier in hist, the latest occurrence first;

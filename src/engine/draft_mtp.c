@@ -17,8 +17,13 @@
  * has its cache: every batch the target evaluates (the prompt too) hands
  * its hidden rows over (sl_session.on_hidden), and the block's K/V rows for
  * those positions are computed from them (the mixer only: a cache row needs
- * nothing after it). Drafts never change the reply: the target verifies
- * each one (generate.c). */
+ * nothing after it). The last B hidden rows and their tokens are kept in a
+ * ring by position. While the generator does not draft it stops the block
+ * following (sl_draft_follow): batches then only fill the ring, and a
+ * proposal computes the missing rows of the last SL_DRAFT_PROBE_BACK
+ * positions from it, a resumed follow those of the last SL_DRAFT_CATCHUP
+ * (older ones stay as they were, so guesses after a pause may be worse). Drafts never change the reply: the
+ * target verifies each one (generate.c). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -39,9 +44,12 @@ typedef struct mtp {
     bool own;
     sl_session *vs;       /* its session: the block's cache */
     int E, V, B;          /* n_embd, n_vocab, rows a block batch holds */
-    /* the target's last batch's hidden rows: positions [h_base, h_base + h_n) */
+    /* the target's hidden rows and tokens of positions [r_lo, r_hi) (at
+     * most B), position p at ring row p % B */
     float *h;
-    int h_base, h_n;
+    int32_t *htok;
+    int r_lo, r_hi;
+    bool follow;          /* cache rows computed as batches come (else on demand) */
     /* the block's cache rows [0, kv_n) hold the target's tokens; the row at
      * first_pos was the first guess's, made from token first_tok */
     int kv_n, first_pos;
@@ -102,12 +110,49 @@ static int mtp_rows(mtp *d, const int32_t *tokens, const float *const *hid, int 
     return rc;
 }
 
-/* The hidden row of the target at position p, from its last batch; NULL
- * when that batch did not hold it. */
+/* The hidden row of the target at position p, from the ring; NULL when
+ * it does not hold it. */
 static const float *hidden_at(const mtp *d, int p)
 {
-    if (p < d->h_base || p >= d->h_base + d->h_n) return NULL;
-    return d->h + (size_t)(p - d->h_base) * d->E;
+    if (p < d->r_lo || p >= d->r_hi) return NULL;
+    return d->h + (size_t)(p % d->B) * d->E;
+}
+
+/* The block's cache rows of positions [from, to) from the ring (which
+ * holds positions up to to, the tokens after them included). */
+static int rows_from_ring(mtp *d, int from, int to, sl_err *err)
+{
+    const float *hid[64];
+    int32_t tok[64];
+    int p = from;
+    while (p < to) {
+        int k = 0;
+        const int start = p;
+        while (k < 64 && k < d->B && p < to) {
+            hid[k] = hidden_at(d, p);
+            tok[k] = d->htok[(p + 1) % d->B];
+            k++;
+            p++;
+        }
+        int rc = mtp_rows(d, tok, hid, k, start, false, err);
+        if (rc) return rc;
+    }
+    return SL_OK;
+}
+
+/* The missing cache rows before position to - 1 (whose row the next
+ * proposal computes), at most back as far as window positions; rows before
+ * that stay as they were. */
+static int catch_up(mtp *d, int to, int window, sl_err *err)
+{
+    int from = d->kv_n;
+    if (from < to - window) from = to - window;
+    if (from < d->r_lo) from = d->r_lo;
+    if (to > d->r_hi - 1) to = d->r_hi - 1; /* a row needs the token after it */
+    if (from >= to) return SL_OK;
+    const int rc = rows_from_ring(d, from, to, err);
+    if (!rc && to > d->kv_n) d->kv_n = to;
+    return rc;
 }
 
 /* sl_session.on_hidden: the block's cache rows for the positions whose next
@@ -122,32 +167,36 @@ static int on_hidden(void *ud, sl_session *s, const int32_t *tokens, int n, sl_e
     if (d->kv_n > P - 1 && !(d->kv_n >= P && d->first_pos == P - 1 && d->first_tok == tokens[0]))
         d->kv_n = P - 1 > 0 ? P - 1 : 0;
     if (d->kv_n > P) d->kv_n = P;
-    /* rows before P come from the last batch's hidden rows, which end at
-     * P - 1 unless the session moved without a batch (a restored state):
-     * what they do not cover stays a gap, nothing can fill it */
+    /* the ring's rows at P and beyond were guesses or are gone; when the
+     * session moved without a batch (a restored state) it holds nothing
+     * before P: what it does not cover stays a gap, nothing can fill it */
+    if (d->r_hi > P) d->r_hi = P;
+    if (d->r_hi < P || d->r_lo > d->r_hi) d->r_lo = d->r_hi = P;
     int p = d->kv_n;
-    if (p < P) {
-        if (!hidden_at(d, P - 1)) p = P;
-        else if (p < d->h_base) p = d->h_base;
-    }
+    if (p < d->r_lo) p = P > d->r_lo ? d->r_lo : P;
     const float *hid[64];
     int32_t tok[64];
-    while (p <= P + n - 2) {
+    while (d->follow && p <= P + n - 2) {
         int k = 0;
         const int start = p;
         while (k < 64 && k < d->B && p <= P + n - 2) {
             hid[k] = p < P ? hidden_at(d, p) : s->x + (size_t)(p - P) * E;
-            tok[k] = tokens[p + 1 - P];
+            tok[k] = p + 1 < P ? d->htok[(p + 1) % d->B] : tokens[p + 1 - P];
             k++;
             p++;
         }
         int rc = mtp_rows(d, tok, hid, k, start, false, err);
         if (rc) return rc;
     }
-    if (p > d->kv_n) d->kv_n = p;
-    memcpy(d->h, s->x, (size_t)n * E * sizeof *d->h);
-    d->h_base = P;
-    d->h_n = n;
+    if (d->follow && p > d->kv_n) d->kv_n = p;
+    /* into the ring: the batch's last B rows */
+    for (int i = n > d->B ? n - d->B : 0; i < n; i++) {
+        const int q = (P + i) % d->B;
+        memcpy(d->h + (size_t)q * E, s->x + (size_t)i * E, (size_t)E * sizeof *d->h);
+        d->htok[q] = tokens[i];
+    }
+    d->r_hi = P + n;
+    if (d->r_lo < d->r_hi - d->B) d->r_lo = d->r_hi - d->B;
     d->first_pos = -1;
     return SL_OK;
 }
@@ -180,6 +229,7 @@ static int mtp_propose(sl_draft_src *src, const int32_t *hist, int n, int32_t *o
     const float *h = hidden_at(d, P - 1);
     if (n < 1 || max < 1 || !h) return 0;
     sl_err err = {0};
+    if (catch_up(d, P - 1, d->follow ? d->B : SL_DRAFT_PROBE_BACK, &err)) return 0;
     int32_t tok = hist[n - 1];
     const float *hid = h;
     int k = 0;
@@ -198,6 +248,16 @@ static int mtp_propose(sl_draft_src *src, const int32_t *hist, int n, int32_t *o
 
 const float *sl_draft_mtp_logits(const sl_draft_src *d) { return ((const mtp *)d)->logits; }
 
+static void mtp_follow(sl_draft_src *src, bool on, const int32_t *hist, int n)
+{
+    mtp *d = (mtp *)src;
+    if (on && !d->follow && hist) {
+        sl_err err = {0};
+        catch_up(d, sl_session_n_past(d->t) - 1, SL_DRAFT_CATCHUP, &err);
+    }
+    d->follow = on;
+}
+
 static void mtp_destroy(sl_draft_src *src)
 {
     mtp *d = (mtp *)src;
@@ -208,6 +268,7 @@ static void mtp_destroy(sl_draft_src *src)
     sl_session_free(d->vs);
     if (d->own) sl_draft_mtp_block_free(d->vm);
     free(d->h);
+    free(d->htok);
     free(d->cat);
     free(d->act);
     free(d->acts);
@@ -252,6 +313,7 @@ int sl_draft_mtp_block_load(sl_model **out, const sl_session *s, const sl_model_
     p.io_trace_path = NULL;
     p.host_cache_bytes = 0;
     p.host_cache_seqs = 0;
+    p.drafter_bytes = 0; /* this is the drafter */
     p.n_threads = 1; /* its own pool is replaced by the target's */
     sl_model *vm = NULL;
     int rc = sl_model_load(&vm, sl_gguf_file_path(tm->gguf, 0), &p, err);
@@ -276,8 +338,9 @@ int sl_draft_mtp_create_on(sl_draft_src **out, sl_session *s, sl_model *block, s
                           "model (sl_draft_mtp_block_load)");
     mtp *d = calloc(1, sizeof *d);
     if (!d) return sl_err_set(err, SL_ENOMEM, "out of memory for the MTP drafter");
-    d->base = (sl_draft_src){"draft-mtp", mtp_propose, mtp_destroy};
+    d->base = (sl_draft_src){"draft-mtp", mtp_propose, mtp_destroy, mtp_follow};
     d->first_pos = -1;
+    d->follow = true;
     d->vm = block;
     d->E = s->m->hp.n_embd;
     d->V = s->m->hp.n_vocab;
@@ -295,13 +358,14 @@ int sl_draft_mtp_create_on(sl_draft_src **out, sl_session *s, sl_model *block, s
     const size_t E = (size_t)d->E, B = (size_t)d->B;
     d->act_stride = sl_fwd_act_stride(d->vm->nextn_eh_proj.type, (int64_t)(2 * E));
     d->h = malloc(B * E * sizeof *d->h);
+    d->htok = malloc(B * sizeof *d->htok);
     d->cat = malloc(B * 2 * E * sizeof *d->cat);
     d->act = malloc(B * d->act_stride + 64);
     d->acts = malloc(B * sizeof *d->acts);
     d->hcur = malloc(E * sizeof *d->hcur);
     d->hn = malloc(E * sizeof *d->hn);
     d->logits = malloc((size_t)d->V * sizeof *d->logits);
-    if (!d->h || !d->cat || !d->act || !d->acts || !d->hcur || !d->hn || !d->logits) {
+    if (!d->h || !d->htok || !d->cat || !d->act || !d->acts || !d->hcur || !d->hn || !d->logits) {
         mtp_destroy(&d->base);
         return sl_err_set(err, SL_ENOMEM, "out of memory for the MTP drafter");
     }

@@ -74,11 +74,15 @@ struct sl_gen {
     /* drafting */
     sl_drafter drafter;                  /* kind NONE: off */
     int draft_max, draft_min;
-    sl_spec_policy pol;       /* the draft length of each step (when it pays) */
+    sl_spec_policy *pol;      /* the draft length of each step (when it pays): the
+                                 session's, kept across its replies */
+    long switches_off0, probes0; /* pol's counts when the reply began */
     bool spec_sampling;       /* tokens drawn with the drafter's guess first */
     int32_t shadow[SL_GEN_MAX_DRAFT]; /* guesses not verified, checked as tokens come */
     int n_shadow, shadow_at;
-    uint64_t t_mark;          /* when the pending tokens were handed out; 0: not timed */
+    bool following;           /* the drafter keeps up with the session (sl_draft_follow) */
+    uint64_t t_mark;          /* when the step's work began (its drafts' proposal, else
+                                 the pending token handed out); 0: not timed */
     int n_draft;              /* of the pending tokens, the guesses after the first */
     int pos0;                 /* the session's position before the pending tokens */
     int last_eval;            /* tokens the caller's last sl_gen_evaluated covered */
@@ -119,6 +123,31 @@ static int hist_grow(sl_gen *g, int more, sl_err *err)
     return SL_OK;
 }
 
+/* The session's drafting policy for this drafter, maximum and mode: the
+ * one its last reply used when they are the same (what it learnt carries
+ * over), else a new one. NULL: out of memory. */
+static sl_spec_policy *session_policy(sl_session *s, const sl_drafter *d, int max, bool always,
+                                      sl_err *err)
+{
+    const void *key = d->kind == SL_DRAFT_SRC ? (const void *)d->src : NULL;
+    if (!s->spec) {
+        s->spec = calloc(1, sizeof *s->spec);
+        if (!s->spec) {
+            sl_err_set(err, SL_ENOMEM, "out of memory for the drafting policy");
+            return NULL;
+        }
+        s->spec_kind = -1;
+    }
+    sl_spec_policy *p = s->spec;
+    if (s->spec_kind != (int)d->kind || s->spec_src != key || p->always != always ||
+        p->max != (max > SL_SPEC_MAX ? SL_SPEC_MAX : max)) {
+        sl_spec_policy_init(p, max, always);
+        s->spec_kind = (int)d->kind;
+        s->spec_src = key;
+    }
+    return p;
+}
+
 /* The drafter of p, or drafting off with the reason in g->st.off. */
 static int draft_setup(sl_gen *g, const sl_gen_params *p, sl_err *err)
 {
@@ -151,7 +180,11 @@ static int draft_setup(sl_gen *g, const sl_gen_params *p, sl_err *err)
     g->drafter.ngram_min = 1;
     g->draft_max = max;
     g->spec_sampling = p->draft_sampling;
-    sl_spec_policy_init(&g->pol, max, p->draft_always);
+    g->pol = session_policy(g->s, &g->drafter, max, p->draft_always, err);
+    if (!g->pol) return SL_ENOMEM;
+    g->switches_off0 = g->pol->switches_off;
+    g->probes0 = g->pol->probes;
+    g->following = true;
     g->draft_min = p->draft_min > 1 ? p->draft_min : 1;
     const int n = p->context ? p->n_context : 0;
     int rc = hist_grow(g, n + 1, err);
@@ -200,6 +233,9 @@ int sl_gen_create(sl_gen **out, sl_session *s, const sl_gen_params *p, sl_err *e
 void sl_gen_free(sl_gen *g)
 {
     if (!g) return;
+    /* the session's next batches (the next prompt) followed again; what
+     * was skipped is caught up only if drafting resumes */
+    if (!g->following) sl_draft_follow(&g->drafter, true, NULL, 0);
     sl_detok_free(g->dt);
     free(g->hist);
     free(g->out);
@@ -397,7 +433,7 @@ static int propose(sl_gen *g, int32_t *out, int max, sl_err *err)
 static void shadow_check(sl_gen *g, int32_t id)
 {
     if (id == g->shadow[g->shadow_at] && ++g->shadow_at < g->n_shadow) return;
-    sl_spec_policy_observe(&g->pol, g->n_shadow, g->shadow_at);
+    sl_spec_policy_observe(g->pol, g->n_shadow, g->shadow_at);
     g->n_shadow = 0;
 }
 
@@ -414,18 +450,36 @@ static int set_pending(sl_gen *g, int32_t id, int n_past, sl_err *err)
     int rc = hist_grow(g, 1, err);
     if (rc) return rc;
     g->hist[g->n_hist++] = id;
-    int max = sl_spec_policy_len(&g->pol);
-    if (max <= 0) { /* not drafting: guess anyway, to see whether guesses would hold */
-        if (g->n_shadow == 0) {
-            const int n = propose(g, g->shadow, g->pol.cap < g->draft_max ? g->pol.cap
-                                                                         : g->draft_max, err);
+    int max = sl_spec_policy_len(g->pol);
+    if (max <= 0) {
+        /* not drafting: the drafter need not keep up (unless speculative
+         * sampling asks it every token), and now and then it guesses
+         * anyway, to see whether guesses would hold */
+        if (g->following && !g->pol->drafting && !g->spec_sampling) {
+            sl_draft_follow(&g->drafter, false, g->hist, g->n_hist);
+            g->following = false;
+        }
+        int want = g->n_shadow == 0 ? sl_spec_policy_probe(g->pol) : 0;
+        if (want > 0) {
+            if (want > g->draft_max) want = g->draft_max;
+            const uint64_t t0 = sl_now_ns();
+            const int n = propose(g, g->shadow, want, err);
             if (n < 0) return n;
+            sl_spec_policy_probe_cost(g->pol, n, sl_ns_to_s(sl_now_ns() - t0));
             g->n_shadow = n;
             g->shadow_at = 0;
         }
+        g->t_mark = sl_now_ns();
         return SL_OK;
     }
     g->n_shadow = 0;
+    /* drafting resumes: its catch-up is the switch's cost, not the step's;
+     * a single re-measure proposes as a probe does (a short catch-up) */
+    if (!g->following && g->pol->drafting) {
+        sl_draft_follow(&g->drafter, true, g->hist, g->n_hist);
+        g->following = true;
+    }
+    g->t_mark = sl_now_ns(); /* the step's time counts the proposal's */
     if (max < g->draft_min) max = g->draft_min;
     const int room = sl_session_n_ctx(g->s) - n_past - 1;
     if (max > room) max = room;
@@ -454,12 +508,13 @@ static int32_t draft_pref(const sl_gen *g)
  * verified, c of them held, dt seconds (< 0: not timed). */
 static void draft_account(sl_gen *g, int nd, int c, double dt)
 {
-    sl_spec_policy_record(&g->pol, nd, c, dt);
+    sl_spec_policy_record(g->pol, nd, c, dt);
     for (int i = 0; i < nd; i++) {
         g->st.drafted_at[i]++;
         if (i < c) g->st.accepted_at[i]++;
     }
-    g->st.switched_off = g->pol.switches_off;
+    g->st.switched_off = g->pol->switches_off - g->switches_off0;
+    g->st.probes = g->pol->probes - g->probes0;
     if (dt < 0) return;
     if (nd > 0) {
         g->st.verify_timed++;
@@ -570,7 +625,6 @@ int sl_gen_next(sl_gen *g, sl_gen_event *ev, sl_err *err)
         else if ((rc = set_pending(g, next, n_past, err))) return rc;
     }
     if (ev->stop != SL_GEN_GOING && (rc = finish(g, ev, err))) return rc;
-    if (g->n_pending > 0 && g->drafter.kind != SL_DRAFT_NONE) g->t_mark = sl_now_ns();
     ev->n_ids = g->n_ids;
     ev->text = g->out ? g->out : "";
     ev->len = g->n_out;

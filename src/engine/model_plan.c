@@ -110,7 +110,7 @@ static int check_context(const sl_model *m, const sl_model_params *p, const sl_s
     const uint64_t below = ctx > 1 ? kv_at(m, d, ctx - 1) : 0;
     const uint64_t per_token = below <= sess->kv_bytes ? sess->kv_bytes - below : 0;
     const uint64_t base = m->dense_bytes + sess->scratch_bytes + OTHER_BYTES +
-                          min_cache_bytes(m, p, moe_layers);
+                          min_cache_bytes(m, p, moe_layers) + p->drafter_bytes;
     if (base + sess->kv_bytes <= budget || base + kv_at(m, d, 1) > budget || per_token == 0)
         return SL_OK;
     int lo = 1, hi = ctx; /* kv_at(lo) fits, kv_at(hi) does not */
@@ -122,7 +122,7 @@ static int check_context(const sl_model *m, const sl_model_params *p, const sl_s
     }
     return sl_err_set(err, SL_ENOMEM,
                       "a context of %d tokens needs %.0f MiB of KV cache (%llu bytes per token: "
-                      "K %s, V %s), and with the dense weights (%.0f MiB), scratch (%.0f MiB)%s, "
+                      "K %s, V %s), and with the dense weights (%.0f MiB), scratch (%.0f MiB)%s%s, "
                       "that exceeds the memory budget of %.0f MiB: the largest -c that fits is "
                       "%d (or quantise the cache with -ctk q8_0 -ctv q8_0, or raise "
                       "--mem-budget)", ctx, (double)sess->kv_bytes / MIB,
@@ -130,7 +130,7 @@ static int check_context(const sl_model *m, const sl_model_params *p, const sl_s
                       sl_kv_type_name(p->cache_type_v), (double)m->dense_bytes / MIB,
                       (double)(sess->scratch_bytes + OTHER_BYTES) / MIB,
                       min_cache_bytes(m, p, moe_layers) ? " and the smallest expert cache" : "",
-                      (double)budget / MIB, lo);
+                      p->drafter_bytes ? " and the drafter" : "", (double)budget / MIB, lo);
 }
 
 /* The caller's cache (sl_model_params.host_cache_bytes / _seqs): as
@@ -189,8 +189,10 @@ int sl_model_plan(sl_model *m, const sl_model_params *pp, sl_err *err)
     int rc = sl_session_layout_make(&sess, m, &dims, err);
     if (rc) return rc;
     const uint64_t kv = sess.kv_bytes, scratch = sess.scratch_bytes + OTHER_BYTES;
-    const uint64_t host = host_cache(m, &p, &dims, ctx, m->dense_bytes + kv + scratch, budget);
-    const uint64_t fixed = m->dense_bytes + kv + scratch + host;
+    const uint64_t host = host_cache(m, &p, &dims, ctx,
+                                     m->dense_bytes + kv + scratch + p.drafter_bytes, budget);
+    const uint64_t fixed = m->dense_bytes + kv + scratch + host + p.drafter_bytes;
+    m->rt->drafter_bytes = p.drafter_bytes;
     m->rt->reserved_bytes = kv + scratch;
     m->rt->kv_bytes = kv;
     m->rt->kv_ctx = ctx;
@@ -311,6 +313,7 @@ void sl_model_stream_stats(const sl_model *m, sl_stream_stats *out)
     out->kv_bytes = m->rt->kv_bytes;
     out->kv_ctx = m->rt->kv_ctx;
     out->host_cache_bytes = m->rt->host_cache_bytes;
+    out->drafter_bytes = m->rt->drafter_bytes;
     snprintf(out->warning, sizeof out->warning, "%s", m->rt->warning);
     if (!m->rt->streamer) return;
     pthread_mutex_lock(&m->rt->mu); /* not counted: the figure is the others' */

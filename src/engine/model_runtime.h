@@ -44,6 +44,7 @@ typedef struct sl_runtime {
     uint64_t kv_bytes;      /* of reserved_bytes, the planned context's KV cache */
     int kv_ctx;             /* that context */
     uint64_t host_cache_bytes; /* planned for the caller's cache (sl_model_params) */
+    uint64_t drafter_bytes;    /* planned for a drafter (sl_model_params) */
     bool swa_full;          /* sliding-window layers keep every position (no ring) */
     sl_kv_type cache_type_k, cache_type_v; /* sessions that do not choose cache in these
                                (sl_model_params; f16 for a described model) */

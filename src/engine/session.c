@@ -138,6 +138,7 @@ void sl_session_free(sl_session *s)
 {
     if (!s) return;
     if (s->arena) sl_session_guards_disarm(&s->layout, s->arena);
+    free(s->spec);
     free(s->arena_mem);
     free(s->row_kind);
     free(s);

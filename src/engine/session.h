@@ -108,6 +108,13 @@ struct sl_session {
     int (*on_hidden)(void *ud, sl_session *s, const int32_t *tokens, int n, sl_err *err);
     void *on_hidden_ud;
     const int64_t *route_rows;
+    /* The drafting policy of its replies (generate.c), kept across them so
+     * that what one reply measured serves the next; made at the first
+     * drafting reply, for the drafter spec_kind / spec_src (a new drafter
+     * or maximum starts it afresh). Owned; NULL: none yet. */
+    struct sl_spec_policy *spec;
+    int spec_kind;
+    const void *spec_src;
     uint64_t scratch_bytes; /* the arena but the KV cache (what the memory
                                plan reserves for a session) */
     /* The model's identity in saved state files (session_save.c), computed

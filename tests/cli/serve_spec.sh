@@ -9,7 +9,8 @@
 # verified; its random greedy text repeats nothing the drafts guess), gives
 # the same completion from a drafting server as from one that does not.
 # qwen3moe and gemma4 (sliding-window rings); then the trained glm4moe with
-# its MTP block and with a draft model.
+# its MTP block and with a draft model, whose bytes the memory plan the
+# server prints counts.
 set -u
 . "$(dirname "$0")/lib/common.sh"
 . "$(dirname "$0")/lib/serve.sh"
@@ -67,12 +68,16 @@ D=tests/data/trained
 M=$D/glm4moe-stories-f32.gguf
 if serve_start solo-glm -m "$M" -c 1024 -np 1 -t 2 --no-stream; then
     solo=$serve_port
+    check "glm4moe: no drafter, none in the memory plan" \
+        grep -Eq '^sluice serve: listening .* drafter 0 MiB' "$work/solo-glm.err"
     n=0
     for d in "--spec-type draft-mtp" "-md $D/glm4moe-stories-q4_k_m.gguf"; do
         n=$((n + 1))
         # shellcheck disable=SC2086
         serve_start "glm-$n" -m "$M" -c 1024 -np 4 -t 2 --no-stream --batch-step 48 $d \
             --draft-always || continue
+        check "glm4moe $d: the memory plan counts the drafter" \
+            grep -Eq '^sluice serve: listening .* drafter [1-9][0-9]* MiB' "$work/glm-$n.err"
         timeout 300 python3 tests/cli/lib/serve_batch.py "$solo" "$serve_port" --texts-only >"$work/py.out" 2>&1
         rc=$?
         serve_relay "glm4moe $d: " <"$work/py.out"

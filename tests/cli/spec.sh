@@ -5,8 +5,8 @@
 # (qwen3moe, gpt-oss, gemma4 with its sliding-window rings, deepseek2's
 # MLA; the text alone on seven more); a prompt that repeats itself gets drafts accepted (--stats' draft
 # line, with --draft-always: by default drafting stops where it does not pay,
-# and --stats says so; gemma4: verified, its random greedy text repeats
-# nothing the drafts guess); the recurrent families (qwen35moe, deepseek4) turn drafting off
+# and --stats says so, --stats-json the same figures; gemma4: verified, its random greedy
+# text repeats nothing the drafts guess); the recurrent families (qwen35moe, deepseek4) turn drafting off
 # with one line and give the same text; bad flag values are refused
 # (the server: tests/cli/serve_spec.sh).
 set -u
@@ -93,8 +93,12 @@ run "$M" "$work/auto" --temp 0 --no-stream --spec-type ngram-simple --stats
 check "drafting when it pays (the default): the same text" same_text "$work/qwen3moe.plain" \
     "$work/auto"
 check "--stats: the step times and the measured gain" grep -Eq \
-    '^draft: +plain step [0-9.]+ ms \([0-9]+\), verify step [0-9.]+ ms \([0-9]+, [0-9.]+ tokens each\)(: [0-9.]+x plain decoding)?, switched off [0-9]+ times$' \
+    '^draft: +plain step [0-9.]+ ms \([0-9]+\), verify step [0-9.]+ ms \([0-9]+, [0-9.]+ tokens each\)(: [0-9.]+x plain decoding)?, switched off [0-9]+ times, [0-9]+ probes$' \
     "$work/auto.err"
+run "$M" "$work/js" --temp 0 --no-stream --spec-type ngram-simple --draft-always --draft-max 3 \
+    --stats --stats-json "$work/js.json"
+check "--stats-json: the draft figures --stats prints" \
+    python3 tests/cli/lib/draft_stats_json.py "$work/js.err" "$work/js.json"
 run "$M" "$work/t1" --temp 0 --no-stream --spec-type ngram-simple --draft-always -t 1
 check "one thread, drafting: the same text" same_text "$work/qwen3moe.plain" "$work/t1"
 
@@ -129,8 +133,12 @@ turns="$P
 $P $P"
 printf '%s\n' "$turns" | "$SLUICE" chat -m "$M" -n 24 --temp 0 >"$work/chat.plain" 2>/dev/null
 printf '%s\n' "$turns" | "$SLUICE" chat -m "$M" -n 24 --temp 0 --spec-type ngram-simple -v \
-    >"$work/chat.spec" 2>"$work/chat.err"
+    --draft-always --stats-json "$work/chat.json" >"$work/chat.spec" 2>"$work/chat.err"
 check "chat: the same answers with drafting" same_text "$work/chat.plain" "$work/chat.spec"
 check "chat -v: a draft line per turn" [ "$(grep -c '^draft: .* drafted' "$work/chat.err")" -eq 2 ]
+turns_sum=$(sed -n 's/^draft: *\([0-9]*\) drafted, \([0-9]*\) accepted.*/\1 \2/p' "$work/chat.err" |
+    awk '{d += $1; a += $2} END {print d, a}')
+check "chat --stats-json: the turns' drafted and accepted summed ($turns_sum)" [ \
+    "$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d["draft_drafted"], d["draft_accepted"])' "$work/chat.json")" = "$turns_sum" ]
 
 finish

@@ -10,7 +10,10 @@
  * - the same guesses, bit for bit, whether the prompt came in one batch or
  *   token by token (the block's cache rows do not depend on the split);
  * - the same with one block loaded once for several drafters;
- * - a model without an MTP block is refused in one line. */
+ * - a model without an MTP block is refused in one line;
+ * - the memory planned for it (sl_draft_plan_bytes): the block's weights as
+ *   loaded, and for each session at least what a session of the block
+ *   lays out; the plan of the model reports what it was given. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -398,11 +401,57 @@ TEST(no_mtp_block_is_refused)
     sl_model_free(m);
 }
 
+TEST(drafter_memory_planned)
+{
+    uint64_t one = 0, two = 0;
+    sl_err err = {0};
+    CHECK_EQ_INT(sl_draft_plan_bytes(FILE_F32, NULL, 256, 32, 1, &one, &err), SL_OK);
+    CHECK_EQ_INT(sl_draft_plan_bytes(FILE_F32, NULL, 256, 32, 2, &two, &err), SL_OK);
+    CHECK(two > one && one > 0);
+    const uint64_t per_seq = two - one, weights = one - per_seq;
+    sl_model *m = t_load_resident(FILE_F32, 1);
+    CHECK(m != NULL);
+    if (!m) return;
+    sl_session_params sp = sl_session_default_params();
+    sp.n_ctx = 256;
+    sp.n_batch_max = 32;
+    sl_session *s = NULL, *bs = NULL;
+    sl_model *block = NULL;
+    bool ok = sl_session_create(&s, m, &sp, &err) == 0 &&
+              sl_draft_mtp_block_load(&block, s, NULL, &err) == 0;
+    CHECK_MSG(ok, "%s", err.msg);
+    if (ok) {
+        CHECK_EQ_INT((long long)weights, (long long)(block->dense_bytes + block->expert_bytes));
+        sl_session_params bp = sl_session_default_params();
+        bp.n_ctx = 256;
+        bp.n_batch_max = 33; /* the drafter's: a row more than the target's */
+        CHECK_EQ_INT(sl_session_create(&bs, block, &bp, &err), SL_OK);
+        if (bs) CHECK(per_seq >= bs->layout.arena_bytes);
+    }
+    sl_session_free(bs);
+    sl_session_free(s);
+    sl_draft_mtp_block_free(block);
+    sl_model_free(m);
+    /* the plan says what it was given */
+    sl_model_params mp = sl_model_default_params();
+    mp.stream = SL_STREAM_OFF;
+    mp.drafter_bytes = one;
+    sl_model *pm = NULL;
+    CHECK_EQ_INT(sl_model_load(&pm, FILE_F32, &mp, &err), SL_OK);
+    if (pm) {
+        sl_stream_stats st;
+        sl_model_stream_stats(pm, &st);
+        CHECK_EQ_INT((long long)st.drafter_bytes, (long long)one);
+    }
+    sl_model_free(pm);
+}
+
 int main(void)
 {
     RUN(mtp_guesses_match_the_twin);
     RUN(mtp_guesses_do_not_depend_on_the_prompt_split);
     RUN(a_shared_block_guesses_as_its_own);
     RUN(no_mtp_block_is_refused);
+    RUN(drafter_memory_planned);
     return TEST_REPORT();
 }

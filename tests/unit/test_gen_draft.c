@@ -7,11 +7,15 @@
  * two batches, draft_max out of range) and drafting off with its reason (a
  * session keeping one logit row, a model with recurrent layers); with
  * speculative sampling (draft_sampling) the greedy reply is the plain one
- * and a sampled reply is the same whatever was drafted. */
+ * and a sampled reply is the same whatever was drafted; the drafting policy
+ * a session's replies share carries over from one reply to the next and
+ * starts afresh for another draft_max. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/session.h"
+#include "engine/spec_policy.h"
 #include "sluice.h"
 #include "synth/synth.h"
 #include "test.h"
@@ -183,6 +187,7 @@ TEST(refusals_and_off)
     sl_gen_params gp = sl_gen_default_params();
     gp.sampler = smp;
     gp.draft = SL_GEN_DRAFT_NGRAM;
+    gp.draft_always = true; /* drafts whatever the step times (a loaded machine's) */
     gp.context = ids;
     gp.n_context = n;
     sl_gen *g = NULL;
@@ -263,6 +268,63 @@ TEST(spec_sampling_follows_the_tokens_not_the_drafts)
     g_spec_sampling = false;
 }
 
+/* Steps the policy of s has measured (plain and verify). */
+static int measured(const sl_session *s)
+{
+    int n = s->spec->n_plain;
+    for (int k = 0; k <= SL_SPEC_MAX; k++) n += s->spec->n_verify[k];
+    return n;
+}
+
+/* One greedy reply of N_GEN tokens on s, drafting by cost. */
+static int reply_on(sl_session *s, sl_sampling *smp, int draft_max)
+{
+    sl_err err = {0};
+    sl_gen_params gp = sl_gen_default_params();
+    gp.sampler = smp;
+    gp.max_tokens = N_GEN;
+    gp.ignore_eog = true;
+    gp.draft = SL_GEN_DRAFT_NGRAM;
+    gp.draft_max = draft_max;
+    sl_gen *g = NULL;
+    int rc = sl_gen_create(&g, s, &gp, &err);
+    sl_gen_event ev;
+    for (int guard = 0; rc == SL_OK && guard < 1000; guard++)
+        if ((rc = sl_gen_step(g, &ev, &err)) || ev.stop != SL_GEN_GOING) break;
+    sl_gen_free(g);
+    return rc;
+}
+
+TEST(policy_kept_across_replies)
+{
+    sl_err err = {0};
+    sl_session_params sp = sl_session_default_params();
+    sp.n_ctx = 256;
+    sp.n_logit_rows = ROWS;
+    sl_session *s = NULL;
+    sl_sampling *smp = NULL;
+    int32_t ids[128];
+    const int n = sl_tokenize(g_model, PROMPT, strlen(PROMPT), ids, 128, 0, &err);
+    sl_sampling_params p = sl_sampling_default_params();
+    p.temp = 0;
+    CHECK(n > 0);
+    CHECK_EQ_INT(sl_session_create(&s, g_model, &sp, &err), SL_OK);
+    CHECK_EQ_INT(sl_sampling_create(&smp, &p, sl_model_n_vocab(g_model), &err), SL_OK);
+    CHECK_EQ_INT(sl_session_eval(s, ids, n, &err), SL_OK);
+    CHECK_EQ_INT(reply_on(s, smp, ROWS - 1), SL_OK);
+    CHECK(s->spec != NULL);
+    const int m1 = measured(s);
+    CHECK(m1 > 0 && m1 <= N_GEN);
+    CHECK_EQ_INT(reply_on(s, smp, ROWS - 1), SL_OK); /* the same drafter: carried over */
+    const int m2 = measured(s);
+    CHECK_MSG(m2 > m1 && m2 <= 2 * N_GEN, "%d then %d steps measured", m1, m2);
+    CHECK_EQ_INT(reply_on(s, smp, ROWS - 2), SL_OK); /* another maximum: afresh */
+    const int m3 = measured(s);
+    CHECK_MSG(m3 > 0 && m3 <= N_GEN, "%d steps measured after a new maximum", m3);
+    sl_sampling_free(smp);
+    sl_session_free(s);
+}
+
 int main(void)
 {
     g_model = t_load_tiny("qwen3moe", "gen-draft-qwen3moe.gguf", true);
@@ -277,6 +339,7 @@ int main(void)
     RUN(stop_text_anywhere);
     RUN(refusals_and_off);
     RUN(spec_sampling_follows_the_tokens_not_the_drafts);
+    RUN(policy_kept_across_replies);
     sl_model_free(g_model);
     sl_model_free(g_gemma);
     sl_model_free(g_recurrent);
