@@ -31,8 +31,7 @@ int sl_draft_plan_bytes(const char *model_path, const char *draft_path, int n_ct
     const int threads = sl_cpu_core_count();
     const sl_session_dims dims = {.n_batch = B, .n_ctx = n_ctx,
                                   .n_threads = threads > 0 ? threads : 1, .n_logit_rows = 1,
-                                  .kv_type = SL_KV_F16, .type_k = SL_KV_F16,
-                                  .type_v = SL_KV_F16};
+                                  .type_k = SL_KV_F16, .type_v = SL_KV_F16};
     sl_session_layout lay;
     rc = sl_session_layout_make(&lay, m, &dims, err);
     if (!rc) {
