@@ -22,7 +22,8 @@ Q4K512_ATTR INLINE void Q4K512_NAME(q4k_pair_step512)(__m512i S[4], const int c,
     if (per_chunk) {
         S[c] = _mm512_dpwssd_epi32(_mm512_madd_epi16(plo, k->slo), phi, k->shi);
     } else {
-        const __m512i acc = c ? _mm512_dpwssd_epi32(S[0], plo, k->slo) : _mm512_madd_epi16(plo, k->slo);
+        const __m512i acc =
+            c ? _mm512_dpwssd_epi32(S[0], plo, k->slo) : _mm512_madd_epi16(plo, k->slo);
         S[0] = _mm512_dpwssd_epi32(acc, phi, k->shi);
     }
 #else
@@ -34,8 +35,9 @@ Q4K512_ATTR INLINE void Q4K512_NAME(q4k_pair_step512)(__m512i S[4], const int c,
 
 #define Q4K512_STEP(S, c, k, alo, ahi) Q4K512_NAME(q4k_pair_step512)(S, c, k, alo, ahi, per_chunk)
 
-Q4K512_ATTR INLINE void Q4K512_NAME(q4k_rp_rows8_1_512)(int64_t n, float *s, const uint8_t *x0, size_t rbytes,
-                                         const sl_block_q8_K *y, const int per_chunk)
+Q4K512_ATTR INLINE void Q4K512_NAME(q4k_rp_rows8_1_512)(int64_t n, float *s, const uint8_t *x0,
+                                                        size_t rbytes, const sl_block_q8_K *y,
+                                                        const int per_chunk)
 {
     __m256 A = _mm256_setzero_ps(), M = _mm256_setzero_ps();
     for (int64_t i = 0; i < n / SL_QK_K; i++) {
@@ -83,8 +85,9 @@ Q4K512_ATTR INLINE void Q4K512_NAME(q4k_rp_rows8_1_512)(int64_t n, float *s, con
  * q4k_rp_rows8_1_512's for that token alone, and the float steps are
  * q4k_rp_rows8_float per token, so s has the one-token forms' bits.
  * nt <= SL_VEC_DOT_ROWS8_MAX. */
-Q4K512_ATTR INLINE void Q4K512_NAME(q4k_rp_rows8_512)(int64_t n, float *s, const uint8_t *x0, size_t rbytes,
-                                     const void *const *ys, const int nt, const int per_chunk)
+Q4K512_ATTR INLINE void Q4K512_NAME(q4k_rp_rows8_512)(int64_t n, float *s, const uint8_t *x0,
+                                                      size_t rbytes, const void *const *ys,
+                                                      const int nt, const int per_chunk)
 {
     __m256 A[SL_VEC_DOT_ROWS8_MAX], M[SL_VEC_DOT_ROWS8_MAX];
     UNROLL
