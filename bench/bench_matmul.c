@@ -18,10 +18,10 @@
  * the engine takes at n=1. Every line of every type named is measured in
  * each of the 5 rounds, in turn, so ratios between types (q4_K against
  * mxfp4 x8, say) compare the same minutes of a machine that changes state.
- * Q4_K also gets "gv256" / "gv512": its eight-row kernel in the gemv order
- * called directly (8 rows x up to 4 tokens a call), the 256-bit form and,
- * where the CPU has AVX-512BW, the one whose one-token case takes 512-bit
- * integer steps (the engine's choice then).
+ * Q4_K also gets "gv256" / "gv512" / "gvnni": its eight-row kernel in the
+ * gemv order called directly (8 rows x up to 4 tokens a call), the 256-bit
+ * form, where the CPU has AVX-512BW the 512-bit one, and where it also has
+ * AVX512-VNNI that one with vpdpwssd (the last present is the engine's).
  * The last line gives each line's n=1 figure over the first line's. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -119,11 +119,11 @@ int main(int argc, char **argv)
         const bool b32 = sl_rp32_x8_applies(t, ROWS);
         const bool k4 = t == SL_TYPE_Q4_K;
         static const char *const forms[3] = {"rp32", "plain", "x8"};
-        static const char *const k4forms[4] = {"gemm", "gemv", "gv256", "gv512"};
+        static const char *const k4forms[5] = {"gemm", "gemv", "gv256", "gv512", "gvnni"};
         sl_vec_dot_n_fn q6[2];
         const int n_q6 = t == SL_TYPE_Q6_K ? sl_vec_dot_n_q6_K_forms_avx2(q6) : 0;
         static const char *const q6forms[3] = {"", "n256", "n512"};
-        sl_vec_dot_rows8_fn r8[2];
+        sl_vec_dot_rows8_fn r8[3];
         const int n_r8 = k4 ? sl_vec_dot_rows8_q4_K_rp_forms_avx2(SL_RP_GEMV, r8) : 0;
         const int n_forms = b32 ? 3 : k4 ? 2 + n_r8 : 1 + n_q6;
         const size_t ab = sl_matvec_act_bytes(t, COLS);

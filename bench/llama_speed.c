@@ -20,7 +20,8 @@
  * the R runs), or with --json one object per test with tps_mean / tps_sd.
  * Built by bench/depth_curve.sh (as bench/llama_ref.sh builds llama_kld)
  * against the node-llama-cpp npm package's llama.cpp libraries, installed
- * into build/llama-ref; LLAMA_CPU_BACKEND names the CPU backend library.
+ * into build/llama-ref; LLAMA_CPU_BACKEND names the CPU backend library
+ * (unset: the CPU backend linked in, as in a static build of llama.cpp).
  * Flash attention is llama.cpp's default (auto: on for the CPU). A
  * developer tool: not part of the library or the suite. */
 #define _POSIX_C_SOURCE 199309L
@@ -195,7 +196,10 @@ int main(int argc, char **argv)
     if (parse(argc, argv, &o)) return 2;
     const char *backend = getenv("LLAMA_CPU_BACKEND");
     llama_log_set(quiet, NULL);
-    if (!backend || !ggml_backend_load(backend)) {
+    /* A static build of llama.cpp (GGML_BACKEND_DL off) registers its CPU
+     * backend itself; the npm package's libraries need it loaded. */
+    if (backend ? !ggml_backend_load(backend)
+                : !ggml_backend_dev_by_type(GGML_BACKEND_DEVICE_TYPE_CPU)) {
         fprintf(stderr, "llama_speed: cannot load the CPU backend '%s' (set LLAMA_CPU_BACKEND)\n",
                 backend ? backend : "");
         return 1;

@@ -700,128 +700,34 @@ SL_T512 INLINE __m512i q4k_pair_dot512(const q4k_pair_chunk *k, __m512i alo, __m
  * are the 256-bit form's lane for lane, then each row's two halves (128-bit
  * lanes 0 + 1 and 2 + 3) are added. Without per_chunk the float steps use
  * only each row's sum of its four lanes (an exact integer whatever the
- * order), so the chunks are added lane by lane instead of the horizontal
- * adds: four lanes per row that hold the same total. */
+ * order), so S[0] holds the chunks already added lane by lane
+ * (q4k_pair_step512) instead of the horizontal adds: four lanes per row
+ * that hold the same total. */
 SL_T512 INLINE __m256i q4k_pair_fold512(const __m512i S[4], const int per_chunk)
 {
-    const __m512i q = per_chunk
-                          ? hadd512(hadd512(S[0], S[1]), hadd512(S[2], S[3]))
-                          : _mm512_add_epi32(_mm512_add_epi32(S[0], S[1]),
-                                             _mm512_add_epi32(S[2], S[3]));
+    const __m512i q = per_chunk ? hadd512(hadd512(S[0], S[1]), hadd512(S[2], S[3])) : S[0];
     const __m512i qa = _mm512_shuffle_i32x4(q, q, _MM_SHUFFLE(2, 0, 2, 0));
     const __m512i qb = _mm512_shuffle_i32x4(q, q, _MM_SHUFFLE(3, 1, 3, 1));
     return _mm512_castsi512_si256(_mm512_add_epi32(qa, qb));
 }
 
-SL_T512 INLINE void q4k_rp_rows8_1_512(int64_t n, float *s, const uint8_t *x0, size_t rbytes,
-                                         const sl_block_q8_K *y, const int per_chunk)
-{
-    __m256 A = _mm256_setzero_ps(), M = _mm256_setzero_ps();
-    for (int64_t i = 0; i < n / SL_QK_K; i++) {
-        const sl_block_q8_K *b = y + i;
-        const __m128i bs = _mm_hadd_epi16(_mm_loadu_si128((const __m128i *)b->bsums),
-                                          _mm_loadu_si128((const __m128i *)(b->bsums + 8)));
-        __m512i act[8]; /* chunk c's low and high 32 activations, in both halves */
-        UNROLL
-        for (int c = 0; c < 8; c++)
-            act[c] = _mm512_broadcast_i64x4(sl_avx2_load256(b->qs + 32 * c));
-        __m256i u[4], jv[4];
-        uint16_t hd[8], hm[8];
-        UNROLL
-        for (int pr = 0; pr < 4; pr++) {
-            const sl_block_q4_K *xr[2];
-            __m128i J[2], scv[2];
-            UNROLL
-            for (int k = 0; k < 2; k++) {
-                const int r = 2 * pr + k;
-                xr[k] = (const sl_block_q4_K *)(x0 + (size_t)r * rbytes) + i;
-                scv[k] = q4k_row_scales(xr[k], r, bs, hd, hm, &J[k]);
-            }
-            const __m512i sc512 = q4k_pair_scales512(scv[0], scv[1]);
-            __m512i S[4];
-            UNROLL
-            for (int c = 0; c < 4; c++) {
-                const q4k_pair_chunk k = q4k_pair_chunk512(xr[0], xr[1], sc512, c);
-                S[c] = q4k_pair_dot512(&k, act[2 * c], act[2 * c + 1]);
-            }
-            u[pr] = q4k_pair_fold512(S, per_chunk);
-            jv[pr] = _mm256_set_m128i(J[1], J[0]);
-        }
-        q4k_rp_rows8_float(u, jv, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)hd)),
-                           _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)hm)), b->d, per_chunk,
-                           &A, &M);
-    }
-    _mm256_storeu_ps(s, _mm256_permutevar8x32_ps(_mm256_sub_ps(A, M),
-                                                 _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
-}
+/* the two bodies for AVX-512BW, and again with VNNI's vpdpwssd */
+#define Q4K512_ATTR SL_T512
+#define Q4K512_NAME(x) x
+#define Q4K512_VNNI 0
+#include "quant/vec_dot_q4k512_body.h"
+#undef Q4K512_ATTR
+#undef Q4K512_NAME
+#undef Q4K512_VNNI
 
-/* q4k_rp_rows8 with 512-bit integer vectors (AVX-512BW): each pair of
- * rows is unpacked once per chunk into a zmm as in q4k_rp_rows8_1_512,
- * then every token takes two maddubs and two madd for both rows (the
- * 256-bit form: four and four). Each (row, token)'s i32 lanes are
- * q4k_rp_rows8_1_512's for that token alone, and the float steps are
- * q4k_rp_rows8_float per token, so s has the one-token forms' bits.
- * nt <= SL_VEC_DOT_ROWS8_MAX. */
-SL_T512 INLINE void q4k_rp_rows8_512(int64_t n, float *s, const uint8_t *x0, size_t rbytes,
-                                     const void *const *ys, const int nt, const int per_chunk)
-{
-    __m256 A[SL_VEC_DOT_ROWS8_MAX], M[SL_VEC_DOT_ROWS8_MAX];
-    UNROLL
-    for (int t = 0; t < nt; t++) {
-        A[t] = _mm256_setzero_ps();
-        M[t] = _mm256_setzero_ps();
-    }
-    for (int64_t i = 0; i < n / SL_QK_K; i++) {
-        const sl_block_q8_K *b[SL_VEC_DOT_ROWS8_MAX];
-        __m128i bs[SL_VEC_DOT_ROWS8_MAX];
-        UNROLL
-        for (int t = 0; t < nt; t++) {
-            b[t] = (const sl_block_q8_K *)ys[t] + i;
-            bs[t] = _mm_hadd_epi16(_mm_loadu_si128((const __m128i *)b[t]->bsums),
-                                   _mm_loadu_si128((const __m128i *)(b[t]->bsums + 8)));
-        }
-        __m256i u[SL_VEC_DOT_ROWS8_MAX][4], jv[SL_VEC_DOT_ROWS8_MAX][4];
-        uint16_t hd[8], hm[8];
-        UNROLL
-        for (int pr = 0; pr < 4; pr++) {
-            const sl_block_q4_K *xr[2];
-            __m128i scv[2], mn16[2];
-            UNROLL
-            for (int k = 0; k < 2; k++) {
-                const int r = 2 * pr + k;
-                xr[k] = (const sl_block_q4_K *)(x0 + (size_t)r * rbytes) + i;
-                scv[k] = q4k_row_unpack(xr[k], r, hd, hm, &mn16[k]);
-            }
-            const __m512i sc512 = q4k_pair_scales512(scv[0], scv[1]);
-            __m512i S[SL_VEC_DOT_ROWS8_MAX][4];
-            UNROLL
-            for (int c = 0; c < 4; c++) {
-                const q4k_pair_chunk k = q4k_pair_chunk512(xr[0], xr[1], sc512, c);
-                UNROLL
-                for (int t = 0; t < nt; t++) {
-                    const int8_t *a = b[t]->qs + 64 * c;
-                    S[t][c] = q4k_pair_dot512(&k, _mm512_broadcast_i64x4(sl_avx2_load256(a)),
-                                              _mm512_broadcast_i64x4(sl_avx2_load256(a + 32)));
-                }
-            }
-            UNROLL
-            for (int t = 0; t < nt; t++) {
-                u[t][pr] = q4k_pair_fold512(S[t], per_chunk);
-                jv[t][pr] = _mm256_set_m128i(_mm_madd_epi16(mn16[1], bs[t]),
-                                             _mm_madd_epi16(mn16[0], bs[t]));
-            }
-        }
-        const __m256 xdv = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)hd));
-        const __m256 xmv = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)hm));
-        UNROLL
-        for (int t = 0; t < nt; t++)
-            q4k_rp_rows8_float(u[t], jv[t], xdv, xmv, b[t]->d, per_chunk, &A[t], &M[t]);
-    }
-    const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
-    UNROLL
-    for (int t = 0; t < nt; t++)
-        _mm256_storeu_ps(s + 8 * t, _mm256_permutevar8x32_ps(_mm256_sub_ps(A[t], M[t]), order));
-}
+#define SL_T512V __attribute__((target("avx512f,avx512bw,avx512vnni")))
+#define Q4K512_ATTR SL_T512V
+#define Q4K512_NAME(x) x##_vnni
+#define Q4K512_VNNI 1
+#include "quant/vec_dot_q4k512_body.h"
+#undef Q4K512_ATTR
+#undef Q4K512_NAME
+#undef Q4K512_VNNI
 
 /* The eight-row kernels called through sl_vec_dot_rows8_fn: one token by
  * the one-token form `one`, more by `multi`; ATTR the function's target
@@ -842,6 +748,8 @@ ROWS8_INSTANCES(rows8_q4_K_rp64, , q4k_rp_rows8_1, q4k_rp_rows8, 1)
 ROWS8_INSTANCES(rows8_q4_K_rp256, , q4k_rp_rows8_1, q4k_rp_rows8, 0)
 ROWS8_INSTANCES(rows8_q4_K_rp64_512, SL_T512, q4k_rp_rows8_1_512, q4k_rp_rows8_512, 1)
 ROWS8_INSTANCES(rows8_q4_K_rp256_512, SL_T512, q4k_rp_rows8_1_512, q4k_rp_rows8_512, 0)
+ROWS8_INSTANCES(rows8_q4_K_rp64_vnni, SL_T512V, q4k_rp_rows8_1_512_vnni, q4k_rp_rows8_512_vnni, 1)
+ROWS8_INSTANCES(rows8_q4_K_rp256_vnni, SL_T512V, q4k_rp_rows8_1_512_vnni, q4k_rp_rows8_512_vnni, 0)
 
 /* ---- Q6_K against Q8_K ---------------------------------------------------
  * Levels 0..63 unsigned into maddubs; per 128-element half h, chunks
@@ -1218,17 +1126,20 @@ sl_vec_dot_n_fn sl_vec_dot_n_q4_K_rp_avx2(sl_rp_order order)
     return order == SL_RP_GEMM ? vec_dot_n_q4_K_rp64 : vec_dot_n_q4_K_rp256;
 }
 
-int sl_vec_dot_rows8_q4_K_rp_forms_avx2(sl_rp_order order, sl_vec_dot_rows8_fn out[2])
+int sl_vec_dot_rows8_q4_K_rp_forms_avx2(sl_rp_order order, sl_vec_dot_rows8_fn out[3])
 {
     const bool gemm = order == SL_RP_GEMM;
+    sl_cpu_features cpu;
+    sl_cpu_detect(&cpu);
     out[0] = gemm ? rows8_q4_K_rp64 : rows8_q4_K_rp256;
-    out[1] = !have_avx512bw() ? NULL : gemm ? rows8_q4_K_rp64_512 : rows8_q4_K_rp256_512;
-    return out[1] ? 2 : 1;
+    out[1] = !cpu.avx512bw ? NULL : gemm ? rows8_q4_K_rp64_512 : rows8_q4_K_rp256_512;
+    out[2] = !cpu.avx512vnni ? NULL : gemm ? rows8_q4_K_rp64_vnni : rows8_q4_K_rp256_vnni;
+    return out[2] ? 3 : out[1] ? 2 : 1;
 }
 
 sl_vec_dot_rows8_fn sl_vec_dot_rows8_q4_K_rp_avx2(sl_rp_order order)
 {
-    sl_vec_dot_rows8_fn forms[2];
+    sl_vec_dot_rows8_fn forms[3];
     return forms[sl_vec_dot_rows8_q4_K_rp_forms_avx2(order, forms) - 1];
 }
 
@@ -1280,10 +1191,10 @@ sl_vec_dot_rows8_fn sl_vec_dot_rows8_q4_K_rp_avx2(sl_rp_order order)
     return NULL;
 }
 
-int sl_vec_dot_rows8_q4_K_rp_forms_avx2(sl_rp_order order, sl_vec_dot_rows8_fn out[2])
+int sl_vec_dot_rows8_q4_K_rp_forms_avx2(sl_rp_order order, sl_vec_dot_rows8_fn out[3])
 {
     (void)order;
-    out[0] = out[1] = NULL;
+    out[0] = out[1] = out[2] = NULL;
     return 0;
 }
 

@@ -81,10 +81,11 @@ sl_vec_dot_n_fn sl_vec_dot_n_q4_K_rp_ref(sl_rp_order order);
 sl_vec_dot_n_fn sl_vec_dot_n_q4_K_rp_avx2(sl_rp_order order);
 sl_vec_dot_rows8_fn sl_vec_dot_rows8_q4_K_rp_avx2(sl_rp_order order);
 /* The AVX2 set's eight-row Q4_K forms for tests and benchmarks: out[0] the
- * 256-bit one, out[1] the one whose single-token case takes 512-bit
- * integer steps when this CPU has AVX-512BW (the one the set then takes),
- * else NULL. Returns how many are set (0 off x86). Same bits. */
-int sl_vec_dot_rows8_q4_K_rp_forms_avx2(sl_rp_order order, sl_vec_dot_rows8_fn out[2]);
+ * 256-bit one, out[1] the one with 512-bit integer steps when this CPU has
+ * AVX-512BW, else NULL, out[2] that one with VNNI's vpdpwssd when the CPU
+ * also has AVX512-VNNI, else NULL. The set takes the last one present.
+ * Returns how many are set (0 off x86). Same bits. */
+int sl_vec_dot_rows8_q4_K_rp_forms_avx2(sl_rp_order order, sl_vec_dot_rows8_fn out[3]);
 sl_vec_dot_n_fn sl_vec_dot_n_b32_rp_ref(sl_type type);
 sl_vec_dot_rows8_fn sl_vec_dot_rows8_b32_rp_ref(sl_type type);
 sl_vec_dot_n_fn sl_vec_dot_n_b32_rp_avx2(sl_type type);

@@ -50,10 +50,11 @@ static bool x86_has_fma_avx2(void)
     return (b & (1u << 5)) != 0;
 }
 
-/* AVX-512 foundation (and, in *bw, byte/word) instructions present, and the
- * OS saves the opmask and all 512-bit register state (XCR0 bits 5-7).
- * Asked only once AVX2 is known usable, so leaf 7 and xgetbv exist. */
-static void x86_avx512(bool *f, bool *bw)
+/* AVX-512 foundation (and, in *bw, byte/word; in *vnni, BW and VNNI)
+ * instructions present, and the OS saves the opmask and all 512-bit
+ * register state (XCR0 bits 5-7). Asked only once AVX2 is known usable, so
+ * leaf 7 and xgetbv exist. */
+static void x86_avx512(bool *f, bool *bw, bool *vnni)
 {
     unsigned a, b, c, d, xlo, xhi;
     __asm__ volatile("xgetbv" : "=a"(xlo), "=d"(xhi) : "c"(0));
@@ -61,6 +62,7 @@ static void x86_avx512(bool *f, bool *bw)
     __cpuid_count(7, 0, a, b, c, d);
     *f = (b & (1u << 16)) != 0;
     *bw = *f && (b & (1u << 30)) != 0;
+    *vnni = *bw && (c & (1u << 11)) != 0;
 }
 #endif
 
@@ -82,7 +84,7 @@ static void detect(sl_cpu_features *f)
 #if defined(__x86_64__)
     f->avx2 = x86_has_avx2();
     f->fma_avx2 = x86_has_fma_avx2();
-    if (f->avx2) x86_avx512(&f->avx512f, &f->avx512bw);
+    if (f->avx2) x86_avx512(&f->avx512f, &f->avx512bw, &f->avx512vnni);
 #elif defined(__aarch64__) && defined(__linux__)
     const unsigned long hw = getauxval(AT_HWCAP);
     f->neon = (hw & SL_HWCAP_ASIMD) != 0;
@@ -108,7 +110,7 @@ static void detect(sl_cpu_features *f)
 /* The answers packed as bits, with bit 31 set once they are known; any
  * thread may ask first (they all store the same value). */
 enum { F_AVX2 = 1, F_AVX512F = 2, F_AVX512BW = 4, F_NEON = 8, F_DOTPROD = 16, F_I8MM = 32, F_FMA_AVX2 = 64,
-       F_KNOWN = 1u << 31 };
+       F_AVX512VNNI = 128, F_KNOWN = 1u << 31 };
 static _Atomic unsigned g_features;
 
 void sl_cpu_detect(sl_cpu_features *f)
@@ -119,12 +121,14 @@ void sl_cpu_detect(sl_cpu_features *f)
         detect(&d);
         b = F_KNOWN | (d.avx2 ? F_AVX2 : 0) | (d.avx512f ? F_AVX512F : 0) |
             (d.avx512bw ? F_AVX512BW : 0) | (d.neon ? F_NEON : 0) | (d.dotprod ? F_DOTPROD : 0) |
-            (d.i8mm ? F_I8MM : 0) | (d.fma_avx2 ? F_FMA_AVX2 : 0);
+            (d.i8mm ? F_I8MM : 0) | (d.fma_avx2 ? F_FMA_AVX2 : 0) |
+            (d.avx512vnni ? F_AVX512VNNI : 0);
         atomic_store_explicit(&g_features, b, memory_order_relaxed);
     }
     f->avx2 = b & F_AVX2;
     f->avx512f = b & F_AVX512F;
     f->avx512bw = b & F_AVX512BW;
+    f->avx512vnni = b & F_AVX512VNNI;
     f->neon = b & F_NEON;
     f->dotprod = b & F_DOTPROD;
     f->i8mm = b & F_I8MM;

@@ -14,6 +14,7 @@ typedef struct sl_cpu_features {
     bool avx2;      /* x86: AVX2 + FMA + F16C + BMI2, YMM state saved by the OS */
     bool avx512f;   /* x86: the above and AVX-512F, opmask and ZMM state saved */
     bool avx512bw;  /* x86: the above and AVX-512BW */
+    bool avx512vnni; /* x86: the above and AVX512-VNNI (vpdpwssd / vpdpbusd on zmm) */
     bool fma_avx2;  /* x86: FMA and AVX2, YMM state saved (glibc's libm rule for its FMA forms) */
     bool neon;    /* aarch64: Advanced SIMD (always on ARMv8-A Linux, checked anyway) */
     bool dotprod; /* aarch64: SDOT/UDOT (ARMv8.2-A dot-product extension) */

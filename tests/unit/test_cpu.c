@@ -21,12 +21,15 @@ TEST(x86_features_match_the_compiler)
     CHECK_EQ_INT(f.avx512f, avx2 && __builtin_cpu_supports("avx512f"));
     CHECK_EQ_INT(f.avx512bw, avx2 && __builtin_cpu_supports("avx512f") &&
                                  __builtin_cpu_supports("avx512bw"));
+    CHECK_EQ_INT(f.avx512vnni, f.avx512bw && __builtin_cpu_supports("avx512vnni"));
     CHECK_EQ_INT(f.fma_avx2, __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"));
     CHECK(!f.neon && !f.dotprod && !f.i8mm);
-    printf("   avx2 %d, avx512f %d, avx512bw %d\n", f.avx2, f.avx512f, f.avx512bw);
+    printf("   avx2 %d, avx512f %d, avx512bw %d, avx512vnni %d\n", f.avx2, f.avx512f, f.avx512bw,
+           f.avx512vnni);
 #else
-    CHECK(!f.avx2 && !f.avx512f && !f.avx512bw && !f.fma_avx2);
+    CHECK(!f.avx2 && !f.avx512f && !f.avx512bw && !f.avx512vnni && !f.fma_avx2);
 #endif
+    CHECK(!f.avx512vnni || f.avx512bw);
     CHECK(!f.avx512bw || f.avx512f);
     CHECK(!f.avx512f || f.avx2);
     CHECK(!f.avx2 || f.fma_avx2);
@@ -41,9 +44,9 @@ TEST(wide_kernels_follow_the_answer)
     CHECK_EQ_INT(sl_vec_dot_n_q6_K_forms_avx2(forms), f.avx512bw ? 2 : 1);
     for (int o = 0; o < 2; o++) {
         const sl_rp_order order = o ? SL_RP_GEMV : SL_RP_GEMM;
-        sl_vec_dot_rows8_fn r8[2];
+        sl_vec_dot_rows8_fn r8[3];
         const int nf = sl_vec_dot_rows8_q4_K_rp_forms_avx2(order, r8);
-        CHECK_EQ_INT(nf, f.avx512bw ? 2 : 1);
+        CHECK_EQ_INT(nf, f.avx512vnni ? 3 : f.avx512bw ? 2 : 1);
         if (f.avx2) CHECK(sl_vec_dot_rows8_q4_K_rp_isa(order, SL_ISA_AVX2) == r8[nf - 1]);
     }
     CHECK_EQ_INT(sl_attn_kernels_avx512() != NULL, f.avx512f);
@@ -51,7 +54,7 @@ TEST(wide_kernels_follow_the_answer)
         CHECK_EQ_INT(sl_attn_kernels_get() == sl_attn_kernels_avx512(), f.avx512f);
 #else
     CHECK_EQ_INT(sl_vec_dot_n_q6_K_forms_avx2(forms), 0);
-    sl_vec_dot_rows8_fn r8[2];
+    sl_vec_dot_rows8_fn r8[3];
     CHECK_EQ_INT(sl_vec_dot_rows8_q4_K_rp_forms_avx2(SL_RP_GEMV, r8), 0);
     CHECK(sl_attn_kernels_avx512() == NULL);
 #endif

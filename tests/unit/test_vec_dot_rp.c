@@ -195,17 +195,19 @@ TEST(rows8_match_formula)
             ys[t] = y + (size_t)t * NB;
         }
         for (int o = 0; o < 2; o++)
-            for (int isa = 0; isa < SL_ISA_COUNT + 2; isa++) {
-                /* past the sets: the AVX2 set's 256- and 512-bit forms, each by name */
-                sl_vec_dot_rows8_fn forms[2] = {NULL, NULL};
+            for (int isa = 0; isa < SL_ISA_COUNT + 3; isa++) {
+                /* past the sets: the AVX2 set's 256- and 512-bit forms and the
+                 * 512-bit one with VNNI, each by name */
+                sl_vec_dot_rows8_fn forms[3] = {NULL, NULL, NULL};
                 if (isa >= SL_ISA_COUNT) sl_vec_dot_rows8_q4_K_rp_forms_avx2(orders[o], forms);
                 sl_vec_dot_rows8_fn f = isa < SL_ISA_COUNT
                                             ? sl_vec_dot_rows8_q4_K_rp_isa(orders[o], (sl_isa)isa)
                                             : forms[isa - SL_ISA_COUNT];
                 if (!f) continue;
                 const char *name = isa < SL_ISA_COUNT        ? sl_isa_name((sl_isa)isa)
-                                   : isa == SL_ISA_COUNT ? "avx2 n256"
-                                                         : "avx2 n512";
+                                   : isa == SL_ISA_COUNT     ? "avx2 n256"
+                                   : isa == SL_ISA_COUNT + 1 ? "avx2 n512"
+                                                             : "avx2 n512 vnni";
                 for (int nt = 1; nt <= NA; nt++) {
                     float got[8 * NA];
                     f(SL_QK_K * NB, got, x, sizeof *x * STRIDE_B, ys, nt);
