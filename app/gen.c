@@ -261,7 +261,8 @@ int gen_open(gen_ctx *g, const gen_opts *o, const char *cmd)
      * file that cannot draft is refused when the drafter is made) */
     if ((g->spec_type == SL_GEN_DRAFT_MTP || g->spec_type == SL_GEN_DRAFT_MODEL) &&
         sl_draft_plan_bytes(o->model, o->draft_model, o->n_ctx > 0 ? o->n_ctx : 4096,
-                            o->n_batch, 1, &mf.params.drafter_bytes, &err))
+                            o->n_batch, 1, mf.params.cache_type_k, mf.params.cache_type_v,
+                            &mf.params.drafter_bytes, &err))
         mf.params.drafter_bytes = 0;
     g->m = model_flags_load(&mf, cmd, o->model);
     if (!g->m) return 1;

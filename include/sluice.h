@@ -707,10 +707,13 @@ int sl_draft_model_create_on(sl_draft_src **out, sl_session *s, sl_model *dm, sl
  * draft_path NULL: the first MTP block of the model at model_path, else
  * the draft model at draft_path; its weights, and n_seqs sessions of
  * n_ctx positions taking batches of n_batch (each target session its
- * own). Reads the file's description only (no weights). Fails as loading
- * the block or the model would (SL_EUNSUPPORTED: no MTP block). */
+ * own), caching K and V as type_k / type_v (the target's: its drafter's
+ * sessions follow it). Reads the file's description only (no weights).
+ * Fails as loading the block or the model would (SL_EUNSUPPORTED: no MTP
+ * block; SL_EINVAL: a cache type a layer cannot take). */
 int sl_draft_plan_bytes(const char *model_path, const char *draft_path, int n_ctx, int n_batch,
-                        int n_seqs, uint64_t *out, sl_err *err);
+                        int n_seqs, sl_kv_type type_k, sl_kv_type type_v, uint64_t *out,
+                        sl_err *err);
 
 /* Frees a drafter (NULL: nothing). Its target session is left as it is. */
 void sl_draft_src_free(sl_draft_src *d);

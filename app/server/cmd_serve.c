@@ -227,7 +227,8 @@ int cmd_serve(int argc, char **argv)
      * (a file that cannot draft is refused when the drafters are made) */
     if ((o.spec_type == SL_GEN_DRAFT_MTP || o.draft_model) &&
         sl_draft_plan_bytes(o.model, o.draft_model, o.n_ctx > 0 ? o.n_ctx : 4096, o.n_batch,
-                            (int)np, &mf.params.drafter_bytes, &err))
+                            (int)np, mf.params.cache_type_k, mf.params.cache_type_v,
+                            &mf.params.drafter_bytes, &err))
         mf.params.drafter_bytes = 0;
     s.m = model_flags_load(&mf, CMD, o.model);
     if (!s.m) goto done;

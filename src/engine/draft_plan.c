@@ -9,7 +9,8 @@
 #include "util/status.h"
 
 int sl_draft_plan_bytes(const char *model_path, const char *draft_path, int n_ctx, int n_batch,
-                        int n_seqs, uint64_t *out, sl_err *err)
+                        int n_seqs, sl_kv_type type_k, sl_kv_type type_v, uint64_t *out,
+                        sl_err *err)
 {
     *out = 0;
     if (n_ctx < 1 || n_batch < 1 || n_seqs < 1)
@@ -31,7 +32,7 @@ int sl_draft_plan_bytes(const char *model_path, const char *draft_path, int n_ct
     const int threads = sl_cpu_core_count();
     const sl_session_dims dims = {.n_batch = B, .n_ctx = n_ctx,
                                   .n_threads = threads > 0 ? threads : 1, .n_logit_rows = 1,
-                                  .type_k = SL_KV_F16, .type_v = SL_KV_F16};
+                                  .type_k = type_k, .type_v = type_v};
     sl_session_layout lay;
     rc = sl_session_layout_make(&lay, m, &dims, err);
     if (!rc) {

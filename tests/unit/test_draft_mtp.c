@@ -405,10 +405,16 @@ TEST(drafter_memory_planned)
 {
     uint64_t one = 0, two = 0;
     sl_err err = {0};
-    CHECK_EQ_INT(sl_draft_plan_bytes(FILE_F32, NULL, 256, 32, 1, &one, &err), SL_OK);
-    CHECK_EQ_INT(sl_draft_plan_bytes(FILE_F32, NULL, 256, 32, 2, &two, &err), SL_OK);
+    const sl_kv_type F16 = SL_KV_F16, F32 = SL_KV_F32;
+    CHECK_EQ_INT(sl_draft_plan_bytes(FILE_F32, NULL, 256, 32, 1, F16, F16, &one, &err), SL_OK);
+    CHECK_EQ_INT(sl_draft_plan_bytes(FILE_F32, NULL, 256, 32, 2, F16, F16, &two, &err), SL_OK);
     CHECK(two > one && one > 0);
     const uint64_t per_seq = two - one, weights = one - per_seq;
+    /* f32 caches (-ctk f32 -ctv f32): the drafter's session follows the
+     * target's types, so its plan grows by the cache's difference */
+    uint64_t one32 = 0;
+    CHECK_EQ_INT(sl_draft_plan_bytes(FILE_F32, NULL, 256, 32, 1, F32, F32, &one32, &err), SL_OK);
+    const uint64_t per_seq32 = one32 - weights;
     sl_model *m = t_load_resident(FILE_F32, 1);
     CHECK(m != NULL);
     if (!m) return;
@@ -427,6 +433,15 @@ TEST(drafter_memory_planned)
         bp.n_batch_max = 33; /* the drafter's: a row more than the target's */
         CHECK_EQ_INT(sl_session_create(&bs, block, &bp, &err), SL_OK);
         if (bs) CHECK(per_seq >= bs->layout.arena_bytes);
+        sl_session_free(bs);
+        bs = NULL;
+        bp.type_k = bp.type_v = SL_KV_F32;
+        CHECK_EQ_INT(sl_session_create(&bs, block, &bp, &err), SL_OK);
+        if (bs) CHECK(per_seq32 >= bs->layout.arena_bytes);
+        /* exactly the cache's bytes more: 256 positions of f32 over f16 */
+        CHECK_EQ_INT((long long)(per_seq32 - per_seq),
+                     (long long)(256 * (sl_model_kv_bytes_per_token(block, F32, F32) -
+                                        sl_model_kv_bytes_per_token(block, F16, F16))));
     }
     sl_session_free(bs);
     sl_session_free(s);
