@@ -148,8 +148,12 @@ void srv_split_job_free(void *job);
 srv_reply srv_prepare_job(srv *s, srv_api api, const json_t *body, const char *prompt, bool chat,
                           const char *stop_key, srv_job **out);
 
-/* Sends v as one server-sent event, "data: JSON\n\n", on j's stream (steals v;
- * NULL or out of memory marks the job oom) (server_openai.c). */
+/* Sends head, v as compact JSON and tail as one piece of j's stream (steals
+ * v; NULL or out of memory marks the job oom) (server_openai.c): the one
+ * framing of every streamed API (SSE events, NDJSON lines). */
+void srv_emit_framed(srv_job *j, const char *head, json_t *v, const char *tail);
+
+/* Sends v as one server-sent event, "data: JSON\n\n" (srv_emit_framed). */
 void srv_emit_data(srv_job *j, json_t *v);
 
 /* Queues a prepared job (its formatter set) and, unless stream, waits for

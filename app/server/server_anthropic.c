@@ -67,22 +67,9 @@ static json_t *usage_obj(const srv_job *j, bool input_only)
 /* "event: NAME\ndata: JSON\n\n" (steals v). */
 static void emit(srv_job *j, const char *name, json_t *v)
 {
-    char *t = v ? sl_json_dump_text(v, false) : NULL;
-    json_decref(v);
-    if (!t) {
-        j->oom = true;
-        return;
-    }
-    size_t ln = strlen(name), n = strlen(t);
-    char *ev = malloc(ln + n + 17);
-    if (ev) {
-        int k = snprintf(ev, ln + n + 17, "event: %s\ndata: %s\n\n", name, t);
-        srv_job_emit(j, ev, (size_t)k);
-    } else {
-        j->oom = true;
-    }
-    free(ev);
-    free(t);
+    char head[64];
+    snprintf(head, sizeof head, "event: %s\ndata: ", name);
+    srv_emit_framed(j, head, v, "\n\n");
 }
 
 static json_t *message_obj(const srv_job *j, json_t *content, bool started)

@@ -131,29 +131,6 @@ static void touch(struct MHD_Connection *c)
     MHD_set_connection_option(c, MHD_CONNECTION_OPTION_TIMEOUT, t);
 }
 
-/* A streamed reply: its job and the connection it goes out on. */
-typedef struct sse_stream {
-    srv_job *job;
-    struct MHD_Connection *c;
-} sse_stream;
-
-static ssize_t sse_read(void *cls, uint64_t pos, char *buf, size_t max)
-{
-    (void)pos;
-    sse_stream *st = cls;
-    size_t n = srv_job_read(st->job, buf, max); /* waits for the next tokens */
-    touch(st->c);
-    return n ? (ssize_t)n : (ssize_t)MHD_CONTENT_READER_END_OF_STREAM;
-}
-
-static void sse_free(void *cls)
-{
-    sse_stream *st = cls;
-    srv_job_cancel(st->job); /* the client is gone, or the stream ended: nothing more to do */
-    srv_job_unref(st->job);
-    free(st);
-}
-
 /* Queues r as a 200 whose body is of type ctype; no_cache adds
  * "Cache-Control: no-cache" (the page and the streams). r NULL (out of
  * memory): MHD_NO, and the connection closes. */
@@ -166,20 +143,63 @@ static enum MHD_Result send_ok(srv *s, struct MHD_Connection *c, struct MHD_Resp
     return queue(s, c, 200, r);
 }
 
-/* A stream of unknown length read by rd from st (whose free_st runs when
- * it ends), queued as a 200 of ctype; when the response cannot be made,
- * free_st(st) runs at once and the connection closes. */
-static enum MHD_Result send_stream(srv *s, struct MHD_Connection *c, void *st,
-                                   MHD_ContentReaderCallback rd,
-                                   MHD_ContentReaderFreeCallback free_st, const char *ctype)
+/* A streamed body: its source (a job's formatted tokens or the telemetry
+ * ticks), how to read it (waits for more; 0: the stream ended) and close
+ * it, and the connection it goes out on. */
+typedef struct http_stream {
+    void *src;
+    size_t (*read)(void *src, char *buf, size_t max);
+    void (*close)(void *src);
+    struct MHD_Connection *c;
+} http_stream;
+
+static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
 {
-    struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, rd, st,
-                                                               free_st);
+    (void)pos;
+    http_stream *st = cls;
+    size_t n = st->read(st->src, buf, max);
+    touch(st->c);
+    return n ? (ssize_t)n : (ssize_t)MHD_CONTENT_READER_END_OF_STREAM;
+}
+
+static void stream_free(void *cls)
+{
+    http_stream *st = cls;
+    st->close(st->src); /* the client is gone, or the stream ended */
+    free(st);
+}
+
+/* src read by rd as a 200 of ctype and unknown length; close_src(src) runs
+ * when the stream ends, or at once (the connection then closing) when
+ * the response cannot be made. */
+static enum MHD_Result send_stream(srv *s, struct MHD_Connection *c, void *src,
+                                   size_t (*rd)(void *, char *, size_t),
+                                   void (*close_src)(void *), const char *ctype)
+{
+    http_stream *st = malloc(sizeof *st);
+    if (!st) {
+        close_src(src);
+        return MHD_NO;
+    }
+    *st = (http_stream){.src = src, .read = rd, .close = close_src, .c = c};
+    struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096,
+                                                               stream_read, st, stream_free);
     if (!r) {
-        free_st(st);
+        stream_free(st);
         return MHD_NO;
     }
     return send_ok(s, c, r, ctype, true);
+}
+
+static size_t job_read(void *job, char *buf, size_t max)
+{
+    return srv_job_read(job, buf, max);
+}
+
+static void job_close(void *job)
+{
+    srv_job_cancel(job); /* nothing more to generate */
+    srv_job_unref(job);
 }
 
 /* r as the response; a stream's bytes go out as ctype (the job's
@@ -188,15 +208,7 @@ static enum MHD_Result send_reply_as(srv *s, struct MHD_Connection *c, srv_reply
                                      const char *ctype)
 {
     if (!r.job) return send_json(s, c, r.status, r.body);
-    sse_stream *st = malloc(sizeof *st);
-    if (!st) {
-        srv_job_cancel(r.job);
-        srv_job_unref(r.job);
-        return MHD_NO;
-    }
-    st->job = r.job;
-    st->c = c;
-    return send_stream(s, c, st, sse_read, sse_free, ctype);
+    return send_stream(s, c, r.job, job_read, job_close, ctype);
 }
 
 static enum MHD_Result send_reply(srv *s, struct MHD_Connection *c, srv_reply r)
@@ -232,26 +244,14 @@ static enum MHD_Result send_page(srv *s, struct MHD_Connection *c)
     return send_ok(s, c, r, "text/html; charset=utf-8", true);
 }
 
-/* A telemetry stream's reader (server_events.c) and its connection. */
-typedef struct events_stream {
-    srv_events *e;
-    struct MHD_Connection *c;
-} events_stream;
-
-static ssize_t events_read(void *cls, uint64_t pos, char *buf, size_t max)
+static size_t events_read(void *e, char *buf, size_t max)
 {
-    (void)pos;
-    events_stream *st = cls;
-    size_t n = srv_events_read(st->e, buf, max); /* waits for the next tick */
-    touch(st->c);
-    return n ? (ssize_t)n : (ssize_t)MHD_CONTENT_READER_END_OF_STREAM;
+    return srv_events_read(e, buf, max); /* waits for the next tick */
 }
 
-static void events_free(void *cls)
+static void events_close(void *e)
 {
-    events_stream *st = cls;
-    srv_events_close(st->e);
-    free(st);
+    srv_events_close(e);
 }
 
 /* GET /api/events[?interval_ms=N]: the telemetry as server-sent events. */
@@ -261,14 +261,7 @@ static enum MHD_Result send_events(srv *s, struct MHD_Connection *c)
     const char *iv = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "interval_ms");
     srv_events *e = srv_events_open(s, iv, &refusal);
     if (!e) return send_reply(s, c, refusal);
-    events_stream *st = malloc(sizeof *st);
-    if (!st) {
-        srv_events_close(e);
-        return MHD_NO;
-    }
-    st->e = e;
-    st->c = c;
-    return send_stream(s, c, st, events_read, events_free, "text/event-stream");
+    return send_stream(s, c, e, events_read, events_close, "text/event-stream");
 }
 
 /* Answers 413 in the middle of a request body (a chunked body past the

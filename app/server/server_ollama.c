@@ -214,16 +214,7 @@ srv_reply srv_ollama_show(srv *s, json_t *body)
 /* One NDJSON line (steals v; NULL marks the job oom). */
 static void emit_line(srv_job *j, json_t *v)
 {
-    char *t = v ? sl_json_dump_text(v, false) : NULL;
-    json_decref(v);
-    if (!t) {
-        j->oom = true;
-        return;
-    }
-    size_t n = strlen(t);
-    t[n] = '\n'; /* the dump's NUL becomes the line's end */
-    srv_job_emit(j, t, n + 1);
-    free(t);
+    srv_emit_framed(j, "", v, "\n");
 }
 
 /* An object of the answer: model, created_at, the text (message or

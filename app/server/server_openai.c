@@ -58,27 +58,27 @@ static json_t *usage_obj(const srv_job *j)
                      "prompt_tokens_details", "cached_tokens", j->n_cached);
 }
 
-void srv_emit_data(srv_job *j, json_t *v)
+void srv_emit_framed(srv_job *j, const char *head, json_t *v, const char *tail)
 {
     char *t = v ? sl_json_dump_text(v, false) : NULL;
     json_decref(v);
-    if (!t) {
+    const size_t nh = strlen(head), nt = strlen(tail), n = t ? strlen(t) : 0;
+    char *piece = t ? malloc(nh + n + nt) : NULL;
+    if (piece) {
+        memcpy(piece, head, nh);
+        memcpy(piece + nh, t, n);
+        memcpy(piece + nh + n, tail, nt);
+        srv_job_emit(j, piece, nh + n + nt);
+    } else {
         j->oom = true;
-        return;
     }
-    size_t n = strlen(t);
-    char *ev = malloc(n + 9);
-    if (!ev) {
-        free(t);
-        j->oom = true;
-        return;
-    }
-    memcpy(ev, "data: ", 6);
-    memcpy(ev + 6, t, n);
-    memcpy(ev + 6 + n, "\n\n", 2);
-    srv_job_emit(j, ev, n + 8);
-    free(ev);
+    free(piece);
     free(t);
+}
+
+void srv_emit_data(srv_job *j, json_t *v)
+{
+    srv_emit_framed(j, "data: ", v, "\n\n");
 }
 
 /* The logprobs of tokens v[from..to) in the API's form, or null when they

@@ -98,6 +98,32 @@ double t_rel_rms(const float *x, const float *y, int n)
     return sx > 0 ? sqrt(se / sx) : sqrt(se);
 }
 
+float *t_session_logits(sl_model *m, const sl_session_params *sp, const int32_t *ids, int n_tok)
+{
+    sl_session *s;
+    sl_err err;
+    if (sl_session_create(&s, m, sp, &err)) {
+        fprintf(stderr, "  session: %s\n", err.msg);
+        return NULL;
+    }
+    const int batch = sp->n_batch_max;
+    const size_t V = (size_t)sl_model_n_vocab(m);
+    float *out = malloc(V * (size_t)n_tok * sizeof *out);
+    for (int i = 0; out && i < n_tok; i += batch) {
+        const int n = n_tok - i < batch ? n_tok - i : batch;
+        if (sl_session_eval(s, ids + i, n, &err)) {
+            fprintf(stderr, "  eval: %s\n", err.msg);
+            free(out);
+            out = NULL;
+            break;
+        }
+        for (int j = 0; j < n; j++)
+            memcpy(out + (size_t)(i + j) * V, sl_session_logits_at(s, j), V * sizeof *out);
+    }
+    sl_session_free(s);
+    return out;
+}
+
 float *t_batched_logits(const t_logits_run *r)
 {
     sl_model_params mp = sl_model_default_params();
@@ -117,26 +143,7 @@ float *t_batched_logits(const t_logits_run *r)
     sp.n_batch_max = r->batch;
     sp.all_logits = true;
     sp.type_k = sp.type_v = (int)r->kv;
-    sl_session *s;
-    float *out = NULL;
-    if (!sl_session_create(&s, m, &sp, &err)) {
-        const size_t V = (size_t)sl_model_n_vocab(m);
-        out = malloc(V * (size_t)r->n_tok * sizeof *out);
-        for (int i = 0; out && i < r->n_tok; i += r->batch) {
-            const int n = r->n_tok - i < r->batch ? r->n_tok - i : r->batch;
-            if (sl_session_eval(s, r->ids + i, n, &err)) {
-                fprintf(stderr, "  eval: %s\n", err.msg);
-                free(out);
-                out = NULL;
-                break;
-            }
-            for (int j = 0; j < n; j++)
-                memcpy(out + (size_t)(i + j) * V, sl_session_logits_at(s, j), V * sizeof *out);
-        }
-        sl_session_free(s);
-    } else {
-        fprintf(stderr, "  session: %s\n", err.msg);
-    }
+    float *out = t_session_logits(m, &sp, r->ids, r->n_tok);
     sl_model_free(m);
     return out;
 }

@@ -44,6 +44,13 @@ sl_model *t_load_resident(const char *path, int n_threads);
  * error of y as a copy of x (0 when x is all zero and y equals it). */
 double t_rel_rms(const float *x, const float *y, int n);
 
+/* Evaluates ids (n_tok tokens) in a new session of m made with *sp (its
+ * n_batch_max tokens per sl_session_eval; sp->all_logits must be set) and
+ * returns every token's logits (n_tok x n_vocab, malloc'ed: the caller
+ * frees), or NULL after printing why the session or an evaluation failed.
+ * m stays the caller's. */
+float *t_session_logits(sl_model *m, const sl_session_params *sp, const int32_t *ids, int n_tok);
+
 /* How t_batched_logits runs a model. */
 typedef struct t_logits_run {
     const char *path;       /* the GGUF file */

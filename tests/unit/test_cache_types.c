@@ -38,29 +38,9 @@ static float *logits(sl_model *m, int tk, int tv)
     sp.all_logits = true;
     sp.type_k = tk;
     sp.type_v = tv;
-    sl_session *s;
-    sl_err err;
-    if (sl_session_create(&s, m, &sp, &err)) {
-        fprintf(stderr, "  session: %s\n", err.msg);
-        return NULL;
-    }
-    const size_t V = (size_t)sl_model_n_vocab(m);
-    float *out = malloc(V * N_TOK * sizeof *out);
-    for (int i = 0; out && i < N_TOK; i += 5) {
-        const int n = N_TOK - i < 5 ? N_TOK - i : 5;
-        int32_t ids[5];
-        for (int j = 0; j < n; j++) ids[j] = (int32_t)(7 + ((i + j) * 41) % 300);
-        if (sl_session_eval(s, ids, n, &err)) {
-            fprintf(stderr, "  eval: %s\n", err.msg);
-            free(out);
-            out = NULL;
-            break;
-        }
-        for (int j = 0; j < n; j++)
-            memcpy(out + (size_t)(i + j) * V, sl_session_logits_at(s, j), V * sizeof *out);
-    }
-    sl_session_free(s);
-    return out;
+    int32_t ids[N_TOK];
+    for (int i = 0; i < N_TOK; i++) ids[i] = (int32_t)(7 + (i * 41) % 300);
+    return t_session_logits(m, &sp, ids, N_TOK);
 }
 
 /* Writes arch's tiny generated model as "<name>.gguf" (its path into path)
