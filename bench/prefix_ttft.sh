@@ -13,6 +13,10 @@
 # server on the same DIR and sends a fourth user message. Prints one line
 # per request: time to the first generated token, prompt tokens,
 # cached_tokens, and the first request's TTFT over each later one's.
+# TURN_REPLY=R (default 0: none) adds a conversation after them: a reply
+# of R tokens, then the second turn twice (bench/lib/prefix_ttft.py,
+# "turnR"): the first re-evaluates the decoded reply's rows, the second
+# holds them, so their TTFTs' difference is what re-evaluating costs.
 set -u
 cd "$(dirname "$0")/.." || exit 2
 ARCH=${1:?usage: bench/prefix_ttft.sh ARCH [SYSTEM_WORDS] [-- FLAGS]}
@@ -47,7 +51,9 @@ stop() { kill "$pid" && wait "$pid"; pid=; }
 
 start first "$@"
 grep -E "listening|prompt cache" "$work/first.err" | sed 's/^/# /'
-python3 bench/lib/prefix_ttft.py "$port" "$WORDS" u1 u2 u3 u5+u6 | tee "$work/first.txt"
+turn=
+[ "${TURN_REPLY:-0}" -gt 0 ] && turn=turn$TURN_REPLY
+python3 bench/lib/prefix_ttft.py "$port" "$WORDS" u1 u2 u3 u5+u6 $turn | tee "$work/first.txt"
 stop
 start restart "$@"
 python3 bench/lib/prefix_ttft.py "$port" "$WORDS" u4 | sed 's/^/restart /' | tee "$work/restart.txt"
