@@ -98,7 +98,8 @@ double t_rel_rms(const float *x, const float *y, int n)
     return sx > 0 ? sqrt(se / sx) : sqrt(se);
 }
 
-float *t_session_logits(sl_model *m, const sl_session_params *sp, const int32_t *ids, int n_tok)
+float *t_session_logits(sl_model *m, const sl_session_params *sp, const int32_t *ids, int n_tok,
+                        int batch, int n_prompt)
 {
     sl_session *s;
     sl_err err;
@@ -106,7 +107,7 @@ float *t_session_logits(sl_model *m, const sl_session_params *sp, const int32_t 
         fprintf(stderr, "  session: %s\n", err.msg);
         return NULL;
     }
-    const int batch = sp->n_batch_max;
+    if (n_prompt >= 0) sl_session_set_prompt(s, n_prompt);
     const size_t V = (size_t)sl_model_n_vocab(m);
     float *out = malloc(V * (size_t)n_tok * sizeof *out);
     for (int i = 0; out && i < n_tok; i += batch) {
@@ -143,7 +144,7 @@ float *t_batched_logits(const t_logits_run *r)
     sp.n_batch_max = r->batch;
     sp.all_logits = true;
     sp.type_k = sp.type_v = (int)r->kv;
-    float *out = t_session_logits(m, &sp, r->ids, r->n_tok);
+    float *out = t_session_logits(m, &sp, r->ids, r->n_tok, r->batch, -1);
     sl_model_free(m);
     return out;
 }

@@ -44,12 +44,14 @@ sl_model *t_load_resident(const char *path, int n_threads);
  * error of y as a copy of x (0 when x is all zero and y equals it). */
 double t_rel_rms(const float *x, const float *y, int n);
 
-/* Evaluates ids (n_tok tokens) in a new session of m made with *sp (its
- * n_batch_max tokens per sl_session_eval; sp->all_logits must be set) and
- * returns every token's logits (n_tok x n_vocab, malloc'ed: the caller
- * frees), or NULL after printing why the session or an evaluation failed.
- * m stays the caller's. */
-float *t_session_logits(sl_model *m, const sl_session_params *sp, const int32_t *ids, int n_tok);
+/* Evaluates ids (n_tok tokens) in a new session of m made with *sp
+ * (sp->all_logits set, n_batch_max >= batch), batch tokens per
+ * sl_session_eval, the first n_prompt given as the prompt
+ * (sl_session_set_prompt; < 0: none), and returns every token's logits
+ * (n_tok x n_vocab, malloc'ed: the caller frees), or NULL after printing
+ * why the session or an evaluation failed. m stays the caller's. */
+float *t_session_logits(sl_model *m, const sl_session_params *sp, const int32_t *ids, int n_tok,
+                        int batch, int n_prompt);
 
 /* How t_batched_logits runs a model. */
 typedef struct t_logits_run {

@@ -32,41 +32,15 @@ static const char *const k_fixtures[] = {"deepseek2-Q8_0.gguf", "glm-dsa-Q8_0.gg
  * receives the vocabulary size. */
 static float *logits(int n_prompt, int batch, int *V)
 {
-    sl_model_params mp = sl_model_default_params();
-    mp.n_threads = 2;
-    sl_model *m = NULL;
-    sl_session *s = NULL;
-    sl_err err;
-    float *out = NULL;
-    if (sl_model_load(&m, model_path, &mp, &err)) {
-        fprintf(stderr, "  load: %s\n", err.msg);
-        return NULL;
-    }
+    sl_model *m = t_load_resident(model_path, 2);
+    if (!m) return NULL;
     sl_session_params sp = sl_session_default_params();
     sp.n_ctx = 2 * N_TOK;
     sp.n_batch_max = batch;
     sp.all_logits = true;
     sp.type_k = sp.type_v = SL_KV_F16;
-    if (sl_session_create(&s, m, &sp, &err)) {
-        fprintf(stderr, "  session: %s\n", err.msg);
-        goto done;
-    }
     *V = sl_model_n_vocab(m);
-    sl_session_set_prompt(s, n_prompt);
-    out = malloc(sizeof(float) * (size_t)*V * N_TOK);
-    for (int i = 0; out && i < N_TOK; i += batch) {
-        const int n = N_TOK - i < batch ? N_TOK - i : batch;
-        if (sl_session_eval(s, prompt + i, n, &err)) {
-            fprintf(stderr, "  eval: %s\n", err.msg);
-            free(out);
-            out = NULL;
-            break;
-        }
-        for (int j = 0; j < n; j++)
-            memcpy(out + (size_t)(i + j) * *V, sl_session_logits_at(s, j), sizeof(float) * *V);
-    }
-done:
-    sl_session_free(s);
+    float *out = t_session_logits(m, &sp, prompt, N_TOK, batch, n_prompt);
     sl_model_free(m);
     return out;
 }

@@ -40,7 +40,7 @@ static float *logits(sl_model *m, int tk, int tv)
     sp.type_v = tv;
     int32_t ids[N_TOK];
     for (int i = 0; i < N_TOK; i++) ids[i] = (int32_t)(7 + (i * 41) % 300);
-    return t_session_logits(m, &sp, ids, N_TOK);
+    return t_session_logits(m, &sp, ids, N_TOK, 5, -1);
 }
 
 /* Writes arch's tiny generated model as "<name>.gguf" (its path into path)

@@ -103,26 +103,7 @@ static float *engine_logits(const char *path, int threads, sl_kv_type kv, int ba
     sp.type_k = sp.type_v = (int)kv;
     sp.all_logits = true;
     sp.n_batch_max = N_TOK;
-    sl_session *s;
-    if (sl_session_create(&s, m, &sp, &err)) {
-        fprintf(stderr, "  session: %s\n", err.msg);
-        sl_model_free(m);
-        return NULL;
-    }
-    const int V = sl_model_n_vocab(m);
-    float *out = malloc(sizeof(float) * (size_t)V * N_TOK);
-    for (int i = 0; i < N_TOK; i += batch) {
-        int n = N_TOK - i < batch ? N_TOK - i : batch;
-        if (sl_session_eval(s, prompt + i, n, &err)) {
-            fprintf(stderr, "  eval: %s\n", err.msg);
-            free(out);
-            out = NULL;
-            break;
-        }
-        for (int j = 0; j < n; j++)
-            memcpy(out + (size_t)(i + j) * V, sl_session_logits_at(s, j), sizeof(float) * V);
-    }
-    sl_session_free(s);
+    float *out = t_session_logits(m, &sp, prompt, N_TOK, batch, -1);
     sl_model_free(m);
     return out;
 }

@@ -79,22 +79,13 @@ static float *logits(int threads, int tk, int tv, int batch)
 {
     sl_model *m = load(model_k, threads);
     if (!m) return NULL;
-    sl_session *s = session(m, tk, tv, batch, true);
-    const int V = sl_model_n_vocab(m);
-    float *out = s ? malloc(sizeof(float) * (size_t)V * N_TOK) : NULL;
-    sl_err err;
-    for (int i = 0; out && i < N_TOK; i += batch) {
-        const int n = N_TOK - i < batch ? N_TOK - i : batch;
-        if (sl_session_eval(s, prompt + i, n, &err)) {
-            fprintf(stderr, "  eval: %s\n", err.msg);
-            free(out);
-            out = NULL;
-            break;
-        }
-        for (int j = 0; j < n; j++)
-            memcpy(out + (size_t)(i + j) * V, sl_session_logits_at(s, j), sizeof(float) * V);
-    }
-    sl_session_free(s);
+    sl_session_params sp = sl_session_default_params();
+    sp.n_ctx = 64;
+    sp.n_batch_max = batch;
+    sp.all_logits = true;
+    sp.type_k = tk;
+    sp.type_v = tv;
+    float *out = t_session_logits(m, &sp, prompt, N_TOK, batch, -1);
     sl_model_free(m);
     return out;
 }
