@@ -130,7 +130,8 @@ int main(int argc, char **argv)
     snprintf(path, sizeof path, "%s/logits.f32", g_dir);
     FILE *f = fopen(path, "wb");
     if (!f) return 1;
-    for (int i = n_ctx / 2; i < n_ctx; i++) fwrite(llama_get_logits_ith(ctx, i), sizeof(float), (size_t)n_vocab, f);
+    for (int i = n_ctx / 2; i < n_ctx; i++)
+        fwrite(llama_get_logits_ith(ctx, i), sizeof(float), (size_t)n_vocab, f);
     fclose(f);
     llama_batch_free(batch);
     llama_free(ctx);
