@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "ops/attn_kernels.h"
+#include "ops/attn_kernels_neon.h"
 #include "ops/vexp.h"
 #include "quant/quant.h"
 #include "test.h"
@@ -87,8 +88,8 @@ static void twin_seq(float a, float c, const float *v0, const float *v1, float s
 
 TEST(tiled_kernels_take_the_fused_sinks_the_one_chunk_form_not)
 {
-    const sl_attn_kernels *sets[3] = {sl_attn_kernels_ref(), sl_attn_kernels_avx2(),
-                                      sl_attn_kernels_avx512()};
+    const sl_attn_kernels *sets[4] = {sl_attn_kernels_ref(), sl_attn_kernels_avx2(),
+                                      sl_attn_kernels_avx512(), sl_attn_kernels_neon()};
     float q[D] = {1.0f}, keys[2 * D] = {0}, vals[2 * D], out[D], want[D];
     for (int d = 0; d < D; d++) {
         vals[d] = 0.125f * (float)(d + 1);
@@ -110,7 +111,7 @@ TEST(tiled_kernels_take_the_fused_sinks_the_one_chunk_form_not)
         const float ms = expf(a - sink);
         n_trigger += fmaf(s2, ms, 1.0f) != s2 * ms + 1.0f;
         twin_tiled(a, c, vals, vals + D, sink, want);
-        for (int k = 0; k < 3; k++) {
+        for (int k = 0; k < 4; k++) {
             if (!sets[k]) continue;
             memset(out, 0, sizeof out);
             sets[k]->attend_f32(&b);
