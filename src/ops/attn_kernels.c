@@ -86,9 +86,7 @@ static float load_elem(const void *row, int i, int f16)
     return f16 ? sl_fp16_to_f32(((const uint16_t *)row)[i]) : ((const float *)row)[i];
 }
 
-/* The sinks, after the last tile, as llama.cpp adds them: the larger of
- * the running maximum and the sink rescales the other side. */
-void sl_attn_sinks_ref(const sl_attn_block *b, float *acc, const float *mx, float *sum)
+void sl_attn_sinks_tiled(const sl_attn_block *b, float *acc, const float *mx, float *sum)
 {
     for (int r = 0; r < b->n_q; r++) {
         const float sk = b->sinks[r];
@@ -99,7 +97,25 @@ void sl_attn_sinks_ref(const sl_attn_block *b, float *acc, const float *mx, floa
         } else {
             vs = expf(sk - mx[r]);
         }
-        sum[r] = sum[r] * ms + vs; /* two roundings, as llama.cpp's S*ms + vs (no contraction) */
+        sum[r] = fmaf(sum[r], ms, vs);
+    }
+}
+
+/* The sinks after the one-chunk form's last position, as llama.cpp adds
+ * them there: as sl_attn_sinks_tiled but S x ms + vs in two roundings (its
+ * build keeps the product and the sum apart on this path). */
+static void sinks_seq(const sl_attn_block *b, float *acc, const float *mx, float *sum)
+{
+    for (int r = 0; r < b->n_q; r++) {
+        const float sk = b->sinks[r];
+        float ms = 1.0f, vs = 1.0f;
+        if (sk > mx[r]) {
+            ms = expf(mx[r] - sk);
+            for (int d = 0; d < b->dv; d++) acc[(size_t)r * b->dv + d] *= ms;
+        } else {
+            vs = expf(sk - mx[r]);
+        }
+        sum[r] = sum[r] * ms + vs;
     }
 }
 
@@ -162,7 +178,7 @@ static void attend_ref(const sl_attn_block *b, int f16)
             }
         }
     }
-    if (b->sinks) sl_attn_sinks_ref(b, acc, mx, sum);
+    if (b->sinks) sl_attn_sinks_tiled(b, acc, mx, sum);
     for (int r = 0; r < b->n_q; r++) {
         const float inv = sum[r] == 0.0f ? 0.0f : 1.0f / sum[r];
         float *o = b->out + (size_t)r * b->out_stride;
@@ -334,7 +350,7 @@ void sl_attn_attend_seq(const sl_attn_kernels *kr, const sl_attn_block *b, int k
     }
     if (b->split_n <= 1 || b->sel) {
         seq_range(kr, b, k_type, v_type, qc, acc, mx, sum, vrow, b->pos_lo, b->n_pos);
-        if (b->sinks) sl_attn_sinks_ref(b, acc, mx, sum);
+        if (b->sinks) sinks_seq(b, acc, mx, sum);
     } else {
         for (int r = 0; r < nq; r++) {
             fmx[r] = -INFINITY;

@@ -48,9 +48,14 @@ typedef struct sl_attn_block {
 } sl_attn_block;
 
 /* Adds the block's sinks to its rows' accumulators acc[n_q][dv], running
- * maxima mx and sums (the last step before the division; scalar, shared
- * by both kernel sets). */
-void sl_attn_sinks_ref(const sl_attn_block *b, float *acc, const float *mx, float *sum);
+ * maxima mx and sums, as llama.cpp's tiled flash attention does (the last
+ * step before the division; scalar, shared by every tiled kernel set): the
+ * larger of the maximum and the sink rescales the other side, and the sum
+ * becomes S x ms + vs in ONE rounding, an FMA: llama.cpp's CPU build
+ * contracts that line of its tiled form (vfmadd132ss in the AVX2 library),
+ * while its one-chunk form's S updates stay two roundings. The two differ
+ * only when the sink exceeds the row's maximum (then ms < 1 and vs = 1). */
+void sl_attn_sinks_tiled(const sl_attn_block *b, float *acc, const float *mx, float *sum);
 
 /* One query row's online-softmax step over a tile of T scores (the scalar
  * tiled kernels' order): sc[0..T) holds the tile's scaled scores, -INFINITY

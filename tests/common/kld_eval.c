@@ -147,3 +147,68 @@ out:
     sl_model_free(m);
     return rc;
 }
+
+static int no_row(void *sink, int32_t pos, const float *logits, sl_err *err)
+{
+    (void)sink, (void)pos, (void)logits, (void)err;
+    return SL_OK;
+}
+
+int t_kld_rows_chunk(const char *gguf, const char *kld, int chunk, t_kld_rows *rows, char *why,
+                     size_t cap)
+{
+    sl_model_params mp = sl_model_default_params();
+    mp.n_threads = 2;
+    mp.n_ctx_hint = 128;
+    mp.n_logits_hint = N_BATCH;
+    sl_model *m = NULL;
+    sl_err err = {0};
+    memset(rows, 0, sizeof *rows);
+    if (sl_model_load(&m, gguf, &mp, &err) != 0) {
+        snprintf(why, cap, "%s", err.msg);
+        return -1;
+    }
+    int rc = -1;
+    sl_session *s = NULL;
+    sl_kld_base b;
+    memset(&b, 0, sizeof b);
+    uint8_t *enc = NULL;
+    int32_t *toks = NULL;
+    if (sl_kld_base_open(&b, kld, sl_model_n_vocab(m), &err) != 0) {
+        snprintf(why, cap, "%s: %s", kld, err.msg);
+        goto out;
+    }
+    if (chunk < 0 || chunk >= b.n_chunk) {
+        snprintf(why, cap, "%s has no chunk %d (%d chunks)", kld, chunk, (int)b.n_chunk);
+        goto out;
+    }
+    enc = malloc(b.row_bytes);
+    toks = malloc(sizeof *toks * (size_t)b.n_ctx);
+    if (!enc || !toks) {
+        snprintf(why, cap, "out of memory");
+        goto out;
+    }
+    memcpy(toks, sl_kld_base_chunk_tokens(&b, chunk), sizeof *toks * (size_t)b.n_ctx);
+    if (sl_model_add_bos(m)) toks[0] = sl_model_token_bos(m); /* as the evaluation does */
+    sl_session_params sp = sl_session_default_params();
+    sp.n_ctx = b.n_ctx;
+    sp.all_logits = true;
+    sp.n_batch_max = N_BATCH;
+    if (sl_session_create(&s, m, &sp, &err) != 0) {
+        snprintf(why, cap, "%s", err.msg);
+        goto out;
+    }
+    evalctx e = {s, &b, chunk, enc, rows};
+    if (eval_chunk(&e, toks, b.n_ctx, b.n_ctx / 2, no_row, NULL, &err) != 0) {
+        snprintf(why, cap, "%s", err.msg);
+        goto out;
+    }
+    rc = 0;
+out:
+    free(toks);
+    free(enc);
+    sl_kld_base_close(&b);
+    sl_session_free(s);
+    sl_model_free(m);
+    return rc;
+}

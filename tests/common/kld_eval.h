@@ -34,4 +34,12 @@ int t_kld_eval_rows(const char *gguf, const char *kld, int chunks, int type_k, i
                     int (*supported)(const char *arch), sl_kld_stats *st, t_kld_rows *rows,
                     char *why, size_t cap);
 
+/* Chunk `chunk` (0-based) of the base file kld alone, evaluated as
+ * t_kld_eval_rows evaluates each chunk (a fresh cache, the BOS in place of
+ * its first token, batches of 128), its scored rows compared with the
+ * base's bytes into *rows. Returns 0 when it ran, -1 with the reason in
+ * why (a model that does not load, a chunk the file lacks). */
+int t_kld_rows_chunk(const char *gguf, const char *kld, int chunk, t_kld_rows *rows, char *why,
+                     size_t cap);
+
 #endif

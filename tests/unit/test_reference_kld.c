@@ -12,7 +12,8 @@
  * ceiling and the target are both asserted (SLUICE_KLD_TARGET=0 asserts
  * the ceiling only, to see where a change lands). Only the
  * first CHUNKS chunks are evaluated so that the test stays well inside the
- * CI budget under ASan.
+ * CI budget under ASan, and alone, a later chunk known to hold a case the
+ * first ones lack (k_extra).
  *
  * The folder's variants/ (shapes and types the first fixtures lack, issue
  * 34) are read too. A fixture marked `exact` must give llama.cpp's bytes:
@@ -52,7 +53,11 @@ static const bound k_bounds[] = {
     {"qwen35moe-Q8_0", 1e-4, 0.99, 1e-6, 0.999, 1},
     /* issue 11, with llama.cpp's repacked MXFP4 expert order (mxfp4_8x8):
      * first 8 chunks 0.000000 / 100 %, all chunks 0.000000 / 99.97 %
-     * (before: 3.4e-6 / 99.60 %, all chunks 2.0e-5 / 99.56 %) */
+     * (before: 3.4e-6 / 99.60 %, all chunks 2.0e-5 / 99.56 %). Issue 34:
+     * all 58 chunks byte-identical once the tiled attention's sinks step
+     * fuses (sl_attn_sinks_tiled); chunk 25 (0-based) is the first whose
+     * rows it changes (position 115 of layer 2: a sink above the
+     * window's maximum), so that chunk is evaluated too (k_extra). */
     {"gpt-oss-MXFP4_MOE", 1e-4, 0.99, 1e-6, 0.999, 1},
     /* issue 17: all chunks 0.000000 (max 7e-6) / 100 % (deepseek2, MLA) and
      * 99.97 % (glm4moe) */
@@ -74,6 +79,36 @@ static const bound k_bounds[] = {
     {"deepseek4-l6-Q8_0", 3.5e-3, 0.94, 3.5e-3, 0.94, 0},
     {"deepseek4-l6-Q4_K_M", 1.4e-2, 0.84, 1.4e-2, 0.84, 0},
 };
+
+/* Chunks past the first CHUNKS evaluated alone too (each a fresh cache, as
+ * every chunk is), its rows byte-compared: where a later chunk holds a case
+ * the first CHUNKS lack, at the cost of that chunk alone. */
+static const struct {
+    const char *name;
+    int chunk;
+} k_extra[] = {
+    {"gpt-oss-MXFP4_MOE", 25}, /* position 115: a tiled row's sink above its maximum */
+};
+
+/* The fixture's extra chunks: every scored row llama.cpp's bytes. */
+static void run_extra(const char *dir, const char *name)
+{
+    for (size_t i = 0; i < sizeof k_extra / sizeof *k_extra; i++) {
+        if (strcmp(k_extra[i].name, name)) continue;
+        char gguf[512], kld[512], why[512];
+        snprintf(gguf, sizeof gguf, "%s/%s.gguf", dir, name);
+        snprintf(kld, sizeof kld, "%s/%s.kld", dir, name);
+        t_kld_rows rows;
+        const int rc = t_kld_rows_chunk(gguf, kld, k_extra[i].chunk, &rows, why, sizeof why);
+        CHECK_MSG(rc == 0, "%s chunk %d: %s", name, k_extra[i].chunk, why);
+        if (rc) continue;
+        printf("  %-20s chunk %d: rows as llama.cpp's %ld/%ld\n", name, k_extra[i].chunk,
+               rows.same, rows.total);
+        CHECK_MSG(rows.total > 0 && rows.same == rows.total,
+                  "%s chunk %d: %ld of %ld rows differ from llama.cpp's bytes", name,
+                  k_extra[i].chunk, rows.total - rows.same, rows.total);
+    }
+}
 
 static const char *k_supported[] = {"llama", "qwen3moe", "qwen35moe", "gpt-oss", "deepseek2",
                                     "glm4moe", "gemma4", "glm-dsa", "deepseek4"};
@@ -138,6 +173,7 @@ static int run_dir(const char *dir, int want_target)
         const int rc = run_fixture(dir, line, &st, &rows);
         if (rc != 0) continue;
         ran++;
+        run_extra(dir, line);
         const bound *bd = bound_of(line);
         const double kld = st.kld.value, top = st.same_top.value;
         printf("  %-20s mean KLD %.6f  same top %.3f %%  rows as llama.cpp's %ld/%ld  (target <= %g, "

@@ -394,7 +394,7 @@ static void attend(const sl_ds4_desc *a, const key_src *ks, const float *q, int 
         }
         i0 = i1;
     }
-    for (int r = 0; r < nq; r++) { /* the sinks, as sl_attn_sinks_ref */
+    for (int r = 0; r < nq; r++) { /* the sinks, as sl_attn_sinks_tiled */
         const float sk = sinks[r];
         float ms = 1.0f, vs = 1.0f;
         if (sk > mx[r]) {
