@@ -66,8 +66,9 @@ typedef struct sl_hparams {
     int n_hc;            /* hyper_connection.count: residual streams per token */
     int hc_iters;        /* hyper_connection.sinkhorn_iterations */
     float hc_eps;        /* hyper_connection.epsilon */
-    bool hc_fused;       /* stream sums as multiply-adds (llama.cpp 2026-09's fused ops;
-                          * model/llama_rev.h), else every product rounded (2026-08) */
+    bool hc_fused;       /* stream sums as multiply-adds (llama.cpp's fused ops), else
+                          * every product and sum rounded (its unfused graph): decided
+                          * per model (family_deepseek4.c ds4_hc_fused) */
     int n_swa;           /* attention.sliding_window */
     int n_hash;          /* hash_layer_count: layers routed by token id */
     int o_groups;        /* attention.output_group_count */
