@@ -19,8 +19,10 @@
  * computed that one with every product and sum rounded (llama.cpp's
  * unfused graph) and the larger variants with its fused ops' multiply-add
  * chains; 2026-09 takes the fused ops at every size
- * (families/deepseek4/family_deepseek4.c ds4_hc_fused). Nothing else in
- * deepseek4 depends on the setting.
+ * (families/deepseek4/family_deepseek4.c ds4_hc_fused); deepseek4's clamped
+ * SwiGLU (2026-09's ggml_swiglu_clamp op, libm expf on every element; the
+ * fixtures' build clamps the inputs of ggml's vectorised SwiGLU:
+ * engine/ffn.h sl_ffn_swiglu_clamp_op).
  * The library reads no environment variable for this. */
 #ifndef SL_LLAMA_REV_H
 #define SL_LLAMA_REV_H

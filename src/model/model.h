@@ -69,6 +69,9 @@ typedef struct sl_hparams {
     bool hc_fused;       /* stream sums as multiply-adds (llama.cpp's fused ops), else
                           * every product and sum rounded (its unfused graph): decided
                           * per model (family_deepseek4.c ds4_hc_fused) */
+    bool swiglu_clamp_op; /* the clamped SwiGLU as llama.cpp 2026-09's ggml_swiglu_clamp
+                           * (engine/ffn.h sl_ffn_swiglu_clamp_op), else the inputs
+                           * clamped before ggml's SwiGLU (the fixtures' build) */
     int n_swa;           /* attention.sliding_window */
     int n_hash;          /* hash_layer_count: layers routed by token id */
     int o_groups;        /* attention.output_group_count */

@@ -19,13 +19,16 @@
  *     under llama_rev 2026-09 (node-llama-cpp 3.22.1's build fuses at every
  *     shape). The file-level agreement with llama.cpp's bases is
  *     test_reference_kld's (deepseek4-Q8_0, deepseek4-l6-Q8_0 / -Q4_K_M,
- *     byte-identical). */
+ *     byte-identical);
+ *   - the clamped SwiGLU as 2026-09's ggml_swiglu_clamp computes it
+ *     (sl_ffn_swiglu_clamp_op) against a twin. */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/testutil.h"
+#include "engine/ffn.h"
 #include "families/deepseek4/ds4.h"
 #include "model/model.h"
 #include "sluice.h"
@@ -120,6 +123,31 @@ TEST(post_mix_is_either_llama_cpp_order)
     CHECK_MSG(differ > 0, "the two orders never differ on these values");
 }
 
+/* llama.cpp 2026-09's ggml_swiglu_clamp: gc = min(g, lim), uc = clamp(u),
+ * gc / (1 + expf(-gc)) * uc, each step rounded, libm expf; the input clamp
+ * of the older build leaves the SwiGLU to sl_ffn_prepare_down. */
+TEST(swiglu_clamp_op_is_ggml_swiglu_clamp)
+{
+    enum { F = 300 };
+    float g[F], u[F], want[F];
+    uint64_t st = 3;
+    for (int i = 0; i < F; i++) {
+        g[i] = 3.0f * rnd(&st); /* beyond the limit on both sides */
+        u[i] = 3.0f * rnd(&st);
+    }
+    const float lim = 2.5f;
+    for (int i = 0; i < F; i++) {
+        const float gc = g[i] < lim ? g[i] : lim;
+        const float uc = u[i] < -lim ? -lim : (u[i] > lim ? lim : u[i]);
+        volatile float e = expf(-gc);
+        volatile float den = 1.0f + e;
+        volatile float silu = gc / den;
+        want[i] = silu * uc;
+    }
+    sl_ffn_swiglu_clamp_op(g, u, F, lim);
+    CHECK(memcmp(g, want, sizeof want) == 0);
+}
+
 /* hp.hc_fused of a generated tiny deepseek4 with the given counts, loaded
  * under rev; -1 when the file or the load fails. */
 static int fused_for(uint32_t n_layer, uint32_t n_expert, uint32_t used, sl_llama_rev rev)
@@ -164,6 +192,7 @@ int main(void)
 {
     RUN(stream_sum_is_either_llama_cpp_order);
     RUN(post_mix_is_either_llama_cpp_order);
+    RUN(swiglu_clamp_op_is_ggml_swiglu_clamp);
     RUN(the_fixtures_size_is_unfused_and_any_larger_model_fused);
     return TEST_REPORT();
 }

@@ -105,6 +105,7 @@ static int read_model_keys(sl_binder *b)
     if ((rc = need_f32(b, "hyper_connection.epsilon", &SL_RANGE_EPS, &hp->hc_eps))) return rc;
     if ((rc = sl_llama_rev_check(b->llama_rev, b->err))) return rc;
     hp->hc_fused = ds4_hc_fused(hp->n_layer, hp->n_expert, hp->n_expert_used, b->llama_rev);
+    hp->swiglu_clamp_op = b->llama_rev >= SL_LLAMA_REV_2026_09;
     if ((rc = need_u32(b, "attention.sliding_window", 1, big, &hp->n_swa))) return rc;
     if ((rc = need_u32(b, "hash_layer_count", 0, hp->n_layer, &hp->n_hash))) return rc;
     if ((rc = need_u32(b, "attention.output_group_count", 1, 4096, &hp->o_groups))) return rc;
