@@ -303,6 +303,10 @@ typedef struct sl_ffn_desc {
                                 beside the routed experts (0: none) */
     bool shexp_ungated;      /* the shared expert's output is added as it is
                                 (deepseek2, glm4moe): no sigmoid gate tensor */
+    bool shexp_gate_silu;    /* qwen2moe: the gate as llama.cpp's graph forms it,
+                                silu(g) / g (ggml_div(ggml_silu(g), g), each
+                                rounded); else 1 / (1 + expf(-g)) (qwen35moe's
+                                ggml_sigmoid) */
     float clamp, clamp_sh;   /* deepseek4: > 0 clamps the SwiGLU of the routed
                                 (shared) experts: gate min(g, L), up clamp(u, -L, L) */
 } sl_ffn_desc;
