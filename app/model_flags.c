@@ -90,8 +90,11 @@ void model_flags_help(FILE *out)
     /* --llama-ref */
     fprintf(out,
             "      --llama-ref REV    the llama.cpp build whose last-bit arithmetic to follow\n"
-            "                         where builds differ (qwen35moe's DeltaNet q/k norm):\n"
-            "                         2026-08 (default, the reference fixtures') or 2026-09\n"
+            "                         where builds differ (qwen35moe's DeltaNet q/k norm,\n"
+            "                         IQ4_XS's panel order, deepseek4's clamped SwiGLU and its\n"
+            "                         stream sums on models of 4 layers, 8 experts, top 2 or\n"
+            "                         fewer): 2026-08\n"
+            "                         (default, the reference fixtures') or 2026-09\n"
             "                         (node-llama-cpp 3.22.1's); SLUICE_LLAMA_REF is not read\n");
 }
 

@@ -19,7 +19,7 @@ static int prenorm_after_mixer(sl_session *s, const sl_layer *L, int il, int n, 
         if (rc) return rc;
     } else {
         sl_mat g = sl_fwd_mat(&L->ffn_gate), u = sl_fwd_mat(&L->ffn_up), d = sl_fwd_mat(&L->ffn_down);
-        sl_ffn_swiglu(s, &g, &u, &d, s->xb, n, s->ffn_out, 0.0f);
+        sl_ffn_swiglu(s, &g, &u, &d, s->xb, n, s->ffn_out, 0.0f, false);
     }
     for (size_t i = 0; i < (size_t)n * E; i++) s->x[i] += s->ffn_out[i];
     return SL_OK;

@@ -18,10 +18,23 @@ void sl_ffn_prepare_down(sl_session *s, const sl_mat *down, const int *idx, int 
  * the up clamp(u, -lim, lim), over one row of F. */
 void sl_ffn_clamp_swiglu(float *g, float *u, size_t F, float lim);
 
+/* deepseek4's clamped SwiGLU as llama.cpp 2026-09's ggml_swiglu_clamp op
+ * computes it, into g: gc = min(g, lim), g = gc / (1 + expf(-gc)) *
+ * clamp(u, -lim, lim), libm expf, every element alike (the older build
+ * clamps the inputs and takes ggml's vectorised SwiGLU: the function
+ * above, then sl_ffn_prepare_down's SwiGLU). One row of F. */
+void sl_ffn_swiglu_clamp_op(float *g, const float *u, size_t F, float lim);
+
+/* The combined rows of s->hb (as sl_ffn_swiglu_clamp_op leaves them)
+ * prepared for down, as sl_ffn_prepare_down does for an activation. */
+void sl_ffn_prepare_down_rows(sl_session *s, const sl_mat *down, const int *idx, int n,
+                              const void **acts);
+
 /* out(n, rows of down) = down(silu(gate x) * up x) for the n rows of x;
- * clamp > 0: deepseek4's clamped form. Uses s->hb, s->hb2 and the
+ * clamp > 0: deepseek4's clamped form (clamp_op: sl_ffn_swiglu_clamp_op's
+ * arithmetic, else the inputs clamped). Uses s->hb, s->hb2 and the
  * session's activation sets as scratch. */
 void sl_ffn_swiglu(sl_session *s, const sl_mat *gate, const sl_mat *up, const sl_mat *down,
-                   const float *x, int n, float *out, float clamp);
+                   const float *x, int n, float *out, float clamp, bool clamp_op);
 
 #endif

@@ -107,11 +107,18 @@ static void run_experts(sl_session *s, const sl_layer *L, const sl_expert_w *xs,
         scale_rows(s->hb, &L->gate_exps_s, xs[i].e, first, cnt, F);
         scale_rows(s->hb2, &L->up_exps_s, xs[i].e, first, cnt, F);
     }
-    if (L->d.ffn.clamp > 0.0f) /* deepseek4 */
+    if (L->d.ffn.clamp > 0.0f && s->m->hp.swiglu_clamp_op) { /* deepseek4, 2026-09 */
         for (int i = 0; i < n_rows; i++)
-            sl_ffn_clamp_swiglu(s->hb + (size_t)s->moe_rows[i] * F, s->hb2 + (size_t)s->moe_rows[i] * F, F,
-                         L->d.ffn.clamp);
-    sl_ffn_prepare_down(s, &xs[0].d, s->moe_rows, n_rows, s->down_acts, L->d.ffn.act);
+            sl_ffn_swiglu_clamp_op(s->hb + (size_t)s->moe_rows[i] * F,
+                                   s->hb2 + (size_t)s->moe_rows[i] * F, F, L->d.ffn.clamp);
+        sl_ffn_prepare_down_rows(s, &xs[0].d, s->moe_rows, n_rows, s->down_acts);
+    } else {
+        if (L->d.ffn.clamp > 0.0f) /* deepseek4 */
+            for (int i = 0; i < n_rows; i++)
+                sl_ffn_clamp_swiglu(s->hb + (size_t)s->moe_rows[i] * F,
+                                    s->hb2 + (size_t)s->moe_rows[i] * F, F, L->d.ffn.clamp);
+        sl_ffn_prepare_down(s, &xs[0].d, s->moe_rows, n_rows, s->down_acts, L->d.ffn.act);
+    }
     for (int i = 0; i < nx; i++) {
         const int first = s->moe_count[xs[i].e], cnt = s->moe_count[xs[i].e + 1] - first;
         it[i] = (sl_mm_item){&xs[i].d, s->down_acts + first, cnt, s->exp_out + first * E, E};
@@ -313,7 +320,7 @@ static void add_shared_expert(sl_session *s, const sl_layer *L, int n)
     const int E = s->m->hp.n_embd;
     sl_mat g = sl_fwd_mat(&L->gate_shexp), u = sl_fwd_mat(&L->up_shexp),
            d = sl_fwd_mat(&L->down_shexp);
-    sl_ffn_swiglu(s, &g, &u, &d, s->xb, n, s->tmp, L->d.ffn.clamp_sh);
+    sl_ffn_swiglu(s, &g, &u, &d, s->xb, n, s->tmp, L->d.ffn.clamp_sh, s->m->hp.swiglu_clamp_op);
     const float *gw = L->shexp_gate.data;
     for (int t = 0; t < n; t++) {
         const float *xb = s->xb + (size_t)t * E, *sh = s->tmp + (size_t)t * E;
@@ -322,7 +329,14 @@ static void add_shared_expert(sl_session *s, const sl_layer *L, int n)
             for (int i = 0; i < E; i++) out[i] += sh[i];
             continue;
         }
-        const float gate = 1.0f / (1.0f + expf(-sl_dot_f32_untiled(gw, xb, E)));
+        const float z = sl_dot_f32_untiled(gw, xb, E);
+        float gate;
+        if (L->d.ffn.shexp_gate_silu) {
+            const float silu = z / (1.0f + expf(-z));
+            gate = silu / z;
+        } else {
+            gate = 1.0f / (1.0f + expf(-z));
+        }
         for (int i = 0; i < E; i++) out[i] += gate * sh[i];
     }
 }

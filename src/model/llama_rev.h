@@ -13,8 +13,16 @@
  * What differs between them (docs/ARCHITECTURE.md, "llama.cpp revisions"):
  * qwen35moe's q/k normalisation in the gated DeltaNet (ggml_l2_norm before
  * llama.cpp PR 28068, an RMS norm with eps / n and a 1 / sqrt(n) scale after
- * it); deepseek4's hyper-connection stream sums (2026-08 rounds every
- * product and sum; 2026-09's fused ops take multiply-adds: families/deepseek4/block_ds4.c).
+ * it); IQ4_XS products of rows % 8 == 0 (2026-09's IQ panel gemm order);
+ * deepseek4's hyper-connection stream sums on a model no larger than the
+ * 4-layer fixture (4 layers, 8 experts, top 2): the fixtures' build
+ * computed that one with every product and sum rounded (llama.cpp's
+ * unfused graph) and the larger variants with its fused ops' multiply-add
+ * chains; 2026-09 takes the fused ops at every size
+ * (families/deepseek4/family_deepseek4.c ds4_hc_fused); deepseek4's clamped
+ * SwiGLU (2026-09's ggml_swiglu_clamp op, libm expf on every element; the
+ * fixtures' build clamps the inputs of ggml's vectorised SwiGLU:
+ * engine/ffn.h sl_ffn_swiglu_clamp_op).
  * The library reads no environment variable for this. */
 #ifndef SL_LLAMA_REV_H
 #define SL_LLAMA_REV_H

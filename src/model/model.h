@@ -66,8 +66,12 @@ typedef struct sl_hparams {
     int n_hc;            /* hyper_connection.count: residual streams per token */
     int hc_iters;        /* hyper_connection.sinkhorn_iterations */
     float hc_eps;        /* hyper_connection.epsilon */
-    bool hc_fused;       /* stream sums as multiply-adds (llama.cpp 2026-09's fused ops;
-                          * model/llama_rev.h), else every product rounded (2026-08) */
+    bool hc_fused;       /* stream sums as multiply-adds (llama.cpp's fused ops), else
+                          * every product and sum rounded (its unfused graph): decided
+                          * per model (family_deepseek4.c ds4_hc_fused) */
+    bool swiglu_clamp_op; /* the clamped SwiGLU as llama.cpp 2026-09's ggml_swiglu_clamp
+                           * (engine/ffn.h sl_ffn_swiglu_clamp_op), else the inputs
+                           * clamped before ggml's SwiGLU (the fixtures' build) */
     int n_swa;           /* attention.sliding_window */
     int n_hash;          /* hash_layer_count: layers routed by token id */
     int o_groups;        /* attention.output_group_count */
@@ -299,6 +303,10 @@ typedef struct sl_ffn_desc {
                                 beside the routed experts (0: none) */
     bool shexp_ungated;      /* the shared expert's output is added as it is
                                 (deepseek2, glm4moe): no sigmoid gate tensor */
+    bool shexp_gate_silu;    /* qwen2moe: the gate as llama.cpp's graph forms it,
+                                silu(g) / g (ggml_div(ggml_silu(g), g), each
+                                rounded); else 1 / (1 + expf(-g)) (qwen35moe's
+                                ggml_sigmoid) */
     float clamp, clamp_sh;   /* deepseek4: > 0 clamps the SwiGLU of the routed
                                 (shared) experts: gate min(g, L), up clamp(u, -L, L) */
 } sl_ffn_desc;

@@ -90,6 +90,7 @@ sl_mm_order sl_mm_order_for(sl_type type, int64_t rows, int64_t n_experts)
     const bool b32 = type == SL_TYPE_Q4_0 || type == SL_TYPE_IQ4_NL || type == SL_TYPE_MXFP4;
     if ((type != SL_TYPE_Q4_K && !b32) || rows % 8 != 0) return SL_MM_PLAIN;
     if (n_experts == 1) return SL_MM_PLAIN; /* 2-d for ggml: not MUL_MAT_ID's repacked form */
+    if (n_experts < 0) return SL_MM_PLAIN;  /* 3-d for ggml: not MUL_MAT's repacked form */
     if (b32) return SL_MM_RP_B32;
     return n_experts == 0 ? SL_MM_RP_GEMM /* a 2-d tensor: MUL_MAT */ : SL_MM_RP_GEMV;
 }
@@ -205,9 +206,12 @@ void sl_matmul_rows(const sl_mat *mat, const void *const *acts, int n, float *y,
         return;
     }
     if (mat->type == SL_TYPE_F32 &&
-        sl_mm_fp_order_for(mat->rows, mat->cols, mat->n_experts) == SL_FP_VECDOT) {
+        (mat->n_experts == SL_MM_BATCHED_3D ||
+         sl_mm_fp_order_for(mat->rows, mat->cols, mat->n_experts) == SL_FP_VECDOT)) {
         /* what tinyBLAS does not take (MUL_MAT_ID's experts, rows % 4 or
-         * cols % 8 not 0): ggml_vec_dot_f32's four 8-lane chains */
+         * cols % 8 not 0, a 3-d weight's MUL_MAT over permuted rows, whose
+         * F32 activations ggml hands on in place, not contiguous):
+         * ggml_vec_dot_f32's four 8-lane chains */
         for (int64_t r = r0; r < r1; r++) {
             const float *row = (const float *)(w + (size_t)r * mat->row_bytes);
             for (int t = 0; t < n; t++)

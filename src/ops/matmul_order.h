@@ -29,9 +29,18 @@ typedef enum sl_mm_order {
                           order (one for both) */
 } sl_mm_order;
 
+/* n_experts for a slice of a weight that llama.cpp creates 3-d and
+ * multiplies with a plain MUL_MAT (deepseek4's attn_output_a, {in, rank,
+ * groups}, over a permuted view of the activations): ggml repacks a
+ * MUL_MAT's weight only when it is 2-d, so such a slice takes the plain
+ * kernel; an F32 one ggml_vec_dot_f32 (tinyBLAS wants contiguous F32
+ * activations), an F16 / BF16 one tinyBLAS by sl_mm_fp_order_for's shape
+ * rule (ggml converts the activations to a contiguous buffer first). */
+#define SL_MM_BATCHED_3D (-1)
+
 /* The order for a weight matrix of `type` with `rows` rows, cut from a
- * tensor of n_experts experts (0: a 2-d tensor, not an expert tensor).
- * Pure; never fails. */
+ * tensor of n_experts experts (0: a 2-d tensor, not an expert tensor;
+ * SL_MM_BATCHED_3D: above). Pure; never fails. */
 sl_mm_order sl_mm_order_for(sl_type type, int64_t rows, int64_t n_experts);
 
 

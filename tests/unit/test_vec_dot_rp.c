@@ -314,6 +314,7 @@ TEST(order_rule)
     CHECK(sl_mm_order_for(SL_TYPE_Q4_K, 256, 8) == SL_MM_RP_GEMV);
     CHECK(sl_mm_order_for(SL_TYPE_Q4_K, 256, 2) == SL_MM_RP_GEMV);
     CHECK(sl_mm_order_for(SL_TYPE_Q4_K, 256, 1) == SL_MM_PLAIN); /* n_dims 2 in ggml */
+    CHECK(sl_mm_order_for(SL_TYPE_Q4_K, 64, SL_MM_BATCHED_3D) == SL_MM_PLAIN); /* MUL_MAT, 3-d */
     CHECK(sl_mm_order_for(SL_TYPE_Q4_K, 260, 0) == SL_MM_PLAIN);
     CHECK(sl_mm_order_for(SL_TYPE_Q4_K, 12, 8) == SL_MM_PLAIN);
     static const sl_type others[] = {SL_TYPE_Q2_K, SL_TYPE_Q3_K, SL_TYPE_Q5_K, SL_TYPE_Q6_K,

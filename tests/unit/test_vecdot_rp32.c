@@ -272,6 +272,7 @@ TEST(order_rule)
         CHECK(sl_mm_order_for(types[k], 8, 0) == SL_MM_RP_B32);
         CHECK(sl_mm_order_for(types[k], 256, 32) == SL_MM_RP_B32); /* MUL_MAT_ID, 3-d */
         CHECK(sl_mm_order_for(types[k], 256, 1) == SL_MM_PLAIN);   /* n_dims 2 in ggml */
+        CHECK(sl_mm_order_for(types[k], 256, SL_MM_BATCHED_3D) == SL_MM_PLAIN); /* 3-d MUL_MAT */
         CHECK(sl_mm_order_for(types[k], 260, 0) == SL_MM_PLAIN);   /* rows % 8 != 0 */
         CHECK(sl_mm_order_for(types[k], 12, 8) == SL_MM_PLAIN);
     }

@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "engine/fwd_mm.h"
+#include "ops/matmul_order.h"
 #include "engine/mixer.h"
 #include "families/glm_dsa/mla_indexer.h"
 #include "engine/session.h"
@@ -44,12 +45,13 @@ static uint64_t mla_state_seq(const sl_layer_desc *d)
 }
 
 /* Head h's matrix of a stacked per-head tensor [cols, rows, n_head]: a plain
- * 3-d product in the reference (not a routed expert's order). */
+ * 3-d MUL_MAT in the reference over a permuted view (not a routed expert's
+ * order, never repacked; F32 through ggml_vec_dot_f32, ops/matmul_order.h). */
 static sl_mat head_mat(const sl_tensor *t, int h)
 {
     sl_mat m = sl_fwd_mat(t);
     m.data = (const uint8_t *)t->data + (size_t)h * (size_t)m.rows * m.row_bytes;
-    m.n_experts = 0;
+    m.n_experts = SL_MM_BATCHED_3D;
     m.iq_panel = false; /* a 3-d MUL_MAT: not the panel's (2-d weights only) */
     return m;
 }

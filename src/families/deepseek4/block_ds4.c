@@ -8,19 +8,18 @@
  *   u    = sum_s pre[s] X[s]   ->  branch(rms(u, norm))  ->  f
  *   X'[d] = post[d] f + sum_s C[d][s] X[s]
  *
- * in the arithmetic that reproduces the reference's bits on the deepseek4
- * fixture (measured: mean KLD 0.000000, every top token the same): the
- * Sinkhorn matrix as ggml_dsv4_hc_comb computes it (affine map and the
- * softmax's scaling as fused multiply-adds, libm expf, float sums, one
- * reciprocal per row); the weighted stream sum u and the post mix with
- * every product and every sum rounded (as the unfused graph of
- * build_hc_pre / build_hc_post: fusing either with multiply-adds moved the
- * fixture's mean KLD to 0.009 and 0.0003); the affine maps, sigmoid and
- * scales each rounded; the head as build_hc_head (unfused). With
- * --llama-ref 2026-09 (hp.hc_fused) the stream sums and the post mix are
- * multiply-add chains instead, as node-llama-cpp 3.22.1's build computes
- * them (its base of the fixture: mean KLD 0.0102 -> 0.000195; a generated
- * tiny q8_0 file 2.1e-4 -> 3.3e-5: closer, not yet exact).
+ * in the arithmetic that reproduces the reference's bits (mean KLD
+ * 0.000000 and byte-identical KLD bases on the deepseek4 fixture and
+ * variants): the Sinkhorn matrix as ggml_dsv4_hc_comb computes it (affine
+ * map and the softmax's scaling as fused multiply-adds, libm expf, float
+ * sums, one reciprocal per row); the weighted stream sum u and the post
+ * mix either as llama.cpp's fused DSV4_HC_PRE / DSV4_HC_POST ops
+ * (multiply-add chains) or as its unfused graph (every product and sum
+ * rounded), by hp.hc_fused, which the family file decides per model
+ * (family_deepseek4.c ds4_hc_fused); the affine maps, sigmoid and scales
+ * each rounded; the head's sum always unfused (build_hc_head passes
+ * il -1, which never takes the fused op; fusing it moved 523 bytes of the
+ * 6-layer variant's base).
  * The streams live in the session's ds4 scratch (engine/ds4.h). */
 #include <math.h>
 #include <string.h>
@@ -38,13 +37,22 @@ static inline float mix_add(float acc, float a, float b, bool fused)
     return fused ? fmaf(a, b, acc) : acc + a * b;
 }
 
-/* y = sum_s w[s] X[s] over the hc streams of one token (E values each). */
-static void stream_sum(float *y, const float *x, const float *w, size_t E, bool fused)
+void sl_ds4_stream_sum(float *y, const float *x, const float *w, size_t E, bool fused)
 {
     for (size_t i = 0; i < E; i++) {
         float sum = x[i] * w[0];
         for (int h = 1; h < HC; h++) sum = mix_add(sum, x[(size_t)h * E + i], w[h], fused);
         y[i] = sum;
+    }
+}
+
+void sl_ds4_post_mix(float *o, const float *f, float pv, const float *r, const float *c, size_t E,
+                     bool fused)
+{
+    for (size_t i = 0; i < E; i++) {
+        float sum = f[i] * pv;
+        for (int h = 0; h < HC; h++) sum = mix_add(sum, r[(size_t)h * E + i], c[HC * h], fused);
+        o[i] = sum;
     }
 }
 
@@ -123,7 +131,7 @@ static void hc_pre(sl_session *s, const sl_ds4_scratch *sc, const sl_tensor *fn,
         sinkhorn(c, hp->hc_eps, hp->hc_iters);
         const float *x = X + (size_t)t * W;
         float *u = s->x + (size_t)t * E;
-        stream_sum(u, x, pr, E, hp->hc_fused);
+        sl_ds4_stream_sum(u, x, pr, E, hp->hc_fused);
     }
 }
 
@@ -138,16 +146,9 @@ static void hc_post(sl_session *s, const sl_ds4_scratch *sc, const float *f, int
     for (int t = 0; t < n; t++) {
         const float *r = res + (size_t)t * W, *c = comb + (size_t)t * HC * HC;
         const float *ft = f + (size_t)t * E;
-        for (int d = 0; d < HC; d++) {
-            float *o = X + (size_t)t * W + (size_t)d * E;
-            const float pv = post[(size_t)t * HC + (size_t)d];
-            for (size_t i = 0; i < E; i++) {
-                float sum = ft[i] * pv;
-                for (int h = 0; h < HC; h++)
-                    sum = mix_add(sum, r[(size_t)h * E + i], c[d + HC * h], fused);
-                o[i] = sum;
-            }
-        }
+        for (int d = 0; d < HC; d++)
+            sl_ds4_post_mix(X + (size_t)t * W + (size_t)d * E, ft, post[(size_t)t * HC + (size_t)d],
+                            r, c + d, E, fused);
     }
 }
 
@@ -195,6 +196,6 @@ void sl_ds4_head(sl_session *s, int first, int cnt)
         }
         const float *x = X + (size_t)t * W;
         float *y = s->x + (size_t)(first + t) * E;
-        stream_sum(y, x, pr, E, hp->hc_fused);
+        sl_ds4_stream_sum(y, x, pr, E, false); /* build_hc_head: il -1, unfused */
     }
 }

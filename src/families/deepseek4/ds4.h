@@ -5,6 +5,8 @@
 #ifndef SL_ENGINE_DS4_H
 #define SL_ENGINE_DS4_H
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "engine/session.h"
@@ -48,6 +50,20 @@ static inline float *sl_ds4_at(const sl_session *s, uint64_t off)
 {
     return s->kind_scratch + off;
 }
+
+/* y = sum_s w[s] X[s] over the 4 streams of one token (x: 4 rows of E,
+ * stream-major; y: E). fused: llama.cpp's DSV4_HC_PRE op, x0 w0 then one
+ * multiply-add per further stream; else its unfused graph, every product
+ * and sum rounded in stream order. Pure. (block_ds4.c) */
+void sl_ds4_stream_sum(float *y, const float *x, const float *w, size_t E, bool fused);
+
+/* o = f pv + sum_s c[4 s] R[s] for one destination stream of one token
+ * (f: the branch output, E; r: the 4 saved streams, stream-major; c: the
+ * comb column of this destination, stride 4). fused: DSV4_HC_POST's
+ * multiply-add chain after the rounded f pv; else every product and sum
+ * rounded. Pure. (block_ds4.c) */
+void sl_ds4_post_mix(float *o, const float *f, float pv, const float *r, const float *c, size_t E,
+                     bool fused);
 
 /* The embedding rows of the batch (s->x, n rows) copied to every stream. */
 void sl_ds4_embed(sl_session *s, int n);

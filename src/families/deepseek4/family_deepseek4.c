@@ -67,6 +67,29 @@ static int hadamard_size(int n)
     return h;
 }
 
+/* Whether llama.cpp computes this model's hyper-connection stream sums
+ * (build_hc_pre's u = sum_s pre[s] X[s] and build_hc_post's
+ * X'[d] = post[d] f + sum_s C[d][s] X[s], every layer) in its fused
+ * DSV4_HC_PRE / DSV4_HC_POST ops, whose loops its AVX2 build compiles to
+ * multiply-add chains, or in the unfused graph of ggml_mul / ggml_add,
+ * every product and sum rounded. The head's sum (build_hc_head, il -1) is
+ * always the unfused graph. The reference fixtures' build is unfused on
+ * the 4-layer deepseek4 fixture (8 experts, top 2) and fused on the
+ * 6-layer variants (16 experts, top 4), every layer alike; the ops' own
+ * shapes (n_embd 256, 4 streams, 128 tokens) are the same in both, so the
+ * switch is model-wide. No llama.cpp source read (node-llama-cpp 3.22.1's
+ * snapshot, upstream's deepseek4.cpp) has a shape condition there: on a
+ * CPU they are always fused (resolve_fused_ops only compares devices), as
+ * node-llama-cpp's build (2026-09) computes every shape. So: fused unless
+ * the model is no larger than that fixture on all three counts (a
+ * boundary fitted to the two cases, docs/ARCHITECTURE.md "llama.cpp
+ * revisions"). Pure. */
+static bool ds4_hc_fused(int n_layer, int n_expert, int n_expert_used, sl_llama_rev rev)
+{
+    if (rev >= SL_LLAMA_REV_2026_09) return true;
+    return n_layer > 4 || n_expert > 8 || n_expert_used > 2;
+}
+
 /* The model-wide keys and limits, read once (layer 0). */
 static int read_model_keys(sl_binder *b)
 {
@@ -81,7 +104,8 @@ static int read_model_keys(sl_binder *b)
         return rc;
     if ((rc = need_f32(b, "hyper_connection.epsilon", &SL_RANGE_EPS, &hp->hc_eps))) return rc;
     if ((rc = sl_llama_rev_check(b->llama_rev, b->err))) return rc;
-    hp->hc_fused = b->llama_rev >= SL_LLAMA_REV_2026_09;
+    hp->hc_fused = ds4_hc_fused(hp->n_layer, hp->n_expert, hp->n_expert_used, b->llama_rev);
+    hp->swiglu_clamp_op = b->llama_rev >= SL_LLAMA_REV_2026_09;
     if ((rc = need_u32(b, "attention.sliding_window", 1, big, &hp->n_swa))) return rc;
     if ((rc = need_u32(b, "hash_layer_count", 0, hp->n_layer, &hp->n_hash))) return rc;
     if ((rc = need_u32(b, "attention.output_group_count", 1, 4096, &hp->o_groups))) return rc;

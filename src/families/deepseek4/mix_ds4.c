@@ -38,6 +38,7 @@
 #include "engine/mixer.h"
 #include "engine/session.h"
 #include "families/glm_dsa/mla_indexer.h"
+#include "ops/matmul_order.h"
 #include "ops/vexp.h"
 #include "util/hsum.h"
 #include "util/pool.h"
@@ -638,6 +639,9 @@ static void ds4_forward(sl_session *s, const sl_layer *L, int il, int n, float *
                    sizeof(float) * (size_t)gw);
         sl_mat m = woa;
         m.rows = R;
+        /* llama.cpp's wo_a is 3-d {gw, R, G}: no repacked form, no IQ panel */
+        m.n_experts = SL_MM_BATCHED_3D;
+        m.iq_panel = false;
         m.data = (const uint8_t *)L->wo_a.data + (size_t)g * (size_t)R * woa.row_bytes;
         const sl_mat *mats[1] = {&m};
         float *ys[1] = {gout};

@@ -32,6 +32,7 @@ static void describe(const sl_model *m, sl_layer *L)
                                          .top_k = hp->n_expert_used,
                                          .renorm = hp->expert_weights_norm};
         d->ffn.n_ff_shexp = m->arch->shared_expert ? hp->n_ff_shexp : 0;
+        d->ffn.shexp_gate_silu = m->arch->shared_expert; /* qwen2moe.cpp: silu(g) / g */
     } else {
         d->ffn.n_ff = hp->n_ff;
     }
