@@ -6,11 +6,14 @@ into the MoE, not into relearning what the teacher knows:
   over rope.dimension_count = head_dim dims, the same rotation once each
   head's q and k rows are permuted (0,2,4,6,1,3,5,7);
 - layer 0 is the teacher's dense SwiGLU (172 units, zero-padded to 192);
-- MoE layers 1-4 are the teacher's FFN cut into 32-unit chunks (units
-  sorted by their mean contribution on teacher text): the top chunk is the
-  shared expert, the other five seed the 16 routed experts (expert e gets
-  chunk 1 + e % 5, with noise so that copies differ); with top-4 and
-  expert_weights_scale 4 the routed part starts near the rest of the FFN;
+- from_teacher (--init-mode chunks, the first files): MoE layers 1-4 are
+  the teacher's FFN cut into 32-unit chunks (units sorted by their mean
+  contribution on teacher text, padded to 192): the top four chunks are the
+  shared expert (n_shared 4), the other two seed the 16 routed experts
+  (expert e gets chunk e % 2, 5 % noise on copies), routers random; every
+  expert is then nearly the same, so which one is picked barely matters;
+- moefy (--init-mode moefy) gives each routed expert its own units and
+  fits the routers to them (below);
 - layer 5 and the MTP block start fresh, their output projections zero
   (layer 5 starts as the identity)."""
 import torch

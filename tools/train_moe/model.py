@@ -111,6 +111,7 @@ class MoE(nn.Module):
         self.last_load = None  # [X] tokens routed per expert in the last call
         self.last_balance = None
         self.last_topk_share = 0.0
+        self.random_route = None  # a torch.Generator: pick experts at random (route_stats.py)
         self.last_token_entropy = 0.0
 
     def forward(self, x):
@@ -119,6 +120,9 @@ class MoE(nn.Module):
         x2 = x.reshape(-1, shp[-1])
         scores = torch.sigmoid(self.router(x2))                  # [N, X]
         sel = torch.topk(scores + self.bias, c.top_k, -1).indices  # [N, k]
+        if self.random_route is not None:  # a measurement: k experts at random instead
+            sel = torch.topk(torch.rand(scores.shape, generator=self.random_route), c.top_k,
+                             -1).indices
         w = scores.gather(1, sel)
         w = w / w.sum(-1, keepdim=True) * c.scale
         G = torch.zeros_like(scores).scatter(1, sel, w)          # [N, X]
