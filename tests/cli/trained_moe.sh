@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The trained glm4moe model (tests/data/trained, tools/train_moe): sluice's
 # greedy text equals llama.cpp's (node-llama-cpp 3.22.1, stored beside the
-# files) at f32 and Q8_0 (Q4_K_M up to a near-tie) and reads as a story;
+# files) at f32, Q8_0 and Q4_K_M and reads as a story;
 # its held-out perplexity stays where training left it; its route trace
 # replays; two of its four experts (--n-expert-used 2) cost perplexity. The
 # KLD and byte-identity of the logits are test_trained_glm4moe's.
@@ -15,15 +15,9 @@ for t in f32 q8_0 q4_k_m; do
     M=$D/glm4moe-stories-$t.gguf
     "$SLUICE" run -m "$M" -p "Once upon a time" -n 64 --temp 0 -t 2 >"$work/$t.out" 2>"$work/$t.err"
 done
-for t in f32 q8_0; do
+for t in f32 q8_0 q4_k_m; do
     check "$t: 64 greedy tokens equal llama.cpp's" same_text "$work/$t.out" "$D/glm4moe-stories-$t.greedy.txt"
 done
-# q4_k_m: the text up to "...she saw a big" (99 bytes) agrees; then llama.cpp
-# goes on " box", sluice ", red" (its logits on the held-out text are
-# llama.cpp's byte for byte: test_trained_glm4moe)
-head -c 99 "$D/glm4moe-stories-q4_k_m.greedy.txt" >"$work/q4.want"
-head -c 99 "$work/q4_k_m.out" >"$work/q4.got"
-check "q4_k_m: the greedy text up to its near-tie equals llama.cpp's" same_text "$work/q4.got" "$work/q4.want"
 check "the f32 text reads as a story (a name and 'said' or 'play')" \
     bash -c 'grep -q "named" "$1" && grep -Eq "said|play" "$1"' _ "$work/f32.out"
 ppl=$("$SLUICE" perplexity -m "$D/glm4moe-stories-f32.gguf" -f "$D/text.txt" -c 128 -t 2 2>&1 |
@@ -31,11 +25,11 @@ ppl=$("$SLUICE" perplexity -m "$D/glm4moe-stories-f32.gguf" -f "$D/text.txt" -c 
 check "f32 held-out perplexity $ppl is in the trained range (2.5..6)" \
     python3 -c "import sys; p = float('${ppl:-0}'); sys.exit(0 if 2.5 <= p <= 6 else 1)"
 # the lossy knobs on its sigmoid router: two of four experts cost perplexity
-# on learned weights (3-15 %; exact 4.176 -> 4.436 when measured)
+# on learned routing (10-35 %; exact 4.260 -> 5.117 when measured)
 ppl2=$("$SLUICE" perplexity -m "$D/glm4moe-stories-f32.gguf" -f "$D/text.txt" -c 128 -t 2 \
     --n-expert-used 2 2>&1 | sed -n 's/.*Final estimate: PPL = \([0-9.]*\).*/\1/p')
-check "--n-expert-used 2 raises the perplexity $ppl -> $ppl2 by 3-15 %" \
-    python3 -c "import sys; r = float('${ppl2:-0}') / float('${ppl:-1}'); sys.exit(0 if 1.03 <= r <= 1.15 else 1)"
+check "--n-expert-used 2 raises the perplexity $ppl -> $ppl2 by 10-35 %" \
+    python3 -c "import sys; r = float('${ppl2:-0}') / float('${ppl:-1}'); sys.exit(0 if 1.10 <= r <= 1.35 else 1)"
 # 32-token chunks (under llama.cpp's 64-token query tile: its one-chunk flash
 # attention): the base sluice perplexity writes is llama.cpp's, byte for byte
 # (the committed base: bench/llama_ref.sh on the text's first 640 bytes, -c 32)

@@ -110,6 +110,9 @@ class MoE(nn.Module):
         self.shared = SwiGLU(E, Fe * c.n_shared)
         self.last_load = None  # [X] tokens routed per expert in the last call
         self.last_balance = None
+        self.last_topk_share = 0.0
+        self.random_route = None  # a torch.Generator: pick experts at random (route_stats.py)
+        self.last_token_entropy = 0.0
 
     def forward(self, x):
         c = self.c
@@ -117,6 +120,9 @@ class MoE(nn.Module):
         x2 = x.reshape(-1, shp[-1])
         scores = torch.sigmoid(self.router(x2))                  # [N, X]
         sel = torch.topk(scores + self.bias, c.top_k, -1).indices  # [N, k]
+        if self.random_route is not None:  # a measurement: k experts at random instead
+            sel = torch.topk(torch.rand(scores.shape, generator=self.random_route), c.top_k,
+                             -1).indices
         w = scores.gather(1, sel)
         w = w / w.sum(-1, keepdim=True) * c.scale
         G = torch.zeros_like(scores).scatter(1, sel, w)          # [N, X]
@@ -128,6 +134,9 @@ class MoE(nn.Module):
         self.last_sel = sel.detach()  # [N, k] for the routing measurements
         with torch.no_grad():
             self.last_topk_share = (scores.gather(1, sel).sum(-1) / scores.sum(-1)).mean().item()
+            p = scores / scores.sum(-1, keepdim=True)
+            # per-token routing entropy in bits (log2 16 = 4 when the scores are flat)
+            self.last_token_entropy = -(p * p.clamp_min(1e-12).log2()).sum(-1).mean().item()
             self.last_load = torch.zeros(c.n_expert).scatter_add_(
                 0, sel.reshape(-1), torch.ones(sel.numel()))
         # sequence-free balance loss (DeepSeek-V3's, over the batch): X * sum f_i P_i

@@ -82,6 +82,19 @@ def main():
             print(f"| {i} -> {j} | {100 * r1 / n:.1f} % | {100 * r2 / n:.1f} % |")
     # a random router's reference: k/X and 2k/X
     print(f"\n(chance: top-{k} {100 * k / c.n_expert:.0f} %, top-{2 * k} {100 * 2 * k / c.n_expert:.0f} %)")
+    # does the choice matter: perplexity with every MoE layer's picks replaced
+    # by k experts at random (weights from the same scores, renormalised)
+    def ppl():
+        with torch.no_grad():
+            lg, _ = m(x, mtp=False)
+        return torch.exp(torch.nn.functional.cross_entropy(
+            lg[:, :-1].reshape(-1, c.vocab), x[:, 1:].reshape(-1))).item()
+    learned = ppl()
+    for mo in m.moe_layers():
+        mo.random_route = torch.Generator().manual_seed(1)
+    rnd = ppl()
+    print(f"\nperplexity on these rows: learned routing {learned:.4f}, "
+          f"{k} experts at random {rnd:.4f} ({100 * (rnd / learned - 1):+.1f} %)")
 
 
 if __name__ == "__main__":

@@ -29,7 +29,7 @@ import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from model import Config, Student  # noqa: E402
-from init import from_teacher  # noqa: E402
+from init import from_teacher, moefy  # noqa: E402
 from teacher import Teacher  # noqa: E402
 
 
@@ -47,15 +47,16 @@ def stream_rows(path, T, first, n):
     return torch.from_numpy(a.astype(np.int64).reshape(n, T))
 
 
-def router_rows(step, moes, load, share):
+def router_rows(step, moes, load, share, tent):
     """One CSV row per MoE layer: load entropy (bits), busiest share, mean
-    |bias|, mean share of the sigmoid scores' mass in the top-k picks."""
+    |bias|, mean share of the sigmoid scores' mass in the top-k picks, mean
+    per-token entropy of the normalised scores (bits)."""
     rows = []
     for i, m in enumerate(moes):
         p = load[i] / load[i].sum()
         ent = -(p[p > 0] * p[p > 0].log2()).sum().item()
         rows.append(f"{step},{i},{ent:.4f},{p.max().item():.4f},"
-                    f"{m.bias.abs().mean().item():.5f},{share[i]:.4f}")
+                    f"{m.bias.abs().mean().item():.5f},{share[i]:.4f},{tent[i]:.4f}")
     return rows
 
 
@@ -103,6 +104,11 @@ def main():
     ap.add_argument("--warm", type=int, default=100, help="warm-up steps")
     ap.add_argument("--stream", action="store_true", help="read the corpus in file order")
     ap.add_argument("--init", help="start from this checkpoint's weights")
+    ap.add_argument("--init-mode", choices=("chunks", "moefy"), default="chunks",
+                    help="from the teacher: chunks (the first files) or moefy (clustered units)")
+    ap.add_argument("--n-shared", type=int, default=4,
+                    help="shared expert width in units of ff_exp (32)")
+    ap.add_argument("--init-only", action="store_true", help="evaluate the start and stop")
     ap.add_argument("--resume", action="store_true", help="continue OUT")
     ap.add_argument("--out", required=True)
     ap.add_argument("--log", required=True)
@@ -112,7 +118,7 @@ def main():
     teacher = Teacher(a.model)
     data = None if a.stream else load(a.corpus, a.len)
     held = load(a.heldout, a.len)[:a.eval_seqs]
-    c = Config()
+    c = Config(n_shared=a.n_shared)
     model = Student(c)
     opt = torch.optim.AdamW(model.parameters(), lr=a.lr, betas=(0.9, 0.95), weight_decay=0.01)
     first, kl_avg, spent = 1, None, 0.0
@@ -126,11 +132,17 @@ def main():
     elif a.init:
         model.load_state_dict(torch.load(a.init)["model"])
     else:
-        from_teacher(model, teacher, (stream_rows(a.corpus, a.len, 0, 32) if a.stream
-                                      else data[:32]), a.seed)
+        init = from_teacher if a.init_mode == "chunks" else moefy
+        init(model, teacher, (stream_rows(a.corpus, a.len, 0, 32) if a.stream
+                              else data[:32]), a.seed)
     if first == 1:
         ps, pt, pm = evaluate(model, teacher, held)
         print(f"start: ppl student {ps:.4f} teacher {pt:.4f} mtp {pm:.4f}", file=sys.stderr)
+        for i, m in enumerate(model.moe_layers()):
+            print(f"start: moe {i} top-k share {m.last_topk_share:.4f} token entropy "
+                  f"{m.last_token_entropy:.4f}", file=sys.stderr)
+        if a.init_only:
+            return
     print(f"student: {sum(p.numel() for p in model.parameters())} parameters", file=sys.stderr)
     g = torch.Generator().manual_seed(a.seed)
     if not a.stream:
@@ -140,12 +152,14 @@ def main():
     rlog = open(a.log + ".routers.csv", "a" if first > 1 else "w")
     if first == 1:
         log.write("step,tokens,seconds,train_kl,ppl_student,ppl_teacher,ppl_mtp_t2\n")
-        rlog.write("step,moe_layer,load_entropy_bits,busiest_share,mean_abs_bias,topk_score_share\n")
+        rlog.write("step,moe_layer,load_entropy_bits,busiest_share,mean_abs_bias,topk_score_share,"
+                   "token_entropy_bits\n")
     t0 = time.time() - spent
     pos = 0
     moes = model.moe_layers()
     load_sum = torch.zeros(len(moes), c.n_expert)
-    share = [0.0] * len(moes)
+    share = [m.last_topk_share for m in moes]
+    tent = [m.last_token_entropy for m in moes]
     for step in range(first, a.steps + 1):
         lr = a.lr * min(1.0, step / warm) * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * step / a.steps)))
         for gr in opt.param_groups:
@@ -177,6 +191,7 @@ def main():
                 m.bias += a.bias_rate * torch.sign(m.last_load.mean() - m.last_load)
                 load_sum[i] += m.last_load
                 share[i] = 0.9 * share[i] + 0.1 * m.last_topk_share
+                tent[i] = 0.9 * tent[i] + 0.1 * m.last_token_entropy
         kl = kd.item() - ent
         kl_avg = kl if kl_avg is None else 0.95 * kl_avg + 0.05 * kl
         if step % a.eval_every == 0 or step == a.steps:
@@ -186,7 +201,7 @@ def main():
             log.write(row + "\n")
             log.flush()
             print(row, file=sys.stderr, flush=True)
-            for r in router_rows(step, moes, load_sum, share):
+            for r in router_rows(step, moes, load_sum, share, tent):
                 rlog.write(r + "\n")
             rlog.flush()
             load_sum.zero_()
