@@ -53,13 +53,15 @@ G_K='--preset tiny-k --layers 3 --experts 16 --top-k 4'
 G_H128='--preset tiny-k --layers 2 --dims heads=4,kv-heads=2,head-dim=128,ff=768,ff-exp=96,ff-shexp=320 --experts 64 --top-k 6'
 G_H256='--preset tiny-k --layers 2 --dims heads=2,kv-heads=1,head-dim=256,ff=1024,ff-exp=32,ff-shexp=512 --experts 256 --top-k 8'
 shapes_all() {
-    for a in llama qwen3 qwen2; do
+    echo "tiny llama --preset tiny"
+    echo "k llama --preset tiny-k --layers 3"
+    echo "h128 llama --preset tiny-k --layers 2 --dims heads=4,kv-heads=2,head-dim=128,ff=768"
+    echo "h256 llama --preset tiny-k --layers 2 --dims heads=2,kv-heads=1,head-dim=256,ff=1024"
+    for a in qwen3 qwen2 mixtral; do
         echo "tiny $a --preset tiny"
         echo "k $a --preset tiny-k --layers 3"
-        echo "h128 $a --preset tiny-k --layers 2 --dims heads=4,kv-heads=2,head-dim=128,ff=768"
-        echo "h256 $a --preset tiny-k --layers 2 --dims heads=2,kv-heads=1,head-dim=256,ff=1024"
     done
-    for a in qwen3moe qwen2moe mixtral; do
+    for a in qwen3moe qwen2moe; do
         echo "tiny $a $G_TINY"; echo "k $a $G_K"; echo "h128 $a $G_H128"; echo "h256 $a $G_H256"
     done
     # olmoe: K/V heads = heads (llama.cpp sizes its k norm by n_embd)
