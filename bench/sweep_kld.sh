@@ -40,6 +40,9 @@ S=$root/build/rel/sluice
 [ -x "$S" ] || { echo "sweep_kld: build/rel/sluice missing (make)" >&2; exit 1; }
 if [ -n "${SWEEP_KEEP:-}" ]; then work=$SWEEP_KEEP; mkdir -p "$work"
 else work=$(mktemp -d "${TMPDIR:-/tmp}/sluice-sweep-XXXXXX"); trap 'rm -rf "$work"' EXIT; fi
+# a copy of the binary: a rebuild during the sweep does not break it
+cp "$S" "$work/sluice"
+S=$work/sluice
 # 3000 bytes: 13 chunks of 128 (51 of 32), each chunk scoring its second half
 head -c 3000 "$REF/text.txt" >"$work/text.txt"
 
@@ -61,9 +64,12 @@ shapes_all() {
         echo "tiny $a --preset tiny"
         echo "k $a --preset tiny-k --layers 3"
     done
-    for a in qwen3moe qwen2moe; do
-        echo "tiny $a $G_TINY"; echo "k $a $G_K"; echo "h128 $a $G_H128"; echo "h256 $a $G_H256"
-    done
+    echo "tiny qwen3moe $G_TINY"; echo "k qwen3moe $G_K"
+    echo "h128 qwen3moe $G_H128"; echo "h256 qwen3moe $G_H256"
+    # qwen2moe: llama.cpp sizes attn_q by n_embd (heads x head size = n_embd)
+    echo "tiny qwen2moe $G_TINY"; echo "k qwen2moe $G_K"
+    echo "h128 qwen2moe ${G_H128/heads=4,kv-heads=2/heads=2,kv-heads=1}"
+    echo "h256 qwen2moe ${G_H256/heads=2,kv-heads=1/heads=1,kv-heads=1}"
     # olmoe: K/V heads = heads (llama.cpp sizes its k norm by n_embd)
     echo "tiny olmoe $G_TINY"; echo "k olmoe $G_K"
     echo "h128 olmoe --preset tiny-k --layers 2 --dims heads=2,kv-heads=2,head-dim=128,ff-exp=96 --experts 64 --top-k 6"

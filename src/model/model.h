@@ -246,6 +246,8 @@ typedef struct sl_gdn_desc {
     int n_v;      /* nv; v head h reads q/k head h % nk */
     float eps;    /* of the L2 norms of q and k and of the output RMS norm */
     bool l2_rms;  /* q/k L2 norms as llama.cpp's later RMS-norm form (model/llama_rev.h) */
+    bool dot_vtail; /* the delta rule's dots as 2026-09's build rounds their
+                       leftover (sl_dot_f32_untiled_vtail) */
 } sl_gdn_desc;
 
 typedef enum sl_ffn_kind {
@@ -299,6 +301,8 @@ typedef struct sl_ffn_desc {
                                 beside the routed experts (0: none) */
     bool shexp_ungated;      /* the shared expert's output is added as it is
                                 (deepseek2, glm4moe): no sigmoid gate tensor */
+    bool shexp_silu_div;     /* the gate's sigmoid written silu(g) / g, rounded
+                                as llama.cpp's qwen2moe graph does */
     float clamp, clamp_sh;   /* deepseek4: > 0 clamps the SwiGLU of the routed
                                 (shared) experts: gate min(g, L), up clamp(u, -L, L) */
 } sl_ffn_desc;
