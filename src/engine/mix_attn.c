@@ -126,6 +126,7 @@ static void attn_worker(void *ctx, int chunk, int n_chunks, int tid)
         b.n_pos = j->pos0 + t0 + 1; /* causal: itself and everything before */
         b.pos_lo = a->n_swa > 0 && b.n_pos > a->n_swa ? b.n_pos - a->n_swa : 0;
         b.sinks = sinks ? sinks + (size_t)kvh * group : NULL;
+        b.sink_fma = a->sink_fma;
         b.q = s->q + (size_t)t0 * H * hd + (size_t)kvh * group * hd;
         b.k = sl_kv_head_base(j->st, 0, kvh, j->first);
         b.v = sl_kv_head_base(j->st, 1, kvh, j->first);

@@ -185,6 +185,8 @@ typedef struct sl_attn_desc {
                                 rows: the output is o * sigmoid(gate) (qwen35moe) */
     bool sinks;              /* one logit per head in the softmax's denominator
                                 (the layer's sinks tensor, gpt-oss) */
+    bool sink_fma;           /* the tiled kernel adds the sink as one FMA
+                                (sl_attn_block.sink_fma; llama.cpp 2026-09) */
     int n_swa;               /* > 0: a sliding window, a token sees itself and the
                                 n_swa - 1 before it; 0: the whole context */
     bool v_from_k;           /* no v projection: v is k's projection (gemma4's

@@ -88,7 +88,8 @@ static float load_elem(const void *row, int i, int f16)
 
 /* The sinks, after the last tile, as llama.cpp adds them: the larger of
  * the running maximum and the sink rescales the other side. */
-void sl_attn_sinks_ref(const sl_attn_block *b, float *acc, const float *mx, float *sum)
+void sl_attn_sinks_ref(const sl_attn_block *b, float *acc, const float *mx, float *sum,
+                       bool fma)
 {
     for (int r = 0; r < b->n_q; r++) {
         const float sk = b->sinks[r];
@@ -99,7 +100,9 @@ void sl_attn_sinks_ref(const sl_attn_block *b, float *acc, const float *mx, floa
         } else {
             vs = expf(sk - mx[r]);
         }
-        sum[r] = sum[r] * ms + vs; /* two roundings, as llama.cpp's S*ms + vs (no contraction) */
+        /* llama.cpp's S*ms + vs: two roundings, or one where its compiler
+         * contracted it (fma) */
+        sum[r] = fma ? fmaf(sum[r], ms, vs) : sum[r] * ms + vs;
     }
 }
 
@@ -162,7 +165,7 @@ static void attend_ref(const sl_attn_block *b, int f16)
             }
         }
     }
-    if (b->sinks) sl_attn_sinks_ref(b, acc, mx, sum);
+    if (b->sinks) sl_attn_sinks_ref(b, acc, mx, sum, b->sink_fma);
     for (int r = 0; r < b->n_q; r++) {
         const float inv = sum[r] == 0.0f ? 0.0f : 1.0f / sum[r];
         float *o = b->out + (size_t)r * b->out_stride;
@@ -334,7 +337,7 @@ void sl_attn_attend_seq(const sl_attn_kernels *kr, const sl_attn_block *b, int k
     }
     if (b->split_n <= 1 || b->sel) {
         seq_range(kr, b, k_type, v_type, qc, acc, mx, sum, vrow, b->pos_lo, b->n_pos);
-        if (b->sinks) sl_attn_sinks_ref(b, acc, mx, sum);
+        if (b->sinks) sl_attn_sinks_ref(b, acc, mx, sum, false); /* one-chunk */
     } else {
         for (int r = 0; r < nq; r++) {
             fmx[r] = -INFINITY;

@@ -4,6 +4,7 @@
 #ifndef SL_OPS_ATTN_KERNELS_H
 #define SL_OPS_ATTN_KERNELS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -34,6 +35,10 @@ typedef struct sl_attn_block {
     float *scratch;
     int pos_lo;           /* the first position attended (a sliding window), else 0 */
     const float *sinks;   /* n_q sink logits (one per query row) or NULL */
+    bool sink_fma;        /* the tiled kernels' sink sum S * ms + vs as one FMA, as
+                             llama.cpp 2026-09's build compiled its tiled flash
+                             attention; else two roundings (the fixtures' build,
+                             and every build's one-chunk kernel) */
     int n_tok;            /* tokens in the block (0 counts as 1) */
     size_t q_tok, out_tok; /* floats from one token's rows to the next's */
     int n_swa;            /* the sliding window of the tokens after the first, or 0 */
@@ -50,7 +55,8 @@ typedef struct sl_attn_block {
 /* Adds the block's sinks to its rows' accumulators acc[n_q][dv], running
  * maxima mx and sums (the last step before the division; scalar, shared
  * by both kernel sets). */
-void sl_attn_sinks_ref(const sl_attn_block *b, float *acc, const float *mx, float *sum);
+void sl_attn_sinks_ref(const sl_attn_block *b, float *acc, const float *mx, float *sum,
+                       bool fma);
 
 /* One query row's online-softmax step over a tile of T scores (the scalar
  * tiled kernels' order): sc[0..T) holds the tile's scaled scores, -INFINITY

@@ -373,7 +373,7 @@ static void attend_rows(const sl_attn_block *b, int f16)
         sl_attn_ahead ak = sl_attn_ahead_rows(b->k, b->k_stride, ic + T, b->n_pos);
         vacc_tile(&vb, vic, t_lo, kv, v16, p, T, 1, nq, acc, &ak);
     }
-    if (b->sinks) sl_attn_sinks_ref(b, acc, mx, sum);
+    if (b->sinks) sl_attn_sinks_ref(b, acc, mx, sum, b->sink_fma);
     for (int r = 0; r < nq; r++) {
         const float inv = sum[r] == 0.0f ? 0.0f : 1.0f / sum[r];
         float *o = b->out + (size_t)r * b->out_stride;
@@ -563,7 +563,7 @@ static void heads_values(const sl_attn_block *vb, int vic, int t_lo, int kv, int
 static void heads_finish(const sl_attn_block *b, float *acc, const float *mx, float *sum,
                          float *out)
 {
-    if (b->sinks) sl_attn_sinks_ref(b, acc, mx, sum);
+    if (b->sinks) sl_attn_sinks_ref(b, acc, mx, sum, b->sink_fma);
     for (int r = 0; r < b->n_q; r++) {
         const float inv = sum[r] == 0.0f ? 0.0f : 1.0f / sum[r];
         float *o = out + (size_t)r * b->out_stride;

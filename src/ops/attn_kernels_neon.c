@@ -92,7 +92,7 @@ static void attend_neon(const sl_attn_block *b, int f16)
             }
         }
     }
-    if (b->sinks) sl_attn_sinks_ref(b, acc, mx, sum);
+    if (b->sinks) sl_attn_sinks_ref(b, acc, mx, sum, b->sink_fma);
     for (int r = 0; r < b->n_q; r++) {
         const float inv = sum[r] == 0.0f ? 0.0f : 1.0f / sum[r];
         float *o = b->out + (size_t)r * b->out_stride;

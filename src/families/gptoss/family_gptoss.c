@@ -77,6 +77,7 @@ int sl_family_gptoss_layer(sl_binder *b, int il)
         .scale = 1.0f / sqrtf((float)hp->head_dim),
         .rope = sl_hparams_rope(hp, true),
         .sinks = true,
+        .sink_fma = b->llama_rev >= SL_LLAMA_REV_2026_09,
         .n_swa = sliding ? (int)n_swa : 0,
     };
     d->ffn = (sl_ffn_desc){
