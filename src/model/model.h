@@ -101,6 +101,10 @@ typedef struct sl_tensor {
      * sl_mat.iq_panel): an IQ4_XS matrix of rows % 8 == 0 under
      * --llama-ref 2026-09 (model_load.c). */
     bool iq_panel;
+    /* An f32 matrix under --llama-ref 2026-09: the products llama.cpp
+     * leaves to ggml_vec_dot_f32 round its leftover as that build does
+     * (ops/ops.h sl_mat.f32_vtail). */
+    bool f32_vtail;
 } sl_tensor;
 
 /* The tensors of a layer by role: the index into sl_layer.t. The role

@@ -217,7 +217,9 @@ void sl_matmul_rows(const sl_mat *mat, const void *const *acts, int n, float *y,
         for (int64_t r = r0; r < r1; r++) {
             const float *row = (const float *)(w + (size_t)r * mat->row_bytes);
             for (int t = 0; t < n; t++)
-                y[(size_t)t * ldy + r] = sl_dot_f32_untiled(row, acts[t], mat->cols);
+                y[(size_t)t * ldy + r] = mat->f32_vtail
+                                             ? sl_dot_f32_untiled_vtail(row, acts[t], mat->cols)
+                                             : sl_dot_f32_untiled(row, acts[t], mat->cols);
         }
         return;
     }

@@ -32,6 +32,9 @@ typedef struct sl_mat {
                            node-llama-cpp 3.22.1's build takes for 2-d and
                            expert weights of rows % 8 == 0 and the reference
                            fixtures' build lacks; false: the plain kernel */
+    bool f32_vtail;     /* f32: where llama.cpp's ggml_vec_dot_f32 multiplies
+                           (not tinyBLAS), its leftover as node-llama-cpp
+                           3.22.1's build rounds it (sl_dot_f32_untiled_vtail) */
 } sl_mat;
 
 /* sl_mat.layout values. */
