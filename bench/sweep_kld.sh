@@ -66,6 +66,9 @@ shapes_all() {
     done
     echo "tiny qwen3moe $G_TINY"; echo "k qwen3moe $G_K"
     echo "h128 qwen3moe $G_H128"; echo "h256 qwen3moe $G_H256"
+    # f48: experts of 48 (down_exps rows not a multiple of 32: f32 leftover,
+    # llama-quantize's fallback types)
+    echo "f48 qwen3moe --preset tiny --dims ff-exp=48"
     # qwen2moe: llama.cpp sizes attn_q by n_embd (heads x head size = n_embd)
     echo "tiny qwen2moe $G_TINY"; echo "k qwen2moe $G_K"
     echo "h128 qwen2moe ${G_H128/heads=4,kv-heads=2/heads=2,kv-heads=1}"
