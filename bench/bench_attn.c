@@ -107,7 +107,7 @@ int main(int argc, char **argv)
     for (int i = 0; i < nt * nq * dk; i++) q[i] = frand(&seed) * 2.0f;
     sl_attn_block b = {q, (size_t)dk, kh, vh, 2 * (size_t)dk * H, 2 * (size_t)dk * H, dk, dk, nq, n_pos,
                        1.0f / sqrtf((float)dk), out[0], (size_t)dk, scratch, 0, NULL,
-                       nt, (size_t)nq * dk, (size_t)nq * dk, 0, NULL, 0, 0, 0};
+                       nt, (size_t)nq * dk, (size_t)nq * dk, 0, NULL, 0, 0, 0, false};
     b.n_pos = n_pos - nt + 1 > 0 ? n_pos - nt + 1 : 1; /* the block's last token sees n_pos */
     const size_t n_out = (size_t)N_HEADS * nt * nq * dk;
     const int ref_reps = getenv("BENCH_ATTN_FAST") ? 1 : reps > 3 ? 3 : reps;

@@ -35,10 +35,6 @@ typedef struct sl_attn_block {
     float *scratch;
     int pos_lo;           /* the first position attended (a sliding window), else 0 */
     const float *sinks;   /* n_q sink logits (one per query row) or NULL */
-    bool sink_fma;        /* the tiled kernels' sink sum S * ms + vs as one FMA, as
-                             llama.cpp 2026-09's build compiled its tiled flash
-                             attention; else two roundings (the fixtures' build,
-                             and every build's one-chunk kernel) */
     int n_tok;            /* tokens in the block (0 counts as 1) */
     size_t q_tok, out_tok; /* floats from one token's rows to the next's */
     int n_swa;            /* the sliding window of the tokens after the first, or 0 */
@@ -50,6 +46,10 @@ typedef struct sl_attn_block {
                              apart for each c < split_n, then combined (llama.cpp's
                              one-token decode over a cache view of 512+ on
                              split_n threads); else 0 */
+    bool sink_fma;        /* the tiled kernels' sink sum S * ms + vs as one FMA, as
+                             llama.cpp 2026-09's build compiled its tiled flash
+                             attention; else two roundings (the fixtures' build,
+                             and every build's one-chunk kernel) */
 } sl_attn_block;
 
 /* Adds the block's sinks to its rows' accumulators acc[n_q][dv], running

@@ -140,7 +140,7 @@ TEST(attend_blocks_match_double_and_each_other)
         float *scratch = malloc(sizeof(float) * sl_attn_scratch_floats(dk, dv, nq));
         sl_attn_block b = {q, (size_t)dk, kh, vh, 2 * (size_t)dk, 2 * (size_t)dv, dk, dv, nq, np,
                            1.0f / sqrtf((float)dk), o[0], (size_t)dv, scratch, 0, NULL,
-                           1, 0, 0, 0, NULL, 0, 0, 0};
+                           1, 0, 0, 0, NULL, 0, 0, 0, false};
         attend_double(&b, kf, vf, want);
         ref->attend_f16(&b);
         sl_attn_block b32 = b;
