@@ -49,7 +49,11 @@ static sl_mat head_mat(const sl_tensor *t, int h)
 {
     sl_mat m = sl_fwd_mat(t);
     m.data = (const uint8_t *)t->data + (size_t)h * (size_t)m.rows * m.row_bytes;
-    m.n_experts = 0;
+    /* An f32 weight meets its input (q_nope, the attention output) as a
+     * permuted view, not contiguous, which llama.cpp's tinyBLAS does not
+     * take (its quantised types convert the input first): ggml_vec_dot_f32
+     * row by row, the order sl_mm_fp_order_for gives a many-expert tensor */
+    m.n_experts = m.type == SL_TYPE_F32 ? 2 : 0;
     m.iq_panel = false; /* a 3-d MUL_MAT: not the panel's (2-d weights only) */
     return m;
 }
