@@ -11,6 +11,7 @@
 
 #include "args.h"
 #include "commands.h"
+#include "mkmodel_dims.h"
 #include "util/file.h"
 #include "synth/synth.h"
 #include "synth/synth_ds.h"
@@ -53,6 +54,7 @@ static void usage(FILE *out)
             "  --nextn N       MTP (nextn) blocks written after the layers, 0..4 (deepseek2,\n"
             "                  glm4moe, glm-dsa; deepseek4 0..1): --spec-type draft-mtp runs\n"
             "                  the first\n"
+            "  --dims K=V,...  override the preset's dimensions by name (keys: %s)\n"
             "  --experts E     override the expert count (MoE architectures, llama)\n"
             "  --top-k K       override the experts used per token\n"
             "  --vocab V       override the vocabulary size (>= 260)\n"
@@ -67,7 +69,7 @@ static void usage(FILE *out)
             "  --progress      show a progress line (default when stderr is a terminal)\n"
             "  -q, --quiet     print nothing on success\n"
             "  -o, --output F  output file (required)\n"
-            "  -h, --help      this text\n");
+            "  -h, --help      this text\n", mkmodel_dims_keys());
 }
 
 typedef struct progress_state {
@@ -115,7 +117,7 @@ static void print_holes(const char *path)
  * presets and writer. */
 static int mkmodel_ds(const char *arch, const char *preset, const char *type, long layers,
                       long nextn, long experts, long top_k, long vocab, long ctx, uint64_t seed,
-                      bool quiet, bool holes, const char *out)
+                      bool quiet, bool holes, const char *dims, const char *out)
 {
     sl_err err = {0};
     sl_synth_ds c;
@@ -133,6 +135,7 @@ static int mkmodel_ds(const char *arch, const char *preset, const char *type, lo
         if (c.n_hash > c.n_layer) c.n_hash = c.n_layer; /* deepseek4 */
     }
     if (nextn >= 0) c.n_nextn = (uint32_t)nextn;
+    if (dims && !mkmodel_dims_apply(CMD, dims, NULL, &c)) return 2;
     if (experts > 0) c.n_expert = (uint32_t)experts;
     if (top_k > 0) c.n_expert_used = (uint32_t)top_k;
     if (vocab > 0) c.n_vocab = (uint32_t)vocab;
@@ -158,7 +161,7 @@ static int mkmodel_ds(const char *arch, const char *preset, const char *type, lo
 
 int cmd_mkmodel(int argc, char **argv)
 {
-    const char *arch = NULL, *preset = "tiny", *type = NULL, *out = NULL;
+    const char *arch = NULL, *preset = "tiny", *type = NULL, *out = NULL, *dims = NULL;
     long layers = -1, nextn = -1, experts = -1, top_k = -1, vocab = -1, ctx = -1, threads = -1;
     uint64_t seed = 1;
     bool tied = false, quiet = false, holes = false, progress = isatty(2);
@@ -181,6 +184,8 @@ int cmd_mkmodel(int argc, char **argv)
             VALUE(); if (!arg_int(CMD, a, v, 1, 1024, &layers)) return 2;
         } else if (!strcmp(a, "--nextn")) {
             VALUE(); if (!arg_int(CMD, a, v, 0, 4, &nextn)) return 2;
+        } else if (!strcmp(a, "--dims")) {
+            VALUE(); dims = v;
         } else if (!strcmp(a, "--experts")) {
             VALUE(); if (!arg_int(CMD, a, v, 1, 4096, &experts)) return 2;
         } else if (!strcmp(a, "--top-k")) {
@@ -231,7 +236,7 @@ int cmd_mkmodel(int argc, char **argv)
     }
     if (sl_synth_ds_arch(arch))
         return mkmodel_ds(arch, preset, type, layers, nextn, experts, top_k, vocab, ctx, seed,
-                          quiet, holes, out);
+                          quiet, holes, dims, out);
     if (nextn >= 0) {
         fprintf(stderr, "sluice %s: --nextn: only deepseek2, glm4moe, glm-dsa and deepseek4 "
                 "write MTP blocks\n", CMD);
@@ -249,6 +254,7 @@ int cmd_mkmodel(int argc, char **argv)
         return 2;
     }
     if (layers > 0) c.n_layer = (uint32_t)layers;
+    if (dims && !mkmodel_dims_apply(CMD, dims, &c, NULL)) return 2;
     if (vocab > 0) c.n_vocab = (uint32_t)vocab;
     if (ctx > 0) c.n_ctx = (uint32_t)ctx;
     c.tied = tied;

@@ -191,7 +191,7 @@ sl_mat sl_fwd_mat(const sl_tensor *t)
 {
     sl_mat m = {.type = t->type, .rows = (int64_t)t->ne[1], .cols = (int64_t)t->ne[0],
                 .row_bytes = (size_t)t->row_bytes, .data = t->data, .layout = t->layout,
-                .iq_panel = t->iq_panel};
+                .iq_panel = t->iq_panel, .f32_vtail = t->f32_vtail};
     return m;
 }
 

@@ -329,14 +329,7 @@ static void add_shared_expert(sl_session *s, const sl_layer *L, int n)
             for (int i = 0; i < E; i++) out[i] += sh[i];
             continue;
         }
-        const float z = sl_dot_f32_untiled(gw, xb, E);
-        float gate;
-        if (L->d.ffn.shexp_gate_silu) {
-            const float silu = z / (1.0f + expf(-z));
-            gate = silu / z;
-        } else {
-            gate = 1.0f / (1.0f + expf(-z));
-        }
+        const float gate = sl_shexp_gate(sl_dot_f32_untiled(gw, xb, E), L->d.ffn.shexp_silu_div);
         for (int i = 0; i < E; i++) out[i] += gate * sh[i];
     }
 }

@@ -105,6 +105,10 @@ typedef struct sl_tensor {
      * sl_mat.iq_panel): an IQ4_XS matrix of rows % 8 == 0 under
      * --llama-ref 2026-09 (model_load.c). */
     bool iq_panel;
+    /* An f32 matrix under --llama-ref 2026-09: the products llama.cpp
+     * leaves to ggml_vec_dot_f32 round its leftover as that build does
+     * (ops/ops.h sl_mat.f32_vtail). */
+    bool f32_vtail;
 } sl_tensor;
 
 /* The tensors of a layer by role: the index into sl_layer.t. The role
@@ -250,6 +254,8 @@ typedef struct sl_gdn_desc {
     int n_v;      /* nv; v head h reads q/k head h % nk */
     float eps;    /* of the L2 norms of q and k and of the output RMS norm */
     bool l2_rms;  /* q/k L2 norms as llama.cpp's later RMS-norm form (model/llama_rev.h) */
+    bool dot_vtail; /* the delta rule's dots as 2026-09's build rounds their
+                       leftover (sl_dot_f32_untiled_vtail) */
 } sl_gdn_desc;
 
 typedef enum sl_ffn_kind {
@@ -303,10 +309,8 @@ typedef struct sl_ffn_desc {
                                 beside the routed experts (0: none) */
     bool shexp_ungated;      /* the shared expert's output is added as it is
                                 (deepseek2, glm4moe): no sigmoid gate tensor */
-    bool shexp_gate_silu;    /* qwen2moe: the gate as llama.cpp's graph forms it,
-                                silu(g) / g (ggml_div(ggml_silu(g), g), each
-                                rounded); else 1 / (1 + expf(-g)) (qwen35moe's
-                                ggml_sigmoid) */
+    bool shexp_silu_div;     /* the gate's sigmoid written silu(g) / g, rounded
+                                as llama.cpp's qwen2moe graph does */
     float clamp, clamp_sh;   /* deepseek4: > 0 clamps the SwiGLU of the routed
                                 (shared) experts: gate min(g, L), up clamp(u, -L, L) */
 } sl_ffn_desc;

@@ -87,6 +87,7 @@ static int bind(binder *b, sl_tensor *t, const char *name, bool required, int n,
      * fixtures' build has no panel */
     t->iq_panel = b->llama_rev >= SL_LLAMA_REV_2026_09 && info->type == SL_TYPE_IQ4_XS &&
                   n >= 2 && info->ne[1] % 8 == 0;
+    t->f32_vtail = b->llama_rev >= SL_LLAMA_REV_2026_09 && info->type == SL_TYPE_F32;
     uint64_t aligned;
     uint64_t *total = b->experts ? &b->m->expert_bytes : &b->m->dense_bytes;
     if (!sl_align_up_u64(info->nbytes, WEIGHT_ALIGN, &aligned) ||

@@ -4,6 +4,7 @@
 #ifndef SL_OPS_ATTN_KERNELS_H
 #define SL_OPS_ATTN_KERNELS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 

@@ -182,6 +182,12 @@ static void repacked_rows(const sl_mat *mat, sl_mm_order order, const void *cons
     rows_one_by_one(mat, dot_n, acts, n, y, ldy, rb, r1, row_tmp);
 }
 
+/* llama.cpp 2026-09 takes its IQ panel gemm (iqp.cpp) only for a product
+ * over at least 8 tokens: GGML_IQP_MIN_BATCH for a 2-d weight,
+ * GGML_IQP_MIN_BATCH_ID for each expert of a MUL_MAT_ID (the tokens routed
+ * to it); fewer take the plain vec_dot. */
+#define IQ_PANEL_MIN_BATCH 8
+
 void sl_matmul_rows(const sl_mat *mat, const void *const *acts, int n, float *y, size_t ldy,
                     int64_t r0, int64_t r1, float *row_tmp)
 {
@@ -191,7 +197,7 @@ void sl_matmul_rows(const sl_mat *mat, const void *const *acts, int n, float *y,
      * Q4_K weight (at every batch size), its gemv for an expert of a
      * many-expert tensor, its one 8x8 order for Q4_0 / IQ4_NL / MXFP4,
      * else the plain kernel (matmul_order.h) */
-    if (mat->iq_panel && mat->type == SL_TYPE_IQ4_XS) {
+    if (mat->iq_panel && mat->type == SL_TYPE_IQ4_XS && n >= IQ_PANEL_MIN_BATCH) {
         /* llama.cpp 2026-09's IQ panel order, one (row, token) at a time */
         for (int64_t r = r0; r < r1; r++) {
             const uint8_t *row = w + (size_t)r * mat->row_bytes;
@@ -215,7 +221,9 @@ void sl_matmul_rows(const sl_mat *mat, const void *const *acts, int n, float *y,
         for (int64_t r = r0; r < r1; r++) {
             const float *row = (const float *)(w + (size_t)r * mat->row_bytes);
             for (int t = 0; t < n; t++)
-                y[(size_t)t * ldy + r] = sl_dot_f32_untiled(row, acts[t], mat->cols);
+                y[(size_t)t * ldy + r] = mat->f32_vtail
+                                             ? sl_dot_f32_untiled_vtail(row, acts[t], mat->cols)
+                                             : sl_dot_f32_untiled(row, acts[t], mat->cols);
         }
         return;
     }

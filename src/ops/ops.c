@@ -94,6 +94,23 @@ float sl_dot_f32_untiled(const float *x, const float *y, int64_t n)
     return sum;
 }
 
+float sl_dot_f32_untiled_vtail(const float *x, const float *y, int64_t n)
+{
+    const int64_t np = n - n % 32;
+    float sum = sl_dot_f32_untiled(x, y, np);
+    int64_t i = np;
+    for (int w = 8; w >= 4; w -= 4)
+        while (n - i >= w) {
+            float p[8];
+            for (int l = 0; l < w; l++) p[l] = x[i + l] * y[i + l];
+            for (int l = 0; l < w; l++) sum += p[l];
+            i += w;
+            if (w == 4) break; /* one four at most */
+        }
+    for (; i < n; i++) sum = fmaf(x[i], y[i], sum);
+    return sum;
+}
+
 void sl_silu(float *x, int64_t n)
 {
     if (use_avx2()) {
@@ -109,6 +126,12 @@ void sl_silu(float *x, int64_t n)
         const float v = x[i];
         x[i] = v / (1.0f + (i < n8 ? sl_vexpf(0.0f - v) : expf(-v)));
     }
+}
+
+float sl_shexp_gate(float g, bool silu_div)
+{
+    const float e = expf(-g);
+    return silu_div ? g / (1.0f + e) / g : 1.0f / (1.0f + e);
 }
 
 void sl_swiglu_oai(float *x, const float *g, int64_t n)

@@ -32,6 +32,9 @@ typedef struct sl_mat {
                            node-llama-cpp 3.22.1's build takes for 2-d and
                            expert weights of rows % 8 == 0 and the reference
                            fixtures' build lacks; false: the plain kernel */
+    bool f32_vtail;     /* f32: where llama.cpp's ggml_vec_dot_f32 multiplies
+                           (not tinyBLAS), its leftover as node-llama-cpp
+                           3.22.1's build rounds it (sl_dot_f32_untiled_vtail) */
 } sl_mat;
 
 /* sl_mat.layout values. */
@@ -64,11 +67,25 @@ void sl_swiglu_oai(float *x, const float *g, int64_t n);
  * the tail with expf; the eights count from x[0]). */
 void sl_silu(float *x, int64_t n);
 
+/* The sigmoid gate of a shared expert, 1 / (1 + e^-g), rounded as
+ * llama.cpp's graph computes it: ggml_sigmoid (qwen35moe), or with
+ * silu_div as ggml_silu(g) / g = (g / (1 + e^-g)) / g (qwen2moe's graph),
+ * which differs in the last bit for about a third of g (NaN at g = 0, as
+ * there). */
+float sl_shexp_gate(float g, bool silu_div);
+
 /* x . y for a one-row f32 matrix, in llama.cpp's order for f32 matrices
  * it does not tile (rows not a multiple of 4: ggml_vec_dot_f32 on AVX2,
  * four 8-lane FMA chains over steps of 32, combined pairwise, the halves
  * added, two horizontal adds; the tail by FMA in order). */
 float sl_dot_f32_untiled(const float *x, const float *y, int64_t n);
+
+/* sl_dot_f32_untiled as node-llama-cpp 3.22.1's build of ggml_vec_dot_f32
+ * computes it (llama.cpp 2026-09, model/llama_rev.h): the same 32-wide
+ * part, but its compiler vectorised the leftover loop (n % 32 values):
+ * eights, then a four, of products rounded and added in order, the last
+ * one to three by FMA. Equal to sl_dot_f32_untiled when n % 32 < 4. */
+float sl_dot_f32_untiled_vtail(const float *x, const float *y, int64_t n);
 
 /* The AVX2 forms of sl_swiglu and of sl_softmax's exponentials and sum
  * (act_avx2.c; bit-identical to the scalar forms). Only on x86-64, only

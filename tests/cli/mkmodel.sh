@@ -114,6 +114,28 @@ else
     bad "tiny q4_k: fallback reported ($(head -c 300 "$work/err"))"
 fi
 
+# ---- --dims: a preset's dimensions by name ----------------------------------
+# qwen3moe tiny (above: data 759296 bytes) with head 32 and experts of 48.
+# Per layer: q and o 64x64 -> 64x128 (+2 x 4096 weights), k and v 64x32 ->
+# 64x64 (+2 x 2048), q/k norms 16 -> 32 (+32), experts 3x64x32x8 ->
+# 3x64x48x8 (+24576): +36896 weights, 2 layers: +295168 bytes -> 1054464.
+f="$work/dims.gguf"
+if "$SLUICE" mkmodel --arch qwen3moe --preset tiny --dims head-dim=32,ff-exp=48 -q -o "$f" \
+    2>"$work/err"; then
+    "$SLUICE" inspect "$f" >"$work/dims.insp" 2>&1
+    grep -q "key_length *uint32 *32" "$work/dims.insp" &&
+        grep -q "expert_feed_forward_length *uint32 *48" "$work/dims.insp" &&
+        ok "--dims: keys written" || bad "--dims: keys ($(head -c 300 "$work/dims.insp"))"
+    s=$(size_of "$f")
+    [ "$s" -gt 1054464 ] && [ "$s" -lt $((1054464 + 65536)) ] && ok "--dims: size $s" ||
+        bad "--dims: size $s, data alone 1054464"
+else
+    bad "--dims ($(head -c 300 "$work/err"))"
+fi
+expect_fail "--dims unknown key" 2 "'kv-lora' is not a dimension" --arch qwen3moe --dims kv-lora=64 -o "$work/x.gguf"
+expect_fail "--dims bad value" 2 "head-dim=x is not a whole number" --arch qwen3moe --dims head-dim=x -o "$work/x.gguf"
+expect_fail "--dims no =" 2 "expects key=value" --arch qwen3moe --dims head-dim -o "$work/x.gguf"
+
 # ---- determinism -------------------------------------------------------------
 a="$work/d1.gguf" b="$work/d2.gguf" c="$work/d3.gguf"
 "$SLUICE" mkmodel --arch olmoe --preset tiny --type q8_0 --seed 123 --threads 1 -q -o "$a" &&

@@ -7,6 +7,7 @@
 
 #include "eval/eval_run.h"
 #include "eval/kld_file.h"
+#include "model/llama_rev.h"
 #include "sluice.h"
 
 enum { N_BATCH = 128 };
@@ -60,6 +61,10 @@ static int eval_chunk(void *model, const int32_t *tokens, int32_t n, int32_t fir
     return SL_OK;
 }
 
+static int g_rev = -1; /* t_kld_eval_set_rev */
+
+void t_kld_eval_set_rev(int rev) { g_rev = rev; }
+
 int t_kld_eval(const char *gguf, const char *kld, int chunks,
                int (*supported)(const char *arch), sl_kld_stats *st, char *why, size_t cap)
 {
@@ -80,6 +85,7 @@ int t_kld_eval_rows(const char *gguf, const char *kld, int chunks, int type_k, i
     mp.n_threads = 2;
     mp.n_ctx_hint = 128;
     mp.n_logits_hint = N_BATCH;
+    if (g_rev >= 0) mp.llama_rev = (sl_llama_rev)g_rev;
     sl_model *m = NULL;
     sl_err err = {0};
     if (sl_model_load(&m, gguf, &mp, &err) != 0) {

@@ -42,4 +42,8 @@ int t_kld_eval_rows(const char *gguf, const char *kld, int chunks, int type_k, i
 int t_kld_rows_chunk(const char *gguf, const char *kld, int chunk, t_kld_rows *rows, char *why,
                      size_t cap);
 
+/* The llama.cpp revision (sl_llama_rev) the following evaluations load
+ * their models with; -1 (the start): the library's default. */
+void t_kld_eval_set_rev(int rev);
+
 #endif

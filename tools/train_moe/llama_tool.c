@@ -7,12 +7,14 @@
  *   llama_tool rescore MODEL PROMPT N  the same, but each token from the whole
  *                                      sequence evaluated afresh in one batch
  *                                      (the path of the KL-divergence base)
- *   llama_tool quantize IN OUT TYPE    llama.cpp's own quantiser, TYPE
- *                                      q8_0 or q4_k_m
+ *   llama_tool quantize IN OUT TYPE    llama.cpp's own quantiser, TYPE one
+ *                                      of llama-quantize's names (q8_0,
+ *                                      q4_k_m, iq4_xs, mxfp4_moe, ...)
  * A developer tool for tools/train_moe; not part of the library or the suite. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "ggml-backend.h"
 #include "llama.h"
@@ -75,15 +77,42 @@ static int greedy(const char *path, const char *prompt, int n_gen, int rescore)
     return 0;
 }
 
+/* llama-quantize's type names (tools/quantize) and their llama_ftype */
+static const struct {
+    const char *name;
+    enum llama_ftype ftype;
+} ftypes[] = {
+    {"f32", LLAMA_FTYPE_ALL_F32}, {"f16", LLAMA_FTYPE_MOSTLY_F16},
+    {"bf16", LLAMA_FTYPE_MOSTLY_BF16}, {"q8_0", LLAMA_FTYPE_MOSTLY_Q8_0},
+    {"q4_0", LLAMA_FTYPE_MOSTLY_Q4_0}, {"q4_1", LLAMA_FTYPE_MOSTLY_Q4_1},
+    {"q5_0", LLAMA_FTYPE_MOSTLY_Q5_0}, {"q5_1", LLAMA_FTYPE_MOSTLY_Q5_1},
+    {"q2_k", LLAMA_FTYPE_MOSTLY_Q2_K}, {"q2_k_s", LLAMA_FTYPE_MOSTLY_Q2_K_S},
+    {"q3_k_s", LLAMA_FTYPE_MOSTLY_Q3_K_S}, {"q3_k_m", LLAMA_FTYPE_MOSTLY_Q3_K_M},
+    {"q3_k_l", LLAMA_FTYPE_MOSTLY_Q3_K_L}, {"q4_k_s", LLAMA_FTYPE_MOSTLY_Q4_K_S},
+    {"q4_k_m", LLAMA_FTYPE_MOSTLY_Q4_K_M}, {"q5_k_s", LLAMA_FTYPE_MOSTLY_Q5_K_S},
+    {"q5_k_m", LLAMA_FTYPE_MOSTLY_Q5_K_M}, {"q6_k", LLAMA_FTYPE_MOSTLY_Q6_K},
+    {"iq4_nl", LLAMA_FTYPE_MOSTLY_IQ4_NL}, {"iq4_xs", LLAMA_FTYPE_MOSTLY_IQ4_XS},
+    {"iq3_xxs", LLAMA_FTYPE_MOSTLY_IQ3_XXS}, {"iq3_xs", LLAMA_FTYPE_MOSTLY_IQ3_XS},
+    {"iq3_s", LLAMA_FTYPE_MOSTLY_IQ3_S}, {"iq3_m", LLAMA_FTYPE_MOSTLY_IQ3_M},
+    {"iq2_xxs", LLAMA_FTYPE_MOSTLY_IQ2_XXS}, {"iq2_xs", LLAMA_FTYPE_MOSTLY_IQ2_XS},
+    {"iq2_s", LLAMA_FTYPE_MOSTLY_IQ2_S}, {"iq2_m", LLAMA_FTYPE_MOSTLY_IQ2_M},
+    {"iq1_s", LLAMA_FTYPE_MOSTLY_IQ1_S}, {"iq1_m", LLAMA_FTYPE_MOSTLY_IQ1_M},
+    {"tq1_0", LLAMA_FTYPE_MOSTLY_TQ1_0}, {"tq2_0", LLAMA_FTYPE_MOSTLY_TQ2_0},
+    {"mxfp4_moe", LLAMA_FTYPE_MOSTLY_MXFP4_MOE},
+};
+
 static int quantize(const char *in, const char *out, const char *type)
 {
     llama_model_quantize_params p = llama_model_quantize_default_params();
-    if (!strcmp(type, "q8_0")) p.ftype = LLAMA_FTYPE_MOSTLY_Q8_0;
-    else if (!strcmp(type, "q4_k_m")) p.ftype = LLAMA_FTYPE_MOSTLY_Q4_K_M;
-    else {
-        fprintf(stderr, "llama_tool: TYPE must be q8_0 or q4_k_m, not '%s'\n", type);
+    size_t i = 0, n = sizeof ftypes / sizeof ftypes[0];
+    while (i < n && strcasecmp(type, ftypes[i].name)) i++;
+    if (i == n) {
+        fprintf(stderr, "llama_tool: unknown TYPE '%s' (llama-quantize's names:", type);
+        for (i = 0; i < n; i++) fprintf(stderr, " %s", ftypes[i].name);
+        fprintf(stderr, ")\n");
         return 2;
     }
+    p.ftype = ftypes[i].ftype;
     p.nthread = 1;
     return llama_model_quantize(in, out, &p) ? 1 : 0;
 }

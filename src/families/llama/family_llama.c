@@ -32,7 +32,8 @@ static void describe(const sl_model *m, sl_layer *L)
                                          .top_k = hp->n_expert_used,
                                          .renorm = hp->expert_weights_norm};
         d->ffn.n_ff_shexp = m->arch->shared_expert ? hp->n_ff_shexp : 0;
-        d->ffn.shexp_gate_silu = m->arch->shared_expert; /* qwen2moe.cpp: silu(g) / g */
+        /* qwen2moe's graph takes the gate's sigmoid as ggml_silu(g) / g */
+        d->ffn.shexp_silu_div = m->arch->shared_expert;
     } else {
         d->ffn.n_ff = hp->n_ff;
     }

@@ -150,7 +150,8 @@ static int bind_delta_net(sl_binder *b, int il)
     if ((rc = sl_llama_rev_check(b->llama_rev, b->err))) return rc;
     L->d.mixer = SL_MIXER_GDN;
     L->d.gdn = (sl_gdn_desc){.conv_k = K, .d_state = ds, .n_qk = nk, .n_v = nv,
-                             .eps = hp->rms_eps, .l2_rms = b->llama_rev >= SL_LLAMA_REV_2026_09};
+                             .eps = hp->rms_eps, .l2_rms = b->llama_rev >= SL_LLAMA_REV_2026_09,
+                             .dot_vtail = b->llama_rev >= SL_LLAMA_REV_2026_09};
     return SL_OK;
 }
 

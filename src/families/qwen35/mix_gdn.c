@@ -208,6 +208,8 @@ static void recur_worker(void *ctx, int chunk, int n_chunks, int tid)
     const float *a = L->ssm_a.data, *dt = L->ssm_dt.data, *nw = L->ssm_norm.data;
     const float out_scale = 1.0f / sqrtf((float)ds);
     const sl_attn_kernels *kr = s->attn_k; /* SIMD dot and axpy over f32 rows */
+    float (*const dot)(const float *, const float *, int64_t) =
+        g->dot_vtail ? sl_dot_f32_untiled_vtail : sl_dot_f32_untiled;
     long long h0, h1;
     sl_split_range(nv, chunk, n_chunks, &h0, &h1);
     for (long long h = h0; h < h1; h++) {
@@ -223,9 +225,9 @@ static void recur_worker(void *ctx, int chunk, int n_chunks, int tid)
             for (int r = 0; r < ds; r++) {
                 float *row = S + (size_t)r * (size_t)ds; /* value r over key dims */
                 for (int i = 0; i < ds; i++) row[i] *= decay;
-                const float delta = (v[r] - sl_dot_f32_untiled(row, k, ds)) * beta;
+                const float delta = (v[r] - dot(row, k, ds)) * beta;
                 kr->axpy_f32(row, delta, k, ds);
-                o[r] = sl_dot_f32_untiled(row, q, ds) * out_scale;
+                o[r] = dot(row, q, ds) * out_scale;
             }
             sl_rmsnorm(o, o, nw, ds, g->eps);
             float *z = j->sc.z + (size_t)t * vd + (size_t)h * (size_t)ds;
