@@ -69,6 +69,8 @@ int sl_forward_batch(sl_session *s, const int32_t *tokens, int n, sl_err *err)
     /* logits: every token's, or the last n_logit_rows tokens' */
     const int first = n > s->n_logit_rows ? n - s->n_logit_rows : 0;
     const int cnt = n - first;
+    if (s->mm_form) s->mm_form += first; /* the head's rows: the batch's last cnt */
+    s->mm_form_n = cnt;
     if (stream->head) stream->head(s, first, cnt);
     for (int t = 0; t < cnt; t++)
         sl_rmsnorm(s->xb + (size_t)t * E, s->x + (size_t)(first + t) * E, m->output_norm.data, E,
