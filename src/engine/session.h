@@ -47,6 +47,10 @@ struct sl_session {
     int mm_form_n;
     uint8_t *form_buf;
     int mm_heed;         /* the SL_MM_FORM_* bits the model's matrices heed (row kinds keep those) */
+    /* The forms of the rows past a layer's mixer when they differ from
+     * mm_form's (NULL: the same): the last layer's, where llama.cpp goes on
+     * with the rows whose logits are asked only (forward.c). */
+    const uint8_t *mm_form_after;
     /* Every buffer below lives in one arena sized by session_layout.c,
      * each followed by a guard zone checked after every batch. */
     sl_session_layout layout;
