@@ -10,8 +10,9 @@
  * (llama.cpp's padding of the cache view decides its decode kernel).
  * llama.cpp computes the last layer for the rows whose logits are asked
  * only, so a prompt's last row alone takes its one-row products
- * (ggml_vec_dot_*, not tinyBLAS); ALL_ROWS=1 in the environment asks for
- * every row, as llama-perplexity does. sluice follows llama.cpp's split of
+ * (ggml_vec_dot_*, not tinyBLAS), and sluice, keeping the last row's logits
+ * only, does the same; ALL_ROWS=1 in the environment asks both for every
+ * row, as llama-perplexity does. sluice follows llama.cpp's split of
  * a decode's attention for THREADS threads (DECODE_SPLIT=N: for N).
  * Built by bench/llama_decode.sh against node-llama-cpp's libraries and
  * libsluice.a. A developer tool: not part of the library or the suite. */
@@ -65,7 +66,7 @@ static const float *sl_eval(sl_session *s, const llama_token *t, int n)
         fprintf(stderr, "sluice: %s\n", err.msg);
         return NULL;
     }
-    return sl_session_logits_at(s, n - 1);
+    return sl_session_logits(s); /* the last row's */
 }
 
 int main(int argc, char **argv)
@@ -113,7 +114,10 @@ int main(int argc, char **argv)
     sl_session_params sp = sl_session_default_params();
     sp.n_ctx = n_ctx;
     sp.n_batch_max = np;
-    sp.all_logits = true;
+    /* as llama.cpp is asked: every row's logits (perplexity) or the last
+     * row's (a generation: its last layer past the mixer and its lm head
+     * then run on that row alone, and so do sluice's) */
+    sp.all_logits = getenv("ALL_ROWS") != NULL;
     sp.decode_split = getenv("DECODE_SPLIT") ? atoi(getenv("DECODE_SPLIT")) : nt;
     sp.type_k = sp.type_v = SL_KV_F16;
     sl_session *ss;

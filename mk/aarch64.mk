@@ -44,7 +44,8 @@ A64_TESTS ?= test_neon_bits test_io_direct_check test_quant_dot test_quant_dot_n
   test_quant_fp test_quant_roundtrip test_vec_dot_legacy_bits test_vec_dot_rp test_vexp \
   test_attn_kernels test_attn_sinks test_synth_rng test_gguf test_gguf_corrupt test_gguf_direct \
   test_tok test_tok_pretok test_tok_golden test_io test_io_fault test_file test_stream \
-  test_expert_cache test_vecdot_rp32x8 test_vecdot_rp32 test_vecdot_fp_order test_vecdot_iq4xs
+  test_expert_cache test_vecdot_rp32x8 test_vecdot_rp32 test_vecdot_fp_order test_vecdot_iq4xs \
+  test_matmul_form
 A64_TEST_BINS := $(A64_TESTS:%=$(A64)/tests/%)
 # max: every extension qemu knows (dotprod, i8mm); cortex-a53: ARMv8.0, NEON only
 A64_CPUS ?= max cortex-a53

@@ -45,5 +45,9 @@ int sl_block_forward(sl_session *s, const sl_layer *L, int il, int n, sl_err *er
     for (int t = 0; t < n; t++)
         sl_rmsnorm(s->xb + (size_t)t * E, s->x + (size_t)t * E, L->attn_norm.data, E, hp->rms_eps);
     sl_mixer_of(L->d.mixer)->forward(s, L, il, n, s->tmp);
-    return k->after_mixer(s, L, il, n, err);
+    const uint8_t *form = s->mm_form;
+    if (s->mm_form_after) s->mm_form = s->mm_form_after; /* the output rows' forms */
+    const int rc = k->after_mixer(s, L, il, n, err);
+    s->mm_form = form;
+    return rc;
 }

@@ -65,6 +65,6 @@ void sl_ffn_swiglu(sl_session *s, const sl_mat *gate, const sl_mat *up, const sl
                 sl_ffn_clamp_swiglu(s->hb + (size_t)t * F, s->hb2 + (size_t)t * F, F, clamp);
         sl_ffn_prepare_down(s, down, NULL, n, s->down_acts, SL_ACT_SWIGLU);
     }
-    const sl_mm_item d = {down, s->down_acts, n, out, (size_t)down->rows};
+    const sl_mm_item d = {down, s->down_acts, n, out, (size_t)down->rows, sl_fwd_form(s, n)};
     sl_fwd_mm_run(s, &d, 1);
 }

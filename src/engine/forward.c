@@ -12,6 +12,7 @@
  * one thread in a fixed order, so results are bit-identical for any thread
  * count and any batch size. */
 #include <math.h>
+#include <string.h>
 
 #include "engine/block.h"
 #include "engine/fwd_mm.h"
@@ -41,6 +42,20 @@ int sl_check_logits(const float *x, int n, int64_t w, int pos0, sl_err *err)
                       "(NaN or infinity): the weights may be damaged", pos0 + (int)(bad / w));
 }
 
+/* llama.cpp evaluates its last layer past the mixer, and the lm head, for
+ * the rows whose logits are asked only: a generation (not all_logits) asks
+ * for a prompt's last row alone, which then takes a micro-batch of one's
+ * product forms there. The batch's forms with that row's so changed, in
+ * s->form_buf, or NULL when the batch does not hold that row. */
+static const uint8_t *output_forms(sl_session *s, int n)
+{
+    const int p = s->prompt_n - 1 - s->n_past;
+    if (s->all_logits || !s->mm_form || s->mm_form_n != n || p < 0 || p >= n) return NULL;
+    memcpy(s->form_buf, s->mm_form, (size_t)n);
+    s->form_buf[p] |= SL_MM_FORM_ONE | SL_MM_FORM_TAIL;
+    return s->form_buf;
+}
+
 int sl_forward_batch(sl_session *s, const int32_t *tokens, int n, sl_err *err)
 {
     const sl_model *m = s->m;
@@ -52,8 +67,11 @@ int sl_forward_batch(sl_session *s, const int32_t *tokens, int n, sl_err *err)
     s->tokens = tokens; /* hash routing reads them */
     const sl_block_ops *stream = sl_block_stream(m);
     if (stream->embed) stream->embed(s, n);
+    const uint8_t *out_form = output_forms(s, n);
     for (int il = 0; il < m->hp.n_layer; il++) {
+        s->mm_form_after = il == m->hp.n_layer - 1 ? out_form : NULL;
         int rc = sl_block_forward(s, &m->layers[il], il, n, err);
+        s->mm_form_after = NULL;
         if (!rc) rc = sl_check_hidden(s->x, n, E, s->n_past, il, err);
         if (rc) return rc;
     }
@@ -69,6 +87,9 @@ int sl_forward_batch(sl_session *s, const int32_t *tokens, int n, sl_err *err)
     /* logits: every token's, or the last n_logit_rows tokens' */
     const int first = n > s->n_logit_rows ? n - s->n_logit_rows : 0;
     const int cnt = n - first;
+    if (out_form) s->mm_form = out_form;
+    if (s->mm_form) s->mm_form += first; /* the head's rows: the batch's last cnt */
+    s->mm_form_n = cnt;
     if (stream->head) stream->head(s, first, cnt);
     for (int t = 0; t < cnt; t++)
         sl_rmsnorm(s->xb + (size_t)t * E, s->x + (size_t)(first + t) * E, m->output_norm.data, E,

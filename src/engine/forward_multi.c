@@ -180,10 +180,16 @@ static void run_mixers(sl_session *b, const sl_layer *L, int il, sl_session *con
         sl_fwd_mm_tensor(b, &L->wo, b->attn_out, total, b->tmp);
         return;
     }
+    const uint8_t *form = b->mm_form;
     for (int i = 0, row = 0; i < count; row += n[i], i++)
-        if (deferred[i])
+        if (deferred[i]) {
+            b->mm_form = form + row; /* member i's rows */
+            b->mm_form_n = n[i];
             sl_fwd_mm_tensor(b, &L->wo, b->attn_out + (size_t)row * (size_t)o_cols, n[i],
                              b->tmp + (size_t)row * E);
+        }
+    b->mm_form = form;
+    b->mm_form_n = total;
 }
 
 /* Profile (fwd_mm.h, bench only): the time since *t0 to the current
@@ -216,6 +222,11 @@ static int forward_multi(sl_session *b, sl_session *const *ss, const int32_t *co
             sl_mat_row_to_float(&emb, toks[i][t], b->x + (size_t)(row + t) * E);
     if (m->embd_scale != 0.0f)
         for (size_t i = 0; i < (size_t)total * E; i++) b->x[i] *= m->embd_scale;
+    /* the product forms of the batch's rows: each member's rows' own */
+    for (int i = 0, row = 0; i < count; row += n[i], i++)
+        memcpy(b->form_buf + row, ss[i]->row_kind + ss[i]->n_past, (size_t)n[i]);
+    b->mm_form = b->form_buf;
+    b->mm_form_n = total;
     sl_fwd_prof *prof = sl_fwd_prof_get();
     double t0 = prof ? sl_fwd_prof_now(prof) : 0.0;
     if (prof) prof->phase = SL_PROF_OTHER;
@@ -252,8 +263,10 @@ static int forward_multi(sl_session *b, sl_session *const *ss, const int32_t *co
         for (int t = 0; t < r; t++)
             sl_rmsnorm(b->xb + (size_t)(rows + t) * E, b->x + (size_t)(row + n[i] - r + t) * E,
                        m->output_norm.data, E, m->hp.rms_eps);
+        memmove(b->form_buf + rows, b->form_buf + row + n[i] - r, (size_t)r); /* rows <= row */
         rows += r;
     }
+    b->mm_form_n = rows;
     if (prof) prof_phase(prof, SL_PROF_HEAD, &t0);
     sl_fwd_mm_tensor(b, &m->output, b->xb, rows, b->logits);
     if (prof) prof_phase(prof, SL_PROF_OTHER, &t0);

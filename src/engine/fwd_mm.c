@@ -20,6 +20,11 @@ static bool hook_pre(const sl_session *s, const sl_mat *const *mats, int n_mats,
     return true;
 }
 
+const uint8_t *sl_fwd_form(const sl_session *s, int n)
+{
+    return s->mm_form && n == s->mm_form_n ? s->mm_form : NULL;
+}
+
 void sl_fwd_prof_set(sl_fwd_prof *p) { g_prof = p; }
 
 sl_fwd_prof *sl_fwd_prof_get(void) { return g_prof; }
@@ -111,7 +116,7 @@ static void mm_worker(void *ctx, int chunk, int n_chunks, int tid)
         sl_split_range(it->mat->rows, chunk - j->c0[lo], j->c0[lo + 1] - j->c0[lo], &r0, &r1);
     }
     float *tmp = j->s->row_tmp + (size_t)tid * j->s->row_tmp_stride;
-    sl_matmul_rows(it->mat, it->acts, it->n, it->y, it->ldy, r0, r1, tmp);
+    sl_matmul_rows_form(it->mat, it->acts, it->form, it->n, it->y, it->ldy, r0, r1, tmp);
 }
 
 /* Gives item i its first chunk in c0[i] and returns the total, each
@@ -180,7 +185,8 @@ void sl_fwd_mm_shared(sl_session *s, const sl_mat *const *mats, float *const *ys
         for (int i = first; i < n_mats; i++) {
             if (done[i] || sl_matvec_act_type(mats[i]->type) != at) continue;
             SL_ASSERT(mats[i]->cols == cols);
-            items[k++] = (sl_mm_item){mats[i], s->acts, n, ys[i], (size_t)mats[i]->rows};
+            items[k++] = (sl_mm_item){mats[i], s->acts, n, ys[i], (size_t)mats[i]->rows,
+                                      sl_fwd_form(s, n)};
             done[i] = true;
         }
         sl_fwd_mm_run(s, items, k);

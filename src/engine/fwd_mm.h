@@ -17,14 +17,22 @@
 
 /* One product of a job: y[t * ldy + r] = dot(row r of mat, acts[t]) for
  * t < n and every row r. acts[t] are rows prepared for mat's activation
- * type (sl_matvec_act_type). Nothing is owned. */
+ * type (sl_matvec_act_type); form[t] the row's product form (ops.h
+ * SL_MM_FORM_*), or NULL: the batched forms (sl_fwd_form gives a
+ * session's). Nothing is owned. */
 typedef struct sl_mm_item {
     const sl_mat *mat;
     const void *const *acts;
     int n;
     float *y;
     size_t ldy;
+    const uint8_t *form;
 } sl_mm_item;
+
+/* The product forms of s's next n activation rows (session.h mm_form):
+ * when n is the count they were set for, else NULL (rows that are not the
+ * batch's, e.g. a guess of the next layer's experts: the batched forms). */
+const uint8_t *sl_fwd_form(const sl_session *s, int n);
 
 /* A routed expert ready to compute: its id and its three matrices. */
 typedef struct sl_expert_w {

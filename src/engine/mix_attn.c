@@ -137,15 +137,15 @@ static void attn_worker(void *ctx, int chunk, int n_chunks, int tid)
             one.pos_lo = sl_attn_tok_lo(&b, i);
             one.q = b.q + (size_t)i * b.q_tok;
             one.out = b.out + (size_t)i * b.out_tok;
-            if (plain && kind[t0 + i] == SL_ROW_TILED) { /* the run of tiled rows */
+            if (plain && SL_ROW_ATTN_OF(kind[t0 + i]) == SL_ROW_TILED) { /* the run of tiled rows */
                 int e = i + 1;
-                while (e < nt && kind[t0 + e] == SL_ROW_TILED) e++;
+                while (e < nt && SL_ROW_ATTN_OF(kind[t0 + e]) == SL_ROW_TILED) e++;
                 one.n_tok = e - i;
                 sl_attn_attend_tokens(kr, &one, f16);
                 i = e;
                 continue;
             }
-            if (split_ok && kind[t0 + i] == SL_ROW_LONE) { /* llama.cpp's view of the cache */
+            if (split_ok && SL_ROW_ATTN_OF(kind[t0 + i]) == SL_ROW_LONE) { /* llama.cpp's view of the cache */
                 const int view = llama_view(s->n_ctx, one.n_pos);
                 if (view >= 512) {
                     one.split_n = s->decode_split;

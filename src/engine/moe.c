@@ -88,8 +88,10 @@ static void run_experts(sl_session *s, const sl_layer *L, const sl_expert_w *xs,
     int n_rows = 0;
     for (int i = 0; i < nx; i++) {
         const int first = s->moe_count[xs[i].e], cnt = s->moe_count[xs[i].e + 1] - first;
-        it[2 * i] = (sl_mm_item){&xs[i].g, s->moe_acts_g + first, cnt, s->hb + first * F, F};
-        it[2 * i + 1] = (sl_mm_item){&xs[i].u, s->moe_acts_u + first, cnt, s->hb2 + first * F, F};
+        /* an expert's products have one order for every row: no forms */
+        it[2 * i] = (sl_mm_item){&xs[i].g, s->moe_acts_g + first, cnt, s->hb + first * F, F, NULL};
+        it[2 * i + 1] =
+            (sl_mm_item){&xs[i].u, s->moe_acts_u + first, cnt, s->hb2 + first * F, F, NULL};
         for (int r = 0; r < cnt; r++) s->moe_rows[n_rows++] = first + r;
     }
     sl_fwd_mm_run(s, it, 2 * nx);
@@ -121,7 +123,7 @@ static void run_experts(sl_session *s, const sl_layer *L, const sl_expert_w *xs,
     }
     for (int i = 0; i < nx; i++) {
         const int first = s->moe_count[xs[i].e], cnt = s->moe_count[xs[i].e + 1] - first;
-        it[i] = (sl_mm_item){&xs[i].d, s->down_acts + first, cnt, s->exp_out + first * E, E};
+        it[i] = (sl_mm_item){&xs[i].d, s->down_acts + first, cnt, s->exp_out + first * E, E, NULL};
     }
     sl_fwd_mm_run(s, it, nx);
     if (biases)

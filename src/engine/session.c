@@ -35,6 +35,24 @@ static sl_session_dims session_dims(const sl_model *m, const sl_session_params *
     return d;
 }
 
+/* The product forms any of m's matrices heeds (ops.h SL_MM_FORM_*, as
+ * ops/matmul.c): TAIL for a 2-d Q4_K of rows % 8 == 0, ONE for an F32 /
+ * F16 / BF16 whose 2-d slices tinyBLAS takes. The row kinds keep only
+ * those, so a row evaluated for one prompt is kept for another whenever
+ * its products have the same bits either way. */
+static int mm_heed(const sl_model *m)
+{
+    int h = 0;
+    for (uint64_t i = 0; i < sl_gguf_tensor_count(m->gguf); i++) {
+        const sl_gguf_tensor *t = sl_gguf_tensor_at(m->gguf, i);
+        const bool fp = t->type == SL_TYPE_F32 || t->type == SL_TYPE_F16 ||
+                        t->type == SL_TYPE_BF16;
+        if (t->n_dims == 2 && t->type == SL_TYPE_Q4_K && t->ne[1] % 8 == 0) h |= SL_MM_FORM_TAIL;
+        if (t->n_dims >= 2 && fp && t->ne[1] % 4 == 0 && t->ne[0] % 8 == 0) h |= SL_MM_FORM_ONE;
+    }
+    return h;
+}
+
 int sl_session_create(sl_session **out, sl_model *m, const sl_session_params *pp,
                       sl_err *err)
 {
@@ -124,11 +142,13 @@ int sl_session_create(sl_session **out, sl_model *m, const sl_session_params *pp
 
     s->snap_pos = -1;
     s->prompt_n = -1;
-    s->row_kind = calloc((size_t)p.n_ctx, 1);
+    s->row_kind = calloc((size_t)p.n_ctx + (size_t)s->n_batch_max, 1);
     if (!s->row_kind) {
         sl_session_free(s);
         return sl_err_set(err, SL_ENOMEM, "out of memory");
     }
+    s->form_buf = s->row_kind + p.n_ctx;
+    s->mm_heed = mm_heed(m);
     s->pool = m->rt->pool;
     *out = s;
     return SL_OK;
@@ -172,8 +192,13 @@ int sl_session_row_kind(const sl_session *s, int n_prompt, int pos)
         const int from = pos / SL_LLAMA_UBATCH * SL_LLAMA_UBATCH;
         size = n_prompt - from < SL_LLAMA_UBATCH ? n_prompt - from : SL_LLAMA_UBATCH;
     }
-    if (size >= SL_ATTN_QTILE) return SL_ROW_TILED;
-    return size == 1 && s->decode_split > 1 ? SL_ROW_LONE : SL_ROW_SEQ;
+    /* the products: a one-row micro-batch skips tinyBLAS; its last
+     * size % 4 rows take the repacked gemv (ops.h SL_MM_FORM_*) */
+    const int in = pos < n_prompt ? pos % SL_LLAMA_UBATCH : 0;
+    const int mm = ((size == 1 ? SL_MM_FORM_ONE : 0) | (in >= size - size % 4 ? SL_MM_FORM_TAIL : 0)) &
+                   s->mm_heed;
+    if (size >= SL_ATTN_QTILE) return SL_ROW_TILED | mm;
+    return (size == 1 && s->decode_split > 1 ? SL_ROW_LONE : SL_ROW_SEQ) | mm;
 }
 
 int sl_session_set_prompt(sl_session *s, int n_prompt)
@@ -188,6 +213,8 @@ void sl_session_batch_begin(sl_session *s, int n)
 {
     for (int i = 0; i < n && s->n_past + i < s->n_ctx; i++)
         s->row_kind[s->n_past + i] = (uint8_t)sl_session_row_kind(s, s->prompt_n, s->n_past + i);
+    s->mm_form = s->row_kind + s->n_past;
+    s->mm_form_n = s->n_past + n <= s->n_ctx ? n : 0;
     s->n_logits = 0;
     if (s->n_past == 0) { /* a new sequence: recurrent states start from zero */
         memset(s->seq_state, 0, (size_t)s->layout.bytes[SL_SB_seq_state]);

@@ -37,6 +37,20 @@ struct sl_session {
      * evaluated, so a kept prefix can be checked against another prompt. */
     int prompt_n;
     uint8_t *row_kind;
+    /* The product forms (ops.h SL_MM_FORM_* bits) of the mm_form_n rows
+     * whose activations the next products take, from row 0 of the batch:
+     * the batch's row kinds (set by sl_session_batch_begin), or rows a
+     * caller picked (the lm head's); fwd_mm.h hands them to the products
+     * of exactly that many rows. form_buf: n_batch_max bytes (its own
+     * allocation, after row_kind's) for forms gathered from elsewhere. */
+    const uint8_t *mm_form;
+    int mm_form_n;
+    uint8_t *form_buf;
+    int mm_heed;         /* the SL_MM_FORM_* bits the model's matrices heed (row kinds keep those) */
+    /* The forms of the rows past a layer's mixer when they differ from
+     * mm_form's (NULL: the same): the last layer's, where llama.cpp goes on
+     * with the rows whose logits are asked only (forward.c). */
+    const uint8_t *mm_form_after;
     /* Every buffer below lives in one arena sized by session_layout.c,
      * each followed by a guard zone checked after every batch. */
     sl_session_layout layout;
@@ -160,13 +174,21 @@ void sl_session_batch_end(sl_session *s, int n, int rc);
  * SEQ). Quantised or mixed caches take the one-chunk form whatever the
  * kind. SL_ROW_UNKNOWN: restored from a file that did not say. */
 enum { SL_ROW_TILED = 0, SL_ROW_SEQ = 1, SL_ROW_LONE = 2, SL_ROW_UNKNOWN = 255 };
+/* A row's kind also carries the form of its matrix products (ops.h
+ * SL_MM_FORM_ONE / SL_MM_FORM_TAIL: the micro-batch is this one row; the
+ * row is one of its micro-batch's last nrows % 4); SL_ROW_ATTN masks the
+ * attention kernel out of it. */
+#define SL_ROW_ATTN 3
+#define SL_ROW_ATTN_OF(k) ((k) & SL_ROW_ATTN)
 #define SL_LLAMA_UBATCH 512 /* llama.cpp's default n_ubatch */
 
 /* The kind of the row at position pos of s when the reply's prompt has
- * n_prompt tokens from position 0 (< 0: none given, SL_ROW_TILED): a
- * prompt row takes the kind of its micro-batch in llama.cpp's cold
- * evaluation, pos / 512 of size min(512, n_prompt - 512 (pos / 512));
- * a row at or past n_prompt is generated, a micro-batch of one. */
+ * n_prompt tokens from position 0 (< 0: none given, SL_ROW_TILED, the
+ * batched product forms): a prompt row takes the kind of its micro-batch
+ * in llama.cpp's cold evaluation, pos / 512 of size min(512, n_prompt -
+ * 512 (pos / 512)), and the product forms of its place in it; a row at or
+ * past n_prompt is generated, a micro-batch of one (SL_MM_FORM_ONE and
+ * SL_MM_FORM_TAIL). */
 int sl_session_row_kind(const sl_session *s, int n_prompt, int pos);
 
 /* The checksum of saved session files (session_save.c): the hash of len

@@ -33,7 +33,7 @@ struct sl_state {
     uint64_t seq_total;
     float *logits;     /* n_vocab, or NULL */
     int n_vocab;
-    uint8_t *kinds;    /* (n) each row's attention kernel (session.h SL_ROW_*) */
+    uint8_t *kinds;    /* (n) each row's kind (session.h SL_ROW_*: attention kernel, product forms) */
     uint64_t bytes;    /* everything above, for the cache's budget */
 };
 

@@ -7,7 +7,7 @@
  *     cache value size (2 or 4; with the attention K and V types in the
  *     bits above 8 when they are not that size's plain type), token count, snapshot position, whether logits
  *     follow, the body's size and checksum, the total sequence state, the
- *     saved rows' attention kernels (row_kinds_put), and last a checksum of
+ *     saved rows' kinds (row_kinds_put), and last a checksum of
  *     the header's preceding bytes;
  *   body: the tokens (int32), a table of every layer's state (mixer kind,
  *     the first position saved, bytes per position of each row stream,
@@ -356,30 +356,53 @@ static void kv_field_text(const sl_model *m, uint32_t f, char *buf, size_t cap)
              sl_kv_type_ok(v) ? sl_kv_type_name((sl_kv_type)v) : "?", plain);
 }
 
-/* The attention kernels of the n saved rows (session.h SL_ROW_*) as two
- * header words: where the leading run of tiled rows ends, and where the
- * run after it ends with that run's kind in the top two bits. A prompt
- * (tiled, then its last micro-batch one-chunk) and its reply fit; rows
- * past the second run read back as SL_ROW_UNKNOWN, which no prompt
- * reuses (sl_session_set_prompt), as do all rows of a file written before
- * the words were (both 0). */
+/* The kinds of the n saved rows (session.h SL_ROW_*: attention kernel and
+ * product forms) as two header words. Every kind is a function of the
+ * prompt extent the row was evaluated under (sl_session_row_kind), so the
+ * file keeps the session's current extent P and how many leading rows
+ * agree with it: word 0 that count, word 1 P + 1 (0: no prompt) with
+ * bit 29 set and bit 30 the saver's decode_split > 1 (which decides a
+ * one-row micro-batch's attention, SL_ROW_LONE or SL_ROW_SEQ). The rows
+ * past the count read back as SL_ROW_UNKNOWN, which no prompt reuses.
+ * Files written before (bit 29 clear) hold two runs instead: where the
+ * leading run of tiled rows ends, and where the run after it ends with its
+ * attention kernel in the top two bits; their rows took the batched
+ * product forms. Both words 0: nothing known. */
+#define KINDS_NEW (1u << 29)
+#define KINDS_SPLIT (1u << 30)
+
 static void row_kinds_put(const sl_session *s, uint32_t n, uint8_t *h)
 {
-    uint32_t a = 0, b;
-    while (a < n && s->row_kind[a] == SL_ROW_TILED) a++;
-    const uint8_t k = a < n ? s->row_kind[a] : SL_ROW_TILED;
-    for (b = a; b < n && s->row_kind[b] == k; b++) {}
+    const int P = s->prompt_n;
+    uint32_t a = 0;
+    while (a < n && s->row_kind[a] == sl_session_row_kind(s, P, (int)a)) a++;
     put32(h, a);
-    put32(h + 4, b | (uint32_t)k << 30);
+    put32(h + 4, (uint32_t)(P + 1) | KINDS_NEW | (s->decode_split > 1 ? KINDS_SPLIT : 0u));
 }
 
 static void row_kinds_get(sl_session *s, uint32_t n, const uint8_t *h)
 {
-    const uint32_t a = get32(h), b = get32(h + 4) & ~(3u << 30), k = get32(h + 4) >> 30;
+    const uint32_t a = get32(h), w = get32(h + 4);
+    if (w & KINDS_NEW) {
+        const int P = (int)(w & (KINDS_NEW - 1)) - 1;
+        const bool split = (w & KINDS_SPLIT) != 0;
+        for (uint32_t p = 0; p < n; p++) {
+            if (p >= a) {
+                s->row_kind[p] = SL_ROW_UNKNOWN;
+                continue;
+            }
+            int k = sl_session_row_kind(s, P, (int)p);
+            if (k & SL_MM_FORM_ONE) /* a one-row micro-batch: the saver's attention */
+                k = (k & ~SL_ROW_ATTN) | (split ? SL_ROW_LONE : SL_ROW_SEQ);
+            s->row_kind[p] = (uint8_t)k;
+        }
+        return;
+    }
+    const uint32_t b = w & ~(3u << 30), ka = w >> 30;
     for (uint32_t p = 0; p < n; p++)
         s->row_kind[p] = p < a && a <= n ? SL_ROW_TILED
-                         : p < b && b <= n && k <= SL_ROW_LONE ? (uint8_t)k
-                                                                : SL_ROW_UNKNOWN;
+                         : p < b && b <= n && ka <= SL_ROW_LONE ? (uint8_t)ka
+                                                                 : SL_ROW_UNKNOWN;
 }
 
 static void header_make(const sl_session *s, const save_plan *pl, uint64_t body_hash,

@@ -16,8 +16,12 @@
  * multiplies some Q4_K, Q4_0, IQ4_NL and MXFP4 matrices through its
  * repacked 8x8 gemm/gemv,
  * whose float order differs from its plain Q4_K dot kernel; those take the
- * kernels of quant/vec_dot_rp.h here, the same order for every batch size,
- * every other matrix the traits' kernels.
+ * kernels of quant/vec_dot_rp.h here, every other matrix the traits'
+ * kernels. Per activation row, its form (ops.h SL_MM_FORM_*, the caller's:
+ * the micro-batch llama.cpp evaluates the row in) picks between the
+ * batched and the one-row orders where llama.cpp has two: a 2-d Q4_K
+ * matrix's gemm or gemv, an F32 / F16 / BF16 matrix's tinyBLAS or vec_dot
+ * order. Never the batch sluice happens to split into.
  *
  * Activations: quantised weights use the traits' integer dot kernel against
  * activations quantised once per vector (Q8_0 / Q8_K as the weight type
@@ -188,8 +192,11 @@ static void repacked_rows(const sl_mat *mat, sl_mm_order order, const void *cons
  * to it); fewer take the plain vec_dot. */
 #define IQ_PANEL_MIN_BATCH 8
 
-void sl_matmul_rows(const sl_mat *mat, const void *const *acts, int n, float *y, size_t ldy,
-                    int64_t r0, int64_t r1, float *row_tmp)
+/* The products of n activation rows of one form: alt says the rows take
+ * the one-row form (SL_MM_FORM_ONE or SL_MM_FORM_TAIL, whichever the
+ * matrix heeds: form_mask). */
+static void matmul_rows_as(const sl_mat *mat, const void *const *acts, int n, float *y,
+                           size_t ldy, int64_t r0, int64_t r1, float *row_tmp, bool alt)
 {
     const sl_type_traits *tr = sl_type_get(mat->type);
     const uint8_t *w = mat->data;
@@ -206,18 +213,20 @@ void sl_matmul_rows(const sl_mat *mat, const void *const *acts, int n, float *y,
         }
         return;
     }
-    const sl_mm_order order = sl_mm_order_for(mat->type, mat->rows, mat->n_experts);
+    sl_mm_order order = sl_mm_order_for(mat->type, mat->rows, mat->n_experts);
+    if (alt && order == SL_MM_RP_GEMM) order = SL_MM_RP_GEMV; /* the tail's gemv */
     if (order != SL_MM_PLAIN) {
         repacked_rows(mat, order, acts, n, y, ldy, r0, r1, row_tmp);
         return;
     }
-    if (mat->type == SL_TYPE_F32 &&
-        (mat->n_experts == SL_MM_BATCHED_3D ||
-         sl_mm_fp_order_for(mat->rows, mat->cols, mat->n_experts) == SL_FP_VECDOT)) {
-        /* what tinyBLAS does not take (MUL_MAT_ID's experts, rows % 4 or
-         * cols % 8 not 0, a 3-d weight's MUL_MAT over permuted rows, whose
-         * F32 activations ggml hands on in place, not contiguous):
-         * ggml_vec_dot_f32's four 8-lane chains */
+    /* a one-row micro-batch never goes to tinyBLAS */
+    const sl_fp_order fp =
+        alt ? SL_FP_VECDOT : sl_mm_fp_order_for(mat->rows, mat->cols, mat->n_experts);
+    if (mat->type == SL_TYPE_F32 && (mat->n_experts == SL_MM_BATCHED_3D || fp == SL_FP_VECDOT)) {
+        /* what tinyBLAS does not take (one-row micro-batches, MUL_MAT_ID's
+         * experts, rows % 4 or cols % 8 not 0, a 3-d weight's MUL_MAT over
+         * permuted rows, whose F32 activations ggml hands on in place, not
+         * contiguous): ggml_vec_dot_f32's four 8-lane chains */
         for (int64_t r = r0; r < r1; r++) {
             const float *row = (const float *)(w + (size_t)r * mat->row_bytes);
             for (int t = 0; t < n; t++)
@@ -229,8 +238,7 @@ void sl_matmul_rows(const sl_mat *mat, const void *const *acts, int n, float *y,
     }
     if (mat->type == SL_TYPE_F16 || mat->type == SL_TYPE_BF16) {
         /* the reference's float order for this matrix (matmul_order.h) */
-        const sl_vec_dot_fn dot = sl_vec_dot_fp_order(
-            mat->type, sl_mm_fp_order_for(mat->rows, mat->cols, mat->n_experts));
+        const sl_vec_dot_fn dot = sl_vec_dot_fp_order(mat->type, fp);
         SL_ASSERT(dot);
         for (int64_t r = r0; r < r1; r++) {
             const uint8_t *row = w + (size_t)r * mat->row_bytes;
@@ -271,6 +279,44 @@ void sl_matmul_rows(const sl_mat *mat, const void *const *acts, int n, float *y,
             y[(size_t)t * ldy + r] = acc;
         }
     }
+}
+
+/* The SL_MM_FORM_* bit mat heeds: TAIL for a repacked 2-d Q4_K matrix
+ * (gemm or gemv), ONE for an F32 / F16 / BF16 one tinyBLAS takes in
+ * batches; 0 for every other matrix (one order for all rows). */
+static uint8_t form_mask(const sl_mat *mat)
+{
+    if (mat->iq_panel && mat->type == SL_TYPE_IQ4_XS) return 0;
+    if (sl_mm_order_for(mat->type, mat->rows, mat->n_experts) == SL_MM_RP_GEMM)
+        return SL_MM_FORM_TAIL;
+    const bool fp = mat->type == SL_TYPE_F32 || mat->type == SL_TYPE_F16 ||
+                    mat->type == SL_TYPE_BF16;
+    if (fp && sl_mm_fp_order_for(mat->rows, mat->cols, mat->n_experts) == SL_FP_TINYBLAS)
+        return SL_MM_FORM_ONE;
+    return 0;
+}
+
+void sl_matmul_rows_form(const sl_mat *mat, const void *const *acts, const uint8_t *form, int n,
+                         float *y, size_t ldy, int64_t r0, int64_t r1, float *row_tmp)
+{
+    const uint8_t mask = form ? form_mask(mat) : 0;
+    if (!mask) {
+        matmul_rows_as(mat, acts, n, y, ldy, r0, r1, row_tmp, false);
+        return;
+    }
+    for (int t0 = 0; t0 < n;) { /* each run of rows of one form */
+        const bool alt = (form[t0] & mask) != 0;
+        int t1 = t0 + 1;
+        while (t1 < n && ((form[t1] & mask) != 0) == alt) t1++;
+        matmul_rows_as(mat, acts + t0, t1 - t0, y + (size_t)t0 * ldy, ldy, r0, r1, row_tmp, alt);
+        t0 = t1;
+    }
+}
+
+void sl_matmul_rows(const sl_mat *mat, const void *const *acts, int n, float *y, size_t ldy,
+                    int64_t r0, int64_t r1, float *row_tmp)
+{
+    matmul_rows_as(mat, acts, n, y, ldy, r0, r1, row_tmp, false);
 }
 
 void sl_matvec_rows(const sl_mat *mat, const void *act, float *y, int64_t r0, int64_t r1,

@@ -8,8 +8,10 @@
  * weight then goes through the repacked gemm for batches (gemv for single
  * tokens and for the last nrows % 4 of a batch); an expert weight through
  * the repacked gemv for every row. The gemm and the gemv differ in float
- * order (vec_dot_rp.h); sluice takes the gemm's for every batch size of a
- * 2-d weight, so that batch splits never change a bit. Q4_0, IQ4_NL and
+ * order (vec_dot_rp.h); sluice takes the gemm's for a 2-d weight's rows
+ * unless a row's form (ops.h SL_MM_FORM_TAIL, given by the micro-batch
+ * llama.cpp would evaluate it in, not by sluice's batch) says gemv, so
+ * that batch splits never change a bit. Q4_0, IQ4_NL and
  * MXFP4 are repacked by the same rule (q4_0_8x8, iq4_nl_8x8, mxfp4_8x8);
  * their gemm and gemv share one order. Every other weight (other types,
  * rows % 8 != 0) uses the plain dot kernel (traits). */
@@ -49,10 +51,10 @@ sl_mm_order sl_mm_order_for(sl_type type, int64_t rows, int64_t n_experts);
  * MUL_MAT to tinyBLAS (llamafile sgemm) when rows % 4 == 0 and
  * cols % 8 == 0, and everything else to ggml_vec_dot_*: MUL_MAT_ID's
  * experts (any n_experts >= 1), single activation rows, the shapes tinyBLAS
- * refuses. sluice takes tinyBLAS's order for every batch size of such a 2-d
- * weight (a batch split never changes a bit; a one-token decode then
- * differs from the reference's by float rounding) and the vec_dot order
- * for the rest. Pure; never fails. */
+ * refuses. This gives the batched order: tinyBLAS's for such a 2-d weight,
+ * the vec_dot order for the rest; a row whose form says it is a
+ * micro-batch of its own (ops.h SL_MM_FORM_ONE) takes the vec_dot order
+ * whatever this says (ops/matmul.c). Pure; never fails. */
 sl_fp_order sl_mm_fp_order_for(int64_t rows, int64_t cols, int64_t n_experts);
 
 #endif

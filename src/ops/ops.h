@@ -169,6 +169,27 @@ sl_type sl_matvec_act_type(sl_type t);
 void sl_matmul_rows(const sl_mat *mat, const void *const *acts, int n, float *y, size_t ldy,
                     int64_t r0, int64_t r1, float *row_tmp);
 
+/* The form of one activation row's product, as llama.cpp's CPU backend
+ * chooses it by the micro-batch the row lies in (a bit set per row; 0:
+ * the batched forms sl_matmul_rows takes):
+ *   SL_MM_FORM_ONE   the micro-batch is this one row: ggml skips tinyBLAS
+ *                    (llamafile_sgemm refuses n < 2), so an F32 / F16 /
+ *                    BF16 matrix tinyBLAS would take (matmul_order.h)
+ *                    goes through ggml_vec_dot_* instead;
+ *   SL_MM_FORM_TAIL  the row is one of the last nrows % 4 of its
+ *                    micro-batch (every row of a micro-batch of 1-3): a
+ *                    repacked 2-d Q4_K matrix takes its gemv, not its gemm
+ *                    (repack.cpp forward_mul_mat_one_chunk).
+ * Other matrices have one order for every row. */
+enum { SL_MM_FORM_ONE = 4, SL_MM_FORM_TAIL = 8 };
+
+/* sl_matmul_rows with each activation row's form: form[t] (SL_MM_FORM_*
+ * bits, other bits ignored) for t in [0, n), or NULL for all 0. Runs of
+ * rows of one form go to the kernels of that form, so each (row, token)
+ * value depends on its own form only. */
+void sl_matmul_rows_form(const sl_mat *mat, const void *const *acts, const uint8_t *form, int n,
+                         float *y, size_t ldy, int64_t r0, int64_t r1, float *row_tmp);
+
 /* Dequantises row r of mat into out (mat->cols floats). */
 void sl_mat_row_to_float(const sl_mat *mat, int64_t r, float *out);
 

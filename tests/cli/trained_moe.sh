@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The trained glm4moe model (tests/data/trained, tools/train_moe): sluice's
 # greedy text equals llama.cpp's (node-llama-cpp 3.22.1, stored beside the
-# files) at f32, Q8_0 and Q4_K_M and reads as a story;
+# files) at f32, Q8_0 and Q4_K_M (its decode steps take llama.cpp's one-row
+# products: the repacked Q4_K gemv) and reads as a story;
 # its held-out perplexity stays where training left it; its route trace
 # replays; two of its four experts (--n-expert-used 2) cost perplexity. The
 # KLD and byte-identity of the logits are test_trained_glm4moe's.

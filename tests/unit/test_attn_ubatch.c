@@ -207,10 +207,11 @@ TEST(both_kernels_occur)
 
 /* A prefix evaluated for a prompt of 1,060 tokens: a prompt of 1,100 tiles
  * rows 1,024.. (its last micro-batch has 76), so only 1,024 rows are kept;
- * a prompt of 1,060 keeps all, and so does one of 1,040 (its last
- * micro-batch of 16 and its generated rows one-chunk, as they were); one
- * of 700 tiles rows up to 699 and would decode the rest; no prompt tiles
- * every row. */
+ * a prompt of 1,060 keeps all; one of 1,040 keeps 1,040 (its last
+ * micro-batch of 16 one-chunk, as it was; its generated rows one-chunk too
+ * but with the one-row products, which the rows of a micro-batch of 36 did
+ * not take); one of 700 tiles rows up to 699 and would decode the rest; no
+ * prompt tiles every row. */
 TEST(set_prompt_keeps_the_rows_that_agree)
 {
     sl_session *s = session(512);
@@ -224,7 +225,7 @@ TEST(set_prompt_keeps_the_rows_that_agree)
     if (ok) {
         CHECK_EQ_INT(sl_session_set_prompt(s, 1100), 1024);
         CHECK_EQ_INT(sl_session_set_prompt(s, N_MAX), N_MAX);
-        CHECK_EQ_INT(sl_session_set_prompt(s, 1040), N_MAX);
+        CHECK_EQ_INT(sl_session_set_prompt(s, 1040), 1040);
         CHECK_EQ_INT(sl_session_set_prompt(s, 700), 700);
         CHECK_EQ_INT(sl_session_set_prompt(s, -1), 1024);
     }

@@ -88,7 +88,7 @@ static void per_head_products(sl_session *s, const sl_tensor *w, int H, float *x
                          s->acts + off, false};
             sl_fwd_prepare(s, &p);
             it[j] = (sl_mm_item){&mats[j], s->acts + off, n,
-                                 y + (size_t)(h0 + j) * yoff, ldy};
+                                 y + (size_t)(h0 + j) * yoff, ldy, sl_fwd_form(s, n)};
         }
         sl_fwd_mm_run(s, it, cnt);
     }
@@ -124,7 +124,7 @@ static void mla_worker(void *ctx, int chunk, int n_chunks, int tid)
     sl_split_range((long long)j->n * j->groups, chunk, n_chunks, &w0, &w1);
     for (long long w = w0; w < w1; w++) {
         const int t = (int)(w / j->groups), h0 = (int)(w % j->groups) * j->per;
-        const bool by_pos = kind[t] != SL_ROW_TILED;
+        const bool by_pos = SL_ROW_ATTN_OF(kind[t]) != SL_ROW_TILED;
         b.n_q = h0 + j->per <= H ? j->per : H - h0;
         b.n_pos = j->pos0 + t + 1;
         b.q = s->q + ((size_t)t * H + (size_t)h0) * (size_t)dk;

@@ -520,7 +520,7 @@ static void attn_worker(void *ctx, int chunk, int n_chunks, int tid)
         const float *sinks = (const float *)j->L->sinks.data + h0;
         const float *q = s->q + ((size_t)t * H + (size_t)h0) * (size_t)D;
         float *o = s->attn_out + ((size_t)t * H + (size_t)h0) * (size_t)D;
-        if (kind[t] != SL_ROW_TILED) attend_seq(s->attn_k, a, &ks, q, nq, sinks, o, scratch, s->kv_elem);
+        if (SL_ROW_ATTN_OF(kind[t]) != SL_ROW_TILED) attend_seq(s->attn_k, a, &ks, q, nq, sinks, o, scratch, s->kv_elem);
         else attend(a, &ks, q, nq, sinks, o, scratch, s->kv_elem);
     }
 }

@@ -37,7 +37,7 @@ static void dense_geglu(sl_session *s, const sl_layer *L, int n, float *out)
     sl_prep p = {&d, s->hb, F, NULL, NULL, n, s->act_down, sl_fwd_act_stride(d.type, d.cols),
                  (size_t)s->layout.bytes[SL_SB_act_down], s->down_acts, false};
     sl_fwd_prepare(s, &p);
-    const sl_mm_item it = {&d, s->down_acts, n, out, (size_t)d.rows};
+    const sl_mm_item it = {&d, s->down_acts, n, out, (size_t)d.rows, sl_fwd_form(s, n)};
     sl_fwd_mm_run(s, &it, 1);
 }
 
