@@ -86,7 +86,11 @@ static float load_elem(const void *row, int i, int f16)
     return f16 ? sl_fp16_to_f32(((const uint16_t *)row)[i]) : ((const float *)row)[i];
 }
 
-void sl_attn_sinks_tiled(const sl_attn_block *b, float *acc, const float *mx, float *sum)
+/* The sinks' step of either form: the larger of each row's maximum and
+ * its sink rescales the other side; S x ms + vs in one rounding (fused,
+ * the tiled form's) or two (the one-chunk form's: llama.cpp's build keeps
+ * the product and the sum apart on that path). */
+static void sinks_add(const sl_attn_block *b, float *acc, const float *mx, float *sum, bool fused)
 {
     for (int r = 0; r < b->n_q; r++) {
         const float sk = b->sinks[r];
@@ -97,27 +101,15 @@ void sl_attn_sinks_tiled(const sl_attn_block *b, float *acc, const float *mx, fl
         } else {
             vs = expf(sk - mx[r]);
         }
-        sum[r] = fmaf(sum[r], ms, vs);
+        sum[r] = fused ? fmaf(sum[r], ms, vs) : sum[r] * ms + vs;
     }
 }
 
-/* The sinks after the one-chunk form's last position, as llama.cpp adds
- * them there: as sl_attn_sinks_tiled but S x ms + vs in two roundings (its
- * build keeps the product and the sum apart on this path). */
-static void sinks_seq(const sl_attn_block *b, float *acc, const float *mx, float *sum)
+void sl_attn_sinks_tiled(const sl_attn_block *b, float *acc, const float *mx, float *sum)
 {
-    for (int r = 0; r < b->n_q; r++) {
-        const float sk = b->sinks[r];
-        float ms = 1.0f, vs = 1.0f;
-        if (sk > mx[r]) {
-            ms = expf(mx[r] - sk);
-            for (int d = 0; d < b->dv; d++) acc[(size_t)r * b->dv + d] *= ms;
-        } else {
-            vs = expf(sk - mx[r]);
-        }
-        sum[r] = sum[r] * ms + vs;
-    }
+    sinks_add(b, acc, mx, sum, true);
 }
+
 
 void sl_attn_tile_softmax(float *sc, int T, float tmax, float *mx, float *sum, float *acc, int dv)
 {
@@ -350,7 +342,7 @@ void sl_attn_attend_seq(const sl_attn_kernels *kr, const sl_attn_block *b, int k
     }
     if (b->split_n <= 1 || b->sel) {
         seq_range(kr, b, k_type, v_type, qc, acc, mx, sum, vrow, b->pos_lo, b->n_pos);
-        if (b->sinks) sinks_seq(b, acc, mx, sum);
+        if (b->sinks) sinks_add(b, acc, mx, sum, false); /* one-chunk: two roundings */
     } else {
         for (int r = 0; r < nq; r++) {
             fmx[r] = -INFINITY;

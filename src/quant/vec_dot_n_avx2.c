@@ -473,6 +473,14 @@ INLINE void q4k_rp_rows8_float(const __m256i u[4], const __m256i jv[4], __m256 x
     }
 }
 
+/* The eight rows' A - M of one token into s[0..8) in row order (the
+ * float steps keep them in lane order 0, 2, 4, 6, 1, 3, 5, 7). */
+INLINE void q4k_rp_rows8_store(float *s, __m256 A, __m256 M)
+{
+    _mm256_storeu_ps(s, _mm256_permutevar8x32_ps(_mm256_sub_ps(A, M),
+                                                 _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
+}
+
 /* Row r's scalar part of a super-block in the eight-row kernels: its d
  * and dmin into the f16 lanes hd / hm (rows 0, 2, 4, 6 then 1, 3, 5, 7:
  * q4k_rp_rows8_float's order), its eight sub-block mins as i16 into *mn16
@@ -563,10 +571,8 @@ INLINE void q4k_rp_rows8(int64_t n, float *s, const uint8_t *x0, size_t rbytes,
             q4k_rp_rows8_float(u, jv, xdv, xmv, b[t]->d, per_chunk, &A[t], &M[t]);
         }
     }
-    const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
     UNROLL
-    for (int t = 0; t < nt; t++)
-        _mm256_storeu_ps(s + 8 * t, _mm256_permutevar8x32_ps(_mm256_sub_ps(A[t], M[t]), order));
+    for (int t = 0; t < nt; t++) q4k_rp_rows8_store(s + 8 * t, A[t], M[t]);
 }
 
 /* q4k_row_unpack for the one-token kernels: the mins' products with the token's paired
@@ -629,8 +635,7 @@ INLINE void q4k_rp_rows8_1(int64_t n, float *s, const uint8_t *x0, size_t rbytes
                            _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)hm)), b->d, per_chunk,
                            &A, &M);
     }
-    _mm256_storeu_ps(s, _mm256_permutevar8x32_ps(_mm256_sub_ps(A, M),
-                                                 _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
+    q4k_rp_rows8_store(s, A, M);
 }
 
 /* q4k_rp_rows8_1 with 512-bit integer vectors, on CPUs with AVX-512BW

@@ -74,8 +74,7 @@ Q4K512_ATTR INLINE void Q4K512_NAME(q4k_rp_rows8_1_512)(int64_t n, float *s, con
                            _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)hm)), b->d, per_chunk,
                            &A, &M);
     }
-    _mm256_storeu_ps(s, _mm256_permutevar8x32_ps(_mm256_sub_ps(A, M),
-                                                 _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
+    q4k_rp_rows8_store(s, A, M);
 }
 
 /* q4k_rp_rows8 with 512-bit integer vectors (AVX-512BW): each pair of
@@ -141,10 +140,8 @@ Q4K512_ATTR INLINE void Q4K512_NAME(q4k_rp_rows8_512)(int64_t n, float *s, const
         for (int t = 0; t < nt; t++)
             q4k_rp_rows8_float(u[t], jv[t], xdv, xmv, b[t]->d, per_chunk, &A[t], &M[t]);
     }
-    const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
     UNROLL
-    for (int t = 0; t < nt; t++)
-        _mm256_storeu_ps(s + 8 * t, _mm256_permutevar8x32_ps(_mm256_sub_ps(A[t], M[t]), order));
+    for (int t = 0; t < nt; t++) q4k_rp_rows8_store(s + 8 * t, A[t], M[t]);
 }
 
 #undef Q4K512_STEP
