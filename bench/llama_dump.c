@@ -23,6 +23,7 @@
 #include "ggml-backend.h"
 #include "ggml.h"
 #include "llama.h"
+#include "llama_text.h"
 
 static const char *g_dir, *g_match;
 
@@ -91,18 +92,9 @@ int main(int argc, char **argv)
     struct llama_model *model = llama_model_load_from_file(argv[1], llama_model_default_params());
     if (!model) return 1;
     const struct llama_vocab *vocab = llama_model_get_vocab(model);
-    FILE *tf = fopen(argv[2], "rb");
-    if (!tf) return 1;
-    fseek(tf, 0, SEEK_END);
-    const long text_len = ftell(tf);
-    rewind(tf);
-    char *text = malloc((size_t)text_len + 1);
-    if (!text || fread(text, 1, (size_t)text_len, tf) != (size_t)text_len) return 1;
-    text[text_len] = 0;
-    fclose(tf);
-    const int cap = (int)text_len + 16;
-    llama_token *tokens = malloc(sizeof(llama_token) * (size_t)cap);
-    const int n_tok = llama_tokenize(vocab, text, (int)text_len, tokens, cap, true, false);
+    int n_tok = -1;
+    llama_token *tokens = llama_text_tokens(vocab, argv[2], &n_tok);
+    if (!tokens) return 1;
     if (n_tok < (chunk + 1) * n_ctx) {
         fprintf(stderr, "llama_dump: %d tokens, no chunk %d\n", n_tok, chunk);
         return 1;
@@ -137,6 +129,5 @@ int main(int argc, char **argv)
     llama_free(ctx);
     llama_model_free(model);
     free(tokens);
-    free(text);
     return 0;
 }

@@ -15,6 +15,7 @@
 #include "eval/kld_file.h"
 #include "ggml-backend.h"
 #include "llama.h"
+#include "llama_text.h"
 
 /* The ggml type of a cache type name from the environment variable var. */
 static int cache_type(const char *var, enum ggml_type *out)
@@ -59,21 +60,9 @@ int main(int argc, char **argv)
         return 1;
     }
     const struct llama_vocab *vocab = llama_model_get_vocab(model);
-    FILE *tf = fopen(argv[2], "rb");
-    if (!tf) {
-        fprintf(stderr, "llama_kld: cannot read %s\n", argv[2]);
-        return 1;
-    }
-    fseek(tf, 0, SEEK_END);
-    const long text_len = ftell(tf);
-    rewind(tf);
-    char *text = malloc((size_t)text_len + 1);
-    if (!text || fread(text, 1, (size_t)text_len, tf) != (size_t)text_len) return 1;
-    text[text_len] = 0;
-    fclose(tf);
-    const int cap = (int)text_len + 16;
-    llama_token *tokens = malloc(sizeof(llama_token) * (size_t)cap);
-    const int n_tok = llama_tokenize(vocab, text, (int)text_len, tokens, cap, true, false);
+    int n_tok = -1;
+    llama_token *tokens = llama_text_tokens(vocab, argv[2], &n_tok);
+    if (!tokens) return 1;
     const int n_chunk = n_tok / n_ctx, first = n_ctx / 2, n_vocab = llama_vocab_n_tokens(vocab);
     if (n_tok < 0 || n_chunk < 1) {
         fprintf(stderr, "llama_kld: %d tokens, need at least %d\n", n_tok, n_ctx);
@@ -125,6 +114,5 @@ int main(int argc, char **argv)
     llama_free(ctx);
     llama_model_free(model);
     free(tokens);
-    free(text);
     return 0;
 }
