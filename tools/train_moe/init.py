@@ -35,24 +35,8 @@ def from_teacher(model, t, sample, seed):
         idx = torch.cat([h * hs + torch.tensor(PERM) for h in range(heads)])
         return w[idx]
     # unit importance per layer: mean |silu(w1 h) * w3 h| * |w2[:, j]| on sample
-    B, T = sample.shape
-    x = t.emb[sample]
-    imp = []
-    for l in range(t.n_layers):
-        # run the teacher layer to get the FFN input (same code path as Teacher.forward)
-        h = t._rms(x, t.rms_att[l])
-        q = (h @ t.wq[l].T).view(B, T, t.n_heads, hs).transpose(1, 2)
-        k = (h @ t.wk[l].T).view(B, T, t.n_kv, hs).transpose(1, 2)
-        v = (h @ t.wv[l].T).view(B, T, t.n_kv, hs).transpose(1, 2)
-        q, k = t._rope(q, 0), t._rope(k, 0)
-        from teacher import attend
-        rep = t.n_heads // t.n_kv
-        o = attend(q, k.repeat_interleave(rep, 1), v.repeat_interleave(rep, 1), True)
-        x = x + o.transpose(1, 2).reshape(B, T, t.dim) @ t.wo[l].T
-        h = t._rms(x, t.rms_ffn[l])
-        act = torch.nn.functional.silu(h @ t.w1[l].T) * (h @ t.w3[l].T)
-        imp.append(act.abs().mean((0, 1)) * t.w2[l].norm(dim=0))
-        x = x + act @ t.w2[l].T
+    imp = [act.abs().mean(0) * t.w2[l].norm(dim=0)
+           for l, (_, act) in enumerate(teacher_ffn_stats(t, sample))]
     for l in range(t.n_layers):
         b = model.blocks[l]
         b.attn_norm.weight.copy_(t.rms_att[l])
