@@ -40,14 +40,15 @@ static void usage(FILE *out)
                 sl_synth_preset_summary(i));
     fprintf(out, "                  deepseek2 / glm4moe / glm-dsa: %s\n", sl_synth_ds_presets());
     fprintf(out,
-            "  --type T        f32 (default), f16, q8_0, q4_0, q4_k_m, q4_k, q5_k, q6_k, mxfp4\n"
+            "  --type T        f32 (default), f16, q8_0, q4_0, q4_k_m, q4_k, q5_k, q6_k, mxfp4,\n"
+            "                  iq4_xs\n"
             "                  mxfp4 (llama.cpp's MXFP4_MOE): routed experts mxfp4, the\n"
             "                  other matrices q8_0.\n"
             "                  q4_k_m: output q6_k; attn_v and ffn_down(_exps/_shexp) q6_k on\n"
             "                  the first/last eighth of layers and every third between,\n"
             "                  q4_k elsewhere; attn_qkv q5_k; norms, biases, routers and\n"
             "                  ssm_conv1d/ssm_a/ssm_dt always f32. Rows not\n"
-            "                  a multiple of 256 (K-quants) or 32 (q8_0/q4_0) fall back to\n"
+            "                  a multiple of 256 (K-quants, iq4_xs) or 32 (q8_0/q4_0) fall back to\n"
             "                  q8_0 or f32 (reported).\n"
             "  --layers N      override the layer count (qwen35moe: every 4th layer is full\n"
             "                  attention, every 2nd in tiny/tiny-k; the others gated DeltaNet)\n"

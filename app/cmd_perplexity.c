@@ -94,12 +94,14 @@ static int eval_chunk(void *model, const int32_t *tokens, int32_t n, int32_t fir
 {
     evalctx *e = model;
     sl_session_truncate(e->s, 0);
-    /* each chunk is a prompt of its own, as llama-perplexity evaluates it */
+    /* each chunk is a prompt of its own, as llama-perplexity evaluates it,
+     * asking the logits of positions first.. only */
     sl_session_set_prompt(e->s, n);
+    int rc = sl_session_set_outputs_from(e->s, first, err);
+    if (rc) return rc;
     for (int p0 = 0; p0 < n; p0 += e->n_batch) {
         int nb = n - p0 < e->n_batch ? n - p0 : e->n_batch;
-        int rc = sl_session_eval(e->s, tokens + p0, nb, err);
-        if (rc) return rc;
+        if ((rc = sl_session_eval(e->s, tokens + p0, nb, err))) return rc;
         for (int j = 0; j < nb; j++) {
             int pos = p0 + j;
             if (pos < first || pos > n - 2) continue;

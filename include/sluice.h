@@ -329,6 +329,15 @@ int sl_session_eval(sl_session *s, const int32_t *tokens, int n, sl_err *err);
 const float *sl_session_logits(const sl_session *s);
 const float *sl_session_logits_at(const sl_session *s, int i);
 
+/* With all_logits: the rows at positions before pos ask no logits from
+ * now on (sl_session_logits_at gives NULL for them), as llama-perplexity
+ * asks only each chunk's second half. llama.cpp then computes those rows
+ * only as far as its output rows need them (engine/out_rows.h), and so
+ * does sluice: the other rows' results do not change, their cost falls.
+ * 0 (the default): every row. Fails (SL_EINVAL) without all_logits or
+ * for a negative pos. */
+int sl_session_set_outputs_from(sl_session *s, int pos, sl_err *err);
+
 /* The prompt of the reply about to be evaluated: n_prompt tokens from
  * position 0 of the sequence (the whole prompt, what the session already
  * holds included). From now on each row's attention takes the kernel

@@ -36,7 +36,8 @@ const sl_block_ops *sl_block_of(sl_norm_place kind) { return &kinds[kind]; }
 
 const sl_block_ops *sl_block_stream(const sl_model *m) { return sl_block_of(m->layers[0].d.norm); }
 
-int sl_block_forward(sl_session *s, const sl_layer *L, int il, int n, sl_err *err)
+int sl_block_forward(sl_session *s, const sl_layer *L, int il, int n, const sl_out_rows *out,
+                     sl_err *err)
 {
     const sl_block_ops *k = sl_block_of(L->d.norm);
     if (k->forward) return k->forward(s, L, il, n, err);
@@ -45,9 +46,20 @@ int sl_block_forward(sl_session *s, const sl_layer *L, int il, int n, sl_err *er
     for (int t = 0; t < n; t++)
         sl_rmsnorm(s->xb + (size_t)t * E, s->x + (size_t)t * E, L->attn_norm.data, E, hp->rms_eps);
     sl_mixer_of(L->d.mixer)->forward(s, L, il, n, s->tmp);
+    if (!out) return k->after_mixer(s, L, il, n, err);
+    /* the last layer goes on with the output rows alone, as their own batch */
+    const int first = out->first, cnt = n - first;
+    if (cnt == 0) return SL_OK;
+    sl_out_rows_compact(s, first, n);
     const uint8_t *form = s->mm_form;
-    if (s->mm_form_after) s->mm_form = s->mm_form_after; /* the output rows' forms */
-    const int rc = k->after_mixer(s, L, il, n, err);
+    const int form_n = s->mm_form_n;
+    const int32_t *tokens = s->tokens;
+    s->mm_form = out->form;
+    s->mm_form_n = cnt;
+    if (tokens) s->tokens = tokens + first;
+    const int rc = k->after_mixer(s, L, il, cnt, err);
     s->mm_form = form;
+    s->mm_form_n = form_n;
+    s->tokens = tokens;
     return rc;
 }

@@ -11,6 +11,7 @@
 #ifndef SL_ENGINE_BLOCK_H
 #define SL_ENGINE_BLOCK_H
 
+#include "engine/out_rows.h"
 #include "engine/session.h"
 
 typedef struct sl_block_ops {
@@ -43,9 +44,14 @@ const sl_block_ops *sl_block_of(sl_norm_place kind);
  * layer's: a model does not mix stream shapes). */
 const sl_block_ops *sl_block_stream(const sl_model *m);
 
-/* Layer il on the batch's n rows, as its kind runs it. Fails only when a
- * streamed expert cannot be read. */
-int sl_block_forward(sl_session *s, const sl_layer *L, int il, int n, sl_err *err);
+/* Layer il on the batch's n rows, as its kind runs it. out (NULL: every
+ * row goes on): past the mixer only rows [out->first, n) go on, moved to
+ * rows 0 .. n - out->first - 1 of s->x, with out->form's product forms
+ * (the last layer when llama.cpp drops the rows whose logits are not
+ * asked there: out_rows.h). Fails only when a streamed expert cannot be
+ * read. */
+int sl_block_forward(sl_session *s, const sl_layer *L, int il, int n, const sl_out_rows *out,
+                     sl_err *err);
 
 /* The routed experts of layer L for the batch's n tokens: routes them
  * (engine/router.c), runs each chosen expert on s->xb (resident or

@@ -97,7 +97,7 @@ static int mtp_rows(mtp *d, const int32_t *tokens, const float *const *hid, int 
     mtp_input(d, tokens, hid, n);
     int rc = SL_OK;
     if (full) {
-        rc = sl_block_forward(s, L, 0, n, err);
+        rc = sl_block_forward(s, L, 0, n, NULL, err);
     } else {
         const int E = d->E;
         for (int t = 0; t < n; t++)

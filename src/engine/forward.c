@@ -17,6 +17,7 @@
 #include "engine/block.h"
 #include "engine/fwd_mm.h"
 #include "engine/model_runtime.h"
+#include "engine/out_rows.h"
 #include "engine/session.h"
 #include "experts/route_trace.h"
 
@@ -42,20 +43,6 @@ int sl_check_logits(const float *x, int n, int64_t w, int pos0, sl_err *err)
                       "(NaN or infinity): the weights may be damaged", pos0 + (int)(bad / w));
 }
 
-/* llama.cpp evaluates its last layer past the mixer, and the lm head, for
- * the rows whose logits are asked only: a generation (not all_logits) asks
- * for a prompt's last row alone, which then takes a micro-batch of one's
- * product forms there. The batch's forms with that row's so changed, in
- * s->form_buf, or NULL when the batch does not hold that row. */
-static const uint8_t *output_forms(sl_session *s, int n)
-{
-    const int p = s->prompt_n - 1 - s->n_past;
-    if (s->all_logits || !s->mm_form || s->mm_form_n != n || p < 0 || p >= n) return NULL;
-    memcpy(s->form_buf, s->mm_form, (size_t)n);
-    s->form_buf[p] |= SL_MM_FORM_ONE | SL_MM_FORM_TAIL;
-    return s->form_buf;
-}
-
 int sl_forward_batch(sl_session *s, const int32_t *tokens, int n, sl_err *err)
 {
     const sl_model *m = s->m;
@@ -67,12 +54,15 @@ int sl_forward_batch(sl_session *s, const int32_t *tokens, int n, sl_err *err)
     s->tokens = tokens; /* hash routing reads them */
     const sl_block_ops *stream = sl_block_stream(m);
     if (stream->embed) stream->embed(s, n);
-    const uint8_t *out_form = output_forms(s, n);
+    /* the rows whose logits are asked: the last layer may go on with them alone */
+    sl_out_rows out;
+    sl_out_rows_plan(s, n, &out);
+    const int last = m->hp.n_layer - 1;
     for (int il = 0; il < m->hp.n_layer; il++) {
-        s->mm_form_after = il == m->hp.n_layer - 1 ? out_form : NULL;
-        int rc = sl_block_forward(s, &m->layers[il], il, n, err);
-        s->mm_form_after = NULL;
-        if (!rc) rc = sl_check_hidden(s->x, n, E, s->n_past, il, err);
+        const bool drop = il == last && out.drop_in_layer;
+        int rc = sl_block_forward(s, &m->layers[il], il, n, drop ? &out : NULL, err);
+        if (!rc && drop) rc = sl_check_hidden(s->x, n - out.first, E, s->n_past + out.first, il, err);
+        else if (!rc) rc = sl_check_hidden(s->x, n, E, s->n_past, il, err);
         if (rc) return rc;
     }
     if (s->on_hidden) {
@@ -84,20 +74,21 @@ int sl_forward_batch(sl_session *s, const int32_t *tokens, int n, sl_err *err)
         if (s->route_step >= 0) s->route_step += n;
         else sl_route_trace_advance(m->rt->routing.trace, n);
     }
-    /* logits: every token's, or the last n_logit_rows tokens' */
-    const int first = n > s->n_logit_rows ? n - s->n_logit_rows : 0;
-    const int cnt = n - first;
-    if (out_form) s->mm_form = out_form;
-    if (s->mm_form) s->mm_form += first; /* the head's rows: the batch's last cnt */
+    /* logits: rows [out.first, n), already rows 0 .. cnt - 1 when dropped */
+    const int cnt = n - out.first, row0 = out.drop_in_layer ? 0 : out.first;
+    s->mm_form = out.form ? out.form : s->mm_form ? s->mm_form + out.first : NULL;
     s->mm_form_n = cnt;
-    if (stream->head) stream->head(s, first, cnt);
+    s->logits_row0 = out.first;
+    s->n_logits = 0;
+    if (cnt == 0) return SL_OK;
+    if (stream->head) stream->head(s, row0, cnt);
     for (int t = 0; t < cnt; t++)
-        sl_rmsnorm(s->xb + (size_t)t * E, s->x + (size_t)(first + t) * E, m->output_norm.data, E,
+        sl_rmsnorm(s->xb + (size_t)t * E, s->x + (size_t)(row0 + t) * E, m->output_norm.data, E,
                    m->hp.rms_eps);
     sl_fwd_mm_tensor(s, &m->output, s->xb, cnt, s->logits);
     if (m->logit_softcap > 0.0f)
         sl_softcap(s->logits, (int64_t)cnt * m->hp.n_vocab, m->logit_softcap);
-    int rc = sl_check_logits(s->logits, cnt, m->hp.n_vocab, s->n_past + first, err);
+    int rc = sl_check_logits(s->logits, cnt, m->hp.n_vocab, s->n_past + out.first, err);
     if (rc) return rc;
     s->n_logits = cnt;
     return SL_OK;

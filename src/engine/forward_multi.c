@@ -31,6 +31,7 @@
 #include "engine/fwd_mm.h"
 #include "engine/mixer.h"
 #include "engine/model_runtime.h"
+#include "engine/out_rows.h"
 #include "engine/route_knobs.h"
 #include "engine/session.h"
 #include "util/status.h"
@@ -111,15 +112,38 @@ static int check_multi(sl_session *b, sl_session *const *ss, const int32_t *cons
 /* Fails when a value of the hidden state x (rows of width w) after layer
  * `layer` is out of range (sl_check_hidden); names the position of the
  * first such row. */
-static int finite_rows(sl_session *const *ss, const int *n, int count, const float *x,
-                       int64_t w, int layer, sl_err *err)
+static int finite_rows(sl_session *const *ss, const int *n, const int *from, int count,
+                       const float *x, int64_t w, int layer, sl_err *err)
 {
     for (int i = 0, row = 0; i < count; row += n[i], i++) {
-        const int rc = sl_check_hidden(x + (size_t)row * (size_t)w, n[i], w, ss[i]->n_past,
-                                       layer, err);
+        const int rc = sl_check_hidden(x + (size_t)row * (size_t)w, n[i], w,
+                                       ss[i]->n_past + (from ? from[i] : 0), layer, err);
         if (rc) return rc;
     }
     return SL_OK;
+}
+
+/* Before the last layer's part after the mixer: the rows each member's
+ * sl_forward_batch would go on with (out_rows.h: its output rows alone, or
+ * all), packed in member order in b->x, b->tmp and the forms; from[i] /
+ * kept[i] say which of member i's rows stayed. Returns the rows kept. */
+static int keep_out_rows(sl_session *b, const int *n, int count, const sl_out_rows *out,
+                         int *from, int *kept)
+{
+    const size_t E = (size_t)b->m->hp.n_embd;
+    int at = 0;
+    for (int i = 0, row = 0; i < count; row += n[i], i++) {
+        from[i] = out[i].drop_in_layer ? out[i].first : 0;
+        kept[i] = n[i] - from[i];
+        const size_t src = (size_t)(row + from[i]), k = (size_t)kept[i];
+        memmove(b->x + (size_t)at * E, b->x + src * E, k * E * sizeof *b->x);
+        memmove(b->tmp + (size_t)at * E, b->tmp + src * E, k * E * sizeof *b->tmp);
+        if (out[i].drop_in_layer && out[i].form) memcpy(b->form_buf + at, out[i].form, k);
+        else memmove(b->form_buf + at, b->form_buf + src, k);
+        at += kept[i];
+    }
+    b->mm_form_n = at;
+    return at;
 }
 
 /* Each member's mixer of layer L on its own rows and state, the output in
@@ -227,6 +251,14 @@ static int forward_multi(sl_session *b, sl_session *const *ss, const int32_t *co
         memcpy(b->form_buf + row, ss[i]->row_kind + ss[i]->n_past, (size_t)n[i]);
     b->mm_form = b->form_buf;
     b->mm_form_n = total;
+    /* each member's output rows, as its sl_forward_batch plans them */
+    sl_out_rows out[SL_MULTI_MAX];
+    int from[SL_MULTI_MAX], kept[SL_MULTI_MAX];
+    for (int i = 0; i < count; i++) {
+        sl_out_rows_plan(ss[i], n[i], &out[i]);
+        from[i] = 0;
+        kept[i] = n[i];
+    }
     sl_fwd_prof *prof = sl_fwd_prof_get();
     double t0 = prof ? sl_fwd_prof_now(prof) : 0.0;
     if (prof) prof->phase = SL_PROF_OTHER;
@@ -238,32 +270,35 @@ static int forward_multi(sl_session *b, sl_session *const *ss, const int32_t *co
         if (prof) prof_phase(prof, SL_PROF_MIXER, &t0);
         run_mixers(b, L, il, ss, n, count, total);
         if (prof) prof_phase(prof, SL_PROF_FFN, &t0);
-        int rc = sl_block_of(L->d.norm)->after_mixer(b, L, il, total, err);
+        const int rows = il == m->hp.n_layer - 1 ? keep_out_rows(b, n, count, out, from, kept)
+                                                 : total;
+        int rc = rows > 0 ? sl_block_of(L->d.norm)->after_mixer(b, L, il, rows, err) : SL_OK;
         if (prof) {
             prof_phase(prof, SL_PROF_OTHER, &t0);
-            if (L->d.ffn.kind == SL_FFN_ROUTED) prof_experts(prof, b, &L->d.ffn.router, total);
+            if (L->d.ffn.kind == SL_FFN_ROUTED) prof_experts(prof, b, &L->d.ffn.router, rows);
         }
-        if (!rc) rc = finite_rows(ss, n, count, b->x, E, il, err);
+        if (!rc) rc = finite_rows(ss, kept, from, count, b->x, E, il, err);
         if (rc) return rc;
     }
     /* each member's hook (a drafter following it) gets its own rows in its
      * own s->x, as sl_forward_batch hands them over */
-    for (int i = 0, row = 0; i < count; row += n[i], i++) {
+    for (int i = 0, row = 0; i < count; row += kept[i], i++) {
         sl_session *s = ss[i];
-        if (!s->on_hidden) continue;
+        if (!s->on_hidden) continue; /* it kept every row (out_rows.h) */
         memcpy(s->x, b->x + (size_t)row * E, sizeof(float) * (size_t)n[i] * E);
         const int rc = s->on_hidden(s->on_hidden_ud, s, toks[i], n[i], err);
         if (rc) return rc;
     }
-    /* each member's last rows (as many as it keeps: a token and its drafts
-     * to verify), normalised, then the lm head on all of them */
+    /* each member's output rows (a token and its drafts to verify, or a
+     * prompt's last row), normalised, then the lm head on all of them */
     int rows = 0;
-    for (int i = 0, row = 0; i < count; row += n[i], i++) {
-        const int r = n[i] < ss[i]->n_logit_rows ? n[i] : ss[i]->n_logit_rows;
+    for (int i = 0, row = 0; i < count; row += kept[i], i++) {
+        const int r = n[i] - out[i].first, skip = kept[i] - r; /* of the rows that went on */
         for (int t = 0; t < r; t++)
-            sl_rmsnorm(b->xb + (size_t)(rows + t) * E, b->x + (size_t)(row + n[i] - r + t) * E,
+            sl_rmsnorm(b->xb + (size_t)(rows + t) * E, b->x + (size_t)(row + skip + t) * E,
                        m->output_norm.data, E, m->hp.rms_eps);
-        memmove(b->form_buf + rows, b->form_buf + row + n[i] - r, (size_t)r); /* rows <= row */
+        if (out[i].form) memcpy(b->form_buf + rows, out[i].form, (size_t)r);
+        else memmove(b->form_buf + rows, b->form_buf + row + skip, (size_t)r); /* rows <= row */
         rows += r;
     }
     b->mm_form_n = rows;
@@ -273,7 +308,7 @@ static int forward_multi(sl_session *b, sl_session *const *ss, const int32_t *co
     const size_t V = (size_t)m->hp.n_vocab;
     if (m->logit_softcap > 0.0f) sl_softcap(b->logits, (int64_t)rows * (int64_t)V, m->logit_softcap);
     for (int i = 0, at = 0; i < count; i++) {
-        const int r = n[i] < ss[i]->n_logit_rows ? n[i] : ss[i]->n_logit_rows;
+        const int r = n[i] - out[i].first;
         const int rc = sl_check_logits(b->logits + (size_t)at * V, r, (int64_t)V,
                                        ss[i]->n_past + n[i] - r, err);
         if (rc) return rc;
@@ -284,7 +319,7 @@ static int forward_multi(sl_session *b, sl_session *const *ss, const int32_t *co
         prof->steps++;
     }
     for (int i = 0, at = 0; i < count; i++) {
-        const int r = n[i] < ss[i]->n_logit_rows ? n[i] : ss[i]->n_logit_rows;
+        const int r = n[i] - out[i].first;
         memcpy(ss[i]->logits, b->logits + (size_t)at * V, sizeof(float) * V * (size_t)r);
         ss[i]->n_logits = r;
         at += r;

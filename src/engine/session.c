@@ -250,8 +250,19 @@ const float *sl_session_logits(const sl_session *s)
 
 const float *sl_session_logits_at(const sl_session *s, int i)
 {
+    if (s->all_logits) i -= s->logits_row0;
     if (i < 0 || i >= s->n_logits) return NULL;
     return s->logits + (size_t)i * (size_t)s->m->hp.n_vocab;
+}
+
+int sl_session_set_outputs_from(sl_session *s, int pos, sl_err *err)
+{
+    if (!s->all_logits)
+        return sl_err_set(err, SL_EINVAL, "only a session with all_logits chooses the rows "
+                          "whose logits it keeps");
+    if (pos < 0) return sl_err_set(err, SL_EINVAL, "output position %d is negative", pos);
+    s->out_from = pos;
+    return SL_OK;
 }
 
 int sl_session_n_past(const sl_session *s) { return s->n_past; }

@@ -23,6 +23,9 @@ struct sl_session {
     int n_batch_max;
     bool all_logits;
     int n_logit_rows;    /* rows of logits kept from a batch's end (all_logits: n_batch_max) */
+    int out_from;        /* all_logits: the first position whose logits are asked
+                            (sl_session_set_outputs_from; engine/out_rows.h) */
+    int logits_row0;     /* all_logits: the batch row of s->logits' row 0 */
     /* The cache types (kv_rows.h): attention layers' K and V rows; the
      * kinds without a V (mixer.h's SL_CACHE_K_PLAIN) keep type_k's values,
      * kv_elem bytes each: 4 for f32, else 2 (f16) */
@@ -47,10 +50,6 @@ struct sl_session {
     int mm_form_n;
     uint8_t *form_buf;
     int mm_heed;         /* the SL_MM_FORM_* bits the model's matrices heed (row kinds keep those) */
-    /* The forms of the rows past a layer's mixer when they differ from
-     * mm_form's (NULL: the same): the last layer's, where llama.cpp goes on
-     * with the rows whose logits are asked only (forward.c). */
-    const uint8_t *mm_form_after;
     /* Every buffer below lives in one arena sized by session_layout.c,
      * each followed by a guard zone checked after every batch. */
     sl_session_layout layout;

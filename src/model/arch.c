@@ -6,20 +6,20 @@
 #include <string.h>
 
 static const sl_arch archs[] = {
-    /* name        layer                  rope           qk_norm             bias   moe    opt    shexp  norm_topk */
-    {"llama",      sl_family_llama_layer, SL_ROPE_NORMAL, SL_QK_NORM_NONE, false, true,  true,  false, true},
-    {"qwen2",      sl_family_llama_layer, SL_ROPE_NEOX,   SL_QK_NORM_NONE, true,  false, false, false, false},
-    {"qwen3",      sl_family_llama_layer, SL_ROPE_NEOX,   SL_QK_NORM_HEAD, false, false, false, false, false},
-    {"qwen2moe",   sl_family_llama_layer, SL_ROPE_NEOX,   SL_QK_NORM_NONE, true,  true,  false, true,  false},
-    {"qwen3moe",   sl_family_llama_layer, SL_ROPE_NEOX,   SL_QK_NORM_HEAD, false, true,  false, false, true},
-    {"olmoe",      sl_family_llama_layer, SL_ROPE_NEOX,   SL_QK_NORM_FULL, false, true,  false, false, false},
-    {"qwen35moe",  sl_family_qwen35_layer, SL_ROPE_NEOX,  SL_QK_NORM_HEAD, false, true,  false, true,  true},
-    {"gpt-oss",    sl_family_gptoss_layer, SL_ROPE_NEOX,  SL_QK_NORM_NONE, true,  true,  false, false, false},
-    {"gemma4",     sl_family_gemma4_layer, SL_ROPE_NEOX,  SL_QK_NORM_HEAD, false, true,  true,  false, true},
-    {"deepseek2",  sl_family_deepseek2_layer, SL_ROPE_NORMAL, SL_QK_NORM_NONE, false, true, false, true, false},
-    {"glm4moe",    sl_family_glm4moe_layer, SL_ROPE_NEOX, SL_QK_NORM_HEAD, true,  true,  false, true,  false},
-    {"glm-dsa",    sl_family_glm_dsa_layer, SL_ROPE_NORMAL, SL_QK_NORM_NONE, false, true, false, true, false},
-    {"deepseek4",  sl_family_deepseek4_layer, SL_ROPE_NORMAL, SL_QK_NORM_NONE, false, true, false, true, false},
+    /* name        layer                  rope           qk_norm             bias   moe    opt    shexp  norm_topk at_head */
+    {"llama",      sl_family_llama_layer, SL_ROPE_NORMAL, SL_QK_NORM_NONE, false, true,  true,  false, true, false},
+    {"qwen2",      sl_family_llama_layer, SL_ROPE_NEOX,   SL_QK_NORM_NONE, true,  false, false, false, false, false},
+    {"qwen3",      sl_family_llama_layer, SL_ROPE_NEOX,   SL_QK_NORM_HEAD, false, false, false, false, false, false},
+    {"qwen2moe",   sl_family_llama_layer, SL_ROPE_NEOX,   SL_QK_NORM_NONE, true,  true,  false, true,  false, false},
+    {"qwen3moe",   sl_family_llama_layer, SL_ROPE_NEOX,   SL_QK_NORM_HEAD, false, true,  false, false, true, false},
+    {"olmoe",      sl_family_llama_layer, SL_ROPE_NEOX,   SL_QK_NORM_FULL, false, true,  false, false, false, false},
+    {"qwen35moe",  sl_family_qwen35_layer, SL_ROPE_NEOX,  SL_QK_NORM_HEAD, false, true,  false, true,  true, true},
+    {"gpt-oss",    sl_family_gptoss_layer, SL_ROPE_NEOX,  SL_QK_NORM_NONE, true,  true,  false, false, false, true},
+    {"gemma4",     sl_family_gemma4_layer, SL_ROPE_NEOX,  SL_QK_NORM_HEAD, false, true,  true,  false, true, true},
+    {"deepseek2",  sl_family_deepseek2_layer, SL_ROPE_NORMAL, SL_QK_NORM_NONE, false, true, false, true, false, false},
+    {"glm4moe",    sl_family_glm4moe_layer, SL_ROPE_NEOX, SL_QK_NORM_HEAD, true,  true,  false, true,  false, false},
+    {"glm-dsa",    sl_family_glm_dsa_layer, SL_ROPE_NORMAL, SL_QK_NORM_NONE, false, true, false, true, false, false},
+    {"deepseek4",  sl_family_deepseek4_layer, SL_ROPE_NORMAL, SL_QK_NORM_NONE, false, true, false, true, false, true},
 };
 
 const sl_arch *sl_arch_find(const char *name)

@@ -39,6 +39,9 @@ typedef struct sl_arch {
     bool shared_expert;        /* qwen2moe: ffn_*_shexp + sigmoid gate */
     bool norm_topk_default;    /* renormalise top-k weights to sum 1 when the
                                   file says nothing (expert_weights_norm) */
+    bool out_rows_at_head;     /* llama.cpp drops the rows whose logits are not
+                                  asked before the output norm, not past the
+                                  last layer's mixer (engine/out_rows.h) */
 } sl_arch;
 
 /* Entry for an architecture name, or NULL if sluice does not support it. */

@@ -37,6 +37,7 @@ typedef enum sl_synth_type {
     SL_SYNTH_Q5_K,
     SL_SYNTH_Q6_K,
     SL_SYNTH_MXFP4,         /* llama.cpp's MXFP4_MOE: experts MXFP4, the rest Q8_0 */
+    SL_SYNTH_IQ4_XS,        /* rows of whole 256-value super-blocks IQ4_XS, others fall back */
     SL_SYNTH_TYPE_COUNT,
 } sl_synth_type;
 

@@ -79,6 +79,7 @@ sl_type sl_synth_pick_type(const sl_synth_config *c, sl_synth_role role, int lay
     case SL_SYNTH_Q4_K: want = SL_TYPE_Q4_K; break;
     case SL_SYNTH_Q5_K: want = SL_TYPE_Q5_K; break;
     case SL_SYNTH_Q6_K: want = SL_TYPE_Q6_K; break;
+    case SL_SYNTH_IQ4_XS: want = SL_TYPE_IQ4_XS; break;
     case SL_SYNTH_MXFP4:
         want = role == SL_SYNTH_R_EXP_GATE || role == SL_SYNTH_R_EXP_UP ||
                        role == SL_SYNTH_R_EXP_DOWN

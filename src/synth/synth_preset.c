@@ -134,7 +134,7 @@ const char *sl_synth_arch_list(void)
 }
 
 static const char *const type_names[SL_SYNTH_TYPE_COUNT] = {
-    "f32", "f16", "q8_0", "q4_0", "q4_k_m", "q4_k", "q5_k", "q6_k", "mxfp4",
+    "f32", "f16", "q8_0", "q4_0", "q4_k_m", "q4_k", "q5_k", "q6_k", "mxfp4", "iq4_xs",
 };
 
 const char *sl_synth_type_name(sl_synth_type t)
@@ -158,8 +158,8 @@ uint32_t sl_synth_file_type(sl_synth_type t)
 {
     /* llama.cpp's llama_ftype: ALL_F32 0, MOSTLY_F16 1, MOSTLY_Q4_0 2,
      * MOSTLY_Q8_0 7, MOSTLY_Q4_K_S 14, MOSTLY_Q4_K_M 15, MOSTLY_Q5_K_S 16,
-     * MOSTLY_Q6_K 18, MOSTLY_MXFP4_MOE 38. Uniform K types are reported as
-     * the _S variants. */
+     * MOSTLY_Q6_K 18, MOSTLY_IQ4_XS 30, MOSTLY_MXFP4_MOE 38. Uniform K types
+     * are reported as the _S variants. */
     switch (t) {
     case SL_SYNTH_F32: return 0;
     case SL_SYNTH_F16: return 1;
@@ -170,6 +170,7 @@ uint32_t sl_synth_file_type(sl_synth_type t)
     case SL_SYNTH_Q5_K: return 16;
     case SL_SYNTH_Q6_K: return 18;
     case SL_SYNTH_MXFP4: return 38;
+    case SL_SYNTH_IQ4_XS: return 30;
     default: return 0;
     }
 }

@@ -43,12 +43,13 @@ static int eval_chunk(void *model, const int32_t *tokens, int32_t n, int32_t fir
 {
     evalctx *e = model;
     sl_session_truncate(e->s, 0);
-    /* each chunk is a prompt of its own, as llama-perplexity evaluates it */
+    /* each chunk is a prompt of its own, as llama-perplexity evaluates it,
+     * asking the logits of positions first.. only */
     sl_session_set_prompt(e->s, n);
-    for (int p0 = 0; p0 < n; p0 += N_BATCH) {
+    int rc = sl_session_set_outputs_from(e->s, first, err);
+    for (int p0 = 0; !rc && p0 < n; p0 += N_BATCH) {
         const int nb = n - p0 < N_BATCH ? n - p0 : N_BATCH;
-        int rc = sl_session_eval(e->s, tokens + p0, nb, err);
-        if (rc) return rc;
+        if ((rc = sl_session_eval(e->s, tokens + p0, nb, err))) return rc;
         for (int j = 0; j < nb; j++) {
             const int pos = p0 + j;
             if (pos < first || pos > n - 2) continue;
@@ -57,6 +58,7 @@ static int eval_chunk(void *model, const int32_t *tokens, int32_t n, int32_t fir
             if ((rc = row(sink, pos, logits, err))) return rc;
         }
     }
+    if (rc) return rc;
     e->chunk++;
     return SL_OK;
 }
