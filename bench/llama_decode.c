@@ -108,9 +108,9 @@ int main(int argc, char **argv)
 
     sl_model_params mp = sl_model_default_params();
     mp.n_threads = nt;
-    /* node-llama-cpp's build is 2026-09's; the default follows the fixtures' */
-    if (getenv("LLAMA_REF") && !strcmp(getenv("LLAMA_REF"), "2026-09"))
-        mp.llama_rev = SL_LLAMA_REV_2026_09;
+    /* node-llama-cpp's build is 2026-09's: follow its rule unless told */
+    const char *rev = getenv("LLAMA_REF");
+    mp.llama_rev = rev && !strcmp(rev, "2026-08") ? SL_LLAMA_REV_2026_08 : SL_LLAMA_REV_2026_09;
     sl_model *sm;
     sl_err err;
     if (!ctx || sl_model_load(&sm, argv[1], &mp, &err)) return 1;

@@ -3,6 +3,8 @@
 # against sluice's (bench/llama_decode.c): bit-identical teacher-forced steps
 # and where greedy texts part. Needs llama.cpp installed by bench/llama_ref.sh
 # (run it once); links build/rel/libsluice.a (SLUICE_LIB overrides).
+# sluice follows the rule of node-llama-cpp's build, the one compared with
+# (--llama-ref 2026-09); LLAMA_REF=2026-08 for sluice's default instead.
 set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
 ref=$root/build/llama-ref
