@@ -37,7 +37,7 @@ static sl_session_dims session_dims(const sl_model *m, const sl_session_params *
 
 /* The product forms any of m's matrices heeds (ops.h SL_MM_FORM_*, as
  * ops/matmul.c): TAIL for a 2-d Q4_K of rows % 8 == 0, ONE for an F32 /
- * F16 / BF16 whose 2-d slices tinyBLAS takes. The row kinds keep only
+ * F16 / BF16 whose 2-d slices tinyBLAS takes and for an IQ4_NL it does. The row kinds keep only
  * those, so a row evaluated for one prompt is kept for another whenever
  * its products have the same bits either way. */
 static int mm_heed(const sl_model *m)
@@ -49,6 +49,9 @@ static int mm_heed(const sl_model *m)
                         t->type == SL_TYPE_BF16;
         if (t->n_dims == 2 && t->type == SL_TYPE_Q4_K && t->ne[1] % 8 == 0) h |= SL_MM_FORM_TAIL;
         if (t->n_dims >= 2 && fp && t->ne[1] % 4 == 0 && t->ne[0] % 8 == 0) h |= SL_MM_FORM_ONE;
+        /* IQ4_NL through tinyBLAS: a 3-d weight (or experts: harmless) or rows % 8 != 0 */
+        if (t->type == SL_TYPE_IQ4_NL && (t->n_dims >= 3 || t->ne[1] % 8 != 0))
+            h |= SL_MM_FORM_ONE;
     }
     return h;
 }

@@ -192,6 +192,17 @@ static void repacked_rows(const sl_mat *mat, sl_mm_order order, const void *cons
  * to it); fewer take the plain vec_dot. */
 #define IQ_PANEL_MIN_BATCH 8
 
+/* A batched MUL_MAT llama.cpp gives tinyBLAS's quantised gemm, in an order
+ * the plain kernel does not share: an IQ4_NL weight ggml does not repack
+ * (a 3-d weight's slices, a 2-d one of rows % 8 != 0); not MUL_MAT_ID's
+ * experts, which go through ggml_vec_dot. */
+static bool iq4_nl_tinyblas(const sl_mat *mat)
+{
+    if (mat->type != SL_TYPE_IQ4_NL) return false;
+    if (mat->n_experts == SL_MM_BATCHED_3D) return true;
+    return mat->n_experts == 0 && sl_mm_order_for(mat->type, mat->rows, 0) == SL_MM_PLAIN;
+}
+
 /* The products of n activation rows of one form: alt says the rows take
  * the one-row form (SL_MM_FORM_ONE or SL_MM_FORM_TAIL, whichever the
  * matrix heeds: form_mask). */
@@ -217,6 +228,14 @@ static void matmul_rows_as(const sl_mat *mat, const void *const *acts, int n, fl
     if (alt && order == SL_MM_RP_GEMM) order = SL_MM_RP_GEMV; /* the tail's gemv */
     if (order != SL_MM_PLAIN) {
         repacked_rows(mat, order, acts, n, y, ldy, r0, r1, row_tmp);
+        return;
+    }
+    if (!alt && iq4_nl_tinyblas(mat)) { /* a one-row micro-batch never goes to tinyBLAS */
+        for (int64_t r = r0; r < r1; r++) {
+            const uint8_t *row = w + (size_t)r * mat->row_bytes;
+            for (int t = 0; t < n; t++)
+                sl_vec_dot_iq4_nl_tinyblas(mat->cols, &y[(size_t)t * ldy + r], row, acts[t]);
+        }
         return;
     }
     /* a one-row micro-batch never goes to tinyBLAS */
@@ -293,6 +312,7 @@ static uint8_t form_mask(const sl_mat *mat)
                     mat->type == SL_TYPE_BF16;
     if (fp && sl_mm_fp_order_for(mat->rows, mat->cols, mat->n_experts) == SL_FP_TINYBLAS)
         return SL_MM_FORM_ONE;
+    if (iq4_nl_tinyblas(mat)) return SL_MM_FORM_ONE;
     return 0;
 }
 

@@ -59,6 +59,19 @@ static void vec_dot_iq4_nl_q8_0(int64_t n, float *s, const void *vx, const void 
     *s = lanes2_sum(lane);
 }
 
+void sl_vec_dot_iq4_nl_tinyblas(int64_t n, float *s, const void *vx, const void *vy)
+{
+    const sl_block_iq4_nl *x = vx;
+    const sl_block_q8_0 *y = vy;
+    float lane[2][8] = {{0}};
+    int8_t v[32];
+    for (int64_t i = 0; i < n / SL_QK; i++) {
+        lookup32(sl_iq4nl_values, x[i].qs, v);
+        lanes2_fma(lane, 0, sl_h2f(x[i].d) * sl_h2f(y[i].d), v, y[i].qs); /* one set */
+    }
+    *s = sl_hsum8(lane[0]);
+}
+
 static void vec_dot_mxfp4_q8_0(int64_t n, float *s, const void *vx, const void *vy)
 {
     const sl_block_mxfp4 *x = vx;

@@ -35,6 +35,15 @@ typedef enum sl_rp_order {
  * the same bits on every machine; vec_dot contract. Never fails. */
 void sl_vec_dot_iq4_xs_panel(int64_t n, float *s, const void *vx, const void *vy);
 
+/* IQ4_NL x Q8_0 in the order of llama.cpp's tinyBLAS (llamafile sgemm's
+ * tinyBLAS_Q0_AVX), which takes a batched MUL_MAT of an IQ4_NL weight ggml
+ * does not repack (a 3-d weight, or rows % 8 != 0): lane l of each block
+ * is the exact sum of elements 4l..4l+3, FMA'd with the blocks' scale
+ * product into one set of 8 lanes (ggml_vec_dot_iq4_nl_q8_0 keeps two,
+ * even and odd blocks), summed at the end. Scalar, the same bits on every
+ * machine; vec_dot contract. Never fails. */
+void sl_vec_dot_iq4_nl_tinyblas(int64_t n, float *s, const void *vx, const void *vy);
+
 /* The largest nt the kernels below take. */
 #define SL_VEC_DOT_RP_MAX 8
 

@@ -14,6 +14,12 @@
  *     with SL_MM_FORM_ONE) four 8-lane chains over 32-column steps, added
  *     as (c0+c2) + (c1+c3), its lanes as ((l0+l4) + (l1+l5)) + ((l2+l6) +
  *     (l3+l7)).
+ *   - IQ4_NL not repacked (a 3-d weight's slices, rows % 8 != 0) against
+ *     Q8_0: tinyBLAS's quantised gemm (the batch) keeps one 8-lane chain,
+ *     lane l of block i FMA'ing (d_x * d_y) * (exact sum of elements
+ *     4l..4l+3); ggml_vec_dot_iq4_nl_q8_0 (a row with SL_MM_FORM_ONE) two,
+ *     even and odd blocks, added lane by lane; both sum the lanes as
+ *     ((l0+l4) + (l2+l6)) + ((l1+l5) + (l3+l7)).
  * Every (row, token) must have the oracle's bits for its own form, in a
  * batch that mixes forms, over a row range that starts and ends inside an
  * eight-row group; matrices whose order does not depend on the form (an
@@ -25,6 +31,7 @@
 #include <string.h>
 
 #include "common/rand_blocks.h"
+#include "ops/matmul_order.h"
 #include "ops/ops.h"
 #include "quant/quant_internal.h"
 #include "quant/vec_dot_fp_order.h"
@@ -282,6 +289,83 @@ TEST(fp16_one_row_takes_vec_dot)
     }
 }
 
+/* IQ4_NL x Q8_0 in llama.cpp's two orders (header): chains 1 (tinyBLAS) or
+ * 2 (ggml_vec_dot_iq4_nl_q8_0, block i into chain i % 2). */
+static float iq4nl_order(const sl_block_iq4_nl *x, const sl_block_q8_0 *y, int nb, int chains)
+{
+    static const int8_t k_values[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+                                        1,    13,   25,  38,  53,  69,  89,  113};
+    float lane[2][8] = {{0}};
+    for (int i = 0; i < nb; i++) {
+        int8_t v[32];
+        for (int j = 0; j < 16; j++) {
+            v[j] = k_values[x[i].qs[j] & 15];
+            v[j + 16] = k_values[x[i].qs[j] >> 4];
+        }
+        const float d = sl_h2f(x[i].d) * sl_h2f(y[i].d);
+        for (int l = 0; l < 8; l++) {
+            int p = 0;
+            for (int j = 4 * l; j < 4 * l + 4; j++) p += v[j] * y[i].qs[j];
+            lane[i % chains][l] = fmaf(d, (float)p, lane[i % chains][l]);
+        }
+    }
+    float u[8];
+    for (int l = 0; l < 8; l++) u[l] = chains == 2 ? lane[0][l] + lane[1][l] : lane[0][l];
+    return ((u[0] + u[4]) + (u[2] + u[6])) + ((u[1] + u[5]) + (u[3] + u[7]));
+}
+
+/* rows x 256 IQ4_NL cut as n_experts says, NT tokens with the forms above:
+ * returns how often the two orders differ on a batched row (the teeth). */
+static int check_iq4nl(int64_t rows, int64_t n_experts, bool tinyblas)
+{
+    enum { COLS = 256, NB = COLS / 32 };
+    const sl_type ty = SL_TYPE_IQ4_NL;
+    float *wf = malloc(sizeof(float) * (size_t)rows * COLS), xf[COLS];
+    const size_t rb = sizeof(sl_block_iq4_nl) * NB;
+    uint8_t *w = malloc(rb * (size_t)rows);
+    for (int64_t i = 0; i < rows * COLS; i++) wf[i] = grand();
+    sl_quantize_fast(ty, wf, w, rows * COLS);
+    sl_mat m = {.type = ty, .rows = rows, .cols = COLS, .row_bytes = rb, .data = w,
+                .n_experts = n_experts};
+    const size_t ab = sl_matvec_act_bytes(ty, COLS);
+    uint8_t *act = malloc(ab * NT);
+    const void *acts[NT];
+    for (int t = 0; t < NT; t++) {
+        for (int i = 0; i < COLS; i++) xf[i] = grand();
+        sl_matvec_prepare(&m, xf, act + ab * (size_t)t);
+        acts[t] = act + ab * (size_t)t;
+    }
+    float *out = malloc(sizeof(float) * (size_t)(NT * rows));
+    sl_matmul_rows_form(&m, acts, forms, NT, out, (size_t)rows, 0, rows, wf);
+    int teeth = 0;
+    for (int t = 0; t < NT; t++)
+        for (int64_t r = 0; r < rows; r++) {
+            const sl_block_iq4_nl *x = (const sl_block_iq4_nl *)(w + rb * (size_t)r);
+            const sl_block_q8_0 *y = acts[t];
+            const bool batched = tinyblas && !(forms[t] & SL_MM_FORM_ONE);
+            const float want = iq4nl_order(x, y, NB, batched ? 1 : 2);
+            if (batched) teeth += want != iq4nl_order(x, y, NB, 2);
+            CHECK_MSG(memcmp(&out[t * rows + r], &want, 4) == 0,
+                      "iq4_nl %lld rows, experts %lld: token %d (form %d) row %lld %.9g, "
+                      "llama.cpp's order %.9g", (long long)rows, (long long)n_experts, t,
+                      forms[t], (long long)r, (double)out[t * rows + r], (double)want);
+        }
+    free(wf);
+    free(w);
+    free(act);
+    free(out);
+    return teeth;
+}
+
+TEST(iq4nl_batched_takes_tinyblas)
+{
+    int teeth = 0;
+    for (int rep = 0; rep < 4; rep++) teeth += check_iq4nl(12, SL_MM_BATCHED_3D, true);
+    teeth += check_iq4nl(12, 0, true); /* 2-d, rows % 8 != 0: not repacked */
+    CHECK_MSG(teeth > 0, "tinyBLAS and ggml_vec_dot_iq4_nl_q8_0 never differed: no teeth");
+    check_iq4nl(12, 4, false); /* an expert: ggml_vec_dot for every row */
+}
+
 /* Types with one order for every row ignore the forms. */
 TEST(other_types_ignore_forms)
 {
@@ -317,5 +401,6 @@ int main(void)
     RUN(f32_one_row_takes_vec_dot);
     RUN(fp16_one_row_takes_vec_dot);
     RUN(other_types_ignore_forms);
+    RUN(iq4nl_batched_takes_tinyblas);
     return TEST_REPORT();
 }

@@ -286,7 +286,8 @@ TEST(order_rule)
 
 /* sl_matmul_rows over a range starting mid-block (rows 3..rows-1: the
  * eight-row kernel for 3..10, the multi-token one for the rest) gives each
- * (row, token) the bits of the single-row kernel of the rule's order. */
+ * (row, token) the bits of the single-row kernel of the rule's order
+ * (every row batched: no forms). */
 static void check_matmul(int k, int64_t rows, int64_t n_experts, int n, bool rp)
 {
     enum { NB = 5 };
@@ -312,6 +313,10 @@ static void check_matmul(int k, int64_t rows, int64_t n_experts, int n, bool rp)
             float want;
             const uint8_t *row = w + (size_t)r * rbytes;
             if (rp) want = oracle(k, row, acts[t], NB);
+            /* an IQ4_NL MUL_MAT ggml does not repack goes to tinyBLAS
+             * (test_matmul_form holds that order to its own twin) */
+            else if (types[k] == SL_TYPE_IQ4_NL && n_experts == 0)
+                sl_vec_dot_iq4_nl_tinyblas(cols, &want, row, acts[t]);
             else sl_type_get(types[k])->vec_dot(cols, &want, row, acts[t]);
             CHECK_MSG(memcmp(&out[t * rows + r], &want, 4) == 0,
                       "%s rows %lld experts %lld n %d: token %d row %lld %.9g, want %.9g", names[k],
