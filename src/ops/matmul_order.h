@@ -14,7 +14,9 @@
  * that batch splits never change a bit. Q4_0, IQ4_NL and
  * MXFP4 are repacked by the same rule (q4_0_8x8, iq4_nl_8x8, mxfp4_8x8);
  * their gemm and gemv share one order. Every other weight (other types,
- * rows % 8 != 0) uses the plain dot kernel (traits). */
+ * rows % 8 != 0) uses the plain dot kernel (traits), except that a batched
+ * IQ4_NL product ggml does not repack goes to tinyBLAS, whose one FMA
+ * chain ops/matmul.c takes (sl_vec_dot_iq4_nl_tinyblas). */
 #ifndef SL_OPS_MATMUL_ORDER_H
 #define SL_OPS_MATMUL_ORDER_H
 
