@@ -46,29 +46,30 @@ static inline float lanes2_sum(float lane[2][8])
     return sl_hsum8(t);
 }
 
-static void vec_dot_iq4_nl_q8_0(int64_t n, float *s, const void *vx, const void *vy)
+/* IQ4_NL x Q8_0 into the lanes: block i into set i % sets (2: the AVX2
+ * vec_dot's even and odd blocks; 1: tinyBLAS's one chain). */
+static void iq4_nl_lanes(int64_t n, const void *vx, const void *vy, int sets, float lane[2][8])
 {
     const sl_block_iq4_nl *x = vx;
     const sl_block_q8_0 *y = vy;
-    float lane[2][8] = {{0}};
     int8_t v[32];
     for (int64_t i = 0; i < n / SL_QK; i++) {
         lookup32(sl_iq4nl_values, x[i].qs, v);
-        lanes2_fma(lane, i, sl_h2f(x[i].d) * sl_h2f(y[i].d), v, y[i].qs);
+        lanes2_fma(lane, i % sets, sl_h2f(x[i].d) * sl_h2f(y[i].d), v, y[i].qs);
     }
+}
+
+static void vec_dot_iq4_nl_q8_0(int64_t n, float *s, const void *vx, const void *vy)
+{
+    float lane[2][8] = {{0}};
+    iq4_nl_lanes(n, vx, vy, 2, lane);
     *s = lanes2_sum(lane);
 }
 
 void sl_vec_dot_iq4_nl_tinyblas(int64_t n, float *s, const void *vx, const void *vy)
 {
-    const sl_block_iq4_nl *x = vx;
-    const sl_block_q8_0 *y = vy;
     float lane[2][8] = {{0}};
-    int8_t v[32];
-    for (int64_t i = 0; i < n / SL_QK; i++) {
-        lookup32(sl_iq4nl_values, x[i].qs, v);
-        lanes2_fma(lane, 0, sl_h2f(x[i].d) * sl_h2f(y[i].d), v, y[i].qs); /* one set */
-    }
+    iq4_nl_lanes(n, vx, vy, 1, lane);
     *s = sl_hsum8(lane[0]);
 }
 
