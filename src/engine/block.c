@@ -50,7 +50,7 @@ int sl_block_forward(sl_session *s, const sl_layer *L, int il, int n, const sl_o
     /* the last layer goes on with the output rows alone, as their own batch */
     const int first = out->first, cnt = n - first;
     if (cnt == 0) return SL_OK;
-    sl_out_rows_compact(s, first, n);
+    sl_out_rows_move(s, 0, first, cnt);
     const uint8_t *form = s->mm_form;
     const int form_n = s->mm_form_n;
     const int32_t *tokens = s->tokens;

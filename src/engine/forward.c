@@ -12,7 +12,6 @@
  * one thread in a fixed order, so results are bit-identical for any thread
  * count and any batch size. */
 #include <math.h>
-#include <string.h>
 
 #include "engine/block.h"
 #include "engine/fwd_mm.h"
@@ -60,9 +59,9 @@ int sl_forward_batch(sl_session *s, const int32_t *tokens, int n, sl_err *err)
     const int last = m->hp.n_layer - 1;
     for (int il = 0; il < m->hp.n_layer; il++) {
         const bool drop = il == last && out.drop_in_layer;
+        const int skip = drop ? out.first : 0; /* rows that ended past the mixer */
         int rc = sl_block_forward(s, &m->layers[il], il, n, drop ? &out : NULL, err);
-        if (!rc && drop) rc = sl_check_hidden(s->x, n - out.first, E, s->n_past + out.first, il, err);
-        else if (!rc) rc = sl_check_hidden(s->x, n, E, s->n_past, il, err);
+        if (!rc) rc = sl_check_hidden(s->x, n - skip, E, s->n_past + skip, il, err);
         if (rc) return rc;
     }
     if (s->on_hidden) {

@@ -130,14 +130,13 @@ static int finite_rows(sl_session *const *ss, const int *n, const int *from, int
 static int keep_out_rows(sl_session *b, const int *n, int count, const sl_out_rows *out,
                          int *from, int *kept)
 {
-    const size_t E = (size_t)b->m->hp.n_embd;
     int at = 0;
     for (int i = 0, row = 0; i < count; row += n[i], i++) {
         from[i] = out[i].drop_in_layer ? out[i].first : 0;
         kept[i] = n[i] - from[i];
-        const size_t src = (size_t)(row + from[i]), k = (size_t)kept[i];
-        memmove(b->x + (size_t)at * E, b->x + src * E, k * E * sizeof *b->x);
-        memmove(b->tmp + (size_t)at * E, b->tmp + src * E, k * E * sizeof *b->tmp);
+        const int src = row + from[i];
+        const size_t k = (size_t)kept[i];
+        sl_out_rows_move(b, at, src, kept[i]);
         if (out[i].drop_in_layer && out[i].form) memcpy(b->form_buf + at, out[i].form, k);
         else memmove(b->form_buf + at, b->form_buf + src, k);
         at += kept[i];

@@ -10,16 +10,13 @@
 /* The form of the output row at position pos when llama.cpp's output rows
  * start at position out0: the output rows of pos's prompt micro-batch
  * (SL_LLAMA_UBATCH rows, as sl_session_row_kind cuts the prompt) are one
- * product batch: a single one takes the one-row forms, and the last
- * count % 4 of them the repacked gemv. */
+ * product batch (sl_session_mm_form). */
 static int prompt_out_form(const sl_session *s, int pos, int out0)
 {
     const int from = pos / SL_LLAMA_UBATCH * SL_LLAMA_UBATCH;
     const int end = from + SL_LLAMA_UBATCH < s->prompt_n ? from + SL_LLAMA_UBATCH : s->prompt_n;
     const int lo = out0 > from ? out0 : from;
-    const int count = end - lo, in = pos - lo;
-    return ((count == 1 ? SL_MM_FORM_ONE : 0) | (in >= count - count % 4 ? SL_MM_FORM_TAIL : 0)) &
-           s->mm_heed;
+    return sl_session_mm_form(s, end - lo, pos - lo);
 }
 
 void sl_out_rows_plan(sl_session *s, int n, sl_out_rows *o)
@@ -55,10 +52,10 @@ void sl_out_rows_plan(sl_session *s, int n, sl_out_rows *o)
                        !m->rt->routing.trace && !m->rt->routing.knobs;
 }
 
-void sl_out_rows_compact(sl_session *s, int first, int n)
+void sl_out_rows_move(sl_session *s, int to, int from, int rows)
 {
-    const size_t E = (size_t)s->m->hp.n_embd, rows = (size_t)(n - first);
-    if (first <= 0) return;
-    memmove(s->x, s->x + (size_t)first * E, rows * E * sizeof *s->x);
-    memmove(s->tmp, s->tmp + (size_t)first * E, rows * E * sizeof *s->tmp);
+    const size_t E = (size_t)s->m->hp.n_embd, bytes = (size_t)rows * E * sizeof(float);
+    if (to == from || rows <= 0) return;
+    memmove(s->x + (size_t)to * E, s->x + (size_t)from * E, bytes);
+    memmove(s->tmp + (size_t)to * E, s->tmp + (size_t)from * E, bytes);
 }

@@ -37,9 +37,9 @@ typedef struct {
  * replayed route trace, the lossy routing knobs). Writes s->form_buf. */
 void sl_out_rows_plan(sl_session *s, int n, sl_out_rows *o);
 
-/* Moves rows [first, n) of the residual stream s->x and of the mixer's
- * output s->tmp to rows 0 .. n - first - 1, before the last layer's part
- * after the mixer runs on them alone. */
-void sl_out_rows_compact(sl_session *s, int first, int n);
+/* Moves `rows` rows from row `from` of the residual stream s->x and of
+ * the mixer's output s->tmp to row `to` (to <= from), before the last
+ * layer's part after the mixer runs on the rows that go on alone. */
+void sl_out_rows_move(sl_session *s, int to, int from, int rows);
 
 #endif

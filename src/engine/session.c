@@ -195,13 +195,15 @@ int sl_session_row_kind(const sl_session *s, int n_prompt, int pos)
         const int from = pos / SL_LLAMA_UBATCH * SL_LLAMA_UBATCH;
         size = n_prompt - from < SL_LLAMA_UBATCH ? n_prompt - from : SL_LLAMA_UBATCH;
     }
-    /* the products: a one-row micro-batch skips tinyBLAS; its last
-     * size % 4 rows take the repacked gemv (ops.h SL_MM_FORM_*) */
-    const int in = pos < n_prompt ? pos % SL_LLAMA_UBATCH : 0;
-    const int mm = ((size == 1 ? SL_MM_FORM_ONE : 0) | (in >= size - size % 4 ? SL_MM_FORM_TAIL : 0)) &
-                   s->mm_heed;
+    const int mm = sl_session_mm_form(s, size, pos < n_prompt ? pos % SL_LLAMA_UBATCH : 0);
     if (size >= SL_ATTN_QTILE) return SL_ROW_TILED | mm;
     return (size == 1 && s->decode_split > 1 ? SL_ROW_LONE : SL_ROW_SEQ) | mm;
+}
+
+int sl_session_mm_form(const sl_session *s, int size, int in)
+{
+    return ((size == 1 ? SL_MM_FORM_ONE : 0) | (in >= size - size % 4 ? SL_MM_FORM_TAIL : 0)) &
+           s->mm_heed;
 }
 
 int sl_session_set_prompt(sl_session *s, int n_prompt)

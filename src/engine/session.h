@@ -190,6 +190,12 @@ enum { SL_ROW_TILED = 0, SL_ROW_SEQ = 1, SL_ROW_LONE = 2, SL_ROW_UNKNOWN = 255 }
  * SL_MM_FORM_TAIL). */
 int sl_session_row_kind(const sl_session *s, int n_prompt, int pos);
 
+/* The product forms (ops.h SL_MM_FORM_*, only those s's model heeds) of
+ * row `in` of a product batch of `size` rows, as llama.cpp's CPU backend
+ * picks its kernels: one row skips tinyBLAS, the last size % 4 take the
+ * repacked gemv. Pure. */
+int sl_session_mm_form(const sl_session *s, int size, int in);
+
 /* The checksum of saved session files (session_save.c): the hash of len
  * bytes at p, chained onto h (a file's chunks are hashed in order, each
  * onto the last). For the fuzzing harness (tests/fuzz/fuzz_session.c),

@@ -203,6 +203,16 @@ static bool iq4_nl_tinyblas(const sl_mat *mat)
     return mat->n_experts == 0 && sl_mm_order_for(mat->type, mat->rows, 0) == SL_MM_PLAIN;
 }
 
+/* Each (row, token) of rows [r0, r1) by one dot kernel (vec_dot contract). */
+static void rows_by_dot(const sl_mat *mat, sl_vec_dot_fn dot, const void *const *acts, int n,
+                        float *y, size_t ldy, int64_t r0, int64_t r1)
+{
+    for (int64_t r = r0; r < r1; r++) {
+        const uint8_t *row = (const uint8_t *)mat->data + (size_t)r * mat->row_bytes;
+        for (int t = 0; t < n; t++) dot(mat->cols, &y[(size_t)t * ldy + r], row, acts[t]);
+    }
+}
+
 /* The products of n activation rows of one form: alt says the rows take
  * the one-row form (SL_MM_FORM_ONE or SL_MM_FORM_TAIL, whichever the
  * matrix heeds: form_mask). */
@@ -217,11 +227,7 @@ static void matmul_rows_as(const sl_mat *mat, const void *const *acts, int n, fl
      * else the plain kernel (matmul_order.h) */
     if (mat->iq_panel && mat->type == SL_TYPE_IQ4_XS && n >= IQ_PANEL_MIN_BATCH) {
         /* llama.cpp 2026-09's IQ panel order, one (row, token) at a time */
-        for (int64_t r = r0; r < r1; r++) {
-            const uint8_t *row = w + (size_t)r * mat->row_bytes;
-            for (int t = 0; t < n; t++)
-                sl_vec_dot_iq4_xs_panel(mat->cols, &y[(size_t)t * ldy + r], row, acts[t]);
-        }
+        rows_by_dot(mat, sl_vec_dot_iq4_xs_panel, acts, n, y, ldy, r0, r1);
         return;
     }
     sl_mm_order order = sl_mm_order_for(mat->type, mat->rows, mat->n_experts);
@@ -231,11 +237,7 @@ static void matmul_rows_as(const sl_mat *mat, const void *const *acts, int n, fl
         return;
     }
     if (!alt && iq4_nl_tinyblas(mat)) { /* a one-row micro-batch never goes to tinyBLAS */
-        for (int64_t r = r0; r < r1; r++) {
-            const uint8_t *row = w + (size_t)r * mat->row_bytes;
-            for (int t = 0; t < n; t++)
-                sl_vec_dot_iq4_nl_tinyblas(mat->cols, &y[(size_t)t * ldy + r], row, acts[t]);
-        }
+        rows_by_dot(mat, sl_vec_dot_iq4_nl_tinyblas, acts, n, y, ldy, r0, r1);
         return;
     }
     /* a one-row micro-batch never goes to tinyBLAS */
@@ -259,10 +261,7 @@ static void matmul_rows_as(const sl_mat *mat, const void *const *acts, int n, fl
         /* the reference's float order for this matrix (matmul_order.h) */
         const sl_vec_dot_fn dot = sl_vec_dot_fp_order(mat->type, fp);
         SL_ASSERT(dot);
-        for (int64_t r = r0; r < r1; r++) {
-            const uint8_t *row = w + (size_t)r * mat->row_bytes;
-            for (int t = 0; t < n; t++) dot(mat->cols, &y[(size_t)t * ldy + r], row, acts[t]);
-        }
+        rows_by_dot(mat, dot, acts, n, y, ldy, r0, r1);
         return;
     }
     if (sl_matvec_has_kernel(mat->type) && tr->vec_dot_n && n > 1) {
@@ -282,11 +281,7 @@ static void matmul_rows_as(const sl_mat *mat, const void *const *acts, int n, fl
         return;
     }
     if (sl_matvec_has_kernel(mat->type)) {
-        for (int64_t r = r0; r < r1; r++) {
-            const uint8_t *row = w + (size_t)r * mat->row_bytes;
-            for (int t = 0; t < n; t++)
-                tr->vec_dot(mat->cols, &y[(size_t)t * ldy + r], row, acts[t]);
-        }
+        rows_by_dot(mat, tr->vec_dot, acts, n, y, ldy, r0, r1);
         return;
     }
     for (int64_t r = r0; r < r1; r++) {
