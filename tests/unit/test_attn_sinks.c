@@ -43,6 +43,21 @@ TEST(tiled_sinks_step_fuses_at_the_fixture_values)
 
 enum { D = 8 };
 
+/* The sink against the window's maximum a, as every form takes it: when
+ * it exceeds a, the values are rescaled by ms = e^(a - sink) and the sink
+ * weighs 1; else it weighs vs = e^(sink - a). */
+static void sink_scales(float a, float sink, float *acc, float *ms, float *vs)
+{
+    *ms = 1.0f;
+    *vs = 1.0f;
+    if (sink > a) {
+        *ms = expf(a - sink);
+        for (int d = 0; d < D; d++) acc[d] *= *ms;
+    } else {
+        *vs = expf(sink - a);
+    }
+}
+
 /* Twin of a tiled kernel on two positions with scores a >= c (q = e0,
  * keys a e0 and c e0, scale 1: exact scores), values v0, v1: one tile, the
  * weights by ggml's vector exponential, summed, the values as an FMA chain
@@ -53,13 +68,8 @@ static void twin_tiled(float a, float c, const float *v0, const float *v1, float
     const float w0 = sl_vexpf(a - a), w1 = sl_vexpf(c - a);
     float sum = (float)(0.0 + (double)(w0 + w1)), acc[D];
     for (int d = 0; d < D; d++) acc[d] = fmaf(w1, v1[d], fmaf(w0, v0[d], 0.0f));
-    float ms = 1.0f, vs = 1.0f;
-    if (sink > a) {
-        ms = expf(a - sink);
-        for (int d = 0; d < D; d++) acc[d] *= ms;
-    } else {
-        vs = expf(sink - a);
-    }
+    float ms, vs;
+    sink_scales(a, sink, acc, &ms, &vs);
     sum = fmaf(sum, ms, vs);
     const float inv = 1.0f / sum;
     for (int d = 0; d < D; d++) out[d] = acc[d] * inv;
@@ -74,13 +84,8 @@ static void twin_seq(float a, float c, const float *v0, const float *v1, float s
     const float vs1 = expf(c - a);
     for (int d = 0; d < D; d++) acc[d] = fmaf(v1[d], vs1, acc[d]);
     S = S * 1.0f + vs1;
-    float ms = 1.0f, vs = 1.0f;
-    if (sink > a) {
-        ms = expf(a - sink);
-        for (int d = 0; d < D; d++) acc[d] *= ms;
-    } else {
-        vs = expf(sink - a);
-    }
+    float ms, vs;
+    sink_scales(a, sink, acc, &ms, &vs);
     S = S * ms + vs;
     const float inv = 1.0f / S;
     for (int d = 0; d < D; d++) out[d] = acc[d] * inv;

@@ -134,6 +134,22 @@ enum { NT = 9 };
 static const uint8_t forms[NT] = {0, 0, SL_MM_FORM_TAIL, 0, SL_MM_FORM_ONE | SL_MM_FORM_TAIL,
                                   SL_MM_FORM_TAIL, 0, SL_MM_FORM_ONE, 0};
 
+/* NT random activation rows of cols values prepared for m's products
+ * (malloc'ed: the caller frees), each one's start in acts. */
+static uint8_t *random_acts(const sl_mat *m, int64_t cols, const void *acts[NT])
+{
+    const size_t ab = sl_matvec_act_bytes(m->type, cols);
+    uint8_t *act = malloc(ab * NT);
+    float *xf = malloc(sizeof(float) * (size_t)cols);
+    for (int t = 0; t < NT; t++) {
+        for (int64_t i = 0; i < cols; i++) xf[i] = grand();
+        sl_matvec_prepare(m, xf, act + ab * (size_t)t);
+        acts[t] = act + ab * (size_t)t;
+    }
+    free(xf);
+    return act;
+}
+
 /* A Q4_K matrix (rows x 3 super-blocks, n_experts) times NT tokens with the
  * forms above, rows [r0, r1): each value against the oracle, gemv when
  * want_gemv(form). Returns how many (row, token) pairs took the gemv
@@ -254,20 +270,14 @@ TEST(fp16_one_row_takes_vec_dot)
     for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
         const sl_type ty = types[ti];
         const sl_type_traits *tr = sl_type_get(ty);
-        float *wf = malloc(sizeof(float) * ROWS * COLS), xf[COLS];
+        float *wf = malloc(sizeof(float) * ROWS * COLS);
         uint8_t *w = malloc(tr->type_size * ROWS * COLS);
         for (int i = 0; i < ROWS * COLS; i++) wf[i] = grand();
         tr->from_float(wf, w, ROWS * COLS);
         sl_mat m = {.type = ty, .rows = ROWS, .cols = COLS, .row_bytes = tr->type_size * COLS,
                     .data = w};
-        const size_t ab = sl_matvec_act_bytes(ty, COLS);
-        uint8_t *act = malloc(ab * NT);
         const void *acts[NT];
-        for (int t = 0; t < NT; t++) {
-            for (int i = 0; i < COLS; i++) xf[i] = grand();
-            sl_matvec_prepare(&m, xf, act + ab * (size_t)t);
-            acts[t] = act + ab * (size_t)t;
-        }
+        uint8_t *act = random_acts(&m, COLS, acts);
         float out[NT * ROWS];
         sl_matmul_rows_form(&m, acts, forms, NT, out, ROWS, 0, ROWS, wf);
         const sl_vec_dot_fn vd = sl_vec_dot_fp_order(ty, SL_FP_VECDOT);
@@ -320,21 +330,15 @@ static int check_iq4nl(int64_t rows, int64_t n_experts, bool tinyblas)
 {
     enum { COLS = 256, NB = COLS / 32 };
     const sl_type ty = SL_TYPE_IQ4_NL;
-    float *wf = malloc(sizeof(float) * (size_t)rows * COLS), xf[COLS];
+    float *wf = malloc(sizeof(float) * (size_t)rows * COLS);
     const size_t rb = sizeof(sl_block_iq4_nl) * NB;
     uint8_t *w = malloc(rb * (size_t)rows);
     for (int64_t i = 0; i < rows * COLS; i++) wf[i] = grand();
     sl_quantize_fast(ty, wf, w, rows * COLS);
     sl_mat m = {.type = ty, .rows = rows, .cols = COLS, .row_bytes = rb, .data = w,
                 .n_experts = n_experts};
-    const size_t ab = sl_matvec_act_bytes(ty, COLS);
-    uint8_t *act = malloc(ab * NT);
     const void *acts[NT];
-    for (int t = 0; t < NT; t++) {
-        for (int i = 0; i < COLS; i++) xf[i] = grand();
-        sl_matvec_prepare(&m, xf, act + ab * (size_t)t);
-        acts[t] = act + ab * (size_t)t;
-    }
+    uint8_t *act = random_acts(&m, COLS, acts);
     float *out = malloc(sizeof(float) * (size_t)(NT * rows));
     sl_matmul_rows_form(&m, acts, forms, NT, out, (size_t)rows, 0, rows, wf);
     int teeth = 0;
@@ -372,20 +376,14 @@ TEST(other_types_ignore_forms)
     enum { ROWS = 8, COLS = 256 };
     const sl_type ty = SL_TYPE_Q8_0;
     const sl_type_traits *tr = sl_type_get(ty);
-    float *wf = malloc(sizeof(float) * ROWS * COLS), xf[COLS];
+    float *wf = malloc(sizeof(float) * ROWS * COLS);
     const size_t rb = (size_t)COLS / tr->block_size * tr->type_size;
     uint8_t *w = malloc(rb * ROWS);
     for (int i = 0; i < ROWS * COLS; i++) wf[i] = grand();
     sl_quantize_fast(ty, wf, w, ROWS * COLS);
     sl_mat m = {.type = ty, .rows = ROWS, .cols = COLS, .row_bytes = rb, .data = w};
-    const size_t ab = sl_matvec_act_bytes(ty, COLS);
-    uint8_t *act = malloc(ab * NT);
     const void *acts[NT];
-    for (int t = 0; t < NT; t++) {
-        for (int i = 0; i < COLS; i++) xf[i] = grand();
-        sl_matvec_prepare(&m, xf, act + ab * (size_t)t);
-        acts[t] = act + ab * (size_t)t;
-    }
+    uint8_t *act = random_acts(&m, COLS, acts);
     float a[NT * ROWS], b[NT * ROWS];
     sl_matmul_rows_form(&m, acts, forms, NT, a, ROWS, 0, ROWS, wf);
     sl_matmul_rows(&m, acts, NT, b, ROWS, 0, ROWS, wf);
