@@ -4,12 +4,18 @@
 # Each one's wall time is printed after it, and the total and the slowest ten
 # before the last line.
 set -u
+# Every entry writes its files under a TMPDIR of its own, removed when it
+# ends: the unit tests' t_tmpdir() and the scripts' mktemp land there, so a
+# run leaves nothing behind even where a test fails or is killed, and the
+# disk a run needs is the largest entry's, not the sum of all of them.
+scratch=$(mktemp -d "${TMPDIR:-/tmp}/sluice-run.XXXXXX")
+trap 'rm -rf "$scratch"' EXIT
 # Streamed runs keep an expert-usage history under $XDG_CACHE_HOME/sluice/
 # and start warm from it; tests must not see one another's (nor the user's).
 if [ -z "${SLUICE_TEST_KEEP_CACHE:-}" ]; then
-    XDG_CACHE_HOME=$(mktemp -d "${TMPDIR:-/tmp}/sluice-test-cache.XXXXXX")
+    XDG_CACHE_HOME=$scratch/cache
+    mkdir -p "$XDG_CACHE_HOME"
     export XDG_CACHE_HOME
-    trap 'rm -rf "$XDG_CACHE_HOME"' EXIT
 fi
 total_pass=0
 total_fail=0
@@ -28,8 +34,10 @@ for bin in "$@"; do
     name=${name#rel/tests/}
     echo "== $name"
     start=$(now_us)
-    out=$("$bin" 2>&1)
+    mkdir -p "$scratch/tmp"
+    out=$(TMPDIR=$scratch/tmp "$bin" 2>&1)
     rc=$?
+    rm -rf "$scratch/tmp"
     secs=$(elapsed "$start")
     timings+=("$secs $name")
     echo "$out" | grep -v '^ok ' || true
