@@ -12,7 +12,8 @@
  *                                         each scored row with the stored one
  * src/eval runs the chunk loop, the scoring, the base file and the text;
  * this file supplies the model: every chunk is a fresh sequence (KV cache
- * emptied), evaluated in batches of -b tokens with the logits of every
+ * emptied), evaluated in batches of -b tokens (at most llama.cpp's
+ * micro-batch where that decides the bits) with the logits of every
  * token kept, the scored positions of a batch handed over before the next
  * batch overwrites them. Results go to stdout, information to stderr (as
  * llama.cpp: "Final estimate" is information there). */
@@ -52,7 +53,9 @@ static void usage(FILE *f)
             "  -f, --file FILE           text to score (tokenized with BOS if the model adds one;\n"
             "                            a regular file of at most 1 GiB, - for standard input)\n"
             "  -c, --ctx-size N          tokens per chunk (default 512); the text needs 2N\n"
-            "  -b, --batch-size N        tokens per evaluation batch (default 512, at most N)\n"
+            "  -b, --batch-size N        tokens per evaluation batch (default 512, at most N;\n"
+            "                            where llama.cpp's micro-batch of 512 decides the\n"
+            "                            bits, IQ4_XS under --llama-ref 2026-09, at most 512)\n"
             "      --chunks N            score at most N chunks (default: all)\n"
             "      --kl-divergence-base FILE\n"
             "                            without --kl-divergence: also write FILE, the tokens\n"
@@ -265,7 +268,11 @@ int cmd_perplexity(int argc, char **argv)
         n_chunk = plan.n_chunk;
     }
 
+    /* llama-perplexity runs a batch of -b tokens as micro-batches of 512:
+     * where that decides a product's kernel, evaluate those micro-batches */
     e.n_batch = o.n_batch < n_ctx ? o.n_batch : n_ctx;
+    const int exact = sl_model_exact_batch(m);
+    if (exact > 0 && e.n_batch > exact) e.n_batch = exact;
     e.n_chunk = n_chunk;
     sl_session_params sp = sl_session_default_params();
     sp.n_ctx = n_ctx;

@@ -2,7 +2,7 @@
  * own KL-divergence base for a model, written as llama-perplexity
  * --kl-divergence-base writes it (the text cut into chunks of N_CTX tokens,
  * default 128, each evaluated from an empty memory in one batch with BOS
- * first, the second half of each chunk scored), so that
+ * first, in micro-batches of 512 as llama-perplexity's default, the second half of each chunk scored), so that
  * `sluice perplexity --kl-divergence` can compare sluice with llama.cpp on
  * any file llama.cpp loads. Built by bench/llama_ref.sh against the llama.cpp
  * libraries of the node-llama-cpp npm package and sluice's base writer
@@ -42,7 +42,8 @@ int main(int argc, char **argv)
 {
     if (argc < 4) {
         fprintf(stderr, "usage: llama_kld MODEL TEXT OUT.kld [N_CTX] [THREADS]\n"
-                        "  env LLAMA_CPU_BACKEND: the ggml CPU backend library to load\n");
+                        "  env LLAMA_CPU_BACKEND: the ggml CPU backend library to load\n"
+                        "  env LLAMA_UBATCH: micro-batch size (default 512, llama-perplexity's)\n");
         return 2;
     }
     const int n_ctx = argc > 4 ? atoi(argv[4]) : 128, n_threads = argc > 5 ? atoi(argv[5]) : 2;
@@ -70,7 +71,12 @@ int main(int argc, char **argv)
     }
     struct llama_context_params cp = llama_context_default_params();
     cp.n_ctx = (uint32_t)n_ctx;
-    cp.n_batch = cp.n_ubatch = (uint32_t)n_ctx;
+    /* one batch per chunk, cut into micro-batches of llama-perplexity's
+     * default n_ubatch (512) unless LLAMA_UBATCH says otherwise */
+    const char *ub = getenv("LLAMA_UBATCH");
+    const int n_ubatch = ub && atoi(ub) > 0 ? atoi(ub) : 512;
+    cp.n_batch = (uint32_t)n_ctx;
+    cp.n_ubatch = (uint32_t)(n_ubatch < n_ctx ? n_ubatch : n_ctx);
     cp.n_threads = cp.n_threads_batch = n_threads;
     if (cache_type("LLAMA_CACHE_TYPE_K", &cp.type_k) || cache_type("LLAMA_CACHE_TYPE_V", &cp.type_v))
         return 2;

@@ -269,7 +269,18 @@ uint64_t sl_model_kv_bytes_at(const sl_model *m, sl_kv_type type_k, sl_kv_type t
  * a terminal, or NULL past the last. Owned by m. */
 const char *sl_model_warning(const sl_model *m, int i);
 int sl_model_n_vocab(const sl_model *m);
+/* The micro-batch llama.cpp cuts a prompt into (its default n_ubatch);
+ * sl_session_set_prompt's row kinds follow it. */
+#define SL_LLAMA_UBATCH 512
+
 int sl_model_n_ctx_train(const sl_model *m);
+
+/* The largest batch sl_session_eval can take and still give llama.cpp's
+ * bits: SL_LLAMA_UBATCH where some product's kernel depends on how many
+ * tokens llama.cpp's micro-batch gives it (IQ4_XS under --llama-ref
+ * 2026-09, its IQ panel), so that a caller evaluating a longer prompt cuts
+ * it as llama.cpp does; 0 where the batch size never changes the bits. */
+int sl_model_exact_batch(const sl_model *m);
 const char *sl_model_arch_name(const sl_model *m);
 
 /* ---- session ------------------------------------------------------------ */

@@ -179,7 +179,6 @@ enum { SL_ROW_TILED = 0, SL_ROW_SEQ = 1, SL_ROW_LONE = 2, SL_ROW_UNKNOWN = 255 }
  * attention kernel out of it. */
 #define SL_ROW_ATTN 3
 #define SL_ROW_ATTN_OF(k) ((k) & SL_ROW_ATTN)
-#define SL_LLAMA_UBATCH 512 /* llama.cpp's default n_ubatch */
 
 /* The kind of the row at position pos of s when the reply's prompt has
  * n_prompt tokens from position 0 (< 0: none given, SL_ROW_TILED, the

@@ -399,6 +399,8 @@ struct sl_model {
     uint64_t *map_sizes;
     uint64_t dense_bytes;   /* bytes of tensors that are always resident */
     uint64_t expert_bytes;  /* bytes of routed-expert tensors */
+    bool ubatch_bits;       /* some product's kernel depends on its token count
+                               in llama.cpp's micro-batch (sl_tensor.iq_panel) */
     bool described_only;    /* loaded with describe_only: no weights, cannot run */
     struct sl_tokenizer *tok; /* from tokenizer.ggml.*; NULL if the file has none */
     /* gemma4: rope_freqs [head_dim_full / 2] (absent: NULL data), the

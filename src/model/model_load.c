@@ -87,6 +87,7 @@ static int bind(binder *b, sl_tensor *t, const char *name, bool required, int n,
      * fixtures' build has no panel */
     t->iq_panel = b->llama_rev >= SL_LLAMA_REV_2026_09 && info->type == SL_TYPE_IQ4_XS &&
                   n >= 2 && info->ne[1] % 8 == 0;
+    if (t->iq_panel) b->m->ubatch_bits = true;
     t->f32_vtail = b->llama_rev >= SL_LLAMA_REV_2026_09 && info->type == SL_TYPE_F32;
     uint64_t aligned;
     uint64_t *total = b->experts ? &b->m->expert_bytes : &b->m->dense_bytes;
@@ -564,4 +565,6 @@ void sl_model_release(sl_model *m)
 
 int sl_model_n_vocab(const sl_model *m) { return m->hp.n_vocab; }
 int sl_model_n_ctx_train(const sl_model *m) { return m->hp.n_ctx_train; }
+
+int sl_model_exact_batch(const sl_model *m) { return m->ubatch_bits ? SL_LLAMA_UBATCH : 0; }
 const char *sl_model_arch_name(const sl_model *m) { return m->arch->name; }

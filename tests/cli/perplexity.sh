@@ -114,6 +114,24 @@ check "q8_0 mostly keeps the top token ($sq% >= 80%)" awk -v s="$sq" 'BEGIN { ex
 "$SLUICE" perplexity -m "$Q8" --kl-divergence-base "$B" --kl-divergence --chunks 2 -t 1 >"$work/k8c" 2>&1
 check "--chunks 2 limits the KLD run" [ "$(grep -cE '^ +[0-9]+ +[0-9.]+ ± ' "$work/k8c")" -eq 2 ]
 
+# ---- batches above llama.cpp's micro-batch ---------------------------------------------------------
+# llama-perplexity runs a batch as micro-batches of 512, and under the 2026-09
+# rule an IQ4_XS expert's kernel depends on its token count in the micro-batch
+# (8+: the IQ panel): -b 1024 must give -b 512's bits (one 1024-row batch
+# differed in 943 bytes here; llama.cpp's base of this file and text at
+# -c 1024, bench/llama_ref.sh, equals sluice's at either -b now)
+IQ=$work/iq4xs.gguf
+"$SLUICE" mkmodel --arch qwen3moe --preset tiny-k --type iq4_xs --experts 32 --seed 3 -q -o "$IQ"
+for b in 512 1024; do
+    "$SLUICE" perplexity -m "$IQ" -f "$T" -c 1024 --chunks 1 -b $b -t 2 --llama-ref 2026-09 \
+        --kl-divergence-base "$work/iq-$b.kld" >/dev/null 2>"$work/iq-$b.err"
+done
+check "-c 1024: -b 1024 gives -b 512's base (IQ4_XS, 2026-09)" cmp -s "$work/iq-512.kld" "$work/iq-1024.kld"
+check "-c 1024 -b 1024 reports micro-batches of 512" grep -q "n_ctx=1024, batch_size=512" "$work/iq-1024.err"
+# the 2026-08 rule has no panel: a batch of any size gives the same bits
+"$SLUICE" perplexity -m "$IQ" -f "$T" -c 1024 --chunks 1 -b 1024 -t 2 >/dev/null 2>"$work/iq8.err"
+check "the default rule keeps -b 1024's batches" grep -q "n_ctx=1024, batch_size=1024" "$work/iq8.err"
+
 # ---- errors -----------------------------------------------------------------------------------------
 expect_fail() { # expect_fail NAME PATTERN ARGS...
     local name=$1 pat=$2
