@@ -253,6 +253,8 @@ int cmd_serve(int argc, char **argv)
     if (o.n_ctx <= 0 && ctx > 4096) ctx = 4096;
     if (ctx < 1) ctx = 1;
     int n_batch = o.n_batch < ctx ? o.n_batch : ctx;
+    const int exact = sl_model_exact_batch(s.m); /* a prompt cut as llama.cpp cuts it */
+    if (exact > 0 && n_batch > exact) n_batch = exact;
     if (step < 0) step = 32 + np;
     sl_model_params dp = mf.params; /* the drafters': no prompt cache of their own */
     dp.host_cache_bytes = 0;
