@@ -13,10 +13,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "common/testutil.h"
 #include "test.h"
 #include "util/file.h"
 
-static char g_dir[64];
+static char g_dir[96]; /* paths in it fit the tests' 128-byte buffers */
 
 static void path_in(char *out, size_t n, const char *name)
 {
@@ -284,7 +285,7 @@ TEST(closed_stdout_guarded)
 
 int main(void)
 {
-    snprintf(g_dir, sizeof g_dir, "%s", "/tmp/sluice-test-file-XXXXXX");
+    snprintf(g_dir, sizeof g_dir, "%s/file-XXXXXX", t_tmpdir());
     if (!mkdtemp(g_dir)) {
         perror("mkdtemp");
         return 1;

@@ -13,6 +13,7 @@
 #include "util/aligned.h"
 #include "io/io.h"
 #include "test.h"
+#include "common/testutil.h"
 #include "test_io_common.h"
 
 /* 1 MiB + 1234 bytes: not a multiple of any block size, so reads that end
@@ -451,7 +452,7 @@ TEST(reopen_keeps_reading)
 
 TEST(two_files_each_read_from_its_own)
 {
-    char *p2 = make_pattern_file("/tmp", 200000, 0x99);
+    char *p2 = make_pattern_file(t_tmpdir(), 200000, 0x99);
     CHECK(p2 != NULL);
     if (!p2) return;
     const char *paths[2] = {g_path, p2};
@@ -486,7 +487,7 @@ TEST(two_files_each_read_from_its_own)
 
 TEST(file_shrunk_after_open_fails_the_read_not_the_data)
 {
-    char *p = make_pattern_file("/tmp", 100000, 0x33);
+    char *p = make_pattern_file(t_tmpdir(), 100000, 0x33);
     CHECK(p != NULL);
     if (!p) return;
     sl_io_backend bs[] = {SL_IO_PREAD, SL_IO_URING};
@@ -550,9 +551,9 @@ TEST(config_out_of_range_is_refused)
 
 int main(void)
 {
-    g_path = make_pattern_file("/tmp", FILE_SIZE, SALT);
+    g_path = make_pattern_file(t_tmpdir(), FILE_SIZE, SALT);
     if (!g_path) {
-        fprintf(stderr, "cannot create a test file in /tmp\n");
+        fprintf(stderr, "cannot create a test file in %s\n", t_tmpdir());
         return 1;
     }
     RUN(window_arithmetic);

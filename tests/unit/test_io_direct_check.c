@@ -12,6 +12,7 @@
 #include "util/aligned.h"
 #include "io/io.h"
 #include "test.h"
+#include "common/testutil.h"
 #include "test_io_common.h"
 
 #define FILE_SIZE (300u * 1024u + 123u)
@@ -87,7 +88,7 @@ TEST(honest_direct_read_keeps_direct)
 TEST(tiny_file_is_checked_too)
 {
     /* a file shorter than one alignment block: the direct read is short */
-    char *p = make_pattern_file("/tmp", 100, SALT);
+    char *p = make_pattern_file(t_tmpdir(), 100, SALT);
     CHECK(p != NULL);
     if (!p) return;
     sl_io_fault f = {.seed = 1, .corrupt_direct = true};
@@ -105,7 +106,7 @@ TEST(tiny_file_is_checked_too)
 
 int main(void)
 {
-    g_path = make_pattern_file("/tmp", FILE_SIZE, SALT);
+    g_path = make_pattern_file(t_tmpdir(), FILE_SIZE, SALT);
     if (!g_path) {
         printf("cannot write a test file here\n0 passed, 1 failed\n");
         return 1;

@@ -11,6 +11,7 @@
 #include "util/aligned.h"
 #include "io/io.h"
 #include "test.h"
+#include "common/testutil.h"
 #include "test_io_common.h"
 
 #define FILE_SIZE ((uint64_t)(3u << 19) + 333u) /* 1.5 MiB + 333 */
@@ -212,9 +213,9 @@ TEST(one_read_at_a_time_never_stalls)
 
 int main(void)
 {
-    g_path = make_pattern_file("/tmp", FILE_SIZE, SALT);
+    g_path = make_pattern_file(t_tmpdir(), FILE_SIZE, SALT);
     if (!g_path) {
-        fprintf(stderr, "cannot create a test file in /tmp\n");
+        fprintf(stderr, "cannot create a test file in %s\n", t_tmpdir());
         return 1;
     }
     RUN(short_reads_still_give_exact_bytes);

@@ -10,11 +10,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/testutil.h"
 #include "test.h"
 #include "util/file.h"
 #include "util/out_file.h"
 
-static char g_dir[64];
+static char g_dir[96]; /* paths in it fit the tests' 128-byte buffers */
 
 static const sl_out_kind state_kind = {"a state file", "STATE001", 8};
 
@@ -197,7 +198,7 @@ TEST(abort_and_failed_commit_leave_target)
 
 int main(void)
 {
-    snprintf(g_dir, sizeof g_dir, "%s", "/tmp/sluice-test-out-XXXXXX");
+    snprintf(g_dir, sizeof g_dir, "%s/out-XXXXXX", t_tmpdir());
     if (!mkdtemp(g_dir)) {
         perror("mkdtemp");
         return 1;
