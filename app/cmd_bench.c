@@ -37,7 +37,7 @@ static void usage(FILE *f)
             "                     (llama-bench's depth; default 0). With several depths\n"
             "                     the runs alternate between them, so their ratio is\n"
             "                     measured over the same stretch of time\n"
-            "  -b, --ubatch N     prompt micro-batch: tokens evaluated together, each\n"
+            "  -b, -ub N         prompt micro-batch: tokens evaluated together, each\n"
             "                     expert's weights read once per micro-batch (default 512)\n"
             "      --json         one JSON object per test instead of the table\n"
             "      --kernels      matvec GB/s per weight type vs measured memory bandwidth\n"
@@ -386,7 +386,8 @@ int cmd_bench(int argc, char **argv)
         } else if (!strcmp(a, "-r") || !strcmp(a, "--repetitions")) {
             if (!(v = arg_value("bench", argc, argv, &i)) || !arg_int("bench", a, v, 1, 1000, &reps))
                 return 2;
-        } else if (!strcmp(a, "-b") || !strcmp(a, "--batch") || !strcmp(a, "--ubatch")) {
+        } else if (!strcmp(a, "-b") || !strcmp(a, "--batch") || !strcmp(a, "-ub") ||
+                   !strcmp(a, "--ubatch") || !strcmp(a, "--ubatch-size")) {
             if (!(v = arg_value("bench", argc, argv, &i)) || !arg_int("bench", a, v, 1, 1 << 16, &batch))
                 return 2;
         } else if (!strcmp(a, "--kernel-types")) {

@@ -53,9 +53,9 @@ static void usage(FILE *f)
             "  -f, --file FILE           text to score (tokenized with BOS if the model adds one;\n"
             "                            a regular file of at most 1 GiB, - for standard input)\n"
             "  -c, --ctx-size N          tokens per chunk (default 512); the text needs 2N\n"
-            "  -b, --batch-size N        tokens per evaluation batch (default 512, at most N;\n"
-            "                            where llama.cpp's micro-batch of 512 decides the\n"
-            "                            bits, IQ4_XS under --llama-ref 2026-09, at most 512)\n"
+            "  -b, --batch-size N        tokens per evaluation batch (also -ub; default 512, at\n"
+            "                            most N; where llama.cpp's micro-batch of 512 decides\n"
+            "                            the bits, IQ4_XS under --llama-ref 2026-09, at most 512)\n"
             "      --chunks N            score at most N chunks (default: all)\n"
             "      --kl-divergence-base FILE\n"
             "                            without --kl-divergence: also write FILE, the tokens\n"
@@ -157,7 +157,8 @@ static int parse(opts *o, int argc, char **argv)
                 return 2;
             o->n_ctx = (int)l;
             o->ctx_given = true;
-        } else if (!strcmp(a, "-b") || !strcmp(a, "--batch-size")) {
+        } else if (!strcmp(a, "-b") || !strcmp(a, "--batch-size") || !strcmp(a, "-ub") ||
+                   !strcmp(a, "--ubatch-size")) {
             if (!(v = arg_value(CMD, argc, argv, &i)) || !arg_int(CMD, a, v, 1, 1 << 16, &l))
                 return 2;
             o->n_batch = (int)l;

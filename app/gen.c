@@ -42,7 +42,7 @@ void gen_opts_usage(FILE *f, int default_n_predict)
             "                          generation or a full context)\n"
             "  -c, --ctx-size N        context (KV cache) size in tokens (default: the model's\n"
             "                          training context, at most 4096)\n"
-            "  -b, --batch-size N      prompt micro-batch (also --ubatch): tokens evaluated\n"
+            "  -b, --batch-size N      prompt micro-batch (also -ub): tokens evaluated\n"
             "                          together, each expert read once per batch (default 512)\n"
             "sampling (greedy when --temp is 0):\n"
             "      --temp T            temperature (default %.2f)\n"
@@ -106,7 +106,7 @@ int gen_opts_parse(gen_opts *o, const char *cmd, int argc, char **argv, int *i)
         VAL();
         if (!arg_int(cmd, a, v, 1, 1 << 24, &l)) return -1;
         o->n_ctx = (int)l;
-    } else if (is(a, "-b", "--batch-size") || is(a, "--ubatch", NULL)) {
+    } else if (is(a, "-b", "--batch-size") || is(a, "-ub", "--ubatch-size") || is(a, "--ubatch", NULL)) {
         VAL();
         if (!arg_int(cmd, a, v, 1, 1 << 16, &l)) return -1;
         o->n_batch = (int)l;

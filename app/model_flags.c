@@ -10,6 +10,7 @@
 #include "drive_rate.h"
 #include "engine/kv_rows.h"
 #include "gguf/gguf.h"
+#include "llama_flags.h"
 #include "model/llama_rev.h"
 #include "model/model.h"
 #include "stats_csv.h"
@@ -97,7 +98,10 @@ void model_flags_help(FILE *out)
             "                         stream sums on models of 4 layers, 8 experts, top 2 or\n"
             "                         fewer): 2026-08\n"
             "                         (default, the reference fixtures') or 2026-09\n"
-            "                         (node-llama-cpp 3.22.1's); SLUICE_LLAMA_REF is not read\n");
+            "                         (node-llama-cpp 3.22.1's); SLUICE_LLAMA_REF is not read\n"
+            "  llama.cpp's -fa on|auto, --jinja, -cb and --no-mmap are taken as what sluice\n"
+            "  does anyway, --mmap as --dense-weights mmap; -ngl, -tb, --mlock and --numa are\n"
+            "  ignored with a note; -fa off is refused (sluice computes only as -fa on)\n");
 }
 
 static bool mb_arg(const char *cmd, const char *flag, const char *v, uint64_t *out)
@@ -230,7 +234,7 @@ int model_flags_parse(model_flags *f, const char *cmd, int argc, char **argv, in
             return -1;
         }
     } else {
-        return 0;
+        return llama_flags_parse(f, cmd, argc, argv, i);
     }
 #undef VALUE
     return 1;

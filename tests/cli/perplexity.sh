@@ -128,6 +128,9 @@ for b in 512 1024; do
 done
 check "-c 1024: -b 1024 gives -b 512's base (IQ4_XS, 2026-09)" cmp -s "$work/iq-512.kld" "$work/iq-1024.kld"
 check "-c 1024 -b 1024 reports micro-batches of 512" grep -q "n_ctx=1024, batch_size=512" "$work/iq-1024.err"
+"$SLUICE" perplexity -m "$IQ" -f "$T" -c 1024 --chunks 1 -ub 1024 -t 2 --llama-ref 2026-09 \
+    --kl-divergence-base "$work/iq-ub.kld" >/dev/null 2>&1
+check "-ub (llama.cpp's name) is -b" cmp -s "$work/iq-1024.kld" "$work/iq-ub.kld"
 # the 2026-08 rule has no panel: a batch of any size gives the same bits
 "$SLUICE" perplexity -m "$IQ" -f "$T" -c 1024 --chunks 1 -b 1024 -t 2 >/dev/null 2>"$work/iq8.err"
 check "the default rule keeps -b 1024's batches" grep -q "n_ctx=1024, batch_size=1024" "$work/iq8.err"

@@ -47,6 +47,17 @@ printf '%s' "$P" >"$work/prompt.txt"
 "$SLUICE" run -m "$M" -f "$work/prompt.txt" --temp 0 -n 48 --ignore-eos >"$work/g_file" 2>/dev/null
 check "-f FILE equals -p TEXT" same_text "$work/g_t1_b512" "$work/g_file"
 
+# ---- llama.cpp's flags without a sluice option (app/llama_flags.c) ---------------------
+gen "$work/g_llama" --temp 0 -n 48 --ignore-eos -fa on -ngl 99 --jinja -cb --no-mmap --mlock \
+    -tb 2 --numa distribute -ub 7 -fa
+check "llama.cpp's -fa on, -ngl, --jinja, -cb, --no-mmap, --mlock, -tb, --numa, -ub: same text" \
+    same_text "$work/g_t1_b512" "$work/g_llama"
+check "... a note for each ignored one" [ "$(grep -c "note: .* is ignored" "$work/g_llama.err")" -eq 4 ]
+check "... -ngl names the CPU" grep -q "note: -ngl 99 is ignored: sluice runs on the CPU" "$work/g_llama.err"
+gen "$work/g_mmap" --temp 0 -n 48 --ignore-eos --mmap -ngl 0
+check "--mmap (--dense-weights mmap) and -ngl 0: same text, no note" \
+    bash -c 'cmp -s "$1" "$2" && ! grep -q "note:" "$3"' _ "$work/g_t1_b512" "$work/g_mmap" "$work/g_mmap.err"
+
 # ---- seeded sampling -----------------------------------------------------------------
 gen "$work/s7a" --temp 1 --seed 7 -n 48 --ignore-eos
 gen "$work/s7b" --temp 1 --seed 7 -n 48 --ignore-eos -t 2 -b 2
@@ -129,6 +140,8 @@ expect_fail "missing model file" "cannot load" -m "$work/nope.gguf" -p hi
 expect_fail "missing prompt file" "cannot open" -m "$M" -f "$work/nope.txt"
 expect_fail "empty prompt" "prompt is empty" -m "$M" -p ""
 expect_fail "--stop without text" "--stop needs a non-empty text" -m "$M" -p hi --stop ""
+expect_fail "-fa off: refused, saying why" "computes attention only as llama.cpp's flash attention" -m "$M" -p hi -fa off
+expect_fail "-ngl not a number" "-ngl expects a whole number" -m "$M" -p hi -ngl all
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

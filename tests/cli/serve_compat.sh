@@ -19,7 +19,11 @@ M=$work/m.gguf
 CTX=1024
 ORIGIN=http://ui.example:3000
 serve_model "$M" --arch qwen3moe --preset tiny-k --layers 2 --seed 5
-if serve_start compat -m "$M" -c $CTX -n 8 --chat-template qwen3 --max-body 65536 --cors "$ORIGIN" -t 2; then
+# with llama-server's usual flags, which sluice takes (app/llama_flags.c)
+if serve_start compat -m "$M" -c $CTX -n 8 --chat-template qwen3 --max-body 65536 --cors "$ORIGIN" -t 2 \
+    --jinja -fa on -ngl 99 -cb; then
+    check "llama-server's --jinja -fa on -ngl 99 -cb: taken, -ngl with a note" \
+        grep -q "note: -ngl 99 is ignored" "$work/compat.err"
     timeout 300 python3 tests/cli/lib/serve_compat.py "$serve_port" $CTX "$ORIGIN" >"$work/py.out" 2>&1
     rc=$?
     serve_relay <"$work/py.out"
