@@ -18,18 +18,20 @@ static bool is_any(const char *a, const char *const *names)
     return false;
 }
 
-/* -fa takes on, off or auto in llama.cpp since 2025; before, it was a
- * switch. A following word that is none of them is the next flag or the
- * prompt, not the switch's value. */
+/* -fa takes a value in llama.cpp since 2025 (on, off or auto, and the
+ * words its parser takes for them); before, it was a switch. A following
+ * word that is none of them is the next flag or the prompt, not its value. */
 static int flash_attn(const char *cmd, int argc, char **argv, int *i)
 {
+    static const char *const on[] = {"on", "enabled", "true", "1", "auto", "-1", NULL};
+    static const char *const off[] = {"off", "disabled", "false", "0", NULL};
     const char *v = *i + 1 < argc ? argv[*i + 1] : NULL;
-    if (!v || (strcmp(v, "on") && strcmp(v, "off") && strcmp(v, "auto"))) return 1;
+    if (!v || (!is_any(v, on) && !is_any(v, off))) return 1;
     (*i)++;
-    if (strcmp(v, "off")) return 1;
-    fprintf(stderr, "sluice %s: -fa off is not available: sluice computes attention only as "
+    if (is_any(v, on)) return 1;
+    fprintf(stderr, "sluice %s: -fa %s is not available: sluice computes attention only as "
             "llama.cpp's flash attention does (its -fa on, which its default, auto, picks on "
-            "CPUs); drop -fa off\n", cmd);
+            "CPUs); drop the flag\n", cmd, v);
     return -1;
 }
 
