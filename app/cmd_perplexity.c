@@ -30,6 +30,7 @@
 #include "eval/ppl.h"
 #include "gen.h"
 #include "outputs.h"
+#include "prompt_text.h"
 #include "sluice.h"
 #include "util/file.h"
 #include "util/status.h"
@@ -51,7 +52,10 @@ static void usage(FILE *f)
             "\n"
             "  -m, --model FILE          model to evaluate\n"
             "  -f, --file FILE           text to score (tokenized with BOS if the model adds one;\n"
-            "                            a regular file of at most 1 GiB, - for standard input)\n"
+            "                            a regular file of at most 1 GiB, - for standard input;\n"
+            "                            as llama-perplexity reads it: its final newline\n"
+            "                            dropped, \\n \\t \\xHH ... escapes turned into bytes)\n"
+            "      --no-escape           keep the text's backslashes as they are\n"
             "  -c, --ctx-size N          tokens per chunk (default 512); the text needs 2N\n"
             "  -b, --batch-size N        tokens per evaluation batch (also -ub; default 512, at\n"
             "                            most N; where llama.cpp's micro-batch of 512 decides\n"
@@ -75,7 +79,7 @@ typedef struct opts {
     const char *model, *text, *base;
     int n_ctx, n_batch, max_chunks;
     model_flags mf;
-    bool ctx_given, kld;
+    bool ctx_given, kld, no_escape;
 } opts;
 
 /* The model side of the evaluation: one session with every token's logits
@@ -157,6 +161,10 @@ static int parse(opts *o, int argc, char **argv)
                 return 2;
             o->n_ctx = (int)l;
             o->ctx_given = true;
+        } else if (!strcmp(a, "-e") || !strcmp(a, "--escape")) {
+            o->no_escape = false;
+        } else if (!strcmp(a, "--no-escape")) {
+            o->no_escape = true;
         } else if (!strcmp(a, "-b") || !strcmp(a, "--batch-size") || !strcmp(a, "-ub") ||
                    !strcmp(a, "--ubatch-size")) {
             if (!(v = arg_value(CMD, argc, argv, &i)) || !arg_int(CMD, a, v, 1, 1 << 16, &l))
@@ -251,6 +259,10 @@ int cmd_perplexity(int argc, char **argv)
     } else {
         size_t len;
         if (!(text = gen_read_file(CMD, o.text, &len))) goto done;
+        /* llama-perplexity's text: one final newline dropped, escapes turned
+         * into their bytes unless --no-escape */
+        len = prompt_file_len(text, len);
+        if (!o.no_escape) len = prompt_unescape(text, len);
         double tt = sl_now_s();
         n_tokens = gen_tokenize(m, text, len, sl_model_add_bos(m) ? SL_TOKENIZE_ADD_BOS : 0,
                                 &tokens, &err);

@@ -15,6 +15,7 @@
 #include "commands.h"
 #include "gen.h"
 #include "gen_talk.h"
+#include "prompt_text.h"
 #include "util/timer.h"
 
 #define CMD "run"
@@ -30,7 +31,11 @@ static void usage(FILE *f)
             "\n"
             "  -p, --prompt TEXT       the prompt (control tokens like <|im_start|> are parsed)\n"
             "  -f, --file FILE         read the prompt from FILE (a regular file of at most\n"
-            "                          1 GiB; - reads standard input)\n"
+            "                          1 GiB; - reads standard input), its final newline\n"
+            "                          dropped, as llama.cpp reads it\n"
+            "  -e, --escape            turn \\n \\r \\t \\' \\\" \\\\ and \\xHH in the prompt into the\n"
+            "                          bytes they name, as llama.cpp does (default)\n"
+            "      --no-escape         keep backslashes as they are\n"
             "      --no-bos            do not add BOS even if the model asks for it\n"
             "      --stop TEXT         end when the generated text contains TEXT (not printed;\n"
             "                          up to 8 of them)\n"
@@ -85,7 +90,7 @@ int cmd_run(int argc, char **argv)
     gen_opts_init(&o, 128);
     talk_opts t = {0};
     const char *prompt = NULL, *file = NULL;
-    bool no_bos = false, truncate = false, raw = false;
+    bool no_bos = false, truncate = false, raw = false, escape = true;
     const char *stops[MAX_STOPS + 1] = {0};
     int n_stops = 0;
     for (int i = 1; i < argc; i++) {
@@ -112,6 +117,10 @@ int cmd_run(int argc, char **argv)
                 return 2;
             }
             stops[n_stops++] = argv[++i];
+        } else if (!strcmp(a, "-e") || !strcmp(a, "--escape")) {
+            escape = true;
+        } else if (!strcmp(a, "--no-escape")) {
+            escape = false;
         } else if (!strcmp(a, "--no-bos")) {
             no_bos = true;
         } else if (!strcmp(a, "--truncate")) {
@@ -142,16 +151,24 @@ int cmd_run(int argc, char **argv)
     model_flags_add_input(&o.mf, "the prompt file (-f)", file);
     if (file) {
         if (!(text = gen_read_file(CMD, file, &text_len))) return 1;
+        text_len = prompt_file_len(text, text_len);
     } else {
         text_len = strlen(prompt);
+        if (!(text = malloc(text_len + 1))) {
+            fprintf(stderr, "sluice run: out of memory for the prompt\n");
+            return 1;
+        }
+        memcpy(text, prompt, text_len + 1);
     }
+    if (escape) text_len = prompt_unescape(text, text_len);
+    text[text_len] = '\0'; /* the harmony wrapping reads it as a string */
     if (gen_open(&g, &o, CMD)) {
         free(text);
         return 1;
     }
     const bool add_bos = !no_bos && sl_model_add_bos(g.m);
     unsigned flags = SL_TOKENIZE_PARSE_SPECIAL | (add_bos ? SL_TOKENIZE_ADD_BOS : 0u);
-    const char *ptext = file ? text : prompt;
+    const char *ptext = text;
     if (gen_chat_template(g.m, NULL, true, t.reasoning, &ht, &err)) {
         fprintf(stderr, "sluice run: %s\n", err.msg);
         goto done;

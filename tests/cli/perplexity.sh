@@ -114,6 +114,16 @@ check "q8_0 mostly keeps the top token ($sq% >= 80%)" awk -v s="$sq" 'BEGIN { ex
 "$SLUICE" perplexity -m "$Q8" --kl-divergence-base "$B" --kl-divergence --chunks 2 -t 1 >"$work/k8c" 2>&1
 check "--chunks 2 limits the KLD run" [ "$(grep -cE '^ +[0-9]+ +[0-9.]+ ± ' "$work/k8c")" -eq 2 ]
 
+# ---- the text as llama-perplexity reads it: escapes turned into their bytes -----------------
+sed 's/ the / the\\t/g' "$T" >"$work/esc.txt"   # "\t" after each " the"
+sed 's/ the / the\t/g' "$T" >"$work/tab.txt"     # a tab there
+"$SLUICE" perplexity -m "$F32" -f "$work/esc.txt" -c $C --chunks 2 -t 2 >"$work/pe" 2>/dev/null
+"$SLUICE" perplexity -m "$F32" -f "$work/tab.txt" -c $C --chunks 2 -t 2 >"$work/pt" 2>/dev/null
+"$SLUICE" perplexity -m "$F32" -f "$work/esc.txt" -c $C --chunks 2 -t 2 --no-escape >"$work/pn" 2>/dev/null
+check "\\t in the text is a tab, as llama-perplexity reads it" \
+    bash -c 'grep -q "^\[1\]" "$1" && cmp -s "$1" "$2"' _ "$work/pe" "$work/pt"
+check "... and --no-escape keeps the backslash" bash -c '! cmp -s "$1" "$2"' _ "$work/pe" "$work/pn"
+
 # ---- batches above llama.cpp's micro-batch ---------------------------------------------------------
 # llama-perplexity runs a batch as micro-batches of 512, and under the 2026-09
 # rule an IQ4_XS expert's kernel depends on its token count in the micro-batch

@@ -58,6 +58,28 @@ gen "$work/g_mmap" --temp 0 -n 48 --ignore-eos --mmap -ngl 0
 check "--mmap (--dense-weights mmap) and -ngl 0: same text, no note" \
     bash -c 'cmp -s "$1" "$2" && ! grep -q "note:" "$3"' _ "$work/g_t1_b512" "$work/g_mmap" "$work/g_mmap.err"
 
+# ---- the prompt's bytes as llama.cpp's tools take them (app/prompt_text.c) ------------
+# -p and -f: \n \t \" \\ \xHH ... become the bytes they name (a backslash before
+# anything else stays); -f drops one final newline
+say() { # say OUT ARGS...: run -v, stdout to OUT; prints the prompt's token count
+    local out=$1
+    shift
+    "$SLUICE" run -m "$M" --temp 0 -n 8 -v "$@" >"$out" 2>"$out.err"
+    sed -n 's/.*, prompt \([0-9]*\) tokens.*/\1/p' "$out.err"
+}
+t_esc=$(say "$work/esc" -p 'The keeper\tsaid \x41\"hi\"\\ and \q')
+t_bytes=$(say "$work/bytes" -p "$(printf 'The keeper\tsaid A"hi"\\ and \\q')")
+t_raw=$(say "$work/raw" --no-escape -p 'The keeper\tsaid \x41\"hi\"\\ and \q')
+same_prompt() { [ -n "$1" ] && [ "$1" = "$2" ] && same_text "$3" "$4"; }
+check "escapes in -p give the bytes they name ($t_esc tokens)" \
+    same_prompt "$t_esc" "$t_bytes" "$work/esc" "$work/bytes"
+check "--no-escape keeps them ($t_raw tokens)" [ "${t_raw:-x}" != "${t_esc:-x}" ]
+printf 'The keeper said\n' >"$work/nl.txt"
+t_nl=$(say "$work/nl" -f "$work/nl.txt")
+t_nonl=$(say "$work/nonl" -p 'The keeper said')
+check "-f drops one final newline, as llama.cpp reads a file ($t_nl tokens)" \
+    same_prompt "$t_nl" "$t_nonl" "$work/nl" "$work/nonl"
+
 # ---- seeded sampling -----------------------------------------------------------------
 gen "$work/s7a" --temp 1 --seed 7 -n 48 --ignore-eos
 gen "$work/s7b" --temp 1 --seed 7 -n 48 --ignore-eos -t 2 -b 2
