@@ -19,13 +19,13 @@ serve_model "$M" --arch qwen3moe --preset tiny-k --type q8_0 --seed 4
 # the prompt: numbers 1..k, k the first with 1,030+ tokens
 n=0
 for k in $(seq 250 400); do
-    seq -s ' ' 1 "$k" >"$work/p.txt"
+    printf '%s' "$(seq -s ' ' 1 "$k")" >"$work/p.txt" # no final newline: -f would drop it
     n=$("$SLUICE" tokenize -m "$M" -f "$work/p.txt" --ids | wc -w)
     [ "$n" -ge 1030 ] && break
 done
 check "a prompt of $n tokens: over 1,024, and $((n % 512)) (mod 512) under 64" \
     [ "$n" -gt 1024 -a $((n % 512)) -lt 64 ]
-seq -s ' ' 1 200 >"$work/short.txt" # a shorter prompt it begins with (~700 tokens)
+printf '%s' "$(seq -s ' ' 1 200)" >"$work/short.txt" # a shorter prompt it begins with (~700 tokens)
 
 run() { # run OUT ARGS...: 24 greedy tokens after the prompt
     local out=$1
