@@ -283,9 +283,7 @@ int cmd_perplexity(int argc, char **argv)
 
     /* llama-perplexity runs a batch of -b tokens as micro-batches of 512:
      * where that decides a product's kernel, evaluate those micro-batches */
-    e.n_batch = o.n_batch < n_ctx ? o.n_batch : n_ctx;
-    const int exact = sl_model_exact_batch(m);
-    if (exact > 0 && e.n_batch > exact) e.n_batch = exact;
+    e.n_batch = sl_model_exact_batch(m, o.n_batch < n_ctx ? o.n_batch : n_ctx);
     e.n_chunk = n_chunk;
     sl_session_params sp = sl_session_default_params();
     sp.n_ctx = n_ctx;

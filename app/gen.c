@@ -278,10 +278,8 @@ int gen_open(gen_ctx *g, const gen_opts *o, const char *cmd)
     int ctx = o->n_ctx > 0 ? o->n_ctx : sl_model_n_ctx_train(g->m);
     if (o->n_ctx <= 0 && ctx > 4096) ctx = 4096;
     if (ctx < 1) ctx = 1;
-    g->n_batch = o->n_batch < ctx ? o->n_batch : ctx;
     /* a prompt cut as llama.cpp cuts it where that decides the bits */
-    const int exact = sl_model_exact_batch(g->m);
-    if (exact > 0 && g->n_batch > exact) g->n_batch = exact;
+    g->n_batch = sl_model_exact_batch(g->m, o->n_batch < ctx ? o->n_batch : ctx);
     sp.n_batch_max = g->n_batch > logit_rows ? g->n_batch : logit_rows;
     sp.n_logit_rows = logit_rows;
     if (sl_session_create(&g->s, g->m, &sp, &err)) {

@@ -275,12 +275,12 @@ int sl_model_n_vocab(const sl_model *m);
 
 int sl_model_n_ctx_train(const sl_model *m);
 
-/* The largest batch sl_session_eval can take and still give llama.cpp's
- * bits: SL_LLAMA_UBATCH where some product's kernel depends on how many
- * tokens llama.cpp's micro-batch gives it (IQ4_XS under --llama-ref
- * 2026-09, its IQ panel), so that a caller evaluating a longer prompt cuts
- * it as llama.cpp does; 0 where the batch size never changes the bits. */
-int sl_model_exact_batch(const sl_model *m);
+/* The batch, at most n_batch, that a caller evaluating a longer prompt
+ * should pass to sl_session_eval to get llama.cpp's bits: SL_LLAMA_UBATCH
+ * where some product's kernel depends on how many tokens llama.cpp's
+ * micro-batch gives it (IQ4_XS under --llama-ref 2026-09, its IQ panel)
+ * and n_batch is larger, else n_batch, whose size never changes the bits. */
+int sl_model_exact_batch(const sl_model *m, int n_batch);
 const char *sl_model_arch_name(const sl_model *m);
 
 /* ---- session ------------------------------------------------------------ */

@@ -252,9 +252,8 @@ int cmd_serve(int argc, char **argv)
     int ctx = o.n_ctx > 0 ? o.n_ctx : sl_model_n_ctx_train(s.m);
     if (o.n_ctx <= 0 && ctx > 4096) ctx = 4096;
     if (ctx < 1) ctx = 1;
-    int n_batch = o.n_batch < ctx ? o.n_batch : ctx;
-    const int exact = sl_model_exact_batch(s.m); /* a prompt cut as llama.cpp cuts it */
-    if (exact > 0 && n_batch > exact) n_batch = exact;
+    /* a prompt cut as llama.cpp cuts it where that decides the bits */
+    const int n_batch = sl_model_exact_batch(s.m, o.n_batch < ctx ? o.n_batch : ctx);
     if (step < 0) step = 32 + np;
     sl_model_params dp = mf.params; /* the drafters': no prompt cache of their own */
     dp.host_cache_bytes = 0;

@@ -566,5 +566,8 @@ void sl_model_release(sl_model *m)
 int sl_model_n_vocab(const sl_model *m) { return m->hp.n_vocab; }
 int sl_model_n_ctx_train(const sl_model *m) { return m->hp.n_ctx_train; }
 
-int sl_model_exact_batch(const sl_model *m) { return m->ubatch_bits ? SL_LLAMA_UBATCH : 0; }
+int sl_model_exact_batch(const sl_model *m, int n_batch)
+{
+    return m->ubatch_bits && n_batch > SL_LLAMA_UBATCH ? SL_LLAMA_UBATCH : n_batch;
+}
 const char *sl_model_arch_name(const sl_model *m) { return m->arch->name; }
